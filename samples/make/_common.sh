@@ -1,0 +1,138 @@
+# Shared helpers for the samples/make/*.sh capture scripts (sourced, not run).
+# Loopback only. Everything installed goes to ${MCPF_SCRATCH:-/tmp/mcpf-scratch}.
+set -euo pipefail
+
+MAKE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SAMPLES_DIR="$(dirname "$MAKE_DIR")"
+SCRATCH="${MCPF_SCRATCH:-/tmp/mcpf-scratch}"
+mkdir -p "$SCRATCH"
+
+# Pinned SDK versions (the newest that installed here).
+MCPF_PY_MCP_VERSION="2.3.0"
+MCPF_TS_SDK_VERSION="1.32.2"
+
+_MCPF_PIDS=()
+_mcpf_cleanup() {
+  local p
+  for p in "${_MCPF_PIDS[@]:-}"; do
+    [ -n "$p" ] && kill "$p" 2>/dev/null || true
+  done
+}
+trap _mcpf_cleanup EXIT
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# need_apt BINARY:PACKAGE ... : apt-get install what is missing (Debian 12, root).
+_MCPF_APT_UPDATED=0
+need_apt() {
+  local missing=() spec bin pkg
+  for spec in "$@"; do
+    bin="${spec%%:*}"; pkg="${spec#*:}"
+    if [ "$bin" = "venv" ]; then
+      /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=("$pkg")
+    else
+      command -v "$bin" >/dev/null 2>&1 || missing+=("$pkg")
+    fi
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  if [ "$_MCPF_APT_UPDATED" = 0 ]; then apt-get update -qq; _MCPF_APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+need_capture_tools() { need_apt tcpdump:tcpdump tshark:tshark editcap:wireshark-common; }
+
+# py_venv NAME REQUIREMENTS_FILE -> echoes the venv's python (system python3 + venv).
+py_venv() {
+  local name="$1" req="$2" dir="$SCRATCH/$1" stamp
+  need_apt python3:python3 venv:python3-venv
+  stamp="$(sha256sum "$req" | cut -c1-16)"
+  if [ ! -f "$dir/.stamp-$stamp" ]; then
+    log "creating venv $dir"
+    rm -rf "$dir"
+    /usr/bin/python3 -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
+    touch "$dir/.stamp-$stamp"
+  fi
+  echo "$dir/bin/python"
+}
+
+# node_deps NAME HELPER_DIR -> installs HELPER_DIR/package.json (+lock) into $SCRATCH/NAME,
+# copies the helper's *.mjs there, echoes that directory.
+node_deps() {
+  local name="$1" src="$2" dir="$SCRATCH/$1" stamp
+  need_apt node:nodejs npm:npm
+  stamp="$(cat "$src/package.json" "$src/package-lock.json" 2>/dev/null | sha256sum | cut -c1-16)"
+  mkdir -p "$dir"
+  if [ ! -f "$dir/.stamp-$stamp" ]; then
+    log "npm ci in $dir"
+    rm -rf "$dir/node_modules"
+    cp "$src/package.json" "$dir/"
+    [ -f "$src/package-lock.json" ] && cp "$src/package-lock.json" "$dir/"
+    (cd "$dir" && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --silent; else npm install --no-audit --no-fund --silent; fi) >&2
+    touch "$dir/.stamp-$stamp"
+  fi
+  cp "$src"/*.mjs "$dir/"
+  echo "$dir"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+require_free_port() {
+  local p
+  for p in "$@"; do
+    port_free "$p" || { echo "port $p is in use; stop whatever listens there" >&2; exit 1; }
+  done
+}
+
+wait_port() {
+  local port="$1" i
+  for i in $(seq 1 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on port $port" >&2; exit 1
+}
+
+# bg VAR CMD... : start CMD in the background, store its pid in VAR (killed on exit).
+bg() { local __var="$1"; shift; "$@" & printf -v "$__var" '%s' "$!"; _MCPF_PIDS+=("$!"); }
+
+# capture_start IFACE FILTER OUTFILE -> sets CAPTURE_PID (last started capture).
+capture_start() {
+  local iface="$1" filter="$2" out="$3" errf
+  errf="$(mktemp "$SCRATCH/tcpdump.XXXXXX")"
+  rm -f "$out"
+  tcpdump -i "$iface" -U -s 0 -Z root -w "$out" "$filter" 2>"$errf" &
+  CAPTURE_PID=$!
+  _MCPF_PIDS+=("$CAPTURE_PID")
+  local i
+  for i in $(seq 1 100); do
+    grep -q "listening on" "$errf" && break
+    sleep 0.05
+  done
+  grep -q "listening on" "$errf" || { cat "$errf" >&2; exit 1; }
+  sleep 0.2
+}
+
+# capture_stop PID : SIGINT about a second after the traffic ended.
+capture_stop() {
+  sleep 1
+  kill -INT "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+# tshark_counts FILE PORT : the oracle counts used in samples/README.md.
+# Messages are counted per HTTP message (a frame can carry two pipelined requests).
+_tc() { tshark -r "$1" "${@:2}" 2>/dev/null | tr ',' '\n' | grep -c . || true; }
+tshark_counts() {
+  local f="$1" port="$2" dec=()
+  [ -n "$port" ] && dec=(-d "tcp.port==$port,http")
+  local req resp resph streams
+  req=$(_tc "$f" "${dec[@]}" -Y http.request -T fields -e http.request.method)
+  resp=$(_tc "$f" "${dec[@]}" -Y http.response -T fields -e http.response.code)
+  resph=$(_tc "$f" "${dec[@]}" -o http.desegment_body:FALSE -Y http.response -T fields -e http.response.code)
+  streams=$(tshark -r "$f" -T fields -e tcp.stream 2>/dev/null | sort -u | wc -l)
+  echo "$(basename "$f"): http.request=$req http.response=$resp (desegment_body:FALSE: $resph) tcp.streams=$streams size=$(stat -c %s "$f")B"
+}

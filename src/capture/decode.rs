@@ -1,0 +1,219 @@
+//! Link layer and IP decoding: from a captured frame to a TCP segment, or a named reason why not.
+//!
+//! Link layers are small and fixed, so they are read here with explicit length checks; IPv4 (with
+//! options) and IPv6 (with extension headers) are read with `etherparse`'s lax slicer, which keeps
+//! working on frames that a snap length cut short.
+
+use std::net::{IpAddr, SocketAddr};
+
+use etherparse::{IpNumber, LaxIpSlice, TcpSlice};
+
+/// Link types we decode (the LINKTYPE_* values of the tcpdump registry).
+pub mod linktype {
+    pub const NULL: i32 = 0;
+    pub const ETHERNET: i32 = 1;
+    /// DLT_RAW as most systems number it, and OpenBSD's number for it.
+    pub const RAW_12: i32 = 12;
+    pub const RAW_14: i32 = 14;
+    pub const RAW: i32 = 101;
+    pub const LOOP: i32 = 108;
+    pub const LINUX_SLL: i32 = 113;
+    pub const IPV4: i32 = 228;
+    pub const IPV6: i32 = 229;
+    pub const LINUX_SLL2: i32 = 276;
+}
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_QINQ: u16 = 0x88a8;
+const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+/// More VLAN tags than this is a crafted frame, not a network.
+const MAX_VLAN_TAGS: usize = 8;
+
+/// TCP control bits we act on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpFlags {
+    pub syn: bool,
+    pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
+}
+
+/// A TCP segment as the reassembler needs it. `payload` may be shorter than the segment really
+/// was when the capture cut it: `missing` says how many payload bytes the frame did not keep.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpSegment<'a> {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: TcpFlags,
+    pub window: u16,
+    pub payload: &'a [u8],
+    pub missing: u32,
+}
+
+/// Why a frame did not yield a TCP segment. The names are shown to users in skip counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    UnknownLinkType(i32),
+    NotIp,
+    NotTcp,
+    Ipv4Fragment,
+    MalformedLink,
+    MalformedIp,
+    MalformedTcp,
+}
+
+impl Skip {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::UnknownLinkType(_) => "unsupported link type",
+            Skip::NotIp => "not IP (ARP, LLDP, ...)",
+            Skip::NotTcp => "IP but not TCP (UDP, ICMP, ...)",
+            Skip::Ipv4Fragment => "IP fragment (not reassembled)",
+            Skip::MalformedLink => "malformed link-layer header",
+            Skip::MalformedIp => "malformed IP header",
+            Skip::MalformedTcp => "malformed or cut TCP header",
+        }
+    }
+}
+
+/// Decodes a frame of the given link type down to its TCP segment.
+pub fn tcp_segment(linktype: i32, frame: &[u8]) -> Result<TcpSegment<'_>, Skip> {
+    let ip = network_layer(linktype, frame)?;
+    ip_to_tcp(ip)
+}
+
+/// Strips the link layer, returning the IP packet it carries.
+pub fn network_layer(linktype: i32, frame: &[u8]) -> Result<&[u8], Skip> {
+    match linktype {
+        linktype::ETHERNET => ethernet(frame),
+        linktype::LINUX_SLL => {
+            // 16-byte header: packet type, ARPHRD, address length, 8 address bytes, protocol.
+            let proto = be16(frame, 14).ok_or(Skip::MalformedLink)?;
+            ip_by_ethertype(proto, frame.get(16..).ok_or(Skip::MalformedLink)?)
+        }
+        linktype::LINUX_SLL2 => {
+            // 20-byte header that starts with the protocol type.
+            let proto = be16(frame, 0).ok_or(Skip::MalformedLink)?;
+            ip_by_ethertype(proto, frame.get(20..).ok_or(Skip::MalformedLink)?)
+        }
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => match frame.first() {
+            Some(b) if b >> 4 == 4 || b >> 4 == 6 => Ok(frame),
+            Some(_) => Err(Skip::NotIp),
+            None => Err(Skip::MalformedLink),
+        },
+        linktype::IPV4 | linktype::IPV6 => Ok(frame),
+        linktype::NULL | linktype::LOOP => {
+            let raw: [u8; 4] = frame
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(Skip::MalformedLink)?;
+            // NULL stores the address family in the capturing host's byte order, LOOP in network
+            // order; a family always fits in the low 16 bits, which tells the order apart.
+            let family = if linktype == linktype::LOOP {
+                u32::from_be_bytes(raw)
+            } else {
+                let le = u32::from_le_bytes(raw);
+                if le > 0xffff {
+                    u32::from_be_bytes(raw)
+                } else {
+                    le
+                }
+            };
+            let payload = &frame[4..];
+            match family {
+                // AF_INET everywhere; AF_INET6 on Linux (10), the BSDs (24), FreeBSD (28) and
+                // macOS (30).
+                2 | 10 | 24 | 28 | 30 => Ok(payload),
+                _ => Err(Skip::NotIp),
+            }
+        }
+        other => Err(Skip::UnknownLinkType(other)),
+    }
+}
+
+fn ethernet(frame: &[u8]) -> Result<&[u8], Skip> {
+    let mut ethertype = be16(frame, 12).ok_or(Skip::MalformedLink)?;
+    let mut offset = 14;
+    let mut tags = 0;
+    while matches!(
+        ethertype,
+        ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD
+    ) {
+        tags += 1;
+        if tags > MAX_VLAN_TAGS {
+            return Err(Skip::MalformedLink);
+        }
+        // Tag control information (2 bytes), then the next EtherType.
+        ethertype = be16(frame, offset + 2).ok_or(Skip::MalformedLink)?;
+        offset += 4;
+    }
+    ip_by_ethertype(ethertype, frame.get(offset..).ok_or(Skip::MalformedLink)?)
+}
+
+fn ip_by_ethertype(ethertype: u16, payload: &[u8]) -> Result<&[u8], Skip> {
+    match ethertype {
+        ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => Ok(payload),
+        _ => Err(Skip::NotIp),
+    }
+}
+
+fn be16(data: &[u8], at: usize) -> Option<u16> {
+    let b = data.get(at..at.checked_add(2)?)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+fn ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
+    let (ip, _ext_error) = LaxIpSlice::from_slice(packet).map_err(|_| Skip::MalformedIp)?;
+    let payload = ip.payload();
+    if payload.ip_number != IpNumber::TCP {
+        return Err(Skip::NotTcp);
+    }
+    if payload.fragmented {
+        return Err(Skip::Ipv4Fragment);
+    }
+    // The length the IP header announces for its payload; when the capture cut the frame, the
+    // difference is TCP payload that crossed the wire but is not in the file.
+    let announced: Option<usize> = match &ip {
+        LaxIpSlice::Ipv4(v4) => {
+            let h = v4.header();
+            usize::from(h.total_len()).checked_sub(h.slice().len())
+        }
+        LaxIpSlice::Ipv6(v6) => {
+            let h = v6.header();
+            let exts = v6.extensions().slice().len();
+            usize::from(h.payload_length()).checked_sub(exts)
+        }
+    };
+    let data = payload.payload;
+    let (src_ip, dst_ip): (IpAddr, IpAddr) = (ip.source_addr(), ip.destination_addr());
+    let tcp = TcpSlice::from_slice(data).map_err(|_| Skip::MalformedTcp)?;
+    let captured_payload = tcp.payload();
+    let header_len = data.len() - captured_payload.len();
+    let missing = if payload.incomplete {
+        announced
+            .and_then(|a| a.checked_sub(header_len))
+            .and_then(|want| want.checked_sub(captured_payload.len()))
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    Ok(TcpSegment {
+        src: SocketAddr::new(src_ip, tcp.source_port()),
+        dst: SocketAddr::new(dst_ip, tcp.destination_port()),
+        seq: tcp.sequence_number(),
+        ack: tcp.acknowledgment_number(),
+        flags: TcpFlags {
+            syn: tcp.syn(),
+            ack: tcp.ack(),
+            fin: tcp.fin(),
+            rst: tcp.rst(),
+        },
+        window: tcp.window_size(),
+        payload: captured_payload,
+        missing: u32::try_from(missing).unwrap_or(u32::MAX),
+    })
+}

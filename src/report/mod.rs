@@ -1,0 +1,36 @@
+//! Reporters: turn analysed data into tables, timelines, JSON and NDJSON. Reporters never
+//! analyse; every string that came from a capture is sanitised before it reaches a terminal.
+
+pub mod flows;
+pub mod sanitize;
+pub mod table;
+
+use std::io::{self, Write};
+
+use crate::capture::InputReport;
+
+/// The one-line account of an input printed above every human report, then its warnings.
+pub fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
+    let skipped: u64 = input.skipped.values().sum();
+    let path = sanitize::terminal(&input.path);
+    write!(
+        out,
+        "{path} ({}): {} packets, {}",
+        input.format,
+        input.packets,
+        table::bytes(input.bytes)
+    )?;
+    if skipped > 0 {
+        let reasons: Vec<String> = input
+            .skipped
+            .iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        write!(out, "; skipped {}", reasons.join(", "))?;
+    }
+    writeln!(out)?;
+    for w in &input.warnings {
+        writeln!(out, "  warning: {}", sanitize::terminal(w))?;
+    }
+    Ok(())
+}
