@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use crate::capture::tcp::{ConnSummary, TcpEvent};
 use crate::capture::{self, CaptureInput, CaptureStage, OpenError};
-use crate::cli::{Cli, Command, FlowsArgs, Format};
+use crate::cli::{Cli, Command, FlowsArgs, Format, HttpArgs};
+use crate::http;
 use crate::report;
 
 /// Exit codes, as documented in the README and the man page (grep convention).
@@ -29,6 +30,7 @@ impl From<Exit> for ExitCode {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Flows(args) => flows(args),
+        Command::Http(args) => http_view(args),
     };
     match result {
         Ok(code) => code.into(),
@@ -98,6 +100,32 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
     match args.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &reports, &stats)?,
         Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
+    }
+    out.flush()?;
+    Ok(if failed { Exit::Error } else { Exit::Clean })
+}
+
+fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
+    let (mut inputs, failed) = open_captures(&args.files);
+    if inputs.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let mut stage = CaptureStage::new(args.capture.limits(), args.files.len());
+    let mut http_stage = http::Stage::new(http::exchange::Collector::default());
+    capture::run(&mut inputs, &mut stage, &mut http_stage);
+    let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    let stats = http_stage.stats.clone();
+    let collector = http_stage.sink;
+    let anomalies = collector.anomalies.clone();
+    let exchanges = collector.into_exchanges();
+    let redactor = report::redact::Redactor::new(!args.show_secrets);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        Format::Json => {
+            report::http::write_json(&mut out, &exchanges, &anomalies, &reports, &stats, &redactor)?
+        }
+        Format::Table => report::http::write_table(&mut out, &exchanges, &reports, &stats, &redactor)?,
     }
     out.flush()?;
     Ok(if failed { Exit::Error } else { Exit::Clean })

@@ -20,6 +20,33 @@ pub enum Command {
     /// server, start, duration, payload bytes each way, gaps (bytes that crossed the wire but are
     /// not in the capture), retransmitted and out-of-order segments, and how it ended.
     Flows(FlowsArgs),
+
+    /// List the HTTP/1.1 exchanges of captures, with SSE events and JSON-RPC messages.
+    ///
+    /// One row per exchange (request paired with its response, pipelined or not): time, TCP
+    /// connection, method, target, status, content type, body sizes, SSE event count, the JSON-RPC
+    /// messages carried (method and id), and flags: incomplete, cut by capture end, decoded.
+    /// HTTP is recognised by content on any port.
+    Http(HttpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Capture files (pcap or pcapng, optionally gzip-compressed); - reads standard input.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+
+    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
+    /// them.
+    #[arg(long)]
+    pub show_secrets: bool,
+
+    #[command(flatten)]
+    pub capture: CaptureArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

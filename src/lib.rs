@@ -7,6 +7,8 @@
 
 pub mod app;
 pub mod capture;
+pub mod http;
+pub mod jsonrpc;
 pub mod cli;
 pub mod model;
 pub mod report;

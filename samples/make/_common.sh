@@ -57,23 +57,24 @@ py_venv() {
   echo "$dir/bin/python"
 }
 
-# node_deps NAME HELPER_DIR -> installs HELPER_DIR/package.json (+lock) into $SCRATCH/NAME,
-# copies the helper's *.mjs there, echoes that directory.
+# node_deps NAME : npm ci of samples/make/_node (pinned TS SDK) into $SCRATCH/node-mcp-sdk-VER,
+# copies _node/*.mjs there and samples/make/NAME/*.mjs into a subfolder of it, echoes that subfolder.
 node_deps() {
-  local name="$1" src="$2" dir="$SCRATCH/$1" stamp
+  local name="$1" src="$MAKE_DIR/_node" dir="$SCRATCH/node-mcp-sdk-$MCPF_TS_SDK_VERSION" stamp
   need_apt node:nodejs npm:npm
-  stamp="$(cat "$src/package.json" "$src/package-lock.json" 2>/dev/null | sha256sum | cut -c1-16)"
+  stamp="$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-16)"
   mkdir -p "$dir"
   if [ ! -f "$dir/.stamp-$stamp" ]; then
     log "npm ci in $dir"
     rm -rf "$dir/node_modules"
-    cp "$src/package.json" "$dir/"
-    [ -f "$src/package-lock.json" ] && cp "$src/package-lock.json" "$dir/"
-    (cd "$dir" && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --silent; else npm install --no-audit --no-fund --silent; fi) >&2
+    cp "$src/package.json" "$src/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
     touch "$dir/.stamp-$stamp"
   fi
   cp "$src"/*.mjs "$dir/"
-  echo "$dir"
+  mkdir -p "$dir/$name"
+  cp "$MAKE_DIR/$name"/*.mjs "$dir/$name/"
+  echo "$dir/$name"
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

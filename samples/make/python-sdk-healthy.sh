@@ -21,7 +21,7 @@ capture_start any "tcp port $PORT" "$ANY"; ANY_PID=$CAPTURE_PID
 sleep 0.3
 (cd "$H" && "$PY" client.py "http://127.0.0.1:$PORT/mcp" "$WORK/client.jsonl")
 sleep 0.5
-capture_stop "$LO_PID" & capture_stop "$ANY_PID"; wait
+sleep 1; kill -INT "$LO_PID" "$ANY_PID"; wait "$LO_PID" "$ANY_PID" || true
 stop_pid "$SERVER_PID"
 editcap -F pcapng "$PCAP" "$SAMPLES_DIR/$NAME.pcapng"
 /usr/bin/python3 "$H/truth.py" "$WORK/client.jsonl" "$WORK/events.jsonl" "$SAMPLES_DIR/$NAME.truth.json" "$PORT"

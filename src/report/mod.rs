@@ -2,6 +2,8 @@
 //! analyse; every string that came from a capture is sanitised before it reaches a terminal.
 
 pub mod flows;
+pub mod http;
+pub mod redact;
 pub mod sanitize;
 pub mod table;
 

@@ -1,0 +1,399 @@
+//! HTTP/1.1 body framing (RFC 9112 §6-7) and content decoding (RFC 9110 §8.4).
+//!
+//! The chunked decoder is a byte-driven state machine that accepts chunk extensions and trailers
+//! and hands out slices of its input, so a chunk boundary may fall anywhere (inside an SSE line
+//! included). Content decoders stream: gzip, deflate (zlib or raw, told apart by the first byte)
+//! and brotli, each with a cap on decoded output so a crafted body cannot exhaust memory.
+
+use std::io::Write;
+
+/// A chunk-size or trailer line longer than this is not HTTP.
+const MAX_CHUNK_LINE: usize = 4096;
+/// Most decoded bytes one body may produce (decompression bombs stop here).
+pub const MAX_DECODED: usize = 64 << 20;
+
+/// How the end of a message body is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    /// The body ends when the server closes the connection.
+    UntilClose,
+    /// The connection stopped carrying HTTP (CONNECT 2xx, 101 Switching Protocols).
+    Tunnel,
+}
+
+#[derive(Debug)]
+enum ChunkState {
+    Size,
+    Data(u64),
+    /// The CRLF after a chunk's data.
+    DataEnd { seen_cr: bool },
+    Trailer,
+}
+
+/// What a piece of chunked input turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ChunkOutput<'a> {
+    Data(&'a [u8]),
+    /// The last chunk and trailers have been read: the body is complete.
+    End,
+}
+
+#[derive(Debug)]
+pub struct ChunkedDecoder {
+    state: ChunkState,
+    line: Vec<u8>,
+    pub chunks: u64,
+    /// Trailer fields received (name, value).
+    pub trailers: Vec<(String, String)>,
+}
+
+impl Default for ChunkedDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChunkedDecoder {
+    pub fn new() -> Self {
+        ChunkedDecoder {
+            state: ChunkState::Size,
+            line: Vec::new(),
+            chunks: 0,
+            trailers: Vec::new(),
+        }
+    }
+
+    /// Bytes still owed by the chunk being read, if inside chunk data (lets a capture gap of a
+    /// known size be skipped without losing the framing).
+    pub fn remaining_in_chunk(&self) -> Option<u64> {
+        match self.state {
+            ChunkState::Data(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Skips `n` bytes of chunk data lost in a gap. Only valid when `n <= remaining_in_chunk()`.
+    pub fn skip_data(&mut self, n: u64) {
+        if let ChunkState::Data(left) = self.state {
+            let left = left - n.min(left);
+            self.state = if left == 0 {
+                ChunkState::DataEnd { seen_cr: false }
+            } else {
+                ChunkState::Data(left)
+            };
+        }
+    }
+
+    /// Consumes input; returns how much was used and what it held. Stops after the end of the
+    /// body (the rest of the input belongs to the next message).
+    pub fn decode<'a>(
+        &mut self,
+        input: &'a [u8],
+        out: &mut Vec<ChunkOutput<'a>>,
+    ) -> Result<usize, String> {
+        let mut pos = 0;
+        while pos < input.len() {
+            match &mut self.state {
+                ChunkState::Size => match input[pos..].iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        self.push_line(&input[pos..pos + i])?;
+                        pos += i + 1;
+                        let size = parse_chunk_size(&self.line)?;
+                        self.line.clear();
+                        if size == 0 {
+                            self.state = ChunkState::Trailer;
+                        } else {
+                            self.chunks += 1;
+                            self.state = ChunkState::Data(size);
+                        }
+                    }
+                    None => {
+                        self.push_line(&input[pos..])?;
+                        pos = input.len();
+                    }
+                },
+                ChunkState::Data(left) => {
+                    let take = (*left).min((input.len() - pos) as u64) as usize;
+                    out.push(ChunkOutput::Data(&input[pos..pos + take]));
+                    pos += take;
+                    *left -= take as u64;
+                    if *left == 0 {
+                        self.state = ChunkState::DataEnd { seen_cr: false };
+                    }
+                }
+                ChunkState::DataEnd { seen_cr } => {
+                    match input[pos] {
+                        b'\r' if !*seen_cr => *seen_cr = true,
+                        b'\n' => self.state = ChunkState::Size,
+                        other => {
+                            return Err(format!(
+                                "chunk data not followed by CRLF (byte {other:#04x})"
+                            ));
+                        }
+                    }
+                    pos += 1;
+                }
+                ChunkState::Trailer => match input[pos..].iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        self.push_line(&input[pos..pos + i])?;
+                        pos += i + 1;
+                        let line = std::mem::take(&mut self.line);
+                        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                        if line.is_empty() {
+                            self.state = ChunkState::Size;
+                            out.push(ChunkOutput::End);
+                            return Ok(pos);
+                        }
+                        let text = String::from_utf8_lossy(line);
+                        if let Some((name, value)) = text.split_once(':') {
+                            self.trailers
+                                .push((name.trim().to_string(), value.trim().to_string()));
+                        }
+                    }
+                    None => {
+                        self.push_line(&input[pos..])?;
+                        pos = input.len();
+                    }
+                },
+            }
+        }
+        Ok(pos)
+    }
+
+    fn push_line(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if self.line.len() + bytes.len() > MAX_CHUNK_LINE {
+            return Err("chunk-size or trailer line too long".into());
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
+fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let end = line
+        .iter()
+        .position(|&b| b == b';' || b == b' ' || b == b'\t')
+        .unwrap_or(line.len());
+    let hex = &line[..end];
+    if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return Err(format!(
+            "invalid chunk size {:?}",
+            String::from_utf8_lossy(&line[..line.len().min(32)])
+        ));
+    }
+    u64::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16)
+        .map_err(|_| "chunk size out of range".to_string())
+}
+
+/// Streaming decoder for one `Content-Encoding`.
+pub enum ContentDecoder {
+    Identity,
+    Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
+    /// Undecided until the first byte says zlib or raw deflate.
+    DeflatePending,
+    Zlib(Box<flate2::write::ZlibDecoder<Vec<u8>>>),
+    RawDeflate(Box<flate2::write::DeflateDecoder<Vec<u8>>>),
+    Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+    /// An encoding we do not decode; the body is kept as sent.
+    Unsupported(String),
+    /// Decoding failed; the rest is not decoded.
+    Failed,
+}
+
+impl std::fmt::Debug for ContentDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            ContentDecoder::Identity => "identity",
+            ContentDecoder::Gzip(_) => "gzip",
+            ContentDecoder::DeflatePending | ContentDecoder::Zlib(_) | ContentDecoder::RawDeflate(_) => {
+                "deflate"
+            }
+            ContentDecoder::Brotli(_) => "br",
+            ContentDecoder::Unsupported(e) => e.as_str(),
+            ContentDecoder::Failed => "failed",
+        };
+        f.write_str(name)
+    }
+}
+
+impl ContentDecoder {
+    /// The decoder for a `Content-Encoding` header value (the last coding applied is listed last;
+    /// a single coding is what proxies and servers send in practice).
+    pub fn for_encoding(value: Option<&str>) -> ContentDecoder {
+        let Some(value) = value else {
+            return ContentDecoder::Identity;
+        };
+        let codings: Vec<String> = value
+            .split(',')
+            .map(|c| c.trim().to_ascii_lowercase())
+            .filter(|c| !c.is_empty() && c != "identity")
+            .collect();
+        match codings.as_slice() {
+            [] => ContentDecoder::Identity,
+            [one] => match one.as_str() {
+                "gzip" | "x-gzip" => {
+                    ContentDecoder::Gzip(Box::new(flate2::write::MultiGzDecoder::new(Vec::new())))
+                }
+                "deflate" => ContentDecoder::DeflatePending,
+                "br" => ContentDecoder::Brotli(Box::new(
+                    brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
+                )),
+                other => ContentDecoder::Unsupported(other.to_string()),
+            },
+            _ => ContentDecoder::Unsupported(value.to_string()),
+        }
+    }
+
+    pub fn is_identity(&self) -> bool {
+        matches!(self, ContentDecoder::Identity | ContentDecoder::Unsupported(_))
+    }
+
+    /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        if let ContentDecoder::DeflatePending = self {
+            let Some(&first) = input.first() else {
+                return Ok(());
+            };
+            // RFC 9110 says "deflate" is zlib-wrapped, but some servers send raw deflate: a zlib
+            // stream starts with a CMF byte whose method nibble is 8.
+            *self = if first & 0x0f == 8 {
+                ContentDecoder::Zlib(Box::new(flate2::write::ZlibDecoder::new(Vec::new())))
+            } else {
+                ContentDecoder::RawDeflate(Box::new(flate2::write::DeflateDecoder::new(Vec::new())))
+            };
+        }
+        let result = match self {
+            ContentDecoder::Identity | ContentDecoder::Unsupported(_) => {
+                out.extend_from_slice(input);
+                return Ok(());
+            }
+            ContentDecoder::Failed | ContentDecoder::DeflatePending => return Ok(()),
+            ContentDecoder::Gzip(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Zlib(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
+            ContentDecoder::RawDeflate(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Brotli(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
+        };
+        result.map_err(|e| {
+            *self = ContentDecoder::Failed;
+            format!("cannot decode the body: {e}")
+        })
+    }
+
+    /// Flushes what the decoder still holds at the end of the body.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        let result = match self {
+            ContentDecoder::Gzip(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Zlib(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
+            ContentDecoder::RawDeflate(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Brotli(d) => d.flush().map(|_| take(d.get_mut(), out)),
+            _ => Ok(()),
+        };
+        result.map_err(|e| {
+            *self = ContentDecoder::Failed;
+            format!("the compressed body ends early: {e}")
+        })
+    }
+}
+
+fn take(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
+    out.append(buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dechunk(chunks: &[&[u8]]) -> (Vec<u8>, bool, usize) {
+        let mut d = ChunkedDecoder::new();
+        let mut body = Vec::new();
+        let mut ended = false;
+        let mut leftover = 0;
+        for c in chunks {
+            let mut out = Vec::new();
+            let used = d.decode(c, &mut out).unwrap();
+            for o in out {
+                match o {
+                    ChunkOutput::Data(b) => body.extend_from_slice(b),
+                    ChunkOutput::End => ended = true,
+                }
+            }
+            leftover += c.len() - used;
+        }
+        (body, ended, leftover)
+    }
+
+    #[test]
+    fn decodes_chunks_with_extensions_and_trailers() {
+        let wire = b"4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nX-Checksum: abc\r\n\r\nGET";
+        let (body, ended, leftover) = dechunk(&[wire]);
+        assert_eq!(body, b"Wikipedia");
+        assert!(ended);
+        assert_eq!(leftover, 3, "the next message is not consumed");
+        // One byte at a time gives the same result.
+        let bytes: Vec<&[u8]> = wire[..wire.len() - 3].chunks(1).collect();
+        let (body, ended, _) = dechunk(&bytes);
+        assert_eq!(body, b"Wikipedia");
+        assert!(ended);
+    }
+
+    #[test]
+    fn accepts_bare_lf_and_rejects_garbage() {
+        let (body, ended, _) = dechunk(&[b"3\nabc\n0\n\n"]);
+        assert_eq!(body, b"abc");
+        assert!(ended);
+        let mut d = ChunkedDecoder::new();
+        assert!(d.decode(b"zz\r\n", &mut Vec::new()).is_err());
+        let mut d = ChunkedDecoder::new();
+        assert!(d.decode(b"3\r\nabcX", &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn decodes_gzip_deflate_and_brotli() {
+        use std::io::Write;
+        let text = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".repeat(20);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let mut zl = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zl.write_all(&text).unwrap();
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        raw.write_all(&text).unwrap();
+        for (enc, bytes) in [
+            ("gzip", gz.finish().unwrap()),
+            ("deflate", zl.finish().unwrap()),
+            ("deflate", raw.finish().unwrap()),
+        ] {
+            let mut d = ContentDecoder::for_encoding(Some(enc));
+            let mut out = Vec::new();
+            for piece in bytes.chunks(7) {
+                d.write(piece, &mut out).unwrap();
+            }
+            d.finish(&mut out).unwrap();
+            assert_eq!(out, text, "{enc}");
+        }
+        // A small brotli stream of "hello" (quality 0, from the reference encoder).
+        let br: &[u8] = &[0x0b, 0x02, 0x80, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x03];
+        let mut d = ContentDecoder::for_encoding(Some("br"));
+        let mut out = Vec::new();
+        d.write(br, &mut out).unwrap();
+        d.finish(&mut out).unwrap();
+        assert_eq!(out, b"hello");
+    }
+
+    #[test]
+    fn bad_compressed_data_is_reported_not_fatal() {
+        let mut d = ContentDecoder::for_encoding(Some("gzip"));
+        let mut out = Vec::new();
+        let err = d.write(b"this is not gzip at all", &mut out);
+        assert!(err.is_err());
+        assert!(d.write(b"more", &mut out).is_ok(), "a failed decoder stays quiet");
+        assert!(matches!(
+            ContentDecoder::for_encoding(Some("zstd")),
+            ContentDecoder::Unsupported(_)
+        ));
+    }
+}

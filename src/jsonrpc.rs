@@ -1,0 +1,460 @@
+//! JSON-RPC 2.0 envelopes, read without materialising more than the fields an analyst needs.
+//!
+//! Request IDs keep their JSON type (`1` and `"1"` are different IDs, as the spec and every SDK
+//! bug about `str(id)` collisions require). Anything that is not valid JSON-RPC is kept as
+//! [`Kind::Malformed`] with the reason, never an error.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+/// Longest payload text (tool arguments, results, error data) kept per message; beyond it the
+/// text is cut and marked. JSON reports print what was kept.
+pub const MAX_PAYLOAD_TEXT: usize = 256 * 1024;
+
+/// A JSON-RPC request ID exactly as it appeared on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// A number, kept as its JSON text (`1` and `1.0` stay distinct).
+    Number(String),
+    String(String),
+}
+
+impl RequestId {
+    /// The JSON text of the ID: `7` or `"7"`.
+    pub fn json(&self) -> String {
+        match self {
+            RequestId::Number(n) => n.clone(),
+            RequestId::String(s) => serde_json::to_string(s).unwrap_or_default(),
+        }
+    }
+
+    /// A short label for tables: `7` or `"7"` (strings keep quotes so the type shows).
+    pub fn label(&self) -> String {
+        self.json()
+    }
+
+    pub fn to_value(&self) -> serde_json::Value {
+        match self {
+            RequestId::Number(n) => serde_json::from_str(n).unwrap_or(serde_json::Value::Null),
+            RequestId::String(s) => serde_json::Value::String(s.clone()),
+        }
+    }
+
+    fn from_raw(raw: &RawValue) -> Result<Option<RequestId>, &'static str> {
+        let text = raw.get().trim();
+        match text.as_bytes().first() {
+            Some(b'"') => serde_json::from_str::<String>(text)
+                .map(|s| Some(RequestId::String(s)))
+                .map_err(|_| "invalid string id"),
+            Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(text.to_string()))),
+            Some(b'n') if text == "null" => Ok(None),
+            _ => Err("id is neither a string nor a number"),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.json())
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    Error,
+    Malformed,
+}
+
+/// What an analyst needs of one JSON-RPC message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub kind: Kind,
+    pub id: Option<RequestId>,
+    /// `"id": null` was present (error responses to unparseable requests).
+    pub null_id: bool,
+    pub method: Option<String>,
+    pub error_code: Option<i64>,
+    pub error_message: Option<String>,
+    /// Why the payload is not valid JSON-RPC (for [`Kind::Malformed`]).
+    pub malformed: Option<String>,
+    pub mcp: McpDetails,
+}
+
+/// MCP-specific fields, extracted where the method says they exist.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct McpDetails {
+    /// `params._meta.progressToken` of a request, or `params.progressToken` of
+    /// `notifications/progress`, as JSON text.
+    pub progress_token: Option<String>,
+    pub progress: Option<String>,
+    pub total: Option<String>,
+    /// `tools/call` tool name.
+    pub tool: Option<String>,
+    /// `tools/call` arguments, canonical JSON (sorted keys), possibly cut.
+    pub arguments: Option<String>,
+    /// An idempotency key on `tools/call` (`params._meta.idempotencyKey` or
+    /// `params.idempotencyKey`, as proposed in SEP-3182).
+    pub idempotency_key: Option<String>,
+    /// `initialize`: the protocol version asked for or granted.
+    pub protocol_version: Option<String>,
+    /// `initialize`: clientInfo / serverInfo as `name version`.
+    pub peer_info: Option<String>,
+    /// A response's `result`, as JSON text, possibly cut.
+    pub result: Option<String>,
+    /// `result.isError` of a `tools/call` result.
+    pub tool_error: bool,
+    /// `notifications/cancelled`: the request it cancels.
+    pub cancels: Option<RequestId>,
+    /// Payload text was cut at [`MAX_PAYLOAD_TEXT`].
+    pub truncated: bool,
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ErrorObject<'a> {
+    #[serde(default)]
+    code: Option<serde_json::Number>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+impl Message {
+    fn malformed(reason: impl Into<String>) -> Message {
+        Message {
+            kind: Kind::Malformed,
+            id: None,
+            null_id: false,
+            method: None,
+            error_code: None,
+            error_message: None,
+            malformed: Some(reason.into()),
+            mcp: McpDetails::default(),
+        }
+    }
+
+    /// A one-line summary: `request tools/call #7`, `response #7`, `error #7 -32600`.
+    pub fn summary(&self) -> String {
+        let id = self
+            .id
+            .as_ref()
+            .map(|i| format!(" #{}", i.label()))
+            .unwrap_or_default();
+        match self.kind {
+            Kind::Request => format!("{}{id}", self.method.as_deref().unwrap_or("?")),
+            Kind::Notification => self.method.clone().unwrap_or_default(),
+            Kind::Response => format!("response{id}"),
+            Kind::Error => format!(
+                "error{id} {}",
+                self.error_code.map(|c| c.to_string()).unwrap_or_default()
+            ),
+            Kind::Malformed => format!(
+                "malformed ({})",
+                self.malformed.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+}
+
+/// Parses a body or event payload: one message, or a batch array (2025-03-26). Empty input gives
+/// no messages.
+pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
+    let trimmed = trim_ascii(bytes);
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    let Ok(text) = std::str::from_utf8(trimmed) else {
+        return vec![Message::malformed("not UTF-8")];
+    };
+    if text.starts_with('[') {
+        return match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) if items.is_empty() => vec![Message::malformed("empty batch")],
+            Ok(items) => items.iter().map(|raw| parse_one(raw.get())).collect(),
+            Err(e) => vec![Message::malformed(format!("invalid JSON: {e}"))],
+        };
+    }
+    vec![parse_one(text)]
+}
+
+fn trim_ascii(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+fn parse_one(text: &str) -> Message {
+    let env: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(e) if e.is_data() => return Message::malformed("not a JSON object"),
+        Err(e) => return Message::malformed(format!("invalid JSON: {e}")),
+    };
+    match env.jsonrpc.map(|v| v.get()) {
+        Some("\"2.0\"") => {}
+        Some(_) => return Message::malformed("jsonrpc is not \"2.0\""),
+        None => return Message::malformed("no jsonrpc member"),
+    }
+    let (id, null_id) = match env.id {
+        None => (None, false),
+        Some(raw) => match RequestId::from_raw(raw) {
+            Ok(Some(id)) => (Some(id), false),
+            Ok(None) => (None, true),
+            Err(reason) => return Message::malformed(reason),
+        },
+    };
+    let mut msg = Message {
+        kind: Kind::Malformed,
+        id,
+        null_id,
+        method: env.method.as_ref().map(|m| m.to_string()),
+        error_code: None,
+        error_message: None,
+        malformed: None,
+        mcp: McpDetails::default(),
+    };
+    if let Some(method) = env.method.as_deref() {
+        msg.kind = if msg.id.is_some() {
+            Kind::Request
+        } else if null_id {
+            return Message::malformed("request with a null id");
+        } else {
+            Kind::Notification
+        };
+        if let Some(params) = env.params {
+            extract_params(method, params.get(), &mut msg.mcp);
+        }
+        return msg;
+    }
+    match (env.result, env.error) {
+        (Some(result), None) => {
+            msg.kind = Kind::Response;
+            if msg.id.is_none() {
+                return Message::malformed("response without an id");
+            }
+            extract_result(result.get(), &mut msg.mcp);
+        }
+        (None, Some(error)) => {
+            msg.kind = Kind::Error;
+            if let Ok(obj) = serde_json::from_str::<ErrorObject<'_>>(error.get()) {
+                msg.error_code = obj.code.and_then(|c| c.as_i64());
+                msg.error_message = obj.message.map(|m| m.into_owned());
+            }
+        }
+        (Some(_), Some(_)) => return Message::malformed("both result and error"),
+        (None, None) => return Message::malformed("neither method, result nor error"),
+    }
+    msg
+}
+
+fn cut(text: &str, mcp: &mut McpDetails) -> String {
+    if text.len() <= MAX_PAYLOAD_TEXT {
+        return text.to_string();
+    }
+    mcp.truncated = true;
+    let mut end = MAX_PAYLOAD_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn extract_params(method: &str, params: &str, mcp: &mut McpDetails) {
+    let Ok(serde_json::Value::Object(p)) = serde_json::from_str::<serde_json::Value>(params) else {
+        return;
+    };
+    let meta = p.get("_meta").and_then(|m| m.as_object());
+    if let Some(token) = meta.and_then(|m| m.get("progressToken")) {
+        mcp.progress_token = Some(token.to_string());
+    }
+    match method {
+        "tools/call" => {
+            mcp.tool = p.get("name").map(json_text);
+            if let Some(args) = p.get("arguments") {
+                // serde_json's map is ordered by key: re-serialising gives a canonical form, so
+                // the same call re-sent compares equal whatever its key order.
+                mcp.arguments = Some(cut(&args.to_string(), mcp));
+            }
+            mcp.idempotency_key = meta
+                .and_then(|m| m.get("idempotencyKey"))
+                .or_else(|| p.get("idempotencyKey"))
+                .map(json_text);
+        }
+        "notifications/progress" => {
+            mcp.progress_token = p.get("progressToken").map(|t| t.to_string());
+            mcp.progress = p.get("progress").map(|v| v.to_string());
+            mcp.total = p.get("total").map(|v| v.to_string());
+        }
+        "notifications/cancelled" => {
+            if let Some(raw) = p.get("requestId") {
+                mcp.cancels = match raw {
+                    serde_json::Value::String(s) => Some(RequestId::String(s.clone())),
+                    serde_json::Value::Number(n) => Some(RequestId::Number(n.to_string())),
+                    _ => None,
+                };
+            }
+        }
+        "initialize" => {
+            mcp.protocol_version = p.get("protocolVersion").map(json_text);
+            mcp.peer_info = p.get("clientInfo").map(peer_info);
+        }
+        _ => {}
+    }
+}
+
+fn peer_info(v: &serde_json::Value) -> String {
+    let name = v.get("name").map(json_text).unwrap_or_default();
+    match v.get("version").map(json_text) {
+        Some(ver) => format!("{name} {ver}"),
+        None => name,
+    }
+}
+
+fn extract_result(result: &str, mcp: &mut McpDetails) {
+    mcp.result = Some(cut(result, mcp));
+    let Ok(serde_json::Value::Object(r)) = serde_json::from_str::<serde_json::Value>(result) else {
+        return;
+    };
+    if let Some(v) = r.get("protocolVersion") {
+        mcp.protocol_version = Some(json_text(v));
+    }
+    if let Some(info) = r.get("serverInfo") {
+        mcp.peer_info = Some(peer_info(info));
+    }
+    mcp.tool_error = r.get("isError").and_then(|v| v.as_bool()).unwrap_or(false);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(s: &str) -> Message {
+        let mut v = parse_payload(s.as_bytes());
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.remove(0)
+    }
+
+    #[test]
+    fn ids_keep_their_json_type() {
+        let a = one(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        let b = one(r#"{"jsonrpc":"2.0","id":"1","method":"ping"}"#);
+        assert_eq!(a.id, Some(RequestId::Number("1".into())));
+        assert_eq!(b.id, Some(RequestId::String("1".into())));
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.id.unwrap().json(), "1");
+        assert_eq!(b.id.unwrap().json(), "\"1\"");
+    }
+
+    #[test]
+    fn classifies_every_kind() {
+        assert_eq!(one(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#).kind, Kind::Request);
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).kind,
+            Kind::Notification
+        );
+        assert_eq!(one(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).kind, Kind::Response);
+        let e = one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad"}}"#);
+        assert_eq!(e.kind, Kind::Error);
+        assert!(e.null_id);
+        assert_eq!(e.error_code, Some(-32600));
+        assert_eq!(e.error_message.as_deref(), Some("Bad"));
+    }
+
+    #[test]
+    fn malformed_payloads_say_why() {
+        for (text, why) in [
+            ("{not json", "invalid JSON"),
+            (r#"{"id":1,"method":"x"}"#, "no jsonrpc"),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, "not \"2.0\""),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#, "neither a string"),
+            (r#"{"jsonrpc":"2.0","id":1}"#, "neither method"),
+            ("42", "not a JSON object"),
+        ] {
+            let m = one(text);
+            assert_eq!(m.kind, Kind::Malformed, "{text}");
+            assert!(m.malformed.as_deref().unwrap().contains(why), "{text}: {m:?}");
+        }
+        assert_eq!(parse_payload(&[0xff, 0xfe])[0].malformed.as_deref(), Some("not UTF-8"));
+        assert!(parse_payload(b"  \r\n").is_empty());
+    }
+
+    #[test]
+    fn batches_are_split() {
+        let v = parse_payload(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#,
+        );
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].kind, Kind::Notification);
+    }
+
+    #[test]
+    fn extracts_mcp_details() {
+        let call = one(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"reindex","arguments":{"b":2,"a":1},"_meta":{"progressToken":"reindex-7"}}}"#,
+        );
+        assert_eq!(call.mcp.tool.as_deref(), Some("reindex"));
+        assert_eq!(call.mcp.arguments.as_deref(), Some(r#"{"a":1,"b":2}"#));
+        assert_eq!(call.mcp.progress_token.as_deref(), Some("\"reindex-7\""));
+        let progress = one(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"reindex-7","progress":18,"total":63}}"#,
+        );
+        assert_eq!(progress.mcp.progress_token.as_deref(), Some("\"reindex-7\""));
+        assert_eq!(progress.mcp.progress.as_deref(), Some("18"));
+        let init = one(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"seed","version":"1.0"}}}"#,
+        );
+        assert_eq!(init.mcp.protocol_version.as_deref(), Some("2025-06-18"));
+        assert_eq!(init.mcp.peer_info.as_deref(), Some("seed 1.0"));
+        let result = one(r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":true}}"#);
+        assert!(result.mcp.tool_error);
+        let cancel = one(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"abc"}}"#,
+        );
+        assert_eq!(cancel.mcp.cancels, Some(RequestId::String("abc".into())));
+    }
+}
