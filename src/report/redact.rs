@@ -136,8 +136,8 @@ mod tests {
         );
         assert_eq!(r.target("/mcp"), "/mcp");
         assert_eq!(
-            r.text("header was authorization: Bearer sk-123_x. next"),
-            "header was authorization: Bearer [redacted]. next"
+            r.text("header was authorization: Bearer sk-123_x, next"),
+            "header was authorization: Bearer [redacted], next"
         );
     }
 }
