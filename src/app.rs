@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::capture::tcp::{ConnSummary, TcpEvent};
 use crate::capture::{self, CaptureInput, CaptureStage, OpenError};
-use crate::cli::{Cli, Command, FlowsArgs, Format, HttpArgs};
+use crate::cli::{AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, HttpArgs, ReportFormat};
 use crate::http;
 use crate::report;
 
@@ -31,6 +31,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Flows(args) => flows(args),
         Command::Http(args) => http_view(args),
+        Command::Analyze(args) => analyze(args),
+        Command::Explain(args) => explain(args),
     };
     match result {
         Ok(code) => code.into(),
@@ -129,4 +131,139 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     }
     out.flush()?;
     Ok(if failed { Exit::Error } else { Exit::Clean })
+}
+
+/// The HTTP and MCP stages behind the capture stage: what `analyze` runs.
+struct Pipeline {
+    http: http::Stage<crate::mcp::Builder>,
+    connections: u64,
+    connections_with_gaps: u64,
+    gap_bytes: u64,
+}
+
+impl crate::capture::tcp::TcpSink for Pipeline {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        if let TcpEvent::Closed { summary } = &event {
+            self.connections += 1;
+            let gap = summary.c2s.gap_bytes + summary.s2c.gap_bytes;
+            if gap > 0 {
+                self.connections_with_gaps += 1;
+                self.gap_bytes += gap;
+            }
+        }
+        self.http.on_tcp(event);
+    }
+}
+
+fn parse_time(flag: &str, value: &Option<String>) -> anyhow::Result<Option<crate::model::Timestamp>> {
+    match value {
+        None => Ok(None),
+        Some(v) => crate::model::Timestamp::parse_rfc3339(v)
+            .map(Some)
+            .ok_or_else(|| anyhow::anyhow!("{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z")),
+    }
+}
+
+fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
+    let since = parse_time("--since", &args.since)?;
+    let until = parse_time("--until", &args.until)?;
+    let mut servers = Vec::new();
+    for s in &args.server {
+        servers.push(
+            crate::capture::tcp::ServerSpec::parse(s)
+                .ok_or_else(|| anyhow::anyhow!("--server {s:?}: expected a port, an address or address:port"))?,
+        );
+    }
+    let (mut inputs, failed) = open_captures(&args.files);
+    if inputs.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
+    let mut pipeline = Pipeline {
+        http: http::Stage::new(crate::mcp::Builder::new()),
+        connections: 0,
+        connections_with_gaps: 0,
+        gap_bytes: 0,
+    };
+    capture::run(&mut inputs, &mut stage, &mut pipeline);
+    let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    let http_stats = pipeline.http.stats.clone();
+    let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
+    let findings = crate::detect::run(&sessions);
+    let verdicts = sessions
+        .iter()
+        .map(|s| crate::detect::verdict::resumption(s, &findings))
+        .collect();
+    let rep = report::analyze::Report {
+        inputs: reports,
+        sessions,
+        findings,
+        verdicts,
+        http: http_stats,
+        mcp: mcp_stats,
+        anomalies,
+        connections: pipeline.connections,
+        gap_bytes: pipeline.gap_bytes,
+        connections_with_gaps: pipeline.connections_with_gaps,
+        limits: Vec::new(),
+    };
+    let sel = report::analyze::Selection {
+        sessions: (!args.session.is_empty()).then(|| args.session.clone()),
+        since,
+        until,
+        min_severity: args.min_severity.map(|s| s.severity()),
+        events: args.events,
+        all_events: args.all_events,
+    };
+    let redactor = report::redact::Redactor::new(!args.show_secrets);
+    let fail_on = args.fail_on.severity();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        ReportFormat::Json => report::analyze::write_json(&mut out, &rep, &sel, &redactor)?,
+        ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &rep, &sel, &redactor)?,
+        ReportFormat::Table => {
+            let color = match args.color {
+                ColorChoice::Always => true,
+                ColorChoice::Never => false,
+                ColorChoice::Auto => {
+                    std::io::IsTerminal::is_terminal(&io::stdout())
+                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                }
+            };
+            report::analyze::write_human(&mut out, &rep, &sel, &redactor, report::analyze::Style { color }, fail_on)?
+        }
+    }
+    out.flush()?;
+    if failed {
+        return Ok(Exit::Error);
+    }
+    let failing = rep.counted_findings(&sel).any(|f| f.severity.at_least(fail_on));
+    Ok(if failing { Exit::Findings } else { Exit::Clean })
+}
+
+fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match args.kind {
+        None => {
+            for k in crate::detect::KINDS {
+                writeln!(out, "{:<34} {:<8} {}", k.kind, k.severity.name(), k.when)?;
+            }
+        }
+        Some(kind) => {
+            let Some(k) = crate::detect::kind_info(&kind) else {
+                let known: Vec<&str> = crate::detect::KINDS.iter().map(|k| k.kind).collect();
+                anyhow::bail!("unknown finding kind {kind:?}; known kinds: {}", known.join(", "));
+            };
+            writeln!(out, "{} ({})\n", k.kind, k.severity.name())?;
+            writeln!(out, "When: {}\n", k.when)?;
+            writeln!(out, "What it means: {}\n", k.meaning)?;
+            writeln!(out, "Why it matters: {}\n", k.why)?;
+            writeln!(out, "What to change: {}\n", k.fix)?;
+            writeln!(out, "Evidence: {}", k.evidence.join(", "))?;
+        }
+    }
+    out.flush()?;
+    Ok(Exit::Clean)
 }

@@ -28,6 +28,128 @@ pub enum Command {
     /// messages carried (method and id), and flags: incomplete, cut by capture end, decoded.
     /// HTTP is recognised by content on any port.
     Http(HttpArgs),
+
+    /// Rebuild MCP sessions and report what went wrong: the incident timeline.
+    ///
+    /// Reads captures, reassembles TCP and HTTP/1.1, parses SSE and JSON-RPC, rebuilds MCP
+    /// sessions (Streamable HTTP and the legacy HTTP+SSE transport), labels every SSE event with
+    /// the namespace that minted its ID, and reports fallbacks, unsafe or cross-namespace
+    /// resumptions, event-ID resets and gaps, duplicate responses, reused request IDs, skipped
+    /// events and requests never answered, each with the frames that prove it.
+    ///
+    /// Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 when an input
+    /// could not be analysed.
+    Analyze(AnalyzeArgs),
+
+    /// Explain a finding kind: what it means, why it matters, what to change.
+    ///
+    /// Without KIND, lists every kind with its severity.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Sessions, findings and the incident timeline, for people.
+    Table,
+    /// One JSON document (schema_version 1, see docs/report-format.md).
+    Json,
+    /// One JSON record per line (input, session, finding, timeline, event, summary).
+    Ndjson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    Critical,
+    High,
+    Medium,
+    Low,
+    Info,
+}
+
+impl SeverityArg {
+    pub fn severity(self) -> crate::detect::Severity {
+        use crate::detect::Severity;
+        match self {
+            SeverityArg::Critical => Severity::Critical,
+            SeverityArg::High => Severity::High,
+            SeverityArg::Medium => Severity::Medium,
+            SeverityArg::Low => Severity::Low,
+            SeverityArg::Info => Severity::Info,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when standard output is a terminal and NO_COLOR is not set.
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Captures (pcap or pcapng, optionally gzip-compressed); - reads standard input. Several
+    /// inputs form one report: sessions are matched across them by session ID and server.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+
+    /// Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to
+    /// the JSON and NDJSON reports.
+    #[arg(long)]
+    pub events: bool,
+
+    /// Show every event in the timeline instead of condensed runs.
+    #[arg(long)]
+    pub all_events: bool,
+
+    /// Only this session (S1, S2... or an Mcp-Session-Id); repeatable.
+    #[arg(long, value_name = "SESSION", help_heading = "Filters")]
+    pub session: Vec<String>,
+
+    /// Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12:00:00Z).
+    #[arg(long, value_name = "TIME", help_heading = "Filters")]
+    pub since: Option<String>,
+
+    /// Only what happened at or before this time (RFC 3339).
+    #[arg(long, value_name = "TIME", help_heading = "Filters")]
+    pub until: Option<String>,
+
+    /// Hide findings below this severity.
+    #[arg(long, value_enum, value_name = "SEVERITY", help_heading = "Filters")]
+    pub min_severity: Option<SeverityArg>,
+
+    /// Exit with status 1 when a finding is at or above this severity.
+    #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
+    pub fail_on: SeverityArg,
+
+    /// Treat this endpoint as an MCP server when telling client from server (an address, a
+    /// port, or address:port); repeatable. Needed only when a capture starts mid-connection on
+    /// unusual ports.
+    #[arg(long, value_name = "ADDR|PORT")]
+    pub server: Vec<String>,
+
+    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
+    /// them.
+    #[arg(long)]
+    pub show_secrets: bool,
+
+    /// When to colour the terminal report.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A finding kind, e.g. cross_namespace_replay.
+    pub kind: Option<String>,
 }
 
 #[derive(Debug, Args)]

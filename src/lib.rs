@@ -7,8 +7,10 @@
 
 pub mod app;
 pub mod capture;
+pub mod detect;
 pub mod http;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod cli;
 pub mod model;
 pub mod report;

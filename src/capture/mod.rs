@@ -140,8 +140,12 @@ pub struct CaptureStage {
 
 impl CaptureStage {
     pub fn new(limits: Limits, inputs: usize) -> Self {
+        Self::with_servers(limits, inputs, Vec::new())
+    }
+
+    pub fn with_servers(limits: Limits, inputs: usize, servers: Vec<tcp::ServerSpec>) -> Self {
         CaptureStage {
-            reassembler: Reassembler::new(limits),
+            reassembler: Reassembler::new(limits).with_servers(servers),
             states: (0..inputs)
                 .map(|_| InputState {
                     skipped: BTreeMap::new(),

@@ -51,6 +51,8 @@ pub enum RoleBasis {
     HttpRequestLine,
     HttpStatusLine,
     LowerPort,
+    /// `--server` named this endpoint.
+    UserServer,
 }
 
 impl RoleBasis {
@@ -61,6 +63,7 @@ impl RoleBasis {
             RoleBasis::HttpRequestLine => "http-request-line",
             RoleBasis::HttpStatusLine => "http-status-line",
             RoleBasis::LowerPort => "lower-port",
+            RoleBasis::UserServer => "--server",
         }
     }
 }
@@ -328,7 +331,42 @@ pub struct Reassembler {
     next_id: ConnId,
     total_pending: usize,
     next_sweep: Option<Timestamp>,
+    servers: Vec<ServerSpec>,
     pub stats: ReassemblyStats,
+}
+
+/// An endpoint the user says is a server (`--server`): it wins over every heuristic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerSpec {
+    Port(u16),
+    Addr(std::net::IpAddr),
+    Endpoint(SocketAddr),
+}
+
+impl ServerSpec {
+    /// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.
+    pub fn parse(text: &str) -> Option<ServerSpec> {
+        let t = text.trim();
+        if let Ok(p) = t.parse::<u16>() {
+            return Some(ServerSpec::Port(p));
+        }
+        if let Ok(e) = t.parse::<SocketAddr>() {
+            return Some(ServerSpec::Endpoint(e));
+        }
+        t.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .ok()
+            .map(ServerSpec::Addr)
+    }
+
+    fn matches(&self, e: SocketAddr) -> bool {
+        match self {
+            ServerSpec::Port(p) => e.port() == *p,
+            ServerSpec::Addr(a) => e.ip() == *a,
+            ServerSpec::Endpoint(x) => *x == e,
+        }
+    }
 }
 
 impl Reassembler {
@@ -341,8 +379,15 @@ impl Reassembler {
             next_id: 0,
             total_pending: 0,
             next_sweep: None,
+            servers: Vec::new(),
             stats: ReassemblyStats::default(),
         }
+    }
+
+    /// Endpoints to treat as servers whatever the packets suggest.
+    pub fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
+        self.servers = servers;
+        self
     }
 
     /// Connections currently tracked (open or remembered after close).
@@ -415,6 +460,25 @@ impl Reassembler {
             return;
         }
         let side = if seg.src == conn.a { 0 } else { 1 };
+        if conn.a_is_client.is_none() && !self.servers.is_empty() {
+            let (a, b) = (conn.a, conn.b);
+            if self.servers.iter().any(|sv| sv.matches(b)) {
+                conn.a_is_client = Some(true);
+            } else if self.servers.iter().any(|sv| sv.matches(a)) {
+                conn.a_is_client = Some(false);
+            }
+            if conn.a_is_client.is_some() {
+                conn.role_basis = RoleBasis::UserServer;
+                conn.handshake_seen |= seg.flags.syn;
+                let (client, server) = if conn.a_is_client == Some(true) { (a, b) } else { (b, a) };
+                sink.on_tcp(TcpEvent::Opened {
+                    conn: conn.id,
+                    client,
+                    server,
+                    mark: conn.start,
+                });
+            }
+        }
         decide_roles(conn, side, seg, sink);
 
         let before = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;

@@ -116,7 +116,8 @@ pub struct Connection {
     interim: Vec<u16>,
     kind: Option<ConnKind>,
     saw_data: bool,
-    first_fin: Option<Direction>,
+    /// Who sent the first FIN, and when: the moment a side gave up on the connection.
+    first_fin: Option<(Direction, Mark)>,
     anomalies: u64,
     scanned_without_http: u64,
     out_events: Vec<super::sse::SseEvent>,
@@ -668,6 +669,7 @@ impl Connection {
                 };
                 msg.gap = true;
                 msg.holed = true;
+                msg.body.gap_bytes += len;
                 msg.body.decode_error.get_or_insert_with(|| "bytes missing from the capture".into());
                 if let Some(sse) = msg.sse.as_mut() {
                     sse.gap();
@@ -707,7 +709,7 @@ impl Connection {
     /// cut short.
     pub fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
         if self.first_fin.is_none() {
-            self.first_fin = Some(dir);
+            self.first_fin = Some((dir, mark));
         }
         let half = self.half(dir);
         match half.state {
@@ -739,7 +741,13 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
-        let closed_by = by.or(self.first_fin);
+        let closed_by = by.or(self.first_fin.map(|f| f.0));
+        // A request left unanswered is reported at the moment its connection was given up: the
+        // first FIN, when the connection ended that way.
+        let gave_up = match (by, self.first_fin) {
+            (None, Some((_, fin_mark))) => fin_mark,
+            _ => mark,
+        };
         for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             if self.half(dir).msg.is_some() {
                 let until_close_done = outcome == Outcome::ClosedEarly
@@ -765,7 +773,7 @@ impl Connection {
                 },
                 outcome,
                 closed_by,
-                mark,
+                mark: gave_up,
             });
         }
     }

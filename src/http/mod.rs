@@ -119,6 +119,10 @@ pub struct Body {
     pub content_encoding: Option<String>,
     pub decode_error: Option<String>,
     pub chunked: bool,
+    /// The source did not record this body (a HAR hole, an access log): unknown, not empty.
+    pub unknown: bool,
+    /// Bytes of the body missing from the capture.
+    pub gap_bytes: u64,
 }
 
 #[derive(Clone, Debug)]

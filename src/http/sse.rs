@@ -44,6 +44,8 @@ pub struct SseEvent {
     pub after_gap: bool,
     /// Data was cut at the size limit.
     pub truncated: bool,
+    /// The time is an estimate (a HAR file records no per-event times).
+    pub estimated: bool,
 }
 
 /// Counters of things that are not events.
@@ -271,6 +273,7 @@ impl SseParser {
             mark,
             after_gap: std::mem::take(&mut self.mark_after_gap),
             truncated,
+            estimated: false,
         });
     }
 

@@ -1,11 +1,13 @@
 //! Reporters: turn analysed data into tables, timelines, JSON and NDJSON. Reporters never
 //! analyse; every string that came from a capture is sanitised before it reaches a terminal.
 
+pub mod analyze;
 pub mod flows;
 pub mod http;
 pub mod redact;
 pub mod sanitize;
 pub mod table;
+pub mod timeline;
 
 use std::io::{self, Write};
 

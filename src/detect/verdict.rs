@@ -1,0 +1,88 @@
+//! The per-session resumption verdict: `safe`, `unsafe` (with the reason from the incident note's
+//! decision boundary), `not_attempted`, or `unknown`.
+
+use serde::Serialize;
+
+use super::Finding;
+use crate::mcp::model::{EventIdScheme, Session};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    pub verdict: &'static str,
+    pub reason: Option<String>,
+    pub resumes: usize,
+}
+
+/// Finding kinds that make a resumption unsafe, in the order of the decision boundary.
+const UNSAFE_BECAUSE: &[&str] = &[
+    "cross_namespace_replay",
+    "unsafe_resumption_after_fallback",
+    "event_id_reset",
+    "resume_gap",
+    "session_not_reaffirmed",
+    "session_id_changed",
+];
+
+pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
+    let resumes: Vec<_> = s.streams.iter().filter(|st| st.resume.is_some()).collect();
+    if resumes.is_empty() {
+        let reason = s.fallbacks.first().and_then(|fb| {
+            (s.event_id_scheme != EventIdScheme::Namespaced && s.transport_mode_header.is_none()).then(|| {
+                format!(
+                    "no resume was attempted; after the fallback at {} a resume would have been unsafe ({} event IDs)",
+                    fb.mark.time.clock_millis(),
+                    s.event_id_scheme.name()
+                )
+            })
+        });
+        return Verdict {
+            verdict: "not_attempted",
+            reason,
+            resumes: 0,
+        };
+    }
+    for kind in UNSAFE_BECAUSE {
+        if let Some(f) = findings
+            .iter()
+            .find(|f| f.session == s.idx && f.kind == *kind && (*kind != "event_id_reset" || f.evidence["last_event_id"].is_string()))
+        {
+            return Verdict {
+                verdict: "unsafe",
+                reason: Some(format!("{}: {}", f.kind, f.summary)),
+                resumes: resumes.len(),
+            };
+        }
+    }
+    let unplaced: Vec<&str> = resumes
+        .iter()
+        .filter(|r| r.resume.as_ref().is_some_and(|x| x.continues.is_none()))
+        .filter_map(|r| r.resume.as_ref().map(|x| x.last_event_id.as_str()))
+        .collect();
+    if !unplaced.is_empty() {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some(format!(
+                "Last-Event-ID {} was never delivered in the input: the stream it continues is not in the capture",
+                unplaced.join(", ")
+            )),
+            resumes: resumes.len(),
+        };
+    }
+    if resumes.iter().any(|r| r.body_unknown) {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some("the input did not record what the resume streams delivered".into()),
+            resumes: resumes.len(),
+        };
+    }
+    let why = match s.event_id_scheme {
+        EventIdScheme::Namespaced => "event IDs name their stream; every resume continued the namespace it named",
+        _ if s.fallbacks.is_empty() => "no fallback before the resumes; every resume continued the stream it named",
+        _ => "every resume continued the namespace it named",
+    };
+    Verdict {
+        verdict: "safe",
+        reason: Some(why.into()),
+        resumes: resumes.len(),
+    }
+}

@@ -1,0 +1,375 @@
+//! Per-session reasoning that needs the whole session: stream order, the event-ID scheme,
+//! mid-session fallbacks, which stream each resume continues, and the namespace that minted every
+//! event.
+
+use std::collections::{HashMap, HashSet};
+
+use super::ids;
+use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
+use crate::jsonrpc::{Kind, RequestId};
+
+/// Fills protocol version and server info from the answer to `initialize`.
+pub fn fill_initialize(s: &mut Session) {
+    let mut found: Option<(Option<String>, Option<String>)> = None;
+    for st in &s.streams {
+        let Some(init) = st
+            .requests()
+            .find(|m| m.method.as_deref() == Some("initialize"))
+            .and_then(|m| m.id.clone())
+        else {
+            continue;
+        };
+        let answer = st
+            .response_messages
+            .iter()
+            .chain(st.events.iter().flat_map(|e| e.messages.iter()))
+            .find(|m| m.kind == Kind::Response && m.id.as_ref() == Some(&init));
+        if let Some(a) = answer {
+            found = Some((a.mcp.protocol_version.clone(), a.mcp.peer_info.clone()));
+        }
+    }
+    // Legacy transport: the answer arrives on the SSE stream of another exchange.
+    if found.is_none() {
+        for st in &s.streams {
+            for m in st.events.iter().flat_map(|e| e.messages.iter()) {
+                if m.kind == Kind::Response && m.mcp.protocol_version.is_some() {
+                    found = Some((m.mcp.protocol_version.clone(), m.mcp.peer_info.clone()));
+                }
+            }
+        }
+    }
+    if let Some((version, info)) = found {
+        if version.is_some() {
+            s.protocol_version = version;
+        }
+        if info.is_some() {
+            s.server_info = info;
+        }
+    }
+}
+
+/// The same session ID observed at two endpoints (both legs of a proxy, or a client-side and a
+/// server-side capture) is two observations of one session: tie them, never merge them.
+pub fn link_observations(sessions: &mut [Session]) {
+    let mut by_id: HashMap<String, Vec<usize>> = HashMap::new();
+    for s in sessions.iter() {
+        if let Some(id) = &s.session_id {
+            by_id.entry(id.clone()).or_default().push(s.idx);
+        }
+    }
+    for group in by_id.values().filter(|g| g.len() > 1) {
+        for &i in group {
+            sessions[i].same_session_as = group.iter().copied().filter(|&j| j != i).collect();
+        }
+    }
+}
+
+pub fn analyse(s: &mut Session) {
+    order_streams(s);
+    s.event_id_scheme = ids::classify(
+        s.streams
+            .iter()
+            .flat_map(|st| st.events.iter())
+            .filter_map(|e| e.id.as_deref()),
+    );
+    detect_fallbacks(s);
+    resolve_resumes(s);
+    attribute(s);
+}
+
+/// Streams are numbered in the order their requests began.
+fn order_streams(s: &mut Session) {
+    let mut order: Vec<usize> = (0..s.streams.len()).collect();
+    order.sort_by_key(|&i| (s.streams[i].opened, s.streams[i].exchange));
+    let mut new_pos = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_pos[old] = new;
+    }
+    let mut streams: Vec<Option<super::model::Stream>> = s.streams.drain(..).map(Some).collect();
+    for &old in &order {
+        if let Some(mut st) = streams[old].take() {
+            st.idx = s.streams.len();
+            s.streams.push(st);
+        }
+    }
+    for f in &mut s.fallbacks {
+        f.abandoned_stream = f.abandoned_stream.map(|i| new_pos[i]);
+        f.to_stream = new_pos[f.to_stream];
+    }
+}
+
+/// Mid-session fallback: the client abandoned a POST whose response did not arrive, then opened a
+/// GET event stream without `Last-Event-ID`.
+fn detect_fallbacks(s: &mut Session) {
+    let mut used: HashSet<StreamIdx> = s.fallbacks.iter().filter_map(|f| f.abandoned_stream).collect();
+    let mut found = Vec::new();
+    for g in 0..s.streams.len() {
+        let get = &s.streams[g];
+        if get.transport != StreamTransport::Get
+            || get.resume.is_some()
+            || get.status.is_some_and(|st| !(200..300).contains(&st))
+        {
+            continue;
+        }
+        let candidate = (0..g)
+            .rev()
+            .map(|p| &s.streams[p])
+            .filter(|p| {
+                p.transport == StreamTransport::Post
+                    && !used.contains(&p.idx)
+                    && p.requests().next().is_some()
+                    && p.abandoned_by_client()
+                    && p.ended.is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
+            })
+            .max_by_key(|p| p.ended);
+        let Some(p) = candidate else {
+            continue;
+        };
+        let request = p.requests().next();
+        let request_id = request.and_then(|m| m.id.clone());
+        let token = request.and_then(|m| m.mcp.progress_token.clone());
+        let abandoned_at = p.ended.unwrap_or(p.opened);
+        let waited = abandoned_at.time.seconds_since(p.opened.time);
+        let what = match (request.and_then(|m| m.method.as_deref()), &request_id) {
+            (Some(method), Some(id)) => format!("POST {method} #{}", id.label()),
+            _ => "POST".to_string(),
+        };
+        let got = if p.response_mark.is_some() {
+            "part of the response"
+        } else {
+            "no response bytes"
+        };
+        // Messages of the abandoned request arriving on the new stream confirm the fallback.
+        let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
+            (m.kind == Kind::Notification
+                && token.is_some()
+                && m.mcp.progress_token == token)
+                || (matches!(m.kind, Kind::Response | Kind::Error)
+                    && m.id.is_some()
+                    && m.id == request_id)
+        });
+        found.push(Fallback {
+            mark: get.opened,
+            from: "post".into(),
+            to: "get".into(),
+            trigger: format!(
+                "{what} abandoned by the client after {waited:.1} s with {got}"
+            ),
+            request_id,
+            abandoned_stream: Some(p.idx),
+            to_stream: g,
+            confirmed,
+            frames: vec![p.opened, abandoned_at, get.opened],
+        });
+        used.insert(p.idx);
+    }
+    s.fallbacks.extend(found);
+    s.fallbacks.sort_by_key(|f| f.mark);
+}
+
+/// A client abandons a stream and opens the fallback in quick succession; the connection close
+/// that reports the abandonment may be captured a moment after the new request.
+const TOLERANCE_NS: i64 = 2_000_000_000;
+
+/// Which stream each resume continues: the interrupted stream whose last delivered ID equals the
+/// `Last-Event-ID` sent; with colliding counters, the other streams that delivered the same ID
+/// are recorded.
+fn resolve_resumes(s: &mut Session) {
+    for r in 0..s.streams.len() {
+        let Some(lei) = s.streams[r].resume.as_ref().map(|x| x.last_event_id.clone()) else {
+            continue;
+        };
+        let opened = s.streams[r].opened;
+        let delivered: Vec<StreamIdx> = (0..r)
+            .filter(|&t| {
+                s.streams[t]
+                    .events
+                    .iter()
+                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && e.mark <= opened)
+            })
+            .collect();
+        let last_is = |t: &StreamIdx| {
+            s.streams[*t]
+                .events
+                .iter()
+                .filter(|e| e.mark <= opened)
+                .rev()
+                .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
+                == Some(lei.as_str())
+        };
+        let pick = delivered
+            .iter()
+            .filter(|t| last_is(t) && s.streams[**t].interrupted())
+            .max_by_key(|t| s.streams[**t].ended)
+            .or_else(|| delivered.iter().filter(|t| last_is(t)).max())
+            .or_else(|| delivered.iter().max())
+            .copied();
+        if let Some(resume) = s.streams[r].resume.as_mut() {
+            resume.continues = pick;
+            resume.also_seen_on = delivered.into_iter().filter(|t| Some(*t) != pick).collect();
+        }
+    }
+}
+
+/// Labels every event with the namespace that minted its ID.
+fn attribute(s: &mut Session) {
+    // Events in capture order across streams.
+    let mut order: Vec<(crate::model::Mark, StreamIdx, usize)> = s
+        .streams
+        .iter()
+        .flat_map(|st| st.events.iter().enumerate().map(move |(i, e)| (e.mark, st.idx, i)))
+        .collect();
+    order.sort();
+    let mut token_owner: HashMap<String, StreamIdx> = HashMap::new();
+    let mut first_seen: HashMap<(String, u64), Namespace> = HashMap::new();
+    // Where each request's messages were last being delivered (its POST stream until then).
+    let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::new();
+    let mut progress_owner: HashMap<String, RequestId> = HashMap::new();
+    let mut last_integer: HashMap<StreamIdx, u64> = HashMap::new();
+    for st in &s.streams {
+        for m in st.requests() {
+            if let Some(id) = &m.id {
+                request_stream.entry(id.clone()).or_insert(st.idx);
+                if let Some(t) = &m.mcp.progress_token {
+                    progress_owner.insert(t.clone(), id.clone());
+                }
+            }
+        }
+    }
+    for (_, si, ei) in order {
+        let resume = s.streams[si].resume.clone();
+        let ev = &s.streams[si].events[ei];
+        let id = ev.id.clone().filter(|i| !i.is_empty());
+        let (ns, how) = match &resume {
+            None => (Namespace::Stream(si), Attribution::Own),
+            Some(r) => {
+                let continues = r.continues;
+                let prev = s.streams[si].events[..ei]
+                    .iter()
+                    .rev()
+                    .find(|e| e.id.as_deref().is_some_and(|i| !i.is_empty()));
+                attribute_replayed(
+                    s,
+                    si,
+                    ev,
+                    id.as_deref(),
+                    continues,
+                    prev,
+                    &token_owner,
+                    &first_seen,
+                    &request_stream,
+                    &progress_owner,
+                    &last_integer,
+                )
+            }
+        };
+        // Learn from what was delivered.
+        if let Some(id) = &id {
+            if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
+                token_owner.entry(tok.to_string()).or_insert(owner);
+            }
+            first_seen.entry((id.clone(), ev.data_hash)).or_insert(ns);
+            if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
+                last_integer.insert(owner, n);
+            }
+        }
+        if let Namespace::Stream(owner) = ns {
+            for m in &ev.messages {
+                match m.kind {
+                    Kind::Notification => {
+                        if let Some(req) = m.mcp.progress_token.as_ref().and_then(|t| progress_owner.get(t)) {
+                            request_stream.insert(req.clone(), owner);
+                        }
+                    }
+                    Kind::Response | Kind::Error => {
+                        if let Some(id) = &m.id {
+                            request_stream.insert(id.clone(), owner);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let ev = &mut s.streams[si].events[ei];
+        ev.namespace = ns;
+        ev.attribution = how;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attribute_replayed(
+    s: &Session,
+    si: StreamIdx,
+    ev: &super::model::EventRec,
+    id: Option<&str>,
+    continues: Option<StreamIdx>,
+    prev: Option<&super::model::EventRec>,
+    token_owner: &HashMap<String, StreamIdx>,
+    first_seen: &HashMap<(String, u64), Namespace>,
+    request_stream: &HashMap<RequestId, StreamIdx>,
+    progress_owner: &HashMap<String, RequestId>,
+    last_integer: &HashMap<StreamIdx, u64>,
+) -> (Namespace, Attribution) {
+    let Some(id) = id else {
+        // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
+        return (Namespace::Stream(si), Attribution::Own);
+    };
+    let seen_before = first_seen.keys().any(|(i, _)| i == id);
+    if ev.priming && !seen_before {
+        // Python SDK servers prime every replay connection afresh.
+        return (Namespace::Stream(si), Attribution::Own);
+    }
+    if let Some(tok) = ids::stream_token(id) {
+        if let Some(c) = continues
+            && s.streams[c]
+                .events
+                .iter()
+                .filter_map(|e| e.id.as_deref())
+                .any(|i| ids::stream_token(i) == Some(tok))
+        {
+            return (Namespace::Stream(c), Attribution::IdToken);
+        }
+        if let Some(&owner) = token_owner.get(tok) {
+            return (Namespace::Stream(owner), Attribution::IdToken);
+        }
+    }
+    if let Some(ns) = first_seen.get(&(id.to_string(), ev.data_hash)) {
+        return (*ns, Attribution::IdenticalEvent);
+    }
+    for m in &ev.messages {
+        let owner = match m.kind {
+            Kind::Response | Kind::Error => m.id.as_ref().and_then(|i| request_stream.get(i)),
+            Kind::Notification => m
+                .mcp
+                .progress_token
+                .as_ref()
+                .and_then(|t| progress_owner.get(t))
+                .and_then(|r| request_stream.get(r)),
+            _ => None,
+        };
+        if let Some(&owner) = owner {
+            return (Namespace::Stream(owner), Attribution::RequestStream);
+        }
+    }
+    if let Some(n) = ids::integer(id) {
+        if let Some(p) = prev
+            && p.id.as_deref().and_then(ids::integer) == Some(n.wrapping_sub(1))
+            && let Namespace::Stream(_) = p.namespace
+        {
+            return (p.namespace, Attribution::CounterContinuity);
+        }
+        if let Some(c) = continues
+            && last_integer.get(&c) == Some(&n.wrapping_sub(1))
+        {
+            return (Namespace::Stream(c), Attribution::CounterContinuity);
+        }
+        let mut owners = last_integer
+            .iter()
+            .filter(|(_, v)| **v == n.wrapping_sub(1))
+            .map(|(k, _)| *k);
+        if let (Some(one), None) = (owners.next(), owners.next()) {
+            return (Namespace::Stream(one), Attribution::CounterContinuity);
+        }
+    }
+    (Namespace::Unknown, Attribution::Unknown)
+}

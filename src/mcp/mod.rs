@@ -1,0 +1,672 @@
+//! The MCP stage: HTTP exchanges in, MCP sessions out.
+//!
+//! [`Builder`] is an [`HttpSink`]: it files every exchange that speaks MCP under its session
+//! (Streamable HTTP by `Mcp-Session-Id`, legacy HTTP+SSE by the endpoint URI, stateless servers by
+//! client and `initialize` boundaries), keeps each SSE event as a compact record, and at the end
+//! [`analysis`] works out fallbacks, resumes and the namespace of every event.
+
+pub mod analysis;
+pub mod ids;
+pub mod model;
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
+
+use crate::http::{ExchangeId, Headers, HttpEvent, HttpSink, Outcome};
+use crate::jsonrpc::{self, Kind, Message, RequestId};
+use crate::model::{InputId, Mark};
+use model::{
+    Attribution, EventIdScheme, EventRec, Fallback, Namespace, Session, SessionIdx, Stream,
+    StreamTransport, Transport,
+};
+
+/// Where an exchange is filed while it is open.
+#[derive(Debug)]
+enum Filing {
+    /// Filed under a session, at this position of its stream list.
+    Session(SessionIdx, usize),
+    /// Not yet known (an `initialize` awaiting its response, a GET awaiting its first event).
+    Pending(Box<Stream>, Pending),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Initialize,
+    /// A GET without a session ID: legacy if its first event is `endpoint`.
+    Get,
+    /// JSON-RPC without a session ID: a stateless server.
+    Stateless,
+}
+
+/// An initialize answered 4xx: the client may now fall back to the legacy transport.
+#[derive(Debug, Clone)]
+struct RejectedInitialize {
+    stream: Box<Stream>,
+    status: u16,
+}
+
+/// Anomaly in the HTTP bytes, kept for the report.
+#[derive(Debug, Clone)]
+pub struct HttpAnomaly {
+    pub conn: u64,
+    pub mark: Mark,
+    pub what: String,
+}
+
+/// Counters about what was not MCP.
+#[derive(Debug, Clone, Default)]
+pub struct McpStats {
+    pub exchanges_total: u64,
+    pub exchanges_mcp: u64,
+    /// Server ports of HTTP that carried no MCP.
+    pub non_mcp_ports: Vec<u16>,
+}
+
+#[derive(Default)]
+pub struct Builder {
+    pub sessions: Vec<Session>,
+    by_id: HashMap<(SocketAddr, String), SessionIdx>,
+    stateless: HashMap<(IpAddr, SocketAddr), SessionIdx>,
+    legacy: HashMap<(SocketAddr, String), SessionIdx>,
+    open: HashMap<ExchangeId, Filing>,
+    rejected: HashMap<(IpAddr, SocketAddr), RejectedInitialize>,
+    pub anomalies: Vec<HttpAnomaly>,
+    pub stats: McpStats,
+}
+
+fn event_stream_accepted(h: &Headers) -> bool {
+    h.get_all("accept")
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+fn hash_data(data: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    data.hash(&mut h);
+    h.finish()
+}
+
+/// The session parameter of a legacy endpoint URI (`sessionId` in TypeScript, `session_id` in
+/// Python), or the whole URI when there is none.
+fn legacy_session_id(endpoint: &str) -> String {
+    let query = endpoint.split_once('?').map(|(_, q)| q).unwrap_or("");
+    query
+        .split('&')
+        .find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k.eq_ignore_ascii_case("sessionid") || k.eq_ignore_ascii_case("session_id"))
+                .then(|| v.to_string())
+        })
+        .unwrap_or_else(|| endpoint.to_string())
+}
+
+/// Path and query of an endpoint URI that may be absolute.
+fn path_and_query(uri: &str) -> String {
+    if let Some(rest) = uri.split_once("://").map(|(_, r)| r) {
+        return rest.find('/').map(|i| rest[i..].to_string()).unwrap_or("/".into());
+    }
+    uri.to_string()
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn new_session(
+        &mut self,
+        session_id: Option<String>,
+        server: SocketAddr,
+        path: &str,
+        client_ip: IpAddr,
+        transport: Transport,
+        mark: Mark,
+        input: InputId,
+    ) -> SessionIdx {
+        let idx = self.sessions.len();
+        self.sessions.push(Session {
+            idx,
+            stateless: session_id.is_none() && transport == Transport::StreamableHttp,
+            session_id: session_id.clone(),
+            server,
+            path: path.split('?').next().unwrap_or("").to_string(),
+            client_ip,
+            transport,
+            protocol_version: None,
+            client_info: None,
+            server_info: None,
+            initialize_seen: false,
+            initializes: Vec::new(),
+            start: mark,
+            end: mark,
+            streams: Vec::new(),
+            fallbacks: Vec::new(),
+            deleted: None,
+            forgotten: Vec::new(),
+            inputs: vec![input],
+            legacy_endpoint: None,
+            transport_mode_header: None,
+            event_id_scheme: EventIdScheme::None,
+            same_session_as: Vec::new(),
+        });
+        if let Some(id) = session_id {
+            match transport {
+                Transport::StreamableHttp => {
+                    self.by_id.insert((server, id), idx);
+                }
+                Transport::LegacySse => {}
+            }
+        }
+        idx
+    }
+
+    fn session_for_id(&mut self, server: SocketAddr, id: &str, client: IpAddr, path: &str, mark: Mark, input: InputId) -> SessionIdx {
+        if let Some(&idx) = self.by_id.get(&(server, id.to_string())) {
+            return idx;
+        }
+        self.new_session(
+            Some(id.to_string()),
+            server,
+            path,
+            client,
+            Transport::StreamableHttp,
+            mark,
+            input,
+        )
+    }
+
+    /// Files a stream under a session; returns its position.
+    fn attach(&mut self, session: SessionIdx, mut stream: Stream) -> usize {
+        let s = &mut self.sessions[session];
+        if !s.inputs.contains(&stream.input) {
+            s.inputs.push(stream.input);
+        }
+        if stream.opened < s.start {
+            s.start = stream.opened;
+        }
+        if stream.opened > s.end {
+            s.end = stream.opened;
+        }
+        for m in &stream.client_messages {
+            if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
+                s.initialize_seen = true;
+                s.initializes.push(stream.opened);
+                if m.mcp.protocol_version.is_some() && s.protocol_version.is_none() {
+                    s.protocol_version = m.mcp.protocol_version.clone();
+                }
+                if m.mcp.peer_info.is_some() {
+                    s.client_info = m.mcp.peer_info.clone();
+                }
+            }
+        }
+        if s.protocol_version.is_none() {
+            s.protocol_version = stream.protocol_version_header.clone();
+        }
+        stream.idx = s.streams.len();
+        s.streams.push(stream);
+        s.streams.len() - 1
+    }
+
+    fn stream_mut(&mut self, id: ExchangeId) -> Option<&mut Stream> {
+        match self.open.get_mut(&id)? {
+            Filing::Session(s, i) => self.sessions.get_mut(*s)?.streams.get_mut(*i),
+            Filing::Pending(stream, _) => Some(stream),
+        }
+    }
+
+    fn on_request(&mut self, r: &crate::http::Request) {
+        self.stats.exchanges_total += 1;
+        let messages = if r.body.data.is_empty() {
+            Vec::new()
+        } else {
+            jsonrpc::parse_payload(&r.body.data)
+        };
+        let has_jsonrpc = messages.iter().any(|m| m.kind != Kind::Malformed);
+        let sid = r.headers.get("mcp-session-id").map(str::to_string);
+        let lei = r.headers.get("last-event-id").map(str::to_string);
+        let accept_sse = event_stream_accepted(&r.headers);
+        let is_get = r.method.eq_ignore_ascii_case("GET");
+        let is_post = r.method.eq_ignore_ascii_case("POST");
+        let is_delete = r.method.eq_ignore_ascii_case("DELETE");
+        let path_query = r.target.clone();
+        let legacy = self.legacy.get(&(r.server, path_query.clone())).copied();
+        let mcp = sid.is_some() || has_jsonrpc || (is_get && accept_sse) || legacy.is_some();
+        if !mcp {
+            return;
+        }
+        self.stats.exchanges_mcp += 1;
+        let stream = Stream {
+            idx: 0,
+            transport: if is_get {
+                StreamTransport::Get
+            } else {
+                StreamTransport::Post
+            },
+            exchange: r.exchange,
+            input: r.first.frame.input,
+            method: r.method.clone(),
+            target: r.target.clone(),
+            client: r.client,
+            server: r.server,
+            opened: r.first,
+            status: None,
+            response_mark: None,
+            content_type: None,
+            event_stream: false,
+            ended: None,
+            outcome: None,
+            closed_by: None,
+            session_id_sent: sid.clone(),
+            session_id_received: None,
+            accept_sse,
+            protocol_version_header: r.headers.get("mcp-protocol-version").map(str::to_string),
+            transport_mode: None,
+            resume: lei.map(|l| model::Resume {
+                last_event_id: l,
+                ..Default::default()
+            }),
+            client_messages: messages,
+            response_messages: Vec::new(),
+            events: Vec::new(),
+            gap: r.outcome == Outcome::Gap,
+            gap_bytes: r.body.gap_bytes,
+            transport_mode_sent: r
+                .headers
+                .0
+                .iter()
+                .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
+                .map(|(_, v)| v.clone()),
+            comments: 0,
+            last_retry: None,
+            body_unknown: r.body.unknown,
+        };
+        let input = stream.input;
+        let ip = r.client.ip();
+        let is_initialize = stream
+            .requests()
+            .any(|m| m.method.as_deref() == Some("initialize"));
+        let filing = if let Some(session) = legacy {
+            let mut stream = stream;
+            stream.transport = StreamTransport::Post;
+            let pos = self.attach(session, stream);
+            Filing::Session(session, pos)
+        } else if let Some(id) = &sid {
+            let session = self.session_for_id(r.server, id, ip, &r.target, r.first, input);
+            if is_delete {
+                self.sessions[session].deleted = Some(r.first);
+            }
+            let pos = self.attach(session, stream);
+            Filing::Session(session, pos)
+        } else if is_initialize {
+            Filing::Pending(Box::new(stream), Pending::Initialize)
+        } else if is_get {
+            Filing::Pending(Box::new(stream), Pending::Get)
+        } else if is_post {
+            Filing::Pending(Box::new(stream), Pending::Stateless)
+        } else {
+            return;
+        };
+        self.open.insert(r.exchange, filing);
+    }
+
+    fn on_response_head(&mut self, h: &crate::http::ResponseHead) {
+        let received = h.headers.get("mcp-session-id").map(str::to_string);
+        let mode = h
+            .headers
+            .0
+            .iter()
+            .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
+            .map(|(_, v)| v.clone());
+        let Some(stream) = self.stream_mut(h.exchange) else {
+            return;
+        };
+        stream.status = Some(h.status);
+        stream.response_mark = Some(h.first);
+        stream.content_type = h.headers.media_type();
+        stream.event_stream = h.event_stream;
+        stream.session_id_received = received.clone();
+        stream.transport_mode = mode.clone();
+        let sent = stream.session_id_sent.clone();
+        let (status, first) = (h.status, h.first);
+        match self.open.remove(&h.exchange) {
+            Some(Filing::Pending(stream, Pending::Initialize)) => {
+                let stream = *stream;
+                if (400..500).contains(&status) {
+                    // Streamable HTTP refused: a client may now try the legacy transport.
+                    self.rejected.insert(
+                        (stream.client.ip(), self.server_of(&stream)),
+                        RejectedInitialize {
+                            stream: Box::new(stream),
+                            status,
+                        },
+                    );
+                    return;
+                }
+                let server = self.server_of(&stream);
+                let ip = stream.client.ip();
+                let input = stream.input;
+                let session = match &received {
+                    Some(id) => self.session_for_id(server, id, ip, &stream.target, stream.opened, input),
+                    None => {
+                        let s = self.new_session(
+                            None,
+                            server,
+                            &stream.target,
+                            ip,
+                            Transport::StreamableHttp,
+                            stream.opened,
+                            input,
+                        );
+                        self.stateless.insert((ip, server), s);
+                        s
+                    }
+                };
+                let pos = self.attach(session, stream);
+                self.open.insert(h.exchange, Filing::Session(session, pos));
+            }
+            Some(Filing::Session(session, pos)) => {
+                let s = &mut self.sessions[session];
+                if mode.is_some() {
+                    s.transport_mode_header = mode;
+                }
+                if status == 404 && sent.is_some() {
+                    s.forgotten.push(first);
+                }
+                let _ = pos;
+                self.open.insert(h.exchange, Filing::Session(session, pos));
+            }
+            Some(other) => {
+                self.open.insert(h.exchange, other);
+            }
+            None => {}
+        }
+    }
+
+    fn server_of(&self, stream: &Stream) -> SocketAddr {
+        stream.server
+    }
+
+    fn on_event(&mut self, exchange: ExchangeId, ev: &crate::http::sse::SseEvent) {
+        let messages = jsonrpc::parse_payload(ev.data.as_bytes());
+        let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
+        let rec = EventRec {
+            index: ev.index,
+            id: ev.id.clone(),
+            last_event_id: ev.last_event_id.clone(),
+            event_type: ev.event.clone(),
+            mark: ev.mark,
+            priming: ev.priming,
+            retry: ev.retry,
+            data_hash: hash_data(&ev.data),
+            data_len: ev.data.len(),
+            messages: if endpoint.is_some() { Vec::new() } else { messages },
+            after_gap: ev.after_gap,
+            estimated_time: ev.estimated,
+            namespace: Namespace::Unknown,
+            attribution: Attribution::Unknown,
+            endpoint: endpoint.clone(),
+        };
+        match self.open.remove(&exchange) {
+            Some(Filing::Pending(mut stream, Pending::Get)) if rec.index == 0 => {
+                stream.events.push(rec);
+                if let Some(uri) = endpoint {
+                    self.file_legacy(exchange, *stream, &uri);
+                } else {
+                    self.file_stateless(exchange, *stream);
+                }
+            }
+            Some(Filing::Pending(mut stream, kind)) => {
+                stream.events.push(rec);
+                self.open.insert(exchange, Filing::Pending(stream, kind));
+            }
+            Some(Filing::Session(s, pos)) => {
+                if let Some(stream) = self.sessions[s].streams.get_mut(pos) {
+                    if rec.after_gap {
+                        stream.gap = true;
+                    }
+                    stream.events.push(rec);
+                }
+                self.open.insert(exchange, Filing::Session(s, pos));
+            }
+            None => {}
+        }
+    }
+
+    /// A GET whose stream opened with an `endpoint` event: the 2024-11-05 transport.
+    fn file_legacy(&mut self, exchange: ExchangeId, mut stream: Stream, uri: &str) {
+        let server = self.server_of(&stream);
+        let ip = stream.client.ip();
+        let post_target = path_and_query(uri);
+        let session = self.new_session(
+            Some(legacy_session_id(uri)),
+            server,
+            &stream.target,
+            ip,
+            Transport::LegacySse,
+            stream.opened,
+            stream.input,
+        );
+        self.sessions[session].legacy_endpoint = Some(post_target.clone());
+        self.legacy.insert((server, post_target), session);
+        stream.transport = StreamTransport::LegacySse;
+        let opened = stream.opened;
+        if let Some(rejected) = self.rejected.remove(&(ip, server)) {
+            // The client tried Streamable HTTP first, was refused, and fell back: the fallback at
+            // connect of the 2025-03-26 backwards-compatibility rules.
+            let status = rejected.status;
+            let request_id = rejected.stream.requests().next().and_then(|m| m.id.clone());
+            let refused_mark = rejected.stream.response_mark.unwrap_or(rejected.stream.opened);
+            let refused = self.attach(session, *rejected.stream);
+            let pos = self.attach(session, stream);
+            self.sessions[session].fallbacks.push(Fallback {
+                mark: opened,
+                from: "streamable-http".into(),
+                to: "legacy-sse".into(),
+                trigger: format!("POST initialize answered {status}"),
+                request_id,
+                abandoned_stream: Some(refused),
+                to_stream: pos,
+                confirmed: true,
+                frames: vec![refused_mark, opened],
+            });
+            self.open.insert(exchange, Filing::Session(session, pos));
+        } else {
+            let pos = self.attach(session, stream);
+            self.open.insert(exchange, Filing::Session(session, pos));
+        }
+    }
+
+    /// A sessionless exchange: filed under the client's current stateless session.
+    fn file_stateless(&mut self, exchange: ExchangeId, stream: Stream) {
+        let server = self.server_of(&stream);
+        let ip = stream.client.ip();
+        let session = match self.stateless.get(&(ip, server)) {
+            Some(&s) => s,
+            None => {
+                let s = self.new_session(
+                    None,
+                    server,
+                    &stream.target,
+                    ip,
+                    Transport::StreamableHttp,
+                    stream.opened,
+                    stream.input,
+                );
+                self.stateless.insert((ip, server), s);
+                s
+            }
+        };
+        let pos = self.attach(session, stream);
+        self.open.insert(exchange, Filing::Session(session, pos));
+    }
+
+    fn on_end(
+        &mut self,
+        exchange: ExchangeId,
+        outcome: Outcome,
+        closed_by: Option<crate::capture::tcp::Direction>,
+        mark: Mark,
+        body: Option<&crate::http::Body>,
+        sse: Option<&crate::http::sse::SseStats>,
+    ) {
+        if let Some(stream) = self.stream_mut(exchange) {
+            stream.ended = Some(mark);
+            stream.outcome = Some(outcome);
+            stream.closed_by = closed_by;
+            if outcome == Outcome::Gap {
+                stream.gap = true;
+            }
+            if let Some(b) = body {
+                stream.body_unknown |= b.unknown;
+                stream.gap_bytes += b.gap_bytes;
+                let json = stream
+                    .content_type
+                    .as_deref()
+                    .is_some_and(|c| c == "application/json" || c.ends_with("+json"));
+                if json && !b.data.is_empty() {
+                    stream.response_messages = jsonrpc::parse_payload(&b.data);
+                }
+            }
+            if let Some(st) = sse {
+                stream.comments = st.comments;
+                stream.last_retry = st.last_retry;
+                if st.dropped_at_gaps > 0 {
+                    stream.gap = true;
+                }
+            }
+        }
+        match self.open.remove(&exchange) {
+            Some(Filing::Session(s, pos)) => {
+                let session = &mut self.sessions[s];
+                if mark > session.end {
+                    session.end = mark;
+                }
+                if let Some(st) = session.streams.get(pos)
+                    && let Some(ready) = st.response_messages.iter().find(|m| {
+                        m.kind == Kind::Response && m.mcp.protocol_version.is_some()
+                    })
+                {
+                    let (pv, info) = (ready.mcp.protocol_version.clone(), ready.mcp.peer_info.clone());
+                    if session.protocol_version.is_none() {
+                        session.protocol_version = pv;
+                    }
+                    if info.is_some() {
+                        session.server_info = info;
+                    }
+                }
+            }
+            Some(Filing::Pending(stream, Pending::Initialize)) => {
+                // Never answered: the client gets a session only if something follows; keep it
+                // where a stateless session of this client would go.
+                self.file_stateless(exchange, *stream);
+                self.open.remove(&exchange);
+            }
+            Some(Filing::Pending(stream, _)) => {
+                let has_jsonrpc = stream.client_messages.iter().any(|m| m.kind != Kind::Malformed);
+                let event_stream = stream.event_stream || !stream.events.is_empty();
+                if has_jsonrpc || event_stream {
+                    self.file_stateless(exchange, *stream);
+                    self.open.remove(&exchange);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Ends the build: exchanges still open are filed, then each session is analysed.
+    pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
+        let open: Vec<ExchangeId> = {
+            let mut v: Vec<ExchangeId> = self.open.keys().copied().collect();
+            v.sort();
+            v
+        };
+        for id in open {
+            if let Some(Filing::Pending(stream, _)) = self.open.remove(&id) {
+                self.file_stateless(id, *stream);
+            }
+        }
+        for (_, rejected) in std::mem::take(&mut self.rejected) {
+            let stream = *rejected.stream;
+            let exchange = stream.exchange;
+            self.file_stateless(exchange, stream);
+        }
+        // Initialize / server info from the response events of initialize requests.
+        for s in &mut self.sessions {
+            analysis::fill_initialize(s);
+        }
+        let mut sessions = self.sessions;
+        analysis::link_observations(&mut sessions);
+        for s in &mut sessions {
+            analysis::analyse(s);
+        }
+        (sessions, self.anomalies, self.stats)
+    }
+}
+
+impl HttpSink for Builder {
+    fn on_http(&mut self, event: HttpEvent<'_>) {
+        match event {
+            HttpEvent::Request(r) => self.on_request(r),
+            HttpEvent::ResponseHead(h) => self.on_response_head(h),
+            HttpEvent::SseEvent { exchange, event } => self.on_event(exchange, event),
+            HttpEvent::ResponseEnd(end) => self.on_end(
+                end.exchange,
+                end.outcome,
+                end.closed_by,
+                end.last,
+                Some(&end.body),
+                end.sse.as_ref(),
+            ),
+            HttpEvent::NoResponse {
+                exchange,
+                outcome,
+                closed_by,
+                mark,
+            } => self.on_end(exchange, outcome, closed_by, mark, None, None),
+            HttpEvent::Anomaly { conn, mark, what, .. } => {
+                self.anomalies.push(HttpAnomaly { conn, mark, what })
+            }
+            HttpEvent::ConnectionEnd { .. } => {}
+        }
+    }
+}
+
+/// A request and where its answer came from, for detectors and the timeline.
+#[derive(Clone, Debug)]
+pub struct Answer<'a> {
+    pub stream: usize,
+    pub event: Option<usize>,
+    pub message: &'a Message,
+    pub mark: Mark,
+}
+
+/// Every JSON-RPC response or error to `id` in the session, in time order.
+pub fn answers<'a>(session: &'a Session, id: &RequestId) -> Vec<Answer<'a>> {
+    let mut out = Vec::new();
+    for st in &session.streams {
+        for m in &st.response_messages {
+            if matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id) {
+                out.push(Answer {
+                    stream: st.idx,
+                    event: None,
+                    message: m,
+                    mark: st.ended.or(st.response_mark).unwrap_or(st.opened),
+                });
+            }
+        }
+        for (ei, ev) in st.events.iter().enumerate() {
+            for m in &ev.messages {
+                if matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id) {
+                    out.push(Answer {
+                        stream: st.idx,
+                        event: Some(ei),
+                        message: m,
+                        mark: ev.mark,
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by_key(|a| a.mark);
+    out
+}
