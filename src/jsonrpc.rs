@@ -321,9 +321,9 @@ fn extract_params(method: &str, params: &str, mcp: &mut McpDetails) {
         "tools/call" => {
             mcp.tool = p.get("name").map(json_text);
             if let Some(args) = p.get("arguments") {
-                // serde_json's map is ordered by key: re-serialising gives a canonical form, so
-                // the same call re-sent compares equal whatever its key order.
-                mcp.arguments = Some(cut(&args.to_string(), mcp));
+                // Keys sorted at every level: the same call re-sent compares equal whatever its
+                // key order.
+                mcp.arguments = Some(cut(&canonical(args).to_string(), mcp));
             }
             mcp.idempotency_key = meta
                 .and_then(|m| m.get("idempotencyKey"))
@@ -349,6 +349,19 @@ fn extract_params(method: &str, params: &str, mcp: &mut McpDetails) {
             mcp.peer_info = p.get("clientInfo").map(peer_info);
         }
         _ => {}
+    }
+}
+
+/// A copy of `v` with object keys sorted at every level.
+fn canonical(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            serde_json::Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&o[k]))).collect())
+        }
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
     }
 }
 

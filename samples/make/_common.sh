@@ -28,16 +28,16 @@ need_apt() {
   local missing=() spec bin pkg
   for spec in "$@"; do
     bin="${spec%%:*}"; pkg="${spec#*:}"
-    if [ "$bin" = "venv" ]; then
-      /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=("$pkg")
-    else
-      command -v "$bin" >/dev/null 2>&1 || missing+=("$pkg")
-    fi
+    command -v "$bin" >/dev/null 2>&1 || missing+=("$pkg")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   log "apt-get install ${missing[*]}"
+  need_apt_pkg "${missing[@]}"
+}
+
+need_apt_pkg() {
   if [ "$_MCPF_APT_UPDATED" = 0 ]; then apt-get update -qq; _MCPF_APT_UPDATED=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 need_capture_tools() { need_apt tcpdump:tcpdump tshark:tshark editcap:wireshark-common; }
@@ -45,12 +45,15 @@ need_capture_tools() { need_apt tcpdump:tcpdump tshark:tshark editcap:wireshark-
 # py_venv NAME REQUIREMENTS_FILE -> echoes the venv's python (system python3 + venv).
 py_venv() {
   local name="$1" req="$2" dir="$SCRATCH/$1" stamp
-  need_apt python3:python3 venv:python3-venv
+  need_apt python3:python3
   stamp="$(sha256sum "$req" | cut -c1-16)"
   if [ ! -f "$dir/.stamp-$stamp" ]; then
     log "creating venv $dir"
     rm -rf "$dir"
-    /usr/bin/python3 -m venv "$dir"
+    if ! /usr/bin/python3 -m venv "$dir" >/dev/null 2>&1; then
+      rm -rf "$dir"; _MCPF_APT_UPDATED=0; need_apt_pkg python3-venv
+      /usr/bin/python3 -m venv "$dir"
+    fi
     "$dir/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
     touch "$dir/.stamp-$stamp"
   fi
@@ -77,6 +80,16 @@ node_deps() {
   echo "$dir/$name"
 }
 
+# wait_listen PORT : wait until something LISTENs on 127.0.0.1:PORT, without connecting.
+wait_listen() {
+  local hex i; hex="$(printf '%04X' "$1")"
+  for i in $(seq 1 200); do
+    grep -q "^ *[0-9]*: 0100007F:$hex 00000000:0000 0A" /proc/net/tcp && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on port $1" >&2; exit 1
+}
+
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 require_free_port() {
@@ -84,15 +97,6 @@ require_free_port() {
   for p in "$@"; do
     port_free "$p" || { echo "port $p is in use; stop whatever listens there" >&2; exit 1; }
   done
-}
-
-wait_port() {
-  local port="$1" i
-  for i in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $port" >&2; exit 1
 }
 
 # bg VAR CMD... : start CMD in the background, store its pid in VAR (killed on exit).

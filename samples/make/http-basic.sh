@@ -13,9 +13,7 @@ WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 PCAP="$SAMPLES_DIR/$NAME.pcap"
 
 bg SERVER_PID /usr/bin/python3 "$H/server.py" "$PORT" "$WORK/server.json" 3
-wait_port_probe() {  # the server counts connections, so don't probe it: wait for LISTEN instead
-  local i; for i in $(seq 1 200); do ss -ltn "sport = :$PORT" | grep -q LISTEN && return 0; sleep 0.05; done; exit 1; }
-wait_port_probe
+wait_listen "$PORT"  # the server counts connections, so don't probe it with a connect
 capture_start lo "tcp port $PORT" "$PCAP"
 /usr/bin/python3 "$H/client.py" "$PORT" "$WORK/client.json"
 wait "$SERVER_PID"

@@ -15,7 +15,7 @@ ANY="$SAMPLES_DIR/$NAME-any.pcap"
 
 (cd "$H" && exec "$PY" server.py "$PORT" "$WORK/events.jsonl") >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
-wait_port "$PORT"   # a bare TCP connect; it happens before the capture starts
+wait_listen "$PORT"
 capture_start lo "tcp port $PORT" "$PCAP"; LO_PID=$CAPTURE_PID
 capture_start any "tcp port $PORT" "$ANY"; ANY_PID=$CAPTURE_PID
 sleep 0.3

@@ -18,8 +18,8 @@ LEG="$SAMPLES_DIR/$NAME-server-leg.pcap"
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
 (cd "$D" && exec node relay.mjs "$RPORT" "$SPORT" "$WORK/relay.jsonl" '"name":"countdown"' 4 200) >"$WORK/relay.log" 2>&1 &
 RELAY_PID=$!; _MCPF_PIDS+=("$RELAY_PID")
-wait_port "$SPORT"
-wait_port "$RPORT"   # a bare connect through the relay, before the capture starts
+wait_listen "$SPORT"
+wait_listen "$RPORT"
 capture_start lo "tcp port $RPORT" "$PCAP"; C1=$CAPTURE_PID
 capture_start lo "tcp port $SPORT" "$LEG"; C2=$CAPTURE_PID
 sleep 0.3

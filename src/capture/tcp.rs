@@ -240,8 +240,12 @@ struct Half {
     fin_at: Option<u64>,
     /// The packet that carried the FIN.
     fin_mark: Option<Mark>,
+    /// The last packet that carried data for this direction.
+    last_mark: Option<Mark>,
     /// Highest offset the peer acknowledged.
     acked: Option<u64>,
+    /// The connection's packet count when the peer first acknowledged past the current hole.
+    hole_acked_at: Option<u64>,
     stats: HalfStats,
 }
 
@@ -486,6 +490,7 @@ impl Reassembler {
         {
             let dir = conn.dir_of(side);
             let id = conn.id;
+            let packets = conn.packets;
             let half = &mut conn.halves[side];
             let mut data_seq = seg.seq;
             if seg.flags.syn {
@@ -503,6 +508,7 @@ impl Reassembler {
             let len = seg.payload.len() as u64 + u64::from(seg.missing);
             let start = half.offset(data_seq);
             if len > 0 {
+                half.last_mark = Some(mark);
                 insert(half, id, dir, start, seg.payload, seg.missing, mark, sink);
             }
             if seg.flags.fin && half.fin_at.is_none() {
@@ -510,6 +516,7 @@ impl Reassembler {
                 half.fin_mark = Some(mark);
             }
             drain(half, id, dir, Some(mark), sink);
+            flush_acked_holes(half, id, dir, packets, sink);
         }
         // The ACK tells what the peer received: holes it acknowledged are lost from the capture.
         if seg.flags.ack {
@@ -525,7 +532,7 @@ impl Reassembler {
                         half.acked = Some(acked);
                     }
                 }
-                flush_acked_holes(half, id, dir, sink);
+                flush_acked_holes(half, id, dir, conn.packets, sink);
             }
         }
         let after = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
@@ -1008,15 +1015,28 @@ fn declare_gap(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl Tc
     drain(half, conn, dir, None, sink);
 }
 
-fn flush_acked_holes(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpSink) {
+/// Packets of a connection a capture may reorder: a segment acknowledged before it shows up is
+/// waited for this long before its hole is declared lost (captures merged from several interfaces,
+/// or `-i any`, can put an ACK ahead of the data it acknowledges).
+const REORDER_WINDOW_PACKETS: u64 = 16;
+
+fn flush_acked_holes(half: &mut Half, conn: ConnId, dir: Direction, packets: u64, sink: &mut impl TcpSink) {
     let Some(acked) = half.acked else {
         return;
     };
     while let Some((&first, _)) = half.pending.first_key_value() {
         // Only a hole the receiver acknowledged in full is certainly lost from the capture.
         if first > half.next && acked >= first {
+            // Once the FIN itself is acknowledged nothing can still be on its way.
+            let fin_acked = half.fin_at.is_some_and(|f| acked > f);
+            let since = *half.hole_acked_at.get_or_insert(packets);
+            if !fin_acked && packets.saturating_sub(since) < REORDER_WINDOW_PACKETS {
+                return;
+            }
+            half.hole_acked_at = None;
             declare_gap(half, conn, dir, sink);
         } else {
+            half.hole_acked_at = None;
             break;
         }
     }
@@ -1027,6 +1047,28 @@ fn flush_acked_holes(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut i
 fn flush_all(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpSink) {
     while !half.pending.is_empty() {
         declare_gap(half, conn, dir, sink);
+    }
+    // Bytes the peer acknowledged but the capture never showed (Wireshark's "ACKed unseen
+    // segment") are lost too; the FIN's own sequence number is not data.
+    if let Some(acked) = half.acked {
+        let end = half.fin_at.map_or(acked, |f| acked.min(f));
+        if end > half.next && half.base.is_some() {
+            let len = end - half.next;
+            half.stats.gaps += 1;
+            half.stats.gap_bytes += len;
+            let mark = half.fin_mark.or(half.last_mark).unwrap_or(Mark {
+                time: Timestamp(0),
+                frame: crate::model::FrameRef::new(0, 0),
+            });
+            sink.on_tcp(TcpEvent::Gap {
+                conn,
+                dir,
+                len,
+                mark,
+            });
+            half.next = end;
+            drain(half, conn, dir, None, sink);
+        }
     }
     if let (Some(fin), Some(mark)) = (half.fin_at, half.fin_mark)
         && half.next < fin
@@ -1308,7 +1350,7 @@ mod tests {
     }
 
     #[test]
-    fn ack_past_a_hole_declares_the_gap_at_once() {
+    fn ack_past_a_hole_declares_the_gap_after_the_reorder_window() {
         let mut r = Reassembler::new(Limits::default());
         let mut k = Collector::default();
         let mut segs = handshake(0, 0);
@@ -1317,6 +1359,9 @@ mod tests {
         segs.push(data(false, 9, b"cccc"));
         segs.push(Seg { ack: Some(13), ..data(true, 1, b"") });
         feed(&mut r, &mut k, &segs);
+        assert_eq!(k.stream(0, S2C), vec![Item::Bytes(b"aaaa".to_vec())], "waits for a reordered segment");
+        let acks: Vec<Seg> = (0..REORDER_WINDOW_PACKETS).map(|_| Seg { ack: Some(13), ..data(true, 1, b"") }).collect();
+        feed(&mut r, &mut k, &acks);
         assert_eq!(
             k.stream(0, S2C),
             vec![
@@ -1327,6 +1372,21 @@ mod tests {
         );
         r.finish(&mut k);
         assert_eq!(k.closed[0].s2c.gap_bytes, 4);
+    }
+
+    #[test]
+    fn an_ack_captured_ahead_of_its_data_is_not_a_loss() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(false, 1, b"aaaa"));
+        // Captured out of order: the second segment, then the ACK for the first, then the first.
+        segs.push(data(false, 9, b"cccc"));
+        segs.push(Seg { ack: Some(9), ..data(true, 1, b"") });
+        segs.push(data(false, 5, b"bbbb"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, S2C), vec![Item::Bytes(b"aaaabbbbcccc".to_vec())]);
     }
 
     #[test]

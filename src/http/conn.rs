@@ -718,7 +718,16 @@ impl Connection {
                     .msg
                     .as_ref()
                     .is_some_and(|m| m.framing == Framing::UntilClose);
-                if until_close {
+                // A close-delimited response ends at the server's FIN, unless the client had
+                // already closed its side: then the client walked away from it (a proxy whose own
+                // client gave up closes upstream like this).
+                let client_left = match self.first_fin {
+                    Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => Some(at),
+                    _ => None,
+                };
+                if until_close && let Some(at) = client_left {
+                    self.end_message(dir, Outcome::ClosedEarly, Some(Direction::ClientToServer), at, sink);
+                } else if until_close {
                     self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
                 } else {
                     self.end_message(dir, Outcome::ClosedEarly, Some(dir), mark, sink);

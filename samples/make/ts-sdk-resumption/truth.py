@@ -79,6 +79,8 @@ stream_ids = [m["event_id"] for m in minted if m["stream_id"] == cut_stream]
 assert got_before + got_after == stream_ids, "client did not get every event of the cut stream exactly once"
 assert got_after[:len(replayed_ids)] == replayed_ids
 result = next(e for e in cl if e["ev"] == "result" and e["what"] == "tools/call countdown")
+disc = next(e for e in cl if e["ev"] == "transport_error" and "disconnected" in e["error"])
+retry_ms = sorted({e["retry"] for e in cl if e["ev"] == "sse_event" and "retry" in e})
 
 truth = {
     "capture": "ts-sdk-resumption.pcap",
@@ -109,6 +111,9 @@ truth = {
         "last_event_id_sent": rr["last_event_id"],
         "resume_http_request_seq": rr["seq"],
         "resume_status": resp[rr["seq"]]["status"],
+        "client_saw_disconnect_error": disc["error"],
+        "server_retry_ms_seen_by_client": retry_ms,
+        "reconnect_delay_ms": round((rr["t"] - disc["t"]) * 1000),
         "replayed_event_ids": replayed_ids,
         "live_event_ids_after_replay": got_after[len(replayed_ids):],
         "event_ids_delivered_after_resume": got_after,
