@@ -244,8 +244,11 @@ struct Half {
     last_mark: Option<Mark>,
     /// Highest offset the peer acknowledged.
     acked: Option<u64>,
-    /// The connection's packet count when the peer first acknowledged past the current hole.
-    hole_acked_at: Option<u64>,
+    /// The connection's packet count and the time when the peer first acknowledged past the
+    /// current hole.
+    hole_acked_at: Option<(u64, Timestamp)>,
+    /// Mark of the last delivered piece: marks never go backwards within a direction.
+    delivered_mark: Option<Mark>,
     stats: HalfStats,
 }
 
@@ -516,7 +519,7 @@ impl Reassembler {
                 half.fin_mark = Some(mark);
             }
             drain(half, id, dir, Some(mark), sink);
-            flush_acked_holes(half, id, dir, packets, sink);
+            flush_acked_holes(half, id, dir, packets, mark.time, sink);
         }
         // The ACK tells what the peer received: holes it acknowledged are lost from the capture.
         if seg.flags.ack {
@@ -532,7 +535,7 @@ impl Reassembler {
                         half.acked = Some(acked);
                     }
                 }
-                flush_acked_holes(half, id, dir, conn.packets, sink);
+                flush_acked_holes(half, id, dir, conn.packets, mark.time, sink);
             }
         }
         let after = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
@@ -825,6 +828,7 @@ fn insert(
     // Fast path: in order with nothing waiting, delivered straight from the packet.
     if start == next && half.pending.is_empty() {
         let cut = cut as usize;
+        half.delivered_mark = Some(half.delivered_mark.map_or(mark, |m| m.max(mark)));
         if cut < payload.len() {
             let data = &payload[cut..];
             half.stats.bytes += data.len() as u64;
@@ -951,7 +955,11 @@ fn drain(
             continue;
         }
         let skip = (half.next - start) as usize;
-        let mark = completed_by.map_or(piece.mark, |m| m.max(piece.mark));
+        let mut mark = completed_by.map_or(piece.mark, |m| m.max(piece.mark));
+        if let Some(prev) = half.delivered_mark {
+            mark = mark.max(prev);
+        }
+        half.delivered_mark = Some(mark);
         match &piece.chunk {
             Chunk::Bytes(b) => {
                 let data = &b[skip..];
@@ -1020,7 +1028,17 @@ fn declare_gap(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl Tc
 /// or `-i any`, can put an ACK ahead of the data it acknowledges).
 const REORDER_WINDOW_PACKETS: u64 = 16;
 
-fn flush_acked_holes(half: &mut Half, conn: ConnId, dir: Direction, packets: u64, sink: &mut impl TcpSink) {
+/// ... or this long in capture time.
+const REORDER_WINDOW_NS: i64 = 500_000_000;
+
+fn flush_acked_holes(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    packets: u64,
+    now: Timestamp,
+    sink: &mut impl TcpSink,
+) {
     let Some(acked) = half.acked else {
         return;
     };
@@ -1029,8 +1047,11 @@ fn flush_acked_holes(half: &mut Half, conn: ConnId, dir: Direction, packets: u64
         if first > half.next && acked >= first {
             // Once the FIN itself is acknowledged nothing can still be on its way.
             let fin_acked = half.fin_at.is_some_and(|f| acked > f);
-            let since = *half.hole_acked_at.get_or_insert(packets);
-            if !fin_acked && packets.saturating_sub(since) < REORDER_WINDOW_PACKETS {
+            let (since, at) = *half.hole_acked_at.get_or_insert((packets, now));
+            if !fin_acked
+                && packets.saturating_sub(since) < REORDER_WINDOW_PACKETS
+                && now.0.saturating_sub(at.0) < REORDER_WINDOW_NS
+            {
                 return;
             }
             half.hole_acked_at = None;

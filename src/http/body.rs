@@ -31,6 +31,9 @@ enum ChunkState {
     /// The CRLF after a chunk's data.
     DataEnd { seen_cr: bool },
     Trailer,
+    /// A capture gap swallowed a chunk boundary: the next bytes must be a chunk-size line (after
+    /// an optional CRLF), or the framing is lost.
+    AfterGap,
 }
 
 /// What a piece of chunked input turned out to be.
@@ -73,6 +76,13 @@ impl ChunkedDecoder {
             ChunkState::Data(n) => Some(n),
             _ => None,
         }
+    }
+
+    /// A gap covered the rest of the current chunk and more: resynchronise on the next chunk-size
+    /// line (SSE servers write one chunk per event, so a lost segment is usually whole chunks).
+    pub fn after_gap(&mut self) {
+        self.line.clear();
+        self.state = ChunkState::AfterGap;
     }
 
     /// Skips `n` bytes of chunk data lost in a gap. Only valid when `n <= remaining_in_chunk()`.
@@ -135,6 +145,32 @@ impl ChunkedDecoder {
                         }
                     }
                     pos += 1;
+                }
+                ChunkState::AfterGap => {
+                    if self.line.is_empty() && (input[pos] == b'\r' || input[pos] == b'\n') {
+                        pos += 1;
+                        continue;
+                    }
+                    match input[pos..].iter().position(|&b| b == b'\n') {
+                        Some(i) => {
+                            self.push_line(&input[pos..pos + i])?;
+                            pos += i + 1;
+                            let size = parse_chunk_size(&self.line)
+                                .map_err(|_| "no chunk boundary after the capture gap".to_string())?;
+                            self.line.clear();
+                            if size == 0 {
+                                self.state = ChunkState::Trailer;
+                            } else {
+                                self.chunks += 1;
+                                self.state = ChunkState::Data(size);
+                            }
+                        }
+                        None => {
+                            self.push_line(&input[pos..])
+                                .map_err(|_| "no chunk boundary after the capture gap".to_string())?;
+                            pos = input.len();
+                        }
+                    }
                 }
                 ChunkState::Trailer => match input[pos..].iter().position(|&b| b == b'\n') {
                     Some(i) => {

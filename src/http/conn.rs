@@ -387,6 +387,14 @@ impl Connection {
             self.interim.push(status);
             return;
         }
+        // The server answered: a request still waiting for bytes lost in a gap is as complete as
+        // it will ever be.
+        if self.req.msg.as_ref().is_some_and(|m| m.gap)
+            && self.pending.front().is_some_and(|p| self.req.msg.as_ref().is_some_and(|m| m.exchange.index == p.index))
+        {
+            self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
+            self.req.after_gap = true;
+        }
         let (index, method) = match self.pending.pop_front() {
             Some(p) => (p.index, p.method),
             None => {
@@ -671,8 +679,16 @@ impl Connection {
                 msg.holed = true;
                 msg.body.gap_bytes += len;
                 msg.body.decode_error.get_or_insert_with(|| "bytes missing from the capture".into());
+                // Between two events, with chunk framing to find the next chunk, nothing needs
+                // skipping; anywhere else the partial event is dropped up to the next blank line.
+                let clean = msg.framing == Framing::Chunked
+                    && msg.chunked.as_ref().is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
                 if let Some(sse) = msg.sse.as_mut() {
-                    sse.gap();
+                    if clean && sse.at_boundary() {
+                        sse.gap_at_boundary();
+                    } else {
+                        sse.gap();
+                    }
                 }
                 // Keep the framing when the gap falls inside a known length.
                 let survives = match msg.framing {
@@ -684,13 +700,15 @@ impl Connection {
                             false
                         }
                     }
-                    Framing::Chunked => match msg.chunked.as_mut() {
-                        Some(c) if c.remaining_in_chunk().is_some_and(|r| len <= r) => {
+                    Framing::Chunked => {
+                        let c = msg.chunked.get_or_insert_with(ChunkedDecoder::new);
+                        if c.remaining_in_chunk().is_some_and(|r| len <= r) {
                             c.skip_data(len);
-                            true
+                        } else {
+                            c.after_gap();
                         }
-                        _ => false,
-                    },
+                        true
+                    }
                     Framing::UntilClose => true,
                     Framing::None | Framing::Tunnel => true,
                 };

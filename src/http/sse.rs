@@ -297,6 +297,20 @@ impl SseParser {
         self.mark_after_gap = true;
     }
 
+    /// Whether the parser sits between events (nothing of a next event read yet).
+    pub fn at_boundary(&self) -> bool {
+        !self.block_started && self.line.is_empty() && self.data.is_empty() && !self.resyncing
+    }
+
+    /// A gap that fell between events, where the framing below says the next bytes start a new
+    /// unit (a chunk of a chunked body): nothing is skipped, the next event is marked.
+    pub fn gap_at_boundary(&mut self) {
+        self.after_cr = false;
+        self.bom_decided = true;
+        self.start.clear();
+        self.mark_after_gap = true;
+    }
+
     /// The stream ended. An event without its blank line is discarded, as browsers do; it is
     /// counted so the report can say so.
     pub fn finish(&mut self) {

@@ -1,0 +1,271 @@
+//! `mcp-forensics analyze` end to end on the real captures under samples/: the findings each
+//! sample must produce (and must not), their evidence, their causal chain, and the exit code.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn analyze(args: &[&str]) -> (Value, i32) {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .arg("analyze")
+        .arg("--format")
+        .arg("json")
+        .args(args)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (doc, out.status.code().unwrap_or(-1))
+}
+
+fn kinds(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn finding<'a>(doc: &'a Value, kind: &str) -> &'a Value {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {:?}", kinds(doc)))
+}
+
+fn max_severity_rank(doc: &Value) -> usize {
+    let order = ["critical", "high", "medium", "low", "info"];
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| order.iter().position(|s| *s == f["severity"]).unwrap())
+        .min()
+        .unwrap_or(order.len())
+}
+
+/// The seed incident, client leg: the fallback, the unsafe resumption, the cross-namespace
+/// replay, the duplicate response, the skipped range and the unanswered request, in that order
+/// and chained by caused_by.
+#[test]
+fn seed_incident_client_leg_tells_the_whole_story_in_order() {
+    let (doc, code) = analyze(&["samples/seed-incident-client-leg.pcap"]);
+    assert_eq!(code, 1, "high and critical findings exit 1");
+    let wanted = [
+        "sse_fallback",
+        "unsafe_resumption_after_fallback",
+        "cross_namespace_replay",
+        "duplicate_response",
+        "skipped_events",
+        "unanswered_request",
+    ];
+    let got = kinds(&doc);
+    let positions: Vec<usize> = wanted
+        .iter()
+        .map(|k| got.iter().position(|g| g == k).unwrap_or_else(|| panic!("{k} missing from {got:?}")))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "order {got:?}");
+
+    let id = |kind: &str| finding(&doc, kind)["id"].clone();
+    let caused = |kind: &str| finding(&doc, kind)["caused_by"].clone();
+    assert_eq!(caused("unsafe_resumption_after_fallback"), serde_json::json!([id("sse_fallback")]));
+    assert_eq!(caused("cross_namespace_replay"), serde_json::json!([id("unsafe_resumption_after_fallback")]));
+    assert_eq!(caused("duplicate_response"), serde_json::json!([id("cross_namespace_replay")]));
+    assert_eq!(caused("skipped_events"), serde_json::json!([id("cross_namespace_replay")]));
+    assert_eq!(caused("unanswered_request"), serde_json::json!([id("skipped_events")]));
+
+    let fb = &finding(&doc, "sse_fallback")["evidence"];
+    assert_eq!(fb["request_id"], 7);
+    assert_eq!(fb["confirmed_by_messages_on_new_stream"], true);
+    let unsafe_ = &finding(&doc, "unsafe_resumption_after_fallback")["evidence"];
+    assert_eq!(unsafe_["last_event_id"], "41");
+    assert_eq!(unsafe_["event_id_scheme"], "integer");
+    let replay = finding(&doc, "cross_namespace_replay");
+    assert_eq!(replay["severity"], "critical");
+    let ev = &replay["evidence"];
+    assert_eq!(ev["last_event_id"], "41");
+    assert!(ev["observed_in"].as_str().unwrap().starts_with("get:"));
+    assert!(ev["replayed_from"].as_str().unwrap().starts_with("post:"));
+    assert_eq!(ev["replayed_event_ids"], serde_json::json!(["42"]));
+    assert!(ev["also_minted_by"].as_array().unwrap().contains(&ev["replayed_from"]));
+    let dup = &finding(&doc, "duplicate_response")["evidence"];
+    assert_eq!(dup["request_id"], 19, "request IDs keep their JSON type");
+    assert_eq!(dup["first"]["event_id"], "42");
+    assert_eq!(dup["duplicate"]["event_id"], "42");
+    assert_eq!(dup["same_payload"], true);
+    let skipped = &finding(&doc, "skipped_events")["evidence"];
+    assert_eq!(skipped["namespace"], ev["observed_in"]);
+    assert_eq!(skipped["from"], "42");
+    assert_eq!(skipped["to"], Value::Null);
+    let unanswered = finding(&doc, "unanswered_request");
+    assert_eq!(unanswered["severity"], "high");
+    assert_eq!(unanswered["evidence"]["request_id"], 7);
+    assert_eq!(unanswered["evidence"]["method"], "tools/call");
+    assert!(unanswered["evidence"]["waited_s"].as_f64().unwrap() > 10.0);
+
+    // Evidence a person can check: frames (1-based), times, the exchange.
+    assert_eq!(replay["frames"], serde_json::json!([148, 152]));
+    assert!(replay["time"].as_str().unwrap().ends_with('Z'));
+    let session = &doc["sessions"][0];
+    assert_eq!(session["resumption"]["verdict"], "unsafe");
+    assert_eq!(session["event_id_scheme"], "integer");
+    assert_eq!(session["protocol_version"], "2025-06-18");
+    assert!(session["fell_back"].is_object());
+}
+
+/// The same incident seen from the server leg behind nginx tells the same story.
+#[test]
+fn seed_incident_server_leg_shows_the_same_replay() {
+    let (doc, code) = analyze(&["samples/seed-incident-server-leg.pcap"]);
+    assert_eq!(code, 1);
+    let got = kinds(&doc);
+    for k in [
+        "sse_fallback",
+        "unsafe_resumption_after_fallback",
+        "cross_namespace_replay",
+        "duplicate_response",
+        "skipped_events",
+        "unanswered_request",
+    ] {
+        assert!(got.iter().any(|g| g == k), "{k} missing from {got:?}");
+    }
+}
+
+/// Both legs together: two observations of one session, tied by session ID, never merged.
+#[test]
+fn both_legs_are_two_observations_of_one_session() {
+    let (doc, _) = analyze(&[
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident-server-leg.pcap",
+    ]);
+    let sessions = doc["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0]["session_id"], sessions[1]["session_id"]);
+    assert_ne!(sessions[0]["server"], sessions[1]["server"]);
+    assert_eq!(sessions[0]["same_session_as"], serde_json::json!([sessions[1]["key"]]));
+    assert_eq!(doc["inputs"].as_array().unwrap().len(), 2);
+}
+
+/// Negative control: namespaced IDs make the same fallback and resume safe.
+#[test]
+fn namespaced_ids_are_safe() {
+    let (doc, code) = analyze(&["samples/namespaced-ids-client-leg.pcap"]);
+    assert_eq!(code, 0, "{:?}", kinds(&doc));
+    assert!(max_severity_rank(&doc) >= 4, "nothing above info: {:?}", kinds(&doc));
+    assert_eq!(doc["sessions"][0]["resumption"]["verdict"], "safe");
+    assert_eq!(doc["sessions"][0]["event_id_scheme"], "namespaced");
+    assert_eq!(kinds(&doc), vec!["sse_fallback"]);
+}
+
+/// Negative control: a real TypeScript SDK resumption (event store, namespaced IDs).
+#[test]
+fn typescript_sdk_resumption_is_safe() {
+    let (doc, code) = analyze(&["samples/ts-sdk-resumption.pcap"]);
+    assert_eq!(code, 0, "{:?}", kinds(&doc));
+    assert!(max_severity_rank(&doc) >= 4, "nothing above info: {:?}", kinds(&doc));
+    let s = &doc["sessions"][0];
+    assert_eq!(s["resumption"]["verdict"], "safe");
+    assert_eq!(s["event_id_scheme"], "namespaced");
+    let resume = s["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|st| st["resume"].is_object())
+        .expect("a resume stream");
+    assert!(resume["resume"]["continues"].as_str().unwrap().starts_with("post:"));
+}
+
+/// Negative control: a healthy official Python SDK session.
+#[test]
+fn python_sdk_healthy_session_has_no_finding() {
+    for file in [
+        "samples/python-sdk-healthy.pcap",
+        "samples/python-sdk-healthy.pcapng",
+        "samples/python-sdk-healthy-any.pcap",
+    ] {
+        let (doc, code) = analyze(&[file]);
+        assert_eq!(code, 0, "{file}: {:?}", kinds(&doc));
+        assert!(max_severity_rank(&doc) >= 4, "{file}: {:?}", kinds(&doc));
+        let s = &doc["sessions"][0];
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{file}");
+        assert_eq!(s["resumption"]["verdict"], "not_attempted");
+        assert_eq!(s["protocol_version"], "2025-11-25");
+        assert!(s["deleted"].is_string(), "DELETE ends the session");
+    }
+}
+
+/// The legacy HTTP+SSE transport reached through the 4xx fallback at connect.
+#[test]
+fn legacy_transport_after_fallback_at_connect() {
+    let (doc, code) = analyze(&["samples/legacy-sse-fallback.pcap"]);
+    assert_eq!(code, 0, "{:?}", kinds(&doc));
+    let s = &doc["sessions"][0];
+    assert_eq!(s["transport"], "legacy-sse");
+    let fb = &finding(&doc, "sse_fallback")["evidence"];
+    assert_eq!(fb["to_transport"], "legacy-sse");
+    assert!(fb["trigger"].as_str().unwrap().contains("405"));
+    assert!(!kinds(&doc).contains(&"request_id_reused".to_string()), "a refused initialize does not count");
+}
+
+/// The lossy capture: the two dropped segments are reported as capture gaps of their exact
+/// sizes, findings resting on them say their confidence is reduced.
+#[test]
+fn lossy_capture_reports_gaps_and_reduced_confidence() {
+    let (doc, _) = analyze(&["samples/lossy.pcap"]);
+    assert_eq!(doc["summary"]["gap_bytes"], 97 + 198);
+    let gaps: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "capture_gap")
+        .collect();
+    assert!(!gaps.is_empty());
+    for f in doc["findings"].as_array().unwrap() {
+        if f["kind"] != "capture_gap" && f["evidence"]["request_id"].is_number() {
+            assert_eq!(f["confidence"], "reduced", "{f}");
+        }
+    }
+}
+
+#[test]
+fn fail_on_and_filters_drive_the_exit_code() {
+    let (_, code) = analyze(&["--fail-on", "critical", "samples/seed-incident-client-leg.pcap"]);
+    assert_eq!(code, 1);
+    let (doc, code) = analyze(&[
+        "--session",
+        "S9",
+        "samples/seed-incident-client-leg.pcap",
+    ]);
+    assert_eq!(code, 0, "no selected session, nothing fails");
+    assert!(doc["sessions"].as_array().unwrap().is_empty());
+    let (doc, _) = analyze(&["--min-severity", "critical", "samples/seed-incident-client-leg.pcap"]);
+    assert_eq!(kinds(&doc), vec!["cross_namespace_replay"]);
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .args(["analyze", "samples/does-not-exist.pcap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("samples/does-not-exist.pcap: no such file"), "{err}");
+}
+
+#[test]
+fn events_flag_labels_every_event_with_its_namespace() {
+    let (doc, _) = analyze(&["--events", "samples/seed-incident-client-leg.pcap"]);
+    let events = doc["events"].as_array().unwrap();
+    let replayed = events
+        .iter()
+        .find(|e| e["stream"] != e["namespace"] && e["namespace"] != "unknown")
+        .expect("the replayed event");
+    assert_eq!(replayed["id"], "42");
+    assert!(replayed["namespace"].as_str().unwrap().starts_with("post:"));
+    for e in events {
+        for key in ["session", "stream", "transport", "namespace", "id", "time", "frame", "jsonrpc"] {
+            assert!(e.get(key).is_some(), "{key} missing in {e}");
+        }
+    }
+}
