@@ -27,7 +27,9 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
     let resumes: Vec<_> = s.streams.iter().filter(|st| st.resume.is_some()).collect();
     if resumes.is_empty() {
         let reason = s.fallbacks.first().and_then(|fb| {
-            (s.event_id_scheme != EventIdScheme::Namespaced && s.transport_mode_header.is_none()).then(|| {
+            (!matches!(s.event_id_scheme, EventIdScheme::Namespaced | EventIdScheme::None)
+                && s.transport_mode_header.is_none())
+            .then(|| {
                 format!(
                     "no resume was attempted; after the fallback at {} a resume would have been unsafe ({} event IDs)",
                     fb.mark.time.clock_millis(),

@@ -126,7 +126,7 @@ impl HttpSink for Collector {
             } => self
                 .anomalies
                 .push((ExchangeAnomaly { conn, dir, mark }, what)),
-            HttpEvent::ConnectionEnd { .. } => {}
+            HttpEvent::ConnectionStart { .. } | HttpEvent::ConnectionEnd { .. } => {}
         }
     }
 }

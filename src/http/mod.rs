@@ -191,6 +191,13 @@ pub enum HttpEvent<'a> {
         mark: Mark,
         what: String,
     },
+    /// A connection began (its endpoints, for responses whose request was never seen).
+    ConnectionStart {
+        conn: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        mark: Mark,
+    },
     /// The connection ended; `http` says whether any HTTP was found on it.
     ConnectionEnd {
         conn: ConnId,
@@ -276,6 +283,12 @@ impl<S: HttpSink> TcpSink for Stage<S> {
             } => {
                 self.connections
                     .insert(conn, Connection::new(conn, client, server, mark));
+                self.sink.on_http(HttpEvent::ConnectionStart {
+                    conn,
+                    client,
+                    server,
+                    mark,
+                });
             }
             TcpEvent::Data {
                 conn,

@@ -37,6 +37,9 @@ enum Pending {
     Get,
     /// JSON-RPC without a session ID: a stateless server.
     Stateless,
+    /// A response (or events) whose request was not seen: the capture started late, or a gap
+    /// took the request.
+    Orphan,
 }
 
 /// An initialize answered 4xx: the client may now fall back to the legacy transport.
@@ -71,6 +74,10 @@ pub struct Builder {
     legacy: HashMap<(SocketAddr, String), SessionIdx>,
     open: HashMap<ExchangeId, Filing>,
     rejected: HashMap<(IpAddr, SocketAddr), RejectedInitialize>,
+    /// Endpoints of open connections.
+    endpoints: HashMap<u64, (SocketAddr, SocketAddr)>,
+    /// The session a client last used at a server, for exchanges that name none.
+    last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }
@@ -177,6 +184,8 @@ impl Builder {
 
     /// Files a stream under a session; returns its position.
     fn attach(&mut self, session: SessionIdx, mut stream: Stream) -> usize {
+        self.last_session
+            .insert((stream.client.ip(), stream.server), session);
         let s = &mut self.sessions[session];
         if !s.inputs.contains(&stream.input) {
             s.inputs.push(stream.input);
@@ -211,6 +220,63 @@ impl Builder {
         match self.open.get_mut(&id)? {
             Filing::Session(s, i) => self.sessions.get_mut(*s)?.streams.get_mut(*i),
             Filing::Pending(stream, _) => Some(stream),
+        }
+    }
+
+    /// A stream record for an exchange whose request was not seen.
+    fn orphan(&self, exchange: ExchangeId, mark: Mark) -> Stream {
+        let unknown: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 0));
+        let (client, server) = self.endpoints.get(&exchange.conn).copied().unwrap_or((unknown, unknown));
+        Stream {
+            idx: 0,
+            transport: StreamTransport::Get,
+            exchange,
+            input: mark.frame.input,
+            method: String::new(),
+            target: String::new(),
+            client,
+            server,
+            opened: mark,
+            status: None,
+            response_mark: None,
+            content_type: None,
+            event_stream: false,
+            ended: None,
+            outcome: None,
+            closed_by: None,
+            session_id_sent: None,
+            session_id_received: None,
+            accept_sse: false,
+            protocol_version_header: None,
+            transport_mode: None,
+            resume: None,
+            client_messages: Vec::new(),
+            response_messages: Vec::new(),
+            events: Vec::new(),
+            gap: true,
+            gap_bytes: 0,
+            transport_mode_sent: None,
+            comments: 0,
+            last_retry: None,
+            body_unknown: false,
+        }
+    }
+
+    /// Files an orphan: under the session its response names, else the client's last session
+    /// at that server, else a stateless one.
+    fn file_orphan(&mut self, exchange: ExchangeId, stream: Stream) {
+        let server = stream.server;
+        let ip = stream.client.ip();
+        let session = match &stream.session_id_received {
+            Some(id) => Some(self.session_for_id(server, id, ip, &stream.target, stream.opened, stream.input)),
+            None => self.last_session.get(&(ip, server)).copied(),
+        };
+        match session {
+            Some(s) => {
+                let pos = self.attach(s, stream);
+                self.open.insert(exchange, Filing::Session(s, pos));
+            }
+            None => self.file_stateless(exchange, stream),
         }
     }
 
@@ -280,6 +346,26 @@ impl Builder {
             last_retry: None,
             body_unknown: r.body.unknown,
         };
+        let mut stream = stream;
+        if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.open.remove(&r.exchange) {
+            // The response came first (the request's end was held up, e.g. by a gap): keep what
+            // was learned from it.
+            let o = *orphan;
+            stream.status = o.status;
+            stream.response_mark = o.response_mark;
+            stream.content_type = o.content_type;
+            stream.event_stream = o.event_stream;
+            stream.session_id_received = o.session_id_received;
+            stream.transport_mode = o.transport_mode;
+            stream.events = o.events;
+            stream.ended = o.ended;
+            stream.outcome = o.outcome;
+            stream.closed_by = o.closed_by;
+            stream.response_messages = o.response_messages;
+            stream.gap |= o.gap_bytes > 0;
+            stream.gap_bytes += o.gap_bytes;
+        }
+        let stream = stream;
         let input = stream.input;
         let ip = r.client.ip();
         let is_initialize = stream
@@ -317,6 +403,11 @@ impl Builder {
             .iter()
             .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
             .map(|(_, v)| v.clone());
+        if self.stream_mut(h.exchange).is_none() {
+            let orphan = self.orphan(h.exchange, h.first);
+            self.open
+                .insert(h.exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
+        }
         let Some(stream) = self.stream_mut(h.exchange) else {
             return;
         };
@@ -428,7 +519,13 @@ impl Builder {
                 }
                 self.open.insert(exchange, Filing::Session(s, pos));
             }
-            None => {}
+            None => {
+                let mut orphan = self.orphan(exchange, rec.mark);
+                orphan.event_stream = true;
+                orphan.events.push(rec);
+                self.open
+                    .insert(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
+            }
         }
     }
 
@@ -561,6 +658,11 @@ impl Builder {
                 self.file_stateless(exchange, *stream);
                 self.open.remove(&exchange);
             }
+            Some(Filing::Pending(stream, Pending::Orphan)) => {
+                // Wait: the request may still come (it is emitted when it ends); filed at finish.
+                self.open
+                    .insert(exchange, Filing::Pending(stream, Pending::Orphan));
+            }
             Some(Filing::Pending(stream, _)) => {
                 let has_jsonrpc = stream.client_messages.iter().any(|m| m.kind != Kind::Malformed);
                 let event_stream = stream.event_stream || !stream.events.is_empty();
@@ -581,8 +683,10 @@ impl Builder {
             v
         };
         for id in open {
-            if let Some(Filing::Pending(stream, _)) = self.open.remove(&id) {
-                self.file_stateless(id, *stream);
+            match self.open.remove(&id) {
+                Some(Filing::Pending(stream, Pending::Orphan)) => self.file_orphan(id, *stream),
+                Some(Filing::Pending(stream, _)) => self.file_stateless(id, *stream),
+                _ => {}
             }
         }
         for (_, rejected) in std::mem::take(&mut self.rejected) {
@@ -626,7 +730,27 @@ impl HttpSink for Builder {
             HttpEvent::Anomaly { conn, mark, what, .. } => {
                 self.anomalies.push(HttpAnomaly { conn, mark, what })
             }
-            HttpEvent::ConnectionEnd { .. } => {}
+            HttpEvent::ConnectionStart {
+                conn, client, server, ..
+            } => {
+                self.endpoints.insert(conn, (client, server));
+            }
+            HttpEvent::ConnectionEnd { conn, .. } => {
+                self.endpoints.remove(&conn);
+                // Orphans of this connection whose request never came are filed now.
+                let orphans: Vec<ExchangeId> = self
+                    .open
+                    .iter()
+                    .filter(|(id, f)| id.conn == conn && matches!(f, Filing::Pending(_, Pending::Orphan)))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in orphans {
+                    if let Some(Filing::Pending(stream, _)) = self.open.remove(&id) {
+                        self.file_orphan(id, *stream);
+                        self.open.remove(&id);
+                    }
+                }
+            }
         }
     }
 }

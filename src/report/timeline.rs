@@ -22,6 +22,17 @@ pub struct Entry {
     pub frames: Vec<Mark>,
 }
 
+/// Event IDs as a person scans them: long opaque IDs keep their head and tail.
+pub fn short_event_id(id: &str) -> String {
+    let n = id.chars().count();
+    if n <= 18 {
+        return id.to_string();
+    }
+    let head: String = id.chars().take(8).collect();
+    let tail: String = id.chars().skip(n - 8).collect();
+    format!("{head}…{tail}")
+}
+
 fn request_text(m: &Message) -> String {
     let mut t = m.method.clone().unwrap_or_else(|| "?".into());
     if let Some(id) = &m.id {
@@ -48,7 +59,7 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
     use crate::http::Outcome;
     let after = st
         .last_delivered_id()
-        .map(|i| format!(" after event {i}"))
+        .map(|i| format!(" after event {}", short_event_id(i)))
         .unwrap_or_default();
     match (st.outcome, st.closed_by) {
         (Some(Outcome::Complete), _) | (None, _) => None,
@@ -125,7 +136,7 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             ),
             ("GET", None) => {
                 let what = match (&st.resume, st.transport) {
-                    (Some(r), _) => format!("Last-Event-ID: {} (resume)", r.last_event_id),
+                    (Some(r), _) => format!("Last-Event-ID: {} (resume)", short_event_id(&r.last_event_id)),
                     (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
                     (None, _) => {
                         if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
@@ -185,8 +196,8 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             let msgs: Vec<&Message> = run.iter().flat_map(|&i| st.events[i].messages.iter()).collect();
             let primings = run.iter().filter(|&&i| st.events[i].priming).count();
             let ids = match (first.id.as_deref(), last.id.as_deref()) {
-                (Some(a), Some(b)) if a != b => format!("events {a}–{b}"),
-                (Some(a), _) if run.len() == 1 => format!("event {a}"),
+                (Some(a), Some(b)) if a != b => format!("events {}–{}", short_event_id(a), short_event_id(b)),
+                (Some(a), _) if run.len() == 1 => format!("event {}", short_event_id(a)),
                 _ if run.len() == 1 => "1 event".to_string(),
                 _ => format!("{} events", run.len()),
             };
@@ -228,8 +239,12 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             });
             run.clear();
         };
+        let answered_here = !requests.is_empty()
+            && requests.iter().all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
         let quiet_post = st.transport == StreamTransport::Post
             && st.resume.is_none()
+            && answered_here
+            && !st.interrupted()
             && st.events.iter().all(|e| !flagged.contains(&e.mark));
         if !quiet_post || all_events {
             for (i, ev) in st.events.iter().enumerate() {
@@ -251,7 +266,7 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             flush(&mut run, &mut out);
         }
         if let Some((arrow, text)) = cut_text(st)
-            && (st.transport != StreamTransport::Post || st.events.is_empty() || st.abandoned_by_client())
+            && !(st.transport == StreamTransport::Post && answered_here)
         {
             let at = st.ended.unwrap_or(st.opened);
             out.push(Entry {
