@@ -358,7 +358,11 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
         serde_json::Value::Object(o) => {
             let mut keys: Vec<&String> = o.keys().collect();
             keys.sort();
-            serde_json::Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&o[k]))).collect())
+            serde_json::Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&o[k])))
+                    .collect(),
+            )
         }
         serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(canonical).collect()),
         other => other.clone(),
@@ -410,12 +414,18 @@ mod tests {
 
     #[test]
     fn classifies_every_kind() {
-        assert_eq!(one(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#).kind, Kind::Request);
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#).kind,
+            Kind::Request
+        );
         assert_eq!(
             one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).kind,
             Kind::Notification
         );
-        assert_eq!(one(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).kind, Kind::Response);
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).kind,
+            Kind::Response
+        );
         let e = one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad"}}"#);
         assert_eq!(e.kind, Kind::Error);
         assert!(e.null_id);
@@ -429,15 +439,24 @@ mod tests {
             ("{not json", "invalid JSON"),
             (r#"{"id":1,"method":"x"}"#, "no jsonrpc"),
             (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, "not \"2.0\""),
-            (r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#, "neither a string"),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+                "neither a string",
+            ),
             (r#"{"jsonrpc":"2.0","id":1}"#, "neither method"),
             ("42", "not a JSON object"),
         ] {
             let m = one(text);
             assert_eq!(m.kind, Kind::Malformed, "{text}");
-            assert!(m.malformed.as_deref().unwrap().contains(why), "{text}: {m:?}");
+            assert!(
+                m.malformed.as_deref().unwrap().contains(why),
+                "{text}: {m:?}"
+            );
         }
-        assert_eq!(parse_payload(&[0xff, 0xfe])[0].malformed.as_deref(), Some("not UTF-8"));
+        assert_eq!(
+            parse_payload(&[0xff, 0xfe])[0].malformed.as_deref(),
+            Some("not UTF-8")
+        );
         assert!(parse_payload(b"  \r\n").is_empty());
     }
 
@@ -461,7 +480,10 @@ mod tests {
         let progress = one(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"reindex-7","progress":18,"total":63}}"#,
         );
-        assert_eq!(progress.mcp.progress_token.as_deref(), Some("\"reindex-7\""));
+        assert_eq!(
+            progress.mcp.progress_token.as_deref(),
+            Some("\"reindex-7\"")
+        );
         assert_eq!(progress.mcp.progress.as_deref(), Some("18"));
         let init = one(
             r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"seed","version":"1.0"}}}"#,

@@ -92,9 +92,11 @@ impl Timestamp {
 
     /// Parses RFC 3339 / ISO 8601 date-times as found in HAR files, logs and `--since`.
     pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
-        let parsed =
-            time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
-                .ok()?;
+        let parsed = time::OffsetDateTime::parse(
+            text.trim(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .ok()?;
         let nanos = parsed.unix_timestamp_nanos();
         i64::try_from(nanos).ok().map(Timestamp)
     }
@@ -184,7 +186,10 @@ mod tests {
 
     #[test]
     fn formats_endpoints() {
-        assert_eq!(endpoint("127.0.0.1:8080".parse().unwrap()), "127.0.0.1:8080");
+        assert_eq!(
+            endpoint("127.0.0.1:8080".parse().unwrap()),
+            "127.0.0.1:8080"
+        );
         assert_eq!(endpoint("[::1]:3000".parse().unwrap()), "[::1]:3000");
     }
 }

@@ -65,17 +65,36 @@ fn seed_incident_client_leg_tells_the_whole_story_in_order() {
     let got = kinds(&doc);
     let positions: Vec<usize> = wanted
         .iter()
-        .map(|k| got.iter().position(|g| g == k).unwrap_or_else(|| panic!("{k} missing from {got:?}")))
+        .map(|k| {
+            got.iter()
+                .position(|g| g == k)
+                .unwrap_or_else(|| panic!("{k} missing from {got:?}"))
+        })
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "order {got:?}");
 
     let id = |kind: &str| finding(&doc, kind)["id"].clone();
     let caused = |kind: &str| finding(&doc, kind)["caused_by"].clone();
-    assert_eq!(caused("unsafe_resumption_after_fallback"), serde_json::json!([id("sse_fallback")]));
-    assert_eq!(caused("cross_namespace_replay"), serde_json::json!([id("unsafe_resumption_after_fallback")]));
-    assert_eq!(caused("duplicate_response"), serde_json::json!([id("cross_namespace_replay")]));
-    assert_eq!(caused("skipped_events"), serde_json::json!([id("cross_namespace_replay")]));
-    assert_eq!(caused("unanswered_request"), serde_json::json!([id("skipped_events")]));
+    assert_eq!(
+        caused("unsafe_resumption_after_fallback"),
+        serde_json::json!([id("sse_fallback")])
+    );
+    assert_eq!(
+        caused("cross_namespace_replay"),
+        serde_json::json!([id("unsafe_resumption_after_fallback")])
+    );
+    assert_eq!(
+        caused("duplicate_response"),
+        serde_json::json!([id("cross_namespace_replay")])
+    );
+    assert_eq!(
+        caused("skipped_events"),
+        serde_json::json!([id("cross_namespace_replay")])
+    );
+    assert_eq!(
+        caused("unanswered_request"),
+        serde_json::json!([id("skipped_events")])
+    );
 
     let fb = &finding(&doc, "sse_fallback")["evidence"];
     assert_eq!(fb["request_id"], 7);
@@ -90,7 +109,12 @@ fn seed_incident_client_leg_tells_the_whole_story_in_order() {
     assert!(ev["observed_in"].as_str().unwrap().starts_with("get:"));
     assert!(ev["replayed_from"].as_str().unwrap().starts_with("post:"));
     assert_eq!(ev["replayed_event_ids"], serde_json::json!(["42"]));
-    assert!(ev["also_minted_by"].as_array().unwrap().contains(&ev["replayed_from"]));
+    assert!(
+        ev["also_minted_by"]
+            .as_array()
+            .unwrap()
+            .contains(&ev["replayed_from"])
+    );
     let dup = &finding(&doc, "duplicate_response")["evidence"];
     assert_eq!(dup["request_id"], 19, "request IDs keep their JSON type");
     assert_eq!(dup["first"]["event_id"], "42");
@@ -107,7 +131,7 @@ fn seed_incident_client_leg_tells_the_whole_story_in_order() {
     assert!(unanswered["evidence"]["waited_s"].as_f64().unwrap() > 10.0);
 
     // Evidence a person can check: frames (1-based), times, the exchange.
-    assert_eq!(replay["frames"], serde_json::json!([148, 152]));
+    assert_eq!(replay["frames"], serde_json::json!([114, 142, 148, 152]), "first delivery of 42, the 41 the client saw, the resume, the replay");
     assert!(replay["time"].as_str().unwrap().ends_with('Z'));
     let session = &doc["sessions"][0];
     assert_eq!(session["resumption"]["verdict"], "unsafe");
@@ -145,7 +169,10 @@ fn both_legs_are_two_observations_of_one_session() {
     assert_eq!(sessions.len(), 2);
     assert_eq!(sessions[0]["session_id"], sessions[1]["session_id"]);
     assert_ne!(sessions[0]["server"], sessions[1]["server"]);
-    assert_eq!(sessions[0]["same_session_as"], serde_json::json!([sessions[1]["key"]]));
+    assert_eq!(
+        sessions[0]["same_session_as"],
+        serde_json::json!([sessions[1]["key"]])
+    );
     assert_eq!(doc["inputs"].as_array().unwrap().len(), 2);
 }
 
@@ -154,7 +181,11 @@ fn both_legs_are_two_observations_of_one_session() {
 fn namespaced_ids_are_safe() {
     let (doc, code) = analyze(&["samples/namespaced-ids-client-leg.pcap"]);
     assert_eq!(code, 0, "{:?}", kinds(&doc));
-    assert!(max_severity_rank(&doc) >= 4, "nothing above info: {:?}", kinds(&doc));
+    assert!(
+        max_severity_rank(&doc) >= 4,
+        "nothing above info: {:?}",
+        kinds(&doc)
+    );
     assert_eq!(doc["sessions"][0]["resumption"]["verdict"], "safe");
     assert_eq!(doc["sessions"][0]["event_id_scheme"], "namespaced");
     assert_eq!(kinds(&doc), vec!["sse_fallback"]);
@@ -165,7 +196,11 @@ fn namespaced_ids_are_safe() {
 fn typescript_sdk_resumption_is_safe() {
     let (doc, code) = analyze(&["samples/ts-sdk-resumption.pcap"]);
     assert_eq!(code, 0, "{:?}", kinds(&doc));
-    assert!(max_severity_rank(&doc) >= 4, "nothing above info: {:?}", kinds(&doc));
+    assert!(
+        max_severity_rank(&doc) >= 4,
+        "nothing above info: {:?}",
+        kinds(&doc)
+    );
     let s = &doc["sessions"][0];
     assert_eq!(s["resumption"]["verdict"], "safe");
     assert_eq!(s["event_id_scheme"], "namespaced");
@@ -175,7 +210,12 @@ fn typescript_sdk_resumption_is_safe() {
         .iter()
         .find(|st| st["resume"].is_object())
         .expect("a resume stream");
-    assert!(resume["resume"]["continues"].as_str().unwrap().starts_with("post:"));
+    assert!(
+        resume["resume"]["continues"]
+            .as_str()
+            .unwrap()
+            .starts_with("post:")
+    );
 }
 
 /// Negative control: a healthy official Python SDK session.
@@ -207,7 +247,10 @@ fn legacy_transport_after_fallback_at_connect() {
     let fb = &finding(&doc, "sse_fallback")["evidence"];
     assert_eq!(fb["to_transport"], "legacy-sse");
     assert!(fb["trigger"].as_str().unwrap().contains("405"));
-    assert!(!kinds(&doc).contains(&"request_id_reused".to_string()), "a refused initialize does not count");
+    assert!(
+        !kinds(&doc).contains(&"request_id_reused".to_string()),
+        "a refused initialize does not count"
+    );
 }
 
 /// The lossy capture: the two dropped segments are reported as capture gaps of their exact
@@ -232,16 +275,20 @@ fn lossy_capture_reports_gaps_and_reduced_confidence() {
 
 #[test]
 fn fail_on_and_filters_drive_the_exit_code() {
-    let (_, code) = analyze(&["--fail-on", "critical", "samples/seed-incident-client-leg.pcap"]);
-    assert_eq!(code, 1);
-    let (doc, code) = analyze(&[
-        "--session",
-        "S9",
+    let (_, code) = analyze(&[
+        "--fail-on",
+        "critical",
         "samples/seed-incident-client-leg.pcap",
     ]);
+    assert_eq!(code, 1);
+    let (doc, code) = analyze(&["--session", "S9", "samples/seed-incident-client-leg.pcap"]);
     assert_eq!(code, 0, "no selected session, nothing fails");
     assert!(doc["sessions"].as_array().unwrap().is_empty());
-    let (doc, _) = analyze(&["--min-severity", "critical", "samples/seed-incident-client-leg.pcap"]);
+    let (doc, _) = analyze(&[
+        "--min-severity",
+        "critical",
+        "samples/seed-incident-client-leg.pcap",
+    ]);
     assert_eq!(kinds(&doc), vec!["cross_namespace_replay"]);
     let out = Command::cargo_bin("mcp-forensics")
         .unwrap()
@@ -250,7 +297,10 @@ fn fail_on_and_filters_drive_the_exit_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("samples/does-not-exist.pcap: no such file"), "{err}");
+    assert!(
+        err.contains("samples/does-not-exist.pcap: no such file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -264,7 +314,16 @@ fn events_flag_labels_every_event_with_its_namespace() {
     assert_eq!(replayed["id"], "42");
     assert!(replayed["namespace"].as_str().unwrap().starts_with("post:"));
     for e in events {
-        for key in ["session", "stream", "transport", "namespace", "id", "time", "frame", "jsonrpc"] {
+        for key in [
+            "session",
+            "stream",
+            "transport",
+            "namespace",
+            "id",
+            "time",
+            "frame",
+            "jsonrpc",
+        ] {
             assert!(e.get(key).is_some(), "{key} missing in {e}");
         }
     }

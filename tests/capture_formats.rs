@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use mcp_forensics::capture::decode::{TcpFlags, linktype};
 use mcp_forensics::capture::reader::{CaptureReader, ReadError};
 use mcp_forensics::capture::tcp::{Direction, Limits, TcpEvent};
-use mcp_forensics::capture::writer::{PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame};
+use mcp_forensics::capture::writer::{
+    PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame,
+};
 use mcp_forensics::capture::{CaptureInput, CaptureStage, InputReport, run};
 use mcp_forensics::model::Timestamp;
 
@@ -78,7 +80,9 @@ fn analyse(bytes: Vec<u8>) -> (Seen, InputReport) {
             seen.server = Some(server);
             seen.connections += 1;
         }
-        TcpEvent::Data { dir, data, mark, .. } => {
+        TcpEvent::Data {
+            dir, data, mark, ..
+        } => {
             seen.frames.push(mark.frame.frame);
             seen.times.push(mark.time);
             match dir {
@@ -138,7 +142,11 @@ fn every_link_type_in_classic_pcap() {
         let (seen, report) = analyse(pcap(lt, false, false, &frames));
         assert_exchange(&seen, c, s);
         assert_eq!(report.packets, 8, "link type {lt}");
-        assert!(report.skipped.is_empty(), "link type {lt}: {:?}", report.skipped);
+        assert!(
+            report.skipped.is_empty(),
+            "link type {lt}: {:?}",
+            report.skipped
+        );
     }
 }
 
@@ -188,21 +196,36 @@ fn pcapng_sections_interfaces_resolutions_and_block_kinds() {
     let eth = w.interface(linktype::ETHERNET, 0, 6).unwrap();
     let raw = w.interface(linktype::RAW, 0, 9).unwrap();
     for (i, ip) in conv.iter().enumerate().take(3) {
-        w.packet(eth, t(i as i64), &link_frame(linktype::ETHERNET, ip, &[]), 0)
-            .unwrap();
+        w.packet(
+            eth,
+            t(i as i64),
+            &link_frame(linktype::ETHERNET, ip, &[]),
+            0,
+        )
+        .unwrap();
     }
     w.packet(raw, t(3).add_nanos(123), &conv[3], 0).unwrap();
     // A second section, big-endian, whose only interface uses binary fractions (2^-20 s).
     w.section(true).unwrap();
     let bin = w.interface(linktype::LINUX_SLL, 0, 0x80 | 20).unwrap();
-    w.packet(bin, t(4), &link_frame(linktype::LINUX_SLL, &conv[4], &[]), 0)
-        .unwrap();
+    w.packet(
+        bin,
+        t(4),
+        &link_frame(linktype::LINUX_SLL, &conv[4], &[]),
+        0,
+    )
+    .unwrap();
     w.obsolete_packet(0, t(5), &link_frame(linktype::LINUX_SLL, &conv[5], &[]))
         .unwrap();
     w.simple_packet(&link_frame(linktype::LINUX_SLL, &conv[6], &[]))
         .unwrap();
-    w.packet(bin, t(7), &link_frame(linktype::LINUX_SLL, &conv[7], &[]), 0)
-        .unwrap();
+    w.packet(
+        bin,
+        t(7),
+        &link_frame(linktype::LINUX_SLL, &conv[7], &[]),
+        0,
+    )
+    .unwrap();
     let (seen, report) = analyse(w.into_inner());
     assert_exchange(&seen, "10.1.0.1:40000", "10.1.0.2:9000");
     assert_eq!(report.format, "pcapng");
@@ -262,7 +285,10 @@ fn absurd_record_length_is_rejected_without_allocating() {
     assert_eq!(seen.c2s, REQUEST);
     assert_eq!(report.packets, 4);
     assert!(
-        report.warnings.iter().any(|w| w.contains("corrupt") || w.contains("truncated")),
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("corrupt") || w.contains("truncated")),
         "{:?}",
         report.warnings
     );
@@ -343,7 +369,10 @@ fn several_inputs_merge_by_time() {
     let mut s2c = Vec::new();
     let mut frames = Vec::new();
     let mut sink = |ev: TcpEvent<'_>| {
-        if let TcpEvent::Data { dir, data, mark, .. } = ev {
+        if let TcpEvent::Data {
+            dir, data, mark, ..
+        } = ev
+        {
             frames.push((mark.frame.input, mark.frame.frame));
             match dir {
                 Direction::ClientToServer => c2s.extend_from_slice(data),

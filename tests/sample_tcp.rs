@@ -40,7 +40,15 @@ fn http_basic_bytes_match_what_each_side_sent() {
         let port = c["client_port"].as_u64().unwrap() as u16;
         let c2s = b64.decode(c["c2s_b64"].as_str().unwrap()).unwrap();
         let s2c = b64.decode(c["s2c_b64"].as_str().unwrap()).unwrap();
-        assert_eq!(streams[&(port, Direction::ClientToServer)], c2s, "port {port} c→s");
-        assert_eq!(streams[&(port, Direction::ServerToClient)], s2c, "port {port} s→c");
+        assert_eq!(
+            streams[&(port, Direction::ClientToServer)],
+            c2s,
+            "port {port} c→s"
+        );
+        assert_eq!(
+            streams[&(port, Direction::ServerToClient)],
+            s2c,
+            "port {port} s→c"
+        );
     }
 }

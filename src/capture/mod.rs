@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::model::{InputId, Mark, Timestamp};
 use decode::Skip;
 use reader::{CaptureReader, CountingReader, Frame, ReadError};
-use tcp::{Limits, ReassemblyStats, Reassembler, TcpSink};
+use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
 
 /// An opened capture input.
 pub struct CaptureInput {
@@ -261,7 +261,11 @@ pub fn run(
                 Ok(Some(frame)) => stage.frame(&frame, sink),
                 Ok(None) => break,
                 Err(e) => {
-                    input.reader.notes.warnings.push(format!("reading stopped: {e}"));
+                    input
+                        .reader
+                        .notes
+                        .warnings
+                        .push(format!("reading stopped: {e}"));
                     break;
                 }
             }

@@ -220,8 +220,7 @@ impl CaptureReader {
         let (source, head): (BoxedRead, Vec<u8>) = match sniff(&head) {
             Sniffed::Gzip => {
                 gzip = true;
-                let mut unzipped =
-                    BufReader::new(flate2::read::MultiGzDecoder::new(buffered));
+                let mut unzipped = BufReader::new(flate2::read::MultiGzDecoder::new(buffered));
                 let head = fill_head(&mut unzipped).map_err(|e| match e {
                     ReadError::Io(e) => {
                         ReadError::NotACapture(format!("gzip data that does not decompress: {e}"))
@@ -258,12 +257,9 @@ impl CaptureReader {
             .map_err(|e| ReadError::BadHeader(pcap_error_text(&e)))?;
         // The first `next` returns the file header, which tells the link type and precision.
         let (linktype, snaplen, nanos, consumed) = match reader.next() {
-            Ok((n, PcapBlockOwned::LegacyHeader(h))) => (
-                h.network.0,
-                h.snaplen,
-                h.is_nanosecond_precision(),
-                n,
-            ),
+            Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
+                (h.network.0, h.snaplen, h.is_nanosecond_precision(), n)
+            }
             Ok(_) => return Err(ReadError::BadHeader("no pcap file header".into())),
             Err(e) => return Err(ReadError::BadHeader(pcap_error_text(&e))),
         };

@@ -72,7 +72,9 @@ impl RoleBasis {
 pub enum CloseReason {
     /// Both sides sent FIN and every byte before it was accounted for.
     Fin,
-    Reset { by: Direction },
+    Reset {
+        by: Direction,
+    },
     /// Still open when the capture ended.
     CaptureEnd,
     /// Evicted after the configured idle time.
@@ -477,7 +479,11 @@ impl Reassembler {
             if conn.a_is_client.is_some() {
                 conn.role_basis = RoleBasis::UserServer;
                 conn.handshake_seen |= seg.flags.syn;
-                let (client, server) = if conn.a_is_client == Some(true) { (a, b) } else { (b, a) };
+                let (client, server) = if conn.a_is_client == Some(true) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
                 sink.on_tcp(TcpEvent::Opened {
                     conn: conn.id,
                     client,
@@ -611,8 +617,16 @@ impl Reassembler {
                 decide_by_port(conn);
                 sink.on_tcp(TcpEvent::Opened {
                     conn: id,
-                    client: if conn.a_is_client == Some(true) { conn.a } else { conn.b },
-                    server: if conn.a_is_client == Some(true) { conn.b } else { conn.a },
+                    client: if conn.a_is_client == Some(true) {
+                        conn.a
+                    } else {
+                        conn.b
+                    },
+                    server: if conn.a_is_client == Some(true) {
+                        conn.b
+                    } else {
+                        conn.a
+                    },
                     mark: conn.start,
                 });
             }
@@ -649,8 +663,10 @@ impl Reassembler {
             _ => {}
         }
         self.next_sweep = Some(now.add_nanos(SWEEP_INTERVAL_NS));
-        let idle_ns = (self.limits.idle_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
-        let hole_ns = (self.limits.hole_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
+        let idle_ns =
+            (self.limits.idle_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
+        let hole_ns =
+            (self.limits.hole_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
         for idx in 0..self.slots.len() {
             let Some(conn) = self.slots[idx].as_mut() else {
                 continue;
@@ -718,7 +734,12 @@ fn is_new_connection(conn: &Conn, seg: &TcpSegment<'_>) -> bool {
     let half = &conn.halves[side];
     match half.base {
         // A retransmitted SYN carries the same initial sequence number.
-        Some(base) => base != seg.seq.wrapping_add(1) && (conn.syn_seen[side] || half.stats.bytes > 0 || conn.halves[1 - side].stats.bytes > 0),
+        Some(base) => {
+            base != seg.seq.wrapping_add(1)
+                && (conn.syn_seen[side]
+                    || half.stats.bytes > 0
+                    || conn.halves[1 - side].stats.bytes > 0)
+        }
         None => false,
     }
 }
@@ -875,10 +896,18 @@ fn insert(
     let mut conflict = false;
     let mut overlapped = false;
     let mut fresh: Vec<(u64, u64)> = Vec::new();
-    let before = half.pending.range(..start).next_back().map(|(&k, p)| (k, k + p.chunk.len()));
+    let before = half
+        .pending
+        .range(..start)
+        .next_back()
+        .map(|(&k, p)| (k, k + p.chunk.len()));
     let covering: Vec<(u64, u64)> = before
         .into_iter()
-        .chain(half.pending.range(start..end).map(|(&k, p)| (k, k + p.chunk.len())))
+        .chain(
+            half.pending
+                .range(start..end)
+                .map(|(&k, p)| (k, k + p.chunk.len())),
+        )
         .filter(|&(s, e)| e > start && s < end)
         .collect();
     for (ps, pe) in covering {
@@ -1157,9 +1186,11 @@ mod tests {
                         _ => items.push(Item::Bytes(data.to_vec())),
                     }
                 }
-                TcpEvent::Gap { conn, dir, len, .. } => {
-                    self.streams.entry((conn, dir)).or_default().push(Item::Gap(len))
-                }
+                TcpEvent::Gap { conn, dir, len, .. } => self
+                    .streams
+                    .entry((conn, dir))
+                    .or_default()
+                    .push(Item::Gap(len)),
                 TcpEvent::Fin { conn, dir, .. } => {
                     self.streams.entry((conn, dir)).or_default().push(Item::Fin)
                 }
@@ -1267,8 +1298,14 @@ mod tests {
         let mut segs = handshake(100, 5000);
         segs.push(data(true, 101, b"GET / HTTP/1.1\r\n\r\n"));
         segs.push(data(false, 5001, b"HTTP/1.1 200 OK\r\n\r\n"));
-        segs.push(Seg { fin: true, ..data(true, 119, b"") });
-        segs.push(Seg { fin: true, ..data(false, 5020, b"") });
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 119, b"")
+        });
+        segs.push(Seg {
+            fin: true,
+            ..data(false, 5020, b"")
+        });
         feed(&mut r, &mut k, &segs);
         assert_eq!(k.opened.len(), 1);
         assert_eq!(k.opened[0].1, C.parse().unwrap());
@@ -1356,15 +1393,28 @@ mod tests {
         let mut k = Collector::default();
         let mut segs = handshake(10, 20);
         segs.push(data(true, 11, b"one"));
-        segs.push(Seg { fin: true, ..data(true, 14, b"") });
-        segs.push(Seg { fin: true, ack: Some(15), ..data(false, 21, b"") });
-        segs.push(Seg { ack: Some(22), ..data(true, 15, b"") });
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 14, b"")
+        });
+        segs.push(Seg {
+            fin: true,
+            ack: Some(15),
+            ..data(false, 21, b"")
+        });
+        segs.push(Seg {
+            ack: Some(22),
+            ..data(true, 15, b"")
+        });
         segs.extend(handshake(900, 800));
         segs.push(data(true, 901, b"two"));
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);
         assert_eq!(k.opened.len(), 2);
-        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"one".to_vec()), Item::Fin]);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Bytes(b"one".to_vec()), Item::Fin]
+        );
         assert_eq!(k.stream(1, C2S), vec![Item::Bytes(b"two".to_vec())]);
         assert_eq!(k.closed[0].close, CloseReason::Fin);
         assert_eq!(k.closed[1].close, CloseReason::CaptureEnd);
@@ -1378,10 +1428,22 @@ mod tests {
         segs.push(data(false, 1, b"aaaa"));
         // Bytes 5..=8 never captured.
         segs.push(data(false, 9, b"cccc"));
-        segs.push(Seg { ack: Some(13), ..data(true, 1, b"") });
+        segs.push(Seg {
+            ack: Some(13),
+            ..data(true, 1, b"")
+        });
         feed(&mut r, &mut k, &segs);
-        assert_eq!(k.stream(0, S2C), vec![Item::Bytes(b"aaaa".to_vec())], "waits for a reordered segment");
-        let acks: Vec<Seg> = (0..REORDER_WINDOW_PACKETS).map(|_| Seg { ack: Some(13), ..data(true, 1, b"") }).collect();
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![Item::Bytes(b"aaaa".to_vec())],
+            "waits for a reordered segment"
+        );
+        let acks: Vec<Seg> = (0..REORDER_WINDOW_PACKETS)
+            .map(|_| Seg {
+                ack: Some(13),
+                ..data(true, 1, b"")
+            })
+            .collect();
         feed(&mut r, &mut k, &acks);
         assert_eq!(
             k.stream(0, S2C),
@@ -1403,11 +1465,17 @@ mod tests {
         segs.push(data(false, 1, b"aaaa"));
         // Captured out of order: the second segment, then the ACK for the first, then the first.
         segs.push(data(false, 9, b"cccc"));
-        segs.push(Seg { ack: Some(9), ..data(true, 1, b"") });
+        segs.push(Seg {
+            ack: Some(9),
+            ..data(true, 1, b"")
+        });
         segs.push(data(false, 5, b"bbbb"));
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);
-        assert_eq!(k.stream(0, S2C), vec![Item::Bytes(b"aaaabbbbcccc".to_vec())]);
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![Item::Bytes(b"aaaabbbbcccc".to_vec())]
+        );
     }
 
     #[test]
@@ -1416,7 +1484,10 @@ mod tests {
         let mut k = Collector::default();
         let mut segs = handshake(0, 0);
         segs.push(data(true, 1, b"ab"));
-        segs.push(Seg { fin: true, ..data(true, 6, b"") });
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 6, b"")
+        });
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);
         assert_eq!(
@@ -1430,7 +1501,10 @@ mod tests {
         let mut r = Reassembler::new(Limits::default());
         let mut k = Collector::default();
         let mut segs = handshake(0, 0);
-        segs.push(Seg { missing: 6, ..data(true, 1, b"abcd") });
+        segs.push(Seg {
+            missing: 6,
+            ..data(true, 1, b"abcd")
+        });
         segs.push(data(true, 11, b"next"));
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);
@@ -1450,7 +1524,10 @@ mod tests {
         let mut k = Collector::default();
         let mut segs = handshake(0, 0);
         segs.push(data(false, 1, b"event: 1\n\n"));
-        segs.push(Seg { rst: true, ..data(true, 1, b"") });
+        segs.push(Seg {
+            rst: true,
+            ..data(true, 1, b"")
+        });
         feed(&mut r, &mut k, &segs);
         assert_eq!(
             k.closed[0].close,
@@ -1510,7 +1587,14 @@ mod tests {
         feed(&mut r, &mut k, &segs);
         let later: Vec<Seg> = (0..10).map(|i| data(true, 1 + i, b"y")).collect();
         let second = Timestamp::NANOS_PER_SEC;
-        feed_timed(&mut r, &mut k, &later, "10.9.9.9:1234", "10.0.0.2:8080", second);
+        feed_timed(
+            &mut r,
+            &mut k,
+            &later,
+            "10.9.9.9:1234",
+            "10.0.0.2:8080",
+            second,
+        );
         let evicted = k.closed.iter().find(|s| s.conn == 0).unwrap();
         assert_eq!(evicted.close, CloseReason::Idle);
         assert_eq!(r.stats.idle_evictions, 1);

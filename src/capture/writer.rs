@@ -351,14 +351,24 @@ impl<W: Write> PcapNgWriter<W> {
     }
 
     fn raw_ts(&self, if_id: u32, time: Timestamp) -> u64 {
-        let units = self.resolutions.get(if_id as usize).copied().unwrap_or(1_000_000);
+        let units = self
+            .resolutions
+            .get(if_id as usize)
+            .copied()
+            .unwrap_or(1_000_000);
         let secs = time.secs() as u64;
         let frac = u128::from(time.subsec_nanos()) * u128::from(units) / 1_000_000_000;
         secs * units + frac as u64
     }
 
     /// Enhanced packet block.
-    pub fn packet(&mut self, if_id: u32, time: Timestamp, data: &[u8], orig_len: u32) -> io::Result<()> {
+    pub fn packet(
+        &mut self,
+        if_id: u32,
+        time: Timestamp,
+        data: &[u8],
+        orig_len: u32,
+    ) -> io::Result<()> {
         let ts = self.raw_ts(if_id, time);
         let mut body = Vec::with_capacity(20 + data.len() + 3);
         body.extend_from_slice(&self.u32b(if_id));

@@ -14,7 +14,13 @@ pub const INFO: KindInfo = KindInfo {
     meaning: "The client asked to continue the stream where it last saw an event ID; the server answered with events from a different stream's sequence (the same number exists in both when counters are per transport). The replay is syntactically valid and monotonic, and wrong.",
     why: "The client receives events that belong to other requests (a response it already has: a duplicate) and never receives the events it missed (skipped), so a request waits forever. No error, no 4xx, no session mismatch: it is silent divergence.",
     fix: "Server: resolve Last-Event-ID within the namespace that minted it, and mint IDs that name their stream (get:41, post:41, or <stream>_<n>); reject an ID you cannot place (400) rather than guessing. Client: never resume with Last-Event-ID across a fallback; re-initialize and reconcile by request ID.",
-    evidence: &["last_event_id", "observed_in", "replayed_from", "replayed_event_ids", "how"],
+    evidence: &[
+        "last_event_id",
+        "observed_in",
+        "replayed_from",
+        "replayed_event_ids",
+        "how",
+    ],
 };
 
 pub fn detect(s: &Session, f: &mut Findings) {
@@ -44,7 +50,11 @@ pub fn detect(s: &Session, f: &mut Findings) {
         from_streams.dedup();
         let how: Attribution = r.events[first].attribution;
         let cause = f
-            .find(s.idx, "unsafe_resumption_after_fallback", &format!("resume:{}", r.idx))
+            .find(
+                s.idx,
+                "unsafe_resumption_after_fallback",
+                &format!("resume:{}", r.idx),
+            )
             .or_else(|| {
                 s.fallback_before(r.opened)
                     .and_then(|fb| f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream)))
@@ -53,9 +63,31 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let from_label = s.streams[from].label();
         let mut frames = vec![r.opened];
         frames.extend(foreign.iter().map(|(i, _)| r.events[*i].mark));
+        // Where the client saw the ID it sent, and where the replayed events were first delivered.
+        frames.extend(
+            s.streams[observed]
+                .events
+                .iter()
+                .filter(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+                .map(|e| e.mark),
+        );
+        for (i, ns) in &foreign {
+            let ev = &r.events[*i];
+            frames.extend(
+                s.streams[*ns]
+                    .events
+                    .iter()
+                    .find(|e| e.id == ev.id && e.data_hash == ev.data_hash)
+                    .map(|e| e.mark),
+            );
+        }
         let mut streams = vec![r.idx, observed];
         streams.extend(from_streams.iter().copied());
-        let also: Vec<String> = resume.also_seen_on.iter().map(|&i| s.streams[i].label()).collect();
+        let also: Vec<String> = resume
+            .also_seen_on
+            .iter()
+            .map(|&i| s.streams[i].label())
+            .collect();
         f.add(
             s,
             New {

@@ -41,11 +41,14 @@ pub fn detect(s: &Session, f: &mut Findings) {
             groups[g].push(a);
         }
         for group in groups {
-            let Some((first, rest)) = group.split_first() else { continue };
+            let Some((first, rest)) = group.split_first() else {
+                continue;
+            };
             for dup in rest {
                 let first_ev = first.event.map(|e| &s.streams[first.stream].events[e]);
                 let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
-                let same_id = first_ev.and_then(|e| e.id.as_ref()) == dup_ev.and_then(|e| e.id.as_ref())
+                let same_id = first_ev.and_then(|e| e.id.as_ref())
+                    == dup_ev.and_then(|e| e.id.as_ref())
                     && first_ev.is_some_and(|e| e.id.is_some());
                 let legit_replay = same_id
                     && s.streams[dup.stream]
@@ -59,7 +62,11 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     (Some(a), Some(b)) => a.data_hash == b.data_hash,
                     _ => first.message.mcp.result == dup.message.mcp.result,
                 };
-                let cause = f.find(s.idx, "cross_namespace_replay", &format!("resume:{}", dup.stream));
+                let cause = f.find(
+                    s.idx,
+                    "cross_namespace_replay",
+                    &format!("resume:{}", dup.stream),
+                );
                 let where_ = |a: &crate::mcp::Answer<'_>| match a.event {
                     Some(e) => event_ref(s, a.stream, e),
                     None => json!({

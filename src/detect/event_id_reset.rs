@@ -27,7 +27,11 @@ fn highest_before(s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, 
         .filter(|st| st.idx != except)
         .flat_map(|st| st.events.iter().map(move |e| (st, e)))
         .filter(|(_, e)| e.mark < before)
-        .filter_map(|(st, e)| e.id.as_deref().and_then(ids::integer).map(|n| (n, st.label())))
+        .filter_map(|(st, e)| {
+            e.id.as_deref()
+                .and_then(ids::integer)
+                .map(|n| (n, st.label()))
+        })
         .max_by_key(|(n, _)| *n)
 }
 
@@ -92,7 +96,11 @@ pub fn detect(s: &Session, f: &mut Findings) {
             continue;
         }
         let highest = highest_before(s, r.opened, r.idx).map(|(n, _)| n.to_string());
-        let cause = f.find(s.idx, "unsafe_resumption_after_fallback", &format!("resume:{}", r.idx));
+        let cause = f.find(
+            s.idx,
+            "unsafe_resumption_after_fallback",
+            &format!("resume:{}", r.idx),
+        );
         let mark = r.events[ei].mark;
         f.add(
             s,

@@ -154,7 +154,12 @@ impl Findings {
         self.add_with_severity(s, new, None)
     }
 
-    pub fn add_with_severity(&mut self, s: &Session, new: New, severity: Option<Severity>) -> usize {
+    pub fn add_with_severity(
+        &mut self,
+        s: &Session,
+        new: New,
+        severity: Option<Severity>,
+    ) -> usize {
         let handle = self.list.len();
         let damaged: Vec<String> = new
             .streams
@@ -173,12 +178,18 @@ impl Findings {
         let (confidence, note) = if !damaged.is_empty() && new.kind.kind != "capture_gap" {
             (
                 Confidence::Reduced,
-                Some(format!("bytes are missing from the capture under {}", damaged.join(", "))),
+                Some(format!(
+                    "bytes are missing from the capture under {}",
+                    damaged.join(", ")
+                )),
             )
         } else if !unknown.is_empty() {
             (
                 Confidence::Reduced,
-                Some(format!("the input did not record the body of {}", unknown.join(", "))),
+                Some(format!(
+                    "the input did not record the body of {}",
+                    unknown.join(", ")
+                )),
             )
         } else {
             (Confidence::Normal, None)
@@ -205,7 +216,11 @@ impl Findings {
     }
 
     /// Findings of a kind in a session.
-    pub fn of<'a>(&'a self, session: SessionIdx, kind: &'a str) -> impl Iterator<Item = &'a Finding> + 'a {
+    pub fn of<'a>(
+        &'a self,
+        session: SessionIdx,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a Finding> + 'a {
         self.list
             .iter()
             .filter(move |f| f.session == session && f.kind == kind)

@@ -38,7 +38,9 @@ pub fn detect(s: &Session, f: &mut Findings) {
         };
         let first = &s.streams[*st1];
         let second = &s.streams[*st2];
-        let in_flight = !answers(s, id).iter().any(|a| a.mark > first.opened && a.mark < second.opened);
+        let in_flight = !answers(s, id)
+            .iter()
+            .any(|a| a.mark > first.opened && a.mark < second.opened);
         if is_2026_or_later(s.protocol_version.as_deref()) && !in_flight {
             continue;
         }

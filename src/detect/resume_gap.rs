@@ -36,7 +36,11 @@ pub fn detect(s: &Session, f: &mut Findings) {
         if first <= lei.saturating_add(1) {
             continue;
         }
-        let cause = f.find(s.idx, "unsafe_resumption_after_fallback", &format!("resume:{}", r.idx));
+        let cause = f.find(
+            s.idx,
+            "unsafe_resumption_after_fallback",
+            &format!("resume:{}", r.idx),
+        );
         let mark = r.events[ei].mark;
         f.add(
             s,

@@ -41,7 +41,9 @@ pub fn detect(sessions: &[Session], f: &mut Findings) {
                 && a.server == later.server
                 && a.client_ip == later.client_ip
         });
-        let Some((s1, st1, m1)) = earlier else { continue };
+        let Some((s1, st1, m1)) = earlier else {
+            continue;
+        };
         let first = &sessions[*s1];
         let t1 = first.streams[*st1].opened;
         // What made the retry necessary: an unsafe resumption in between, or a new initialize.

@@ -28,7 +28,12 @@ pub fn detect(s: &Session, f: &mut Findings) {
 fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
     let replays: Vec<(usize, usize)> = f
         .of(s.idx, "cross_namespace_replay")
-        .filter_map(|x| x.anchor.strip_prefix("resume:").and_then(|r| r.parse().ok()).map(|r| (x.handle, r)))
+        .filter_map(|x| {
+            x.anchor
+                .strip_prefix("resume:")
+                .and_then(|r| r.parse().ok())
+                .map(|r| (x.handle, r))
+        })
         .collect();
     for (cause, r) in replays {
         let st = &s.streams[r];
@@ -41,11 +46,15 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             .streams
             .iter()
             .flat_map(|x| x.events.iter())
-            .filter(|e| e.mark > st.opened && e.namespace == crate::mcp::model::Namespace::Stream(ns))
+            .filter(|e| {
+                e.mark > st.opened && e.namespace == crate::mcp::model::Namespace::Stream(ns)
+            })
             .filter_map(|e| e.id.as_deref().and_then(ids::counter))
             .filter(|n| from.is_some_and(|f| *n >= f))
             .min();
-        let to = later.and_then(|n| n.checked_sub(1)).filter(|t| from.is_some_and(|f| *t >= f));
+        let to = later
+            .and_then(|n| n.checked_sub(1))
+            .filter(|t| from.is_some_and(|f| *t >= f));
         let count = match (from, to) {
             (Some(a), Some(b)) => Some(b - a + 1),
             _ => None,
@@ -65,7 +74,9 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
                 time,
                 frames: vec![st.opened, time],
                 streams: vec![ns, r],
-                summary: format!("{range} of {label} never delivered: the resume replayed another namespace"),
+                summary: format!(
+                    "{range} of {label} never delivered: the resume replayed another namespace"
+                ),
                 evidence: json!({
                     "namespace": label,
                     "from": from.map(|n| n.to_string()),

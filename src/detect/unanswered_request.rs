@@ -51,16 +51,23 @@ pub fn detect(s: &Session, f: &mut Findings) {
         for other in &s.streams {
             for (ei, ev) in other.events.iter().enumerate() {
                 if ev.messages.iter().any(|m| {
-                    m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token.as_ref() == token
-                }) && last_progress.is_none_or(|(_, _, mark): (usize, usize, crate::model::Mark)| ev.mark > mark)
+                    m.kind == Kind::Notification
+                        && token.is_some()
+                        && m.mcp.progress_token.as_ref() == token
+                }) && last_progress
+                    .is_none_or(|(_, _, mark): (usize, usize, crate::model::Mark)| ev.mark > mark)
                 {
                     last_progress = Some((other.idx, ei, ev.mark));
                     channel = other.idx;
                 }
             }
         }
-        let went_on = requests[i + 1..].iter().any(|(j, _)| s.streams[*j].opened > st.opened)
-            || s.streams.iter().any(|o| o.idx != st.idx && o.opened > st.opened);
+        let went_on = requests[i + 1..]
+            .iter()
+            .any(|(j, _)| s.streams[*j].opened > st.opened)
+            || s.streams
+                .iter()
+                .any(|o| o.idx != st.idx && o.opened > st.opened);
         let gave_up = st.abandoned_by_client()
             || s.streams[channel].abandoned_by_client()
             || s.deleted.is_some();

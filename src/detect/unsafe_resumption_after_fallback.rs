@@ -31,7 +31,11 @@ pub fn detect(s: &Session, f: &mut Findings) {
         if echoed {
             continue;
         }
-        let lei = r.resume.as_ref().map(|x| x.last_event_id.clone()).unwrap_or_default();
+        let lei = r
+            .resume
+            .as_ref()
+            .map(|x| x.last_event_id.clone())
+            .unwrap_or_default();
         let cause = f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream));
         let mut streams = vec![r.idx, fb.to_stream];
         streams.extend(r.resume.as_ref().and_then(|x| x.continues));

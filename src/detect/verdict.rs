@@ -44,10 +44,11 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
         };
     }
     for kind in UNSAFE_BECAUSE {
-        if let Some(f) = findings
-            .iter()
-            .find(|f| f.session == s.idx && f.kind == *kind && (*kind != "event_id_reset" || f.evidence["last_event_id"].is_string()))
-        {
+        if let Some(f) = findings.iter().find(|f| {
+            f.session == s.idx
+                && f.kind == *kind
+                && (*kind != "event_id_reset" || f.evidence["last_event_id"].is_string())
+        }) {
             return Verdict {
                 verdict: "unsafe",
                 reason: Some(format!("{}: {}", f.kind, f.summary)),
@@ -78,8 +79,12 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
         };
     }
     let why = match s.event_id_scheme {
-        EventIdScheme::Namespaced => "event IDs name their stream; every resume continued the namespace it named",
-        _ if s.fallbacks.is_empty() => "no fallback before the resumes; every resume continued the stream it named",
+        EventIdScheme::Namespaced => {
+            "event IDs name their stream; every resume continued the namespace it named"
+        }
+        _ if s.fallbacks.is_empty() => {
+            "no fallback before the resumes; every resume continued the stream it named"
+        }
         _ => "every resume continued the namespace it named",
     };
     Verdict {

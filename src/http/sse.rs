@@ -218,18 +218,14 @@ impl SseParser {
                     self.data.push('\n');
                 }
             }
-            "id" => {
-                if !value.contains('\0') {
-                    self.id_field = Some(value.to_string());
-                    self.last_event_id = value.to_string();
-                }
+            "id" if !value.contains('\0') => {
+                self.id_field = Some(value.to_string());
+                self.last_event_id = value.to_string();
             }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    let ms = value.parse::<u64>().unwrap_or(u64::MAX);
-                    self.retry_field = Some(ms);
-                    self.stats.last_retry = Some(ms);
-                }
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                let ms = value.parse::<u64>().unwrap_or(u64::MAX);
+                self.retry_field = Some(ms);
+                self.stats.last_retry = Some(ms);
             }
             _ => {}
         }
@@ -394,7 +390,8 @@ mod tests {
 
     #[test]
     fn comments_are_counted_not_dispatched() {
-        let (ev, p) = parse_chunks(&[b": ping - 2026-11-30 12:00:00\r\n\r\n: keepalive\n\ndata: x\n\n"]);
+        let (ev, p) =
+            parse_chunks(&[b": ping - 2026-11-30 12:00:00\r\n\r\n: keepalive\n\ndata: x\n\n"]);
         assert_eq!(ev.len(), 1);
         assert_eq!(p.stats.comments, 2);
     }

@@ -110,7 +110,10 @@ fn legacy_session_id(endpoint: &str) -> String {
 /// Path and query of an endpoint URI that may be absolute.
 fn path_and_query(uri: &str) -> String {
     if let Some(rest) = uri.split_once("://").map(|(_, r)| r) {
-        return rest.find('/').map(|i| rest[i..].to_string()).unwrap_or("/".into());
+        return rest
+            .find('/')
+            .map(|i| rest[i..].to_string())
+            .unwrap_or("/".into());
     }
     uri.to_string()
 }
@@ -120,6 +123,7 @@ impl Builder {
         Self::default()
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn new_session(
         &mut self,
         session_id: Option<String>,
@@ -167,7 +171,15 @@ impl Builder {
         idx
     }
 
-    fn session_for_id(&mut self, server: SocketAddr, id: &str, client: IpAddr, path: &str, mark: Mark, input: InputId) -> SessionIdx {
+    fn session_for_id(
+        &mut self,
+        server: SocketAddr,
+        id: &str,
+        client: IpAddr,
+        path: &str,
+        mark: Mark,
+        input: InputId,
+    ) -> SessionIdx {
         if let Some(&idx) = self.by_id.get(&(server, id.to_string())) {
             return idx;
         }
@@ -226,7 +238,11 @@ impl Builder {
     /// A stream record for an exchange whose request was not seen.
     fn orphan(&self, exchange: ExchangeId, mark: Mark) -> Stream {
         let unknown: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 0));
-        let (client, server) = self.endpoints.get(&exchange.conn).copied().unwrap_or((unknown, unknown));
+        let (client, server) = self
+            .endpoints
+            .get(&exchange.conn)
+            .copied()
+            .unwrap_or((unknown, unknown));
         Stream {
             idx: 0,
             transport: StreamTransport::Get,
@@ -268,7 +284,14 @@ impl Builder {
         let server = stream.server;
         let ip = stream.client.ip();
         let session = match &stream.session_id_received {
-            Some(id) => Some(self.session_for_id(server, id, ip, &stream.target, stream.opened, stream.input)),
+            Some(id) => Some(self.session_for_id(
+                server,
+                id,
+                ip,
+                &stream.target,
+                stream.opened,
+                stream.input,
+            )),
             None => self.last_session.get(&(ip, server)).copied(),
         };
         match session {
@@ -405,8 +428,10 @@ impl Builder {
             .map(|(_, v)| v.clone());
         if self.stream_mut(h.exchange).is_none() {
             let orphan = self.orphan(h.exchange, h.first);
-            self.open
-                .insert(h.exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
+            self.open.insert(
+                h.exchange,
+                Filing::Pending(Box::new(orphan), Pending::Orphan),
+            );
         }
         let Some(stream) = self.stream_mut(h.exchange) else {
             return;
@@ -437,7 +462,9 @@ impl Builder {
                 let ip = stream.client.ip();
                 let input = stream.input;
                 let session = match &received {
-                    Some(id) => self.session_for_id(server, id, ip, &stream.target, stream.opened, input),
+                    Some(id) => {
+                        self.session_for_id(server, id, ip, &stream.target, stream.opened, input)
+                    }
                     None => {
                         let s = self.new_session(
                             None,
@@ -490,7 +517,11 @@ impl Builder {
             retry: ev.retry,
             data_hash: hash_data(&ev.data),
             data_len: ev.data.len(),
-            messages: if endpoint.is_some() { Vec::new() } else { messages },
+            messages: if endpoint.is_some() {
+                Vec::new()
+            } else {
+                messages
+            },
             after_gap: ev.after_gap,
             estimated_time: ev.estimated,
             namespace: Namespace::Unknown,
@@ -552,7 +583,10 @@ impl Builder {
             // connect of the 2025-03-26 backwards-compatibility rules.
             let status = rejected.status;
             let request_id = rejected.stream.requests().next().and_then(|m| m.id.clone());
-            let refused_mark = rejected.stream.response_mark.unwrap_or(rejected.stream.opened);
+            let refused_mark = rejected
+                .stream
+                .response_mark
+                .unwrap_or(rejected.stream.opened);
             let refused = self.attach(session, *rejected.stream);
             let pos = self.attach(session, stream);
             self.sessions[session].fallbacks.push(Fallback {
@@ -639,11 +673,15 @@ impl Builder {
                     session.end = mark;
                 }
                 if let Some(st) = session.streams.get(pos)
-                    && let Some(ready) = st.response_messages.iter().find(|m| {
-                        m.kind == Kind::Response && m.mcp.protocol_version.is_some()
-                    })
+                    && let Some(ready) = st
+                        .response_messages
+                        .iter()
+                        .find(|m| m.kind == Kind::Response && m.mcp.protocol_version.is_some())
                 {
-                    let (pv, info) = (ready.mcp.protocol_version.clone(), ready.mcp.peer_info.clone());
+                    let (pv, info) = (
+                        ready.mcp.protocol_version.clone(),
+                        ready.mcp.peer_info.clone(),
+                    );
                     if session.protocol_version.is_none() {
                         session.protocol_version = pv;
                     }
@@ -664,7 +702,10 @@ impl Builder {
                     .insert(exchange, Filing::Pending(stream, Pending::Orphan));
             }
             Some(Filing::Pending(stream, _)) => {
-                let has_jsonrpc = stream.client_messages.iter().any(|m| m.kind != Kind::Malformed);
+                let has_jsonrpc = stream
+                    .client_messages
+                    .iter()
+                    .any(|m| m.kind != Kind::Malformed);
                 let event_stream = stream.event_stream || !stream.events.is_empty();
                 if has_jsonrpc || event_stream {
                     self.file_stateless(exchange, *stream);
@@ -727,11 +768,14 @@ impl HttpSink for Builder {
                 closed_by,
                 mark,
             } => self.on_end(exchange, outcome, closed_by, mark, None, None),
-            HttpEvent::Anomaly { conn, mark, what, .. } => {
-                self.anomalies.push(HttpAnomaly { conn, mark, what })
-            }
+            HttpEvent::Anomaly {
+                conn, mark, what, ..
+            } => self.anomalies.push(HttpAnomaly { conn, mark, what }),
             HttpEvent::ConnectionStart {
-                conn, client, server, ..
+                conn,
+                client,
+                server,
+                ..
             } => {
                 self.endpoints.insert(conn, (client, server));
             }
@@ -741,7 +785,9 @@ impl HttpSink for Builder {
                 let orphans: Vec<ExchangeId> = self
                     .open
                     .iter()
-                    .filter(|(id, f)| id.conn == conn && matches!(f, Filing::Pending(_, Pending::Orphan)))
+                    .filter(|(id, f)| {
+                        id.conn == conn && matches!(f, Filing::Pending(_, Pending::Orphan))
+                    })
                     .map(|(id, _)| *id)
                     .collect();
                 for id in orphans {

@@ -63,7 +63,8 @@ impl Report {
         {
             return false;
         }
-        if sel.since.is_some_and(|t| s.end.time < t) || sel.until.is_some_and(|t| s.start.time > t) {
+        if sel.since.is_some_and(|t| s.end.time < t) || sel.until.is_some_and(|t| s.start.time > t)
+        {
             return false;
         }
         true
@@ -315,8 +316,17 @@ fn timeline_entries(rep: &Report, sel: &Selection, shown: &[usize]) -> Vec<Entry
 
 fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     let mut m = serde_json::Map::new();
-    for sev in [Severity::Critical, Severity::High, Severity::Medium, Severity::Low, Severity::Info] {
-        let n = shown.iter().filter(|&&p| rep.findings[p].severity == sev).count();
+    for sev in [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+        Severity::Info,
+    ] {
+        let n = shown
+            .iter()
+            .filter(|&&p| rep.findings[p].severity == sev)
+            .count();
         m.insert(sev.name().into(), json!(n));
     }
     Value::Object(m)
@@ -372,14 +382,24 @@ pub fn document(rep: &Report, sel: &Selection, r: &Redactor) -> Value {
     doc
 }
 
-pub fn write_json(out: &mut dyn Write, rep: &Report, sel: &Selection, r: &Redactor) -> io::Result<()> {
+pub fn write_json(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    r: &Redactor,
+) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &document(rep, sel, r))?;
     writeln!(out)
 }
 
 /// One record per line: `input`, `session`, `finding`, `timeline` (and `event` with `--events`),
 /// then `summary`; each record carries `type` and `schema_version`.
-pub fn write_ndjson(out: &mut dyn Write, rep: &Report, sel: &Selection, r: &Redactor) -> io::Result<()> {
+pub fn write_ndjson(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    r: &Redactor,
+) -> io::Result<()> {
     let doc = document(rep, sel, r);
     let mut line = |kind: &str, v: &Value| -> io::Result<()> {
         let mut rec = serde_json::Map::new();
@@ -393,7 +413,13 @@ pub fn write_ndjson(out: &mut dyn Write, rep: &Report, sel: &Selection, r: &Reda
         serde_json::to_writer(&mut *out, &Value::Object(rec))?;
         writeln!(out)
     };
-    for (key, kind) in [("inputs", "input"), ("sessions", "session"), ("findings", "finding"), ("timeline", "timeline"), ("events", "event")] {
+    for (key, kind) in [
+        ("inputs", "input"),
+        ("sessions", "session"),
+        ("findings", "finding"),
+        ("timeline", "timeline"),
+        ("events", "event"),
+    ] {
         if let Some(Value::Array(items)) = doc.get(key) {
             for item in items {
                 line(kind, item)?;
@@ -440,12 +466,23 @@ fn short_id(id: &str) -> String {
         return id.to_string();
     }
     let head: String = id.chars().take(4).collect();
-    let tail: String = id.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = id
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!("{head}…{tail}")
 }
 
 fn frames_text(frames: &[Mark]) -> String {
-    let mut nums: Vec<u64> = frames.iter().map(|m| m.frame.frame).filter(|&n| n > 0).collect();
+    let mut nums: Vec<u64> = frames
+        .iter()
+        .map(|m| m.frame.frame)
+        .filter(|&n| n > 0)
+        .collect();
     nums.sort_unstable();
     nums.dedup();
     match nums.as_slice() {
@@ -454,7 +491,10 @@ fn frames_text(frames: &[Mark]) -> String {
         [first, .., last] if nums.len() > 4 => format!("frames {first}…{last}"),
         many => format!(
             "frames {}",
-            many.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -467,7 +507,12 @@ pub fn write_human(
     style: Style,
     fail_on: Severity,
 ) -> io::Result<()> {
-    writeln!(out, "{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))?;
+    writeln!(
+        out,
+        "{} {}",
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_PKG_VERSION")
+    )?;
     for input in &rep.inputs {
         super::write_input_line(out, input)?;
     }
@@ -488,14 +533,26 @@ pub fn write_human(
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
     }
-    let sessions: Vec<&Session> = rep.sessions.iter().filter(|s| rep.session_selected(s, sel)).collect();
+    let sessions: Vec<&Session> = rep
+        .sessions
+        .iter()
+        .filter(|s| rep.session_selected(s, sel))
+        .collect();
     if sessions.is_empty() {
         writeln!(out, "\nno MCP session found")?;
         return Ok(());
     }
     writeln!(out, "\n{}", style.heading("SESSIONS"))?;
     let mut table = new_table(&[
-        "S", "Mcp-Session-Id", "server", "transport", "revision", "client", "fell back", "IDs", "resumption",
+        "S",
+        "Mcp-Session-Id",
+        "server",
+        "transport",
+        "revision",
+        "client",
+        "fell back",
+        "IDs",
+        "resumption",
     ]);
     for s in &sessions {
         let v = &rep.verdicts[s.idx];
@@ -506,7 +563,11 @@ pub fn write_human(
         };
         let mut server = format!("{} {}", endpoint(s.server), terminal_truncated(&s.path, 20));
         if !s.same_session_as.is_empty() {
-            let other: Vec<String> = s.same_session_as.iter().map(|&i| rep.sessions[i].label()).collect();
+            let other: Vec<String> = s
+                .same_session_as
+                .iter()
+                .map(|&i| rep.sessions[i].label())
+                .collect();
             server.push_str(&format!(" (= {})", other.join(", ")));
         }
         table.add_row(vec![
@@ -517,9 +578,18 @@ pub fn write_human(
                 crate::mcp::model::Transport::StreamableHttp => "streamable".into(),
                 crate::mcp::model::Transport::LegacySse => "legacy SSE".into(),
             },
-            s.protocol_version.as_deref().map(|p| terminal_truncated(p, 12)).unwrap_or_else(|| "?".into()),
-            s.client_info.as_deref().map(|c| terminal_truncated(&r.text(c), 24)).unwrap_or_default(),
-            s.fallbacks.first().map(|f| f.mark.time.clock_millis()).unwrap_or_else(|| "no".into()),
+            s.protocol_version
+                .as_deref()
+                .map(|p| terminal_truncated(p, 12))
+                .unwrap_or_else(|| "?".into()),
+            s.client_info
+                .as_deref()
+                .map(|c| terminal_truncated(&r.text(c), 24))
+                .unwrap_or_default(),
+            s.fallbacks
+                .first()
+                .map(|f| f.mark.time.clock_millis())
+                .unwrap_or_else(|| "no".into()),
             s.event_id_scheme.name().into(),
             match v.verdict {
                 "unsafe" => "UNSAFE".into(),
@@ -532,7 +602,11 @@ pub fn write_human(
 
     let shown = rep.shown_findings(sel);
     for s in &sessions {
-        let mine: Vec<usize> = shown.iter().copied().filter(|&p| rep.findings[p].session == s.idx).collect();
+        let mine: Vec<usize> = shown
+            .iter()
+            .copied()
+            .filter(|&p| rep.findings[p].session == s.idx)
+            .collect();
         if mine.is_empty() {
             continue;
         }
@@ -542,8 +616,18 @@ pub fn write_human(
             style.heading(&format!("FINDINGS ({})", s.label()))
         )?;
         // Cause → consequence trees: a finding is printed under its first shown cause.
-        let parent = |p: usize| rep.findings[p].caused_by.iter().copied().find(|c| mine.contains(c));
-        let roots: Vec<usize> = mine.iter().copied().filter(|&p| parent(p).is_none()).collect();
+        let parent = |p: usize| {
+            rep.findings[p]
+                .caused_by
+                .iter()
+                .copied()
+                .find(|c| mine.contains(c))
+        };
+        let roots: Vec<usize> = mine
+            .iter()
+            .copied()
+            .filter(|&p| parent(p).is_none())
+            .collect();
         let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&p| (p, 0)).collect();
         while let Some((p, depth)) = stack.pop() {
             let f = &rep.findings[p];
@@ -561,7 +645,11 @@ pub fn write_human(
             if let Some(note) = &f.confidence_note {
                 writeln!(out, " {indent}     confidence reduced: {}", terminal(note))?;
             }
-            let children: Vec<usize> = mine.iter().copied().filter(|&c| parent(c) == Some(p)).collect();
+            let children: Vec<usize> = mine
+                .iter()
+                .copied()
+                .filter(|&c| parent(c) == Some(p))
+                .collect();
             for c in children.into_iter().rev() {
                 stack.push((c, depth + 1));
             }
@@ -591,17 +679,33 @@ pub fn write_human(
         for e in &entries {
             let text = terminal(&r.text(&e.text)).into_owned();
             let marker = if e.kind == "finding" {
-                format!("▲ {}", e.findings.iter().map(|&p| finding_id(p)).collect::<Vec<_>>().join(","))
+                format!(
+                    "▲ {}",
+                    e.findings
+                        .iter()
+                        .map(|&p| finding_id(p))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
             } else {
                 e.arrow.to_string()
             };
-            writeln!(out, " {}  {:<6} {}", e.time.time.clock_millis(), marker, text)?;
+            writeln!(
+                out,
+                " {}  {:<6} {}",
+                e.time.time.clock_millis(),
+                marker,
+                text
+            )?;
         }
         writeln!(
             out,
             " resumption: {}{}",
             v.verdict,
-            v.reason.as_deref().map(|r| format!(" — {}", terminal(r))).unwrap_or_default()
+            v.reason
+                .as_deref()
+                .map(|r| format!(" — {}", terminal(r)))
+                .unwrap_or_default()
         )?;
     }
 
@@ -623,14 +727,23 @@ pub fn write_human(
             writeln!(out, " {}", info.fix)?;
         }
     }
-    let failing = rep.counted_findings(sel).filter(|f| f.severity.at_least(fail_on)).count();
+    let failing = rep
+        .counted_findings(sel)
+        .filter(|f| f.severity.at_least(fail_on))
+        .count();
     writeln!(
         out,
         "\n{}",
         if failing > 0 {
-            format!("exit 1: {failing} findings at or above --fail-on {}", fail_on.name())
+            format!(
+                "exit 1: {failing} findings at or above --fail-on {}",
+                fail_on.name()
+            )
         } else {
-            format!("exit 0: no finding at or above --fail-on {}", fail_on.name())
+            format!(
+                "exit 0: no finding at or above --fail-on {}",
+                fail_on.name()
+            )
         }
     )?;
     Ok(())

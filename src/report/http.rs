@@ -88,7 +88,10 @@ fn mark_json(m: Option<Mark>) -> (Value, Value) {
 fn flags(e: &Exchange) -> Vec<&'static str> {
     let mut f = Vec::new();
     let out = e.end.as_ref().map(|x| x.outcome);
-    if e.request.as_ref().is_some_and(|r| r.outcome != Outcome::Complete) {
+    if e.request
+        .as_ref()
+        .is_some_and(|r| r.outcome != Outcome::Complete)
+    {
         f.push("request_incomplete");
     }
     match out {
@@ -103,10 +106,15 @@ fn flags(e: &Exchange) -> Vec<&'static str> {
         f.push("no_response");
     }
     let decoded = |b: &Body| b.content_encoding.is_some() && b.decode_error.is_none();
-    if e.end.as_ref().is_some_and(|x| decoded(&x.body)) || e.request.as_ref().is_some_and(|r| decoded(&r.body)) {
+    if e.end.as_ref().is_some_and(|x| decoded(&x.body))
+        || e.request.as_ref().is_some_and(|r| decoded(&r.body))
+    {
         f.push("decoded");
     }
-    if e.end.as_ref().is_some_and(|x| x.body.decode_error.is_some()) {
+    if e.end
+        .as_ref()
+        .is_some_and(|x| x.body.decode_error.is_some())
+    {
         f.push("body_damaged");
     }
     f
@@ -248,7 +256,8 @@ pub fn write_table(
         super::write_input_line(out, input)?;
     }
     let mut table = new_table(&[
-        "time", "tcp", "method", "target", "status", "type", "req", "resp", "events", "JSON-RPC", "flags",
+        "time", "tcp", "method", "target", "status", "type", "req", "resp", "events", "JSON-RPC",
+        "flags",
     ]);
     for e in exchanges {
         let time = e.start().map(|m| m.time.clock_millis()).unwrap_or_default();
@@ -269,8 +278,16 @@ pub fn write_table(
             .and_then(|h| h.headers.media_type())
             .map(|m| terminal_truncated(&m, 24))
             .unwrap_or_default();
-        let req_bytes = e.request.as_ref().map(|q| bytes(q.body.wire_bytes)).unwrap_or_default();
-        let resp_bytes = e.end.as_ref().map(|x| bytes(x.body.wire_bytes)).unwrap_or_default();
+        let req_bytes = e
+            .request
+            .as_ref()
+            .map(|q| bytes(q.body.wire_bytes))
+            .unwrap_or_default();
+        let resp_bytes = e
+            .end
+            .as_ref()
+            .map(|x| bytes(x.body.wire_bytes))
+            .unwrap_or_default();
         table.add_row(vec![
             time,
             e.id.conn.to_string(),

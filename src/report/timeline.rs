@@ -66,14 +66,23 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
         (Some(Outcome::Reset), Some(Direction::ClientToServer)) => {
             Some(("c ✕", format!("{} reset by the client{after}", st.label())))
         }
-        (Some(Outcome::Reset), _) => Some(("s ✕", format!("{} reset by the server{after}", st.label()))),
-        (Some(Outcome::ClosedEarly), Some(Direction::ClientToServer)) => Some((
-            "c ✕",
-            format!("client closed {}{after}", st.label()),
+        (Some(Outcome::Reset), _) => {
+            Some(("s ✕", format!("{} reset by the server{after}", st.label())))
+        }
+        (Some(Outcome::ClosedEarly), Some(Direction::ClientToServer)) => {
+            Some(("c ✕", format!("client closed {}{after}", st.label())))
+        }
+        (Some(Outcome::ClosedEarly), _) => {
+            Some(("s ✕", format!("server closed {}{after}", st.label())))
+        }
+        (Some(Outcome::CutByCaptureEnd), _) => Some((
+            "…",
+            format!("{} still open at capture end{after}", st.label()),
         )),
-        (Some(Outcome::ClosedEarly), _) => Some(("s ✕", format!("server closed {}{after}", st.label()))),
-        (Some(Outcome::CutByCaptureEnd), _) => Some(("…", format!("{} still open at capture end{after}", st.label()))),
-        (Some(Outcome::Gap), _) => Some(("…", format!("{} has bytes missing from the capture", st.label()))),
+        (Some(Outcome::Gap), _) => Some((
+            "…",
+            format!("{} has bytes missing from the capture", st.label()),
+        )),
         (Some(Outcome::Idle), _) => Some(("…", format!("{} idle, evicted", st.label()))),
     }
 }
@@ -92,7 +101,10 @@ fn summarize_messages(msgs: &[&Message]) -> String {
                 format!("{}{for_req}", m.method.as_deref().unwrap_or("?"))
             }
             Kind::Request => format!("server request {}", m.method.as_deref().unwrap_or("?")),
-            Kind::Response | Kind::Error => format!("response #{}", m.id.as_ref().map(|i| i.label()).unwrap_or_default()),
+            Kind::Response | Kind::Error => format!(
+                "response #{}",
+                m.id.as_ref().map(|i| i.label()).unwrap_or_default()
+            ),
             Kind::Malformed => "malformed".into(),
         };
         match counts.iter_mut().find(|(k, _)| *k == key) {
@@ -111,7 +123,10 @@ fn summarize_messages(msgs: &[&Message]) -> String {
 pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     // Events findings point at get a row of their own, so the finding sits on the right line.
-    let flagged: Vec<Mark> = findings.iter().flat_map(|(_, f)| f.frames.iter().copied()).collect();
+    let flagged: Vec<Mark> = findings
+        .iter()
+        .flat_map(|(_, f)| f.frames.iter().copied())
+        .collect();
     for st in &s.streams {
         let requests: Vec<&Message> = st.requests().collect();
         let notes: Vec<&Message> = st
@@ -132,11 +147,18 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             (_, Some(_)) => format!(
                 "{} {}",
                 st.method,
-                requests.iter().map(|m| request_text(m)).collect::<Vec<_>>().join(", ")
+                requests
+                    .iter()
+                    .map(|m| request_text(m))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             ("GET", None) => {
                 let what = match (&st.resume, st.transport) {
-                    (Some(r), _) => format!("Last-Event-ID: {} (resume)", short_event_id(&r.last_event_id)),
+                    (Some(r), _) => format!(
+                        "Last-Event-ID: {} (resume)",
+                        short_event_id(&r.last_event_id)
+                    ),
                     (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
                     (None, _) => {
                         if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
@@ -160,11 +182,9 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
         };
         text.push_str(&format!("  {}", response_kind(st)));
         if !own_answer.is_empty() && !requests.is_empty() {
-            let all_answered = requests.iter().all(|r| {
-                own_answer
-                    .iter()
-                    .any(|a| a.id.is_some() && a.id == r.id)
-            });
+            let all_answered = requests
+                .iter()
+                .all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
             if all_answered {
                 text.push_str(if own_answer.iter().any(|a| a.kind == Kind::Error) {
                     ", error"
@@ -178,7 +198,11 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             session: s.idx,
             stream: Some(label.clone()),
             arrow: "c→s",
-            kind: if st.resume.is_some() { "resume" } else { "request" },
+            kind: if st.resume.is_some() {
+                "resume"
+            } else {
+                "request"
+            },
             text,
             findings: Vec::new(),
             request_ids: requests.iter().filter_map(|m| m.id.clone()).collect(),
@@ -193,10 +217,15 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             }
             let first = &st.events[run[0]];
             let last = &st.events[*run.last().unwrap_or(&run[0])];
-            let msgs: Vec<&Message> = run.iter().flat_map(|&i| st.events[i].messages.iter()).collect();
+            let msgs: Vec<&Message> = run
+                .iter()
+                .flat_map(|&i| st.events[i].messages.iter())
+                .collect();
             let primings = run.iter().filter(|&&i| st.events[i].priming).count();
             let ids = match (first.id.as_deref(), last.id.as_deref()) {
-                (Some(a), Some(b)) if a != b => format!("events {}–{}", short_event_id(a), short_event_id(b)),
+                (Some(a), Some(b)) if a != b => {
+                    format!("events {}–{}", short_event_id(a), short_event_id(b))
+                }
                 (Some(a), _) if run.len() == 1 => format!("event {}", short_event_id(a)),
                 _ if run.len() == 1 => "1 event".to_string(),
                 _ => format!("{} events", run.len()),
@@ -215,7 +244,11 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
                 }
                 what.push_str(if primings == 1 { "priming" } else { "primings" });
             }
-            if let Some(ev) = run.iter().map(|&i| &st.events[i]).find(|e| e.endpoint.is_some()) {
+            if let Some(ev) = run
+                .iter()
+                .map(|&i| &st.events[i])
+                .find(|e| e.endpoint.is_some())
+            {
                 what = format!("endpoint {}", ev.endpoint.clone().unwrap_or_default());
             }
             let minted = foreign
@@ -227,7 +260,15 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
                 stream: Some(st.label()),
                 arrow: "s→c",
                 kind: "events",
-                text: format!("{ids} on {}{}{minted}", st.label(), if what.is_empty() { String::new() } else { format!(" ({what})") }),
+                text: format!(
+                    "{ids} on {}{}{minted}",
+                    st.label(),
+                    if what.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({what})")
+                    }
+                ),
                 findings: Vec::new(),
                 request_ids: msgs
                     .iter()
@@ -240,7 +281,9 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             run.clear();
         };
         let answered_here = !requests.is_empty()
-            && requests.iter().all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
+            && requests
+                .iter()
+                .all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
         let quiet_post = st.transport == StreamTransport::Post
             && st.resume.is_none()
             && answered_here
@@ -250,7 +293,10 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             for (i, ev) in st.events.iter().enumerate() {
                 let breaks = all_events
                     || flagged.contains(&ev.mark)
-                    || ev.messages.iter().any(|m| matches!(m.kind, Kind::Response | Kind::Error))
+                    || ev
+                        .messages
+                        .iter()
+                        .any(|m| matches!(m.kind, Kind::Response | Kind::Error))
                     || ev.endpoint.is_some()
                     || run
                         .last()
@@ -290,7 +336,12 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
             stream: None,
             arrow: "▲",
             kind: "finding",
-            text: format!("{} {}: {}", f.severity.name().to_uppercase(), f.kind, f.summary),
+            text: format!(
+                "{} {}: {}",
+                f.severity.name().to_uppercase(),
+                f.kind,
+                f.summary
+            ),
             findings: vec![*pos],
             request_ids: Vec::new(),
             event_ids: None,
