@@ -76,6 +76,8 @@ pub struct Builder {
     rejected: HashMap<(IpAddr, SocketAddr), RejectedInitialize>,
     /// Endpoints of open connections.
     endpoints: HashMap<u64, (SocketAddr, SocketAddr)>,
+    /// Exchanges whose request was seen and is not MCP: their responses are not orphans.
+    not_mcp: std::collections::HashSet<ExchangeId>,
     /// The session a client last used at a server, for exchanges that name none.
     last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
     pub anomalies: Vec<HttpAnomaly>,
@@ -269,7 +271,7 @@ impl Builder {
             client_messages: Vec::new(),
             response_messages: Vec::new(),
             events: Vec::new(),
-            gap: true,
+            gap: false,
             gap_bytes: 0,
             transport_mode_sent: None,
             comments: 0,
@@ -281,6 +283,13 @@ impl Builder {
     /// Files an orphan: under the session its response names, else the client's last session
     /// at that server, else a stateless one.
     fn file_orphan(&mut self, exchange: ExchangeId, stream: Stream) {
+        let speaks_mcp = stream.session_id_received.is_some()
+            || stream.event_stream
+            || !stream.events.is_empty()
+            || stream.response_messages.iter().any(|m| m.kind != Kind::Malformed);
+        if !speaks_mcp {
+            return;
+        }
         let server = stream.server;
         let ip = stream.client.ip();
         let session = match &stream.session_id_received {
@@ -321,6 +330,11 @@ impl Builder {
         let legacy = self.legacy.get(&(r.server, path_query.clone())).copied();
         let mcp = sid.is_some() || has_jsonrpc || (is_get && accept_sse) || legacy.is_some();
         if !mcp {
+            // A response that already arrived for it was kept as an orphan: drop it.
+            if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&r.exchange) {
+                self.open.remove(&r.exchange);
+            }
+            self.not_mcp.insert(r.exchange);
             return;
         }
         self.stats.exchanges_mcp += 1;
@@ -426,6 +440,9 @@ impl Builder {
             .iter()
             .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
             .map(|(_, v)| v.clone());
+        if self.not_mcp.contains(&h.exchange) {
+            return;
+        }
         if self.stream_mut(h.exchange).is_none() {
             let orphan = self.orphan(h.exchange, h.first);
             self.open.insert(
@@ -505,6 +522,9 @@ impl Builder {
     }
 
     fn on_event(&mut self, exchange: ExchangeId, ev: &crate::http::sse::SseEvent) {
+        if self.not_mcp.contains(&exchange) {
+            return;
+        }
         let messages = jsonrpc::parse_payload(ev.data.as_bytes());
         let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
         let rec = EventRec {
@@ -640,6 +660,9 @@ impl Builder {
         body: Option<&crate::http::Body>,
         sse: Option<&crate::http::sse::SseStats>,
     ) {
+        if self.not_mcp.remove(&exchange) {
+            return;
+        }
         if let Some(stream) = self.stream_mut(exchange) {
             stream.ended = Some(mark);
             stream.outcome = Some(outcome);
@@ -781,6 +804,7 @@ impl HttpSink for Builder {
             }
             HttpEvent::ConnectionEnd { conn, .. } => {
                 self.endpoints.remove(&conn);
+                self.not_mcp.retain(|id| id.conn != conn);
                 // Orphans of this connection whose request never came are filed now.
                 let orphans: Vec<ExchangeId> = self
                     .open

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod flows;
+pub mod hints;
 pub mod http;
 pub mod redact;
 pub mod sanitize;
