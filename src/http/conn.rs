@@ -271,7 +271,13 @@ impl Connection {
         }
     }
 
-    fn read_head(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) -> usize {
+    fn read_head(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> usize {
         let half = self.half(dir);
         let before = half.head.len();
         // The blank line may straddle the previous chunk: search from a little before it.
@@ -284,7 +290,12 @@ impl Connection {
                 half.head.clear();
                 half.skipped += len;
                 half.state = State::Start;
-                self.anomaly(dir, mark, format!("message headers exceed {} KiB: skipped", MAX_HEAD / 1024), sink);
+                self.anomaly(
+                    dir,
+                    mark,
+                    format!("message headers exceed {} KiB: skipped", MAX_HEAD / 1024),
+                    sink,
+                );
             }
             return data.len();
         };
@@ -310,7 +321,28 @@ impl Connection {
         used
     }
 
-    fn parse_request_head(&mut self, head: &[u8], first: Mark, mark: Mark, sink: &mut impl HttpSink) {
+    fn parse_request_head(
+        &mut self,
+        head: &[u8],
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let cleaned;
+        let mut head = head;
+        if has_control_bytes(head) {
+            // A crafted or broken peer put control bytes in the head: parse a copy with them
+            // replaced, and say so (peers usually reject such messages, but they crossed the
+            // wire and are evidence).
+            cleaned = replace_control_bytes(head);
+            head = &cleaned;
+            self.anomaly(
+                Direction::ClientToServer,
+                mark,
+                "control characters in the request head (shown as '?')".into(),
+                sink,
+            );
+        }
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut slots);
         let parsed = req.parse(head);
@@ -321,12 +353,22 @@ impl Connection {
                 req.version.unwrap_or(1),
             ),
             Ok(httparse::Status::Partial) => {
-                self.anomaly(Direction::ClientToServer, mark, "incomplete request head".into(), sink);
+                self.anomaly(
+                    Direction::ClientToServer,
+                    mark,
+                    "incomplete request head".into(),
+                    sink,
+                );
                 return;
             }
             Err(e) => {
                 self.req.skipped += head.len() as u64;
-                self.anomaly(Direction::ClientToServer, mark, format!("malformed request head: {e}"), sink);
+                self.anomaly(
+                    Direction::ClientToServer,
+                    mark,
+                    format!("malformed request head: {e}"),
+                    sink,
+                );
                 return;
             }
         };
@@ -362,7 +404,28 @@ impl Connection {
         self.req.state = State::Body;
     }
 
-    fn parse_response_head(&mut self, head: &[u8], first: Mark, mark: Mark, sink: &mut impl HttpSink) {
+    fn parse_response_head(
+        &mut self,
+        head: &[u8],
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let cleaned;
+        let mut head = head;
+        if has_control_bytes(head) {
+            // A crafted or broken peer put control bytes in the head: parse a copy with them
+            // replaced, and say so (peers usually reject such messages, but they crossed the
+            // wire and are evidence).
+            cleaned = replace_control_bytes(head);
+            head = &cleaned;
+            self.anomaly(
+                Direction::ServerToClient,
+                mark,
+                "control characters in the response head (shown as '?')".into(),
+                sink,
+            );
+        }
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut slots);
         let (status, reason, version) = match resp.parse(head) {
@@ -372,12 +435,22 @@ impl Connection {
                 resp.version.unwrap_or(1),
             ),
             Ok(httparse::Status::Partial) => {
-                self.anomaly(Direction::ServerToClient, mark, "incomplete response head".into(), sink);
+                self.anomaly(
+                    Direction::ServerToClient,
+                    mark,
+                    "incomplete response head".into(),
+                    sink,
+                );
                 return;
             }
             Err(e) => {
                 self.resp.skipped += head.len() as u64;
-                self.anomaly(Direction::ServerToClient, mark, format!("malformed response head: {e}"), sink);
+                self.anomaly(
+                    Direction::ServerToClient,
+                    mark,
+                    format!("malformed response head: {e}"),
+                    sink,
+                );
                 return;
             }
         };
@@ -390,7 +463,12 @@ impl Connection {
         // The server answered: a request still waiting for bytes lost in a gap is as complete as
         // it will ever be.
         if self.req.msg.as_ref().is_some_and(|m| m.gap)
-            && self.pending.front().is_some_and(|p| self.req.msg.as_ref().is_some_and(|m| m.exchange.index == p.index))
+            && self.pending.front().is_some_and(|p| {
+                self.req
+                    .msg
+                    .as_ref()
+                    .is_some_and(|m| m.exchange.index == p.index)
+            })
         {
             self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
             self.req.after_gap = true;
@@ -412,8 +490,8 @@ impl Connection {
         if let Some(p) = problem {
             self.anomaly(Direction::ServerToClient, mark, p, sink);
         }
-        let event_stream =
-            (200..300).contains(&status) && headers.media_type().as_deref() == Some("text/event-stream");
+        let event_stream = (200..300).contains(&status)
+            && headers.media_type().as_deref() == Some("text/event-stream");
         let response_head = ResponseHead {
             exchange,
             status,
@@ -441,13 +519,25 @@ impl Connection {
         self.resp.state = State::Body;
         if framing == Framing::Tunnel {
             // After CONNECT 2xx or 101 the bytes are another protocol.
-            self.end_message(Direction::ServerToClient, Outcome::Complete, None, mark, sink);
+            self.end_message(
+                Direction::ServerToClient,
+                Outcome::Complete,
+                None,
+                mark,
+                sink,
+            );
             self.req.state = State::Opaque;
             self.resp.state = State::Opaque;
         }
     }
 
-    fn read_body(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) -> usize {
+    fn read_body(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> usize {
         let Some(msg) = self.half(dir).msg.as_mut() else {
             // Nothing to read a body for: look for the next message (a state change, so the
             // caller's loop still makes progress).
@@ -494,7 +584,12 @@ impl Connection {
                         used
                     }
                     Err(e) => {
-                        self.anomaly(dir, mark, format!("bad chunked framing: {e}; message cut"), sink);
+                        self.anomaly(
+                            dir,
+                            mark,
+                            format!("bad chunked framing: {e}; message cut"),
+                            sink,
+                        );
                         if let Some(m) = self.half(dir).msg.as_mut() {
                             m.gap = true;
                         }
@@ -542,7 +637,9 @@ impl Connection {
                 if input.len() > room {
                     msg.body.truncated = true;
                 }
-                msg.body.data.extend_from_slice(&input[..input.len().min(room)]);
+                msg.body
+                    .data
+                    .extend_from_slice(&input[..input.len().min(room)]);
             }
             if let Some(e) = &decode_error {
                 msg.body.decode_error = Some(e.clone());
@@ -600,7 +697,9 @@ impl Connection {
                 sse.feed(&tail, mark, &mut self.out_events);
             } else {
                 let room = MAX_BODY.saturating_sub(msg.body.data.len());
-                msg.body.data.extend_from_slice(&tail[..tail.len().min(room)]);
+                msg.body
+                    .data
+                    .extend_from_slice(&tail[..tail.len().min(room)]);
             }
         }
         if let Some(sse) = msg.sse.as_mut() {
@@ -668,7 +767,12 @@ impl Connection {
                 half.head_first = None;
                 half.state = State::Start;
                 half.after_gap = true;
-                self.anomaly(dir, mark, format!("headers of a message lost in a {len}-byte capture gap"), sink);
+                self.anomaly(
+                    dir,
+                    mark,
+                    format!("headers of a message lost in a {len}-byte capture gap"),
+                    sink,
+                );
             }
             State::Body => {
                 let Some(msg) = half.msg.as_mut() else {
@@ -678,11 +782,16 @@ impl Connection {
                 msg.gap = true;
                 msg.holed = true;
                 msg.body.gap_bytes += len;
-                msg.body.decode_error.get_or_insert_with(|| "bytes missing from the capture".into());
+                msg.body
+                    .decode_error
+                    .get_or_insert_with(|| "bytes missing from the capture".into());
                 // Between two events, with chunk framing to find the next chunk, nothing needs
                 // skipping; anywhere else the partial event is dropped up to the next blank line.
                 let clean = msg.framing == Framing::Chunked
-                    && msg.chunked.as_ref().is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
+                    && msg
+                        .chunked
+                        .as_ref()
+                        .is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
                 if let Some(sse) = msg.sse.as_mut() {
                     if clean && sse.at_boundary() {
                         sse.gap_at_boundary();
@@ -740,11 +849,19 @@ impl Connection {
                 // already closed its side: then the client walked away from it (a proxy whose own
                 // client gave up closes upstream like this).
                 let client_left = match self.first_fin {
-                    Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => Some(at),
+                    Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => {
+                        Some(at)
+                    }
                     _ => None,
                 };
                 if until_close && let Some(at) = client_left {
-                    self.end_message(dir, Outcome::ClosedEarly, Some(Direction::ClientToServer), at, sink);
+                    self.end_message(
+                        dir,
+                        Outcome::ClosedEarly,
+                        Some(Direction::ClientToServer),
+                        at,
+                        sink,
+                    );
                 } else if until_close {
                     self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
                 } else {
@@ -754,7 +871,12 @@ impl Connection {
             State::Head => {
                 half.head.clear();
                 half.state = State::Start;
-                self.anomaly(dir, mark, "connection closed in the middle of message headers".into(), sink);
+                self.anomaly(
+                    dir,
+                    mark,
+                    "connection closed in the middle of message headers".into(),
+                    sink,
+                );
             }
             _ => {}
         }
@@ -840,11 +962,31 @@ fn new_message(
     }
 }
 
+/// Bytes RFC 9110 forbids in a field value (CTLs other than HTAB, and DEL), outside line ends.
+fn is_forbidden(b: u8) -> bool {
+    (b < 0x20 && b != b'\t' && b != b'\r' && b != b'\n') || b == 0x7f
+}
+
+fn has_control_bytes(head: &[u8]) -> bool {
+    head.iter().any(|&b| is_forbidden(b))
+}
+
+fn replace_control_bytes(head: &[u8]) -> Vec<u8> {
+    head.iter()
+        .map(|&b| if is_forbidden(b) { b'?' } else { b })
+        .collect()
+}
+
 fn headers_of(raw: &[httparse::Header<'_>]) -> Headers {
     Headers(
         raw.iter()
             .filter(|h| !h.name.is_empty())
-            .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
             .collect(),
     )
 }
@@ -852,9 +994,10 @@ fn headers_of(raw: &[httparse::Header<'_>]) -> Headers {
 /// RFC 9112 §6.3 for requests: chunked, else Content-Length, else no body.
 fn request_framing(headers: &Headers) -> (Framing, Option<String>) {
     if headers.has("transfer-encoding") {
-        let problem = headers
-            .has("content-length")
-            .then(|| "request has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)".to_string());
+        let problem = headers.has("content-length").then(|| {
+            "request has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
+                .to_string()
+        });
         if last_coding_is_chunked(headers) {
             return (Framing::Chunked, problem);
         }
@@ -872,16 +1015,21 @@ fn request_framing(headers: &Headers) -> (Framing, Option<String>) {
 
 /// RFC 9112 §6.3 for responses.
 fn response_framing(method: &str, status: u16, headers: &Headers) -> (Framing, Option<String>) {
-    if method.eq_ignore_ascii_case("HEAD") || status == 204 || status == 304 || (100..200).contains(&status) && status != 101 {
+    if method.eq_ignore_ascii_case("HEAD")
+        || status == 204
+        || status == 304
+        || (100..200).contains(&status) && status != 101
+    {
         return (Framing::None, None);
     }
     if status == 101 || (method.eq_ignore_ascii_case("CONNECT") && (200..300).contains(&status)) {
         return (Framing::Tunnel, None);
     }
     if headers.has("transfer-encoding") {
-        let problem = headers
-            .has("content-length")
-            .then(|| "response has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)".to_string());
+        let problem = headers.has("content-length").then(|| {
+            "response has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
+                .to_string()
+        });
         if last_coding_is_chunked(headers) {
             return (Framing::Chunked, problem);
         }
@@ -942,7 +1090,12 @@ pub fn is_request_line(line: &[u8]) -> bool {
         return false;
     };
     let method = &line[..sp1];
-    if method.is_empty() || method.len() > 24 || !method.iter().all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_') {
+    if method.is_empty()
+        || method.len() > 24
+        || !method
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_')
+    {
         return false;
     }
     let rest = &line[sp1 + 1..];
