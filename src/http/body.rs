@@ -29,7 +29,9 @@ enum ChunkState {
     Size,
     Data(u64),
     /// The CRLF after a chunk's data.
-    DataEnd { seen_cr: bool },
+    DataEnd {
+        seen_cr: bool,
+    },
     Trailer,
     /// A capture gap swallowed a chunk boundary: the next bytes must be a chunk-size line (after
     /// an optional CRLF), or the framing is lost.
@@ -155,8 +157,9 @@ impl ChunkedDecoder {
                         Some(i) => {
                             self.push_line(&input[pos..pos + i])?;
                             pos += i + 1;
-                            let size = parse_chunk_size(&self.line)
-                                .map_err(|_| "no chunk boundary after the capture gap".to_string())?;
+                            let size = parse_chunk_size(&self.line).map_err(|_| {
+                                "no chunk boundary after the capture gap".to_string()
+                            })?;
                             self.line.clear();
                             if size == 0 {
                                 self.state = ChunkState::Trailer;
@@ -166,8 +169,9 @@ impl ChunkedDecoder {
                             }
                         }
                         None => {
-                            self.push_line(&input[pos..])
-                                .map_err(|_| "no chunk boundary after the capture gap".to_string())?;
+                            self.push_line(&input[pos..]).map_err(|_| {
+                                "no chunk boundary after the capture gap".to_string()
+                            })?;
                             pos = input.len();
                         }
                     }
@@ -246,9 +250,9 @@ impl std::fmt::Debug for ContentDecoder {
         let name = match self {
             ContentDecoder::Identity => "identity",
             ContentDecoder::Gzip(_) => "gzip",
-            ContentDecoder::DeflatePending | ContentDecoder::Zlib(_) | ContentDecoder::RawDeflate(_) => {
-                "deflate"
-            }
+            ContentDecoder::DeflatePending
+            | ContentDecoder::Zlib(_)
+            | ContentDecoder::RawDeflate(_) => "deflate",
             ContentDecoder::Brotli(_) => "br",
             ContentDecoder::Unsupported(e) => e.as_str(),
             ContentDecoder::Failed => "failed",
@@ -286,7 +290,10 @@ impl ContentDecoder {
     }
 
     pub fn is_identity(&self) -> bool {
-        matches!(self, ContentDecoder::Identity | ContentDecoder::Unsupported(_))
+        matches!(
+            self,
+            ContentDecoder::Identity | ContentDecoder::Unsupported(_)
+        )
     }
 
     /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
@@ -396,7 +403,8 @@ mod tests {
         gz.write_all(&text).unwrap();
         let mut zl = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         zl.write_all(&text).unwrap();
-        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut raw =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
         raw.write_all(&text).unwrap();
         for (enc, bytes) in [
             ("gzip", gz.finish().unwrap()),
@@ -426,7 +434,10 @@ mod tests {
         let mut out = Vec::new();
         let err = d.write(b"this is not gzip at all", &mut out);
         assert!(err.is_err());
-        assert!(d.write(b"more", &mut out).is_ok(), "a failed decoder stays quiet");
+        assert!(
+            d.write(b"more", &mut out).is_ok(),
+            "a failed decoder stays quiet"
+        );
         assert!(matches!(
             ContentDecoder::for_encoding(Some("zstd")),
             ContentDecoder::Unsupported(_)

@@ -69,7 +69,9 @@ pub struct ExchangeAnomaly {
 
 impl Collector {
     fn entry(&mut self, id: ExchangeId) -> &mut Exchange {
-        self.exchanges.entry(id).or_insert_with(|| Exchange::new(id))
+        self.exchanges
+            .entry(id)
+            .or_insert_with(|| Exchange::new(id))
     }
 
     /// The exchanges in the order they began (ties by connection and position).
@@ -95,7 +97,8 @@ impl HttpSink for Collector {
             }
             HttpEvent::SseEvent { exchange, event } => {
                 let e = self.entry(exchange);
-                e.event_messages.push(jsonrpc::parse_payload(event.data.as_bytes()));
+                e.event_messages
+                    .push(jsonrpc::parse_payload(event.data.as_bytes()));
                 e.events.push(event.clone());
             }
             HttpEvent::ResponseEnd(end) => {
