@@ -101,18 +101,32 @@ impl ChunkedDecoder {
 
     /// Consumes input; returns how much was used and what it held. Stops after the end of the
     /// body (the rest of the input belongs to the next message).
+    /// On an error, says how many bytes were read before it, so the caller can look for the next
+    /// message in the rest.
     pub fn decode<'a>(
         &mut self,
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, (usize, String)> {
         let mut pos = 0;
-        while pos < input.len() {
+        match self.decode_from(input, out, &mut pos) {
+            Ok(()) => Ok(pos),
+            Err(e) => Err((pos, e)),
+        }
+    }
+
+    fn decode_from<'a>(
+        &mut self,
+        input: &'a [u8],
+        out: &mut Vec<ChunkOutput<'a>>,
+        pos: &mut usize,
+    ) -> Result<(), String> {
+        while *pos < input.len() {
             match &mut self.state {
-                ChunkState::Size => match input[pos..].iter().position(|&b| b == b'\n') {
+                ChunkState::Size => match input[*pos..].iter().position(|&b| b == b'\n') {
                     Some(i) => {
-                        self.push_line(&input[pos..pos + i])?;
-                        pos += i + 1;
+                        self.push_line(&input[*pos..*pos + i])?;
+                        *pos += i + 1;
                         let size = parse_chunk_size(&self.line)?;
                         self.line.clear();
                         if size == 0 {
@@ -123,21 +137,21 @@ impl ChunkedDecoder {
                         }
                     }
                     None => {
-                        self.push_line(&input[pos..])?;
-                        pos = input.len();
+                        self.push_line(&input[*pos..])?;
+                        *pos = input.len();
                     }
                 },
                 ChunkState::Data(left) => {
-                    let take = (*left).min((input.len() - pos) as u64) as usize;
-                    out.push(ChunkOutput::Data(&input[pos..pos + take]));
-                    pos += take;
+                    let take = (*left).min((input.len() - *pos) as u64) as usize;
+                    out.push(ChunkOutput::Data(&input[*pos..*pos + take]));
+                    *pos += take;
                     *left -= take as u64;
                     if *left == 0 {
                         self.state = ChunkState::DataEnd { seen_cr: false };
                     }
                 }
                 ChunkState::DataEnd { seen_cr } => {
-                    match input[pos] {
+                    match input[*pos] {
                         b'\r' if !*seen_cr => *seen_cr = true,
                         b'\n' => self.state = ChunkState::Size,
                         other => {
@@ -146,17 +160,17 @@ impl ChunkedDecoder {
                             ));
                         }
                     }
-                    pos += 1;
+                    *pos += 1;
                 }
                 ChunkState::AfterGap => {
-                    if self.line.is_empty() && (input[pos] == b'\r' || input[pos] == b'\n') {
-                        pos += 1;
+                    if self.line.is_empty() && (input[*pos] == b'\r' || input[*pos] == b'\n') {
+                        *pos += 1;
                         continue;
                     }
-                    match input[pos..].iter().position(|&b| b == b'\n') {
+                    match input[*pos..].iter().position(|&b| b == b'\n') {
                         Some(i) => {
-                            self.push_line(&input[pos..pos + i])?;
-                            pos += i + 1;
+                            self.push_line(&input[*pos..*pos + i])?;
+                            *pos += i + 1;
                             let size = parse_chunk_size(&self.line).map_err(|_| {
                                 "no chunk boundary after the capture gap".to_string()
                             })?;
@@ -169,23 +183,23 @@ impl ChunkedDecoder {
                             }
                         }
                         None => {
-                            self.push_line(&input[pos..]).map_err(|_| {
+                            self.push_line(&input[*pos..]).map_err(|_| {
                                 "no chunk boundary after the capture gap".to_string()
                             })?;
-                            pos = input.len();
+                            *pos = input.len();
                         }
                     }
                 }
-                ChunkState::Trailer => match input[pos..].iter().position(|&b| b == b'\n') {
+                ChunkState::Trailer => match input[*pos..].iter().position(|&b| b == b'\n') {
                     Some(i) => {
-                        self.push_line(&input[pos..pos + i])?;
-                        pos += i + 1;
+                        self.push_line(&input[*pos..*pos + i])?;
+                        *pos += i + 1;
                         let line = std::mem::take(&mut self.line);
                         let line = line.strip_suffix(b"\r").unwrap_or(&line);
                         if line.is_empty() {
                             self.state = ChunkState::Size;
                             out.push(ChunkOutput::End);
-                            return Ok(pos);
+                            return Ok(());
                         }
                         let text = String::from_utf8_lossy(line);
                         if let Some((name, value)) = text.split_once(':') {
@@ -194,13 +208,13 @@ impl ChunkedDecoder {
                         }
                     }
                     None => {
-                        self.push_line(&input[pos..])?;
-                        pos = input.len();
+                        self.push_line(&input[*pos..])?;
+                        *pos = input.len();
                     }
                 },
             }
         }
-        Ok(pos)
+        Ok(())
     }
 
     fn push_line(&mut self, bytes: &[u8]) -> Result<(), String> {
@@ -316,10 +330,24 @@ impl ContentDecoder {
                 return Ok(());
             }
             ContentDecoder::Failed | ContentDecoder::DeflatePending => return Ok(()),
-            ContentDecoder::Gzip(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Zlib(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
-            ContentDecoder::RawDeflate(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Brotli(d) => d.write_all(input).map(|_| take(d.get_mut(), out)),
+            // Flushing after every write hands out what this packet decoded now, not with the
+            // next packet: SSE events must come with the packet that completed them.
+            ContentDecoder::Gzip(d) => d
+                .write_all(input)
+                .and_then(|_| d.flush())
+                .map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Zlib(d) => d
+                .write_all(input)
+                .and_then(|_| d.flush())
+                .map(|_| take(d.get_mut(), out)),
+            ContentDecoder::RawDeflate(d) => d
+                .write_all(input)
+                .and_then(|_| d.flush())
+                .map(|_| take(d.get_mut(), out)),
+            ContentDecoder::Brotli(d) => d
+                .write_all(input)
+                .and_then(|_| d.flush())
+                .map(|_| take(d.get_mut(), out)),
         };
         result.map_err(|e| {
             *self = ContentDecoder::Failed;
@@ -392,7 +420,13 @@ mod tests {
         let mut d = ChunkedDecoder::new();
         assert!(d.decode(b"zz\r\n", &mut Vec::new()).is_err());
         let mut d = ChunkedDecoder::new();
-        assert!(d.decode(b"3\r\nabcX", &mut Vec::new()).is_err());
+        let err = d
+            .decode(b"3\r\nabcXHTTP/1.1 200", &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(
+            err.0, 6,
+            "stops at the bad byte; the rest is for the caller"
+        );
     }
 
     #[test]

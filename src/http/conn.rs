@@ -20,6 +20,8 @@ use super::{
 use crate::capture::tcp::{ConnId, Direction};
 use crate::model::Mark;
 
+/// Bytes of a connection's start looked at to tell TLS and HTTP/2 apart from HTTP/1.1.
+const PROBE_BYTES: usize = 24;
 /// Headers larger than this are not an HTTP message we can use.
 const MAX_HEAD: usize = 64 * 1024;
 /// A start line is looked for within lines up to this long while resynchronising.
@@ -71,8 +73,9 @@ struct Message {
 #[derive(Debug)]
 struct Half {
     state: State,
-    /// Start-line search: the bytes of the line being examined.
+    /// Start-line search: the bytes of the line being examined, and where its first byte came.
     line: Vec<u8>,
+    line_first: Option<Mark>,
     head: Vec<u8>,
     head_first: Option<Mark>,
     msg: Option<Message>,
@@ -86,6 +89,7 @@ impl Half {
         Half {
             state: State::Start,
             line: Vec::new(),
+            line_first: None,
             head: Vec::new(),
             head_first: None,
             msg: None,
@@ -111,6 +115,9 @@ pub struct Connection {
     req: Half,
     resp: Half,
     pending: VecDeque<Pending>,
+    /// Responses that came before any request to pair them with (a reordered or lossy
+    /// capture): the next requests take their places, in order.
+    unpaired_responses: VecDeque<(u32, Mark)>,
     /// Requests emitted but not yet answered are in `pending`; this counts all heads seen.
     next_index: u32,
     interim: Vec<u16>,
@@ -120,6 +127,8 @@ pub struct Connection {
     first_fin: Option<(Direction, Mark)>,
     anomalies: u64,
     scanned_without_http: u64,
+    /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
+    probe: Vec<u8>,
     out_events: Vec<super::sse::SseEvent>,
 }
 
@@ -132,6 +141,7 @@ impl Connection {
             req: Half::new(),
             resp: Half::new(),
             pending: VecDeque::new(),
+            unpaired_responses: VecDeque::new(),
             next_index: 0,
             interim: Vec::new(),
             kind: None,
@@ -139,6 +149,7 @@ impl Connection {
             first_fin: None,
             anomalies: 0,
             scanned_without_http: 0,
+            probe: Vec::new(),
             out_events: Vec::new(),
         }
     }
@@ -170,9 +181,11 @@ impl Connection {
     }
 
     pub fn data(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) {
-        if !self.saw_data && self.kind.is_none() {
-            self.saw_data = true;
-            if let Some(kind) = classify_first_bytes(data) {
+        self.saw_data = true;
+        if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
+            let take = (PROBE_BYTES - self.probe.len()).min(data.len());
+            self.probe.extend_from_slice(&data[..take]);
+            if let Some(kind) = classify_first_bytes(&self.probe) {
                 // TLS or HTTP/2 from the first byte on: nothing here for an HTTP/1.1 parser.
                 self.kind = Some(kind);
                 self.req.state = State::Opaque;
@@ -228,9 +241,17 @@ impl Connection {
             return chunk.len();
         }
         if !complete {
+            if half.line.is_empty() {
+                half.line_first = Some(mark);
+            }
             half.line.extend_from_slice(chunk);
             return chunk.len();
         }
+        let line_first = half
+            .line_first
+            .take()
+            .filter(|_| !half.line.is_empty())
+            .unwrap_or(mark);
         let line: std::borrow::Cow<'_, [u8]> = if half.line.is_empty() {
             std::borrow::Cow::Borrowed(chunk)
         } else {
@@ -247,10 +268,19 @@ impl Connection {
             Direction::ClientToServer => is_request_line(trimmed),
             Direction::ServerToClient => is_status_line(trimmed),
         };
-        if plausible {
+        // After a lost head, the next message may be glued to the end of a body that has no
+        // final newline (a JSON body): look for a start line inside the line too.
+        let embedded = if plausible {
+            None
+        } else {
+            embedded_start(trimmed, dir)
+        };
+        if plausible || embedded.is_some() {
+            let at = embedded.unwrap_or(0);
+            half.skipped += at as u64;
             half.head.clear();
-            half.head.extend_from_slice(&line);
-            half.head_first = Some(mark);
+            half.head.extend_from_slice(&line[at..]);
+            half.head_first = Some(if at == 0 { line_first } else { mark });
             half.state = State::Head;
             self.kind = Some(ConnKind::Http);
         } else {
@@ -377,13 +407,28 @@ impl Connection {
         if let Some(p) = problem {
             self.anomaly(Direction::ClientToServer, mark, p, sink);
         }
-        let index = self.next_index;
-        self.next_index += 1;
-        self.pending.push_back(Pending {
-            index,
-            method: method.clone(),
-            first,
-        });
+        // Only a request whose first byte was captured before the response is the one it
+        // answers; a later request is a new one (the capture began after the first request).
+        if self
+            .unpaired_responses
+            .front()
+            .is_some_and(|(_, at)| first > *at)
+        {
+            self.unpaired_responses.clear();
+        }
+        let index = match self.unpaired_responses.pop_front() {
+            Some((answered, _)) => answered,
+            None => {
+                let index = self.next_index;
+                self.next_index += 1;
+                self.pending.push_back(Pending {
+                    index,
+                    method: method.clone(),
+                    first,
+                });
+                index
+            }
+        };
         let exchange = ExchangeId {
             conn: self.id,
             index,
@@ -399,6 +444,7 @@ impl Connection {
             exchange,
             framing,
             first,
+            mark,
             after_gap,
         ));
         self.req.state = State::Body;
@@ -476,9 +522,11 @@ impl Connection {
         let (index, method) = match self.pending.pop_front() {
             Some(p) => (p.index, p.method),
             None => {
-                // A response to a request we did not see (capture started late, or a gap).
+                // A response to a request not seen yet (capture started late, a gap, or the
+                // capture reordered them): the next request head takes this place.
                 let index = self.next_index;
                 self.next_index += 1;
+                self.unpaired_responses.push_back((index, first));
                 (index, String::new())
             }
         };
@@ -510,6 +558,7 @@ impl Connection {
             exchange,
             framing,
             first,
+            mark,
             after_gap,
         );
         if event_stream {
@@ -544,6 +593,8 @@ impl Connection {
             self.half(dir).state = State::Start;
             return 0;
         };
+        // Framing bytes (chunk sizes, the last chunk) end a message too.
+        msg.last = mark;
         match msg.framing {
             Framing::None | Framing::Tunnel => {
                 self.end_message(dir, Outcome::Complete, None, mark, sink);
@@ -583,7 +634,7 @@ impl Connection {
                         }
                         used
                     }
-                    Err(e) => {
+                    Err((used, e)) => {
                         self.anomaly(
                             dir,
                             mark,
@@ -593,8 +644,11 @@ impl Connection {
                         if let Some(m) = self.half(dir).msg.as_mut() {
                             m.gap = true;
                         }
+                        // The rest of the packet may hold the next message: it is scanned from
+                        // the start state (and counted if skipped).
                         self.end_message(dir, Outcome::Gap, None, mark, sink);
-                        data.len()
+                        self.half(dir).after_gap = true;
+                        used
                     }
                 }
             }
@@ -865,7 +919,8 @@ impl Connection {
                 } else if until_close {
                     self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
                 } else {
-                    self.end_message(dir, Outcome::ClosedEarly, Some(dir), mark, sink);
+                    let first = self.first_fin.map_or(dir, |f| f.0);
+                    self.end_message(dir, Outcome::ClosedEarly, Some(first), mark, sink);
                 }
             }
             State::Head => {
@@ -934,6 +989,7 @@ fn new_message(
     exchange: ExchangeId,
     framing: Framing,
     first: Mark,
+    head_end: Mark,
     after_gap: bool,
 ) -> Message {
     let decoder = ContentDecoder::for_encoding(headers.get("content-encoding"));
@@ -958,7 +1014,7 @@ fn new_message(
         gap: after_gap,
         sse: None,
         first,
-        last: first,
+        last: head_end,
     }
 }
 
@@ -1082,6 +1138,37 @@ fn find_head_end(buf: &[u8]) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+/// Where a start line begins inside `line` (not at 0), if one does.
+fn embedded_start(line: &[u8], dir: Direction) -> Option<usize> {
+    match dir {
+        Direction::ClientToServer => (1..line.len()).find(|&p| {
+            line[p].is_ascii_uppercase()
+                && !line[p - 1].is_ascii_uppercase()
+                && quick_method_prefix(&line[p..])
+                && is_request_line(&line[p..])
+        }),
+        Direction::ServerToClient => line
+            .windows(7)
+            .enumerate()
+            .skip(1)
+            .filter(|(_, w)| *w == b"HTTP/1.")
+            .map(|(p, _)| p)
+            .find(|&p| is_status_line(&line[p..])),
+    }
+}
+
+/// A method token followed by a space and the start of a target, checked before the full test.
+fn quick_method_prefix(rest: &[u8]) -> bool {
+    let n = rest
+        .iter()
+        .take(13)
+        .take_while(|b| b.is_ascii_uppercase())
+        .count();
+    (3..=12).contains(&n)
+        && rest.get(n) == Some(&b' ')
+        && matches!(rest.get(n + 1), Some(b'/' | b'*' | b'h' | b'H'))
 }
 
 /// `METHOD SP target SP HTTP/1.x`.

@@ -82,6 +82,8 @@ pub struct SseParser {
     data_truncated: bool,
     /// After a gap, lines are skipped until a blank line: never glue two halves of a stream.
     resyncing: bool,
+    /// The first line end after a gap closes a cut line, whatever it looks like.
+    resync_first_line: bool,
     mark_after_gap: bool,
     /// Anything in the current block (so a blank line ends a block, not just repeats).
     block_started: bool,
@@ -111,6 +113,7 @@ impl SseParser {
             last_event_id: String::new(),
             data_truncated: false,
             resyncing: false,
+            resync_first_line: false,
             mark_after_gap: false,
             block_started: false,
             next_index: 0,
@@ -184,6 +187,9 @@ impl SseParser {
         }
         let line = std::mem::take(&mut self.line);
         if self.resyncing {
+            if std::mem::take(&mut self.resync_first_line) {
+                return;
+            }
             if line.is_empty() {
                 self.resyncing = false;
             }
@@ -290,6 +296,7 @@ impl SseParser {
         self.bom_decided = true;
         self.start.clear();
         self.resyncing = true;
+        self.resync_first_line = true;
         self.mark_after_gap = true;
     }
 
