@@ -108,14 +108,77 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
 }
 
 fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
-    let (mut inputs, failed) = open_captures(&args.files);
-    if inputs.is_empty() {
+    use crate::ingest::{self, SourceFormat};
+    let log_map = match &args.log_map {
+        Some(spec) => {
+            Some(ingest::LogMap::load(spec).map_err(|e| anyhow::anyhow!("--log-map: {e}"))?)
+        }
+        None => None,
+    };
+    // Each file is a capture, a HAR or an access log, by content (or --input-format).
+    let mut failed = false;
+    let mut inputs = Vec::new();
+    let mut others = Vec::new();
+    for (i, path) in args.files.iter().enumerate() {
+        let format = ingest::resolve(path, args.input_format.into(), log_map.is_some()).and_then(
+            |f| match f {
+                SourceFormat::Capture => capture::open_capture(path, i as u32).map(|c| {
+                    inputs.push(c);
+                    f
+                }),
+                _ => Ok(f),
+            },
+        );
+        match format {
+            Ok(SourceFormat::Capture) => {}
+            Ok(f) => others.push((i, path, f)),
+            Err(e) => {
+                report_open_error(&e);
+                failed = true;
+            }
+        }
+    }
+    if inputs.is_empty() && others.is_empty() {
         return Ok(Exit::Error);
     }
     let mut stage = CaptureStage::new(args.capture.limits(), args.files.len());
     let mut http_stage = http::Stage::new(http::exchange::Collector::default());
-    capture::run(&mut inputs, &mut stage, &mut http_stage);
-    let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    let mut reports: Vec<(u32, capture::InputReport)> = Vec::new();
+    if !inputs.is_empty() {
+        capture::run(&mut inputs, &mut stage, &mut http_stage);
+        reports.extend(
+            inputs
+                .iter()
+                .map(|i| (i.reader.input_id(), stage.report(i))),
+        );
+    }
+    for (i, path, format) in others {
+        let mut connections = 0u64;
+        let collector = &mut http_stage.sink;
+        let mut sink = |ev: http::HttpEvent<'_>| {
+            if matches!(ev, http::HttpEvent::ConnectionEnd { .. }) {
+                connections += 1;
+            }
+            http::HttpSink::on_http(collector, ev);
+        };
+        match ingest::read(path, i as u32, format, log_map.as_ref(), &mut sink) {
+            Ok((mut rep, caps)) => {
+                http_stage.stats.connections_http += connections;
+                rep.warnings
+                    .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
+                reports.push((i as u32, rep));
+            }
+            Err(e) => {
+                report_open_error(&e);
+                failed = true;
+            }
+        }
+    }
+    if reports.is_empty() {
+        return Ok(Exit::Error);
+    }
+    reports.sort_by_key(|(i, _)| *i);
+    let reports: Vec<_> = reports.into_iter().map(|(_, r)| r).collect();
     let stats = http_stage.stats.clone();
     let collector = http_stage.sink;
     let anomalies = collector.anomalies.clone();
@@ -124,10 +187,12 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match args.format {
-        Format::Json => {
-            report::http::write_json(&mut out, &exchanges, &anomalies, &reports, &stats, &redactor)?
+        Format::Json => report::http::write_json(
+            &mut out, &exchanges, &anomalies, &reports, &stats, &redactor,
+        )?,
+        Format::Table => {
+            report::http::write_table(&mut out, &exchanges, &reports, &stats, &redactor)?
         }
-        Format::Table => report::http::write_table(&mut out, &exchanges, &reports, &stats, &redactor)?,
     }
     out.flush()?;
     Ok(if failed { Exit::Error } else { Exit::Clean })
@@ -152,6 +217,17 @@ impl crate::capture::tcp::TcpSink for Pipeline {
             }
         }
         self.http.on_tcp(event);
+    }
+}
+
+/// Colour and progress bars: only on a terminal, and never with `NO_COLOR` or `--color never`.
+fn use_color(choice: ColorChoice, stream: &impl std::io::IsTerminal) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     }
 }
 
@@ -185,7 +261,16 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         connections_with_gaps: 0,
         gap_bytes: 0,
     };
+    let terminal_manners = use_color(args.color, &io::stderr());
+    let total = inputs.iter().map(|i| i.size).sum::<Option<u64>>();
+    let progress = crate::progress::Progress::start(
+        terminal_manners,
+        total,
+        inputs.iter().map(|i| i.bytes_read.clone()).collect(),
+        stage.frames.clone(),
+    );
     capture::run(&mut inputs, &mut stage, &mut pipeline);
+    progress.finish();
     let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
     let http_stats = pipeline.http.stats.clone();
     let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
@@ -223,18 +308,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         ReportFormat::Json => report::analyze::write_json(&mut out, &rep, &sel, &redactor)?,
         ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &rep, &sel, &redactor)?,
         ReportFormat::Table => {
-            let color = match args.color {
-                ColorChoice::Always => true,
-                ColorChoice::Never => false,
-                ColorChoice::Auto => {
-                    std::io::IsTerminal::is_terminal(&io::stdout())
-                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                }
-            };
+            let color = use_color(args.color, &io::stdout());
             report::analyze::write_human(&mut out, &rep, &sel, &redactor, report::analyze::Style { color }, fail_on)?
         }
     }
     out.flush()?;
+    if rep.sessions.is_empty() {
+        // Nothing to analyse: say why, in words a newcomer can act on.
+        for h in report::hints::no_session(&rep.inputs, rep.connections, &rep.http) {
+            eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
+            eprintln!("  hint: {}", h.hint);
+        }
+        return Ok(Exit::Error);
+    }
     if failed {
         return Ok(Exit::Error);
     }

@@ -21,12 +21,14 @@ pub enum Command {
     /// not in the capture), retransmitted and out-of-order segments, and how it ended.
     Flows(FlowsArgs),
 
-    /// List the HTTP/1.1 exchanges of captures, with SSE events and JSON-RPC messages.
+    /// List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events
+    /// and JSON-RPC messages.
     ///
     /// One row per exchange (request paired with its response, pipelined or not): time, TCP
     /// connection, method, target, status, content type, body sizes, SSE event count, the JSON-RPC
     /// messages carried (method and id), and flags: incomplete, cut by capture end, decoded.
-    /// HTTP is recognised by content on any port.
+    /// HTTP is recognised by content on any port. A HAR or log input is listed with what it lacks
+    /// (bodies, SSE event times, headers that were not logged).
     Http(HttpArgs),
 
     /// Rebuild MCP sessions and report what went wrong: the incident timeline.
@@ -154,7 +156,9 @@ pub struct ExplainArgs {
 
 #[derive(Debug, Args)]
 pub struct HttpArgs {
-    /// Capture files (pcap or pcapng, optionally gzip-compressed); - reads standard input.
+    /// Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy,
+    /// Caddy), each optionally gzip-compressed; the format is detected from the content.
+    /// - reads a capture from standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
@@ -167,8 +171,46 @@ pub struct HttpArgs {
     #[arg(long)]
     pub show_secrets: bool,
 
+    /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
+    /// log.entries, the keys of a JSON log's first line).
+    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    pub input_format: InputFormat,
+
+    /// Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as
+    /// key=FIELD,... or a JSON file (or inline object) of the same keys. Keys: time (end of the
+    /// request) or start, method, path, status, duration, duration_unit (s, ms, us, ns),
+    /// req.HEADER and resp.HEADER (a field holding that header), request_headers and
+    /// response_headers (a field holding an object of headers), client, connection. Nested
+    /// fields as a.b. Applies to every JSON Lines input.
+    #[arg(long, value_name = "MAP")]
+    pub log_map: Option<String>,
+
     #[command(flatten)]
     pub capture: CaptureArgs,
+}
+
+/// `--input-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// Detect from the content.
+    Auto,
+    /// A packet capture (pcap or pcapng).
+    Pcap,
+    /// A HAR file.
+    Har,
+    /// A JSON Lines access log.
+    Log,
+}
+
+impl From<InputFormat> for crate::ingest::FormatChoice {
+    fn from(f: InputFormat) -> Self {
+        match f {
+            InputFormat::Auto => crate::ingest::FormatChoice::Auto,
+            InputFormat::Pcap => crate::ingest::FormatChoice::Capture,
+            InputFormat::Har => crate::ingest::FormatChoice::Har,
+            InputFormat::Log => crate::ingest::FormatChoice::Log,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

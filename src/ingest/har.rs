@@ -38,7 +38,9 @@ use super::{Capabilities, HeaderCoverage, SourceFormat, Warnings, open_text, rea
 use crate::capture::tcp::Direction;
 use crate::capture::{InputReport, OpenError};
 use crate::http::sse::{SseEvent, SseParser, SseStats};
-use crate::http::{Body, ExchangeId, Headers, HttpSink, Outcome, Request, ResponseEnd, ResponseHead};
+use crate::http::{
+    Body, ExchangeId, Headers, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
+};
 use crate::model::{FrameRef, InputId, Mark, Timestamp};
 
 /// Header fields a sanitized export removes.
@@ -162,9 +164,7 @@ fn parse(
     };
     let version = log.version.as_ref().and_then(Value::as_str).unwrap_or("");
     if !version.is_empty() && !version.starts_with("1.") {
-        warnings.push(format!(
-            "HAR version {version:?}: read as HAR 1.2"
-        ));
+        warnings.push(format!("HAR version {version:?}: read as HAR 1.2"));
     }
     let producer = log.creator.as_ref().and_then(|c| {
         let n = c.get("name").and_then(Value::as_str)?;
@@ -219,13 +219,7 @@ fn parse(
     order.sort_by_key(|&i| (entries[i].req_first, entries[i].number));
     let mut conns: HashMap<String, (u64, u32)> = HashMap::new();
     let mut next_conn = 0u64;
-    let mut ids = vec![
-        ExchangeId {
-            conn: 0,
-            index: 0
-        };
-        entries.len()
-    ];
+    let mut ids = vec![ExchangeId { conn: 0, index: 0 }; entries.len()];
     for &i in &order {
         let id = match &entries[i].connection {
             Some(c) => {
@@ -267,17 +261,36 @@ fn parse(
     }
 
     let mut timeline = Timeline::default();
+    let client_unknown = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+    let mut started = std::collections::HashSet::new();
+    for &i in &order {
+        if started.insert(ids[i].conn) {
+            timeline.push(
+                entries[i].req_first,
+                Item::ConnStart {
+                    conn: ids[i].conn,
+                    client: client_unknown,
+                    server: entries[i].server,
+                    mark: Mark {
+                        time: entries[i].req_first,
+                        frame: FrameRef::new(input, entries[i].number),
+                    },
+                },
+            );
+        }
+    }
     let mut conn_ends: HashMap<u64, (SocketAddr, SocketAddr, Mark)> = HashMap::new();
     let mut clamped_messages = 0u64;
     let mut unknown_streams = 0u64;
     let mut empty_streams_unknown = 0u64;
+    let mut unknown_plain_bodies = 0u64;
     for &i in &order {
         let e = &entries[i];
         let id = ids[i];
         let frame = FrameRef::new(input, e.number);
         let mark = |time: Timestamp| Mark { time, frame };
         caps.exchanges += 1;
-        let client = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+        let client = client_unknown;
         caps.request_bodies.add(!e.req_body.unknown);
         timeline.push(
             e.req_first,
@@ -352,8 +365,7 @@ fn parse(
                 if r.event_stream {
                     let events = match (&e.messages, &r.content) {
                         (Some(msgs), _) if !msgs.is_empty() || !known => {
-                            let (events, clamped) =
-                                messages_to_events(msgs, e.head, e.end, frame);
+                            let (events, clamped) = messages_to_events(msgs, e.head, e.end, frame);
                             clamped_messages += clamped;
                             Some(events)
                         }
@@ -391,6 +403,9 @@ fn parse(
                     body.data = bytes.clone();
                 }
                 caps.response_bodies.add(!body.unknown);
+                if body.unknown && !r.event_stream {
+                    unknown_plain_bodies += 1;
+                }
                 last_time = e.end;
                 timeline.push(
                     e.end,
@@ -451,10 +466,9 @@ fn parse(
             caps.request_bodies.total()
         ));
     }
-    let non_stream_unknown = caps.response_bodies.unknown.saturating_sub(unknown_streams);
-    if non_stream_unknown > 0 {
+    if unknown_plain_bodies > 0 {
         lacks.push(format!(
-            "{non_stream_unknown} response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown"
+            "{unknown_plain_bodies} response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown"
         ));
     }
     if unknown_streams > 0 {
@@ -518,7 +532,14 @@ fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, String> {
 
     // Times.
     let timings = obj.get("timings").and_then(Value::as_object);
-    let t = |k: &str| ms_to_ns(timings.and_then(|t| t.get(k)).and_then(as_f64).unwrap_or(0.0));
+    let t = |k: &str| {
+        ms_to_ns(
+            timings
+                .and_then(|t| t.get(k))
+                .and_then(as_f64)
+                .unwrap_or(0.0),
+        )
+    };
     let total = ms_to_ns(obj.get("time").and_then(as_f64).unwrap_or(0.0));
     let req_first = started.add_nanos(t("blocked") + t("dns") + t("connect"));
     let req_last = req_first.add_nanos(t("send"));
@@ -580,10 +601,7 @@ fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, String> {
         Some(_) => 80,
         None => 0,
     });
-    let server = SocketAddr::new(
-        server_ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-        port,
-    );
+    let server = SocketAddr::new(server_ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), port);
     let connection = obj.get("connection").and_then(|c| match c {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -603,7 +621,8 @@ fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, String> {
         .map(str::to_string);
     let response = match resp {
         Some(r) if status > 0 => {
-            let status = u16::try_from(status).map_err(|_| format!("status {status} out of range"))?;
+            let status =
+                u16::try_from(status).map_err(|_| format!("status {status} out of range"))?;
             let headers = headers(r.get("headers"));
             let content = r.get("content").and_then(Value::as_object);
             let mime = content
@@ -611,7 +630,11 @@ fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, String> {
                 .and_then(Value::as_str)
                 .unwrap_or("");
             let media = headers.media_type().unwrap_or_else(|| {
-                mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+                mime.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
             });
             let event_stream = media == "text/event-stream";
             let size = content
@@ -724,7 +747,10 @@ fn http_version(v: &str) -> (u8, bool) {
     if v == "HTTP/1.0" {
         (0, false)
     } else {
-        (1, v.starts_with("HTTP/2") || v.starts_with("HTTP/3") || v == "H2" || v == "H3")
+        (
+            1,
+            v.starts_with("HTTP/2") || v.starts_with("HTTP/3") || v == "H2" || v == "H3",
+        )
     }
 }
 
@@ -753,14 +779,21 @@ fn decode_text(text: &str, base64: bool) -> (Vec<u8>, Option<String>) {
     let cleaned: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
         Ok(b) => (b, None),
-        Err(e) => (Vec::new(), Some(format!("content.text is not valid base64: {e}"))),
+        Err(e) => (
+            Vec::new(),
+            Some(format!("content.text is not valid base64: {e}")),
+        ),
     }
 }
 
 /// `(scheme, authority, path?query)` of a URL; the fragment is dropped, an empty path is `/`.
 fn split_url(url: &str) -> (Option<&str>, &str, String) {
     let (scheme, rest) = match url.find("://") {
-        Some(i) if url[..i].chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => {
+        Some(i)
+            if url[..i]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
             (Some(&url[..i]), &url[i + 3..])
         }
         _ => (None, ""),
@@ -872,7 +905,11 @@ fn messages_to_events(
 ) -> (Vec<SseEvent>, u64) {
     let raw_times: Vec<Option<(f64, bool)>> = msgs
         .iter()
-        .map(|m| m.get("time").or_else(|| m.get("timestamp")).and_then(message_time))
+        .map(|m| {
+            m.get("time")
+                .or_else(|| m.get("timestamp"))
+                .and_then(message_time)
+        })
         .collect();
     let first_relative = raw_times
         .iter()
@@ -900,12 +937,13 @@ fn messages_to_events(
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "message".into());
         // DevTools reports "no id" as an empty string: read it so.
-        let id = text(&["eventId", "id", "lastEventId"]).filter(|s| !s.is_empty() && !s.contains('\0'));
+        let id =
+            text(&["eventId", "id", "lastEventId"]).filter(|s| !s.is_empty() && !s.contains('\0'));
         if let Some(id) = &id {
             last_event_id = id.clone();
         }
         let (time, estimated) = match raw_times[i] {
-            Some((t, true)) => (Timestamp::from_secs_f64(t), false),
+            Some((t, true)) => (super::timeline::epoch_scaled(t, 1_000_000_000), false),
             Some((t, false)) => (
                 head.add_nanos(super::timeline::secs_to_ns(t - first_relative.unwrap_or(t))),
                 true,
@@ -956,7 +994,8 @@ fn message_time(v: &Value) -> Option<(f64, bool)> {
         return None;
     }
     Some(if n >= 1e11 {
-        (n / 1000.0, true)
+        // Milliseconds: whole seconds and the rest, so no precision is lost on the way.
+        ((n / 1000.0).trunc() + (n % 1000.0) / 1000.0, true)
     } else if n >= 1e8 {
         (n, true)
     } else {
@@ -974,11 +1013,17 @@ mod tests {
             split_url("http://127.0.0.1:3100/mcp?x=1#frag"),
             (Some("http"), "127.0.0.1:3100", "/mcp?x=1".to_string())
         );
-        assert_eq!(split_url("https://example.com"), (Some("https"), "example.com", "/".into()));
+        assert_eq!(
+            split_url("https://example.com"),
+            (Some("https"), "example.com", "/".into())
+        );
         assert_eq!(split_url("http://h?q"), (Some("http"), "h", "/?q".into()));
         assert_eq!(authority_port("[::1]:8443"), Some(8443));
         assert_eq!(host_ip("[::1]:8443"), Some("::1".parse().unwrap()));
-        assert_eq!(host_ip("user:pw@10.0.0.1:80"), Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(
+            host_ip("user:pw@10.0.0.1:80"),
+            Some("10.0.0.1".parse().unwrap())
+        );
         assert_eq!(parse_ip("[fe80::1%eth0]"), Some("fe80::1".parse().unwrap()));
     }
 
@@ -1009,9 +1054,19 @@ mod tests {
 
     #[test]
     fn message_times_absolute_and_relative() {
-        assert_eq!(message_time(&serde_json::json!(1_796_013_365.5)), Some((1_796_013_365.5, true)));
-        assert_eq!(message_time(&serde_json::json!(1_796_013_365_500u64)), Some((1_796_013_365.5, true)));
+        assert_eq!(
+            message_time(&serde_json::json!(1_796_013_365.5)),
+            Some((1_796_013_365.5, true))
+        );
+        assert_eq!(
+            message_time(&serde_json::json!(1_796_013_365_500u64)),
+            Some((1_796_013_365.5, true))
+        );
         assert_eq!(message_time(&serde_json::json!(12.5)), Some((12.5, false)));
-        assert!(message_time(&serde_json::json!("2026-11-30T04:36:05Z")).unwrap().1);
+        assert!(
+            message_time(&serde_json::json!("2026-11-30T04:36:05Z"))
+                .unwrap()
+                .1
+        );
     }
 }

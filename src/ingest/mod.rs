@@ -288,8 +288,10 @@ pub fn read(
 ) -> Result<(InputReport, Capabilities), OpenError> {
     match format {
         SourceFormat::Har => read_har(path, input, sink),
+        // Standard input cannot be looked at twice: its flavor is decided by its first record.
         SourceFormat::AccessLog(flavor) => {
-            accesslog::read_access_log_as(path, input, Some(flavor), map, sink)
+            let flavor = (path != "-").then_some(flavor);
+            accesslog::read_access_log_as(path, input, flavor, map, sink)
         }
         SourceFormat::Capture => Err(OpenError {
             path: path.to_string(),
@@ -404,9 +406,7 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
                 } else {
                     "is empty".into()
                 },
-                hint: Some(
-                    "the file may still be being written, or the export failed".into(),
-                ),
+                hint: Some("the file may still be being written, or the export failed".into()),
             });
         }
         Sniffed::Unknown => {
@@ -424,9 +424,7 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         .unwrap_or(0);
     let text = &text[start..];
     if text.first() == Some(&b'[') {
-        return Err(not_recognised(
-            "is a JSON array".into(),
-        ));
+        return Err(not_recognised("is a JSON array".into()));
     }
     // JSON Lines, or a HAR written on one line: the first line is a whole object.
     let first_line = text.split(|&b| b == b'\n').next().unwrap_or(text);

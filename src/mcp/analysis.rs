@@ -101,7 +101,11 @@ fn order_streams(s: &mut Session) {
 /// Mid-session fallback: the client abandoned a POST whose response did not arrive, then opened a
 /// GET event stream without `Last-Event-ID`.
 fn detect_fallbacks(s: &mut Session) {
-    let mut used: HashSet<StreamIdx> = s.fallbacks.iter().filter_map(|f| f.abandoned_stream).collect();
+    let mut used: HashSet<StreamIdx> = s
+        .fallbacks
+        .iter()
+        .filter_map(|f| f.abandoned_stream)
+        .collect();
     let mut found = Vec::new();
     for g in 0..s.streams.len() {
         let get = &s.streams[g];
@@ -119,7 +123,8 @@ fn detect_fallbacks(s: &mut Session) {
                     && !used.contains(&p.idx)
                     && p.requests().next().is_some()
                     && p.abandoned_by_client()
-                    && p.ended.is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
+                    && p.ended
+                        .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
             })
             .max_by_key(|p| p.ended);
         let Some(p) = candidate else {
@@ -141,9 +146,7 @@ fn detect_fallbacks(s: &mut Session) {
         };
         // Messages of the abandoned request arriving on the new stream confirm the fallback.
         let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
-            (m.kind == Kind::Notification
-                && token.is_some()
-                && m.mcp.progress_token == token)
+            (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token == token)
                 || (matches!(m.kind, Kind::Response | Kind::Error)
                     && m.id.is_some()
                     && m.id == request_id)
@@ -152,9 +155,7 @@ fn detect_fallbacks(s: &mut Session) {
             mark: get.opened,
             from: "post".into(),
             to: "get".into(),
-            trigger: format!(
-                "{what} abandoned by the client after {waited:.1} s with {got}"
-            ),
+            trigger: format!("{what} abandoned by the client after {waited:.1} s with {got}"),
             request_id,
             abandoned_stream: Some(p.idx),
             to_stream: g,
@@ -176,7 +177,11 @@ const TOLERANCE_NS: i64 = 2_000_000_000;
 /// are recorded.
 fn resolve_resumes(s: &mut Session) {
     for r in 0..s.streams.len() {
-        let Some(lei) = s.streams[r].resume.as_ref().map(|x| x.last_event_id.clone()) else {
+        let Some(lei) = s.streams[r]
+            .resume
+            .as_ref()
+            .map(|x| x.last_event_id.clone())
+        else {
             continue;
         };
         let opened = s.streams[r].opened;
@@ -217,7 +222,12 @@ fn attribute(s: &mut Session) {
     let mut order: Vec<(crate::model::Mark, StreamIdx, usize)> = s
         .streams
         .iter()
-        .flat_map(|st| st.events.iter().enumerate().map(move |(i, e)| (e.mark, st.idx, i)))
+        .flat_map(|st| {
+            st.events
+                .iter()
+                .enumerate()
+                .map(move |(i, e)| (e.mark, st.idx, i))
+        })
         .collect();
     order.sort();
     let mut token_owner: HashMap<String, StreamIdx> = HashMap::new();
@@ -277,7 +287,12 @@ fn attribute(s: &mut Session) {
             for m in &ev.messages {
                 match m.kind {
                     Kind::Notification => {
-                        if let Some(req) = m.mcp.progress_token.as_ref().and_then(|t| progress_owner.get(t)) {
+                        if let Some(req) = m
+                            .mcp
+                            .progress_token
+                            .as_ref()
+                            .and_then(|t| progress_owner.get(t))
+                        {
                             request_stream.insert(req.clone(), owner);
                         }
                     }

@@ -116,7 +116,10 @@ mod tests {
             stream_token("0f8fad5b-d9cb-469f-a165-70867728950e_1764500000123_k3j9x2ab"),
             Some("0f8fad5b-d9cb-469f-a165-70867728950e")
         );
-        assert_eq!(stream_token("_GET_stream_1764500000123_abc"), Some("_GET_stream"));
+        assert_eq!(
+            stream_token("_GET_stream_1764500000123_abc"),
+            Some("_GET_stream")
+        );
         assert_eq!(stream_token("3/17"), Some("17"));
         assert_eq!(stream_token("41"), None);
         assert_eq!(stream_token("7c9e6679-7425-40de-944b-e07fc1f90ae7"), None);
@@ -134,8 +137,14 @@ mod tests {
 
     #[test]
     fn classifies_schemes() {
-        assert_eq!(classify(["1", "2", "41"].into_iter()), EventIdScheme::Integer);
-        assert_eq!(classify(["post:1", "sse:41"].into_iter()), EventIdScheme::Namespaced);
+        assert_eq!(
+            classify(["1", "2", "41"].into_iter()),
+            EventIdScheme::Integer
+        );
+        assert_eq!(
+            classify(["post:1", "sse:41"].into_iter()),
+            EventIdScheme::Namespaced
+        );
         assert_eq!(
             classify(["7c9e6679-7425-40de-944b-e07fc1f90ae7"].into_iter()),
             EventIdScheme::Opaque

@@ -132,7 +132,16 @@ pub fn write_table(
         super::write_input_line(out, input)?;
     }
     let mut table = new_table(&[
-        "#", "client", "server", "start", "duration", "c→s", "s→c", "gaps", "retrans", "out of order",
+        "#",
+        "client",
+        "server",
+        "start",
+        "duration",
+        "c→s",
+        "s→c",
+        "gaps",
+        "retrans",
+        "out of order",
         "ended",
     ]);
     for r in rows {

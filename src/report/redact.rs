@@ -11,7 +11,13 @@ fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
-        "authorization" | "proxy-authorization" | "cookie" | "set-cookie" | "x-api-key" | "api-key" | "apikey"
+        "authorization"
+            | "proxy-authorization"
+            | "cookie"
+            | "set-cookie"
+            | "x-api-key"
+            | "api-key"
+            | "apikey"
     ) || n.contains("token")
         || n.contains("secret")
         || n.contains("password")
@@ -26,7 +32,16 @@ fn is_secret_param(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
-        "key" | "code" | "auth" | "sig" | "signature" | "password" | "pass" | "pwd" | "jwt" | "session_token"
+        "key"
+            | "code"
+            | "auth"
+            | "sig"
+            | "signature"
+            | "password"
+            | "pass"
+            | "pwd"
+            | "jwt"
+            | "session_token"
     ) || n.contains("token")
         || n.contains("secret")
         || n.contains("api_key")
@@ -55,7 +70,9 @@ impl Redactor {
             if lower.ends_with("authorization")
                 && let Some((scheme, _)) = value.split_once(' ')
                 && !scheme.is_empty()
-                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
             {
                 return format!("{scheme} {REDACTED}");
             }
@@ -84,7 +101,12 @@ impl Redactor {
 
     /// Free text (bodies, summaries): bearer tokens are removed wherever they appear.
     pub fn text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        if !self.enabled || !text.as_bytes().windows(7).any(|w| w.eq_ignore_ascii_case(b"bearer ")) {
+        if !self.enabled
+            || !text
+                .as_bytes()
+                .windows(7)
+                .any(|w| w.eq_ignore_ascii_case(b"bearer "))
+        {
             return std::borrow::Cow::Borrowed(text);
         }
         let mut out = String::with_capacity(text.len());
@@ -119,12 +141,18 @@ mod tests {
     #[test]
     fn redacts_credential_headers_keeping_the_scheme() {
         let r = Redactor::new(true);
-        assert_eq!(r.header("Authorization", "Bearer abc.def"), "Bearer [redacted]");
+        assert_eq!(
+            r.header("Authorization", "Bearer abc.def"),
+            "Bearer [redacted]"
+        );
         assert_eq!(r.header("cookie", "sid=1"), "[redacted]");
         assert_eq!(r.header("X-API-Key", "k"), "[redacted]");
         assert_eq!(r.header("X-Upstream-Token", "t"), "[redacted]");
         assert_eq!(r.header("Mcp-Session-Id", "abc"), "abc");
-        assert_eq!(Redactor::new(false).header("Authorization", "Bearer x"), "Bearer x");
+        assert_eq!(
+            Redactor::new(false).header("Authorization", "Bearer x"),
+            "Bearer x"
+        );
     }
 
     #[test]

@@ -64,7 +64,10 @@ mod tests {
 
     #[test]
     fn leaves_plain_text_alone() {
-        assert!(matches!(terminal("tools/call #7 reindex"), Cow::Borrowed(_)));
+        assert!(matches!(
+            terminal("tools/call #7 reindex"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(terminal("café ✓"), "café ✓");
     }
 
