@@ -107,66 +107,106 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
     Ok(if failed { Exit::Error } else { Exit::Clean })
 }
 
-fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
+/// The inputs of a run, each opened as what its content says it is.
+struct Inputs {
+    captures: Vec<CaptureInput>,
+    /// HAR files and access logs: (input index, path, format).
+    others: Vec<(u32, String, crate::ingest::SourceFormat)>,
+    log_map: Option<crate::ingest::LogMap>,
+    failed: bool,
+}
+
+fn open_inputs(
+    files: &[String],
+    choice: crate::cli::InputFormat,
+    log_map: &Option<String>,
+) -> anyhow::Result<Inputs> {
     use crate::ingest::{self, SourceFormat};
-    let log_map = match &args.log_map {
+    let log_map = match log_map {
         Some(spec) => {
             Some(ingest::LogMap::load(spec).map_err(|e| anyhow::anyhow!("--log-map: {e}"))?)
         }
         None => None,
     };
-    // Each file is a capture, a HAR or an access log, by content (or --input-format).
-    let mut failed = false;
-    let mut inputs = Vec::new();
-    let mut others = Vec::new();
-    for (i, path) in args.files.iter().enumerate() {
-        let format = ingest::resolve(path, args.input_format.into(), log_map.is_some()).and_then(
-            |f| match f {
+    let mut opened = Inputs {
+        captures: Vec::new(),
+        others: Vec::new(),
+        log_map,
+        failed: false,
+    };
+    for (i, path) in files.iter().enumerate() {
+        let format = ingest::resolve(path, choice.into(), opened.log_map.is_some()).and_then(|f| {
+            match f {
                 SourceFormat::Capture => capture::open_capture(path, i as u32).map(|c| {
-                    inputs.push(c);
+                    opened.captures.push(c);
                     f
                 }),
                 _ => Ok(f),
-            },
-        );
+            }
+        });
         match format {
             Ok(SourceFormat::Capture) => {}
-            Ok(f) => others.push((i, path, f)),
+            Ok(f) => opened.others.push((i as u32, path.clone(), f)),
             Err(e) => {
                 report_open_error(&e);
-                failed = true;
+                opened.failed = true;
             }
         }
     }
-    if inputs.is_empty() && others.is_empty() {
-        return Ok(Exit::Error);
-    }
-    let mut stage = CaptureStage::new(args.capture.limits(), args.files.len());
-    let mut http_stage = http::Stage::new(http::exchange::Collector::default());
+    Ok(opened)
+}
+
+/// What feeding the inputs produced besides the events.
+struct Fed {
+    reports: Vec<crate::capture::InputReport>,
+    capabilities: Vec<(u32, crate::ingest::Capabilities)>,
+    failed: bool,
+}
+
+/// Runs every input through the capture stage (captures, merged by time) or the ingest (HAR
+/// files and logs, each in time order) into `pipeline`.
+fn feed<S: http::HttpSink>(
+    mut inputs: Inputs,
+    stage: &mut CaptureStage,
+    pipeline: &mut Pipeline<S>,
+    progress: bool,
+) -> Fed {
     let mut reports: Vec<(u32, capture::InputReport)> = Vec::new();
-    if !inputs.is_empty() {
-        capture::run(&mut inputs, &mut stage, &mut http_stage);
+    if !inputs.captures.is_empty() {
+        let total = inputs.captures.iter().map(|i| i.size).sum::<Option<u64>>();
+        let bar = crate::progress::Progress::start(
+            progress,
+            total,
+            inputs.captures.iter().map(|i| i.bytes_read.clone()).collect(),
+            stage.frames.clone(),
+        );
+        capture::run(&mut inputs.captures, stage, pipeline);
+        bar.finish();
         reports.extend(
             inputs
+                .captures
                 .iter()
                 .map(|i| (i.reader.input_id(), stage.report(i))),
         );
     }
-    for (i, path, format) in others {
+    let mut capabilities = Vec::new();
+    let mut failed = inputs.failed;
+    for (i, path, format) in &inputs.others {
         let mut connections = 0u64;
-        let collector = &mut http_stage.sink;
+        let http_stage = &mut pipeline.http;
         let mut sink = |ev: http::HttpEvent<'_>| {
             if matches!(ev, http::HttpEvent::ConnectionEnd { .. }) {
                 connections += 1;
             }
-            http::HttpSink::on_http(collector, ev);
+            http::HttpSink::on_http(&mut http_stage.sink, ev);
         };
-        match ingest::read(path, i as u32, format, log_map.as_ref(), &mut sink) {
+        match crate::ingest::read(path, *i, *format, inputs.log_map.as_ref(), &mut sink) {
             Ok((mut rep, caps)) => {
-                http_stage.stats.connections_http += connections;
+                pipeline.http.stats.connections_http += connections;
                 rep.warnings
                     .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
-                reports.push((i as u32, rep));
+                reports.push((*i, rep));
+                capabilities.push((*i, caps));
             }
             Err(e) => {
                 report_open_error(&e);
@@ -174,13 +214,27 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    if reports.is_empty() {
+    reports.sort_by_key(|(i, _)| *i);
+    Fed {
+        reports: reports.into_iter().map(|(_, r)| r).collect(),
+        capabilities,
+        failed,
+    }
+}
+
+fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
+    let inputs = open_inputs(&args.files, args.input_format, &args.log_map)?;
+    if inputs.captures.is_empty() && inputs.others.is_empty() {
         return Ok(Exit::Error);
     }
-    reports.sort_by_key(|(i, _)| *i);
-    let reports: Vec<_> = reports.into_iter().map(|(_, r)| r).collect();
-    let stats = http_stage.stats.clone();
-    let collector = http_stage.sink;
+    let mut stage = CaptureStage::new(args.capture.limits(), args.files.len());
+    let mut pipeline = Pipeline::new(http::exchange::Collector::default());
+    let fed = feed(inputs, &mut stage, &mut pipeline, use_color(ColorChoice::Auto, &io::stderr()));
+    if fed.reports.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let stats = pipeline.http.stats.clone();
+    let collector = pipeline.http.sink;
     let anomalies = collector.anomalies.clone();
     let exchanges = collector.into_exchanges();
     let redactor = report::redact::Redactor::new(!args.show_secrets);
@@ -188,25 +242,36 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     let mut out = stdout.lock();
     match args.format {
         Format::Json => report::http::write_json(
-            &mut out, &exchanges, &anomalies, &reports, &stats, &redactor,
+            &mut out, &exchanges, &anomalies, &fed.reports, &stats, &redactor,
         )?,
         Format::Table => {
-            report::http::write_table(&mut out, &exchanges, &reports, &stats, &redactor)?
+            report::http::write_table(&mut out, &exchanges, &fed.reports, &stats, &redactor)?
         }
     }
     out.flush()?;
-    Ok(if failed { Exit::Error } else { Exit::Clean })
+    Ok(if fed.failed { Exit::Error } else { Exit::Clean })
 }
 
-/// The HTTP and MCP stages behind the capture stage: what `analyze` runs.
-struct Pipeline {
-    http: http::Stage<crate::mcp::Builder>,
+/// The HTTP stage (and what it feeds) behind the capture stage, counting what TCP lost.
+struct Pipeline<S: http::HttpSink> {
+    http: http::Stage<S>,
     connections: u64,
     connections_with_gaps: u64,
     gap_bytes: u64,
 }
 
-impl crate::capture::tcp::TcpSink for Pipeline {
+impl<S: http::HttpSink> Pipeline<S> {
+    fn new(sink: S) -> Self {
+        Pipeline {
+            http: http::Stage::new(sink),
+            connections: 0,
+            connections_with_gaps: 0,
+            gap_bytes: 0,
+        }
+    }
+}
+
+impl<S: http::HttpSink> crate::capture::tcp::TcpSink for Pipeline<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
         if let TcpEvent::Closed { summary } = &event {
             self.connections += 1;
@@ -250,28 +315,18 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
                 .ok_or_else(|| anyhow::anyhow!("--server {s:?}: expected a port, an address or address:port"))?,
         );
     }
-    let (mut inputs, failed) = open_captures(&args.files);
-    if inputs.is_empty() {
+    let inputs = open_inputs(&args.files, args.input_format, &args.log_map)?;
+    if inputs.captures.is_empty() && inputs.others.is_empty() {
         return Ok(Exit::Error);
     }
     let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
-    let mut pipeline = Pipeline {
-        http: http::Stage::new(crate::mcp::Builder::new()),
-        connections: 0,
-        connections_with_gaps: 0,
-        gap_bytes: 0,
-    };
-    let terminal_manners = use_color(args.color, &io::stderr());
-    let total = inputs.iter().map(|i| i.size).sum::<Option<u64>>();
-    let progress = crate::progress::Progress::start(
-        terminal_manners,
-        total,
-        inputs.iter().map(|i| i.bytes_read.clone()).collect(),
-        stage.frames.clone(),
-    );
-    capture::run(&mut inputs, &mut stage, &mut pipeline);
-    progress.finish();
-    let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    let mut pipeline = Pipeline::new(crate::mcp::Builder::new());
+    let fed = feed(inputs, &mut stage, &mut pipeline, use_color(args.color, &io::stderr()));
+    let failed = fed.failed;
+    let reports = fed.reports;
+    for (input, caps) in fed.capabilities {
+        pipeline.http.sink.set_capabilities(input, caps);
+    }
     let http_stats = pipeline.http.stats.clone();
     let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
     let findings = crate::detect::run(&sessions);

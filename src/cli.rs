@@ -91,8 +91,10 @@ pub enum ColorChoice {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Captures (pcap or pcapng, optionally gzip-compressed); - reads standard input. Several
-    /// inputs form one report: sessions are matched across them by session ID and server.
+    /// Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy),
+    /// optionally gzip-compressed, detected by content; - reads a capture from standard input.
+    /// Several inputs form one report: sessions are matched across them by session ID and
+    /// server.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
@@ -140,9 +142,19 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub show_secrets: bool,
 
-    /// When to colour the terminal report.
+    /// When to colour the terminal report and show a progress bar.
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+
+    /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
+    /// log.entries, the keys of a JSON log's first line).
+    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    pub input_format: InputFormat,
+
+    /// Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as
+    /// key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`).
+    #[arg(long, value_name = "MAP")]
+    pub log_map: Option<String>,
 
     #[command(flatten)]
     pub capture: CaptureArgs,

@@ -149,6 +149,10 @@ pub struct Mark {
 
 /// An endpoint formatted as tools print it: `ip:port`, IPv6 as `[addr]:port`.
 pub fn endpoint(addr: SocketAddr) -> String {
+    if addr.ip().is_unspecified() && addr.port() == 0 {
+        // A source that does not record addresses (an access log, a HAR).
+        return "unknown".into();
+    }
     match addr.ip() {
         IpAddr::V4(ip) => format!("{ip}:{}", addr.port()),
         IpAddr::V6(ip) => format!("[{ip}]:{}", addr.port()),

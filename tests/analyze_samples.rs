@@ -328,3 +328,61 @@ fn events_flag_labels_every_event_with_its_namespace() {
         }
     }
 }
+
+/// An access log alone still shows the fallback and the unsafe resumption, infers the integer
+/// scheme from the logged Last-Event-ID, and says what it cannot determine.
+#[test]
+fn nginx_access_log_alone() {
+    let (doc, code) = analyze(&["samples/seed-incident.nginx.jsonl"]);
+    assert_eq!(code, 1);
+    let got = kinds(&doc);
+    assert_eq!(got, vec!["sse_fallback", "unsafe_resumption_after_fallback"]);
+    let s = &doc["sessions"][0];
+    assert_eq!(s["event_id_scheme"], "integer");
+    assert_eq!(s["event_id_scheme_from"], "last_event_id");
+    assert_eq!(s["resumption"]["verdict"], "unsafe");
+    let nd: Vec<&str> = s["not_determinable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    for k in ["cross_namespace_replay", "duplicate_response", "skipped_events"] {
+        assert!(nd.contains(&k), "{k} must be reported as not determinable: {nd:?}");
+    }
+    assert_eq!(doc["inputs"][0]["format"], "nginx-log");
+}
+
+/// The proxy's access log beside the capture of the same leg: exchanges matched, not counted
+/// twice; the clock offset estimated and reported; both sources named.
+#[test]
+fn capture_and_access_log_of_the_same_leg_are_one_session() {
+    let (doc, _) = analyze(&[
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident.nginx.jsonl",
+    ]);
+    let sessions = doc["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    let s = &sessions[0];
+    assert_eq!(s["sources"].as_array().unwrap().len(), 2);
+    let merged = &s["merged_sources"][0];
+    assert_eq!(merged["matched_exchanges"], 17);
+    assert_eq!(merged["added_exchanges"], 0);
+    assert!(merged["clock_offset_s"].as_f64().unwrap().abs() < 0.5);
+    let got = kinds(&doc);
+    assert_eq!(got.iter().filter(|k| *k == "sse_fallback").count(), 1, "{got:?}");
+    assert_eq!(got.iter().filter(|k| *k == "request_id_reused").count(), 0, "{got:?}");
+}
+
+/// A HAR written by mitmproxy in front of the official Python SDK: the same healthy session a
+/// capture gives.
+#[test]
+fn mitmproxy_har_is_a_healthy_session() {
+    let (doc, code) = analyze(&["samples/mitmproxy-python-sdk.har"]);
+    assert_eq!(code, 0, "{:?}", kinds(&doc));
+    assert!(max_severity_rank(&doc) >= 4, "{:?}", kinds(&doc));
+    let s = &doc["sessions"][0];
+    assert_eq!(s["protocol_version"], "2025-11-25");
+    assert_eq!(s["resumption"]["verdict"], "not_attempted");
+    assert_eq!(doc["inputs"][0]["format"], "har");
+}

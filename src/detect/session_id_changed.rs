@@ -21,6 +21,9 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let (Some(sent), Some(received)) = (&st.session_id_sent, &st.session_id_received) else {
             continue;
         };
+        if !st.session_header_known {
+            continue;
+        }
         if sent == received {
             continue;
         }

@@ -23,7 +23,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let (Some(sent), None) = (&r.session_id_sent, &r.session_id_received) else {
             continue;
         };
-        if !ok || r.body_unknown {
+        if !ok || !r.session_header_known {
             continue;
         }
         let mark = r.response_mark.unwrap_or(r.opened);

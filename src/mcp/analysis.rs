@@ -48,6 +48,138 @@ pub fn fill_initialize(s: &mut Session) {
     }
 }
 
+/// Matching key of an exchange seen by two sources.
+fn match_key(st: &super::model::Stream) -> (String, String, Option<String>, Option<String>, Option<u16>) {
+    (
+        st.method.to_ascii_uppercase(),
+        st.target.split('?').next().unwrap_or("").to_string(),
+        st.session_id_sent.clone(),
+        st.resume.as_ref().map(|r| r.last_event_id.clone()),
+        st.status,
+    )
+}
+
+/// A HAR or access log of the same traffic as a capture (the proxy's log beside the capture of
+/// its client leg) observes the same exchanges: they are matched, not counted twice. The clock
+/// offset between the sources is the median difference of matched request times; the source's
+/// unmatched exchanges join the session on the capture's clock.
+pub fn merge_sources(sessions: &mut Vec<Session>) {
+    use crate::ingest::is_synthetic;
+    let from_logs = |s: &Session| s.streams.iter().all(|st| is_synthetic(st.exchange.conn));
+    let mut absorbed: HashSet<usize> = HashSet::new();
+    for a in 0..sessions.len() {
+        if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
+            continue;
+        }
+        let target = (0..sessions.len()).find(|&b| {
+            b != a
+                && !absorbed.contains(&b)
+                && !from_logs(&sessions[b])
+                && sessions[b].session_id == sessions[a].session_id
+                && (sessions[a].server == sessions[b].server
+                    || (sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0))
+        });
+        let Some(b) = target else { continue };
+        // Candidate pairs: same key, within an hour; the offset is the median of each source
+        // exchange's nearest candidate.
+        let mut diffs: Vec<i64> = Vec::new();
+        for sa in &sessions[a].streams {
+            let key = match_key(sa);
+            let nearest = sessions[b]
+                .streams
+                .iter()
+                .filter(|sb| match_key(sb) == key)
+                .map(|sb| sb.opened.time.0 - sa.opened.time.0)
+                .filter(|d| d.abs() < 3_600 * crate::model::Timestamp::NANOS_PER_SEC)
+                .min_by_key(|d| d.abs());
+            diffs.extend(nearest);
+        }
+        if diffs.is_empty() {
+            continue;
+        }
+        diffs.sort_unstable();
+        let offset = diffs[diffs.len() / 2];
+        let tolerance = 2 * crate::model::Timestamp::NANOS_PER_SEC;
+        let mut used: HashSet<usize> = HashSet::new();
+        let mut matched = 0;
+        let mut extra = Vec::new();
+        let streams = std::mem::take(&mut sessions[a].streams);
+        for mut sa in streams {
+            let key = match_key(&sa);
+            let at = sa.opened.time.0 + offset;
+            let hit = sessions[b]
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(i, sb)| !used.contains(i) && match_key(sb) == key)
+                .map(|(i, sb)| (i, (sb.opened.time.0 - at).abs()))
+                .filter(|(_, d)| *d <= tolerance)
+                .min_by_key(|(_, d)| *d)
+                .map(|(i, _)| i);
+            match hit {
+                Some(i) => {
+                    used.insert(i);
+                    matched += 1;
+                }
+                None => {
+                    shift(&mut sa, offset);
+                    extra.push(sa);
+                }
+            }
+        }
+        let input = sessions[a].inputs.first().copied().unwrap_or(0);
+        let added = extra.len();
+        let target = &mut sessions[b];
+        for st in extra {
+            let mut st = st;
+            st.idx = target.streams.len();
+            target.streams.push(st);
+        }
+        if !target.inputs.contains(&input) {
+            target.inputs.push(input);
+        }
+        target.merged_sources.push(super::model::MergedSource {
+            input,
+            matched,
+            added,
+            offset_s: offset as f64 / 1e9,
+        });
+        absorbed.insert(a);
+    }
+    if absorbed.is_empty() {
+        return;
+    }
+    let mut kept: Vec<Session> = Vec::new();
+    for (i, s) in sessions.drain(..).enumerate() {
+        if !absorbed.contains(&i) {
+            kept.push(s);
+        }
+    }
+    for (i, s) in kept.iter_mut().enumerate() {
+        s.idx = i;
+        let (start, end) = s.streams.iter().fold((s.start, s.end), |(lo, hi), st| {
+            (lo.min(st.opened), hi.max(st.ended.unwrap_or(st.opened)))
+        });
+        s.start = start;
+        s.end = end;
+    }
+    *sessions = kept;
+}
+
+fn shift(st: &mut super::model::Stream, offset: i64) {
+    let move_mark = |m: &mut crate::model::Mark| m.time = m.time.add_nanos(offset);
+    move_mark(&mut st.opened);
+    if let Some(m) = st.response_mark.as_mut() {
+        move_mark(m);
+    }
+    if let Some(m) = st.ended.as_mut() {
+        move_mark(m);
+    }
+    for e in &mut st.events {
+        move_mark(&mut e.mark);
+    }
+}
+
 /// The same session ID observed at two endpoints (both legs of a proxy, or a client-side and a
 /// server-side capture) is two observations of one session: tie them, never merge them.
 pub fn link_observations(sessions: &mut [Session]) {
@@ -72,9 +204,56 @@ pub fn analyse(s: &mut Session) {
             .flat_map(|st| st.events.iter())
             .filter_map(|e| e.id.as_deref()),
     );
+    if s.event_id_scheme == super::model::EventIdScheme::None {
+        // No events (an access log): the IDs clients sent back still show the scheme.
+        let from_resumes = ids::classify(
+            s.streams
+                .iter()
+                .filter_map(|st| st.resume.as_ref().map(|r| r.last_event_id.as_str())),
+        );
+        if from_resumes != super::model::EventIdScheme::None {
+            s.event_id_scheme = from_resumes;
+            s.event_id_scheme_from = "last_event_id";
+        }
+    }
+    note_what_inputs_lack(s);
     detect_fallbacks(s);
     resolve_resumes(s);
     attribute(s);
+}
+
+/// Findings that need what an input did not record are "not determinable", never silently
+/// absent.
+fn note_what_inputs_lack(s: &mut Session) {
+    let unknown = s.streams.iter().filter(|st| st.body_unknown).count();
+    if unknown > 0 {
+        let why = format!(
+            "the input recorded no body or SSE events for {unknown} of {} exchanges",
+            s.streams.len()
+        );
+        for kind in [
+            "cross_namespace_replay",
+            "event_id_reset",
+            "resume_gap",
+            "duplicate_response",
+            "request_id_reused",
+            "skipped_events",
+            "unanswered_request",
+            "retry_without_idempotency_key",
+        ] {
+            s.not_determinable.push((kind, why.clone()));
+        }
+    }
+    let resumes_without_header = s
+        .streams
+        .iter()
+        .filter(|st| st.resume.is_some() && !st.session_header_known)
+        .count();
+    if resumes_without_header > 0 || s.streams.iter().any(|st| !st.session_header_known) {
+        let why = "the input did not record the responses' Mcp-Session-Id".to_string();
+        s.not_determinable.push(("session_not_reaffirmed", why.clone()));
+        s.not_determinable.push(("session_id_changed", why));
+    }
 }
 
 /// Streams are numbered in the order their requests began.
@@ -121,7 +300,7 @@ fn detect_fallbacks(s: &mut Session) {
             .filter(|p| {
                 p.transport == StreamTransport::Post
                     && !used.contains(&p.idx)
-                    && p.requests().next().is_some()
+                    && (p.requests().next().is_some() || p.body_unknown)
                     && p.abandoned_by_client()
                     && p.ended
                         .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)

@@ -80,6 +80,8 @@ pub struct Builder {
     not_mcp: std::collections::HashSet<ExchangeId>,
     /// The session a client last used at a server, for exchanges that name none.
     last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
+    /// What each non-capture input could record (HAR files, access logs).
+    capabilities: HashMap<InputId, crate::ingest::Capabilities>,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }
@@ -125,6 +127,12 @@ impl Builder {
         Self::default()
     }
 
+    /// Says what an input could record, so findings that need what it lacks are reported as not
+    /// determinable instead of silently absent.
+    pub fn set_capabilities(&mut self, input: InputId, caps: crate::ingest::Capabilities) {
+        self.capabilities.insert(input, caps);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new_session(
         &mut self,
@@ -160,7 +168,10 @@ impl Builder {
             legacy_endpoint: None,
             transport_mode_header: None,
             event_id_scheme: EventIdScheme::None,
+            event_id_scheme_from: "events",
+            not_determinable: Vec::new(),
             same_session_as: Vec::new(),
+            merged_sources: Vec::new(),
         });
         if let Some(id) = session_id {
             match transport {
@@ -277,6 +288,7 @@ impl Builder {
             comments: 0,
             last_retry: None,
             body_unknown: false,
+            session_header_known: true,
         }
     }
 
@@ -382,6 +394,7 @@ impl Builder {
             comments: 0,
             last_retry: None,
             body_unknown: r.body.unknown,
+            session_header_known: true,
         };
         let mut stream = stream;
         if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.open.remove(&r.exchange) {
@@ -758,11 +771,19 @@ impl Builder {
             let exchange = stream.exchange;
             self.file_stateless(exchange, stream);
         }
+        for s in &mut self.sessions {
+            for st in &mut s.streams {
+                if let Some(caps) = self.capabilities.get(&st.input) {
+                    st.session_header_known = caps.knows_response_header("mcp-session-id");
+                }
+            }
+        }
         // Initialize / server info from the response events of initialize requests.
         for s in &mut self.sessions {
             analysis::fill_initialize(s);
         }
         let mut sessions = self.sessions;
+        analysis::merge_sources(&mut sessions);
         analysis::link_observations(&mut sessions);
         for s in &mut sessions {
             analysis::analyse(s);

@@ -161,6 +161,8 @@ pub struct Stream {
     pub last_retry: Option<u64>,
     /// The source recorded no body for it (HAR holes, access logs).
     pub body_unknown: bool,
+    /// The source records the response's `Mcp-Session-Id` (an access log may not).
+    pub session_header_known: bool,
 }
 
 impl Stream {
@@ -217,6 +219,17 @@ pub struct Fallback {
     pub frames: Vec<Mark>,
 }
 
+/// A non-capture source whose exchanges were matched to a capture's.
+#[derive(Clone, Debug)]
+pub struct MergedSource {
+    pub input: InputId,
+    pub matched: usize,
+    /// Exchanges of the source the capture did not have, added with the offset applied.
+    pub added: usize,
+    /// Seconds added to the source's times to bring them onto the capture's clock.
+    pub offset_s: f64,
+}
+
 /// How event IDs are formed in a session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -265,8 +278,16 @@ pub struct Session {
     pub legacy_endpoint: Option<String>,
     pub transport_mode_header: Option<String>,
     pub event_id_scheme: EventIdScheme,
+    /// What the scheme was read from: `events`, or `last_event_id` headers when the input has
+    /// no events (an access log).
+    pub event_id_scheme_from: &'static str,
+    /// Finding kinds the inputs cannot support for this session, with the reason.
+    pub not_determinable: Vec<(&'static str, String)>,
     /// Other sessions with the same ID observed at another endpoint (proxy legs).
     pub same_session_as: Vec<SessionIdx>,
+    /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
+    /// many exchanges matched and the clock offset applied to that source.
+    pub merged_sources: Vec<MergedSource>,
 }
 
 impl Session {

@@ -194,13 +194,21 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
         "start": s.start.time.rfc3339(),
         "end": s.end.time.rfc3339(),
         "event_id_scheme": s.event_id_scheme.name(),
+        "event_id_scheme_from": s.event_id_scheme_from,
         "transport_mode_header": s.transport_mode_header,
+        "not_determinable": s.not_determinable.iter().map(|(k, why)| json!({ "kind": k, "reason": why })).collect::<Vec<_>>(),
         "fell_back": fell_back,
         "resumption": { "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes },
         "deleted": s.deleted.map(|m| m.time.rfc3339()),
         "forgotten_by_server": s.forgotten.iter().map(|m| m.time.rfc3339()).collect::<Vec<_>>(),
         "same_session_as": s.same_session_as.iter().map(|&i| rep.sessions[i].label()).collect::<Vec<_>>(),
         "sources": inputs,
+        "merged_sources": s.merged_sources.iter().map(|m| json!({
+            "input": rep.inputs.get(m.input as usize).map(|x| x.path.clone()),
+            "matched_exchanges": m.matched,
+            "added_exchanges": m.added,
+            "clock_offset_s": (m.offset_s * 1e6).round() / 1e6,
+        })).collect::<Vec<_>>(),
         "counts": {
             "streams": s.streams.len(),
             "events": events,
@@ -599,6 +607,20 @@ pub fn write_human(
         ]);
     }
     writeln!(out, "{table}")?;
+    for s in &sessions {
+        for m in &s.merged_sources {
+            let path = rep.inputs.get(m.input as usize).map(|i| i.path.as_str()).unwrap_or("?");
+            writeln!(
+                out,
+                " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
+                s.label(),
+                terminal(path),
+                m.matched,
+                m.offset_s,
+                m.added
+            )?;
+        }
+    }
 
     let shown = rep.shown_findings(sel);
     for s in &sessions {
@@ -607,6 +629,18 @@ pub fn write_human(
             .copied()
             .filter(|&p| rep.findings[p].session == s.idx)
             .collect();
+        if !s.not_determinable.is_empty() {
+            let kinds: Vec<&str> = s.not_determinable.iter().map(|(k, _)| *k).collect();
+            let mut reasons: Vec<&str> = s.not_determinable.iter().map(|(_, r)| r.as_str()).collect();
+            reasons.dedup();
+            writeln!(
+                out,
+                "\n{} not determinable from these inputs: {} ({})",
+                s.label(),
+                kinds.join(", "),
+                reasons.join("; ")
+            )?;
+        }
         if mine.is_empty() {
             continue;
         }

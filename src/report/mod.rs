@@ -18,9 +18,14 @@ use crate::capture::InputReport;
 pub fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();
     let path = sanitize::terminal(&input.path);
+    let unit = if input.format.starts_with("pcap") {
+        "packets"
+    } else {
+        "records"
+    };
     write!(
         out,
-        "{path} ({}): {} packets, {}",
+        "{path} ({}): {} {unit}, {}",
         input.format,
         input.packets,
         table::bytes(input.bytes)
