@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::capture::tcp::{ConnSummary, TcpEvent};
 use crate::capture::{self, CaptureInput, CaptureStage, OpenError};
-use crate::cli::{AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, HttpArgs, ReportFormat};
+use crate::cli::{GenerateArgs, AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, HttpArgs, ReportFormat};
 use crate::http;
 use crate::report;
 
@@ -33,6 +33,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Http(args) => http_view(args),
         Command::Analyze(args) => analyze(args),
         Command::Explain(args) => explain(args),
+        Command::Generate(args) => generate(args),
     };
     match result {
         Ok(code) => code.into(),
@@ -405,6 +406,23 @@ fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
             writeln!(out, "Evidence: {}", k.evidence.join(", "))?;
         }
     }
+    out.flush()?;
+    Ok(Exit::Clean)
+}
+
+fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
+    let text = match args.what.as_str() {
+        "man" => crate::manpage::render(),
+        shell => {
+            let shell: clap_complete::Shell = shell
+                .parse()
+                .map_err(|_| anyhow::anyhow!("generate {shell:?}: expected man, bash, zsh, fish, elvish or powershell"))?;
+            crate::manpage::completions(shell)
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Exit::Clean)
 }

@@ -47,6 +47,16 @@ pub enum Command {
     ///
     /// Without KIND, lists every kind with its severity.
     Explain(ExplainArgs),
+
+    /// Print the man page or shell completions generated from these definitions.
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// `man`, or a shell to complete for: bash, zsh, fish, elvish, powershell.
+    pub what: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -11,6 +11,7 @@ pub mod detect;
 pub mod http;
 pub mod ingest;
 pub mod jsonrpc;
+pub mod manpage;
 pub mod mcp;
 pub mod cli;
 pub mod model;

@@ -1,0 +1,97 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_mcp_forensics_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_mcp_forensics_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_mcp_forensics_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_mcp_forensics_using_subcommand
+    set -l cmd (__fish_mcp_forensics_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -s h -l help -d 'Print help'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "flows" -d 'List the TCP connections of captures with their reassembly health'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "http" -d 'List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "analyze" -d 'Rebuild MCP sessions and report what went wrong: the incident timeline'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "explain" -d 'Explain a finding kind: what it means, why it matters, what to change'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "generate" -d 'Print the man page or shell completions generated from these definitions'
+complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l format -d 'Output format' -r -f -a "table\t'Aligned tables for people'
+json\t'One JSON document'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l format -d 'Output format' -r -f -a "table\t'Aligned tables for people'
+json\t'One JSON document'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l input-format -d 'How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR\'s log.entries, the keys of a JSON log\'s first line)' -r -f -a "auto\t'Detect from the content'
+pcap\t'A packet capture (pcap or pcapng)'
+har\t'A HAR file'
+log\t'A JSON Lines access log'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l show-secrets -d 'Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l format -d 'Output format' -r -f -a "table\t'Sessions, findings and the incident timeline, for people'
+json\t'One JSON document (schema_version 1, see docs/report-format.md)'
+ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id); repeatable' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12:00:00Z)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (RFC 3339)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l min-severity -d 'Hide findings below this severity' -r -f -a "critical\t''
+high\t''
+medium\t''
+low\t''
+info\t''"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l fail-on -d 'Exit with status 1 when a finding is at or above this severity' -r -f -a "critical\t''
+high\t''
+medium\t''
+low\t''
+info\t''"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l server -d 'Treat this endpoint as an MCP server when telling client from server (an address, a port, or address:port); repeatable. Needed only when a capture starts mid-connection on unusual ports' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l color -d 'When to colour the terminal report and show a progress bar' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is not set'
+always\t''
+never\t''"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l input-format -d 'How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR\'s log.entries, the keys of a JSON log\'s first line)' -r -f -a "auto\t'Detect from the content'
+pcap\t'A packet capture (pcap or pcapng)'
+har\t'A HAR file'
+log\t'A JSON Lines access log'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l events -d 'Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l all-events -d 'Show every event in the timeline instead of condensed runs'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l show-secrets -d 'Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "flows" -d 'List the TCP connections of captures with their reassembly health'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "http" -d 'List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "analyze" -d 'Rebuild MCP sessions and report what went wrong: the incident timeline'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "explain" -d 'Explain a finding kind: what it means, why it matters, what to change'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "generate" -d 'Print the man page or shell completions generated from these definitions'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand help; and not __fish_seen_subcommand_from flows http analyze explain generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,244 @@
+#compdef mcp-forensics
+
+autoload -U is-at-least
+
+_mcp-forensics() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_mcp-forensics_commands" \
+"*::: :->mcp-forensics" \
+&& ret=0
+    case $state in
+    (mcp-forensics)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:mcp-forensics-command-$line[1]:"
+        case $line[1] in
+            (flows)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document"))' \
+'--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
+'--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::files -- Capture files (pcap or pcapng, optionally gzip-compressed); - reads standard input:_default' \
+&& ret=0
+;;
+(http)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document"))' \
+'--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
+pcap\:"A packet capture (pcap or pcapng)"
+har\:"A HAR file"
+log\:"A JSON Lines access log"))' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
+'--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
+'--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads a capture from standard input:_default' \
+&& ret=0
+;;
+(analyze)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"))' \
+'*--session=[Only this session (S1, S2... or an Mcp-Session-Id); repeatable]:SESSION:_default' \
+'--since=[Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12\:00\:00Z)]:TIME:_default' \
+'--until=[Only what happened at or before this time (RFC 3339)]:TIME:_default' \
+'--min-severity=[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \
+'--fail-on=[Exit with status 1 when a finding is at or above this severity]:SEVERITY:(critical high medium low info)' \
+'*--server=[Treat this endpoint as an MCP server when telling client from server (an address, a port, or address\:port); repeatable. Needed only when a capture starts mid-connection on unusual ports]:ADDR|PORT:_default' \
+'--color=[When to colour the terminal report and show a progress bar]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
+always\:""
+never\:""))' \
+'--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
+pcap\:"A packet capture (pcap or pcapng)"
+har\:"A HAR file"
+log\:"A JSON Lines access log"))' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
+'--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
+'--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
+'--all-events[Show every event in the timeline instead of condensed runs]' \
+'--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+'::kind -- A finding kind, e.g. cross_namespace_replay:_default' \
+&& ret=0
+;;
+(generate)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+':what -- `man`, or a shell to complete for\: bash, zsh, fish, elvish, powershell:_default' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_mcp-forensics__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:mcp-forensics-help-command-$line[1]:"
+        case $line[1] in
+            (flows)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(http)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(analyze)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(generate)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_mcp-forensics_commands] )) ||
+_mcp-forensics_commands() {
+    local commands; commands=(
+'flows:List the TCP connections of captures with their reassembly health' \
+'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
+'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'explain:Explain a finding kind\: what it means, why it matters, what to change' \
+'generate:Print the man page or shell completions generated from these definitions' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'mcp-forensics commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__analyze_commands] )) ||
+_mcp-forensics__subcmd__analyze_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics analyze commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__explain_commands] )) ||
+_mcp-forensics__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics explain commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__flows_commands] )) ||
+_mcp-forensics__subcmd__flows_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics flows commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__generate_commands] )) ||
+_mcp-forensics__subcmd__generate_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics generate commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help_commands] )) ||
+_mcp-forensics__subcmd__help_commands() {
+    local commands; commands=(
+'flows:List the TCP connections of captures with their reassembly health' \
+'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
+'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'explain:Explain a finding kind\: what it means, why it matters, what to change' \
+'generate:Print the man page or shell completions generated from these definitions' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'mcp-forensics help commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__analyze_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__analyze_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help analyze commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__explain_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help explain commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__flows_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__flows_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help flows commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__generate_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__generate_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help generate commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__help_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help help commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__http_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__http_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help http commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__http_commands] )) ||
+_mcp-forensics__subcmd__http_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics http commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_mcp-forensics" ]; then
+    _mcp-forensics "$@"
+else
+    compdef _mcp-forensics mcp-forensics
+fi

@@ -1,0 +1,187 @@
+//! The man page and shell completions, generated from the clap definitions (one definition per
+//! flag feeds `--help`, the page and the completions) with hand-written sections spliced in; the
+//! FINDINGS section comes from the same registry as `mcp-forensics explain`.
+//!
+//! `mcp-forensics generate man` prints the page; a test fails when the committed
+//! `man/mcp-forensics.1` differs from it.
+
+use clap::CommandFactory;
+use roff::{Roff, bold, italic, roman};
+
+use crate::cli::Cli;
+use crate::detect::KINDS;
+
+fn section(title: &str) -> Roff {
+    let mut r = Roff::new();
+    r.control("SH", [title]);
+    r
+}
+
+fn paragraph(r: &mut Roff, text: &str) {
+    r.control("PP", []);
+    r.text([roman(text)]);
+}
+
+fn example(r: &mut Roff, what: &str, command: &str) {
+    r.control("PP", []);
+    r.text([roman(what)]);
+    r.control("IP", ["", "4"]);
+    r.text([bold(command)]);
+}
+
+/// The whole page, in roff.
+pub fn render() -> String {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone())
+        .date("")
+        .source(format!("mcp-forensics {}", env!("CARGO_PKG_VERSION")))
+        .manual("mcp-forensics manual");
+    let mut out: Vec<u8> = Vec::new();
+    // The renders write to a Vec, which cannot fail.
+    let _ = man.render_title(&mut out);
+    let _ = man.render_name_section(&mut out);
+    let _ = man.render_synopsis_section(&mut out);
+
+    let mut d = section("DESCRIPTION");
+    d.text([roman(
+        "mcp-forensics analyzes captured Model Context Protocol (MCP) traffic after an incident. It reads pcap and pcapng captures (plain or gzip-compressed), HAR files and JSON access logs; reassembles TCP and HTTP/1.1; parses Server-Sent Events and JSON-RPC; rebuilds MCP sessions over Streamable HTTP and the legacy HTTP+SSE transport; labels every SSE event with the event-ID namespace (the stream) that minted it; and reports what went wrong, in order, with the frames that prove it.",
+    )]);
+    paragraph(
+        &mut d,
+        "Its central check is the validity of Last-Event-ID resumption: a resume is only sound when the ID is resolved in the namespace that minted it. After a client falls back from streamable POST responses to a GET event stream, servers with per-transport counters can replay the wrong stream without any error. The analyzer reports the fallback, the unsafe resumption, the cross-namespace replay, the duplicate response it causes, the events it skipped and the request left waiting, linked cause to consequence.",
+    );
+    let _ = d.to_writer(&mut out);
+
+    let mut c = section("COMMANDS");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        c.control("TP", []);
+        c.text([bold(format!("mcp-forensics {}", sub.get_name()))]);
+        c.text([roman(
+            sub.get_about().map(|a| a.to_string()).unwrap_or_default(),
+        )]);
+    }
+    let _ = c.to_writer(&mut out);
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let mut h = section(&format!("{} OPTIONS", sub.get_name().to_uppercase()));
+        h.text([roman(
+            sub.get_long_about()
+                .or(sub.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+        )]);
+        let _ = h.to_writer(&mut out);
+        let sub_man = clap_mangen::Man::new(sub.clone());
+        let mut opts: Vec<u8> = Vec::new();
+        let _ = sub_man.render_options_section(&mut opts);
+        // Drop the generic heading clap_mangen writes; ours names the command.
+        let text = String::from_utf8_lossy(&opts).replacen(".SH OPTIONS\n", "", 1);
+        out.extend_from_slice(text.as_bytes());
+    }
+
+    let mut e = section("EXAMPLES");
+    example(
+        &mut e,
+        "Capture an MCP server's traffic on port 8080, every byte of every packet:",
+        "tcpdump -i any -U -s 0 -w mcp.pcap 'tcp port 8080'",
+    );
+    example(
+        &mut e,
+        "Print the incident timeline:",
+        "mcp-forensics analyze mcp.pcap",
+    );
+    example(
+        &mut e,
+        "Analyze while capturing:",
+        "tcpdump -i lo -U -s 0 -w - 'tcp port 3000' | mcp-forensics analyze -",
+    );
+    example(
+        &mut e,
+        "The capture of a proxy's client leg together with its access log and the server leg:",
+        "mcp-forensics analyze client-leg.pcap access.jsonl server-leg.pcap",
+    );
+    example(
+        &mut e,
+        "Critical findings as JSON, with jq:",
+        "mcp-forensics analyze --format json mcp.pcap | jq '.findings[] | select(.severity == \"critical\")'",
+    );
+    example(
+        &mut e,
+        "Fail a CI job on any finding of medium severity or above:",
+        "mcp-forensics analyze --fail-on medium --format ndjson mcp.pcap > report.ndjson",
+    );
+    example(
+        &mut e,
+        "What a finding means:",
+        "mcp-forensics explain cross_namespace_replay",
+    );
+    let _ = e.to_writer(&mut out);
+
+    let mut x = section("EXIT STATUS");
+    for (code, meaning) in [
+        ("0", "No finding at or above --fail-on (default high)."),
+        ("1", "At least one finding at or above --fail-on."),
+        (
+            "2",
+            "An input could not be analysed: missing, unreadable, not a capture, HAR or log, or no MCP session in it.",
+        ),
+    ] {
+        x.control("TP", []);
+        x.text([bold(code)]);
+        x.text([roman(meaning)]);
+    }
+    let _ = x.to_writer(&mut out);
+
+    let mut f = section("FINDINGS");
+    f.text([roman(
+        "Each finding has a kind, a severity, the session, a time, the frames and exchanges it rests on, kind-specific evidence, and caused_by links to the findings that explain it.",
+    )]);
+    for k in KINDS {
+        f.control("TP", []);
+        f.text([
+            bold(k.kind),
+            roman(" ("),
+            italic(k.severity.name()),
+            roman(")"),
+        ]);
+        f.text([roman(format!(
+            "Raised when {}. {} {} {}",
+            k.when, k.meaning, k.why, k.fix
+        ))]);
+    }
+    let _ = f.to_writer(&mut out);
+
+    let mut fm = section("FILES AND FORMATS");
+    for (name, what) in [
+        (
+            "Captures",
+            "pcap (either byte order, microsecond or nanosecond), pcapng (several sections and interfaces, enhanced, simple and obsolete packet blocks), optionally gzip-compressed, detected by content. Link types: Ethernet with stacked VLAN tags, Linux cooked v1 and v2, raw IPv4 and IPv6, BSD and Linux loopback.",
+        ),
+        (
+            "HAR",
+            "HAR 1.2 from browsers and proxies (mitmproxy); text/event-stream bodies are parsed into events with estimated times, or taken from _eventSourceMessages when present. Missing headers or bodies are unknown, never absent.",
+        ),
+        (
+            "Access logs",
+            "JSON Lines from nginx (log_format escape=json), Envoy (json_format) and Caddy, recognised by their keys; --log-map names the fields of any other. Findings that need events are reported as not determinable.",
+        ),
+        (
+            "JSON report",
+            "--format json prints one document with schema_version 1, described in docs/report-format.md and docs/report.schema.json in the source repository; --format ndjson prints one record per line.",
+        ),
+    ] {
+        fm.control("TP", []);
+        fm.text([bold(name)]);
+        fm.text([roman(what)]);
+    }
+    let _ = fm.to_writer(&mut out);
+    let _ = man.render_version_section(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Completions for a shell (`bash`, `zsh`, `fish`, `elvish`, `powershell`).
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut cmd = Cli::command();
+    let mut out: Vec<u8> = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "mcp-forensics", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}

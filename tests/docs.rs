@@ -1,0 +1,130 @@
+//! The documentation stays true: the committed man page and completions are what the code
+//! generates, and every `mcp-forensics` command shown in README.md runs.
+
+use assert_cmd::Command;
+
+fn generated(what: &str) -> String {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .args(["generate", what])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn committed_man_page_is_generated_from_the_code() {
+    let committed = std::fs::read_to_string("man/mcp-forensics.1").unwrap();
+    assert!(
+        committed == generated("man"),
+        "man/mcp-forensics.1 is stale: run `cargo run -- generate man > man/mcp-forensics.1`"
+    );
+    // Every finding kind is documented in it.
+    for k in mcp_forensics::detect::KINDS {
+        assert!(
+            committed.contains(k.kind),
+            "{} missing from the man page",
+            k.kind
+        );
+    }
+}
+
+#[test]
+fn committed_completions_are_generated_from_the_code() {
+    for shell in ["bash", "zsh", "fish"] {
+        let path = format!("completions/mcp-forensics.{shell}");
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            committed == generated(shell),
+            "{path} is stale: run `cargo run -- generate {shell} > {path}`"
+        );
+        assert!(committed.contains("analyze") && committed.contains("fail-on"));
+    }
+}
+
+/// Splits a shell command line with single and double quotes (enough for the README).
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[test]
+fn every_readme_command_runs() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let mut in_block = false;
+    let mut ran = 0;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_block = line.starts_with("```sh") && !in_block;
+            if !line.starts_with("```sh") {
+                in_block = false;
+            }
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        let line = line.split(" #").next().unwrap_or("").trim();
+        let line = line.strip_prefix("$ ").unwrap_or(line);
+        // `cargo run --release -- ARGS` is the same binary.
+        let args = if let Some(rest) = line.strip_prefix("cargo run --release -- ") {
+            words(rest)
+        } else if let Some(rest) = line.strip_prefix("mcp-forensics ") {
+            words(rest)
+        } else {
+            continue;
+        };
+        // Pipelines from tcpdump and into jq need those tools; the command itself is run.
+        let args: Vec<String> = args
+            .into_iter()
+            .take_while(|a| a != "|" && a != ">")
+            .collect();
+        if args
+            .iter()
+            .any(|a| a == "-" || a.contains("trace.pcap") || a.contains("mcp.pcap"))
+        {
+            continue;
+        }
+        let out = Command::cargo_bin("mcp-forensics")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        let code = out.status.code().unwrap_or(-1);
+        assert!(
+            code == 0 || code == 1,
+            "README command `{line}` exited {code}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !out.stdout.is_empty(),
+            "README command `{line}` printed nothing"
+        );
+        ran += 1;
+    }
+    assert!(ran >= 3, "only {ran} README commands found");
+}
