@@ -99,7 +99,9 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
         .map(report::flows::FlowRow::from_summary)
         .collect();
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
+    // pretty-printed report.
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &reports, &stats)?,
         Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
@@ -240,7 +242,9 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     let exchanges = collector.into_exchanges();
     let redactor = report::redact::Redactor::new(!args.show_secrets);
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
+    // pretty-printed report.
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
         Format::Json => report::http::write_json(
             &mut out, &exchanges, &anomalies, &fed.reports, &stats, &redactor,
@@ -359,7 +363,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     let redactor = report::redact::Redactor::new(!args.show_secrets);
     let fail_on = args.fail_on.severity();
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
+    // pretty-printed report.
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
         ReportFormat::Json => report::analyze::write_json(&mut out, &rep, &sel, &redactor)?,
         ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &rep, &sel, &redactor)?,
@@ -381,12 +387,17 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Error);
     }
     let failing = rep.counted_findings(&sel).any(|f| f.severity.at_least(fail_on));
+    // The process ends here: freeing every record of a large analysis one by one would only
+    // cost time.
+    std::mem::forget(rep);
     Ok(if failing { Exit::Findings } else { Exit::Clean })
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
+    // pretty-printed report.
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.kind {
         None => {
             for k in crate::detect::KINDS {
@@ -421,7 +432,9 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
         }
     };
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
+    // pretty-printed report.
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Exit::Clean)

@@ -113,8 +113,8 @@ pub struct McpDetails {
     pub protocol_version: Option<String>,
     /// `initialize`: clientInfo / serverInfo as `name version`.
     pub peer_info: Option<String>,
-    /// A response's `result`, as JSON text, possibly cut.
-    pub result: Option<String>,
+    /// A hash of a response's `result` text (to tell the same result delivered twice).
+    pub result_hash: Option<u64>,
     /// `result.isError` of a `tools/call` result.
     pub tool_error: bool,
     /// `notifications/cancelled`: the request it cancels.
@@ -302,51 +302,118 @@ fn cut(text: &str, mcp: &mut McpDetails) -> String {
     text[..end].to_string()
 }
 
-fn json_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
+/// The fields of `params` (and of its `_meta`) the analysis reads, borrowed from the payload:
+/// everything else is skipped without being built.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Params<'a> {
+    #[serde(borrow, rename = "_meta")]
+    meta: Option<Meta<'a>>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, rename = "idempotencyKey")]
+    idempotency_key: Option<&'a RawValue>,
+    #[serde(borrow, rename = "progressToken")]
+    progress_token: Option<&'a RawValue>,
+    #[serde(borrow)]
+    progress: Option<&'a RawValue>,
+    #[serde(borrow)]
+    total: Option<&'a RawValue>,
+    #[serde(borrow, rename = "requestId")]
+    request_id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "protocolVersion")]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(borrow, rename = "clientInfo")]
+    client_info: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Meta<'a> {
+    #[serde(borrow, rename = "progressToken")]
+    progress_token: Option<&'a RawValue>,
+    #[serde(borrow, rename = "idempotencyKey")]
+    idempotency_key: Option<&'a RawValue>,
+}
+
+/// The fields of `result` the analysis reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ResultFields<'a> {
+    #[serde(borrow, rename = "protocolVersion")]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(borrow, rename = "serverInfo")]
+    server_info: Option<&'a RawValue>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct PeerInfo<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+/// A raw JSON value as text: strings unquoted, anything else as written.
+fn raw_text(v: &RawValue) -> String {
+    let t = v.get();
+    if t.starts_with('"') {
+        serde_json::from_str::<String>(t).unwrap_or_else(|_| t.to_string())
+    } else {
+        t.to_string()
     }
 }
 
+fn peer_info_raw(v: &RawValue) -> Option<String> {
+    let p: PeerInfo<'_> = serde_json::from_str(v.get()).ok()?;
+    let name = p.name.map(|n| n.into_owned()).unwrap_or_default();
+    Some(match p.version {
+        Some(ver) => format!("{name} {ver}"),
+        None => name,
+    })
+}
+
 fn extract_params(method: &str, params: &str, mcp: &mut McpDetails) {
-    let Ok(serde_json::Value::Object(p)) = serde_json::from_str::<serde_json::Value>(params) else {
+    let Ok(p) = serde_json::from_str::<Params<'_>>(params) else {
         return;
     };
-    let meta = p.get("_meta").and_then(|m| m.as_object());
-    if let Some(token) = meta.and_then(|m| m.get("progressToken")) {
-        mcp.progress_token = Some(token.to_string());
+    if let Some(token) = p.meta.as_ref().and_then(|m| m.progress_token) {
+        mcp.progress_token = Some(token.get().to_string());
     }
     match method {
         "tools/call" => {
-            mcp.tool = p.get("name").map(json_text);
-            if let Some(args) = p.get("arguments") {
+            mcp.tool = p.name.map(raw_text);
+            if let Some(args) = p.arguments
+                && let Ok(v) = serde_json::from_str::<serde_json::Value>(args.get())
+            {
                 // Keys sorted at every level: the same call re-sent compares equal whatever its
                 // key order.
-                mcp.arguments = Some(cut(&canonical(args).to_string(), mcp));
+                mcp.arguments = Some(cut(&canonical(&v).to_string(), mcp));
             }
-            mcp.idempotency_key = meta
-                .and_then(|m| m.get("idempotencyKey"))
-                .or_else(|| p.get("idempotencyKey"))
-                .map(json_text);
+            mcp.idempotency_key = p
+                .meta
+                .as_ref()
+                .and_then(|m| m.idempotency_key)
+                .or(p.idempotency_key)
+                .map(raw_text);
         }
         "notifications/progress" => {
-            mcp.progress_token = p.get("progressToken").map(|t| t.to_string());
-            mcp.progress = p.get("progress").map(|v| v.to_string());
-            mcp.total = p.get("total").map(|v| v.to_string());
+            mcp.progress_token = p.progress_token.map(|t| t.get().to_string());
+            mcp.progress = p.progress.map(|v| v.get().to_string());
+            mcp.total = p.total.map(|v| v.get().to_string());
         }
         "notifications/cancelled" => {
-            if let Some(raw) = p.get("requestId") {
-                mcp.cancels = match raw {
-                    serde_json::Value::String(s) => Some(RequestId::String(s.clone())),
-                    serde_json::Value::Number(n) => Some(RequestId::Number(n.to_string())),
-                    _ => None,
-                };
-            }
+            mcp.cancels = p
+                .request_id
+                .and_then(|raw| RequestId::from_raw(raw).ok().flatten());
         }
         "initialize" => {
-            mcp.protocol_version = p.get("protocolVersion").map(json_text);
-            mcp.peer_info = p.get("clientInfo").map(peer_info);
+            mcp.protocol_version = p.protocol_version.map(raw_text);
+            mcp.peer_info = p.client_info.and_then(peer_info_raw);
         }
         _ => {}
     }
@@ -369,26 +436,17 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-fn peer_info(v: &serde_json::Value) -> String {
-    let name = v.get("name").map(json_text).unwrap_or_default();
-    match v.get("version").map(json_text) {
-        Some(ver) => format!("{name} {ver}"),
-        None => name,
-    }
-}
-
 fn extract_result(result: &str, mcp: &mut McpDetails) {
-    mcp.result = Some(cut(result, mcp));
-    let Ok(serde_json::Value::Object(r)) = serde_json::from_str::<serde_json::Value>(result) else {
+    // A hash is enough to tell the same result delivered twice; the text is not kept.
+    let mut h = rustc_hash::FxHasher::default();
+    std::hash::Hasher::write(&mut h, result.as_bytes());
+    mcp.result_hash = Some(std::hash::Hasher::finish(&h));
+    let Ok(r) = serde_json::from_str::<ResultFields<'_>>(result) else {
         return;
     };
-    if let Some(v) = r.get("protocolVersion") {
-        mcp.protocol_version = Some(json_text(v));
-    }
-    if let Some(info) = r.get("serverInfo") {
-        mcp.peer_info = Some(peer_info(info));
-    }
-    mcp.tool_error = r.get("isError").and_then(|v| v.as_bool()).unwrap_or(false);
+    mcp.protocol_version = r.protocol_version.map(raw_text);
+    mcp.peer_info = r.server_info.and_then(peer_info_raw);
+    mcp.tool_error = r.is_error.unwrap_or(false);
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@
 //! the loss is certain: the receiver acknowledged past the hole, the buffer limit was reached, or
 //! the connection ended.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
 
 use super::decode::TcpSegment;
@@ -382,7 +384,7 @@ impl Reassembler {
     pub fn new(limits: Limits) -> Self {
         Reassembler {
             limits,
-            table: HashMap::new(),
+            table: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,

@@ -29,12 +29,23 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let Some(observed) = resume.continues else {
             continue;
         };
+        let minted_by = s.streams[observed]
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+            .map(|e| e.namespace)
+            .unwrap_or(Namespace::Stream(observed));
         let foreign: Vec<(usize, usize)> = r
             .events
             .iter()
             .enumerate()
             .filter_map(|(i, e)| match e.namespace {
-                Namespace::Stream(ns) if ns != observed && ns != r.idx => Some((i, ns)),
+                Namespace::Stream(ns)
+                    if ns != observed && ns != r.idx && Namespace::Stream(ns) != minted_by =>
+                {
+                    Some((i, ns))
+                }
                 _ => None,
             })
             .collect();

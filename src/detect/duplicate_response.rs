@@ -60,7 +60,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                 }
                 let same_payload = match (first_ev, dup_ev) {
                     (Some(a), Some(b)) => a.data_hash == b.data_hash,
-                    _ => first.message.mcp.result == dup.message.mcp.result,
+                    _ => first.message.mcp.result_hash == dup.message.mcp.result_hash,
                 };
                 let cause = f.find(
                     s.idx,

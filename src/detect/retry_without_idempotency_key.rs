@@ -34,12 +34,17 @@ pub fn detect(sessions: &[Session], f: &mut Findings) {
         }
         let later = &sessions[*s2];
         let t2 = later.streams[*st2].opened;
-        let earlier = calls[..i].iter().find(|(s1, _, m1)| {
+        let earlier = calls[..i].iter().find(|(s1, st1, m1)| {
             let a = &sessions[*s1];
             m1.mcp.tool == m2.mcp.tool
                 && m1.mcp.arguments == m2.mcp.arguments
                 && a.server == later.server
                 && a.client_ip == later.client_ip
+                && m1.id.as_ref().is_none_or(|id| {
+                    !crate::mcp::answers(a, id)
+                        .iter()
+                        .any(|ans| ans.mark < t2 && ans.mark >= a.streams[*st1].opened)
+                })
         });
         let Some((s1, st1, m1)) = earlier else {
             continue;

@@ -26,8 +26,14 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let Some(fb) = s.fallback_before(r.opened) else {
             continue;
         };
-        let echoed = r.transport_mode_sent.is_some()
-            && r.transport_mode_sent.as_deref() == s.transport_mode_header.as_deref();
+        let observed_mode = r
+            .resume
+            .as_ref()
+            .and_then(|x| x.continues)
+            .and_then(|c| s.streams[c].transport_mode.as_deref())
+            .or(s.transport_mode_header.as_deref());
+        let echoed =
+            r.transport_mode_sent.is_some() && r.transport_mode_sent.as_deref() == observed_mode;
         if echoed {
             continue;
         }

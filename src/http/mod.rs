@@ -11,7 +11,7 @@ pub mod conn;
 pub mod exchange;
 pub mod sse;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
 
 use serde::Serialize;
@@ -258,7 +258,7 @@ pub struct Stage<S: HttpSink> {
 impl<S: HttpSink> Stage<S> {
     pub fn new(sink: S) -> Self {
         Stage {
-            connections: HashMap::new(),
+            connections: HashMap::default(),
             sink,
             stats: HttpStats::default(),
         }

@@ -2,7 +2,7 @@
 //! mid-session fallbacks, which stream each resume continues, and the namespace that minted every
 //! event.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::ids;
 use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
@@ -49,7 +49,9 @@ pub fn fill_initialize(s: &mut Session) {
 }
 
 /// Matching key of an exchange seen by two sources.
-fn match_key(st: &super::model::Stream) -> (String, String, Option<String>, Option<String>, Option<u16>) {
+fn match_key(
+    st: &super::model::Stream,
+) -> (String, String, Option<String>, Option<String>, Option<u16>) {
     (
         st.method.to_ascii_uppercase(),
         st.target.split('?').next().unwrap_or("").to_string(),
@@ -66,7 +68,7 @@ fn match_key(st: &super::model::Stream) -> (String, String, Option<String>, Opti
 pub fn merge_sources(sessions: &mut Vec<Session>) {
     use crate::ingest::is_synthetic;
     let from_logs = |s: &Session| s.streams.iter().all(|st| is_synthetic(st.exchange.conn));
-    let mut absorbed: HashSet<usize> = HashSet::new();
+    let mut absorbed: HashSet<usize> = HashSet::default();
     for a in 0..sessions.len() {
         if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
             continue;
@@ -100,7 +102,7 @@ pub fn merge_sources(sessions: &mut Vec<Session>) {
         diffs.sort_unstable();
         let offset = diffs[diffs.len() / 2];
         let tolerance = 2 * crate::model::Timestamp::NANOS_PER_SEC;
-        let mut used: HashSet<usize> = HashSet::new();
+        let mut used: HashSet<usize> = HashSet::default();
         let mut matched = 0;
         let mut extra = Vec::new();
         let streams = std::mem::take(&mut sessions[a].streams);
@@ -183,7 +185,7 @@ fn shift(st: &mut super::model::Stream, offset: i64) {
 /// The same session ID observed at two endpoints (both legs of a proxy, or a client-side and a
 /// server-side capture) is two observations of one session: tie them, never merge them.
 pub fn link_observations(sessions: &mut [Session]) {
-    let mut by_id: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut by_id: HashMap<String, Vec<usize>> = HashMap::default();
     for s in sessions.iter() {
         if let Some(id) = &s.session_id {
             by_id.entry(id.clone()).or_default().push(s.idx);
@@ -217,8 +219,8 @@ pub fn analyse(s: &mut Session) {
         }
     }
     note_what_inputs_lack(s);
-    detect_fallbacks(s);
     resolve_resumes(s);
+    detect_fallbacks(s);
     attribute(s);
 }
 
@@ -251,7 +253,8 @@ fn note_what_inputs_lack(s: &mut Session) {
         .count();
     if resumes_without_header > 0 || s.streams.iter().any(|st| !st.session_header_known) {
         let why = "the input did not record the responses' Mcp-Session-Id".to_string();
-        s.not_determinable.push(("session_not_reaffirmed", why.clone()));
+        s.not_determinable
+            .push(("session_not_reaffirmed", why.clone()));
         s.not_determinable.push(("session_id_changed", why));
     }
 }
@@ -302,6 +305,12 @@ fn detect_fallbacks(s: &mut Session) {
                     && !used.contains(&p.idx)
                     && (p.requests().next().is_some() || p.body_unknown)
                     && p.abandoned_by_client()
+                    && !s.streams.iter().any(|r| {
+                        r.opened <= get.opened
+                            && r.resume
+                                .as_ref()
+                                .is_some_and(|x| x.continues == Some(p.idx))
+                    })
                     && p.ended
                         .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
             })
@@ -409,12 +418,12 @@ fn attribute(s: &mut Session) {
         })
         .collect();
     order.sort();
-    let mut token_owner: HashMap<String, StreamIdx> = HashMap::new();
-    let mut first_seen: HashMap<(String, u64), Namespace> = HashMap::new();
+    let mut token_owner: HashMap<String, StreamIdx> = HashMap::default();
+    let mut first_seen: HashMap<(String, u64), Namespace> = HashMap::default();
     // Where each request's messages were last being delivered (its POST stream until then).
-    let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::new();
-    let mut progress_owner: HashMap<String, RequestId> = HashMap::new();
-    let mut last_integer: HashMap<StreamIdx, u64> = HashMap::new();
+    let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::default();
+    let mut progress_owner: HashMap<String, RequestId> = HashMap::default();
+    let mut last_integer: HashMap<StreamIdx, u64> = HashMap::default();
     for st in &s.streams {
         for m in st.requests() {
             if let Some(id) = &m.id {

@@ -9,7 +9,7 @@ pub mod analysis;
 pub mod ids;
 pub mod model;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
@@ -77,7 +77,7 @@ pub struct Builder {
     /// Endpoints of open connections.
     endpoints: HashMap<u64, (SocketAddr, SocketAddr)>,
     /// Exchanges whose request was seen and is not MCP: their responses are not orphans.
-    not_mcp: std::collections::HashSet<ExchangeId>,
+    not_mcp: rustc_hash::FxHashSet<ExchangeId>,
     /// The session a client last used at a server, for exchanges that name none.
     last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
     /// What each non-capture input could record (HAR files, access logs).
@@ -92,7 +92,7 @@ fn event_stream_accepted(h: &Headers) -> bool {
 }
 
 fn hash_data(data: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = rustc_hash::FxHasher::default();
     data.hash(&mut h);
     h.finish()
 }
@@ -298,7 +298,10 @@ impl Builder {
         let speaks_mcp = stream.session_id_received.is_some()
             || stream.event_stream
             || !stream.events.is_empty()
-            || stream.response_messages.iter().any(|m| m.kind != Kind::Malformed);
+            || stream
+                .response_messages
+                .iter()
+                .any(|m| m.kind != Kind::Malformed);
         if !speaks_mcp {
             return;
         }
