@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use crate::capture::tcp::{ConnSummary, TcpEvent};
 use crate::capture::{self, CaptureInput, CaptureStage, OpenError};
-use crate::cli::{GenerateArgs, AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, HttpArgs, ReportFormat};
+use crate::cli::{
+    AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, GenerateArgs, HttpArgs,
+    ReportFormat,
+};
 use crate::http;
 use crate::report;
 
@@ -138,15 +141,14 @@ fn open_inputs(
         failed: false,
     };
     for (i, path) in files.iter().enumerate() {
-        let format = ingest::resolve(path, choice.into(), opened.log_map.is_some()).and_then(|f| {
-            match f {
+        let format =
+            ingest::resolve(path, choice.into(), opened.log_map.is_some()).and_then(|f| match f {
                 SourceFormat::Capture => capture::open_capture(path, i as u32).map(|c| {
                     opened.captures.push(c);
                     f
                 }),
                 _ => Ok(f),
-            }
-        });
+            });
         match format {
             Ok(SourceFormat::Capture) => {}
             Ok(f) => opened.others.push((i as u32, path.clone(), f)),
@@ -180,7 +182,11 @@ fn feed<S: http::HttpSink>(
         let bar = crate::progress::Progress::start(
             progress,
             total,
-            inputs.captures.iter().map(|i| i.bytes_read.clone()).collect(),
+            inputs
+                .captures
+                .iter()
+                .map(|i| i.bytes_read.clone())
+                .collect(),
             stage.frames.clone(),
         );
         capture::run(&mut inputs.captures, stage, pipeline);
@@ -232,7 +238,12 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     }
     let mut stage = CaptureStage::new(args.capture.limits(), args.files.len());
     let mut pipeline = Pipeline::new(http::exchange::Collector::default());
-    let fed = feed(inputs, &mut stage, &mut pipeline, use_color(ColorChoice::Auto, &io::stderr()));
+    let fed = feed(
+        inputs,
+        &mut stage,
+        &mut pipeline,
+        use_color(ColorChoice::Auto, &io::stderr()),
+    );
     if fed.reports.is_empty() {
         return Ok(Exit::Error);
     }
@@ -247,7 +258,12 @@ fn http_view(args: HttpArgs) -> anyhow::Result<Exit> {
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
         Format::Json => report::http::write_json(
-            &mut out, &exchanges, &anomalies, &fed.reports, &stats, &redactor,
+            &mut out,
+            &exchanges,
+            &anomalies,
+            &fed.reports,
+            &stats,
+            &redactor,
         )?,
         Format::Table => {
             report::http::write_table(&mut out, &exchanges, &fed.reports, &stats, &redactor)?
@@ -301,12 +317,19 @@ fn use_color(choice: ColorChoice, stream: &impl std::io::IsTerminal) -> bool {
     }
 }
 
-fn parse_time(flag: &str, value: &Option<String>) -> anyhow::Result<Option<crate::model::Timestamp>> {
+fn parse_time(
+    flag: &str,
+    value: &Option<String>,
+) -> anyhow::Result<Option<crate::model::Timestamp>> {
     match value {
         None => Ok(None),
         Some(v) => crate::model::Timestamp::parse_rfc3339(v)
             .map(Some)
-            .ok_or_else(|| anyhow::anyhow!("{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z")),
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z"
+                )
+            }),
     }
 }
 
@@ -315,43 +338,14 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     let until = parse_time("--until", &args.until)?;
     let mut servers = Vec::new();
     for s in &args.server {
-        servers.push(
-            crate::capture::tcp::ServerSpec::parse(s)
-                .ok_or_else(|| anyhow::anyhow!("--server {s:?}: expected a port, an address or address:port"))?,
-        );
+        servers.push(crate::capture::tcp::ServerSpec::parse(s).ok_or_else(|| {
+            anyhow::anyhow!("--server {s:?}: expected a port, an address or address:port")
+        })?);
     }
     let inputs = open_inputs(&args.files, args.input_format, &args.log_map)?;
     if inputs.captures.is_empty() && inputs.others.is_empty() {
         return Ok(Exit::Error);
     }
-    let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
-    let mut pipeline = Pipeline::new(crate::mcp::Builder::new());
-    let fed = feed(inputs, &mut stage, &mut pipeline, use_color(args.color, &io::stderr()));
-    let failed = fed.failed;
-    let reports = fed.reports;
-    for (input, caps) in fed.capabilities {
-        pipeline.http.sink.set_capabilities(input, caps);
-    }
-    let http_stats = pipeline.http.stats.clone();
-    let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
-    let findings = crate::detect::run(&sessions);
-    let verdicts = sessions
-        .iter()
-        .map(|s| crate::detect::verdict::resumption(s, &findings))
-        .collect();
-    let rep = report::analyze::Report {
-        inputs: reports,
-        sessions,
-        findings,
-        verdicts,
-        http: http_stats,
-        mcp: mcp_stats,
-        anomalies,
-        connections: pipeline.connections,
-        gap_bytes: pipeline.gap_bytes,
-        connections_with_gaps: pipeline.connections_with_gaps,
-        limits: Vec::new(),
-    };
     let sel = report::analyze::Selection {
         sessions: (!args.session.is_empty()).then(|| args.session.clone()),
         since,
@@ -359,6 +353,58 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         min_severity: args.min_severity.map(|s| s.severity()),
         events: args.events,
         all_events: args.all_events,
+    };
+    // Sessions are finalized as they end (detectors run, events dropped) so memory follows the
+    // sessions in progress; a HAR or log must first be matched with the capture of the same
+    // traffic, and --events keeps everything, so those runs finalize at the end.
+    let early = inputs.others.is_empty() && !args.events;
+    let finalizer = std::sync::Arc::new(std::sync::Mutex::new(Finalizer::new(sel.clone())));
+    let callback = {
+        let finalizer = finalizer.clone();
+        Box::new(move |s: &mut crate::mcp::model::Session| {
+            if let Ok(mut f) = finalizer.lock() {
+                f.run(s);
+            }
+        })
+    };
+    let builder = crate::mcp::Builder::new()
+        .with_early_finalize(early)
+        .with_session_callback(callback);
+    let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
+    let mut pipeline = Pipeline::new(builder);
+    let fed = feed(
+        inputs,
+        &mut stage,
+        &mut pipeline,
+        use_color(args.color, &io::stderr()),
+    );
+    let failed = fed.failed;
+    let reports = fed.reports;
+    for (input, caps) in fed.capabilities {
+        pipeline.http.sink.set_capabilities(input, caps);
+    }
+    let http_stats = pipeline.http.stats.clone();
+    let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
+    let fin = std::mem::replace(
+        &mut *finalizer
+            .lock()
+            .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?,
+        Finalizer::new(sel.clone()),
+    );
+    let (findings, verdicts, timelines) = fin.finish(sessions.len());
+    let rep = report::analyze::Report {
+        inputs: reports,
+        sessions,
+        findings,
+        verdicts,
+        timelines,
+        http: http_stats,
+        mcp: mcp_stats,
+        anomalies,
+        connections: pipeline.connections,
+        gap_bytes: pipeline.gap_bytes,
+        connections_with_gaps: pipeline.connections_with_gaps,
+        limits: Vec::new(),
     };
     let redactor = report::redact::Redactor::new(!args.show_secrets);
     let fail_on = args.fail_on.severity();
@@ -371,7 +417,14 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &rep, &sel, &redactor)?,
         ReportFormat::Table => {
             let color = use_color(args.color, &io::stdout());
-            report::analyze::write_human(&mut out, &rep, &sel, &redactor, report::analyze::Style { color }, fail_on)?
+            report::analyze::write_human(
+                &mut out,
+                &rep,
+                &sel,
+                &redactor,
+                report::analyze::Style { color },
+                fail_on,
+            )?
         }
     }
     out.flush()?;
@@ -386,7 +439,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     if failed {
         return Ok(Exit::Error);
     }
-    let failing = rep.counted_findings(&sel).any(|f| f.severity.at_least(fail_on));
+    let failing = rep
+        .counted_findings(&sel)
+        .any(|f| f.severity.at_least(fail_on));
     // The process ends here: freeing every record of a large analysis one by one would only
     // cost time.
     std::mem::forget(rep);
@@ -407,7 +462,10 @@ fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
         Some(kind) => {
             let Some(k) = crate::detect::kind_info(&kind) else {
                 let known: Vec<&str> = crate::detect::KINDS.iter().map(|k| k.kind).collect();
-                anyhow::bail!("unknown finding kind {kind:?}; known kinds: {}", known.join(", "));
+                anyhow::bail!(
+                    "unknown finding kind {kind:?}; known kinds: {}",
+                    known.join(", ")
+                );
             };
             writeln!(out, "{} ({})\n", k.kind, k.severity.name())?;
             writeln!(out, "When: {}\n", k.when)?;
@@ -425,9 +483,11 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
     let text = match args.what.as_str() {
         "man" => crate::manpage::render(),
         shell => {
-            let shell: clap_complete::Shell = shell
-                .parse()
-                .map_err(|_| anyhow::anyhow!("generate {shell:?}: expected man, bash, zsh, fish, elvish or powershell"))?;
+            let shell: clap_complete::Shell = shell.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "generate {shell:?}: expected man, bash, zsh, fish, elvish or powershell"
+                )
+            })?;
             crate::manpage::completions(shell)
         }
     };
@@ -438,4 +498,115 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Exit::Clean)
+}
+
+/// The detector stage behind the MCP stage: runs the detectors on each session as it is
+/// finalized, computes its verdict, builds its timeline when the report will show it, then lets
+/// the session drop its events.
+struct Finalizer {
+    findings: crate::detect::Findings,
+    calls: Vec<crate::detect::retry_without_idempotency_key::ToolCall>,
+    verdicts: Vec<Option<crate::detect::verdict::Verdict>>,
+    timelines: Vec<(usize, Vec<report::timeline::Entry>)>,
+    sel: report::analyze::Selection,
+    timelines_for_any: usize,
+}
+
+/// Sessions whose timeline is kept although nothing was found in them: small captures show
+/// every session; large ones show the sessions with findings.
+const TIMELINES_FOR_ANY_SESSION: usize = 20;
+
+impl Finalizer {
+    fn new(sel: report::analyze::Selection) -> Self {
+        Finalizer {
+            findings: crate::detect::Findings::default(),
+            calls: Vec::new(),
+            verdicts: Vec::new(),
+            timelines: Vec::new(),
+            sel,
+            timelines_for_any: 0,
+        }
+    }
+
+    fn run(&mut self, s: &mut crate::mcp::model::Session) {
+        let first = self.findings.list.len();
+        crate::detect::session(s, &mut self.findings);
+        let verdict = crate::detect::verdict::resumption(s, &self.findings.list);
+        if self.verdicts.len() <= s.idx {
+            self.verdicts.resize(s.idx + 1, None);
+        }
+        self.verdicts[s.idx] = Some(verdict);
+        self.calls
+            .extend(crate::detect::retry_without_idempotency_key::calls(s));
+        let sel = &self.sel;
+        let in_window = |m: crate::model::Mark| {
+            !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
+        };
+        let shown: Vec<(usize, &crate::detect::Finding)> = self.findings.list[first..]
+            .iter()
+            .filter(|f| in_window(f.time))
+            .filter(|f| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
+            .map(|f| (f.handle, f))
+            .collect();
+        let selected = sel.sessions.as_ref().is_some_and(|keys| {
+            keys.iter().any(|k| {
+                k.eq_ignore_ascii_case(&s.label()) || s.session_id.as_deref() == Some(k.as_str())
+            })
+        });
+        let notable = shown
+            .iter()
+            .any(|(_, f)| f.severity.at_least(crate::detect::Severity::Low));
+        if selected || notable || self.timelines_for_any < TIMELINES_FOR_ANY_SESSION {
+            if !selected && !notable {
+                self.timelines_for_any += 1;
+            }
+            let entries: Vec<report::timeline::Entry> =
+                report::timeline::build(s, &shown, sel.all_events)
+                    .into_iter()
+                    .filter(|e| in_window(e.time))
+                    .collect();
+            self.timelines.push((s.idx, entries));
+        }
+        s.summarize();
+        if !sel.events {
+            s.compact();
+        }
+    }
+
+    /// Cross-session detectors, the final order of findings (finding references in timelines
+    /// follow it), and per-session verdicts and timelines.
+    fn finish(
+        mut self,
+        sessions: usize,
+    ) -> (
+        Vec<crate::detect::Finding>,
+        Vec<crate::detect::verdict::Verdict>,
+        Vec<Vec<report::timeline::Entry>>,
+    ) {
+        let (findings, position) = crate::detect::finish(self.findings, &mut self.calls);
+        let mut timelines: Vec<Vec<report::timeline::Entry>> = vec![Vec::new(); sessions];
+        for (idx, mut entries) in self.timelines {
+            for e in &mut entries {
+                for f in &mut e.findings {
+                    *f = position[*f];
+                }
+            }
+            if let Some(slot) = timelines.get_mut(idx) {
+                *slot = entries;
+            }
+        }
+        let verdicts =
+            (0..sessions)
+                .map(|i| {
+                    self.verdicts.get(i).cloned().flatten().unwrap_or(
+                        crate::detect::verdict::Verdict {
+                            verdict: "unknown",
+                            reason: None,
+                            resumes: 0,
+                        },
+                    )
+                })
+                .collect();
+        (findings, verdicts, timelines)
+    }
 }

@@ -86,12 +86,47 @@ pub struct Message {
     pub id: Option<RequestId>,
     /// `"id": null` was present (error responses to unparseable requests).
     pub null_id: bool,
-    pub method: Option<String>,
+    /// Common MCP method names are shared, not allocated per message.
+    pub method: Option<Cow<'static, str>>,
     pub error_code: Option<i64>,
     pub error_message: Option<String>,
     /// Why the payload is not valid JSON-RPC (for [`Kind::Malformed`]).
     pub malformed: Option<String>,
-    pub mcp: McpDetails,
+    pub mcp: Details,
+}
+
+/// MCP-specific fields of a message, allocated only when it has some: most events carry none,
+/// and an analysis holds every event of the sessions in progress.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details(Option<Box<McpDetails>>);
+
+static NO_DETAILS: McpDetails = McpDetails {
+    progress_token: None,
+    progress: None,
+    total: None,
+    tool: None,
+    arguments: None,
+    idempotency_key: None,
+    protocol_version: None,
+    peer_info: None,
+    result_hash: None,
+    tool_error: false,
+    cancels: None,
+    truncated: false,
+};
+
+impl std::ops::Deref for Details {
+    type Target = McpDetails;
+    fn deref(&self) -> &McpDetails {
+        self.0.as_deref().unwrap_or(&NO_DETAILS)
+    }
+}
+
+impl Details {
+    /// The details, allocated on first write.
+    pub fn make_mut(&mut self) -> &mut McpDetails {
+        self.0.get_or_insert_with(Default::default)
+    }
 }
 
 /// MCP-specific fields, extracted where the method says they exist.
@@ -162,7 +197,7 @@ impl Message {
             error_code: None,
             error_message: None,
             malformed: Some(reason.into()),
-            mcp: McpDetails::default(),
+            mcp: Details::default(),
         }
     }
 
@@ -175,7 +210,7 @@ impl Message {
             .unwrap_or_default();
         match self.kind {
             Kind::Request => format!("{}{id}", self.method.as_deref().unwrap_or("?")),
-            Kind::Notification => self.method.clone().unwrap_or_default(),
+            Kind::Notification => self.method.as_deref().unwrap_or_default().to_string(),
             Kind::Response => format!("response{id}"),
             Kind::Error => format!(
                 "error{id} {}",
@@ -207,6 +242,42 @@ pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
         };
     }
     vec![parse_one(text)]
+}
+
+/// Method names of the MCP specification, shared by every message that uses them.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "notifications/initialized",
+    "notifications/progress",
+    "notifications/message",
+    "notifications/cancelled",
+    "notifications/resources/updated",
+    "notifications/resources/list_changed",
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/roots/list_changed",
+    "tools/call",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/templates/list",
+    "prompts/list",
+    "prompts/get",
+    "ping",
+    "logging/setLevel",
+    "completion/complete",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+];
+
+fn intern_method(m: &str) -> Cow<'static, str> {
+    match KNOWN_METHODS.iter().find(|k| **k == m) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(m.to_string()),
+    }
 }
 
 fn trim_ascii(mut b: &[u8]) -> &[u8] {
@@ -250,11 +321,11 @@ fn parse_one(text: &str) -> Message {
         kind: Kind::Malformed,
         id,
         null_id,
-        method: env.method.as_ref().map(|m| m.to_string()),
+        method: env.method.as_deref().map(intern_method),
         error_code: None,
         error_message: None,
         malformed: None,
-        mcp: McpDetails::default(),
+        mcp: Details::default(),
     };
     if let Some(method) = env.method.as_deref() {
         msg.kind = if msg.id.is_some() {
@@ -377,10 +448,19 @@ fn peer_info_raw(v: &RawValue) -> Option<String> {
     })
 }
 
-fn extract_params(method: &str, params: &str, mcp: &mut McpDetails) {
+fn extract_params(method: &str, params: &str, details: &mut Details) {
     let Ok(p) = serde_json::from_str::<Params<'_>>(params) else {
         return;
     };
+    let wanted = p.meta.as_ref().is_some_and(|m| m.progress_token.is_some())
+        || matches!(
+            method,
+            "tools/call" | "notifications/progress" | "notifications/cancelled" | "initialize"
+        );
+    if !wanted {
+        return;
+    }
+    let mcp = details.make_mut();
     if let Some(token) = p.meta.as_ref().and_then(|m| m.progress_token) {
         mcp.progress_token = Some(token.get().to_string());
     }
@@ -436,7 +516,8 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-fn extract_result(result: &str, mcp: &mut McpDetails) {
+fn extract_result(result: &str, details: &mut Details) {
+    let mcp = details.make_mut();
     // A hash is enough to tell the same result delivered twice; the text is not kept.
     let mut h = rustc_hash::FxHasher::default();
     std::hash::Hasher::write(&mut h, result.as_bytes());

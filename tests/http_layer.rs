@@ -410,7 +410,13 @@ fn string_id(s: &str) -> Option<RequestId> {
 /// (kind, id, method) of messages.
 fn rpc(msgs: &[Message]) -> Vec<(Kind, Option<RequestId>, Option<String>)> {
     msgs.iter()
-        .map(|m| (m.kind, m.id.clone(), m.method.clone()))
+        .map(|m| {
+            (
+                m.kind,
+                m.id.clone(),
+                m.method.as_deref().map(str::to_string),
+            )
+        })
         .collect()
 }
 

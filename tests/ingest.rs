@@ -250,7 +250,7 @@ fn mitmproxy_har_matches_the_truth_recorded_by_client_and_server() {
             let rpc = m.map(|m| {
                 m.id.as_ref()
                     .map(|id| id.to_value().to_string())
-                    .unwrap_or_else(|| m.method.clone().unwrap_or_default())
+                    .unwrap_or_else(|| m.method.as_deref().unwrap_or_default().to_string())
             });
             (key(&e.request.as_ref().unwrap().method, rpc), e)
         })

@@ -54,7 +54,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
         };
         let ids: Vec<String> = foreign
             .iter()
-            .filter_map(|(i, _)| r.events[*i].id.clone())
+            .filter_map(|(i, _)| r.events[*i].id.as_deref().map(str::to_string))
             .collect();
         let mut from_streams: Vec<usize> = foreign.iter().map(|(_, ns)| *ns).collect();
         from_streams.sort_unstable();

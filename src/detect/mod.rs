@@ -154,6 +154,31 @@ impl Findings {
         self.add_with_severity(s, new, None)
     }
 
+    /// Adds a finding whose session is no longer at hand (its streams are not checked for
+    /// damage).
+    pub fn add_compact(&mut self, new: New) -> usize {
+        let handle = self.list.len();
+        let mut frames = new.frames;
+        frames.sort();
+        frames.dedup();
+        self.list.push(Finding {
+            handle,
+            kind: new.kind.kind,
+            severity: new.kind.severity,
+            session: new.session,
+            time: new.time,
+            frames,
+            streams: new.streams,
+            summary: new.summary,
+            evidence: new.evidence,
+            caused_by: new.caused_by,
+            confidence: Confidence::Normal,
+            confidence_note: None,
+            anchor: new.anchor,
+        });
+        handle
+    }
+
     pub fn add_with_severity(
         &mut self,
         s: &Session,
@@ -197,6 +222,12 @@ impl Findings {
         let mut frames = new.frames;
         frames.sort();
         frames.dedup();
+        let mut streams: Vec<StreamIdx> = Vec::with_capacity(new.streams.len());
+        for st in new.streams {
+            if !streams.contains(&st) {
+                streams.push(st);
+            }
+        }
         self.list.push(Finding {
             handle,
             kind: new.kind.kind,
@@ -204,7 +235,7 @@ impl Findings {
             session: new.session,
             time: new.time,
             frames,
-            streams: new.streams,
+            streams,
             summary: new.summary,
             evidence: new.evidence,
             caused_by: new.caused_by,
@@ -233,26 +264,41 @@ impl Findings {
     }
 }
 
-/// Runs every detector on every session, then orders the findings: by time, a cause before its
-/// consequences.
+/// Runs every detector of one session (an analysed one, events still present).
+pub fn session(s: &Session, f: &mut Findings) {
+    capture_gap::detect(s, f);
+    sse_fallback::detect(s, f);
+    unsafe_resumption_after_fallback::detect(s, f);
+    cross_namespace_replay::detect(s, f);
+    event_id_reset::detect(s, f);
+    resume_gap::detect(s, f);
+    session_not_reaffirmed::detect(s, f);
+    session_id_changed::detect(s, f);
+    duplicate_response::detect(s, f);
+    request_id_reused::detect(s, f);
+    skipped_events::detect(s, f);
+    unanswered_request::detect(s, f);
+}
+
+/// Runs the detectors that span sessions, then orders every finding: by time, a cause before
+/// its consequences. Returns them with the position each creation handle got.
+pub fn finish(
+    mut f: Findings,
+    calls: &mut [retry_without_idempotency_key::ToolCall],
+) -> (Vec<Finding>, Vec<usize>) {
+    retry_without_idempotency_key::detect(calls, &mut f);
+    order(f.list)
+}
+
+/// Every detector on every session (for callers that hold all sessions with their events).
 pub fn run(sessions: &[Session]) -> Vec<Finding> {
     let mut f = Findings::default();
+    let mut calls = Vec::new();
     for s in sessions {
-        capture_gap::detect(s, &mut f);
-        sse_fallback::detect(s, &mut f);
-        unsafe_resumption_after_fallback::detect(s, &mut f);
-        cross_namespace_replay::detect(s, &mut f);
-        event_id_reset::detect(s, &mut f);
-        resume_gap::detect(s, &mut f);
-        session_not_reaffirmed::detect(s, &mut f);
-        session_id_changed::detect(s, &mut f);
-        duplicate_response::detect(s, &mut f);
-        request_id_reused::detect(s, &mut f);
-        skipped_events::detect(s, &mut f);
-        unanswered_request::detect(s, &mut f);
+        session(s, &mut f);
+        calls.extend(retry_without_idempotency_key::calls(s));
     }
-    retry_without_idempotency_key::detect(sessions, &mut f);
-    order(f.list)
+    finish(f, &mut calls).0
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.
@@ -269,7 +315,7 @@ fn depth(list: &[Finding], handle: usize, seen: &mut Vec<usize>) -> usize {
         .unwrap_or(0)
 }
 
-fn order(list: Vec<Finding>) -> Vec<Finding> {
+fn order(list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
     let mut keyed: Vec<(Mark, usize, usize)> = list
         .iter()
         .map(|f| (f.time, depth(&list, f.handle, &mut Vec::new()), f.handle))
@@ -290,7 +336,7 @@ fn order(list: Vec<Finding>) -> Vec<Finding> {
             out.push(f);
         }
     }
-    out
+    (out, position)
 }
 
 /// The public ID of the finding at `pos` in the ordered list.

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::{Findings, KindInfo, New, Severity, client_requests};
 use crate::mcp::model::Session;
+use crate::model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
     kind: "retry_without_idempotency_key",
@@ -17,82 +18,110 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["request_ids", "tool"],
 };
 
-pub fn detect(sessions: &[Session], f: &mut Findings) {
-    // (session, stream, tool, arguments, id, key)
-    let mut calls = Vec::new();
-    for s in sessions {
-        for (st, m) in client_requests(s) {
-            if m.method.as_deref() == Some("tools/call") {
-                calls.push((s.idx, st, m));
-            }
-        }
-    }
-    calls.sort_by_key(|(s, st, _)| (sessions[*s].streams[*st].opened, *s, *st));
-    for (i, (s2, st2, m2)) in calls.iter().enumerate() {
-        if m2.mcp.idempotency_key.is_some() {
+/// What is kept of a `tools/call` for this detector after its session is compacted.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    pub session: usize,
+    pub session_label: String,
+    pub server: std::net::SocketAddr,
+    pub client_ip: std::net::IpAddr,
+    pub stream: usize,
+    pub stream_label: String,
+    pub opened: Mark,
+    pub id: Option<crate::jsonrpc::RequestId>,
+    pub tool: Option<String>,
+    pub arguments: Option<String>,
+    pub idempotency_key: bool,
+    /// When answers to it arrived.
+    pub answered: Vec<Mark>,
+    /// Initialize requests of its session.
+    pub initializes: Vec<Mark>,
+}
+
+/// The `tools/call`s of a session, before its events are dropped.
+pub fn calls(s: &Session) -> Vec<ToolCall> {
+    client_requests(s)
+        .into_iter()
+        .filter(|(_, m)| m.method.as_deref() == Some("tools/call"))
+        .map(|(st, m)| ToolCall {
+            session: s.idx,
+            session_label: s.label(),
+            server: s.server,
+            client_ip: s.client_ip,
+            stream: st,
+            stream_label: s.streams[st].label(),
+            opened: s.streams[st].opened,
+            id: m.id.clone(),
+            tool: m.mcp.tool.clone(),
+            arguments: m.mcp.arguments.clone(),
+            idempotency_key: m.mcp.idempotency_key.is_some(),
+            answered: m
+                .id
+                .as_ref()
+                .map(|id| crate::mcp::answers(s, id).iter().map(|a| a.mark).collect())
+                .unwrap_or_default(),
+            initializes: s.initializes.clone(),
+        })
+        .collect()
+}
+
+pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
+    calls.sort_by_key(|c| (c.opened, c.session, c.stream));
+    for i in 0..calls.len() {
+        let c2 = &calls[i];
+        if c2.idempotency_key {
             continue;
         }
-        let later = &sessions[*s2];
-        let t2 = later.streams[*st2].opened;
-        let earlier = calls[..i].iter().find(|(s1, st1, m1)| {
-            let a = &sessions[*s1];
-            m1.mcp.tool == m2.mcp.tool
-                && m1.mcp.arguments == m2.mcp.arguments
-                && a.server == later.server
-                && a.client_ip == later.client_ip
-                && m1.id.as_ref().is_none_or(|id| {
-                    !crate::mcp::answers(a, id)
-                        .iter()
-                        .any(|ans| ans.mark < t2 && ans.mark >= a.streams[*st1].opened)
-                })
+        let t2 = c2.opened;
+        // An earlier identical call whose answer the client did not have by then.
+        let earlier = calls[..i].iter().find(|c1| {
+            c1.tool == c2.tool
+                && c1.arguments == c2.arguments
+                && c1.server == c2.server
+                && c1.client_ip == c2.client_ip
+                && !c1.answered.iter().any(|a| *a < t2 && *a >= c1.opened)
         });
-        let Some((s1, st1, m1)) = earlier else {
-            continue;
-        };
-        let first = &sessions[*s1];
-        let t1 = first.streams[*st1].opened;
+        let Some(c1) = earlier else { continue };
+        let t1 = c1.opened;
         // What made the retry necessary: an unsafe resumption in between, or a new initialize.
         let unsafe_between = f
             .list
             .iter()
-            .filter(|x| x.session == *s1 && x.kind == "unsafe_resumption_after_fallback")
+            .filter(|x| x.session == c1.session && x.kind == "unsafe_resumption_after_fallback")
             .find(|x| x.time > t1 && x.time < t2)
             .map(|x| x.handle);
-        let reinit = if s1 != s2 {
-            later.initializes.iter().any(|m| *m > t1 && *m < t2)
-        } else {
-            later.initializes.iter().any(|m| *m > t1 && *m < t2)
-        };
+        let reinit = c2.initializes.iter().any(|m| *m > t1 && *m < t2);
         if unsafe_between.is_none() && !reinit {
             continue;
         }
-        let ids: Vec<serde_json::Value> = [m1.id.as_ref(), m2.id.as_ref()]
+        let ids: Vec<serde_json::Value> = [c1.id.as_ref(), c2.id.as_ref()]
             .into_iter()
             .flatten()
             .map(|i| i.to_value())
             .collect();
-        let tool = m2.mcp.tool.clone().unwrap_or_default();
-        f.add(
-            later,
-            New {
-                kind: &INFO,
-                session: *s2,
-                time: t2,
-                frames: vec![t1, t2],
-                streams: vec![*st2],
-                summary: format!(
-                    "tools/call \"{tool}\" re-sent{} without an idempotency key",
-                    if unsafe_between.is_some() { " after an unsafe resumption" } else { " after a re-initialize" }
-                ),
-                evidence: json!({
-                    "request_ids": ids,
-                    "tool": tool,
-                    "first": { "session": first.label(), "stream": first.streams[*st1].label(), "time": t1.time.rfc3339(), "frame": t1.frame.frame },
-                    "retry": { "session": later.label(), "stream": later.streams[*st2].label(), "time": t2.time.rfc3339(), "frame": t2.frame.frame },
-                }),
-                caused_by: unsafe_between.into_iter().collect(),
-                anchor: format!("retry:{}:{}", s2, st2),
-            },
-        );
+        let tool = c2.tool.clone().unwrap_or_default();
+        f.add_compact(New {
+            kind: &INFO,
+            session: c2.session,
+            time: t2,
+            frames: vec![t1, t2],
+            streams: vec![c2.stream],
+            summary: format!(
+                "tools/call \"{tool}\" re-sent{} without an idempotency key",
+                if unsafe_between.is_some() {
+                    " after an unsafe resumption"
+                } else {
+                    " after a re-initialize"
+                }
+            ),
+            evidence: json!({
+                "request_ids": ids,
+                "tool": tool,
+                "first": { "session": c1.session_label, "stream": c1.stream_label, "time": t1.time.rfc3339(), "frame": t1.frame.frame },
+                "retry": { "session": c2.session_label, "stream": c2.stream_label, "time": t2.time.rfc3339(), "frame": t2.frame.frame },
+            }),
+            caused_by: unsafe_between.into_iter().collect(),
+            anchor: format!("retry:{}:{}", c2.session, c2.stream),
+        });
     }
 }

@@ -82,7 +82,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
             });
         let what = match (&req.method, &req.mcp.tool) {
             (Some(m), Some(t)) => format!("{m} \"{t}\""),
-            (Some(m), None) => m.clone(),
+            (Some(m), None) => m.to_string(),
             _ => "request".into(),
         };
         let progress = last_progress.map(|(ls, le, _)| {

@@ -437,7 +437,11 @@ fn attribute(s: &mut Session) {
     for (_, si, ei) in order {
         let resume = s.streams[si].resume.clone();
         let ev = &s.streams[si].events[ei];
-        let id = ev.id.clone().filter(|i| !i.is_empty());
+        let id: Option<String> = ev
+            .id
+            .as_deref()
+            .filter(|i| !i.is_empty())
+            .map(str::to_string);
         let (ns, how) = match &resume {
             None => (Namespace::Stream(si), Attribution::Own),
             Some(r) => {

@@ -66,6 +66,9 @@ pub struct McpStats {
     pub non_mcp_ports: Vec<u16>,
 }
 
+/// What the builder calls with each finalized session.
+pub type SessionCallback = Box<dyn FnMut(&mut Session) + Send>;
+
 #[derive(Default)]
 pub struct Builder {
     pub sessions: Vec<Session>,
@@ -82,6 +85,17 @@ pub struct Builder {
     last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
     /// What each non-capture input could record (HAR files, access logs).
     capabilities: HashMap<InputId, crate::ingest::Capabilities>,
+    /// Finalize sessions as they end (deleted, or idle with nothing open) instead of all at the
+    /// end: memory then follows the sessions in progress, not the capture's length.
+    early_finalize: bool,
+    /// Called with each session once it is analysed: the next stage (detectors) runs there and
+    /// may compact the session.
+    on_finalized: Option<SessionCallback>,
+    /// Sessions not finalized yet.
+    active: Vec<SessionIdx>,
+    /// Latest capture time seen, and when idle sessions are next looked for.
+    now: Option<crate::model::Timestamp>,
+    next_idle_check: Option<crate::model::Timestamp>,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }
@@ -122,9 +136,84 @@ fn path_and_query(uri: &str) -> String {
     uri.to_string()
 }
 
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("sessions", &self.sessions.len())
+            .finish()
+    }
+}
+
 impl Builder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Finalizes sessions as soon as they are over (see [`Builder::take_ready`]).
+    pub fn with_early_finalize(mut self, on: bool) -> Self {
+        self.early_finalize = on;
+        self
+    }
+
+    /// Hands each session to `callback` as soon as it is finalized and analysed.
+    pub fn with_session_callback(mut self, callback: SessionCallback) -> Self {
+        self.on_finalized = Some(callback);
+        self
+    }
+
+    fn finalize(&mut self, idx: SessionIdx) {
+        let s = &mut self.sessions[idx];
+        if s.finalized {
+            return;
+        }
+        for st in &mut s.streams {
+            if let Some(caps) = self.capabilities.get(&st.input) {
+                st.session_header_known = caps.knows_response_header("mcp-session-id");
+            }
+        }
+        analysis::fill_initialize(s);
+        analysis::analyse(s);
+        s.finalized = true;
+        self.active.retain(|&a| a != idx);
+        if let Some(cb) = self.on_finalized.as_mut() {
+            cb(&mut self.sessions[idx]);
+        }
+    }
+
+    /// Sessions with nothing open that were deleted, or have been silent this long (capture
+    /// time), are over.
+    const IDLE_NS: i64 = 60 * crate::model::Timestamp::NANOS_PER_SEC;
+
+    fn check_idle(&mut self, now: crate::model::Timestamp) {
+        if !self.early_finalize {
+            return;
+        }
+        self.now = Some(self.now.map_or(now, |n| n.max(now)));
+        let now = self.now.unwrap_or(now);
+        match self.next_idle_check {
+            Some(t) if now < t => return,
+            _ => {}
+        }
+        self.next_idle_check = Some(now.add_nanos(crate::model::Timestamp::NANOS_PER_SEC));
+        let mut open: rustc_hash::FxHashSet<SessionIdx> = rustc_hash::FxHashSet::default();
+        for f in self.open.values() {
+            if let Filing::Session(s, _) = f {
+                open.insert(*s);
+            }
+        }
+        let done: Vec<SessionIdx> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let s = &self.sessions[i];
+                !open.contains(&i)
+                    && (s.deleted.is_some() || now.0.saturating_sub(s.end.time.0) > Self::IDLE_NS)
+            })
+            .collect();
+        for i in done {
+            self.finalize(i);
+        }
     }
 
     /// Says what an input could record, so findings that need what it lacks are reported as not
@@ -145,6 +234,7 @@ impl Builder {
         input: InputId,
     ) -> SessionIdx {
         let idx = self.sessions.len();
+        self.active.push(idx);
         self.sessions.push(Session {
             idx,
             stateless: session_id.is_none() && transport == Transport::StreamableHttp,
@@ -172,6 +262,8 @@ impl Builder {
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
             merged_sources: Vec::new(),
+            counts: model::Counts::default(),
+            finalized: false,
         });
         if let Some(id) = session_id {
             match transport {
@@ -182,6 +274,48 @@ impl Builder {
             }
         }
         idx
+    }
+
+    fn continuation(&mut self, old: SessionIdx, stream: &Stream) -> SessionIdx {
+        let (id, server, path, ip, transport, legacy) = {
+            let o = &self.sessions[old];
+            (
+                o.session_id.clone(),
+                o.server,
+                o.path.clone(),
+                o.client_ip,
+                o.transport,
+                o.legacy_endpoint.clone(),
+            )
+        };
+        let new = self.new_session(
+            id.clone(),
+            server,
+            &path,
+            ip,
+            transport,
+            stream.opened,
+            stream.input,
+        );
+        self.sessions[new].legacy_endpoint = legacy.clone();
+        self.sessions[new].protocol_version = self.sessions[old].protocol_version.clone();
+        self.sessions[new].stateless = self.sessions[old].stateless;
+        for v in self
+            .by_id
+            .values_mut()
+            .chain(self.stateless.values_mut())
+            .chain(self.legacy.values_mut())
+        {
+            if *v == old {
+                *v = new;
+            }
+        }
+        if let Some(id) = id
+            && transport == Transport::StreamableHttp
+        {
+            self.by_id.insert((server, id), new);
+        }
+        new
     }
 
     fn session_for_id(
@@ -207,8 +341,14 @@ impl Builder {
         )
     }
 
-    /// Files a stream under a session; returns its position.
+    /// Files a stream under a session; returns its position. A session already finalized (it
+    /// went idle or was deleted) is continued by a new session record with the same identity.
     fn attach(&mut self, session: SessionIdx, mut stream: Stream) -> usize {
+        let session = if self.sessions[session].finalized {
+            self.continuation(session, &stream)
+        } else {
+            session
+        };
         self.last_session
             .insert((stream.client.ip(), stream.server), session);
         let s = &mut self.sessions[session];
@@ -289,6 +429,7 @@ impl Builder {
             last_retry: None,
             body_unknown: false,
             session_header_known: true,
+            summary: model::EventSummary::default(),
         }
     }
 
@@ -398,6 +539,7 @@ impl Builder {
             last_retry: None,
             body_unknown: r.body.unknown,
             session_header_known: true,
+            summary: model::EventSummary::default(),
         };
         let mut stream = stream;
         if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.open.remove(&r.exchange) {
@@ -544,25 +686,24 @@ impl Builder {
         let messages = jsonrpc::parse_payload(ev.data.as_bytes());
         let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
         let rec = EventRec {
-            index: ev.index,
-            id: ev.id.clone(),
-            last_event_id: ev.last_event_id.clone(),
-            event_type: ev.event.clone(),
+            id: ev.id.as_deref().map(Box::from),
             mark: ev.mark,
-            priming: ev.priming,
-            retry: ev.retry,
             data_hash: hash_data(&ev.data),
-            data_len: ev.data.len(),
             messages: if endpoint.is_some() {
-                Vec::new()
+                Box::new([])
             } else {
-                messages
+                messages.into_boxed_slice()
             },
-            after_gap: ev.after_gap,
-            estimated_time: ev.estimated,
+            event_type: (ev.event != "message").then(|| Box::from(ev.event.as_str())),
+            endpoint: endpoint.as_deref().map(Box::from),
+            index: ev.index,
+            data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
+            retry: ev.retry,
             namespace: Namespace::Unknown,
             attribution: Attribution::Unknown,
-            endpoint: endpoint.clone(),
+            priming: ev.priming,
+            after_gap: ev.after_gap,
+            estimated_time: ev.estimated,
         };
         match self.open.remove(&exchange) {
             Some(Filing::Pending(mut stream, Pending::Get)) if rec.index == 0 => {
@@ -755,8 +896,15 @@ impl Builder {
         }
     }
 
-    /// Ends the build: exchanges still open are filed, then each session is analysed.
+    /// Ends the build: every session is analysed; returns them all.
     pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
+        self.close_all();
+        (self.sessions, self.anomalies, self.stats)
+    }
+
+    /// Ends the build: exchanges still open are filed, sources of the same traffic are merged,
+    /// and every session not yet finalized is analysed and handed to the session callback.
+    pub fn close_all(&mut self) {
         let open: Vec<ExchangeId> = {
             let mut v: Vec<ExchangeId> = self.open.keys().copied().collect();
             v.sort();
@@ -769,29 +917,30 @@ impl Builder {
                 _ => {}
             }
         }
-        for (_, rejected) in std::mem::take(&mut self.rejected) {
-            let stream = *rejected.stream;
+        self.open.clear();
+        let mut rejected: Vec<RejectedInitialize> =
+            std::mem::take(&mut self.rejected).into_values().collect();
+        rejected.sort_by_key(|r| r.stream.exchange);
+        for r in rejected {
+            let stream = *r.stream;
             let exchange = stream.exchange;
             self.file_stateless(exchange, stream);
+            self.open.remove(&exchange);
         }
-        for s in &mut self.sessions {
-            for st in &mut s.streams {
-                if let Some(caps) = self.capabilities.get(&st.input) {
-                    st.session_header_known = caps.knows_response_header("mcp-session-id");
-                }
-            }
+        if !self.early_finalize {
+            // A HAR or log of the same traffic as a capture is matched before analysis.
+            let mut sessions = std::mem::take(&mut self.sessions);
+            analysis::merge_sources(&mut sessions);
+            self.sessions = sessions;
+            self.active = (0..self.sessions.len())
+                .filter(|&i| !self.sessions[i].finalized)
+                .collect();
         }
-        // Initialize / server info from the response events of initialize requests.
-        for s in &mut self.sessions {
-            analysis::fill_initialize(s);
+        analysis::link_observations(&mut self.sessions);
+        let remaining: Vec<SessionIdx> = self.active.clone();
+        for i in remaining {
+            self.finalize(i);
         }
-        let mut sessions = self.sessions;
-        analysis::merge_sources(&mut sessions);
-        analysis::link_observations(&mut sessions);
-        for s in &mut sessions {
-            analysis::analyse(s);
-        }
-        (sessions, self.anomalies, self.stats)
     }
 }
 
@@ -801,20 +950,26 @@ impl HttpSink for Builder {
             HttpEvent::Request(r) => self.on_request(r),
             HttpEvent::ResponseHead(h) => self.on_response_head(h),
             HttpEvent::SseEvent { exchange, event } => self.on_event(exchange, event),
-            HttpEvent::ResponseEnd(end) => self.on_end(
-                end.exchange,
-                end.outcome,
-                end.closed_by,
-                end.last,
-                Some(&end.body),
-                end.sse.as_ref(),
-            ),
+            HttpEvent::ResponseEnd(end) => {
+                self.on_end(
+                    end.exchange,
+                    end.outcome,
+                    end.closed_by,
+                    end.last,
+                    Some(&end.body),
+                    end.sse.as_ref(),
+                );
+                self.check_idle(end.last.time);
+            }
             HttpEvent::NoResponse {
                 exchange,
                 outcome,
                 closed_by,
                 mark,
-            } => self.on_end(exchange, outcome, closed_by, mark, None, None),
+            } => {
+                self.on_end(exchange, outcome, closed_by, mark, None, None);
+                self.check_idle(mark.time);
+            }
             HttpEvent::Anomaly {
                 conn, mark, what, ..
             } => self.anomalies.push(HttpAnomaly { conn, mark, what }),

@@ -85,29 +85,35 @@ impl Attribution {
     }
 }
 
-/// One SSE event as the analysis keeps it.
+/// One SSE event as the analysis keeps it: compact, because every event of the sessions in
+/// progress is held until its session ends.
 #[derive(Clone, Debug)]
 pub struct EventRec {
-    pub index: u32,
     /// The explicit `id` field, as on the wire.
-    pub id: Option<String>,
-    /// The stream's last event ID after the event.
-    pub last_event_id: String,
-    pub event_type: String,
+    pub id: Option<Box<str>>,
     pub mark: Mark,
-    pub priming: bool,
-    pub retry: Option<u64>,
     /// 64-bit hash of the data, to recognise the same event delivered twice.
     pub data_hash: u64,
-    pub data_len: usize,
-    pub messages: Vec<Message>,
-    pub after_gap: bool,
-    pub estimated_time: bool,
+    pub messages: Box<[Message]>,
+    /// The event type when it is not `message`.
+    pub event_type: Option<Box<str>>,
+    /// The legacy transport's `endpoint` event URI.
+    pub endpoint: Option<Box<str>>,
+    pub index: u32,
+    pub data_len: u32,
+    pub retry: Option<u64>,
     /// Filled by namespace attribution.
     pub namespace: Namespace,
     pub attribution: Attribution,
-    /// The legacy transport's `endpoint` event URI.
-    pub endpoint: Option<String>,
+    pub priming: bool,
+    pub after_gap: bool,
+    pub estimated_time: bool,
+}
+
+impl EventRec {
+    pub fn event_type(&self) -> &str {
+        self.event_type.as_deref().unwrap_or("message")
+    }
 }
 
 /// A Last-Event-ID resume attempt (a GET carrying the header).
@@ -163,6 +169,27 @@ pub struct Stream {
     pub body_unknown: bool,
     /// The source records the response's `Mcp-Session-Id` (an access log may not).
     pub session_header_known: bool,
+    /// Events in brief, filled when the session is finalized (the events themselves may then be
+    /// dropped to keep memory flat).
+    pub summary: EventSummary,
+}
+
+/// What is kept of a stream's events once the session is finalized.
+#[derive(Clone, Debug, Default)]
+pub struct EventSummary {
+    pub count: usize,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+}
+
+/// JSON-RPC message counts of a session.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub events: usize,
+    pub requests: usize,
+    pub responses: usize,
+    pub errors: usize,
+    pub notifications: usize,
 }
 
 impl Stream {
@@ -285,6 +312,9 @@ pub struct Session {
     pub not_determinable: Vec<(&'static str, String)>,
     /// Other sessions with the same ID observed at another endpoint (proxy legs).
     pub same_session_as: Vec<SessionIdx>,
+    pub counts: Counts,
+    /// Analysed, detected and (unless events are asked for) compacted.
+    pub finalized: bool,
     /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
     /// many exchanges matched and the clock offset applied to that source.
     pub merged_sources: Vec<MergedSource>,
@@ -293,6 +323,49 @@ pub struct Session {
 impl Session {
     pub fn label(&self) -> String {
         format!("S{}", self.idx + 1)
+    }
+
+    /// Fills the counts and the per-stream event summaries from the events.
+    pub fn summarize(&mut self) {
+        let mut c = Counts::default();
+        for st in &mut self.streams {
+            st.summary = EventSummary {
+                count: st.events.len(),
+                first_id: st
+                    .events
+                    .iter()
+                    .find_map(|e| e.id.as_deref().map(str::to_string)),
+                last_id: st.last_delivered_id().map(str::to_string),
+            };
+            c.events += st.events.len();
+            let all = st
+                .client_messages
+                .iter()
+                .chain(st.response_messages.iter())
+                .chain(st.events.iter().flat_map(|e| e.messages.iter()));
+            for m in all {
+                match m.kind {
+                    crate::jsonrpc::Kind::Request => c.requests += 1,
+                    crate::jsonrpc::Kind::Response => c.responses += 1,
+                    crate::jsonrpc::Kind::Error => c.errors += 1,
+                    crate::jsonrpc::Kind::Notification => c.notifications += 1,
+                    crate::jsonrpc::Kind::Malformed => {}
+                }
+            }
+        }
+        self.counts = c;
+    }
+
+    /// Drops what only analysis needed: events and response bodies. Summaries stay.
+    pub fn compact(&mut self) {
+        for st in &mut self.streams {
+            st.events = Vec::new();
+            st.response_messages = Vec::new();
+            st.client_messages
+                .retain(|m| m.kind == crate::jsonrpc::Kind::Request || m.method.is_some());
+            st.client_messages.shrink_to_fit();
+        }
+        self.streams.shrink_to_fit();
     }
 
     /// Streams in the order they were opened.

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::redact::Redactor;
 use super::sanitize::{terminal, terminal_truncated};
 use super::table::{bytes, new_table};
-use super::timeline::{self, Entry};
+use super::timeline::Entry;
 use crate::capture::InputReport;
 use crate::detect::verdict::Verdict;
 use crate::detect::{Finding, Severity, finding_id, kind_info};
@@ -44,6 +44,8 @@ pub struct Report {
     pub sessions: Vec<Session>,
     pub findings: Vec<Finding>,
     pub verdicts: Vec<Verdict>,
+    /// The timeline of each session (empty when the report does not show it).
+    pub timelines: Vec<Vec<Entry>>,
     pub http: HttpStats,
     pub mcp: McpStats,
     pub anomalies: Vec<HttpAnomaly>,
@@ -105,8 +107,8 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
 }
 
 fn stream_json(s: &Session, st: &crate::mcp::model::Stream, r: &Redactor) -> Value {
-    let first = st.events.iter().find_map(|e| e.id.clone());
-    let last = st.last_delivered_id().map(str::to_string);
+    let first = st.summary.first_id.clone();
+    let last = st.summary.last_id.clone();
     json!({
         "id": st.label(),
         "transport": st.transport.name(),
@@ -129,7 +131,7 @@ fn stream_json(s: &Session, st: &crate::mcp::model::Stream, r: &Redactor) -> Val
         }),
         "requests": st.requests().filter_map(|m| m.id.as_ref().map(|i| i.to_value())).collect::<Vec<_>>(),
         "methods": st.client_messages.iter().filter_map(|m| m.method.clone()).collect::<Vec<_>>(),
-        "events": st.events.len(),
+        "events": st.summary.count,
         "first_event_id": first,
         "last_event_id": last,
         "comments": st.comments,
@@ -157,23 +159,7 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
             "stream": s.streams[f.to_stream].label(),
         })
     });
-    let events: usize = s.streams.iter().map(|st| st.events.len()).sum();
-    let messages = s.streams.iter().flat_map(|st| {
-        st.client_messages
-            .iter()
-            .chain(st.response_messages.iter())
-            .chain(st.events.iter().flat_map(|e| e.messages.iter()))
-    });
-    let (mut requests, mut responses, mut notifications, mut errors) = (0, 0, 0, 0);
-    for m in messages {
-        match m.kind {
-            crate::jsonrpc::Kind::Request => requests += 1,
-            crate::jsonrpc::Kind::Response => responses += 1,
-            crate::jsonrpc::Kind::Error => errors += 1,
-            crate::jsonrpc::Kind::Notification => notifications += 1,
-            crate::jsonrpc::Kind::Malformed => {}
-        }
-    }
+    let c = &s.counts;
     let inputs: Vec<&str> = s
         .inputs
         .iter()
@@ -211,11 +197,11 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
         })).collect::<Vec<_>>(),
         "counts": {
             "streams": s.streams.len(),
-            "events": events,
-            "requests": requests,
-            "responses": responses,
-            "errors": errors,
-            "notifications": notifications,
+            "events": c.events,
+            "requests": c.requests,
+            "responses": c.responses,
+            "errors": c.errors,
+            "notifications": c.notifications,
         },
         "streams": s.streams.iter().map(|st| stream_json(s, st, r)).collect::<Vec<_>>(),
     })
@@ -269,7 +255,13 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
 fn events_json(rep: &Report, s: &Session) -> Vec<Value> {
     let mut out = Vec::new();
     for st in &s.streams {
+        // The stream's last event ID after each event (WHATWG: set by every `id` field, an
+        // empty one resets it, ID-less events keep it).
+        let mut last_event_id = String::new();
         for ev in &st.events {
+            if let Some(id) = ev.id.as_deref() {
+                last_event_id = id.to_string();
+            }
             let ns = match ev.namespace {
                 Namespace::Stream(i) => s.streams[i].label(),
                 Namespace::Unknown => "unknown".into(),
@@ -284,8 +276,8 @@ fn events_json(rep: &Report, s: &Session) -> Vec<Value> {
                     "attribution": ev.attribution,
                     "index": ev.index,
                     "id": ev.id,
-                    "last_event_id": ev.last_event_id,
-                    "event": ev.event_type,
+                    "last_event_id": last_event_id,
+                    "event": ev.event_type(),
                     "priming": ev.priming,
                     "retry": ev.retry,
                     "time": ev.mark.time.rfc3339(),
@@ -304,20 +296,13 @@ fn events_json(rep: &Report, s: &Session) -> Vec<Value> {
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-fn timeline_entries(rep: &Report, sel: &Selection, shown: &[usize]) -> Vec<Entry> {
-    let mut all = Vec::new();
-    for s in rep.sessions.iter().filter(|s| rep.session_selected(s, sel)) {
-        let fs: Vec<(usize, &Finding)> = shown
-            .iter()
-            .map(|&p| (p, &rep.findings[p]))
-            .filter(|(_, f)| f.session == s.idx)
-            .collect();
-        all.extend(
-            timeline::build(s, &fs, sel.all_events)
-                .into_iter()
-                .filter(|e| rep.in_window(e.time, sel)),
-        );
-    }
+fn timeline_entries<'a>(rep: &'a Report, sel: &Selection) -> Vec<&'a Entry> {
+    let mut all: Vec<&Entry> = rep
+        .sessions
+        .iter()
+        .filter(|s| rep.session_selected(s, sel))
+        .flat_map(|s| rep.timelines.get(s.idx).into_iter().flatten())
+        .collect();
     all.sort_by_key(|e| (e.time, e.session));
     all
 }
@@ -352,8 +337,8 @@ pub fn document(rep: &Report, sel: &Selection, r: &Redactor) -> Value {
         .iter()
         .map(|&p| finding_json(rep, p, &rep.findings[p], r))
         .collect();
-    let timeline: Vec<Value> = timeline_entries(rep, sel, &shown)
-        .iter()
+    let timeline: Vec<Value> = timeline_entries(rep, sel)
+        .into_iter()
         .map(|e| entry_json(rep, e, r))
         .collect();
     let mut doc = json!({
@@ -609,7 +594,11 @@ pub fn write_human(
     writeln!(out, "{table}")?;
     for s in &sessions {
         for m in &s.merged_sources {
-            let path = rep.inputs.get(m.input as usize).map(|i| i.path.as_str()).unwrap_or("?");
+            let path = rep
+                .inputs
+                .get(m.input as usize)
+                .map(|i| i.path.as_str())
+                .unwrap_or("?");
             writeln!(
                 out,
                 " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
@@ -631,7 +620,8 @@ pub fn write_human(
             .collect();
         if !s.not_determinable.is_empty() {
             let kinds: Vec<&str> = s.not_determinable.iter().map(|(k, _)| *k).collect();
-            let mut reasons: Vec<&str> = s.not_determinable.iter().map(|(_, r)| r.as_str()).collect();
+            let mut reasons: Vec<&str> =
+                s.not_determinable.iter().map(|(_, r)| r.as_str()).collect();
             reasons.dedup();
             writeln!(
                 out,
@@ -691,15 +681,7 @@ pub fn write_human(
     }
 
     for s in &sessions {
-        let fs: Vec<(usize, &Finding)> = shown
-            .iter()
-            .map(|&p| (p, &rep.findings[p]))
-            .filter(|(_, f)| f.session == s.idx)
-            .collect();
-        let entries: Vec<Entry> = timeline::build(s, &fs, sel.all_events)
-            .into_iter()
-            .filter(|e| rep.in_window(e.time, sel))
-            .collect();
+        let entries: &[Entry] = rep.timelines.get(s.idx).map(Vec::as_slice).unwrap_or(&[]);
         if entries.is_empty() {
             continue;
         }
@@ -710,7 +692,7 @@ pub fn write_human(
             style.heading(&format!("TIMELINE ({})", s.label())),
             s.start.time.date()
         )?;
-        for e in &entries {
+        for e in entries {
             let text = terminal(&r.text(&e.text)).into_owned();
             let marker = if e.kind == "finding" {
                 format!(

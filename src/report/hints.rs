@@ -12,7 +12,10 @@ pub struct Hint {
 }
 
 fn ports(p: &[u16]) -> String {
-    p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+    p.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What to tell the user when no MCP session came out of the inputs.
@@ -52,8 +55,13 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     }
     if http.connections_http2 > 0 {
         out.push(Hint {
-            problem: format!("{} HTTP/2 connections: HTTP/2 is not supported yet", http.connections_http2),
-            hint: "capture a leg that speaks HTTP/1.1 (most proxies talk HTTP/1.1 to their upstream)".into(),
+            problem: format!(
+                "{} HTTP/2 connections: HTTP/2 is not supported yet",
+                http.connections_http2
+            ),
+            hint:
+                "capture a leg that speaks HTTP/1.1 (most proxies talk HTTP/1.1 to their upstream)"
+                    .into(),
         });
     }
     if http.connections_http > 0 {
@@ -92,8 +100,16 @@ mod tests {
     #[test]
     fn explains_each_case() {
         let none = HttpStats::default();
-        assert!(no_session(&[input(0)], 0, &none)[0].problem.contains("no packets"));
-        assert!(no_session(&[input(5)], 0, &none)[0].problem.contains("no TCP"));
+        assert!(
+            no_session(&[input(0)], 0, &none)[0]
+                .problem
+                .contains("no packets")
+        );
+        assert!(
+            no_session(&[input(5)], 0, &none)[0]
+                .problem
+                .contains("no TCP")
+        );
         let tls = HttpStats {
             connections_tls: 2,
             tls_ports: vec![443],
@@ -112,6 +128,10 @@ mod tests {
             connections_http2: 1,
             ..Default::default()
         };
-        assert!(no_session(&[input(5)], 1, &h2)[0].problem.contains("HTTP/2"));
+        assert!(
+            no_session(&[input(5)], 1, &h2)[0]
+                .problem
+                .contains("HTTP/2")
+        );
     }
 }

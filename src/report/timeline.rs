@@ -34,7 +34,7 @@ pub fn short_event_id(id: &str) -> String {
 }
 
 fn request_text(m: &Message) -> String {
-    let mut t = m.method.clone().unwrap_or_else(|| "?".into());
+    let mut t = m.method.as_deref().unwrap_or("?").to_string();
     if let Some(id) = &m.id {
         t.push_str(&format!(" #{}", id.label()));
     }
@@ -174,7 +174,11 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
                 "{m} {}",
                 notes
                     .iter()
-                    .map(|n| n.method.clone().unwrap_or_else(|| n.summary()))
+                    .map(|n| n
+                        .method
+                        .as_deref()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| n.summary()))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -275,7 +279,11 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
                     .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
                     .filter_map(|m| m.id.clone())
                     .collect(),
-                event_ids: first.id.clone().zip(last.id.clone()),
+                event_ids: first
+                    .id
+                    .as_deref()
+                    .map(str::to_string)
+                    .zip(last.id.as_deref().map(str::to_string)),
                 frames: vec![first.mark, last.mark],
             });
             run.clear();

@@ -1,0 +1,263 @@
+//! Snapshot tests: the human and the JSON report of every sample under samples/, the combined
+//! run of the seed incident (both legs and the proxy log) and `explain`, committed under
+//! tests/snapshots/ and diffed, so any change of output is reviewed on purpose.
+//!
+//! Each snapshot starts with the exit status (`exit: N`), then standard error when there is any,
+//! then standard output. To accept a change of output on purpose:
+//!
+//! ```text
+//! INSTA_UPDATE=always cargo test --test snapshots
+//! ```
+//!
+//! then review `git diff tests/snapshots/`. Without it a changed report fails (and leaves a
+//! `.snap.new` beside the snapshot, except under `CI=true`).
+//!
+//! The reports carry capture times only, never the wall clock, and the binary runs from the
+//! package root with relative paths, so they are deterministic. One normalisation: the tool's
+//! version (`mcp-forensics 0.1.0`, `"version": "0.1.0"`) becomes `[version]`, so a release bump
+//! does not rewrite every snapshot.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// Every input under samples/: captures, HARs and access logs (not the truth files).
+const SAMPLE_EXTENSIONS: &[&str] = &["pcap", "pcapng", "har", "jsonl"];
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `mcp-forensics ARGS` from the package root, so the reports name `samples/...`.
+fn run(args: &[&str]) -> Run {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NO_COLOR")
+        .args(args)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().expect("killed by a signal"),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// The tool's own version, on the report's first line and in the JSON `tool` object; a client
+/// or server version that happens to be equal is left alone.
+fn normalise(text: &str) -> String {
+    text.replace(
+        &format!("mcp-forensics {VERSION}"),
+        "mcp-forensics [version]",
+    )
+    .replace(
+        &format!("\"name\": \"mcp-forensics\",\n    \"version\": \"{VERSION}\""),
+        "\"name\": \"mcp-forensics\",\n    \"version\": \"[version]\"",
+    )
+}
+
+/// Snapshots one run under `name` (tests/snapshots/NAME.snap), the command line as description.
+fn check(name: &str, args: &[&str], run: &Run) {
+    let mut text = format!("exit: {}\n", run.code);
+    if !run.stderr.is_empty() {
+        text.push_str("--- stderr\n");
+        text.push_str(&run.stderr);
+    }
+    text.push_str("--- stdout\n");
+    text.push_str(&run.stdout);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("mcp-forensics {}", args.join(" ")));
+    settings.bind(|| insta::assert_snapshot!(name, normalise(&text)));
+}
+
+/// The status the human report announces on its last line (`exit 1: 6 findings at or above
+/// --fail-on high`), if it got that far.
+fn announced_exit(stdout: &str) -> Option<i32> {
+    stdout.lines().rev().find_map(|line| {
+        let rest = line.strip_prefix("exit ")?;
+        let (code, _) = rest.split_once(':')?;
+        code.parse().ok()
+    })
+}
+
+/// The status the JSON report implies: 1 when a finding is high or critical (the default
+/// `--fail-on high`), else 0; 2 is for inputs that could not be analysed.
+fn implied_exit(json: &str) -> i32 {
+    let doc: Value = serde_json::from_str(json).expect("the JSON report parses");
+    let counts = &doc["summary"]["findings"];
+    let severe = counts["critical"].as_u64().unwrap() + counts["high"].as_u64().unwrap();
+    i32::from(severe > 0)
+}
+
+/// `analyze` on `files`: the human report as `analyze__LABEL.txt`, the JSON report as
+/// `analyze__LABEL.json`, and their exit statuses checked against what the reports say.
+fn analyze(label: &str, files: &[&str]) {
+    let mut human_args = vec!["analyze", "--color", "never"];
+    human_args.extend_from_slice(files);
+    let mut json_args = vec!["analyze", "--format", "json"];
+    json_args.extend_from_slice(files);
+    let human = run(&human_args);
+    let json = run(&json_args);
+
+    for r in [&human, &json] {
+        assert!((0..=2).contains(&r.code), "{label}: exit {}", r.code);
+        if r.code == 2 {
+            assert!(
+                r.stderr.starts_with("mcp-forensics: "),
+                "{label}: exit 2 without an error message:\n{}",
+                r.stderr
+            );
+        }
+    }
+    assert_eq!(
+        human.code, json.code,
+        "{label}: the human and the JSON report exit differently"
+    );
+    if let Some(said) = announced_exit(&human.stdout) {
+        assert_eq!(
+            human.code, said,
+            "{label}: the human report says exit {said}"
+        );
+    }
+    if json.code != 2 {
+        assert_eq!(
+            json.code,
+            implied_exit(&json.stdout),
+            "{label}: exit status disagrees with the JSON report's finding counts"
+        );
+    }
+
+    // Both snapshots are compared (and both .snap.new written) before a mismatch fails the test.
+    let human_checked =
+        std::panic::catch_unwind(|| check(&format!("analyze__{label}.txt"), &human_args, &human));
+    check(&format!("analyze__{label}.json"), &json_args, &json);
+    if let Err(panic) = human_checked {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// One test per sample, and the list the coverage test compares with samples/.
+macro_rules! samples {
+    ($($test:ident => $file:literal,)*) => {
+        const SAMPLES: &[&str] = &[$($file),*];
+        $(
+            #[test]
+            fn $test() {
+                analyze($file, &[concat!("samples/", $file)]);
+            }
+        )*
+    };
+}
+
+samples! {
+    http_basic_pcap => "http-basic.pcap",
+    legacy_sse_fallback_pcap => "legacy-sse-fallback.pcap",
+    lossy_pcap => "lossy.pcap",
+    mitmproxy_python_sdk_har => "mitmproxy-python-sdk.har",
+    mitmproxy_python_sdk_sanitized_har => "mitmproxy-python-sdk.sanitized.har",
+    namespaced_ids_client_leg_pcap => "namespaced-ids-client-leg.pcap",
+    namespaced_ids_server_leg_pcap => "namespaced-ids-server-leg.pcap",
+    namespaced_ids_nginx_jsonl => "namespaced-ids.nginx.jsonl",
+    python_sdk_healthy_any_pcap => "python-sdk-healthy-any.pcap",
+    python_sdk_healthy_pcap => "python-sdk-healthy.pcap",
+    python_sdk_healthy_pcapng => "python-sdk-healthy.pcapng",
+    seed_incident_client_leg_pcap => "seed-incident-client-leg.pcap",
+    seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
+    seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",
+    ts_sdk_resumption_server_leg_pcap => "ts-sdk-resumption-server-leg.pcap",
+    ts_sdk_resumption_pcap => "ts-sdk-resumption.pcap",
+}
+
+/// Both legs of the seed incident and nginx's log of it, as one report.
+#[test]
+fn seed_incident_combined() {
+    analyze(
+        "seed-incident-combined",
+        &[
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident-server-leg.pcap",
+            "samples/seed-incident.nginx.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn explain_lists_every_kind() {
+    let args = ["explain"];
+    let r = run(&args);
+    assert_eq!(r.code, 0);
+    check("explain.txt", &args, &r);
+}
+
+#[test]
+fn explain_cross_namespace_replay() {
+    let args = ["explain", "cross_namespace_replay"];
+    let r = run(&args);
+    assert_eq!(r.code, 0);
+    check("explain__cross_namespace_replay.txt", &args, &r);
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A sample added to samples/ without a snapshot test here fails, and so does a test whose
+/// sample is gone.
+#[test]
+fn every_sample_is_snapshotted() {
+    let on_disk: BTreeSet<String> = std::fs::read_dir(root().join("samples"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| {
+            Path::new(name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| SAMPLE_EXTENSIONS.contains(&e))
+        })
+        .collect();
+    let listed: BTreeSet<String> = SAMPLES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        on_disk, listed,
+        "samples/ and the samples! list in tests/snapshots.rs differ: add a line per new sample"
+    );
+}
+
+/// Every committed snapshot belongs to a run above: a stale one (a sample renamed or removed)
+/// fails until it is deleted.
+#[test]
+fn no_stale_snapshots() {
+    let mut wanted: BTreeSet<String> = SAMPLES
+        .iter()
+        .copied()
+        .chain(["seed-incident-combined"])
+        .flat_map(|label| {
+            [
+                format!("analyze__{label}.txt.snap"),
+                format!("analyze__{label}.json.snap"),
+            ]
+        })
+        .collect();
+    wanted.insert("explain.txt.snap".into());
+    wanted.insert("explain__cross_namespace_replay.txt.snap".into());
+    let dir = root().join("tests/snapshots");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return; // nothing recorded yet
+    };
+    let stale: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".snap") && !wanted.contains(name))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "snapshots with no test in tests/snapshots.rs, delete them: {stale:?}"
+    );
+}
