@@ -358,7 +358,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     // sessions in progress; a HAR or log must first be matched with the capture of the same
     // traffic, and --events keeps everything, so those runs finalize at the end.
     let early = inputs.others.is_empty() && !args.events;
-    let finalizer = std::sync::Arc::new(std::sync::Mutex::new(Finalizer::new(sel.clone())));
+    let redactor = report::redact::Redactor::new(!args.show_secrets);
+    let record_format = match args.format {
+        ReportFormat::Json => report::analyze::RecordFormat::Pretty,
+        ReportFormat::Ndjson => report::analyze::RecordFormat::Lines,
+        ReportFormat::Table => report::analyze::RecordFormat::None,
+    };
+    let writer = report::analyze::SessionWriter::new(
+        record_format,
+        args.events,
+        redactor,
+        args.files.clone(),
+    );
+    let finalizer = std::sync::Arc::new(std::sync::Mutex::new(Finalizer::new(sel.clone(), writer)));
     let callback = {
         let finalizer = finalizer.clone();
         Box::new(move |s: &mut crate::mcp::model::Session| {
@@ -385,18 +397,29 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     }
     let http_stats = pipeline.http.stats.clone();
     let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
+    drop(sessions);
     let fin = std::mem::replace(
         &mut *finalizer
             .lock()
             .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?,
-        Finalizer::new(sel.clone()),
+        Finalizer::new(
+            sel.clone(),
+            report::analyze::SessionWriter::new(
+                report::analyze::RecordFormat::None,
+                false,
+                redactor,
+                Vec::new(),
+            ),
+        ),
     );
-    let (findings, verdicts, timelines) = fin.finish(sessions.len());
-    let rep = report::analyze::Report {
+    let (findings, session_writer, timelines) = fin.finish();
+    if let Some(e) = &session_writer.error {
+        anyhow::bail!("{e}");
+    }
+    let mut rep = report::analyze::Report {
         inputs: reports,
-        sessions,
+        sessions: session_writer,
         findings,
-        verdicts,
         timelines,
         http: http_stats,
         mcp: mcp_stats,
@@ -406,15 +429,14 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         connections_with_gaps: pipeline.connections_with_gaps,
         limits: Vec::new(),
     };
-    let redactor = report::redact::Redactor::new(!args.show_secrets);
     let fail_on = args.fail_on.severity();
     let stdout = io::stdout();
     // Buffered: a locked stdout flushes at every newline, which costs a syscall per line of a
     // pretty-printed report.
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
-        ReportFormat::Json => report::analyze::write_json(&mut out, &rep, &sel, &redactor)?,
-        ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &rep, &sel, &redactor)?,
+        ReportFormat::Json => report::analyze::write_json(&mut out, &mut rep, &sel, &redactor)?,
+        ReportFormat::Ndjson => report::analyze::write_ndjson(&mut out, &mut rep, &sel, &redactor)?,
         ReportFormat::Table => {
             let color = use_color(args.color, &io::stdout());
             report::analyze::write_human(
@@ -428,7 +450,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         }
     }
     out.flush()?;
-    if rep.sessions.is_empty() {
+    if rep.session_count() == 0 {
         // Nothing to analyse: say why, in words a newcomer can act on.
         for h in report::hints::no_session(&rep.inputs, rep.connections, &rep.http) {
             eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
@@ -501,14 +523,14 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
 }
 
 /// The detector stage behind the MCP stage: runs the detectors on each session as it is
-/// finalized, computes its verdict, builds its timeline when the report will show it, then lets
-/// the session drop its events.
+/// finalized, computes its verdict, builds its timeline when the report will show it, renders
+/// its record, then lets the session drop its records.
 struct Finalizer {
     findings: crate::detect::Findings,
     calls: Vec<crate::detect::retry_without_idempotency_key::ToolCall>,
-    verdicts: Vec<Option<crate::detect::verdict::Verdict>>,
     timelines: Vec<(usize, Vec<report::timeline::Entry>)>,
     sel: report::analyze::Selection,
+    writer: report::analyze::SessionWriter,
     timelines_for_any: usize,
 }
 
@@ -517,13 +539,13 @@ struct Finalizer {
 const TIMELINES_FOR_ANY_SESSION: usize = 20;
 
 impl Finalizer {
-    fn new(sel: report::analyze::Selection) -> Self {
+    fn new(sel: report::analyze::Selection, writer: report::analyze::SessionWriter) -> Self {
         Finalizer {
             findings: crate::detect::Findings::default(),
             calls: Vec::new(),
-            verdicts: Vec::new(),
             timelines: Vec::new(),
             sel,
+            writer,
             timelines_for_any: 0,
         }
     }
@@ -532,10 +554,6 @@ impl Finalizer {
         let first = self.findings.list.len();
         crate::detect::session(s, &mut self.findings);
         let verdict = crate::detect::verdict::resumption(s, &self.findings.list);
-        if self.verdicts.len() <= s.idx {
-            self.verdicts.resize(s.idx + 1, None);
-        }
-        self.verdicts[s.idx] = Some(verdict);
         self.calls
             .extend(crate::detect::retry_without_idempotency_key::calls(s));
         let sel = &self.sel;
@@ -568,22 +586,28 @@ impl Finalizer {
             self.timelines.push((s.idx, entries));
         }
         s.summarize();
-        if !sel.events {
-            s.compact();
-        }
+        let same: Vec<String> = s
+            .same_session_as
+            .iter()
+            .map(|i| format!("S{}", i + 1))
+            .collect();
+        self.writer.write(s, verdict, same);
+        // Everything the report needs of the session is rendered: only its identity stays.
+        s.streams = Vec::new();
+        s.fallbacks = Vec::new();
     }
 
     /// Cross-session detectors, the final order of findings (finding references in timelines
-    /// follow it), and per-session verdicts and timelines.
+    /// follow it), the rendered sessions and the timelines.
     fn finish(
         mut self,
-        sessions: usize,
     ) -> (
         Vec<crate::detect::Finding>,
-        Vec<crate::detect::verdict::Verdict>,
+        report::analyze::SessionWriter,
         Vec<Vec<report::timeline::Entry>>,
     ) {
         let (findings, position) = crate::detect::finish(self.findings, &mut self.calls);
+        let sessions = self.writer.headers.len();
         let mut timelines: Vec<Vec<report::timeline::Entry>> = vec![Vec::new(); sessions];
         for (idx, mut entries) in self.timelines {
             for e in &mut entries {
@@ -595,18 +619,6 @@ impl Finalizer {
                 *slot = entries;
             }
         }
-        let verdicts =
-            (0..sessions)
-                .map(|i| {
-                    self.verdicts.get(i).cloned().flatten().unwrap_or(
-                        crate::detect::verdict::Verdict {
-                            verdict: "unknown",
-                            reason: None,
-                            resumes: 0,
-                        },
-                    )
-                })
-                .collect();
-        (findings, verdicts, timelines)
+        (findings, self.writer, timelines)
     }
 }

@@ -80,7 +80,7 @@ pub enum Kind {
 }
 
 /// What an analyst needs of one JSON-RPC message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Message {
     pub kind: Kind,
     pub id: Option<RequestId>,
@@ -97,19 +97,23 @@ pub struct Message {
 
 /// MCP-specific fields of a message, allocated only when it has some: most events carry none,
 /// and an analysis holds every event of the sessions in progress.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Details(Option<Box<McpDetails>>);
 
 static NO_DETAILS: McpDetails = McpDetails {
     progress_token: None,
     progress: None,
     total: None,
+    result_hash: None,
+    rare: None,
+};
+
+static NO_RARE: RareDetails = RareDetails {
     tool: None,
     arguments: None,
     idempotency_key: None,
     protocol_version: None,
     peer_info: None,
-    result_hash: None,
     tool_error: false,
     cancels: None,
     truncated: false,
@@ -129,14 +133,38 @@ impl Details {
     }
 }
 
-/// MCP-specific fields, extracted where the method says they exist.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// MCP-specific fields, extracted where the method says they exist. Progress notifications
+/// are most of the events of a busy session, so their fields are kept inline and the rest
+/// (tool calls, initialize) behind a second allocation.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct McpDetails {
     /// `params._meta.progressToken` of a request, or `params.progressToken` of
     /// `notifications/progress`, as JSON text.
     pub progress_token: Option<String>,
-    pub progress: Option<String>,
-    pub total: Option<String>,
+    /// `notifications/progress` values (numbers in the spec).
+    pub progress: Option<serde_json::Number>,
+    pub total: Option<serde_json::Number>,
+    /// A hash of a response's `result` text (to tell the same result delivered twice).
+    pub result_hash: Option<u64>,
+    rare: Option<Box<RareDetails>>,
+}
+
+impl std::ops::Deref for McpDetails {
+    type Target = RareDetails;
+    fn deref(&self) -> &RareDetails {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
+    }
+}
+
+impl std::ops::DerefMut for McpDetails {
+    fn deref_mut(&mut self) -> &mut RareDetails {
+        self.rare.get_or_insert_with(Default::default)
+    }
+}
+
+/// The fields only some requests and responses carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RareDetails {
     /// `tools/call` tool name.
     pub tool: Option<String>,
     /// `tools/call` arguments, canonical JSON (sorted keys), possibly cut.
@@ -148,8 +176,6 @@ pub struct McpDetails {
     pub protocol_version: Option<String>,
     /// `initialize`: clientInfo / serverInfo as `name version`.
     pub peer_info: Option<String>,
-    /// A hash of a response's `result` text (to tell the same result delivered twice).
-    pub result_hash: Option<u64>,
     /// `result.isError` of a `tools/call` result.
     pub tool_error: bool,
     /// `notifications/cancelled`: the request it cancels.
@@ -483,8 +509,8 @@ fn extract_params(method: &str, params: &str, details: &mut Details) {
         }
         "notifications/progress" => {
             mcp.progress_token = p.progress_token.map(|t| t.get().to_string());
-            mcp.progress = p.progress.map(|v| v.get().to_string());
-            mcp.total = p.total.map(|v| v.get().to_string());
+            mcp.progress = p.progress.and_then(|v| serde_json::from_str(v.get()).ok());
+            mcp.total = p.total.and_then(|v| serde_json::from_str(v.get()).ok());
         }
         "notifications/cancelled" => {
             mcp.cancels = p
@@ -525,9 +551,16 @@ fn extract_result(result: &str, details: &mut Details) {
     let Ok(r) = serde_json::from_str::<ResultFields<'_>>(result) else {
         return;
     };
-    mcp.protocol_version = r.protocol_version.map(raw_text);
-    mcp.peer_info = r.server_info.and_then(peer_info_raw);
-    mcp.tool_error = r.is_error.unwrap_or(false);
+    // Only what is there is written: the rarely used fields live in a second allocation.
+    if let Some(v) = r.protocol_version {
+        mcp.protocol_version = Some(raw_text(v));
+    }
+    if let Some(info) = r.server_info.and_then(peer_info_raw) {
+        mcp.peer_info = Some(info);
+    }
+    if r.is_error == Some(true) {
+        mcp.tool_error = true;
+    }
 }
 
 #[cfg(test)]
@@ -623,7 +656,7 @@ mod tests {
             progress.mcp.progress_token.as_deref(),
             Some("\"reindex-7\"")
         );
-        assert_eq!(progress.mcp.progress.as_deref(), Some("18"));
+        assert_eq!(progress.mcp.progress, Some(18.into()));
         let init = one(
             r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"seed","version":"1.0"}}}"#,
         );

@@ -137,8 +137,8 @@ fn check_event_message(msgs: &[Message], t: &Value, what: &str) {
     }
     if let Some(p) = t.get("progress") {
         assert_eq!(
-            m.mcp.progress.as_deref(),
-            Some(p.to_string().as_str()),
+            m.mcp.progress.as_ref().and_then(|n| n.as_f64()),
+            p.as_f64(),
             "{what}"
         );
     }
@@ -427,8 +427,8 @@ fn seed_incident_client_leg() {
                     assert_eq!(m[0].kind, Kind::Notification, "{what} event {i}");
                     assert_eq!(m[0].method.as_deref(), Some("notifications/progress"));
                     assert_eq!(
-                        m[0].mcp.progress.as_deref(),
-                        Some(sum["progress"].to_string().as_str())
+                        m[0].mcp.progress.as_ref().and_then(|n| n.as_f64()),
+                        sum["progress"].as_f64()
                     );
                     assert_eq!(
                         m[0].mcp.progress_token.as_deref(),

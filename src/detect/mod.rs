@@ -128,6 +128,19 @@ pub struct Finding {
     pub confidence_note: Option<String>,
     /// A key detectors use to find each other's findings (a stream, a request ID...).
     pub anchor: String,
+    /// Labels kept so the finding can be reported after its session's records are dropped.
+    pub session_label: String,
+    pub session_id: Option<String>,
+    pub stream_labels: Vec<String>,
+    pub exchanges: Vec<String>,
+}
+
+/// Labels of a finding added after its session was compacted.
+pub struct CompactLabels {
+    pub session_label: String,
+    pub session_id: Option<String>,
+    pub stream_labels: Vec<String>,
+    pub exchanges: Vec<String>,
 }
 
 /// Findings of a run, in creation order.
@@ -155,8 +168,8 @@ impl Findings {
     }
 
     /// Adds a finding whose session is no longer at hand (its streams are not checked for
-    /// damage).
-    pub fn add_compact(&mut self, new: New) -> usize {
+    /// damage): the caller gives the labels.
+    pub fn add_compact(&mut self, new: New, labels: CompactLabels) -> usize {
         let handle = self.list.len();
         let mut frames = new.frames;
         frames.sort();
@@ -175,6 +188,10 @@ impl Findings {
             confidence: Confidence::Normal,
             confidence_note: None,
             anchor: new.anchor,
+            session_label: labels.session_label,
+            session_id: labels.session_id,
+            stream_labels: labels.stream_labels,
+            exchanges: labels.exchanges,
         });
         handle
     }
@@ -242,7 +259,22 @@ impl Findings {
             confidence,
             confidence_note: note,
             anchor: new.anchor,
+            session_label: s.label(),
+            session_id: s.session_id.clone(),
+            stream_labels: Vec::new(),
+            exchanges: Vec::new(),
         });
+        let f = self.list.last_mut().expect("just pushed");
+        f.stream_labels = f
+            .streams
+            .iter()
+            .filter_map(|&i| s.streams.get(i).map(|st| st.label()))
+            .collect();
+        f.exchanges = f
+            .streams
+            .iter()
+            .filter_map(|&i| s.streams.get(i).map(|st| st.exchange.to_string()))
+            .collect();
         handle
     }
 

@@ -18,110 +18,137 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["request_ids", "tool"],
 };
 
-/// What is kept of a `tools/call` for this detector after its session is compacted.
+/// What is kept of a `tools/call` for this detector after its session is compacted: compact,
+/// since every call of the run is kept.
 #[derive(Clone, Debug)]
 pub struct ToolCall {
     pub session: usize,
     pub session_label: String,
-    pub server: std::net::SocketAddr,
-    pub client_ip: std::net::IpAddr,
+    pub session_id: Option<String>,
     pub stream: usize,
     pub stream_label: String,
+    pub exchange: String,
     pub opened: Mark,
     pub id: Option<crate::jsonrpc::RequestId>,
-    pub tool: Option<String>,
-    pub arguments: Option<String>,
+    pub tool: Box<str>,
+    /// Server, client, tool and canonical arguments, hashed: equal keys are the same call.
+    pub key: u64,
     pub idempotency_key: bool,
-    /// When answers to it arrived.
-    pub answered: Vec<Mark>,
-    /// Initialize requests of its session.
-    pub initializes: Vec<Mark>,
+    /// When the first answer to it arrived, if one did.
+    pub answered: Option<Mark>,
+    /// Initialize requests of its session after it was sent.
+    pub later_initializes: Vec<Mark>,
 }
 
 /// The `tools/call`s of a session, before its events are dropped.
 pub fn calls(s: &Session) -> Vec<ToolCall> {
+    use std::hash::{Hash, Hasher};
     client_requests(s)
         .into_iter()
         .filter(|(_, m)| m.method.as_deref() == Some("tools/call"))
-        .map(|(st, m)| ToolCall {
-            session: s.idx,
-            session_label: s.label(),
-            server: s.server,
-            client_ip: s.client_ip,
-            stream: st,
-            stream_label: s.streams[st].label(),
-            opened: s.streams[st].opened,
-            id: m.id.clone(),
-            tool: m.mcp.tool.clone(),
-            arguments: m.mcp.arguments.clone(),
-            idempotency_key: m.mcp.idempotency_key.is_some(),
-            answered: m
-                .id
-                .as_ref()
-                .map(|id| crate::mcp::answers(s, id).iter().map(|a| a.mark).collect())
-                .unwrap_or_default(),
-            initializes: s.initializes.clone(),
+        .map(|(st, m)| {
+            let opened = s.streams[st].opened;
+            let mut h = rustc_hash::FxHasher::default();
+            (s.server, s.client_ip, &m.mcp.tool, &m.mcp.arguments).hash(&mut h);
+            ToolCall {
+                session: s.idx,
+                session_label: s.label(),
+                session_id: s.session_id.clone(),
+                stream: st,
+                stream_label: s.streams[st].label(),
+                exchange: s.streams[st].exchange.to_string(),
+                opened,
+                id: m.id.clone(),
+                tool: m.mcp.tool.as_deref().unwrap_or_default().into(),
+                key: h.finish(),
+                idempotency_key: m.mcp.idempotency_key.is_some(),
+                answered: m.id.as_ref().and_then(|id| {
+                    crate::mcp::answers(s, id)
+                        .iter()
+                        .map(|a| a.mark)
+                        .filter(|a| *a >= opened)
+                        .min()
+                }),
+                later_initializes: s
+                    .initializes
+                    .iter()
+                    .copied()
+                    .filter(|i| *i > opened)
+                    .collect(),
+            }
         })
         .collect()
 }
 
 pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
     calls.sort_by_key(|c| (c.opened, c.session, c.stream));
+    // Earlier calls by key: a retry is looked up, not searched for.
+    let mut by_key: rustc_hash::FxHashMap<u64, Vec<usize>> = Default::default();
     for i in 0..calls.len() {
         let c2 = &calls[i];
-        if c2.idempotency_key {
-            continue;
-        }
         let t2 = c2.opened;
-        // An earlier identical call whose answer the client did not have by then.
-        let earlier = calls[..i].iter().find(|c1| {
-            c1.tool == c2.tool
-                && c1.arguments == c2.arguments
-                && c1.server == c2.server
-                && c1.client_ip == c2.client_ip
-                && !c1.answered.iter().any(|a| *a < t2 && *a >= c1.opened)
-        });
-        let Some(c1) = earlier else { continue };
-        let t1 = c1.opened;
-        // What made the retry necessary: an unsafe resumption in between, or a new initialize.
-        let unsafe_between = f
-            .list
-            .iter()
-            .filter(|x| x.session == c1.session && x.kind == "unsafe_resumption_after_fallback")
-            .find(|x| x.time > t1 && x.time < t2)
-            .map(|x| x.handle);
-        let reinit = c2.initializes.iter().any(|m| *m > t1 && *m < t2);
-        if unsafe_between.is_none() && !reinit {
-            continue;
+        let earlier = if c2.idempotency_key {
+            None
+        } else {
+            // An earlier identical call whose answer the client did not have by then.
+            by_key.get(&c2.key).and_then(|v| {
+                v.iter()
+                    .map(|&j| &calls[j])
+                    .find(|c1| c1.answered.is_none_or(|a| a >= t2))
+            })
+        };
+        if let Some(c1) = earlier {
+            let t1 = c1.opened;
+            // What made the retry necessary: an unsafe resumption in between, or a new
+            // initialize (in the call's own session, or the new session the retry is in).
+            let unsafe_between = f
+                .list
+                .iter()
+                .filter(|x| x.session == c1.session && x.kind == "unsafe_resumption_after_fallback")
+                .find(|x| x.time > t1 && x.time < t2)
+                .map(|x| x.handle);
+            let reinit = c1.later_initializes.iter().any(|m| *m < t2) || c1.session != c2.session;
+            if unsafe_between.is_some() || reinit {
+                let ids: Vec<serde_json::Value> = [c1.id.as_ref(), c2.id.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(|i| i.to_value())
+                    .collect();
+                let tool = c2.tool.to_string();
+                let labels = crate::detect::CompactLabels {
+                    session_label: c2.session_label.clone(),
+                    session_id: c2.session_id.clone(),
+                    stream_labels: vec![c2.stream_label.clone()],
+                    exchanges: vec![c2.exchange.clone()],
+                };
+                f.add_compact(
+                    New {
+                        kind: &INFO,
+                        session: c2.session,
+                        time: t2,
+                        frames: vec![t1, t2],
+                        streams: vec![c2.stream],
+                        summary: format!(
+                            "tools/call \"{tool}\" re-sent{} without an idempotency key",
+                            if unsafe_between.is_some() {
+                                " after an unsafe resumption"
+                            } else {
+                                " after a re-initialize"
+                            }
+                        ),
+                        evidence: json!({
+                            "request_ids": ids,
+                            "tool": tool,
+                            "first": { "session": c1.session_label, "stream": c1.stream_label, "time": t1.time.rfc3339(), "frame": t1.frame.frame },
+                            "retry": { "session": c2.session_label, "stream": c2.stream_label, "time": t2.time.rfc3339(), "frame": t2.frame.frame },
+                        }),
+                        caused_by: unsafe_between.into_iter().collect(),
+                        anchor: format!("retry:{}:{}", c2.session, c2.stream),
+                    },
+                    labels,
+                );
+            }
         }
-        let ids: Vec<serde_json::Value> = [c1.id.as_ref(), c2.id.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(|i| i.to_value())
-            .collect();
-        let tool = c2.tool.clone().unwrap_or_default();
-        f.add_compact(New {
-            kind: &INFO,
-            session: c2.session,
-            time: t2,
-            frames: vec![t1, t2],
-            streams: vec![c2.stream],
-            summary: format!(
-                "tools/call \"{tool}\" re-sent{} without an idempotency key",
-                if unsafe_between.is_some() {
-                    " after an unsafe resumption"
-                } else {
-                    " after a re-initialize"
-                }
-            ),
-            evidence: json!({
-                "request_ids": ids,
-                "tool": tool,
-                "first": { "session": c1.session_label, "stream": c1.stream_label, "time": t1.time.rfc3339(), "frame": t1.frame.frame },
-                "retry": { "session": c2.session_label, "stream": c2.stream_label, "time": t2.time.rfc3339(), "frame": t2.frame.frame },
-            }),
-            caused_by: unsafe_between.into_iter().collect(),
-            anchor: format!("retry:{}:{}", c2.session, c2.stream),
-        });
+        by_key.entry(calls[i].key).or_default().push(i);
     }
 }

@@ -96,6 +96,8 @@ pub struct Builder {
     /// Latest capture time seen, and when idle sessions are next looked for.
     now: Option<crate::model::Timestamp>,
     next_idle_check: Option<crate::model::Timestamp>,
+    /// Sessions by `Mcp-Session-Id`, to tie observations of one session at several endpoints.
+    by_sid: HashMap<String, Vec<SessionIdx>>,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }
@@ -174,6 +176,14 @@ impl Builder {
         analysis::fill_initialize(s);
         analysis::analyse(s);
         s.finalized = true;
+        if let Some(id) = &s.session_id {
+            let others: Vec<SessionIdx> = self
+                .by_sid
+                .get(id)
+                .map(|v| v.iter().copied().filter(|&o| o != idx).collect())
+                .unwrap_or_default();
+            self.sessions[idx].same_session_as = others;
+        }
         self.active.retain(|&a| a != idx);
         if let Some(cb) = self.on_finalized.as_mut() {
             cb(&mut self.sessions[idx]);
@@ -181,8 +191,9 @@ impl Builder {
     }
 
     /// Sessions with nothing open that were deleted, or have been silent this long (capture
-    /// time), are over.
-    const IDLE_NS: i64 = 60 * crate::model::Timestamp::NANOS_PER_SEC;
+    /// time), are over. 30 s covers the reconnection backoff of the official SDKs (1 s to 30 s):
+    /// a resume comes sooner than that or not at all.
+    const IDLE_NS: i64 = 30 * crate::model::Timestamp::NANOS_PER_SEC;
 
     fn check_idle(&mut self, now: crate::model::Timestamp) {
         if !self.early_finalize {
@@ -235,6 +246,9 @@ impl Builder {
     ) -> SessionIdx {
         let idx = self.sessions.len();
         self.active.push(idx);
+        if let Some(id) = &session_id {
+            self.by_sid.entry(id.clone()).or_default().push(idx);
+        }
         self.sessions.push(Session {
             idx,
             stateless: session_id.is_none() && transport == Transport::StreamableHttp,
@@ -698,7 +712,7 @@ impl Builder {
             endpoint: endpoint.as_deref().map(Box::from),
             index: ev.index,
             data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
-            retry: ev.retry,
+            retry: ev.retry.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
             namespace: Namespace::Unknown,
             attribution: Attribution::Unknown,
             priming: ev.priming,
@@ -821,6 +835,7 @@ impl Builder {
             return;
         }
         if let Some(stream) = self.stream_mut(exchange) {
+            stream.events.shrink_to_fit();
             stream.ended = Some(mark);
             stream.outcome = Some(outcome);
             stream.closed_by = closed_by;
@@ -932,11 +947,16 @@ impl Builder {
             let mut sessions = std::mem::take(&mut self.sessions);
             analysis::merge_sources(&mut sessions);
             self.sessions = sessions;
+            self.by_sid.clear();
+            for s in &self.sessions {
+                if let Some(id) = &s.session_id {
+                    self.by_sid.entry(id.clone()).or_default().push(s.idx);
+                }
+            }
             self.active = (0..self.sessions.len())
                 .filter(|&i| !self.sessions[i].finalized)
                 .collect();
         }
-        analysis::link_observations(&mut self.sessions);
         let remaining: Vec<SessionIdx> = self.active.clone();
         for i in remaining {
             self.finalize(i);

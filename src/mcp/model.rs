@@ -101,7 +101,7 @@ pub struct EventRec {
     pub endpoint: Option<Box<str>>,
     pub index: u32,
     pub data_len: u32,
-    pub retry: Option<u64>,
+    pub retry: Option<u32>,
     /// Filled by namespace attribution.
     pub namespace: Namespace,
     pub attribution: Attribution,

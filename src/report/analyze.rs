@@ -8,9 +8,15 @@
 //! within a schema version. Event IDs are the strings seen on the wire; request IDs the JSON
 //! values seen on the wire (`7` and `"7"` differ); times are RFC 3339 UTC with microseconds;
 //! frames are 1-based frame numbers of the input named by `input` (Wireshark's `frame.number`).
+//!
+//! Each session's record is written when the session is finalized, to a spill file, and the
+//! session's own records are dropped: memory follows the sessions in progress, not the length
+//! of the capture. The document is assembled from the spill at the end.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::{IpAddr, SocketAddr};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::redact::Redactor;
@@ -21,7 +27,7 @@ use crate::capture::InputReport;
 use crate::detect::verdict::Verdict;
 use crate::detect::{Finding, Severity, finding_id, kind_info};
 use crate::http::HttpStats;
-use crate::mcp::model::{Namespace, Session};
+use crate::mcp::model::{EventIdScheme, Namespace, Session, Transport};
 use crate::mcp::{HttpAnomaly, McpStats};
 use crate::model::{Mark, Timestamp, endpoint};
 
@@ -38,12 +44,228 @@ pub struct Selection {
     pub all_events: bool,
 }
 
+/// How the session records are spilled: pretty for the JSON document, one line each for NDJSON,
+/// not at all for the terminal report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordFormat {
+    Pretty,
+    Lines,
+    None,
+}
+
+/// What stays in memory of a finalized session: enough for the terminal tables, the filters and
+/// the links between observations.
+#[derive(Clone, Debug)]
+pub struct SessionHeader {
+    pub idx: usize,
+    pub label: String,
+    pub session_id: Option<String>,
+    pub server: SocketAddr,
+    pub path: String,
+    pub client_ip: IpAddr,
+    pub transport: Transport,
+    pub stateless: bool,
+    pub protocol_version: Option<String>,
+    pub client_info: Option<String>,
+    pub start: Mark,
+    pub end: Mark,
+    pub fell_back: Option<Mark>,
+    pub event_id_scheme: EventIdScheme,
+    pub verdict: Verdict,
+    pub same_session_as: Vec<String>,
+    pub merged: Vec<(String, usize, usize, f64)>,
+    pub not_determinable: Vec<(&'static str, String)>,
+    record: Option<(u64, u64)>,
+    events: Option<(u64, u64)>,
+}
+
+/// An append-only temporary file of rendered records.
+struct Spill {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Spill {
+    fn new() -> io::Result<Spill> {
+        Ok(Spill {
+            file: tempfile::tempfile()?,
+            len: 0,
+        })
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> io::Result<(u64, u64)> {
+        self.file.write_all(bytes)?;
+        let at = self.len;
+        self.len += bytes.len() as u64;
+        Ok((at, bytes.len() as u64))
+    }
+
+    fn copy(&mut self, (at, len): (u64, u64), out: &mut dyn Write) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(at))?;
+        let mut left = len;
+        let mut buf = vec![0u8; 64 * 1024];
+        while left > 0 {
+            let n = (left as usize).min(buf.len());
+            self.file.read_exact(&mut buf[..n])?;
+            out.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        self.file.seek(SeekFrom::End(0))?;
+        Ok(())
+    }
+}
+
+/// Renders finalized sessions into the spill and keeps their headers.
+pub struct SessionWriter {
+    format: RecordFormat,
+    with_events: bool,
+    redactor: Redactor,
+    input_paths: Vec<String>,
+    records: Option<Spill>,
+    events: Option<Spill>,
+    pub headers: Vec<Option<SessionHeader>>,
+    /// The first error writing the spill (reported at the end).
+    pub error: Option<String>,
+}
+
+/// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
+/// inside the document.
+fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
+    let text = serde_json::to_vec_pretty(v).unwrap_or_default();
+    let pad = " ".repeat(indent);
+    let mut out = Vec::with_capacity(text.len() + text.len() / 8);
+    for &b in &text {
+        out.push(b);
+        if b == b'\n' {
+            out.extend_from_slice(pad.as_bytes());
+        }
+    }
+    out
+}
+
+impl SessionWriter {
+    pub fn new(
+        format: RecordFormat,
+        with_events: bool,
+        redactor: Redactor,
+        input_paths: Vec<String>,
+    ) -> Self {
+        SessionWriter {
+            format,
+            with_events,
+            redactor,
+            input_paths,
+            records: None,
+            events: None,
+            headers: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn spill(&mut self, events: bool, bytes: &[u8]) -> Option<(u64, u64)> {
+        let slot = if events {
+            &mut self.events
+        } else {
+            &mut self.records
+        };
+        if slot.is_none() {
+            match Spill::new() {
+                Ok(s) => *slot = Some(s),
+                Err(e) => {
+                    self.error
+                        .get_or_insert(format!("cannot create a temporary file: {e}"));
+                    return None;
+                }
+            }
+        }
+        match slot.as_mut().map(|s| s.append(bytes)) {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                self.error
+                    .get_or_insert(format!("cannot write a temporary file: {e}"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Renders a finalized, summarized session and keeps its header.
+    pub fn write(&mut self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) {
+        let merged: Vec<(String, usize, usize, f64)> = s
+            .merged_sources
+            .iter()
+            .map(|m| {
+                (
+                    self.input_paths
+                        .get(m.input as usize)
+                        .cloned()
+                        .unwrap_or_default(),
+                    m.matched,
+                    m.added,
+                    m.offset_s,
+                )
+            })
+            .collect();
+        let mut header = SessionHeader {
+            idx: s.idx,
+            label: s.label(),
+            session_id: s.session_id.clone(),
+            server: s.server,
+            path: s.path.clone(),
+            client_ip: s.client_ip,
+            transport: s.transport,
+            stateless: s.stateless,
+            protocol_version: s.protocol_version.clone(),
+            client_info: s.client_info.clone(),
+            start: s.start,
+            end: s.end,
+            fell_back: s.fallbacks.first().map(|f| f.mark),
+            event_id_scheme: s.event_id_scheme,
+            verdict,
+            same_session_as,
+            merged,
+            not_determinable: s.not_determinable.clone(),
+            record: None,
+            events: None,
+        };
+        if self.format != RecordFormat::None {
+            let v = session_json(&header, s, &self.input_paths, &self.redactor);
+            let bytes = match self.format {
+                RecordFormat::Pretty => pretty_at(&v, 4),
+                _ => serde_json::to_vec(&v).unwrap_or_default(),
+            };
+            header.record = self.spill(false, &bytes);
+            if self.with_events {
+                let evs = events_json(s);
+                let mut bytes = Vec::new();
+                for (i, e) in evs.iter().enumerate() {
+                    if self.format == RecordFormat::Pretty {
+                        if i > 0 {
+                            bytes.extend_from_slice(b",\n    ");
+                        }
+                        bytes.extend_from_slice(&pretty_at(e, 4));
+                    } else {
+                        bytes.extend_from_slice(&serde_json::to_vec(e).unwrap_or_default());
+                        bytes.push(b'\n');
+                    }
+                }
+                if !evs.is_empty() {
+                    header.events = self.spill(true, &bytes);
+                }
+            }
+        }
+        if self.headers.len() <= s.idx {
+            self.headers.resize(s.idx + 1, None);
+        }
+        self.headers[s.idx] = Some(header);
+    }
+}
+
 /// Everything the analysis produced.
 pub struct Report {
     pub inputs: Vec<InputReport>,
-    pub sessions: Vec<Session>,
+    pub sessions: SessionWriter,
     pub findings: Vec<Finding>,
-    pub verdicts: Vec<Verdict>,
     /// The timeline of each session (empty when the report does not show it).
     pub timelines: Vec<Vec<Entry>>,
     pub http: HttpStats,
@@ -57,10 +279,23 @@ pub struct Report {
 }
 
 impl Report {
-    fn session_selected(&self, s: &Session, sel: &Selection) -> bool {
+    /// Session headers in label order.
+    pub fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
+        self.sessions.headers.iter().flatten()
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.headers().count()
+    }
+
+    fn header(&self, idx: usize) -> Option<&SessionHeader> {
+        self.sessions.headers.get(idx).and_then(Option::as_ref)
+    }
+
+    fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
         if let Some(keys) = &sel.sessions
             && !keys.iter().any(|k| {
-                k.eq_ignore_ascii_case(&s.label()) || s.session_id.as_deref() == Some(k.as_str())
+                k.eq_ignore_ascii_case(&s.label) || s.session_id.as_deref() == Some(k.as_str())
             })
         {
             return false;
@@ -72,6 +307,11 @@ impl Report {
         true
     }
 
+    fn idx_selected(&self, idx: usize, sel: &Selection) -> bool {
+        self.header(idx)
+            .is_some_and(|h| self.session_selected(h, sel))
+    }
+
     fn in_window(&self, m: Mark, sel: &Selection) -> bool {
         !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
     }
@@ -81,7 +321,7 @@ impl Report {
         self.findings
             .iter()
             .enumerate()
-            .filter(|(_, f)| self.session_selected(&self.sessions[f.session], sel))
+            .filter(|(_, f)| self.idx_selected(f.session, sel))
             .filter(|(_, f)| self.in_window(f.time, sel))
             .filter(|(_, f)| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
             .map(|(i, _)| i)
@@ -91,9 +331,9 @@ impl Report {
     /// Findings that count for the exit code: selected sessions and time window, any severity.
     pub fn counted_findings(&self, sel: &Selection) -> impl Iterator<Item = &Finding> {
         let sel = sel.clone();
-        self.findings.iter().filter(move |f| {
-            self.session_selected(&self.sessions[f.session], &sel) && self.in_window(f.time, &sel)
-        })
+        self.findings
+            .iter()
+            .filter(move |f| self.idx_selected(f.session, &sel) && self.in_window(f.time, &sel))
     }
 }
 
@@ -149,7 +389,7 @@ fn stream_json(s: &Session, st: &crate::mcp::model::Stream, r: &Redactor) -> Val
     })
 }
 
-fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
+fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Redactor) -> Value {
     let fell_back = s.fallbacks.first().map(|f| {
         json!({
             "time": f.mark.time.rfc3339(),
@@ -163,10 +403,11 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
     let inputs: Vec<&str> = s
         .inputs
         .iter()
-        .filter_map(|&i| rep.inputs.get(i as usize).map(|x| x.path.as_str()))
+        .filter_map(|&i| input_paths.get(i as usize).map(String::as_str))
         .collect();
+    let v = &h.verdict;
     json!({
-        "key": s.label(),
+        "key": h.label,
         "session_id": s.session_id,
         "server": endpoint(s.server),
         "endpoint": s.path,
@@ -187,13 +428,13 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
         "resumption": { "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes },
         "deleted": s.deleted.map(|m| m.time.rfc3339()),
         "forgotten_by_server": s.forgotten.iter().map(|m| m.time.rfc3339()).collect::<Vec<_>>(),
-        "same_session_as": s.same_session_as.iter().map(|&i| rep.sessions[i].label()).collect::<Vec<_>>(),
+        "same_session_as": h.same_session_as,
         "sources": inputs,
-        "merged_sources": s.merged_sources.iter().map(|m| json!({
-            "input": rep.inputs.get(m.input as usize).map(|x| x.path.clone()),
-            "matched_exchanges": m.matched,
-            "added_exchanges": m.added,
-            "clock_offset_s": (m.offset_s * 1e6).round() / 1e6,
+        "merged_sources": h.merged.iter().map(|(path, matched, added, offset)| json!({
+            "input": path,
+            "matched_exchanges": matched,
+            "added_exchanges": added,
+            "clock_offset_s": (offset * 1e6).round() / 1e6,
         })).collect::<Vec<_>>(),
         "counts": {
             "streams": s.streams.len(),
@@ -207,25 +448,19 @@ fn session_json(rep: &Report, s: &Session, v: &Verdict, r: &Redactor) -> Value {
     })
 }
 
-fn finding_json(rep: &Report, pos: usize, f: &Finding, r: &Redactor) -> Value {
-    let s = &rep.sessions[f.session];
+fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
     let (frames, refs) = frames_json(&f.frames);
-    let exchanges: Vec<String> = f
-        .streams
-        .iter()
-        .map(|&i| s.streams[i].exchange.to_string())
-        .collect();
     json!({
         "id": finding_id(pos),
         "kind": f.kind,
         "severity": f.severity.name(),
-        "session": s.label(),
-        "session_id": s.session_id,
+        "session": f.session_label,
+        "session_id": f.session_id,
         "time": f.time.time.rfc3339(),
         "frames": frames,
         "frame_refs": refs,
-        "streams": f.streams.iter().map(|&i| s.streams[i].label()).collect::<Vec<_>>(),
-        "exchanges": exchanges,
+        "streams": f.stream_labels,
+        "exchanges": f.exchanges,
         "summary": r.text(&f.summary),
         "evidence": f.evidence,
         "caused_by": f.caused_by.iter().map(|&c| finding_id(c)).collect::<Vec<_>>(),
@@ -240,7 +475,7 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
         "time": e.time.time.rfc3339(),
         "frame": e.time.frame.frame,
         "input": e.time.frame.input,
-        "session": rep.sessions[e.session].label(),
+        "session": rep.header(e.session).map(|h| h.label.clone()),
         "stream": e.stream,
         "direction": e.arrow,
         "kind": e.kind,
@@ -252,7 +487,7 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
     })
 }
 
-fn events_json(rep: &Report, s: &Session) -> Vec<Value> {
+fn events_json(s: &Session) -> Vec<Value> {
     let mut out = Vec::new();
     for st in &s.streams {
         // The stream's last event ID after each event (WHATWG: set by every `id` field, an
@@ -291,17 +526,15 @@ fn events_json(rep: &Report, s: &Session) -> Vec<Value> {
             ));
         }
     }
-    let _ = rep;
     out.sort_by_key(|(m, _)| *m);
     out.into_iter().map(|(_, v)| v).collect()
 }
 
 fn timeline_entries<'a>(rep: &'a Report, sel: &Selection) -> Vec<&'a Entry> {
     let mut all: Vec<&Entry> = rep
-        .sessions
-        .iter()
-        .filter(|s| rep.session_selected(s, sel))
-        .flat_map(|s| rep.timelines.get(s.idx).into_iter().flatten())
+        .headers()
+        .filter(|h| rep.session_selected(h, sel))
+        .flat_map(|h| rep.timelines.get(h.idx).into_iter().flatten())
         .collect();
     all.sort_by_key(|e| (e.time, e.session));
     all
@@ -325,102 +558,178 @@ fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     Value::Object(m)
 }
 
-pub fn document(rep: &Report, sel: &Selection, r: &Redactor) -> Value {
-    let shown = rep.shown_findings(sel);
-    let sessions: Vec<Value> = rep
-        .sessions
-        .iter()
-        .filter(|s| rep.session_selected(s, sel))
-        .map(|s| session_json(rep, s, &rep.verdicts[s.idx], r))
-        .collect();
-    let findings: Vec<Value> = shown
-        .iter()
-        .map(|&p| finding_json(rep, p, &rep.findings[p], r))
-        .collect();
-    let timeline: Vec<Value> = timeline_entries(rep, sel)
-        .into_iter()
-        .map(|e| entry_json(rep, e, r))
-        .collect();
-    let mut doc = json!({
-        "schema_version": SCHEMA_VERSION,
-        "tool": { "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") },
-        "inputs": rep.inputs,
-        "summary": {
-            "sessions": sessions.len(),
-            "findings": severity_counts(rep, &shown),
-            "connections": rep.connections,
-            "connections_with_gaps": rep.connections_with_gaps,
-            "gap_bytes": rep.gap_bytes,
-            "http": rep.http,
-            "http_exchanges": rep.mcp.exchanges_total,
-            "mcp_exchanges": rep.mcp.exchanges_mcp,
-            "http_anomalies": rep.anomalies.len(),
-            "limits": rep.limits,
-        },
-        "sessions": sessions,
-        "findings": findings,
-        "timeline": timeline,
-    });
-    if sel.events
-        && let Some(o) = doc.as_object_mut()
-    {
-        let events: Vec<Value> = rep
-            .sessions
-            .iter()
-            .filter(|s| rep.session_selected(s, sel))
-            .flat_map(|s| events_json(rep, s))
-            .collect();
-        o.insert("events".into(), Value::Array(events));
-    }
-    doc
+fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
+    json!({
+        "sessions": selected,
+        "findings": severity_counts(rep, shown),
+        "connections": rep.connections,
+        "connections_with_gaps": rep.connections_with_gaps,
+        "gap_bytes": rep.gap_bytes,
+        "http": rep.http,
+        "http_exchanges": rep.mcp.exchanges_total,
+        "mcp_exchanges": rep.mcp.exchanges_mcp,
+        "http_anomalies": rep.anomalies.len(),
+        "limits": rep.limits,
+    })
 }
 
+fn tool_json() -> Value {
+    json!({ "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") })
+}
+
+/// Writes `"key": [items]` with each item pretty at indent 4.
+fn write_array(
+    out: &mut dyn Write,
+    key: &str,
+    items: &mut dyn Iterator<Item = io::Result<Vec<u8>>>,
+    last: bool,
+) -> io::Result<()> {
+    write!(out, "  \"{key}\": [")?;
+    let mut any = false;
+    for item in items {
+        let item = item?;
+        if item.is_empty() {
+            continue;
+        }
+        out.write_all(if any { b",\n    " } else { b"\n    " })?;
+        out.write_all(&item)?;
+        any = true;
+    }
+    if any {
+        out.write_all(b"\n  ]")?;
+    } else {
+        out.write_all(b"]")?;
+    }
+    out.write_all(if last { b"\n" } else { b",\n" })
+}
+
+/// The JSON document, assembled from the spilled session records.
 pub fn write_json(
     out: &mut dyn Write,
-    rep: &Report,
+    rep: &mut Report,
     sel: &Selection,
     r: &Redactor,
 ) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &document(rep, sel, r))?;
-    writeln!(out)
+    let shown = rep.shown_findings(sel);
+    let selected: Vec<SessionHeader> = rep
+        .headers()
+        .filter(|h| rep.session_selected(h, sel))
+        .cloned()
+        .collect();
+    out.write_all(b"{\n")?;
+    writeln!(out, "  \"schema_version\": {SCHEMA_VERSION},")?;
+    out.write_all(b"  \"tool\": ")?;
+    out.write_all(&pretty_at(&tool_json(), 2))?;
+    out.write_all(b",\n  \"inputs\": ")?;
+    out.write_all(&pretty_at(&rep.inputs, 2))?;
+    out.write_all(b",\n  \"summary\": ")?;
+    out.write_all(&pretty_at(&summary_json(rep, selected.len(), &shown), 2))?;
+    out.write_all(b",\n")?;
+    {
+        let spill = &mut rep.sessions.records;
+        let mut items = selected.iter().map(|h| {
+            let mut buf = Vec::new();
+            if let (Some(range), Some(sp)) = (h.record, spill.as_mut()) {
+                sp.copy(range, &mut buf)?;
+            }
+            Ok(buf)
+        });
+        write_array(out, "sessions", &mut items, false)?;
+    }
+    let findings: Vec<Vec<u8>> = shown
+        .iter()
+        .map(|&p| pretty_at(&finding_json(p, &rep.findings[p], r), 4))
+        .collect();
+    write_array(out, "findings", &mut findings.into_iter().map(Ok), false)?;
+    let timeline: Vec<Vec<u8>> = timeline_entries(rep, sel)
+        .into_iter()
+        .map(|e| pretty_at(&entry_json(rep, e, r), 4))
+        .collect();
+    write_array(
+        out,
+        "timeline",
+        &mut timeline.into_iter().map(Ok),
+        !sel.events,
+    )?;
+    if sel.events {
+        let spill = &mut rep.sessions.events;
+        let mut items = selected.iter().map(|h| {
+            let mut buf = Vec::new();
+            if let (Some(range), Some(sp)) = (h.events, spill.as_mut()) {
+                sp.copy(range, &mut buf)?;
+            }
+            Ok(buf)
+        });
+        write_array(out, "events", &mut items, true)?;
+    }
+    out.write_all(b"}\n")
 }
 
 /// One record per line: `input`, `session`, `finding`, `timeline` (and `event` with `--events`),
 /// then `summary`; each record carries `type` and `schema_version`.
 pub fn write_ndjson(
     out: &mut dyn Write,
-    rep: &Report,
+    rep: &mut Report,
     sel: &Selection,
     r: &Redactor,
 ) -> io::Result<()> {
-    let doc = document(rep, sel, r);
-    let mut line = |kind: &str, v: &Value| -> io::Result<()> {
-        let mut rec = serde_json::Map::new();
-        rec.insert("type".into(), json!(kind));
-        rec.insert("schema_version".into(), json!(SCHEMA_VERSION));
-        if let Value::Object(o) = v {
-            for (k, val) in o {
-                rec.insert(k.clone(), val.clone());
-            }
+    fn line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
+        // `{"type":...,"schema_version":1,` then the record's own fields.
+        let body = compact.strip_prefix(b"{").unwrap_or(compact);
+        write!(
+            out,
+            "{{\"type\":\"{kind}\",\"schema_version\":{SCHEMA_VERSION}"
+        )?;
+        if body != b"}" {
+            out.write_all(b",")?;
         }
-        serde_json::to_writer(&mut *out, &Value::Object(rec))?;
-        writeln!(out)
-    };
-    for (key, kind) in [
-        ("inputs", "input"),
-        ("sessions", "session"),
-        ("findings", "finding"),
-        ("timeline", "timeline"),
-        ("events", "event"),
-    ] {
-        if let Some(Value::Array(items)) = doc.get(key) {
-            for item in items {
-                line(kind, item)?;
+        out.write_all(body)?;
+        out.write_all(b"\n")
+    }
+    let shown = rep.shown_findings(sel);
+    let selected: Vec<SessionHeader> = rep
+        .headers()
+        .filter(|h| rep.session_selected(h, sel))
+        .cloned()
+        .collect();
+    for input in &rep.inputs {
+        line(out, "input", &serde_json::to_vec(input)?)?;
+    }
+    for h in &selected {
+        if let (Some(range), Some(sp)) = (h.record, rep.sessions.records.as_mut()) {
+            let mut buf = Vec::new();
+            sp.copy(range, &mut buf)?;
+            line(out, "session", &buf)?;
+        }
+    }
+    for &p in &shown {
+        line(
+            out,
+            "finding",
+            &serde_json::to_vec(&finding_json(p, &rep.findings[p], r))?,
+        )?;
+    }
+    for e in timeline_entries(rep, sel) {
+        line(
+            out,
+            "timeline",
+            &serde_json::to_vec(&entry_json(rep, e, r))?,
+        )?;
+    }
+    if sel.events {
+        for h in &selected {
+            if let (Some(range), Some(sp)) = (h.events, rep.sessions.events.as_mut()) {
+                let mut buf = Vec::new();
+                sp.copy(range, &mut buf)?;
+                for l in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    line(out, "event", l)?;
+                }
             }
         }
     }
-    let summary = json!({ "summary": doc["summary"], "tool": doc["tool"] });
-    line("summary", &summary)
+    let summary =
+        json!({ "summary": summary_json(rep, selected.len(), &shown), "tool": tool_json() });
+    line(out, "summary", &serde_json::to_vec(&summary)?)
 }
 
 /// Terminal styling: colour only when asked for and on a terminal.
@@ -526,15 +835,26 @@ pub fn write_human(
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
     }
-    let sessions: Vec<&Session> = rep
-        .sessions
-        .iter()
+    let shown = rep.shown_findings(sel);
+    let all: Vec<&SessionHeader> = rep
+        .headers()
         .filter(|s| rep.session_selected(s, sel))
         .collect();
-    if sessions.is_empty() {
+    if all.is_empty() {
         writeln!(out, "\nno MCP session found")?;
         return Ok(());
     }
+    // A large capture has thousands of healthy sessions: the table lists those with findings,
+    // those asked for, and the first few; the JSON report lists them all.
+    let with_findings: std::collections::BTreeSet<usize> =
+        shown.iter().map(|&p| rep.findings[p].session).collect();
+    let listed: Vec<&SessionHeader> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| *i < 20 || with_findings.contains(&s.idx) || sel.sessions.is_some())
+        .map(|(_, s)| *s)
+        .collect();
+    let sessions = listed;
     writeln!(out, "\n{}", style.heading("SESSIONS"))?;
     let mut table = new_table(&[
         "S",
@@ -548,7 +868,7 @@ pub fn write_human(
         "resumption",
     ]);
     for s in &sessions {
-        let v = &rep.verdicts[s.idx];
+        let v = &s.verdict;
         let id = match &s.session_id {
             Some(id) => terminal(&short_id(id)).into_owned(),
             None if s.stateless => "(stateless)".into(),
@@ -556,15 +876,10 @@ pub fn write_human(
         };
         let mut server = format!("{} {}", endpoint(s.server), terminal_truncated(&s.path, 20));
         if !s.same_session_as.is_empty() {
-            let other: Vec<String> = s
-                .same_session_as
-                .iter()
-                .map(|&i| rep.sessions[i].label())
-                .collect();
-            server.push_str(&format!(" (= {})", other.join(", ")));
+            server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
         }
         table.add_row(vec![
-            s.label(),
+            s.label.clone(),
             id,
             server,
             match s.transport {
@@ -579,9 +894,8 @@ pub fn write_human(
                 .as_deref()
                 .map(|c| terminal_truncated(&r.text(c), 24))
                 .unwrap_or_default(),
-            s.fallbacks
-                .first()
-                .map(|f| f.mark.time.clock_millis())
+            s.fell_back
+                .map(|m| m.time.clock_millis())
                 .unwrap_or_else(|| "no".into()),
             s.event_id_scheme.name().into(),
             match v.verdict {
@@ -592,26 +906,27 @@ pub fn write_human(
         ]);
     }
     writeln!(out, "{table}")?;
+    if all.len() > sessions.len() {
+        writeln!(
+            out,
+            " … and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
+            all.len() - sessions.len()
+        )?;
+    }
     for s in &sessions {
-        for m in &s.merged_sources {
-            let path = rep
-                .inputs
-                .get(m.input as usize)
-                .map(|i| i.path.as_str())
-                .unwrap_or("?");
+        for (path, matched, added, offset) in &s.merged {
             writeln!(
                 out,
                 " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
-                s.label(),
+                s.label,
                 terminal(path),
-                m.matched,
-                m.offset_s,
-                m.added
+                matched,
+                offset,
+                added
             )?;
         }
     }
 
-    let shown = rep.shown_findings(sel);
     for s in &sessions {
         let mine: Vec<usize> = shown
             .iter()
@@ -626,7 +941,7 @@ pub fn write_human(
             writeln!(
                 out,
                 "\n{} not determinable from these inputs: {} ({})",
-                s.label(),
+                s.label,
                 kinds.join(", "),
                 reasons.join("; ")
             )?;
@@ -637,7 +952,7 @@ pub fn write_human(
         writeln!(
             out,
             "\n{}  root cause first, consequences indented",
-            style.heading(&format!("FINDINGS ({})", s.label()))
+            style.heading(&format!("FINDINGS ({})", s.label))
         )?;
         // Cause → consequence trees: a finding is printed under its first shown cause.
         let parent = |p: usize| {
@@ -685,11 +1000,11 @@ pub fn write_human(
         if entries.is_empty() {
             continue;
         }
-        let v = &rep.verdicts[s.idx];
+        let v = &s.verdict;
         writeln!(
             out,
             "\n{}  {}",
-            style.heading(&format!("TIMELINE ({})", s.label())),
+            style.heading(&format!("TIMELINE ({})", s.label)),
             s.start.time.date()
         )?;
         for e in entries {
