@@ -270,7 +270,12 @@ pub struct CaptureArgs {
     pub max_buffer_total: usize,
 
     /// Seconds of capture time after which a silent connection is closed and forgotten.
-    #[arg(long, value_name = "SECS", default_value_t = 900, help_heading = "Reassembly")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 900,
+        help_heading = "Reassembly"
+    )]
     pub idle_timeout: u64,
 }
 

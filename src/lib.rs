@@ -7,13 +7,13 @@
 
 pub mod app;
 pub mod capture;
+pub mod cli;
 pub mod detect;
 pub mod http;
 pub mod ingest;
 pub mod jsonrpc;
 pub mod manpage;
 pub mod mcp;
-pub mod cli;
 pub mod model;
 pub mod progress;
 pub mod report;

@@ -49,12 +49,18 @@ impl Progress {
                 let dt = now.duration_since(last.0).as_secs_f64();
                 if dt >= 0.5 {
                     let instant = (packets - last.1.min(packets)) as f64 / dt;
-                    rate = if rate == 0.0 { instant } else { rate * 0.7 + instant * 0.3 };
+                    rate = if rate == 0.0 {
+                        instant
+                    } else {
+                        rate * 0.7 + instant * 0.3
+                    };
                     last = (now, packets);
                 }
                 let bar = bar.get_or_insert_with(|| {
                     let b = match total {
-                        Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
+                        Some(t) => {
+                            ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr())
+                        }
                         None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
                     };
                     let template = if total.is_some() {

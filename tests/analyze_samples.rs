@@ -131,7 +131,11 @@ fn seed_incident_client_leg_tells_the_whole_story_in_order() {
     assert!(unanswered["evidence"]["waited_s"].as_f64().unwrap() > 10.0);
 
     // Evidence a person can check: frames (1-based), times, the exchange.
-    assert_eq!(replay["frames"], serde_json::json!([114, 142, 148, 152]), "first delivery of 42, the 41 the client saw, the resume, the replay");
+    assert_eq!(
+        replay["frames"],
+        serde_json::json!([114, 142, 148, 152]),
+        "first delivery of 42, the 41 the client saw, the resume, the replay"
+    );
     assert!(replay["time"].as_str().unwrap().ends_with('Z'));
     let session = &doc["sessions"][0];
     assert_eq!(session["resumption"]["verdict"], "unsafe");
@@ -336,7 +340,10 @@ fn nginx_access_log_alone() {
     let (doc, code) = analyze(&["samples/seed-incident.nginx.jsonl"]);
     assert_eq!(code, 1);
     let got = kinds(&doc);
-    assert_eq!(got, vec!["sse_fallback", "unsafe_resumption_after_fallback"]);
+    assert_eq!(
+        got,
+        vec!["sse_fallback", "unsafe_resumption_after_fallback"]
+    );
     let s = &doc["sessions"][0];
     assert_eq!(s["event_id_scheme"], "integer");
     assert_eq!(s["event_id_scheme_from"], "last_event_id");
@@ -347,8 +354,15 @@ fn nginx_access_log_alone() {
         .iter()
         .map(|x| x["kind"].as_str().unwrap())
         .collect();
-    for k in ["cross_namespace_replay", "duplicate_response", "skipped_events"] {
-        assert!(nd.contains(&k), "{k} must be reported as not determinable: {nd:?}");
+    for k in [
+        "cross_namespace_replay",
+        "duplicate_response",
+        "skipped_events",
+    ] {
+        assert!(
+            nd.contains(&k),
+            "{k} must be reported as not determinable: {nd:?}"
+        );
     }
     assert_eq!(doc["inputs"][0]["format"], "nginx-log");
 }
@@ -370,8 +384,16 @@ fn capture_and_access_log_of_the_same_leg_are_one_session() {
     assert_eq!(merged["added_exchanges"], 0);
     assert!(merged["clock_offset_s"].as_f64().unwrap().abs() < 0.5);
     let got = kinds(&doc);
-    assert_eq!(got.iter().filter(|k| *k == "sse_fallback").count(), 1, "{got:?}");
-    assert_eq!(got.iter().filter(|k| *k == "request_id_reused").count(), 0, "{got:?}");
+    assert_eq!(
+        got.iter().filter(|k| *k == "sse_fallback").count(),
+        1,
+        "{got:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|k| *k == "request_id_reused").count(),
+        0,
+        "{got:?}"
+    );
 }
 
 /// A HAR written by mitmproxy in front of the official Python SDK: the same healthy session a
