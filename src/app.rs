@@ -383,20 +383,49 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         .with_early_finalize(early)
         .with_session_callback(callback);
     let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
-    let mut pipeline = Pipeline::new(builder);
-    let fed = feed(
-        inputs,
-        &mut stage,
-        &mut pipeline,
-        use_color(args.color, &io::stderr()),
-    );
+    let progress = use_color(args.color, &io::stderr());
+    // Two cores: packets, TCP and HTTP on this thread; sessions and detectors on another.
+    let (fed, mut builder, http_stats, tcp) = if args.capture.threaded() {
+        let (forwarder, rx) = http::threaded::channel();
+        std::thread::scope(|scope| {
+            let consumer = scope.spawn(move || {
+                let mut builder = builder;
+                http::threaded::replay(rx, &mut builder);
+                builder
+            });
+            let mut pipeline = Pipeline::new(forwarder);
+            let fed = feed(inputs, &mut stage, &mut pipeline, progress);
+            pipeline.http.sink.flush();
+            let tcp = (
+                pipeline.connections,
+                pipeline.connections_with_gaps,
+                pipeline.gap_bytes,
+            );
+            let http_stats = pipeline.http.stats.clone();
+            // Dropping the forwarder closes the channel: the consumer drains it and returns.
+            drop(pipeline);
+            consumer
+                .join()
+                .map(|builder| (fed, builder, http_stats, tcp))
+                .map_err(|_| anyhow::anyhow!("internal error: the session stage failed"))
+        })?
+    } else {
+        let mut pipeline = Pipeline::new(builder);
+        let fed = feed(inputs, &mut stage, &mut pipeline, progress);
+        let tcp = (
+            pipeline.connections,
+            pipeline.connections_with_gaps,
+            pipeline.gap_bytes,
+        );
+        let http_stats = pipeline.http.stats.clone();
+        (fed, pipeline.http.sink, http_stats, tcp)
+    };
     let failed = fed.failed;
     let reports = fed.reports;
     for (input, caps) in fed.capabilities {
-        pipeline.http.sink.set_capabilities(input, caps);
+        builder.set_capabilities(input, caps);
     }
-    let http_stats = pipeline.http.stats.clone();
-    let (sessions, anomalies, mcp_stats) = pipeline.http.sink.finish();
+    let (sessions, anomalies, mcp_stats) = builder.finish();
     drop(sessions);
     let fin = std::mem::replace(
         &mut *finalizer
@@ -424,9 +453,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         http: http_stats,
         mcp: mcp_stats,
         anomalies,
-        connections: pipeline.connections,
-        gap_bytes: pipeline.gap_bytes,
-        connections_with_gaps: pipeline.connections_with_gaps,
+        connections: tcp.0,
+        connections_with_gaps: tcp.1,
+        gap_bytes: tcp.2,
         limits: Vec::new(),
     };
     let fail_on = args.fail_on.severity();

@@ -277,9 +277,23 @@ pub struct CaptureArgs {
         help_heading = "Reassembly"
     )]
     pub idle_timeout: u64,
+
+    /// Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs
+    /// on another; 1 runs everything on one. The output is the same either way. Default: 2 when
+    /// the machine has two cores or more.
+    #[arg(long, value_name = "N", help_heading = "Reassembly")]
+    pub threads: Option<usize>,
 }
 
 impl CaptureArgs {
+    /// Whether to run the capture stage on its own thread.
+    pub fn threaded(&self) -> bool {
+        match self.threads {
+            Some(n) => n > 1,
+            None => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+        }
+    }
+
     pub fn limits(&self) -> crate::capture::tcp::Limits {
         crate::capture::tcp::Limits {
             max_buffered_per_direction: self.max_buffer_per_direction,

@@ -408,3 +408,48 @@ fn mitmproxy_har_is_a_healthy_session() {
     assert_eq!(s["resumption"]["verdict"], "not_attempted");
     assert_eq!(doc["inputs"][0]["format"], "har");
 }
+
+/// The threaded pipeline (capture and HTTP on one thread, MCP on another) must be an
+/// implementation detail: every sample, alone and all together, gives byte-identical reports
+/// with one thread and with two, in both formats and with the per-event listing.
+#[test]
+fn threads_do_not_change_the_report() {
+    let samples = [
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident-server-leg.pcap",
+        "samples/namespaced-ids-client-leg.pcap",
+        "samples/python-sdk-healthy.pcapng",
+        "samples/ts-sdk-resumption.pcap",
+        "samples/legacy-sse-fallback.pcap",
+        "samples/lossy.pcap",
+        "samples/http-basic.pcap",
+    ];
+    let run = |threads: &str, extra: &[&str], files: &[&str]| {
+        Command::cargo_bin("mcp-forensics")
+            .unwrap()
+            .arg("analyze")
+            .args(["--threads", threads])
+            .args(extra)
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    let mut cases: Vec<Vec<&str>> = samples.iter().map(|s| vec![*s]).collect();
+    cases.push(samples.to_vec());
+    for files in &cases {
+        for extra in [
+            &["--format", "json"][..],
+            &["--format", "json", "--events"],
+            &[],
+        ] {
+            let one = run("1", extra, files);
+            let two = run("2", extra, files);
+            assert!(!one.stdout.is_empty(), "{files:?} {extra:?}: empty report");
+            assert_eq!(
+                one.stdout, two.stdout,
+                "{files:?} {extra:?}: --threads 1 and --threads 2 disagree"
+            );
+            assert_eq!(one.status.code(), two.status.code());
+        }
+    }
+}

@@ -714,10 +714,7 @@ impl Connection {
             None => return,
         };
         for event in self.out_events.drain(..) {
-            sink.on_http(HttpEvent::SseEvent {
-                exchange,
-                event: &event,
-            });
+            sink.on_sse_event(exchange, event);
         }
     }
 
@@ -761,10 +758,7 @@ impl Connection {
         }
         let exchange = msg.exchange;
         for event in self.out_events.drain(..) {
-            sink.on_http(HttpEvent::SseEvent {
-                exchange,
-                event: &event,
-            });
+            sink.on_sse_event(exchange, event);
         }
         let outcome = if msg.gap && outcome == Outcome::Complete {
             Outcome::Gap

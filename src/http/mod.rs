@@ -10,6 +10,7 @@ pub mod body;
 pub mod conn;
 pub mod exchange;
 pub mod sse;
+pub mod threaded;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
@@ -210,6 +211,15 @@ pub enum HttpEvent<'a> {
 
 pub trait HttpSink {
     fn on_http(&mut self, event: HttpEvent<'_>);
+
+    /// An SSE event handed over by value: a sink that keeps events (the thread hand-over) takes
+    /// it without a copy. By default it is passed on as [`HttpEvent::SseEvent`].
+    fn on_sse_event(&mut self, exchange: ExchangeId, event: sse::SseEvent) {
+        self.on_http(HttpEvent::SseEvent {
+            exchange,
+            event: &event,
+        });
+    }
 }
 
 impl<F: FnMut(HttpEvent<'_>)> HttpSink for F {

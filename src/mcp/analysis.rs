@@ -404,6 +404,13 @@ fn resolve_resumes(s: &mut Session) {
     }
 }
 
+fn hash_str(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    s.hash(&mut h);
+    h.finish()
+}
+
 /// Labels every event with the namespace that minted its ID.
 fn attribute(s: &mut Session) {
     // Events in capture order across streams.
@@ -418,8 +425,10 @@ fn attribute(s: &mut Session) {
         })
         .collect();
     order.sort();
-    let mut token_owner: HashMap<String, StreamIdx> = HashMap::default();
-    let mut first_seen: HashMap<(String, u64), Namespace> = HashMap::default();
+    // Keys are hashes of the IDs and tokens: no string is copied per event.
+    let mut token_owner: HashMap<u64, StreamIdx> = HashMap::default();
+    let mut first_seen: HashMap<(u64, u64), Namespace> = HashMap::default();
+    let mut id_seen: HashSet<u64> = HashSet::default();
     // Where each request's messages were last being delivered (its POST stream until then).
     let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::default();
     let mut progress_owner: HashMap<String, RequestId> = HashMap::default();
@@ -435,17 +444,12 @@ fn attribute(s: &mut Session) {
         }
     }
     for (_, si, ei) in order {
-        let resume = s.streams[si].resume.clone();
+        let resume = s.streams[si].resume.as_ref().map(|r| r.continues);
         let ev = &s.streams[si].events[ei];
-        let id: Option<String> = ev
-            .id
-            .as_deref()
-            .filter(|i| !i.is_empty())
-            .map(str::to_string);
-        let (ns, how) = match &resume {
+        let id: Option<&str> = ev.id.as_deref().filter(|i| !i.is_empty());
+        let (ns, how) = match resume {
             None => (Namespace::Stream(si), Attribution::Own),
-            Some(r) => {
-                let continues = r.continues;
+            Some(continues) => {
                 let prev = s.streams[si].events[..ei]
                     .iter()
                     .rev()
@@ -454,11 +458,12 @@ fn attribute(s: &mut Session) {
                     s,
                     si,
                     ev,
-                    id.as_deref(),
+                    id,
                     continues,
                     prev,
                     &token_owner,
                     &first_seen,
+                    &id_seen,
                     &request_stream,
                     &progress_owner,
                     &last_integer,
@@ -466,11 +471,12 @@ fn attribute(s: &mut Session) {
             }
         };
         // Learn from what was delivered.
-        if let Some(id) = &id {
+        if let Some(id) = id {
             if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
-                token_owner.entry(tok.to_string()).or_insert(owner);
+                token_owner.entry(hash_str(tok)).or_insert(owner);
             }
-            first_seen.entry((id.clone(), ev.data_hash)).or_insert(ns);
+            first_seen.entry((hash_str(id), ev.data_hash)).or_insert(ns);
+            id_seen.insert(hash_str(id));
             if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
                 last_integer.insert(owner, n);
             }
@@ -511,8 +517,9 @@ fn attribute_replayed(
     id: Option<&str>,
     continues: Option<StreamIdx>,
     prev: Option<&super::model::EventRec>,
-    token_owner: &HashMap<String, StreamIdx>,
-    first_seen: &HashMap<(String, u64), Namespace>,
+    token_owner: &HashMap<u64, StreamIdx>,
+    first_seen: &HashMap<(u64, u64), Namespace>,
+    id_seen: &HashSet<u64>,
     request_stream: &HashMap<RequestId, StreamIdx>,
     progress_owner: &HashMap<String, RequestId>,
     last_integer: &HashMap<StreamIdx, u64>,
@@ -521,7 +528,7 @@ fn attribute_replayed(
         // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
         return (Namespace::Stream(si), Attribution::Own);
     };
-    let seen_before = first_seen.keys().any(|(i, _)| i == id);
+    let seen_before = id_seen.contains(&hash_str(id));
     if ev.priming && !seen_before {
         // Python SDK servers prime every replay connection afresh.
         return (Namespace::Stream(si), Attribution::Own);
@@ -536,11 +543,11 @@ fn attribute_replayed(
         {
             return (Namespace::Stream(c), Attribution::IdToken);
         }
-        if let Some(&owner) = token_owner.get(tok) {
+        if let Some(&owner) = token_owner.get(&hash_str(tok)) {
             return (Namespace::Stream(owner), Attribution::IdToken);
         }
     }
-    if let Some(ns) = first_seen.get(&(id.to_string(), ev.data_hash)) {
+    if let Some(ns) = first_seen.get(&(hash_str(id), ev.data_hash)) {
         return (*ns, Attribution::IdenticalEvent);
     }
     for m in &ev.messages {
