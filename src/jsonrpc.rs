@@ -98,7 +98,7 @@ pub struct Message {
 /// MCP-specific fields of a message, allocated only when it has some: most events carry none,
 /// and an analysis holds every event of the sessions in progress.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Details(Option<Box<McpDetails>>);
+pub struct Details(pub(crate) Option<Box<McpDetails>>);
 
 static NO_DETAILS: McpDetails = McpDetails {
     progress_token: None,
@@ -146,7 +146,7 @@ pub struct McpDetails {
     pub total: Option<serde_json::Number>,
     /// A hash of a response's `result` text (to tell the same result delivered twice).
     pub result_hash: Option<u64>,
-    rare: Option<Box<RareDetails>>,
+    pub(crate) rare: Option<Box<RareDetails>>,
 }
 
 impl std::ops::Deref for McpDetails {
@@ -271,7 +271,7 @@ pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
 }
 
 /// Method names of the MCP specification, shared by every message that uses them.
-const KNOWN_METHODS: &[&str] = &[
+pub(crate) const KNOWN_METHODS: &[&str] = &[
     "initialize",
     "notifications/initialized",
     "notifications/progress",

@@ -6,7 +6,7 @@ use clap::Parser;
 
 // mimalloc: an analysis makes millions of small allocations freed in another order than they
 // were made; glibc's allocator kept up to three times the live heap as resident memory.
-#[global_allocator]
+#[cfg_attr(not(feature = "system-alloc"), global_allocator)]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {

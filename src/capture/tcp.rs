@@ -337,8 +337,12 @@ const TOMBSTONE_NS: i64 = 120 * Timestamp::NANOS_PER_SEC;
 pub struct Reassembler {
     limits: Limits,
     table: HashMap<FlowKey, usize>,
-    slots: Vec<Option<Conn>>,
+    /// Boxed: a slot is 8 bytes whether or not a connection is in it.
+    slots: Vec<Option<Box<Conn>>>,
     free: Vec<usize>,
+    /// Connections closed in the last [`TOMBSTONE_NS`]: when each last saw a packet. A few bytes
+    /// each, not a whole connection, because a busy capture closes thousands a minute.
+    tombstones: HashMap<FlowKey, Timestamp>,
     next_id: ConnId,
     total_pending: usize,
     next_sweep: Option<Timestamp>,
@@ -387,6 +391,7 @@ impl Reassembler {
             table: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
+            tombstones: HashMap::default(),
             next_id: 0,
             total_pending: 0,
             next_sweep: None,
@@ -403,7 +408,7 @@ impl Reassembler {
 
     /// Connections currently tracked (open or remembered after close).
     pub fn tracked(&self) -> usize {
-        self.table.len()
+        self.table.len() + self.tombstones.len()
     }
 
     /// Feeds one segment in capture order.
@@ -411,6 +416,17 @@ impl Reassembler {
         self.maybe_sweep(mark, sink);
         let key = flow_key(seg.src, seg.dst);
         let mut slot = self.table.get(&key).copied();
+        if slot.is_none()
+            && let Some(last) = self.tombstones.get_mut(&key)
+        {
+            // The last ACKs and retransmissions of a closed connection; a SYN opens a new one.
+            if !seg.flags.syn || seg.flags.ack {
+                *last = mark.time;
+                self.stats.packets_after_close += 1;
+                return;
+            }
+            self.tombstones.remove(&key);
+        }
 
         if let Some(idx) = slot {
             let replace = match self.slots[idx].as_ref() {
@@ -418,12 +434,8 @@ impl Reassembler {
                 None => true,
             };
             if replace {
-                let reason = if self.slots[idx].as_ref().is_some_and(|c| c.closed) {
-                    None
-                } else {
-                    Some(CloseReason::Superseded)
-                };
-                self.retire(idx, reason, sink);
+                self.retire(idx, Some(CloseReason::Superseded), sink);
+                self.retire(idx, None, sink);
                 slot = None;
             }
         }
@@ -448,11 +460,11 @@ impl Reassembler {
                 self.stats.connections += 1;
                 let idx = match self.free.pop() {
                     Some(i) => {
-                        self.slots[i] = Some(conn);
+                        self.slots[i] = Some(Box::new(conn));
                         i
                     }
                     None => {
-                        self.slots.push(Some(conn));
+                        self.slots.push(Some(Box::new(conn)));
                         self.slots.len() - 1
                     }
                 };
@@ -605,8 +617,8 @@ impl Reassembler {
         }
     }
 
-    /// Flushes a connection (every hole becomes a gap), reports it closed and frees its slot (a
-    /// closed connection stays as a tombstone for a while to absorb its last packets).
+    /// Flushes a connection (every hole becomes a gap), reports it closed and frees its slot,
+    /// leaving a tombstone to absorb its last packets; `None` forgets it without a tombstone.
     fn retire(&mut self, idx: usize, reason: Option<CloseReason>, sink: &mut impl TcpSink) {
         let Some(conn) = self.slots[idx].as_mut() else {
             return;
@@ -642,10 +654,11 @@ impl Reassembler {
             conn.closed = true;
             let summary = conn.summary(reason);
             sink.on_tcp(TcpEvent::Closed { summary: &summary });
-            conn.halves = [Half::default(), Half::default()];
-            return;
+            if reason != CloseReason::Superseded && reason != CloseReason::Idle {
+                self.tombstones
+                    .insert(flow_key(conn.a, conn.b), conn.last.time);
+            }
         }
-        // Already closed (a tombstone) or asked to drop: forget it.
         let key = flow_key(conn.a, conn.b);
         if self.table.get(&key) == Some(&idx) {
             self.table.remove(&key);
@@ -665,6 +678,8 @@ impl Reassembler {
             _ => {}
         }
         self.next_sweep = Some(now.add_nanos(SWEEP_INTERVAL_NS));
+        self.tombstones
+            .retain(|_, last| now.0.saturating_sub(last.0) <= TOMBSTONE_NS);
         let idle_ns =
             (self.limits.idle_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
         let hole_ns =
@@ -674,12 +689,6 @@ impl Reassembler {
                 continue;
             };
             let silent = now.0.saturating_sub(conn.last.time.0);
-            if conn.closed {
-                if silent > TOMBSTONE_NS {
-                    self.retire(idx, None, sink);
-                }
-                continue;
-            }
             if silent > idle_ns {
                 self.stats.idle_evictions += 1;
                 self.retire(idx, Some(CloseReason::Idle), sink);
@@ -720,6 +729,7 @@ impl Reassembler {
         self.table.clear();
         self.slots.clear();
         self.free.clear();
+        self.tombstones.clear();
         self.total_pending = 0;
     }
 }

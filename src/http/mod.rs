@@ -260,7 +260,8 @@ pub struct HttpStats {
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
 /// [`HttpEvent`]s to the next stage.
 pub struct Stage<S: HttpSink> {
-    connections: HashMap<ConnId, Connection>,
+    /// Boxed: the table grows by doubling, and a parser's state is large.
+    connections: HashMap<ConnId, Box<Connection>>,
     pub sink: S,
     pub stats: HttpStats,
 }
@@ -292,7 +293,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 mark,
             } => {
                 self.connections
-                    .insert(conn, Connection::new(conn, client, server, mark));
+                    .insert(conn, Box::new(Connection::new(conn, client, server, mark)));
                 self.sink.on_http(HttpEvent::ConnectionStart {
                     conn,
                     client,

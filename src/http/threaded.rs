@@ -17,7 +17,7 @@ use crate::model::Mark;
 
 /// Events per batch, and batches in flight.
 const BATCH_EVENTS: usize = 1024;
-const IN_FLIGHT: usize = 32;
+const IN_FLIGHT: usize = 4;
 
 /// An HTTP event that owns its data.
 pub enum OwnedEvent {

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod ids;
 pub mod model;
+pub mod packed;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
@@ -169,6 +170,7 @@ impl Builder {
             return;
         }
         for st in &mut s.streams {
+            st.unpack_events();
             if let Some(caps) = self.capabilities.get(&st.input) {
                 st.session_header_known = caps.knows_response_header("mcp-session-id");
             }
@@ -443,6 +445,7 @@ impl Builder {
             last_retry: None,
             body_unknown: false,
             session_header_known: true,
+            packed: Default::default(),
             summary: model::EventSummary::default(),
         }
     }
@@ -452,7 +455,7 @@ impl Builder {
     fn file_orphan(&mut self, exchange: ExchangeId, stream: Stream) {
         let speaks_mcp = stream.session_id_received.is_some()
             || stream.event_stream
-            || !stream.events.is_empty()
+            || stream.event_count() > 0
             || stream
                 .response_messages
                 .iter()
@@ -553,6 +556,7 @@ impl Builder {
             last_retry: None,
             body_unknown: r.body.unknown,
             session_header_known: true,
+            packed: Default::default(),
             summary: model::EventSummary::default(),
         };
         let mut stream = stream;
@@ -567,6 +571,7 @@ impl Builder {
             stream.session_id_received = o.session_id_received;
             stream.transport_mode = o.transport_mode;
             stream.events = o.events;
+            stream.packed = o.packed;
             stream.ended = o.ended;
             stream.outcome = o.outcome;
             stream.closed_by = o.closed_by;
@@ -721,7 +726,7 @@ impl Builder {
         };
         match self.open.remove(&exchange) {
             Some(Filing::Pending(mut stream, Pending::Get)) if rec.index == 0 => {
-                stream.events.push(rec);
+                stream.packed.push(&rec);
                 if let Some(uri) = endpoint {
                     self.file_legacy(exchange, *stream, &uri);
                 } else {
@@ -729,7 +734,7 @@ impl Builder {
                 }
             }
             Some(Filing::Pending(mut stream, kind)) => {
-                stream.events.push(rec);
+                stream.packed.push(&rec);
                 self.open.insert(exchange, Filing::Pending(stream, kind));
             }
             Some(Filing::Session(s, pos)) => {
@@ -737,14 +742,14 @@ impl Builder {
                     if rec.after_gap {
                         stream.gap = true;
                     }
-                    stream.events.push(rec);
+                    stream.packed.push(&rec);
                 }
                 self.open.insert(exchange, Filing::Session(s, pos));
             }
             None => {
                 let mut orphan = self.orphan(exchange, rec.mark);
                 orphan.event_stream = true;
-                orphan.events.push(rec);
+                orphan.packed.push(&rec);
                 self.open
                     .insert(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
             }
@@ -835,7 +840,7 @@ impl Builder {
             return;
         }
         if let Some(stream) = self.stream_mut(exchange) {
-            stream.events.shrink_to_fit();
+            stream.packed.shrink_to_fit();
             stream.ended = Some(mark);
             stream.outcome = Some(outcome);
             stream.closed_by = closed_by;
@@ -901,7 +906,7 @@ impl Builder {
                     .client_messages
                     .iter()
                     .any(|m| m.kind != Kind::Malformed);
-                let event_stream = stream.event_stream || !stream.events.is_empty();
+                let event_stream = stream.event_stream || stream.event_count() > 0;
                 if has_jsonrpc || event_stream {
                     self.file_stateless(exchange, *stream);
                     self.open.remove(&exchange);
@@ -945,6 +950,9 @@ impl Builder {
         if !self.early_finalize {
             // A HAR or log of the same traffic as a capture is matched before analysis.
             let mut sessions = std::mem::take(&mut self.sessions);
+            for st in sessions.iter_mut().flat_map(|s| s.streams.iter_mut()) {
+                st.unpack_events();
+            }
             analysis::merge_sources(&mut sessions);
             self.sessions = sessions;
             self.by_sid.clear();

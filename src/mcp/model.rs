@@ -156,7 +156,10 @@ pub struct Stream {
     pub client_messages: Vec<Message>,
     /// JSON-RPC messages in a JSON response body.
     pub response_messages: Vec<Message>,
+    /// The events, once unpacked for analysis (see [`Stream::unpack_events`]).
     pub events: Vec<EventRec>,
+    /// Events as they arrive, packed until the session is analysed.
+    pub packed: super::packed::PackedEvents,
     /// Bytes of this exchange are missing from the capture.
     pub gap: bool,
     /// How many, when known.
@@ -210,6 +213,19 @@ impl Stream {
                 self.outcome,
                 Some(Outcome::ClosedEarly | Outcome::Reset) | None
             )
+    }
+
+    /// Moves the packed events into `events`, where the analysis reads them.
+    pub fn unpack_events(&mut self) {
+        if !self.packed.is_empty() {
+            let packed = std::mem::take(&mut self.packed);
+            self.events.extend(packed.unpack());
+        }
+    }
+
+    /// Events received so far, packed or not.
+    pub fn event_count(&self) -> usize {
+        self.events.len() + self.packed.len()
     }
 
     /// Last event ID delivered on this stream (explicit IDs only).
