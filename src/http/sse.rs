@@ -11,6 +11,8 @@
 //! but no data is a *priming* event in MCP 2025-11-25 (the client may resume from it) and is
 //! kept, not discarded; comments (keep-alive pings) are counted.
 
+use std::borrow::Cow;
+
 use crate::model::Mark;
 
 /// A line longer than this is cut (and the cut counted): a crafted stream cannot make us buffer
@@ -29,7 +31,7 @@ pub struct SseEvent {
     /// The stream's last event ID after this event, what a client would send as `Last-Event-ID`.
     pub last_event_id: String,
     /// Event type (`message` when absent).
-    pub event: String,
+    pub event: Cow<'static, str>,
     pub data: String,
     /// `retry` field of this event, in milliseconds.
     pub retry: Option<u64>,
@@ -157,12 +159,23 @@ impl SseParser {
                     continue;
                 }
             }
-            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', rest) {
                 Some(i) => {
-                    self.push_line_bytes(&rest[..i]);
                     self.after_cr = rest[i] == b'\r';
+                    if self.line.is_empty() && !self.line_oversized {
+                        // The whole line is in this chunk: read it where it lies.
+                        let line = &rest[..i.min(MAX_LINE)];
+                        self.line_oversized = i > MAX_LINE;
+                        self.end_line(line, mark, out);
+                    } else {
+                        self.push_line_bytes(&rest[..i]);
+                        let line = std::mem::take(&mut self.line);
+                        self.end_line(&line, mark, out);
+                        // The buffer is kept for the next split line.
+                        self.line = line;
+                        self.line.clear();
+                    }
                     rest = &rest[i + 1..];
-                    self.end_line(mark, out);
                 }
                 None => {
                     self.push_line_bytes(rest);
@@ -180,12 +193,11 @@ impl SseParser {
         self.line.extend_from_slice(&b[..b.len().min(room)]);
     }
 
-    fn end_line(&mut self, mark: Mark, out: &mut Vec<SseEvent>) {
+    fn end_line(&mut self, line: &[u8], mark: Mark, out: &mut Vec<SseEvent>) {
         if self.line_oversized {
             self.stats.oversized_lines += 1;
             self.line_oversized = false;
         }
-        let line = std::mem::take(&mut self.line);
         if self.resyncing {
             if std::mem::take(&mut self.resync_first_line) {
                 return;
@@ -205,7 +217,10 @@ impl SseParser {
             return;
         }
         // Lines are decoded one at a time: CR and LF never occur inside a UTF-8 sequence.
-        let text = String::from_utf8_lossy(&line);
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let (name, value) = match text.find(':') {
             Some(i) => {
                 let v = &text[i + 1..];
@@ -214,7 +229,10 @@ impl SseParser {
             None => (&text[..], ""),
         };
         match name {
-            "event" => self.event_type = value.to_string(),
+            "event" => {
+                self.event_type.clear();
+                self.event_type.push_str(value);
+            }
             "data" => {
                 self.has_data_field = true;
                 if self.data.len() + value.len() + 1 > MAX_DATA {
@@ -264,9 +282,9 @@ impl SseParser {
             id,
             last_event_id: self.last_event_id.clone(),
             event: if event_type.is_empty() {
-                "message".to_string()
+                Cow::Borrowed("message")
             } else {
-                event_type
+                Cow::Owned(event_type)
             },
             data,
             retry,

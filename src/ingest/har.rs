@@ -960,7 +960,7 @@ fn messages_to_events(
             index: i as u32,
             id,
             last_event_id: last_event_id.clone(),
-            event,
+            event: event.into(),
             data,
             retry: None,
             priming,

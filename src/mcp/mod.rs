@@ -713,7 +713,7 @@ impl Builder {
             } else {
                 messages.into_boxed_slice()
             },
-            event_type: (ev.event != "message").then(|| Box::from(ev.event.as_str())),
+            event_type: (ev.event != "message").then(|| Box::from(&*ev.event)),
             endpoint: endpoint.as_deref().map(Box::from),
             index: ev.index,
             data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
