@@ -172,7 +172,7 @@ fn put_message(w: &mut Vec<u8>, m: &Message) {
         | u8::from(details.is_some()) << 7;
     w.push(flags);
     put_request_id(w, m.id.as_ref());
-    if let Some(method) = &m.method {
+    if let Some(method) = m.method.as_deref() {
         put_method(w, method);
     }
     if let Some(c) = m.error_code {
@@ -226,15 +226,12 @@ fn read_message(r: &mut Reader) -> Option<Message> {
 }
 
 /// Common MCP methods as their index in the known list (from 1), others as 0 and the text.
-fn put_method(w: &mut Vec<u8>, method: &Cow<'static, str>) {
+fn put_method(w: &mut Vec<u8>, method: &str) {
     // Parsed methods are interned: a known one is found by address, without comparing text.
-    let known = match method {
-        Cow::Borrowed(m) => KNOWN_METHODS
-            .iter()
-            .position(|k| std::ptr::eq(k.as_ptr(), m.as_ptr()) && k.len() == m.len())
-            .or_else(|| KNOWN_METHODS.iter().position(|k| k == m)),
-        Cow::Owned(m) => KNOWN_METHODS.iter().position(|k| k == m),
-    };
+    let known = KNOWN_METHODS
+        .iter()
+        .position(|k| std::ptr::eq(k.as_ptr(), method.as_ptr()) && k.len() == method.len())
+        .or_else(|| KNOWN_METHODS.iter().position(|k| *k == method));
     match known {
         Some(i) if i < 255 => w.push(i as u8 + 1),
         _ => {
