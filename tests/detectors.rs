@@ -210,7 +210,7 @@ impl Capture {
             index: ex.events,
             id: id.map(str::to_string),
             last_event_id: ex.last_id.clone(),
-            event: event.into(),
+            event: event.to_string().into(),
             data: data.into(),
             retry: None,
             priming: id.is_some() && data.is_empty(),

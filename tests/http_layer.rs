@@ -1072,7 +1072,7 @@ fn sse_multi_line_data_and_field_parsing() {
             "keep"
         ]
     );
-    let types: Vec<&str> = e.events.iter().map(|ev| ev.event.as_str()).collect();
+    let types: Vec<&str> = e.events.iter().map(|ev| &*ev.event).collect();
     assert_eq!(types, ["message", "endpoint", "message", "message"]);
 }
 

@@ -837,7 +837,7 @@ fn http_command_json_shape() {
                 ev.id.clone().map(Value::String).unwrap_or(Value::Null)
             );
             assert_eq!(j["last_event_id"], ev.last_event_id.as_str());
-            assert_eq!(j["event"], ev.event.as_str());
+            assert_eq!(j["event"], &*ev.event);
             assert_eq!(j["frame"], ev.mark.frame.frame);
             assert!(is_time(&j["time"]));
         }
