@@ -120,6 +120,8 @@ struct Inputs {
     others: Vec<(u32, String, crate::ingest::SourceFormat)>,
     log_map: Option<crate::ingest::LogMap>,
     failed: bool,
+    /// Entries for the inputs that could not be opened, so the report lists every input.
+    unreadable: Vec<capture::InputReport>,
 }
 
 fn open_inputs(
@@ -139,6 +141,7 @@ fn open_inputs(
         others: Vec::new(),
         log_map,
         failed: false,
+        unreadable: Vec::new(),
     };
     for (i, path) in files.iter().enumerate() {
         let format =
@@ -155,6 +158,9 @@ fn open_inputs(
             Err(e) => {
                 report_open_error(&e);
                 opened.failed = true;
+                opened
+                    .unreadable
+                    .push(capture::InputReport::failed(i as u32, &e));
             }
         }
     }
@@ -211,6 +217,7 @@ fn feed<S: http::HttpSink>(
         };
         match crate::ingest::read(path, *i, *format, inputs.log_map.as_ref(), &mut sink) {
             Ok((mut rep, caps)) => {
+                rep.index = *i;
                 pipeline.http.stats.connections_http += connections;
                 rep.warnings
                     .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
@@ -220,9 +227,11 @@ fn feed<S: http::HttpSink>(
             Err(e) => {
                 report_open_error(&e);
                 failed = true;
+                reports.push((*i, capture::InputReport::failed(*i, &e)));
             }
         }
     }
+    reports.extend(inputs.unreadable.iter().map(|r| (r.index, r.clone())));
     reports.sort_by_key(|(i, _)| *i);
     Fed {
         reports: reports.into_iter().map(|(_, r)| r).collect(),
@@ -506,9 +515,14 @@ fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.kind {
         None => {
+            writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
             for k in crate::detect::KINDS {
                 writeln!(out, "{:<34} {:<8} {}", k.kind, k.severity.name(), k.when)?;
             }
+            writeln!(
+                out,
+                "\nmcp-forensics explain KIND: what a finding means, why it matters, what to change"
+            )?;
         }
         Some(kind) => {
             let Some(k) = crate::detect::kind_info(&kind) else {

@@ -160,6 +160,19 @@ fn seed_incident_server_leg_shows_the_same_replay() {
     ] {
         assert!(got.iter().any(|g| g == k), "{k} missing from {got:?}");
     }
+    // Upstream saw events until 0.85 s, then nginx closed when its client gave up at 1.5 s
+    // (frame 64): the abandonment is dated by that FIN, not by the last event.
+    let fb = finding(&doc, "sse_fallback");
+    assert!(
+        fb["summary"].as_str().unwrap().contains("after 1.5 s"),
+        "{}",
+        fb["summary"]
+    );
+    assert!(
+        fb["frames"].as_array().unwrap().contains(&Value::from(64)),
+        "{}",
+        fb["frames"]
+    );
 }
 
 /// Both legs together: two observations of one session, tied by session ID, never merged.
@@ -380,8 +393,12 @@ fn capture_and_access_log_of_the_same_leg_are_one_session() {
     let s = &sessions[0];
     assert_eq!(s["sources"].as_array().unwrap().len(), 2);
     let merged = &s["merged_sources"][0];
-    assert_eq!(merged["matched_exchanges"], 17);
+    // Every line of the log, the initialize included (its request had no session ID yet; the
+    // response's did).
+    assert_eq!(merged["matched_exchanges"], 18);
     assert_eq!(merged["added_exchanges"], 0);
+    assert_eq!(merged["input"], 1);
+    assert_eq!(merged["path"], "samples/seed-incident.nginx.jsonl");
     assert!(merged["clock_offset_s"].as_f64().unwrap().abs() < 0.5);
     let got = kinds(&doc);
     assert_eq!(
@@ -394,6 +411,40 @@ fn capture_and_access_log_of_the_same_leg_are_one_session() {
         0,
         "{got:?}"
     );
+}
+
+/// Both legs of the proxy and the proxy's own log: the log describes the client leg (its 499 is
+/// the client's abandoned POST, which upstream answered 200), so it joins that leg's session,
+/// whatever the order of the inputs.
+#[test]
+fn access_log_joins_the_leg_it_describes() {
+    for files in [
+        [
+            "samples/seed-incident-server-leg.pcap",
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident.nginx.jsonl",
+        ],
+        [
+            "samples/seed-incident.nginx.jsonl",
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident-server-leg.pcap",
+        ],
+    ] {
+        let (doc, _) = analyze(&files);
+        let sessions = doc["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 2, "{files:?}");
+        let with_log: Vec<&Value> = sessions
+            .iter()
+            .filter(|s| !s["merged_sources"].as_array().unwrap().is_empty())
+            .collect();
+        assert_eq!(with_log.len(), 1, "{files:?}");
+        assert!(
+            with_log[0]["server"].as_str().unwrap().ends_with(":8080"),
+            "{files:?}"
+        );
+        assert_eq!(with_log[0]["merged_sources"][0]["matched_exchanges"], 18);
+        assert_eq!(with_log[0]["merged_sources"][0]["added_exchanges"], 0);
+    }
 }
 
 /// A HAR written by mitmproxy in front of the official Python SDK: the same healthy session a

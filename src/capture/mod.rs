@@ -114,6 +114,8 @@ pub fn open_file(path: &str) -> Result<File, OpenError> {
 /// What one input contributed, as reported in every output format.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct InputReport {
+    /// Position on the command line, from 0: what every other `input` field refers to.
+    pub index: u32,
     pub path: String,
     pub format: String,
     pub packets: u64,
@@ -121,6 +123,21 @@ pub struct InputReport {
     /// Packets not decoded down to TCP, by reason.
     pub skipped: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// Why the input could not be read at all; the rest of the entry is then empty.
+    pub error: Option<String>,
+}
+
+impl InputReport {
+    /// The entry of an input that could not be opened or read.
+    pub fn failed(index: u32, e: &OpenError) -> InputReport {
+        InputReport {
+            index,
+            path: e.path.clone(),
+            format: "unknown".into(),
+            error: Some(e.message.clone()),
+            ..InputReport::default()
+        }
+    }
 }
 
 /// Per-input bookkeeping while packets flow.
@@ -228,12 +245,14 @@ impl CaptureStage {
             input.reader.format.name().to_string()
         };
         InputReport {
+            index: input.reader.input_id(),
             path: input.path.clone(),
             format,
             packets: input.reader.frames(),
             bytes: input.bytes_read.load(Ordering::Relaxed),
             skipped,
             warnings,
+            error: None,
         }
     }
 }

@@ -72,6 +72,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     None => json!({
                         "stream": s.streams[a.stream].label(),
                         "exchange": s.streams[a.stream].exchange.to_string(),
+                        "event_id": null,
                         "time": a.mark.time.rfc3339(),
                         "frame": a.mark.frame.frame,
                     }),

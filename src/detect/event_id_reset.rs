@@ -95,7 +95,9 @@ pub fn detect(s: &Session, f: &mut Findings) {
         if first > lei {
             continue;
         }
-        let highest = highest_before(s, r.opened, r.idx).map(|(n, _)| n.to_string());
+        let before = highest_before(s, r.opened, r.idx);
+        let highest = before.as_ref().map(|(n, _)| n.to_string());
+        let highest_seen_on = before.map(|(_, w)| w);
         let cause = f.find(
             s.idx,
             "unsafe_resumption_after_fallback",
@@ -117,6 +119,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "last_event_id": resume.last_event_id,
                     "first_event_id": first.to_string(),
                     "highest_before": highest,
+                    "highest_seen_on": highest_seen_on,
                     "stream": r.label(),
                 }),
                 caused_by: cause.into_iter().collect(),

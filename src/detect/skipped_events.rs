@@ -150,6 +150,8 @@ fn inside_streams(s: &Session, f: &mut Findings) {
                         "from": from.to_string(),
                         "to": to.to_string(),
                         "count": missing.len(),
+                        "after": null,
+                        "resume_stream": null,
                     }),
                     caused_by: cause.into_iter().collect(),
                     anchor: format!("ns:{}", st.idx),

@@ -61,11 +61,26 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
         .filter(|r| r.resume.as_ref().is_some_and(|x| x.continues.is_none()))
         .filter_map(|r| r.resume.as_ref().map(|x| x.last_event_id.as_str()))
         .collect();
+    let no_events_recorded = s
+        .streams
+        .iter()
+        .all(|st| st.body_unknown || st.events.is_empty())
+        && s.streams.iter().any(|st| st.body_unknown);
+    if !unplaced.is_empty() && no_events_recorded {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some(format!(
+                "the inputs record no SSE events (an access log keeps no bodies): which stream minted Last-Event-ID {} cannot be told",
+                unplaced.join(", ")
+            )),
+            resumes: resumes.len(),
+        };
+    }
     if !unplaced.is_empty() {
         return Verdict {
             verdict: "unknown",
             reason: Some(format!(
-                "Last-Event-ID {} was never delivered in the input: the stream it continues is not in the capture",
+                "Last-Event-ID {} was never delivered in the inputs: the stream it continues is not in them (the capture starts later, or covers another leg)",
                 unplaced.join(", ")
             )),
             resumes: resumes.len(),

@@ -735,6 +735,11 @@ impl Connection {
         let Some(mut msg) = half.msg.take() else {
             return;
         };
+        // A message cut short ended when its connection was given up (`mark`), not at its last
+        // byte: a client that closes 1.5 s after the last event waited those 1.5 s.
+        if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
+            msg.last = mark;
+        }
         let mut tail = Vec::new();
         if outcome == Outcome::Complete
             && !msg.holed
@@ -913,8 +918,8 @@ impl Connection {
                 } else if until_close {
                     self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
                 } else {
-                    let first = self.first_fin.map_or(dir, |f| f.0);
-                    self.end_message(dir, Outcome::ClosedEarly, Some(first), mark, sink);
+                    let (first, at) = self.first_fin.unwrap_or((dir, mark));
+                    self.end_message(dir, Outcome::ClosedEarly, Some(first), at, sink);
                 }
             }
             State::Head => {
@@ -959,7 +964,12 @@ impl Connection {
                 } else {
                     outcome
                 };
-                self.end_message(dir, o, closed_by, mark, sink);
+                let at = if o == Outcome::Complete {
+                    mark
+                } else {
+                    gave_up
+                };
+                self.end_message(dir, o, closed_by, at, sink);
             }
         }
         while let Some(p) = self.pending.pop_front() {

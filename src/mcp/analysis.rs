@@ -57,8 +57,60 @@ fn match_key(
         st.target.split('?').next().unwrap_or("").to_string(),
         st.session_id_sent.clone(),
         st.resume.as_ref().map(|r| r.last_event_id.clone()),
-        st.status,
+        // What the client got: a log's 499 (client closed) or 0 is a capture's exchange without
+        // a response, and must not look like the upstream leg's 200.
+        st.status.filter(|&c| c != 499 && c != 0),
     )
+}
+
+/// How well a source session's exchanges line up with a capture session's: the clock offset
+/// (median of each exchange's nearest candidate) and how many exchanges match within tolerance.
+fn alignment(source: &Session, capture: &Session) -> Option<(i64, usize)> {
+    let mut diffs: Vec<i64> = Vec::new();
+    for sa in &source.streams {
+        let key = match_key(sa);
+        let nearest = capture
+            .streams
+            .iter()
+            .filter(|sb| match_key(sb) == key)
+            .map(|sb| sb.opened.time.0 - sa.opened.time.0)
+            .filter(|d| d.abs() < 3_600 * crate::model::Timestamp::NANOS_PER_SEC)
+            .min_by_key(|d| d.abs());
+        diffs.extend(nearest);
+    }
+    if diffs.is_empty() {
+        return None;
+    }
+    diffs.sort_unstable();
+    let offset = diffs[diffs.len() / 2];
+    let matched = pair_exchanges(source, capture, offset);
+    Some((offset, matched.iter().filter(|m| m.is_some()).count()))
+}
+
+const MATCH_TOLERANCE_NS: i64 = 2 * crate::model::Timestamp::NANOS_PER_SEC;
+
+/// For each source exchange, the capture exchange it is (each used once), given the offset.
+fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Option<usize>> {
+    let mut used: HashSet<usize> = HashSet::default();
+    let mut out = Vec::with_capacity(source.streams.len());
+    for sa in &source.streams {
+        let key = match_key(sa);
+        let at = sa.opened.time.0 + offset;
+        let hit = capture
+            .streams
+            .iter()
+            .enumerate()
+            .filter(|(i, sb)| !used.contains(i) && match_key(sb) == key)
+            .map(|(i, sb)| (i, (sb.opened.time.0 - at).abs()))
+            .filter(|(_, d)| *d <= MATCH_TOLERANCE_NS)
+            .min_by_key(|(_, d)| *d)
+            .map(|(i, _)| i);
+        if let Some(i) = hit {
+            used.insert(i);
+        }
+        out.push(hit);
+    }
+    out
 }
 
 /// A HAR or access log of the same traffic as a capture (the proxy's log beside the capture of
@@ -73,60 +125,37 @@ pub fn merge_sources(sessions: &mut Vec<Session>) {
         if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
             continue;
         }
-        let target = (0..sessions.len()).find(|&b| {
-            b != a
-                && !absorbed.contains(&b)
-                && !from_logs(&sessions[b])
-                && sessions[b].session_id == sessions[a].session_id
-                && (sessions[a].server == sessions[b].server
-                    || (sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0))
-        });
-        let Some(b) = target else { continue };
-        // Candidate pairs: same key, within an hour; the offset is the median of each source
-        // exchange's nearest candidate.
-        let mut diffs: Vec<i64> = Vec::new();
-        for sa in &sessions[a].streams {
-            let key = match_key(sa);
-            let nearest = sessions[b]
-                .streams
-                .iter()
-                .filter(|sb| match_key(sb) == key)
-                .map(|sb| sb.opened.time.0 - sa.opened.time.0)
-                .filter(|d| d.abs() < 3_600 * crate::model::Timestamp::NANOS_PER_SEC)
-                .min_by_key(|d| d.abs());
-            diffs.extend(nearest);
-        }
-        if diffs.is_empty() {
-            continue;
-        }
-        diffs.sort_unstable();
-        let offset = diffs[diffs.len() / 2];
-        let tolerance = 2 * crate::model::Timestamp::NANOS_PER_SEC;
-        let mut used: HashSet<usize> = HashSet::default();
+        // The same session may have been captured on several legs (client side and upstream
+        // of a proxy): the source joins the one whose exchanges it matches best.
+        let log_server_unknown =
+            sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
+        let best = (0..sessions.len())
+            .filter(|&b| {
+                b != a
+                    && !absorbed.contains(&b)
+                    && !from_logs(&sessions[b])
+                    && sessions[b].session_id == sessions[a].session_id
+                    && (sessions[a].server == sessions[b].server || log_server_unknown)
+            })
+            .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, m)| (b, o, m)))
+            .max_by_key(|&(b, offset, matched)| {
+                (
+                    matched,
+                    std::cmp::Reverse(offset.abs()),
+                    std::cmp::Reverse(b),
+                )
+            });
+        let Some((b, offset, _)) = best else { continue };
+        let pairs = pair_exchanges(&sessions[a], &sessions[b], offset);
         let mut matched = 0;
         let mut extra = Vec::new();
         let streams = std::mem::take(&mut sessions[a].streams);
-        for mut sa in streams {
-            let key = match_key(&sa);
-            let at = sa.opened.time.0 + offset;
-            let hit = sessions[b]
-                .streams
-                .iter()
-                .enumerate()
-                .filter(|(i, sb)| !used.contains(i) && match_key(sb) == key)
-                .map(|(i, sb)| (i, (sb.opened.time.0 - at).abs()))
-                .filter(|(_, d)| *d <= tolerance)
-                .min_by_key(|(_, d)| *d)
-                .map(|(i, _)| i);
-            match hit {
-                Some(i) => {
-                    used.insert(i);
-                    matched += 1;
-                }
-                None => {
-                    shift(&mut sa, offset);
-                    extra.push(sa);
-                }
+        for (mut sa, hit) in streams.into_iter().zip(pairs) {
+            if hit.is_some() {
+                matched += 1;
+            } else {
+                shift(&mut sa, offset);
+                extra.push(sa);
             }
         }
         let input = sessions[a].inputs.first().copied().unwrap_or(0);

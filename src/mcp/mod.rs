@@ -501,7 +501,14 @@ impl Builder {
         let is_delete = r.method.eq_ignore_ascii_case("DELETE");
         let path_query = r.target.clone();
         let legacy = self.legacy.get(&(r.server, path_query.clone())).copied();
-        let mcp = sid.is_some() || has_jsonrpc || (is_get && accept_sse) || legacy.is_some();
+        // A source without bodies (an access log) still shows an MCP POST by its Accept header,
+        // which the spec makes name both JSON and event streams.
+        let unseen_mcp_post = is_post && r.body.unknown && accept_sse;
+        let mcp = sid.is_some()
+            || has_jsonrpc
+            || (is_get && accept_sse)
+            || legacy.is_some()
+            || unseen_mcp_post;
         if !mcp {
             // A response that already arrived for it was kept as an orphan: drop it.
             if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&r.exchange) {
@@ -639,6 +646,20 @@ impl Builder {
         let sent = stream.session_id_sent.clone();
         let (status, first) = (h.status, h.first);
         match self.open.remove(&h.exchange) {
+            Some(Filing::Pending(stream, Pending::Stateless))
+                if received.is_some() && stream.body_unknown =>
+            {
+                // Only an initialize is answered with a new session ID: the request whose body
+                // the source did not record opened this session.
+                let stream = *stream;
+                let server = self.server_of(&stream);
+                let (ip, input) = (stream.client.ip(), stream.input);
+                let id = received.as_deref().unwrap_or_default();
+                let session =
+                    self.session_for_id(server, id, ip, &stream.target, stream.opened, input);
+                let pos = self.attach(session, stream);
+                self.open.insert(h.exchange, Filing::Session(session, pos));
+            }
             Some(Filing::Pending(stream, Pending::Initialize)) => {
                 let stream = *stream;
                 if (400..500).contains(&status) {

@@ -73,7 +73,8 @@ pub struct SessionHeader {
     pub event_id_scheme: EventIdScheme,
     pub verdict: Verdict,
     pub same_session_as: Vec<String>,
-    pub merged: Vec<(String, usize, usize, f64)>,
+    /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
+    pub merged: Vec<(u32, String, usize, usize, f64)>,
     pub not_determinable: Vec<(&'static str, String)>,
     record: Option<(u64, u64)>,
     events: Option<(u64, u64)>,
@@ -191,11 +192,12 @@ impl SessionWriter {
 
     /// Renders a finalized, summarized session and keeps its header.
     pub fn write(&mut self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) {
-        let merged: Vec<(String, usize, usize, f64)> = s
+        let merged: Vec<(u32, String, usize, usize, f64)> = s
             .merged_sources
             .iter()
             .map(|m| {
                 (
+                    m.input,
                     self.input_paths
                         .get(m.input as usize)
                         .cloned()
@@ -411,7 +413,7 @@ fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Reda
         "session_id": s.session_id,
         "server": endpoint(s.server),
         "endpoint": s.path,
-        "client": s.client_ip.to_string(),
+        "client": if s.client_ip.is_unspecified() { "unknown".to_string() } else { s.client_ip.to_string() },
         "transport": s.transport,
         "stateless": s.stateless,
         "protocol_version": s.protocol_version,
@@ -430,8 +432,9 @@ fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Reda
         "forgotten_by_server": s.forgotten.iter().map(|m| m.time.rfc3339()).collect::<Vec<_>>(),
         "same_session_as": h.same_session_as,
         "sources": inputs,
-        "merged_sources": h.merged.iter().map(|(path, matched, added, offset)| json!({
-            "input": path,
+        "merged_sources": h.merged.iter().map(|(input, path, matched, added, offset)| json!({
+            "input": input,
+            "path": path,
             "matched_exchanges": matched,
             "added_exchanges": added,
             "clock_offset_s": (offset * 1e6).round() / 1e6,
@@ -470,7 +473,7 @@ fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
 }
 
 fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
-    let (frames, _) = frames_json(&e.frames);
+    let (frames, refs) = frames_json(&e.frames);
     json!({
         "time": e.time.time.rfc3339(),
         "frame": e.time.frame.frame,
@@ -483,6 +486,7 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
         "request_ids": e.request_ids.iter().map(|i| i.to_value()).collect::<Vec<_>>(),
         "event_ids": e.event_ids.as_ref().map(|(a, b)| json!([a, b])),
         "frames": frames,
+        "frame_refs": refs,
         "findings": e.findings.iter().map(|&p| finding_id(p)).collect::<Vec<_>>(),
     })
 }
@@ -827,11 +831,25 @@ pub fn write_human(
     } else {
         "none lost data".to_string()
     };
-    writeln!(
-        out,
-        "{} TCP connections ({lost}); {} HTTP exchanges, {} speaking MCP",
-        rep.connections, rep.mcp.exchanges_total, rep.mcp.exchanges_mcp
-    )?;
+    let exchanges = format!(
+        "{}, {} speaking MCP",
+        super::table::count(rep.mcp.exchanges_total, "HTTP exchange", "HTTP exchanges"),
+        rep.mcp.exchanges_mcp
+    );
+    // Logs and HAR files have no TCP: the line speaks of connections only for captures.
+    let captures = rep
+        .inputs
+        .iter()
+        .any(|i| i.error.is_none() && i.format.starts_with("pcap"));
+    if captures {
+        writeln!(
+            out,
+            "{} ({lost}); {exchanges}",
+            super::table::count(rep.connections, "TCP connection", "TCP connections")
+        )?;
+    } else {
+        writeln!(out, "{exchanges}")?;
+    }
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
     }
@@ -840,8 +858,18 @@ pub fn write_human(
         .headers()
         .filter(|s| rep.session_selected(s, sel))
         .collect();
+    if rep.session_count() == 0 {
+        writeln!(
+            out,
+            "\nno MCP session found\n\nexit 2: no MCP session in the inputs (why, and a hint, on standard error)"
+        )?;
+        return Ok(());
+    }
     if all.is_empty() {
-        writeln!(out, "\nno MCP session found")?;
+        writeln!(
+            out,
+            "\nno session matches the selection (--session, --since, --until)"
+        )?;
         return Ok(());
     }
     // A large capture has thousands of healthy sessions: the table lists those with findings,
@@ -914,7 +942,7 @@ pub fn write_human(
         )?;
     }
     for s in &sessions {
-        for (path, matched, added, offset) in &s.merged {
+        for (_, path, matched, added, offset) in &s.merged {
             writeln!(
                 out,
                 " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
@@ -968,12 +996,13 @@ pub fn write_human(
             .filter(|&p| parent(p).is_none())
             .collect();
         let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&p| (p, 0)).collect();
+        let id_width = mine.iter().map(|&p| finding_id(p).len()).max().unwrap_or(2);
         while let Some((p, depth)) = stack.pop() {
             let f = &rep.findings[p];
             let indent = "  ".repeat(depth);
             writeln!(
                 out,
-                " {indent}{} {:<8} {}  {}  {}",
+                " {indent}{:<id_width$} {:<8} {}  {}  {}",
                 finding_id(p),
                 style.severity(f.severity),
                 f.kind,
@@ -1067,7 +1096,8 @@ pub fn write_human(
         "\n{}",
         if failing > 0 {
             format!(
-                "exit 1: {failing} findings at or above --fail-on {}",
+                "exit 1: {} at or above --fail-on {}",
+                super::table::count(failing as u64, "finding", "findings"),
                 fail_on.name()
             )
         } else {

@@ -11,11 +11,18 @@ pub struct Hint {
     pub hint: String,
 }
 
+/// `port 8000`, `ports 8000, 8080`.
 fn ports(p: &[u16]) -> String {
-    p.iter()
+    let list = p
+        .iter()
         .map(|p| p.to_string())
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if p.len() == 1 {
+        format!("port {list}")
+    } else {
+        format!("ports {list}")
+    }
 }
 
 /// What to tell the user when no MCP session came out of the inputs.
@@ -46,8 +53,8 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     if http.connections_tls > 0 {
         out.push(Hint {
             problem: format!(
-                "{} TLS connections (server ports {}): the traffic is encrypted",
-                http.connections_tls,
+                "{} (server {}): the traffic is encrypted",
+                super::table::count(http.connections_tls, "TLS connection", "TLS connections"),
                 ports(&http.tls_ports)
             ),
             hint: "capture the plaintext leg between the TLS-terminating proxy and the MCP server (decryption with SSLKEYLOGFILE is not supported yet)".into(),
@@ -56,8 +63,12 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     if http.connections_http2 > 0 {
         out.push(Hint {
             problem: format!(
-                "{} HTTP/2 connections: HTTP/2 is not supported yet",
-                http.connections_http2
+                "{}: HTTP/2 is not supported yet",
+                super::table::count(
+                    http.connections_http2,
+                    "HTTP/2 connection",
+                    "HTTP/2 connections"
+                )
             ),
             hint:
                 "capture a leg that speaks HTTP/1.1 (most proxies talk HTTP/1.1 to their upstream)"
@@ -67,7 +78,7 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     if http.connections_http > 0 {
         out.push(Hint {
             problem: format!(
-                "HTTP on ports {} carried no MCP (no Mcp-Session-Id, no JSON-RPC body, no event stream)",
+                "HTTP on {} carried no MCP (no Mcp-Session-Id, no JSON-RPC body, no event stream)",
                 ports(&http.http_ports)
             ),
             hint: "check that the capture covers the MCP endpoint; if the capture starts mid-connection, name the server with --server ADDR|PORT".into(),
@@ -75,7 +86,8 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     } else if http.connections_tls == 0 && http.connections_http2 == 0 {
         out.push(Hint {
             problem: format!(
-                "{connections} TCP connections, none of them HTTP/1.1 ({} other, {} without data)",
+                "{}, none of them HTTP/1.1 ({} other, {} without data)",
+                super::table::count(connections, "TCP connection", "TCP connections"),
                 http.connections_other, http.connections_empty
             ),
             hint: "capture the MCP server's port; if it is there but the capture starts mid-connection, use --server ADDR|PORT".into(),

@@ -18,6 +18,9 @@ use crate::capture::InputReport;
 pub fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();
     let path = sanitize::terminal(&input.path);
+    if let Some(e) = &input.error {
+        return writeln!(out, "{path}: not read: {}", sanitize::terminal(e));
+    }
     let unit = if input.format.starts_with("pcap") {
         "packets"
     } else {

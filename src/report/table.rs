@@ -41,6 +41,12 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
+/// `1 finding`, `2 findings`: a number with its noun agreeing.
+pub fn count(n: impl Into<u64>, singular: &str, plural: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

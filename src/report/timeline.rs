@@ -96,7 +96,7 @@ fn summarize_messages(msgs: &[&Message]) -> String {
                     .mcp
                     .progress_token
                     .as_ref()
-                    .map(|t| format!(" ({})", t.trim_matches('"')))
+                    .map(|t| format!(" (token {})", t.trim_matches('"')))
                     .unwrap_or_default();
                 format!("{}{for_req}", m.method.as_deref().unwrap_or("?"))
             }
