@@ -66,24 +66,25 @@ fn report_open_error(e: &OpenError) {
     }
 }
 
-/// Opens every capture named; those that fail are reported and left out.
-fn open_captures(files: &[String]) -> (Vec<CaptureInput>, bool) {
+/// Opens every capture named; those that fail are reported, and listed as unreadable.
+fn open_captures(files: &[String]) -> (Vec<CaptureInput>, Vec<capture::InputReport>) {
     let mut inputs = Vec::new();
-    let mut failed = false;
+    let mut unreadable = Vec::new();
     for (i, path) in files.iter().enumerate() {
         match capture::open_capture(path, i as u32) {
             Ok(input) => inputs.push(input),
             Err(e) => {
                 report_open_error(&e);
-                failed = true;
+                unreadable.push(capture::InputReport::failed(i as u32, &e));
             }
         }
     }
-    (inputs, failed)
+    (inputs, unreadable)
 }
 
 fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
-    let (mut inputs, failed) = open_captures(&args.files);
+    let (mut inputs, unreadable) = open_captures(&args.files);
+    let failed = !unreadable.is_empty();
     if inputs.is_empty() {
         return Ok(Exit::Error);
     }
@@ -96,7 +97,9 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
     };
     let stats = capture::run(&mut inputs, &mut stage, &mut sink);
     summaries.sort_by_key(|s| s.conn);
-    let reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    let mut reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
+    reports.extend(unreadable);
+    reports.sort_by_key(|r| r.index);
     let rows: Vec<_> = summaries
         .iter()
         .map(report::flows::FlowRow::from_summary)

@@ -504,3 +504,27 @@ fn threads_do_not_change_the_report() {
         }
     }
 }
+
+/// An input that cannot be read keeps its place: `inputs` lists every input in command-line
+/// order, so every `input` index in the report resolves, and the run exits 2.
+#[test]
+fn unreadable_input_keeps_its_index() {
+    let (doc, code) = analyze(&[
+        "samples/does-not-exist.pcap",
+        "samples/seed-incident-client-leg.pcap",
+    ]);
+    assert_eq!(code, 2);
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(inputs[0]["index"], 0);
+    assert_eq!(inputs[0]["path"], "samples/does-not-exist.pcap");
+    assert!(inputs[0]["error"].is_string(), "{}", inputs[0]);
+    assert_eq!(inputs[1]["index"], 1);
+    assert!(inputs[1]["error"].is_null());
+    let f = &doc["findings"][0];
+    assert_eq!(f["frame_refs"][0]["input"], 1);
+    assert_eq!(
+        inputs[f["frame_refs"][0]["input"].as_u64().unwrap() as usize]["path"],
+        "samples/seed-incident-client-leg.pcap"
+    );
+}
