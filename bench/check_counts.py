@@ -7,10 +7,10 @@ COUNTS_JSON is the FILE.counts.json that examples/gen_capture.rs writes next to 
 REPORT_JSON is the output of `mcp-forensics <view> --format json FILE`.
 
 Views:
-  analyze  the full analysis. Its JSON field names are not fixed yet: ANALYZE_FIELDS below maps
-           each generator count to a path expression in the report (see the syntax there).
-           Adjust it when the analyze JSON settles. A count whose expression is None or absent
-           from the report is listed as "not reported"; it fails only with --strict.
+  analyze  the full analysis (docs/report-format.md): ANALYZE_FIELDS below maps each generator
+           count to a path expression in the report (see the syntax there). A count whose
+           expression is None or absent from the report is listed as "not reported"; it fails
+           only with --strict.
   http     the `http` view (one object per exchange). Counts are derived from the exchanges,
            which are read one at a time, so multi-gigabyte reports fit in memory.
   flows    the `flows` view: connections, packets, bytes, and zero gaps.
@@ -33,7 +33,7 @@ ANALYZE_FIELDS = {
     "sessions": "summary.sessions",
     "connections": "summary.connections",
     "http_requests": "summary.http_exchanges",
-    "http_responses": None,
+    "http_responses": "summary.http_responses",
     "jsonrpc_requests": "sessions.*.counts.requests",
     "jsonrpc_responses": "sessions.*.counts.responses + sessions.*.counts.errors",
     "jsonrpc_notifications": "sessions.*.counts.notifications",
@@ -251,7 +251,7 @@ def analyze_counts(path):
         v = resolve(doc, expr) if expr else None
         if v is not None:
             found[key] = v
-    notes = ["analyze field mapping is provisional (see ANALYZE_FIELDS)"]
+    notes = []
     findings = lookup(doc, "summary.findings")
     if findings is not None:
         notes.append("findings on this clean synthetic capture (expected none): %s" % json.dumps(findings))

@@ -5,6 +5,7 @@
 //! JSON-RPC messages) → `mcp` (sessions, streams, namespaces) → `detect` (findings) →
 //! [`report`] (terminal, JSON, NDJSON). [`app`] wires them; `main.rs` only calls [`app::run`].
 
+pub mod alloc;
 pub mod app;
 pub mod capture;
 pub mod cli;

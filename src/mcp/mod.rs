@@ -62,6 +62,8 @@ pub struct HttpAnomaly {
 #[derive(Debug, Clone, Default)]
 pub struct McpStats {
     pub exchanges_total: u64,
+    /// Exchanges whose response head arrived (MCP or not).
+    pub responses: u64,
     pub exchanges_mcp: u64,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
@@ -617,6 +619,7 @@ impl Builder {
     }
 
     fn on_response_head(&mut self, h: &crate::http::ResponseHead) {
+        self.stats.responses += 1;
         let received = h.headers.get("mcp-session-id").map(str::to_string);
         let mode = h
             .headers

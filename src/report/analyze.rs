@@ -571,6 +571,7 @@ fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
         "gap_bytes": rep.gap_bytes,
         "http": rep.http,
         "http_exchanges": rep.mcp.exchanges_total,
+        "http_responses": rep.mcp.responses,
         "mcp_exchanges": rep.mcp.exchanges_mcp,
         "http_anomalies": rep.anomalies.len(),
         "limits": rep.limits,
