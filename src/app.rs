@@ -573,7 +573,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
 /// its record, then lets the session drop its records.
 struct Finalizer {
     findings: crate::detect::Findings,
-    calls: Vec<crate::detect::retry_without_idempotency_key::ToolCall>,
+    calls: crate::chunked::ChunkedVec<crate::detect::retry_without_idempotency_key::ToolCall>,
     timelines: Vec<(usize, Vec<report::timeline::Entry>)>,
     sel: report::analyze::Selection,
     writer: report::analyze::SessionWriter,
@@ -588,7 +588,7 @@ impl Finalizer {
     fn new(sel: report::analyze::Selection, writer: report::analyze::SessionWriter) -> Self {
         Finalizer {
             findings: crate::detect::Findings::default(),
-            calls: Vec::new(),
+            calls: Default::default(),
             timelines: Vec::new(),
             sel,
             writer,
@@ -638,21 +638,31 @@ impl Finalizer {
             .map(|i| format!("S{}", i + 1))
             .collect();
         self.writer.write(s, verdict, same);
-        // Everything the report needs of the session is rendered: only its identity stays.
+        // Everything the report needs of the session is rendered: only its identity stays (a
+        // later exchange with its session ID continues it under a new record).
         s.streams = Vec::new();
         s.fallbacks = Vec::new();
+        s.initializes = Vec::new();
+        s.forgotten = Vec::new();
+        s.not_determinable = Vec::new();
+        s.same_session_as = Vec::new();
+        s.merged_sources = Vec::new();
+        s.client_info = None;
+        s.server_info = None;
+        s.transport_mode_header = None;
     }
 
     /// Cross-session detectors, the final order of findings (finding references in timelines
     /// follow it), the rendered sessions and the timelines.
     fn finish(
-        mut self,
+        self,
     ) -> (
         Vec<crate::detect::Finding>,
         report::analyze::SessionWriter,
         Vec<Vec<report::timeline::Entry>>,
     ) {
-        let (findings, position) = crate::detect::finish(self.findings, &mut self.calls);
+        let mut calls = self.calls.into_vec();
+        let (findings, position) = crate::detect::finish(self.findings, &mut calls);
         let sessions = self.writer.headers.len();
         let mut timelines: Vec<Vec<report::timeline::Entry>> = vec![Vec::new(); sessions];
         for (idx, mut entries) in self.timelines {

@@ -8,6 +8,7 @@
 pub mod alloc;
 pub mod app;
 pub mod capture;
+pub mod chunked;
 pub mod cli;
 pub mod detect;
 pub mod http;

@@ -2230,3 +2230,64 @@ fn event_id_schemes_are_classified() {
     );
     assert_eq!(scheme(&[]), EventIdScheme::None);
 }
+
+/// A session that went idle is analysed and dropped (memory follows sessions in progress); an
+/// exchange with its ID 40 s later continues it under a new record with the same identity, and
+/// the events of that exchange land there, not on the dropped record.
+#[test]
+fn a_session_resumed_after_idling_continues_under_a_new_record() {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<Session>>> = Arc::default();
+    let sink = seen.clone();
+    let mut c = Capture::new();
+    c.b = Builder::new()
+        .with_early_finalize(true)
+        .with_session_callback(Box::new(move |s: &mut Session| {
+            sink.lock().unwrap().push(s.clone());
+        }));
+    c.initialize(json!(0), Some("s-1"));
+    c.initialized();
+    c.post_json(
+        json!(1),
+        "tools/list",
+        json!({}),
+        &result(json!(1), "tools"),
+    );
+    c.wait(40.0);
+    // Another client's traffic moves the capture clock on: s-1 has been idle for 40 s.
+    c.client("10.0.0.9");
+    c.initialize(json!(0), Some("s-2"));
+    assert_eq!(seen.lock().unwrap().len(), 1, "s-1 finalized when idle");
+    c.client(CLIENT_IP);
+    c.sid = Some("s-1".into());
+    let mut ex = c.post(json!(2), "tools/call", call("echo", json!({}), Some("t")));
+    c.events(
+        &mut ex,
+        &[("1", progress("t", 1)), ("2", result(json!(2), "done"))],
+    );
+    c.end(ex, Cut::Complete);
+    let (rest, _, _) = c.b.finish();
+    assert!(rest.is_empty(), "every session went to the callback");
+    let seen = seen.lock().unwrap();
+    let s1: Vec<&Session> = seen
+        .iter()
+        .filter(|s| s.session_id.as_deref() == Some("s-1"))
+        .collect();
+    assert_eq!(s1.len(), 2, "{seen:#?}");
+    let later = s1
+        .iter()
+        .find(|s| s.idx != s1[0].idx.min(s1[1].idx))
+        .unwrap();
+    assert_eq!(later.streams.len(), 1, "{:#?}", later.streams);
+    let st = &later.streams[0];
+    assert_eq!(st.status, Some(200));
+    assert_eq!(st.requests().count(), 1);
+    assert_eq!(
+        st.events.len(),
+        2,
+        "the continuation holds the events of its exchange"
+    );
+    assert!(
+        later.same_session_as.is_empty() || later.same_session_as.iter().all(|&o| o != later.idx)
+    );
+}

@@ -325,6 +325,11 @@ impl Conn {
 
 type FlowKey = (SocketAddr, SocketAddr);
 
+fn flow_hash(key: &FlowKey) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(key)
+}
+
 fn flow_key(a: SocketAddr, b: SocketAddr) -> FlowKey {
     if a <= b { (a, b) } else { (b, a) }
 }
@@ -342,7 +347,9 @@ pub struct Reassembler {
     free: Vec<usize>,
     /// Connections closed in the last [`TOMBSTONE_NS`]: when each last saw a packet. A few bytes
     /// each, not a whole connection, because a busy capture closes thousands a minute.
-    tombstones: HashMap<FlowKey, Timestamp>,
+    /// Keyed by a 64-bit hash of the 4-tuple: a quarter of the size, and a collision would only
+    /// make one stray packet count as late.
+    tombstones: HashMap<u64, Timestamp>,
     next_id: ConnId,
     total_pending: usize,
     next_sweep: Option<Timestamp>,
@@ -417,7 +424,7 @@ impl Reassembler {
         let key = flow_key(seg.src, seg.dst);
         let mut slot = self.table.get(&key).copied();
         if slot.is_none()
-            && let Some(last) = self.tombstones.get_mut(&key)
+            && let Some(last) = self.tombstones.get_mut(&flow_hash(&key))
         {
             // The last ACKs and retransmissions of a closed connection; a SYN opens a new one.
             if !seg.flags.syn || seg.flags.ack {
@@ -425,7 +432,7 @@ impl Reassembler {
                 self.stats.packets_after_close += 1;
                 return;
             }
-            self.tombstones.remove(&key);
+            self.tombstones.remove(&flow_hash(&key));
         }
 
         if let Some(idx) = slot {
@@ -656,7 +663,7 @@ impl Reassembler {
             sink.on_tcp(TcpEvent::Closed { summary: &summary });
             if reason != CloseReason::Superseded && reason != CloseReason::Idle {
                 self.tombstones
-                    .insert(flow_key(conn.a, conn.b), conn.last.time);
+                    .insert(flow_hash(&flow_key(conn.a, conn.b)), conn.last.time);
             }
         }
         let key = flow_key(conn.a, conn.b);

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Findings, KindInfo, New, Severity, client_requests};
-use crate::mcp::model::Session;
+use crate::mcp::model::{Session, StreamTransport};
 use crate::model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
@@ -23,11 +23,11 @@ pub const INFO: KindInfo = KindInfo {
 #[derive(Clone, Debug)]
 pub struct ToolCall {
     pub session: usize,
-    pub session_label: String,
-    pub session_id: Option<String>,
+    /// Shared by the calls of a session.
+    pub session_id: Option<std::sync::Arc<str>>,
     pub stream: usize,
-    pub stream_label: String,
-    pub exchange: String,
+    pub transport: StreamTransport,
+    pub exchange: crate::http::ExchangeId,
     pub opened: Mark,
     pub id: Option<crate::jsonrpc::RequestId>,
     pub tool: Box<str>,
@@ -37,12 +37,23 @@ pub struct ToolCall {
     /// When the first answer to it arrived, if one did.
     pub answered: Option<Mark>,
     /// Initialize requests of its session after it was sent.
-    pub later_initializes: Vec<Mark>,
+    pub later_initializes: Box<[Mark]>,
+}
+
+impl ToolCall {
+    fn session_label(&self) -> String {
+        format!("S{}", self.session + 1)
+    }
+
+    fn stream_label(&self) -> String {
+        format!("{}:s{}", self.transport.name(), self.stream + 1)
+    }
 }
 
 /// The `tools/call`s of a session, before its events are dropped.
 pub fn calls(s: &Session) -> Vec<ToolCall> {
     use std::hash::{Hash, Hasher};
+    let session_id: Option<std::sync::Arc<str>> = s.session_id.as_deref().map(Into::into);
     client_requests(s)
         .into_iter()
         .filter(|(_, m)| m.method.as_deref() == Some("tools/call"))
@@ -52,11 +63,10 @@ pub fn calls(s: &Session) -> Vec<ToolCall> {
             (s.server, s.client_ip, &m.mcp.tool, &m.mcp.arguments).hash(&mut h);
             ToolCall {
                 session: s.idx,
-                session_label: s.label(),
-                session_id: s.session_id.clone(),
+                session_id: session_id.clone(),
                 stream: st,
-                stream_label: s.streams[st].label(),
-                exchange: s.streams[st].exchange.to_string(),
+                transport: s.streams[st].transport,
+                exchange: s.streams[st].exchange,
                 opened,
                 id: m.id.clone(),
                 tool: m.mcp.tool.as_deref().unwrap_or_default().into(),
@@ -74,7 +84,8 @@ pub fn calls(s: &Session) -> Vec<ToolCall> {
                     .iter()
                     .copied()
                     .filter(|i| *i > opened)
-                    .collect(),
+                    .collect::<Vec<_>>()
+                    .into_boxed_slice(),
             }
         })
         .collect()
@@ -116,10 +127,10 @@ pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
                     .collect();
                 let tool = c2.tool.to_string();
                 let labels = crate::detect::CompactLabels {
-                    session_label: c2.session_label.clone(),
-                    session_id: c2.session_id.clone(),
-                    stream_labels: vec![c2.stream_label.clone()],
-                    exchanges: vec![c2.exchange.clone()],
+                    session_label: c2.session_label(),
+                    session_id: c2.session_id.as_deref().map(str::to_string),
+                    stream_labels: vec![c2.stream_label()],
+                    exchanges: vec![c2.exchange.to_string()],
                 };
                 f.add_compact(
                     New {
@@ -139,8 +150,8 @@ pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
                         evidence: json!({
                             "request_ids": ids,
                             "tool": tool,
-                            "first": { "session": c1.session_label, "stream": c1.stream_label, "time": t1.time.rfc3339(), "frame": t1.frame.frame },
-                            "retry": { "session": c2.session_label, "stream": c2.stream_label, "time": t2.time.rfc3339(), "frame": t2.frame.frame },
+                            "first": { "session": c1.session_label(), "stream": c1.stream_label(), "time": t1.time.rfc3339(), "frame": t1.frame.frame },
+                            "retry": { "session": c2.session_label(), "stream": c2.stream_label(), "time": t2.time.rfc3339(), "frame": t2.frame.frame },
                         }),
                         caused_by: unsafe_between.into_iter().collect(),
                         anchor: format!("retry:{}:{}", c2.session, c2.stream),

@@ -9,7 +9,8 @@ use crate::mcp::model::{EventIdScheme, Session};
 #[derive(Clone, Debug, Serialize)]
 pub struct Verdict {
     pub verdict: &'static str,
-    pub reason: Option<String>,
+    /// Static for the common verdicts: a header is kept for every session of a run.
+    pub reason: Option<std::borrow::Cow<'static, str>>,
     pub resumes: usize,
 }
 
@@ -35,6 +36,7 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
                     fb.mark.time.clock_millis(),
                     s.event_id_scheme.name()
                 )
+                .into()
             })
         });
         return Verdict {
@@ -51,7 +53,7 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
         }) {
             return Verdict {
                 verdict: "unsafe",
-                reason: Some(format!("{}: {}", f.kind, f.summary)),
+                reason: Some(format!("{}: {}", f.kind, f.summary).into()),
                 resumes: resumes.len(),
             };
         }
@@ -72,7 +74,7 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
             reason: Some(format!(
                 "the inputs record no SSE events (an access log keeps no bodies): which stream minted Last-Event-ID {} cannot be told",
                 unplaced.join(", ")
-            )),
+            ).into()),
             resumes: resumes.len(),
         };
     }
@@ -82,7 +84,7 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
             reason: Some(format!(
                 "Last-Event-ID {} was never delivered in the inputs: the stream it continues is not in them (the capture starts later, or covers another leg)",
                 unplaced.join(", ")
-            )),
+            ).into()),
             resumes: resumes.len(),
         };
     }

@@ -69,12 +69,23 @@ pub struct McpStats {
     pub non_mcp_ports: Vec<u16>,
 }
 
+/// What is kept of a session handed to the callback, for a later exchange that continues it
+/// under a new record: the rest of its identity (ID, server, endpoint) that exchange carries.
+#[derive(Clone, Copy, Debug)]
+struct Identity {
+    transport: Transport,
+    stateless: bool,
+}
+
 /// What the builder calls with each finalized session.
 pub type SessionCallback = Box<dyn FnMut(&mut Session) + Send>;
 
 #[derive(Default)]
 pub struct Builder {
-    pub sessions: Vec<Session>,
+    /// Sessions by index; a session handed to the session callback is dropped (`None`) and only
+    /// its identity stays in `retired`, so memory follows the sessions in progress.
+    pub sessions: crate::chunked::ChunkedVec<Option<Box<Session>>>,
+    retired: HashMap<SessionIdx, Identity>,
     by_id: HashMap<(SocketAddr, String), SessionIdx>,
     stateless: HashMap<(IpAddr, SocketAddr), SessionIdx>,
     legacy: HashMap<(SocketAddr, String), SessionIdx>,
@@ -166,8 +177,22 @@ impl Builder {
         self
     }
 
+    fn live(&self, idx: SessionIdx) -> Option<&Session> {
+        self.sessions.get(idx)?.as_deref()
+    }
+
+    fn live_mut(&mut self, idx: SessionIdx) -> Option<&mut Session> {
+        self.sessions.get_mut(idx)?.as_deref_mut()
+    }
+
+    fn is_finalized(&self, idx: SessionIdx) -> bool {
+        self.live(idx).is_none_or(|s| s.finalized)
+    }
+
     fn finalize(&mut self, idx: SessionIdx) {
-        let s = &mut self.sessions[idx];
+        let Some(s) = self.sessions.get_mut(idx).and_then(|s| s.as_deref_mut()) else {
+            return;
+        };
         if s.finalized {
             return;
         }
@@ -186,11 +211,23 @@ impl Builder {
                 .get(id)
                 .map(|v| v.iter().copied().filter(|&o| o != idx).collect())
                 .unwrap_or_default();
-            self.sessions[idx].same_session_as = others;
+            if let Some(s) = self.live_mut(idx) {
+                s.same_session_as = others;
+            }
         }
         self.active.retain(|&a| a != idx);
-        if let Some(cb) = self.on_finalized.as_mut() {
-            cb(&mut self.sessions[idx]);
+        if let Some(cb) = self.on_finalized.as_mut()
+            && let Some(slot) = self.sessions.get_mut(idx)
+            && let Some(mut s) = slot.take()
+        {
+            cb(&mut s);
+            self.retired.insert(
+                idx,
+                Identity {
+                    transport: s.transport,
+                    stateless: s.stateless,
+                },
+            );
         }
     }
 
@@ -221,7 +258,7 @@ impl Builder {
             .iter()
             .copied()
             .filter(|&i| {
-                let s = &self.sessions[i];
+                let Some(s) = self.live(i) else { return true };
                 !open.contains(&i)
                     && (s.deleted.is_some() || now.0.saturating_sub(s.end.time.0) > Self::IDLE_NS)
             })
@@ -253,7 +290,7 @@ impl Builder {
         if let Some(id) = &session_id {
             self.by_sid.entry(id.clone()).or_default().push(idx);
         }
-        self.sessions.push(Session {
+        self.sessions.push(Some(Box::new(Session {
             idx,
             stateless: session_id.is_none() && transport == Transport::StreamableHttp,
             session_id: session_id.clone(),
@@ -282,7 +319,7 @@ impl Builder {
             merged_sources: Vec::new(),
             counts: model::Counts::default(),
             finalized: false,
-        });
+        })));
         if let Some(id) = session_id {
             match transport {
                 Transport::StreamableHttp => {
@@ -295,16 +332,41 @@ impl Builder {
     }
 
     fn continuation(&mut self, old: SessionIdx, stream: &Stream) -> SessionIdx {
-        let (id, server, path, ip, transport, legacy) = {
-            let o = &self.sessions[old];
-            (
+        let (id, server, path, ip, transport, legacy, version, stateless) = match self.live(old) {
+            Some(o) => (
                 o.session_id.clone(),
                 o.server,
                 o.path.clone(),
                 o.client_ip,
                 o.transport,
                 o.legacy_endpoint.clone(),
-            )
+                o.protocol_version.clone(),
+                o.stateless,
+            ),
+            None => {
+                let o = self.retired.get(&old).copied().unwrap_or(Identity {
+                    transport: Transport::StreamableHttp,
+                    stateless: stream.session_id_sent.is_none(),
+                });
+                // A legacy session is continued by a POST to its endpoint, which names it.
+                let (id, legacy) = match o.transport {
+                    Transport::LegacySse => (
+                        Some(legacy_session_id(&stream.target)),
+                        Some(stream.target.clone()),
+                    ),
+                    Transport::StreamableHttp => (stream.session_id_sent.clone(), None),
+                };
+                (
+                    id,
+                    stream.server,
+                    stream.target.clone(),
+                    stream.client.ip(),
+                    o.transport,
+                    legacy,
+                    stream.protocol_version_header.clone(),
+                    o.stateless,
+                )
+            }
         };
         let new = self.new_session(
             id.clone(),
@@ -315,9 +377,11 @@ impl Builder {
             stream.opened,
             stream.input,
         );
-        self.sessions[new].legacy_endpoint = legacy.clone();
-        self.sessions[new].protocol_version = self.sessions[old].protocol_version.clone();
-        self.sessions[new].stateless = self.sessions[old].stateless;
+        if let Some(s) = self.live_mut(new) {
+            s.legacy_endpoint = legacy.clone();
+            s.protocol_version = version;
+            s.stateless = stateless;
+        }
         for v in self
             .by_id
             .values_mut()
@@ -359,17 +423,21 @@ impl Builder {
         )
     }
 
-    /// Files a stream under a session; returns its position. A session already finalized (it
-    /// went idle or was deleted) is continued by a new session record with the same identity.
-    fn attach(&mut self, session: SessionIdx, mut stream: Stream) -> usize {
-        let session = if self.sessions[session].finalized {
+    /// Files a stream under a session; returns the session it went to and its position there. A
+    /// session already finalized (it went idle or was deleted) is continued by a new session
+    /// record with the same identity.
+    fn attach(&mut self, session: SessionIdx, mut stream: Stream) -> (SessionIdx, usize) {
+        let session = if self.is_finalized(session) {
             self.continuation(session, &stream)
         } else {
             session
         };
         self.last_session
             .insert((stream.client.ip(), stream.server), session);
-        let s = &mut self.sessions[session];
+        let Some(s) = self.live_mut(session) else {
+            // Not reachable: a finalized session was continued above.
+            return (session, usize::MAX);
+        };
         if !s.inputs.contains(&stream.input) {
             s.inputs.push(stream.input);
         }
@@ -396,12 +464,17 @@ impl Builder {
         }
         stream.idx = s.streams.len();
         s.streams.push(stream);
-        s.streams.len() - 1
+        (session, s.streams.len() - 1)
     }
 
     fn stream_mut(&mut self, id: ExchangeId) -> Option<&mut Stream> {
         match self.open.get_mut(&id)? {
-            Filing::Session(s, i) => self.sessions.get_mut(*s)?.streams.get_mut(*i),
+            Filing::Session(s, i) => self
+                .sessions
+                .get_mut(*s)?
+                .as_deref_mut()?
+                .streams
+                .get_mut(*i),
             Filing::Pending(stream, _) => Some(stream),
         }
     }
@@ -439,6 +512,7 @@ impl Builder {
             resume: None,
             client_messages: Vec::new(),
             response_messages: Vec::new(),
+            response_packed: Default::default(),
             events: Vec::new(),
             gap: false,
             gap_bytes: 0,
@@ -458,6 +532,7 @@ impl Builder {
         let speaks_mcp = stream.session_id_received.is_some()
             || stream.event_stream
             || stream.event_count() > 0
+            || stream.response_packed.jsonrpc
             || stream
                 .response_messages
                 .iter()
@@ -480,7 +555,7 @@ impl Builder {
         };
         match session {
             Some(s) => {
-                let pos = self.attach(s, stream);
+                let (s, pos) = self.attach(s, stream);
                 self.open.insert(exchange, Filing::Session(s, pos));
             }
             None => self.file_stateless(exchange, stream),
@@ -552,6 +627,7 @@ impl Builder {
             }),
             client_messages: messages,
             response_messages: Vec::new(),
+            response_packed: Default::default(),
             events: Vec::new(),
             gap: r.outcome == Outcome::Gap,
             gap_bytes: r.body.gap_bytes,
@@ -585,6 +661,7 @@ impl Builder {
             stream.outcome = o.outcome;
             stream.closed_by = o.closed_by;
             stream.response_messages = o.response_messages;
+            stream.response_packed = o.response_packed;
             stream.gap |= o.gap_bytes > 0;
             stream.gap_bytes += o.gap_bytes;
         }
@@ -597,14 +674,15 @@ impl Builder {
         let filing = if let Some(session) = legacy {
             let mut stream = stream;
             stream.transport = StreamTransport::Post;
-            let pos = self.attach(session, stream);
+            let (session, pos) = self.attach(session, stream);
             Filing::Session(session, pos)
         } else if let Some(id) = &sid {
             let session = self.session_for_id(r.server, id, ip, &r.target, r.first, input);
-            if is_delete {
-                self.sessions[session].deleted = Some(r.first);
+            let (session, pos) = self.attach(session, stream);
+            // After attach: a DELETE of a session already finalized ends its continuation.
+            if is_delete && let Some(s) = self.live_mut(session) {
+                s.deleted = Some(r.first);
             }
-            let pos = self.attach(session, stream);
             Filing::Session(session, pos)
         } else if is_initialize {
             Filing::Pending(Box::new(stream), Pending::Initialize)
@@ -660,7 +738,7 @@ impl Builder {
                 let id = received.as_deref().unwrap_or_default();
                 let session =
                     self.session_for_id(server, id, ip, &stream.target, stream.opened, input);
-                let pos = self.attach(session, stream);
+                let (session, pos) = self.attach(session, stream);
                 self.open.insert(h.exchange, Filing::Session(session, pos));
             }
             Some(Filing::Pending(stream, Pending::Initialize)) => {
@@ -697,18 +775,18 @@ impl Builder {
                         s
                     }
                 };
-                let pos = self.attach(session, stream);
+                let (session, pos) = self.attach(session, stream);
                 self.open.insert(h.exchange, Filing::Session(session, pos));
             }
             Some(Filing::Session(session, pos)) => {
-                let s = &mut self.sessions[session];
-                if mode.is_some() {
-                    s.transport_mode_header = mode;
+                if let Some(s) = self.live_mut(session) {
+                    if mode.is_some() {
+                        s.transport_mode_header = mode;
+                    }
+                    if status == 404 && sent.is_some() {
+                        s.forgotten.push(first);
+                    }
                 }
-                if status == 404 && sent.is_some() {
-                    s.forgotten.push(first);
-                }
-                let _ = pos;
                 self.open.insert(h.exchange, Filing::Session(session, pos));
             }
             Some(other) => {
@@ -762,7 +840,7 @@ impl Builder {
                 self.open.insert(exchange, Filing::Pending(stream, kind));
             }
             Some(Filing::Session(s, pos)) => {
-                if let Some(stream) = self.sessions[s].streams.get_mut(pos) {
+                if let Some(stream) = self.live_mut(s).and_then(|x| x.streams.get_mut(pos)) {
                     if rec.after_gap {
                         stream.gap = true;
                     }
@@ -794,7 +872,9 @@ impl Builder {
             stream.opened,
             stream.input,
         );
-        self.sessions[session].legacy_endpoint = Some(post_target.clone());
+        if let Some(s) = self.live_mut(session) {
+            s.legacy_endpoint = Some(post_target.clone());
+        }
         self.legacy.insert((server, post_target), session);
         stream.transport = StreamTransport::LegacySse;
         let opened = stream.opened;
@@ -807,22 +887,24 @@ impl Builder {
                 .stream
                 .response_mark
                 .unwrap_or(rejected.stream.opened);
-            let refused = self.attach(session, *rejected.stream);
-            let pos = self.attach(session, stream);
-            self.sessions[session].fallbacks.push(Fallback {
-                mark: opened,
-                from: "streamable-http".into(),
-                to: "legacy-sse".into(),
-                trigger: format!("POST initialize answered {status}"),
-                request_id,
-                abandoned_stream: Some(refused),
-                to_stream: pos,
-                confirmed: true,
-                frames: vec![refused_mark, opened],
-            });
+            let (session, refused) = self.attach(session, *rejected.stream);
+            let (session, pos) = self.attach(session, stream);
+            if let Some(s) = self.live_mut(session) {
+                s.fallbacks.push(Fallback {
+                    mark: opened,
+                    from: "streamable-http".into(),
+                    to: "legacy-sse".into(),
+                    trigger: format!("POST initialize answered {status}"),
+                    request_id,
+                    abandoned_stream: Some(refused),
+                    to_stream: pos,
+                    confirmed: true,
+                    frames: vec![refused_mark, opened],
+                });
+            }
             self.open.insert(exchange, Filing::Session(session, pos));
         } else {
-            let pos = self.attach(session, stream);
+            let (session, pos) = self.attach(session, stream);
             self.open.insert(exchange, Filing::Session(session, pos));
         }
     }
@@ -847,7 +929,7 @@ impl Builder {
                 s
             }
         };
-        let pos = self.attach(session, stream);
+        let (session, pos) = self.attach(session, stream);
         self.open.insert(exchange, Filing::Session(session, pos));
     }
 
@@ -863,6 +945,8 @@ impl Builder {
         if self.not_mcp.remove(&exchange) {
             return;
         }
+        // What an initialize response tells about the session: protocol version, server info.
+        let mut initialized: Option<(Option<String>, Option<String>)> = None;
         if let Some(stream) = self.stream_mut(exchange) {
             stream.packed.shrink_to_fit();
             stream.ended = Some(mark);
@@ -879,7 +963,12 @@ impl Builder {
                     .as_deref()
                     .is_some_and(|c| c == "application/json" || c.ends_with("+json"));
                 if json && !b.data.is_empty() {
-                    stream.response_messages = jsonrpc::parse_payload(&b.data);
+                    let messages = jsonrpc::parse_payload(&b.data);
+                    initialized = messages
+                        .iter()
+                        .find(|m| m.kind == Kind::Response && m.mcp.protocol_version.is_some())
+                        .map(|m| (m.mcp.protocol_version.clone(), m.mcp.peer_info.clone()));
+                    stream.response_packed = packed::PackedMessages::pack(&messages);
                 }
             }
             if let Some(st) = sse {
@@ -892,20 +981,15 @@ impl Builder {
         }
         match self.open.remove(&exchange) {
             Some(Filing::Session(s, pos)) => {
-                let session = &mut self.sessions[s];
+                let Some(session) = self.live_mut(s) else {
+                    return;
+                };
                 if mark > session.end {
                     session.end = mark;
                 }
-                if let Some(st) = session.streams.get(pos)
-                    && let Some(ready) = st
-                        .response_messages
-                        .iter()
-                        .find(|m| m.kind == Kind::Response && m.mcp.protocol_version.is_some())
+                if session.streams.get(pos).is_some()
+                    && let Some((pv, info)) = initialized
                 {
-                    let (pv, info) = (
-                        ready.mcp.protocol_version.clone(),
-                        ready.mcp.peer_info.clone(),
-                    );
                     if session.protocol_version.is_none() {
                         session.protocol_version = pv;
                     }
@@ -943,7 +1027,14 @@ impl Builder {
     /// Ends the build: every session is analysed; returns them all.
     pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
         self.close_all();
-        (self.sessions, self.anomalies, self.stats)
+        let sessions = self
+            .sessions
+            .into_vec()
+            .into_iter()
+            .flatten()
+            .map(|s| *s)
+            .collect();
+        (sessions, self.anomalies, self.stats)
     }
 
     /// Ends the build: exchanges still open are filed, sources of the same traffic are merged,
@@ -973,21 +1064,33 @@ impl Builder {
         }
         if !self.early_finalize {
             // A HAR or log of the same traffic as a capture is matched before analysis.
-            let mut sessions = std::mem::take(&mut self.sessions);
+            // Nothing was finalized yet (sessions are finalized early only without such sources).
+            let mut sessions: Vec<Session> = std::mem::take(&mut self.sessions)
+                .into_vec()
+                .into_iter()
+                .flatten()
+                .map(|s| *s)
+                .collect();
             for st in sessions.iter_mut().flat_map(|s| s.streams.iter_mut()) {
                 st.unpack_events();
             }
             analysis::merge_sources(&mut sessions);
-            self.sessions = sessions;
             self.by_sid.clear();
-            for s in &self.sessions {
+            for s in &sessions {
                 if let Some(id) = &s.session_id {
                     self.by_sid.entry(id.clone()).or_default().push(s.idx);
                 }
             }
-            self.active = (0..self.sessions.len())
-                .filter(|&i| !self.sessions[i].finalized)
+            self.active = sessions
+                .iter()
+                .filter(|s| !s.finalized)
+                .map(|s| s.idx)
                 .collect();
+            self.sessions = sessions
+                .into_iter()
+                .map(|s| Some(Box::new(s)))
+                .collect::<Vec<_>>()
+                .into();
         }
         let remaining: Vec<SessionIdx> = self.active.clone();
         for i in remaining {

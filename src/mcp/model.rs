@@ -154,8 +154,10 @@ pub struct Stream {
     pub resume: Option<Resume>,
     /// JSON-RPC messages the client sent in the request body.
     pub client_messages: Vec<Message>,
-    /// JSON-RPC messages in a JSON response body.
+    /// JSON-RPC messages in a JSON response body, once unpacked for analysis.
     pub response_messages: Vec<Message>,
+    /// The same, packed while the session is in progress.
+    pub response_packed: super::packed::PackedMessages,
     /// The events, once unpacked for analysis (see [`Stream::unpack_events`]).
     pub events: Vec<EventRec>,
     /// Events as they arrive, packed until the session is analysed.
@@ -220,6 +222,10 @@ impl Stream {
         if !self.packed.is_empty() {
             let packed = std::mem::take(&mut self.packed);
             self.events.extend(packed.unpack());
+        }
+        if !self.response_packed.is_empty() {
+            let packed = std::mem::take(&mut self.response_packed);
+            self.response_messages.extend(packed.unpack());
         }
     }
 

@@ -103,6 +103,51 @@ impl PackedEvents {
     }
 }
 
+/// JSON-RPC messages of a JSON response body, packed until their session is analysed.
+#[derive(Clone, Debug, Default)]
+pub struct PackedMessages {
+    bytes: Box<[u8]>,
+    count: u32,
+    /// Some message is JSON-RPC (not malformed): the exchange speaks MCP.
+    pub jsonrpc: bool,
+}
+
+impl PackedMessages {
+    pub fn pack(messages: &[Message]) -> PackedMessages {
+        let mut w = Vec::new();
+        for m in messages {
+            put_message(&mut w, m);
+        }
+        PackedMessages {
+            bytes: w.into_boxed_slice(),
+            count: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+            jsonrpc: messages.iter().any(|m| m.kind != Kind::Malformed),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn unpack(&self) -> Vec<Message> {
+        let mut r = Reader {
+            bytes: &self.bytes,
+            pos: 0,
+        };
+        let mut out = Vec::with_capacity(self.count as usize);
+        while out.len() < self.count as usize {
+            match read_message(&mut r) {
+                Some(m) => out.push(m),
+                None => {
+                    debug_assert!(false, "packed messages do not decode");
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
 fn read_event(
     r: &mut Reader,
     time: &mut i64,
@@ -532,6 +577,20 @@ mod tests {
         assert_eq!(back.len(), recs.len());
         for (a, b) in recs.iter().zip(&back) {
             same(a, b);
+        }
+    }
+
+    #[test]
+    fn response_bodies_round_trip() {
+        for p in PAYLOADS {
+            let msgs = crate::jsonrpc::parse_payload(p.as_bytes());
+            let packed = PackedMessages::pack(&msgs);
+            assert_eq!(packed.unpack(), msgs, "{p}");
+            assert_eq!(
+                packed.jsonrpc,
+                msgs.iter().any(|m| m.kind != Kind::Malformed),
+                "{p}"
+            );
         }
     }
 

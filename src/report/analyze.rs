@@ -58,7 +58,6 @@ pub enum RecordFormat {
 #[derive(Clone, Debug)]
 pub struct SessionHeader {
     pub idx: usize,
-    pub label: String,
     pub session_id: Option<String>,
     pub server: SocketAddr,
     pub path: String,
@@ -78,6 +77,13 @@ pub struct SessionHeader {
     pub not_determinable: Vec<(&'static str, String)>,
     record: Option<(u64, u64)>,
     events: Option<(u64, u64)>,
+}
+
+impl SessionHeader {
+    /// `S1`, `S2`, ...
+    pub fn label(&self) -> String {
+        format!("S{}", self.idx + 1)
+    }
 }
 
 /// An append-only temporary file of rendered records.
@@ -124,7 +130,7 @@ pub struct SessionWriter {
     input_paths: Vec<String>,
     records: Option<Spill>,
     events: Option<Spill>,
-    pub headers: Vec<Option<SessionHeader>>,
+    pub headers: crate::chunked::ChunkedVec<Option<SessionHeader>>,
     /// The first error writing the spill (reported at the end).
     pub error: Option<String>,
 }
@@ -158,7 +164,7 @@ impl SessionWriter {
             input_paths,
             records: None,
             events: None,
-            headers: Vec::new(),
+            headers: Default::default(),
             error: None,
         }
     }
@@ -210,7 +216,6 @@ impl SessionWriter {
             .collect();
         let mut header = SessionHeader {
             idx: s.idx,
-            label: s.label(),
             session_id: s.session_id.clone(),
             server: s.server,
             path: s.path.clone(),
@@ -256,10 +261,10 @@ impl SessionWriter {
                 }
             }
         }
-        if self.headers.len() <= s.idx {
-            self.headers.resize(s.idx + 1, None);
+        self.headers.resize_with(s.idx + 1, || None);
+        if let Some(slot) = self.headers.get_mut(s.idx) {
+            *slot = Some(header);
         }
-        self.headers[s.idx] = Some(header);
     }
 }
 
@@ -297,7 +302,7 @@ impl Report {
     fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
         if let Some(keys) = &sel.sessions
             && !keys.iter().any(|k| {
-                k.eq_ignore_ascii_case(&s.label) || s.session_id.as_deref() == Some(k.as_str())
+                k.eq_ignore_ascii_case(&s.label()) || s.session_id.as_deref() == Some(k.as_str())
             })
         {
             return false;
@@ -409,7 +414,7 @@ fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Reda
         .collect();
     let v = &h.verdict;
     json!({
-        "key": h.label,
+        "key": h.label(),
         "session_id": s.session_id,
         "server": endpoint(s.server),
         "endpoint": s.path,
@@ -478,7 +483,7 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
         "time": e.time.time.rfc3339(),
         "frame": e.time.frame.frame,
         "input": e.time.frame.input,
-        "session": rep.header(e.session).map(|h| h.label.clone()),
+        "session": rep.header(e.session).map(|h| h.label()),
         "stream": e.stream,
         "direction": e.arrow,
         "kind": e.kind,
@@ -908,7 +913,7 @@ pub fn write_human(
             server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
         }
         table.add_row(vec![
-            s.label.clone(),
+            s.label(),
             id,
             server,
             match s.transport {
@@ -947,7 +952,7 @@ pub fn write_human(
             writeln!(
                 out,
                 " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
-                s.label,
+                s.label(),
                 terminal(path),
                 matched,
                 offset,
@@ -970,7 +975,7 @@ pub fn write_human(
             writeln!(
                 out,
                 "\n{} not determinable from these inputs: {} ({})",
-                s.label,
+                s.label(),
                 kinds.join(", "),
                 reasons.join("; ")
             )?;
@@ -981,7 +986,7 @@ pub fn write_human(
         writeln!(
             out,
             "\n{}  root cause first, consequences indented",
-            style.heading(&format!("FINDINGS ({})", s.label))
+            style.heading(&format!("FINDINGS ({})", s.label()))
         )?;
         // Cause → consequence trees: a finding is printed under its first shown cause.
         let parent = |p: usize| {
@@ -1034,7 +1039,7 @@ pub fn write_human(
         writeln!(
             out,
             "\n{}  {}",
-            style.heading(&format!("TIMELINE ({})", s.label)),
+            style.heading(&format!("TIMELINE ({})", s.label())),
             s.start.time.date()
         )?;
         for e in entries {
