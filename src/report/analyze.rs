@@ -138,15 +138,18 @@ pub struct SessionWriter {
 /// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
 /// inside the document.
 fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
+    // serde writes token by token: indenting the finished text in bulk is cheaper than
+    // intercepting every write.
     let text = serde_json::to_vec_pretty(v).unwrap_or_default();
-    let pad = " ".repeat(indent);
-    let mut out = Vec::with_capacity(text.len() + text.len() / 8);
-    for &b in &text {
-        out.push(b);
-        if b == b'\n' {
-            out.extend_from_slice(pad.as_bytes());
-        }
+    let lines = memchr::memchr_iter(b'\n', &text).count();
+    let mut out = Vec::with_capacity(text.len() + lines * indent);
+    let mut from = 0;
+    for nl in memchr::memchr_iter(b'\n', &text) {
+        out.extend_from_slice(&text[from..=nl]);
+        out.resize(out.len() + indent, b' ');
+        from = nl + 1;
     }
+    out.extend_from_slice(&text[from..]);
     out
 }
 
@@ -353,50 +356,138 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
     (json!(nums), json!(refs))
 }
 
-fn stream_json(s: &Session, st: &crate::mcp::model::Stream, r: &Redactor) -> Value {
-    let first = st.summary.first_id.clone();
-    let last = st.summary.last_id.clone();
-    json!({
-        "id": st.label(),
-        "transport": st.transport.name(),
-        "exchange": st.exchange.to_string(),
-        "input": st.input,
-        "method": st.method,
-        "target": r.target(&st.target),
-        "client": endpoint(st.client),
-        "status": st.status,
-        "content_type": st.content_type,
-        "event_stream": st.event_stream,
-        "opened": st.opened.time.rfc3339(),
-        "opened_frame": st.opened.frame.frame,
-        "ended": st.ended.map(|m| m.time.rfc3339()),
-        "ended_frame": st.ended.map(|m| m.frame.frame),
-        "outcome": st.outcome,
-        "closed_by": st.closed_by.map(|d| match d {
+/// A stream as the JSON report has it. A struct, not a `json!` tree: a large capture has tens of
+/// thousands of streams, and a tree allocates every key and value before it is written.
+#[derive(Serialize)]
+struct StreamRecord<'a> {
+    id: String,
+    transport: &'static str,
+    exchange: String,
+    input: crate::model::InputId,
+    method: &'a str,
+    target: String,
+    client: String,
+    status: Option<u16>,
+    content_type: Option<&'a str>,
+    event_stream: bool,
+    opened: String,
+    opened_frame: u64,
+    ended: Option<String>,
+    ended_frame: Option<u64>,
+    outcome: Option<crate::http::Outcome>,
+    closed_by: Option<&'static str>,
+    requests: Vec<&'a crate::jsonrpc::RequestId>,
+    methods: Vec<&'a str>,
+    events: usize,
+    first_event_id: Option<&'a str>,
+    last_event_id: Option<&'a str>,
+    comments: u64,
+    retry_ms: Option<u64>,
+    resume: Option<ResumeRecord<'a>>,
+    session_id_sent: Option<&'a str>,
+    session_id_received: Option<&'a str>,
+    gap: bool,
+    gap_bytes: u64,
+    body_unknown: bool,
+}
+
+#[derive(Serialize)]
+struct ResumeRecord<'a> {
+    last_event_id: &'a str,
+    continues: Option<String>,
+    also_seen_on: Vec<String>,
+}
+
+fn stream_json<'a>(
+    s: &Session,
+    st: &'a crate::mcp::model::Stream,
+    r: &Redactor,
+) -> StreamRecord<'a> {
+    StreamRecord {
+        id: st.label(),
+        transport: st.transport.name(),
+        exchange: st.exchange.to_string(),
+        input: st.input,
+        method: &st.method,
+        target: r.target(&st.target),
+        client: endpoint(st.client),
+        status: st.status,
+        content_type: st.content_type.as_deref(),
+        event_stream: st.event_stream,
+        opened: st.opened.time.rfc3339(),
+        opened_frame: st.opened.frame.frame,
+        ended: st.ended.map(|m| m.time.rfc3339()),
+        ended_frame: st.ended.map(|m| m.frame.frame),
+        outcome: st.outcome,
+        closed_by: st.closed_by.map(|d| match d {
             crate::capture::tcp::Direction::ClientToServer => "client",
             crate::capture::tcp::Direction::ServerToClient => "server",
         }),
-        "requests": st.requests().filter_map(|m| m.id.as_ref().map(|i| i.to_value())).collect::<Vec<_>>(),
-        "methods": st.client_messages.iter().filter_map(|m| m.method.clone()).collect::<Vec<_>>(),
-        "events": st.summary.count,
-        "first_event_id": first,
-        "last_event_id": last,
-        "comments": st.comments,
-        "retry_ms": st.last_retry,
-        "resume": st.resume.as_ref().map(|x| json!({
-            "last_event_id": x.last_event_id,
-            "continues": x.continues.map(|i| s.streams[i].label()),
-            "also_seen_on": x.also_seen_on.iter().map(|&i| s.streams[i].label()).collect::<Vec<_>>(),
-        })),
-        "session_id_sent": st.session_id_sent,
-        "session_id_received": st.session_id_received,
-        "gap": st.gap,
-        "gap_bytes": st.gap_bytes,
-        "body_unknown": st.body_unknown,
-    })
+        requests: st.requests().filter_map(|m| m.id.as_ref()).collect(),
+        methods: st
+            .client_messages
+            .iter()
+            .filter_map(|m| m.method.as_deref())
+            .collect(),
+        events: st.summary.count,
+        first_event_id: st.summary.first_id.as_deref(),
+        last_event_id: st.summary.last_id.as_deref(),
+        comments: st.comments,
+        retry_ms: st.last_retry,
+        resume: st.resume.as_ref().map(|x| ResumeRecord {
+            last_event_id: &x.last_event_id,
+            continues: x.continues.map(|i| s.streams[i].label()),
+            also_seen_on: x
+                .also_seen_on
+                .iter()
+                .map(|&i| s.streams[i].label())
+                .collect(),
+        }),
+        session_id_sent: st.session_id_sent.as_deref(),
+        session_id_received: st.session_id_received.as_deref(),
+        gap: st.gap,
+        gap_bytes: st.gap_bytes,
+        body_unknown: st.body_unknown,
+    }
 }
 
-fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Redactor) -> Value {
+/// A session as the JSON report has it (see [`StreamRecord`] for why a struct).
+#[derive(Serialize)]
+struct SessionRecord<'a> {
+    key: String,
+    session_id: Option<&'a str>,
+    server: String,
+    endpoint: &'a str,
+    client: String,
+    transport: crate::mcp::model::Transport,
+    stateless: bool,
+    protocol_version: Option<&'a str>,
+    client_info: Option<String>,
+    server_info: Option<String>,
+    initialize_seen: bool,
+    start: String,
+    end: String,
+    event_id_scheme: &'static str,
+    event_id_scheme_from: &'static str,
+    transport_mode_header: Option<&'a str>,
+    not_determinable: Value,
+    fell_back: Option<Value>,
+    resumption: Value,
+    deleted: Option<String>,
+    forgotten_by_server: Vec<String>,
+    same_session_as: &'a [String],
+    sources: Vec<&'a str>,
+    merged_sources: Value,
+    counts: Value,
+    streams: Vec<StreamRecord<'a>>,
+}
+
+fn session_json<'a>(
+    h: &'a SessionHeader,
+    s: &'a Session,
+    input_paths: &'a [String],
+    r: &Redactor,
+) -> SessionRecord<'a> {
     let fell_back = s.fallbacks.first().map(|f| {
         json!({
             "time": f.mark.time.rfc3339(),
@@ -407,53 +498,66 @@ fn session_json(h: &SessionHeader, s: &Session, input_paths: &[String], r: &Reda
         })
     });
     let c = &s.counts;
-    let inputs: Vec<&str> = s
-        .inputs
-        .iter()
-        .filter_map(|&i| input_paths.get(i as usize).map(String::as_str))
-        .collect();
     let v = &h.verdict;
-    json!({
-        "key": h.label(),
-        "session_id": s.session_id,
-        "server": endpoint(s.server),
-        "endpoint": s.path,
-        "client": if s.client_ip.is_unspecified() { "unknown".to_string() } else { s.client_ip.to_string() },
-        "transport": s.transport,
-        "stateless": s.stateless,
-        "protocol_version": s.protocol_version,
-        "client_info": s.client_info.as_deref().map(|c| r.text(c).into_owned()),
-        "server_info": s.server_info.as_deref().map(|c| r.text(c).into_owned()),
-        "initialize_seen": s.initialize_seen,
-        "start": s.start.time.rfc3339(),
-        "end": s.end.time.rfc3339(),
-        "event_id_scheme": s.event_id_scheme.name(),
-        "event_id_scheme_from": s.event_id_scheme_from,
-        "transport_mode_header": s.transport_mode_header,
-        "not_determinable": s.not_determinable.iter().map(|(k, why)| json!({ "kind": k, "reason": why })).collect::<Vec<_>>(),
-        "fell_back": fell_back,
-        "resumption": { "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes },
-        "deleted": s.deleted.map(|m| m.time.rfc3339()),
-        "forgotten_by_server": s.forgotten.iter().map(|m| m.time.rfc3339()).collect::<Vec<_>>(),
-        "same_session_as": h.same_session_as,
-        "sources": inputs,
-        "merged_sources": h.merged.iter().map(|(input, path, matched, added, offset)| json!({
-            "input": input,
-            "path": path,
-            "matched_exchanges": matched,
-            "added_exchanges": added,
-            "clock_offset_s": (offset * 1e6).round() / 1e6,
-        })).collect::<Vec<_>>(),
-        "counts": {
+    SessionRecord {
+        key: h.label(),
+        session_id: s.session_id.as_deref(),
+        server: endpoint(s.server),
+        endpoint: &s.path,
+        client: if s.client_ip.is_unspecified() {
+            "unknown".to_string()
+        } else {
+            s.client_ip.to_string()
+        },
+        transport: s.transport,
+        stateless: s.stateless,
+        protocol_version: s.protocol_version.as_deref(),
+        client_info: s.client_info.as_deref().map(|c| r.text(c).into_owned()),
+        server_info: s.server_info.as_deref().map(|c| r.text(c).into_owned()),
+        initialize_seen: s.initialize_seen,
+        start: s.start.time.rfc3339(),
+        end: s.end.time.rfc3339(),
+        event_id_scheme: s.event_id_scheme.name(),
+        event_id_scheme_from: s.event_id_scheme_from,
+        transport_mode_header: s.transport_mode_header.as_deref(),
+        not_determinable: s
+            .not_determinable
+            .iter()
+            .map(|(k, why)| json!({ "kind": k, "reason": why }))
+            .collect(),
+        fell_back,
+        resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
+        deleted: s.deleted.map(|m| m.time.rfc3339()),
+        forgotten_by_server: s.forgotten.iter().map(|m| m.time.rfc3339()).collect(),
+        same_session_as: &h.same_session_as,
+        sources: s
+            .inputs
+            .iter()
+            .filter_map(|&i| input_paths.get(i as usize).map(String::as_str))
+            .collect(),
+        merged_sources: h
+            .merged
+            .iter()
+            .map(|(input, path, matched, added, offset)| {
+                json!({
+                    "input": input,
+                    "path": path,
+                    "matched_exchanges": matched,
+                    "added_exchanges": added,
+                    "clock_offset_s": (offset * 1e6).round() / 1e6,
+                })
+            })
+            .collect(),
+        counts: json!({
             "streams": s.streams.len(),
             "events": c.events,
             "requests": c.requests,
             "responses": c.responses,
             "errors": c.errors,
             "notifications": c.notifications,
-        },
-        "streams": s.streams.iter().map(|st| stream_json(s, st, r)).collect::<Vec<_>>(),
-    })
+        }),
+        streams: s.streams.iter().map(|st| stream_json(s, st, r)).collect(),
+    }
 }
 
 fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
