@@ -208,8 +208,8 @@ impl Capture {
         }
         let ev = SseEvent {
             index: ex.events,
-            id: id.map(str::to_string),
-            last_event_id: ex.last_id.clone(),
+            id: id.map(Into::into),
+            last_event_id: ex.last_id.as_str().into(),
             event: event.to_string().into(),
             data: data.into(),
             retry: None,

@@ -424,7 +424,13 @@ fn rpc(msgs: &[Message]) -> Vec<(Kind, Option<RequestId>, Option<String>)> {
 fn ids_data(e: &Exchange) -> Vec<(Option<String>, String, String)> {
     e.events
         .iter()
-        .map(|ev| (ev.id.clone(), ev.last_event_id.clone(), ev.data.clone()))
+        .map(|ev| {
+            (
+                ev.id.as_deref().map(str::to_string),
+                ev.last_event_id.to_string(),
+                ev.data.clone(),
+            )
+        })
         .collect()
 }
 
@@ -1727,7 +1733,13 @@ fn gap_in_an_sse_stream_inside_a_chunk() {
     let got: Vec<(Option<String>, String, bool)> = e
         .events
         .iter()
-        .map(|ev| (ev.id.clone(), ev.data.clone(), ev.after_gap))
+        .map(|ev| {
+            (
+                ev.id.as_deref().map(str::to_string),
+                ev.data.clone(),
+                ev.after_gap,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -1769,7 +1781,13 @@ fn sse_gap_ending_just_before_a_line_end_invents_no_event() {
     let got: Vec<(Option<String>, bool, bool)> = e
         .events
         .iter()
-        .map(|ev| (ev.id.clone(), ev.priming, ev.after_gap))
+        .map(|ev| {
+            (
+                ev.id.as_deref().map(str::to_string),
+                ev.priming,
+                ev.after_gap,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -1827,7 +1845,11 @@ fn gap_of_a_whole_chunk_in_an_sse_stream() {
     d.s2c(ev(5));
     let run = d.finish();
     let e = run.only();
-    let ids: Vec<Option<String>> = e.events.iter().map(|ev| ev.id.clone()).collect();
+    let ids: Vec<Option<String>> = e
+        .events
+        .iter()
+        .map(|ev| ev.id.as_deref().map(str::to_string))
+        .collect();
     assert_eq!(
         ids,
         [
@@ -1941,7 +1963,7 @@ fn stream_cut_by_capture_end_keeps_its_events() {
     let run = d.finish();
     let e = run.only();
     assert_eq!(e.events.len(), 5);
-    assert_eq!(e.events[4].last_event_id, "5");
+    assert_eq!(&*e.events[4].last_event_id, "5");
     let end = e.end.as_ref().unwrap();
     assert_eq!(end.outcome, Outcome::CutByCaptureEnd);
     assert_eq!(end.closed_by, None);

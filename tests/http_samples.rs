@@ -83,7 +83,12 @@ fn response_header<'a>(e: &'a Exchange, name: &str) -> Option<&'a str> {
 fn event_ids(e: &Exchange) -> Vec<Value> {
     e.events
         .iter()
-        .map(|ev| ev.id.clone().map(Value::String).unwrap_or(Value::Null))
+        .map(|ev| {
+            ev.id
+                .as_deref()
+                .map(|i| Value::String(i.into()))
+                .unwrap_or(Value::Null)
+        })
         .collect()
 }
 
@@ -275,7 +280,7 @@ fn check_python_healthy(path: &str, truth: &Value) {
         for (i, (ev, m)) in e.events.iter().zip(&mine).enumerate() {
             let what = format!("{what} event {i}");
             assert_eq!(ev.index as usize, i, "{what}");
-            assert_eq!(Some(ev.last_event_id.as_str()), ev.id.as_deref(), "{what}");
+            assert_eq!(Some(&*ev.last_event_id), ev.id.as_deref(), "{what}");
             assert_eq!(ev.priming, m["priming"].as_bool().unwrap(), "{what}");
             match m.get("message") {
                 Some(msg) => check_event_message(&e.event_messages[i], msg, &what),
@@ -293,8 +298,8 @@ fn check_python_healthy(path: &str, truth: &Value) {
         .map(|(e, i)| {
             e.events[*i]
                 .id
-                .clone()
-                .map(Value::String)
+                .as_deref()
+                .map(|i| Value::String(i.into()))
                 .unwrap_or(Value::Null)
         })
         .collect();
@@ -302,7 +307,7 @@ fn check_python_healthy(path: &str, truth: &Value) {
     let priming: Vec<Value> = events_in_wire_order(&a)
         .iter()
         .filter(|(e, i)| e.events[*i].priming)
-        .map(|(e, i)| Value::String(e.events[*i].id.clone().unwrap()))
+        .map(|(e, i)| Value::String(e.events[*i].id.as_deref().unwrap().into()))
         .collect();
     assert_eq!(&priming, arr(&truth["priming_event_ids"]), "{path}");
     // No resumption in a healthy session.
@@ -448,7 +453,7 @@ fn seed_incident_client_leg() {
     let get1 = by_seq[&4];
     let ids: Vec<Value> = (1..=41).map(|n| Value::String(n.to_string())).collect();
     assert_eq!(event_ids(get1), ids);
-    assert_eq!(get1.events.last().unwrap().last_event_id, "41");
+    assert_eq!(&*get1.events.last().unwrap().last_event_id, "41");
     let end = get1.end.as_ref().unwrap();
     assert_eq!(
         (end.outcome, end.closed_by),
@@ -630,8 +635,8 @@ fn ts_sdk_resumption() {
         .map(|(e, i)| {
             e.events[*i]
                 .id
-                .clone()
-                .map(Value::String)
+                .as_deref()
+                .map(|i| Value::String(i.into()))
                 .unwrap_or(Value::Null)
         })
         .collect();
@@ -639,7 +644,7 @@ fn ts_sdk_resumption() {
     let priming: Vec<Value> = events_in_wire_order(&a)
         .iter()
         .filter(|(e, i)| e.events[*i].priming)
-        .map(|(e, i)| Value::String(e.events[*i].id.clone().unwrap()))
+        .map(|(e, i)| Value::String(e.events[*i].id.as_deref().unwrap().into()))
         .collect();
     assert_eq!(&priming, arr(&truth["priming_event_ids"]));
 
@@ -834,9 +839,12 @@ fn http_command_json_shape() {
             }
             assert_eq!(
                 j["id"],
-                ev.id.clone().map(Value::String).unwrap_or(Value::Null)
+                ev.id
+                    .as_deref()
+                    .map(|i| Value::String(i.into()))
+                    .unwrap_or(Value::Null)
             );
-            assert_eq!(j["last_event_id"], ev.last_event_id.as_str());
+            assert_eq!(j["last_event_id"], &*ev.last_event_id);
             assert_eq!(j["event"], &*ev.event);
             assert_eq!(j["frame"], ev.mark.frame.frame);
             assert!(is_time(&j["time"]));

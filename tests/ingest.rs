@@ -453,7 +453,7 @@ fn har_with_event_source_messages_base64_connections_and_aborts() {
     let ids: Vec<(Option<&str>, &str)> = stream
         .events
         .iter()
-        .map(|e| (e.id.as_deref(), e.last_event_id.as_str()))
+        .map(|e| (e.id.as_deref(), &*e.last_event_id))
         .collect();
     assert_eq!(ids, [(Some("40"), "40"), (Some("41"), "41"), (None, "41")]);
     // base64 content decoded and parsed with the SSE parser; times estimated.

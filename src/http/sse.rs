@@ -12,6 +12,7 @@
 //! kept, not discarded; comments (keep-alive pings) are counted.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::model::Mark;
 
@@ -27,9 +28,10 @@ pub struct SseEvent {
     /// Position in the stream among recorded events, from 0.
     pub index: u32,
     /// The value of the `id` field in this event, when it had one (`Some("")` resets).
-    pub id: Option<String>,
+    /// Shared with `last_event_id`: one allocation per ID, not three.
+    pub id: Option<Arc<str>>,
     /// The stream's last event ID after this event, what a client would send as `Last-Event-ID`.
-    pub last_event_id: String,
+    pub last_event_id: Arc<str>,
     /// Event type (`message` when absent).
     pub event: Cow<'static, str>,
     pub data: String,
@@ -78,9 +80,9 @@ pub struct SseParser {
     data: String,
     has_data_field: bool,
     event_type: String,
-    id_field: Option<String>,
+    id_field: Option<Arc<str>>,
     retry_field: Option<u64>,
-    last_event_id: String,
+    last_event_id: Arc<str>,
     data_truncated: bool,
     /// After a gap, lines are skipped until a blank line: never glue two halves of a stream.
     resyncing: bool,
@@ -112,7 +114,7 @@ impl SseParser {
             event_type: String::new(),
             id_field: None,
             retry_field: None,
-            last_event_id: String::new(),
+            last_event_id: Arc::from(""),
             data_truncated: false,
             resyncing: false,
             resync_first_line: false,
@@ -243,8 +245,9 @@ impl SseParser {
                 }
             }
             "id" if !value.contains('\0') => {
-                self.id_field = Some(value.to_string());
-                self.last_event_id = value.to_string();
+                let id: Arc<str> = Arc::from(value);
+                self.id_field = Some(id.clone());
+                self.last_event_id = id;
             }
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 let ms = value.parse::<u64>().unwrap_or(u64::MAX);
@@ -373,7 +376,7 @@ mod tests {
         let ev = parse("event: message\nid: 41\ndata: {\"a\":1}\n\n");
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].id.as_deref(), Some("41"));
-        assert_eq!(ev[0].last_event_id, "41");
+        assert_eq!(&*ev[0].last_event_id, "41");
         assert_eq!(ev[0].event, "message");
         assert_eq!(ev[0].data, "{\"a\":1}");
         assert!(!ev[0].priming);
@@ -405,7 +408,7 @@ mod tests {
         let ev = parse("id: 7\ndata: a\n\nid: 8\0x\ndata: b\n\nid\ndata: c\n\ndata: d\n\n");
         let ids: Vec<(Option<&str>, &str)> = ev
             .iter()
-            .map(|e| (e.id.as_deref(), e.last_event_id.as_str()))
+            .map(|e| (e.id.as_deref(), &*e.last_event_id))
             .collect();
         assert_eq!(
             ids,
@@ -475,7 +478,7 @@ mod tests {
         p.feed(b"id: 1\ndata: one\n\nid: 2\nda", mark(1), &mut out);
         p.gap();
         p.feed(b"ta: tail of 3\n\nid: 4\ndata: four\n\n", mark(3), &mut out);
-        let ids: Vec<&str> = out.iter().map(|e| e.last_event_id.as_str()).collect();
+        let ids: Vec<&str> = out.iter().map(|e| &*e.last_event_id).collect();
         assert_eq!(ids, ["1", "4"]);
         assert!(out[1].after_gap);
         assert_eq!(p.stats.dropped_at_gaps, 1);

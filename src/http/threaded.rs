@@ -23,7 +23,9 @@ const IN_FLIGHT: usize = 4;
 pub enum OwnedEvent {
     Request(Box<Request>),
     ResponseHead(Box<ResponseHead>),
-    SseEvent(ExchangeId, Box<SseEvent>),
+    /// Inline: most events are SSE events, and a box each is an allocation freed on the other
+    /// thread.
+    SseEvent(ExchangeId, SseEvent),
     ResponseEnd(Box<ResponseEnd>),
     NoResponse {
         exchange: ExchangeId,
@@ -58,7 +60,7 @@ impl OwnedEvent {
             HttpEvent::Request(r) => OwnedEvent::Request(Box::new(r.clone())),
             HttpEvent::ResponseHead(h) => OwnedEvent::ResponseHead(Box::new(h.clone())),
             HttpEvent::SseEvent { exchange, event } => {
-                OwnedEvent::SseEvent(exchange, Box::new(event.clone()))
+                OwnedEvent::SseEvent(exchange, event.clone())
             }
             HttpEvent::ResponseEnd(e) => OwnedEvent::ResponseEnd(Box::new(e.clone())),
             HttpEvent::NoResponse {
@@ -199,8 +201,7 @@ impl HttpSink for Forwarder {
     }
 
     fn on_sse_event(&mut self, exchange: ExchangeId, event: SseEvent) {
-        self.batch
-            .push(OwnedEvent::SseEvent(exchange, Box::new(event)));
+        self.batch.push(OwnedEvent::SseEvent(exchange, event));
         if self.batch.len() >= BATCH_EVENTS {
             self.flush();
         }

@@ -958,8 +958,8 @@ fn messages_to_events(
         let priming = id.is_some() && data.is_empty();
         out.push(SseEvent {
             index: i as u32,
-            id,
-            last_event_id: last_event_id.clone(),
+            id: id.map(Into::into),
+            last_event_id: last_event_id.as_str().into(),
             event: event.into(),
             data,
             retry: None,
