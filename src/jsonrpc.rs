@@ -253,13 +253,18 @@ impl Message {
 /// Parses a body or event payload: one message, or a batch array (2025-03-26). Empty input gives
 /// no messages.
 pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
-    let trimmed = trim_ascii(bytes);
-    if trimmed.is_empty() {
+    match std::str::from_utf8(trim_ascii(bytes)) {
+        Ok(text) => parse_payload_str(text),
+        Err(_) => vec![Message::malformed("not UTF-8")],
+    }
+}
+
+/// [`parse_payload`] of text already known to be UTF-8 (an SSE event's data).
+pub fn parse_payload_str(text: &str) -> Vec<Message> {
+    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    if text.is_empty() {
         return Vec::new();
     }
-    let Ok(text) = std::str::from_utf8(trimmed) else {
-        return vec![Message::malformed("not UTF-8")];
-    };
     if text.starts_with('[') {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(items) if items.is_empty() => vec![Message::malformed("empty batch")],
@@ -474,7 +479,26 @@ fn peer_info_raw(v: &RawValue) -> Option<String> {
     })
 }
 
+/// Whether `text` may hold a member named one of `names`: a plain substring search, or any
+/// `\u` escape (a name could be spelled with one). Lets a large payload that has none of the
+/// fields we read skip a second parse.
+fn may_name(text: &str, names: &[&str]) -> bool {
+    let t = text.as_bytes();
+    memchr::memmem::find(t, b"\\u").is_some()
+        || names
+            .iter()
+            .any(|n| memchr::memmem::find(t, n.as_bytes()).is_some())
+}
+
 fn extract_params(method: &str, params: &str, details: &mut Details) {
+    let known = matches!(
+        method,
+        "tools/call" | "notifications/progress" | "notifications/cancelled" | "initialize"
+    );
+    // Other methods are read only for a progress token (logging messages can be large).
+    if !known && !may_name(params, &["progressToken"]) {
+        return;
+    }
     let Ok(p) = serde_json::from_str::<Params<'_>>(params) else {
         return;
     };
@@ -548,6 +572,9 @@ fn extract_result(result: &str, details: &mut Details) {
     let mut h = rustc_hash::FxHasher::default();
     std::hash::Hasher::write(&mut h, result.as_bytes());
     mcp.result_hash = Some(std::hash::Hasher::finish(&h));
+    if !may_name(result, &["isError", "protocolVersion", "serverInfo"]) {
+        return;
+    }
     let Ok(r) = serde_json::from_str::<ResultFields<'_>>(result) else {
         return;
     };

@@ -804,7 +804,7 @@ impl Builder {
         if self.not_mcp.contains(&exchange) {
             return;
         }
-        let messages = jsonrpc::parse_payload(ev.data.as_bytes());
+        let messages = jsonrpc::parse_payload_str(&ev.data);
         let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
         let rec = EventRec {
             id: ev.id.as_deref().map(Box::from),
