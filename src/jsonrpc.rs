@@ -669,6 +669,21 @@ mod tests {
     }
 
     #[test]
+    fn fields_spelled_with_escapes_are_still_read() {
+        // The quick substring check must not hide a member whose name uses a \u escape.
+        let m = one(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"\u0069sError":true}}"#);
+        assert!(m.mcp.tool_error);
+        let m =
+            one(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"long"}]}}"#);
+        assert!(!m.mcp.tool_error);
+        assert!(m.mcp.result_hash.is_some());
+        let m = one(
+            r#"{"jsonrpc":"2.0","method":"x/y","params":{"_meta":{"progr\u0065ssToken":"t"}}}"#,
+        );
+        assert_eq!(m.mcp.progress_token.as_deref(), Some("\"t\""));
+    }
+
+    #[test]
     fn extracts_mcp_details() {
         let call = one(
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"reindex","arguments":{"b":2,"a":1},"_meta":{"progressToken":"reindex-7"}}}"#,
