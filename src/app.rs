@@ -376,16 +376,20 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         ReportFormat::Ndjson => report::analyze::RecordFormat::Lines,
         ReportFormat::Table => report::analyze::RecordFormat::None,
     };
-    let writer = report::analyze::SessionWriter::new(
+    let mut writer = report::analyze::SessionWriter::new(
         record_format,
         args.events,
         redactor,
         args.files.clone(),
     );
+    if args.capture.threaded() {
+        // A third thread renders the JSON records while the analysis goes on.
+        writer = writer.in_background();
+    }
     let finalizer = std::sync::Arc::new(std::sync::Mutex::new(Finalizer::new(sel.clone(), writer)));
     let callback = {
         let finalizer = finalizer.clone();
-        Box::new(move |s: &mut crate::mcp::model::Session| {
+        Box::new(move |s: Box<crate::mcp::model::Session>| {
             if let Ok(mut f) = finalizer.lock() {
                 f.run(s);
             }
@@ -596,12 +600,12 @@ impl Finalizer {
         }
     }
 
-    fn run(&mut self, s: &mut crate::mcp::model::Session) {
+    fn run(&mut self, mut s: Box<crate::mcp::model::Session>) {
         let first = self.findings.list.len();
-        crate::detect::session(s, &mut self.findings);
-        let verdict = crate::detect::verdict::resumption(s, &self.findings.list);
+        crate::detect::session(&s, &mut self.findings);
+        let verdict = crate::detect::verdict::resumption(&s, &self.findings.list);
         self.calls
-            .extend(crate::detect::retry_without_idempotency_key::calls(s));
+            .extend(crate::detect::retry_without_idempotency_key::calls(&s));
         let sel = &self.sel;
         let in_window = |m: crate::model::Mark| {
             !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
@@ -625,7 +629,7 @@ impl Finalizer {
                 self.timelines_for_any += 1;
             }
             let entries: Vec<report::timeline::Entry> =
-                report::timeline::build(s, &shown, sel.all_events)
+                report::timeline::build(&s, &shown, sel.all_events)
                     .into_iter()
                     .filter(|e| in_window(e.time))
                     .collect();
@@ -637,25 +641,17 @@ impl Finalizer {
             .iter()
             .map(|i| format!("S{}", i + 1))
             .collect();
+        if !self.sel.events {
+            // The record needs summaries only: what waits for the renderer stays small.
+            s.compact();
+        }
         self.writer.write(s, verdict, same);
-        // Everything the report needs of the session is rendered: only its identity stays (a
-        // later exchange with its session ID continues it under a new record).
-        s.streams = Vec::new();
-        s.fallbacks = Vec::new();
-        s.initializes = Vec::new();
-        s.forgotten = Vec::new();
-        s.not_determinable = Vec::new();
-        s.same_session_as = Vec::new();
-        s.merged_sources = Vec::new();
-        s.client_info = None;
-        s.server_info = None;
-        s.transport_mode_header = None;
     }
 
     /// Cross-session detectors, the final order of findings (finding references in timelines
     /// follow it), the rendered sessions and the timelines.
     fn finish(
-        self,
+        mut self,
     ) -> (
         Vec<crate::detect::Finding>,
         report::analyze::SessionWriter,
@@ -663,6 +659,7 @@ impl Finalizer {
     ) {
         let mut calls = self.calls.into_vec();
         let (findings, position) = crate::detect::finish(self.findings, &mut calls);
+        self.writer.finish();
         let sessions = self.writer.headers.len();
         let mut timelines: Vec<Vec<report::timeline::Entry>> = vec![Vec::new(); sessions];
         for (idx, mut entries) in self.timelines {

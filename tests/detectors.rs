@@ -2242,8 +2242,8 @@ fn a_session_resumed_after_idling_continues_under_a_new_record() {
     let mut c = Capture::new();
     c.b = Builder::new()
         .with_early_finalize(true)
-        .with_session_callback(Box::new(move |s: &mut Session| {
-            sink.lock().unwrap().push(s.clone());
+        .with_session_callback(Box::new(move |s: Box<Session>| {
+            sink.lock().unwrap().push(*s);
         }));
     c.initialize(json!(0), Some("s-1"));
     c.initialized();

@@ -78,7 +78,7 @@ struct Identity {
 }
 
 /// What the builder calls with each finalized session.
-pub type SessionCallback = Box<dyn FnMut(&mut Session) + Send>;
+pub type SessionCallback = Box<dyn FnMut(Box<Session>) + Send>;
 
 #[derive(Default)]
 pub struct Builder {
@@ -218,9 +218,8 @@ impl Builder {
         self.active.retain(|&a| a != idx);
         if let Some(cb) = self.on_finalized.as_mut()
             && let Some(slot) = self.sessions.get_mut(idx)
-            && let Some(mut s) = slot.take()
+            && let Some(s) = slot.take()
         {
-            cb(&mut s);
             self.retired.insert(
                 idx,
                 Identity {
@@ -228,6 +227,7 @@ impl Builder {
                     stateless: s.stateless,
                 },
             );
+            cb(s);
         }
     }
 

@@ -122,14 +122,103 @@ impl Spill {
     }
 }
 
-/// Renders finalized sessions into the spill and keeps their headers.
-pub struct SessionWriter {
+/// How session records are rendered: shared by the writer and its background thread.
+#[derive(Clone)]
+struct RenderConfig {
     format: RecordFormat,
     with_events: bool,
     redactor: Redactor,
     input_paths: Vec<String>,
+}
+
+/// The temporary files records are spilled to, created on first use.
+#[derive(Default)]
+struct Spills {
     records: Option<Spill>,
     events: Option<Spill>,
+    /// The first error writing them (reported at the end).
+    error: Option<String>,
+}
+
+/// Where a session's records went in the spills.
+type Ranges = (Option<(u64, u64)>, Option<(u64, u64)>);
+
+impl Spills {
+    fn spill(&mut self, events: bool, bytes: &[u8]) -> Option<(u64, u64)> {
+        let slot = if events {
+            &mut self.events
+        } else {
+            &mut self.records
+        };
+        if slot.is_none() {
+            match Spill::new() {
+                Ok(s) => *slot = Some(s),
+                Err(e) => {
+                    self.error
+                        .get_or_insert(format!("cannot create a temporary file: {e}"));
+                    return None;
+                }
+            }
+        }
+        match slot.as_mut().map(|s| s.append(bytes)) {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                self.error
+                    .get_or_insert(format!("cannot write a temporary file: {e}"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Renders a session's record (and its events when asked) and spills them.
+    fn render(&mut self, cfg: &RenderConfig, header: &SessionHeader, s: &Session) -> Ranges {
+        let v = session_json(header, s, &cfg.input_paths, &cfg.redactor);
+        let bytes = match cfg.format {
+            RecordFormat::Pretty => pretty_at(&v, 4),
+            _ => serde_json::to_vec(&v).unwrap_or_default(),
+        };
+        let record = self.spill(false, &bytes);
+        let mut events = None;
+        if cfg.with_events {
+            let evs = events_json(s);
+            let mut bytes = Vec::new();
+            for (i, e) in evs.iter().enumerate() {
+                if cfg.format == RecordFormat::Pretty {
+                    if i > 0 {
+                        bytes.extend_from_slice(b",\n    ");
+                    }
+                    bytes.extend_from_slice(&pretty_at(e, 4));
+                } else {
+                    bytes.extend_from_slice(&serde_json::to_vec(e).unwrap_or_default());
+                    bytes.push(b'\n');
+                }
+            }
+            if !evs.is_empty() {
+                events = self.spill(true, &bytes);
+            }
+        }
+        (record, events)
+    }
+}
+
+/// Sessions waiting for the background renderer; few, since each holds its streams.
+const RENDER_QUEUE: usize = 16;
+
+/// A thread that renders and spills session records while analysis goes on: the JSON writer is
+/// a tenth of a run's work, and the analysis thread need not wait for it.
+struct Renderer {
+    tx: std::sync::mpsc::SyncSender<(SessionHeader, Box<Session>)>,
+    handle: std::thread::JoinHandle<(Spills, Vec<(usize, Ranges)>)>,
+}
+
+/// Renders finalized sessions into the spill and keeps their headers.
+pub struct SessionWriter {
+    cfg: RenderConfig,
+    spills: Spills,
+    records: Option<Spill>,
+    events: Option<Spill>,
+    renderer: Option<Renderer>,
     pub headers: crate::chunked::ChunkedVec<Option<SessionHeader>>,
     /// The first error writing the spill (reported at the end).
     pub error: Option<String>,
@@ -161,53 +250,49 @@ impl SessionWriter {
         input_paths: Vec<String>,
     ) -> Self {
         SessionWriter {
-            format,
-            with_events,
-            redactor,
-            input_paths,
+            cfg: RenderConfig {
+                format,
+                with_events,
+                redactor,
+                input_paths,
+            },
+            spills: Spills::default(),
             records: None,
             events: None,
+            renderer: None,
             headers: Default::default(),
             error: None,
         }
     }
 
-    fn spill(&mut self, events: bool, bytes: &[u8]) -> Option<(u64, u64)> {
-        let slot = if events {
-            &mut self.events
-        } else {
-            &mut self.records
-        };
-        if slot.is_none() {
-            match Spill::new() {
-                Ok(s) => *slot = Some(s),
-                Err(e) => {
-                    self.error
-                        .get_or_insert(format!("cannot create a temporary file: {e}"));
-                    return None;
-                }
-            }
+    /// Renders records on a thread of their own from now on (same records, same order).
+    pub fn in_background(mut self) -> Self {
+        if self.cfg.format == RecordFormat::None {
+            return self;
         }
-        match slot.as_mut().map(|s| s.append(bytes)) {
-            Some(Ok(r)) => Some(r),
-            Some(Err(e)) => {
-                self.error
-                    .get_or_insert(format!("cannot write a temporary file: {e}"));
-                None
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(SessionHeader, Box<Session>)>(RENDER_QUEUE);
+        let cfg = self.cfg.clone();
+        let mut spills = std::mem::take(&mut self.spills);
+        let handle = std::thread::spawn(move || {
+            let mut ranges = Vec::new();
+            for (header, s) in rx {
+                ranges.push((header.idx, spills.render(&cfg, &header, &s)));
             }
-            None => None,
-        }
+            (spills, ranges)
+        });
+        self.renderer = Some(Renderer { tx, handle });
+        self
     }
 
-    /// Renders a finalized, summarized session and keeps its header.
-    pub fn write(&mut self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) {
+    fn header(&self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) -> SessionHeader {
         let merged: Vec<(u32, String, usize, usize, f64)> = s
             .merged_sources
             .iter()
             .map(|m| {
                 (
                     m.input,
-                    self.input_paths
+                    self.cfg
+                        .input_paths
                         .get(m.input as usize)
                         .cloned()
                         .unwrap_or_default(),
@@ -217,7 +302,7 @@ impl SessionWriter {
                 )
             })
             .collect();
-        let mut header = SessionHeader {
+        SessionHeader {
             idx: s.idx,
             session_id: s.session_id.clone(),
             server: s.server,
@@ -237,36 +322,66 @@ impl SessionWriter {
             not_determinable: s.not_determinable.clone(),
             record: None,
             events: None,
-        };
-        if self.format != RecordFormat::None {
-            let v = session_json(&header, s, &self.input_paths, &self.redactor);
-            let bytes = match self.format {
-                RecordFormat::Pretty => pretty_at(&v, 4),
-                _ => serde_json::to_vec(&v).unwrap_or_default(),
-            };
-            header.record = self.spill(false, &bytes);
-            if self.with_events {
-                let evs = events_json(s);
-                let mut bytes = Vec::new();
-                for (i, e) in evs.iter().enumerate() {
-                    if self.format == RecordFormat::Pretty {
-                        if i > 0 {
-                            bytes.extend_from_slice(b",\n    ");
+        }
+    }
+
+    fn keep(&mut self, header: SessionHeader) {
+        let idx = header.idx;
+        self.headers.resize_with(idx + 1, || None);
+        if let Some(slot) = self.headers.get_mut(idx) {
+            *slot = Some(header);
+        }
+    }
+
+    /// Renders a finalized, summarized session and keeps its header. The session is consumed:
+    /// a background renderer takes it.
+    pub fn write(&mut self, s: Box<Session>, verdict: Verdict, same_session_as: Vec<String>) {
+        let mut header = self.header(&s, verdict, same_session_as);
+        if self.cfg.format == RecordFormat::None {
+            self.keep(header);
+            return;
+        }
+        if let Some(r) = &self.renderer {
+            if r.tx.send((header.clone(), s)).is_ok() {
+                self.keep(header);
+                return;
+            }
+            // The renderer is gone (it only stops by panicking): render here.
+            self.error
+                .get_or_insert("internal error: the record renderer stopped".into());
+            self.keep(header);
+            return;
+        }
+        let (record, events) = self.spills.render(&self.cfg, &header, &s);
+        header.record = record;
+        header.events = events;
+        self.keep(header);
+    }
+
+    /// Waits for the background renderer, then hands the spills to the report.
+    pub fn finish(&mut self) {
+        if let Some(r) = self.renderer.take() {
+            drop(r.tx);
+            match r.handle.join() {
+                Ok((spills, ranges)) => {
+                    self.spills = spills;
+                    for (idx, (record, events)) in ranges {
+                        if let Some(Some(h)) = self.headers.get_mut(idx) {
+                            h.record = record;
+                            h.events = events;
                         }
-                        bytes.extend_from_slice(&pretty_at(e, 4));
-                    } else {
-                        bytes.extend_from_slice(&serde_json::to_vec(e).unwrap_or_default());
-                        bytes.push(b'\n');
                     }
                 }
-                if !evs.is_empty() {
-                    header.events = self.spill(true, &bytes);
+                Err(_) => {
+                    self.error
+                        .get_or_insert("internal error: the record renderer failed".into());
                 }
             }
         }
-        self.headers.resize_with(s.idx + 1, || None);
-        if let Some(slot) = self.headers.get_mut(s.idx) {
-            *slot = Some(header);
+        self.records = self.spills.records.take();
+        self.events = self.spills.events.take();
+        if let Some(e) = self.spills.error.take() {
+            self.error.get_or_insert(e);
         }
     }
 }
