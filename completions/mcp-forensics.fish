@@ -37,7 +37,7 @@ json\t'One JSON document'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s V -l version -d 'Print version'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l format -d 'Output format' -r -f -a "table\t'Aligned tables for people'
@@ -50,7 +50,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l log
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l show-secrets -d 'Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s V -l version -d 'Print version'
@@ -82,7 +82,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l 
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l events -d 'Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l all-events -d 'Show every event in the timeline instead of condensed runs'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l show-secrets -d 'Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them'

@@ -35,7 +35,7 @@ json\:"One JSON document"))' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
-'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
+'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -55,7 +55,7 @@ log\:"A JSON Lines access log"))' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
-'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
+'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
 '--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -86,7 +86,7 @@ log\:"A JSON Lines access log"))' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
-'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another; 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
+'--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
 '--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \

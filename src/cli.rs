@@ -279,8 +279,8 @@ pub struct CaptureArgs {
     pub idle_timeout: u64,
 
     /// Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs
-    /// on another; 1 runs everything on one. The output is the same either way. Default: 2 when
-    /// the machine has two cores or more.
+    /// on another (and JSON records are rendered on a third); 1 runs everything on one. The
+    /// output is the same either way. Default: 2 when the machine has two cores or more.
     #[arg(long, value_name = "N", help_heading = "Reassembly")]
     pub threads: Option<usize>,
 }
