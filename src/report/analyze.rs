@@ -325,7 +325,18 @@ impl SessionWriter {
         }
     }
 
-    fn keep(&mut self, header: SessionHeader) {
+    fn keep(&mut self, mut header: SessionHeader) {
+        if self.cfg.format != RecordFormat::None {
+            // The record has been rendered (or its copy is queued): what only the terminal
+            // tables show is dropped, since a header is kept for every session of the run.
+            header.path = String::new();
+            header.protocol_version = None;
+            header.client_info = None;
+            header.not_determinable = Vec::new();
+            header.merged = Vec::new();
+            header.same_session_as = Vec::new();
+            header.verdict.reason = None;
+        }
         let idx = header.idx;
         self.headers.resize_with(idx + 1, || None);
         if let Some(slot) = self.headers.get_mut(idx) {
