@@ -5,11 +5,14 @@ sessions, an in-memory event store (SSE events carry ids, POST streams are prime
 usage: server.py PORT EVENT_LOG_JSONL
 """
 import asyncio
+import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from event_store import LoggingInMemoryEventStore
+# The same event store as the python-sdk-healthy sample (whose SDK lock this sample uses too).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python-sdk-healthy"))
+from event_store import LoggingInMemoryEventStore  # noqa: E402
 
 PORT = int(sys.argv[1])
 EVENT_LOG = sys.argv[2]
