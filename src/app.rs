@@ -639,7 +639,7 @@ impl Finalizer {
         let same: Vec<String> = s
             .same_session_as
             .iter()
-            .map(|i| format!("S{}", i + 1))
+            .map(|&i| crate::mcp::model::session_label(i))
             .collect();
         if !self.sel.events {
             // The record needs summaries only: what waits for the renderer stays small.

@@ -42,11 +42,11 @@ pub struct ToolCall {
 
 impl ToolCall {
     fn session_label(&self) -> String {
-        format!("S{}", self.session + 1)
+        crate::mcp::model::session_label(self.session)
     }
 
     fn stream_label(&self) -> String {
-        format!("{}:s{}", self.transport.name(), self.stream + 1)
+        crate::mcp::model::stream_label(self.transport, self.stream)
     }
 }
 

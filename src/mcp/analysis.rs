@@ -63,9 +63,10 @@ fn match_key(
     )
 }
 
-/// How well a source session's exchanges line up with a capture session's: the clock offset
-/// (median of each exchange's nearest candidate) and how many exchanges match within tolerance.
-fn alignment(source: &Session, capture: &Session) -> Option<(i64, usize)> {
+/// How a source session's exchanges line up with a capture session's: the clock offset (median
+/// of each exchange's nearest candidate) and, for each source exchange, the capture exchange it
+/// is within tolerance.
+fn alignment(source: &Session, capture: &Session) -> Option<(i64, Vec<Option<usize>>)> {
     let mut diffs: Vec<i64> = Vec::new();
     for sa in &source.streams {
         let key = match_key(sa);
@@ -83,8 +84,7 @@ fn alignment(source: &Session, capture: &Session) -> Option<(i64, usize)> {
     }
     diffs.sort_unstable();
     let offset = diffs[diffs.len() / 2];
-    let matched = pair_exchanges(source, capture, offset);
-    Some((offset, matched.iter().filter(|m| m.is_some()).count()))
+    Some((offset, pair_exchanges(source, capture, offset)))
 }
 
 const MATCH_TOLERANCE_NS: i64 = 2 * crate::model::Timestamp::NANOS_PER_SEC;
@@ -137,16 +137,17 @@ pub fn merge_sources(sessions: &mut Vec<Session>) {
                     && sessions[b].session_id == sessions[a].session_id
                     && (sessions[a].server == sessions[b].server || log_server_unknown)
             })
-            .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, m)| (b, o, m)))
-            .max_by_key(|&(b, offset, matched)| {
+            .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
+            .max_by_key(|(b, offset, pairs)| {
                 (
-                    matched,
+                    pairs.iter().filter(|p| p.is_some()).count(),
                     std::cmp::Reverse(offset.abs()),
-                    std::cmp::Reverse(b),
+                    std::cmp::Reverse(*b),
                 )
             });
-        let Some((b, offset, _)) = best else { continue };
-        let pairs = pair_exchanges(&sessions[a], &sessions[b], offset);
+        let Some((b, offset, pairs)) = best else {
+            continue;
+        };
         let mut matched = 0;
         let mut extra = Vec::new();
         let streams = std::mem::take(&mut sessions[a].streams);

@@ -197,9 +197,19 @@ pub struct Counts {
     pub notifications: usize,
 }
 
+/// `S1`, `S2`, ...: how reports name session `idx`.
+pub fn session_label(idx: SessionIdx) -> String {
+    format!("S{}", idx + 1)
+}
+
+/// `post:s4`, `get:s2`, ...: how reports name stream `idx` of a session.
+pub fn stream_label(transport: StreamTransport, idx: StreamIdx) -> String {
+    format!("{}:s{}", transport.name(), idx + 1)
+}
+
 impl Stream {
     pub fn label(&self) -> String {
-        format!("{}:s{}", self.transport.name(), self.idx + 1)
+        stream_label(self.transport, self.idx)
     }
 
     /// The stream ended other than by its own framing: the client, a reset, the server closing
@@ -344,7 +354,7 @@ pub struct Session {
 
 impl Session {
     pub fn label(&self) -> String {
-        format!("S{}", self.idx + 1)
+        session_label(self.idx)
     }
 
     /// Fills the counts and the per-stream event summaries from the events.

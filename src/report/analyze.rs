@@ -82,7 +82,7 @@ pub struct SessionHeader {
 impl SessionHeader {
     /// `S1`, `S2`, ...
     pub fn label(&self) -> String {
-        format!("S{}", self.idx + 1)
+        crate::mcp::model::session_label(self.idx)
     }
 }
 
