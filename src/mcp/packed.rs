@@ -84,22 +84,10 @@ impl PackedEvents {
     }
 
     pub fn unpack(&self) -> Vec<EventRec> {
-        let mut r = Reader {
-            bytes: &self.bytes,
-            pos: 0,
-        };
-        let mut out = Vec::with_capacity(self.len());
         let (mut time, mut frame, mut input) = (0i64, 0u64, 0u32);
-        while out.len() < self.len() {
-            match read_event(&mut r, &mut time, &mut frame, &mut input) {
-                Some(ev) => out.push(ev),
-                None => {
-                    debug_assert!(false, "packed events do not decode");
-                    break;
-                }
-            }
-        }
-        out
+        read_all(&self.bytes, self.len(), |r| {
+            read_event(r, &mut time, &mut frame, &mut input)
+        })
     }
 }
 
@@ -130,22 +118,29 @@ impl PackedMessages {
     }
 
     pub fn unpack(&self) -> Vec<Message> {
-        let mut r = Reader {
-            bytes: &self.bytes,
-            pos: 0,
-        };
-        let mut out = Vec::with_capacity(self.count as usize);
-        while out.len() < self.count as usize {
-            match read_message(&mut r) {
-                Some(m) => out.push(m),
-                None => {
-                    debug_assert!(false, "packed messages do not decode");
-                    break;
-                }
+        read_all(&self.bytes, self.count as usize, read_message)
+    }
+}
+
+/// Reads `count` records written by this module; stops early (a bug, never input) if they do
+/// not decode.
+fn read_all<T>(
+    bytes: &[u8],
+    count: usize,
+    mut read: impl FnMut(&mut Reader) -> Option<T>,
+) -> Vec<T> {
+    let mut r = Reader { bytes, pos: 0 };
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        match read(&mut r) {
+            Some(v) => out.push(v),
+            None => {
+                debug_assert!(false, "packed records do not decode");
+                break;
             }
         }
-        out
     }
+    out
 }
 
 fn read_event(
