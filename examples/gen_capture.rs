@@ -78,9 +78,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use mcp_forensics::capture::decode::{TcpFlags, linktype};
-use mcp_forensics::capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
-use mcp_forensics::model::Timestamp;
+use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
+use mcpf_model::Timestamp;
 use serde::Serialize;
 
 #[derive(Parser, Debug)]

@@ -4,14 +4,15 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use crate::capture::tcp::{ConnSummary, TcpEvent};
-use crate::capture::{self, CaptureInput, CaptureStage, OpenError};
 use crate::cli::{
     AnalyzeArgs, Cli, ColorChoice, Command, ExplainArgs, FlowsArgs, Format, GenerateArgs, HttpArgs,
     ReportFormat,
 };
-use crate::http;
-use crate::report;
+use mcpf_capture::tcp::{ConnSummary, TcpEvent};
+use mcpf_capture::{self as capture, CaptureInput, CaptureStage};
+use mcpf_http as http;
+use mcpf_model::{InputReport, OpenError, SourceFormat};
+use mcpf_report as report;
 
 /// Exit codes, as documented in the README and the man page (grep convention).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +68,7 @@ fn report_open_error(e: &OpenError) {
 }
 
 /// Opens every capture named; those that fail are reported, and listed as unreadable.
-fn open_captures(files: &[String]) -> (Vec<CaptureInput>, Vec<capture::InputReport>) {
+fn open_captures(files: &[String]) -> (Vec<CaptureInput>, Vec<InputReport>) {
     let mut inputs = Vec::new();
     let mut unreadable = Vec::new();
     for (i, path) in files.iter().enumerate() {
@@ -75,7 +76,7 @@ fn open_captures(files: &[String]) -> (Vec<CaptureInput>, Vec<capture::InputRepo
             Ok(input) => inputs.push(input),
             Err(e) => {
                 report_open_error(&e);
-                unreadable.push(capture::InputReport::failed(i as u32, &e));
+                unreadable.push(InputReport::failed(i as u32, &e));
             }
         }
     }
@@ -120,11 +121,11 @@ fn flows(args: FlowsArgs) -> anyhow::Result<Exit> {
 struct Inputs {
     captures: Vec<CaptureInput>,
     /// HAR files and access logs: (input index, path, format).
-    others: Vec<(u32, String, crate::ingest::SourceFormat)>,
-    log_map: Option<crate::ingest::LogMap>,
+    others: Vec<(u32, String, SourceFormat)>,
+    log_map: Option<mcpf_ingest::LogMap>,
     failed: bool,
     /// Entries for the inputs that could not be opened, so the report lists every input.
-    unreadable: Vec<capture::InputReport>,
+    unreadable: Vec<InputReport>,
 }
 
 fn open_inputs(
@@ -132,10 +133,9 @@ fn open_inputs(
     choice: crate::cli::InputFormat,
     log_map: &Option<String>,
 ) -> anyhow::Result<Inputs> {
-    use crate::ingest::{self, SourceFormat};
     let log_map = match log_map {
         Some(spec) => {
-            Some(ingest::LogMap::load(spec).map_err(|e| anyhow::anyhow!("--log-map: {e}"))?)
+            Some(mcpf_ingest::LogMap::load(spec).map_err(|e| anyhow::anyhow!("--log-map: {e}"))?)
         }
         None => None,
     };
@@ -147,23 +147,22 @@ fn open_inputs(
         unreadable: Vec::new(),
     };
     for (i, path) in files.iter().enumerate() {
-        let format =
-            ingest::resolve(path, choice.into(), opened.log_map.is_some()).and_then(|f| match f {
+        let format = mcpf_ingest::resolve(path, choice.into(), opened.log_map.is_some()).and_then(
+            |f| match f {
                 SourceFormat::Capture => capture::open_capture(path, i as u32).map(|c| {
                     opened.captures.push(c);
                     f
                 }),
                 _ => Ok(f),
-            });
+            },
+        );
         match format {
             Ok(SourceFormat::Capture) => {}
             Ok(f) => opened.others.push((i as u32, path.clone(), f)),
             Err(e) => {
                 report_open_error(&e);
                 opened.failed = true;
-                opened
-                    .unreadable
-                    .push(capture::InputReport::failed(i as u32, &e));
+                opened.unreadable.push(InputReport::failed(i as u32, &e));
             }
         }
     }
@@ -172,8 +171,8 @@ fn open_inputs(
 
 /// What feeding the inputs produced besides the events.
 struct Fed {
-    reports: Vec<crate::capture::InputReport>,
-    capabilities: Vec<(u32, crate::ingest::Capabilities)>,
+    reports: Vec<InputReport>,
+    capabilities: Vec<(u32, mcpf_model::Capabilities)>,
     failed: bool,
 }
 
@@ -185,7 +184,7 @@ fn feed<S: http::HttpSink>(
     pipeline: &mut Pipeline<S>,
     progress: bool,
 ) -> Fed {
-    let mut reports: Vec<(u32, capture::InputReport)> = Vec::new();
+    let mut reports: Vec<(u32, InputReport)> = Vec::new();
     if !inputs.captures.is_empty() {
         let total = inputs.captures.iter().map(|i| i.size).sum::<Option<u64>>();
         let bar = crate::progress::Progress::start(
@@ -212,13 +211,13 @@ fn feed<S: http::HttpSink>(
     for (i, path, format) in &inputs.others {
         let mut connections = 0u64;
         let http_stage = &mut pipeline.http;
-        let mut sink = |ev: http::HttpEvent<'_>| {
+        let mut sink = |ev: http::HttpEvent| {
             if matches!(ev, http::HttpEvent::ConnectionEnd { .. }) {
                 connections += 1;
             }
             http::HttpSink::on_http(&mut http_stage.sink, ev);
         };
-        match crate::ingest::read(path, *i, *format, inputs.log_map.as_ref(), &mut sink) {
+        match mcpf_ingest::read(path, *i, *format, inputs.log_map.as_ref(), &mut sink) {
             Ok((mut rep, caps)) => {
                 rep.index = *i;
                 pipeline.http.stats.connections_http += connections;
@@ -230,7 +229,7 @@ fn feed<S: http::HttpSink>(
             Err(e) => {
                 report_open_error(&e);
                 failed = true;
-                reports.push((*i, capture::InputReport::failed(*i, &e)));
+                reports.push((*i, InputReport::failed(*i, &e)));
             }
         }
     }
@@ -304,7 +303,7 @@ impl<S: http::HttpSink> Pipeline<S> {
     }
 }
 
-impl<S: http::HttpSink> crate::capture::tcp::TcpSink for Pipeline<S> {
+impl<S: http::HttpSink> mcpf_capture::tcp::TcpSink for Pipeline<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
         if let TcpEvent::Closed { summary } = &event {
             self.connections += 1;
@@ -329,13 +328,10 @@ fn use_color(choice: ColorChoice, stream: &impl std::io::IsTerminal) -> bool {
     }
 }
 
-fn parse_time(
-    flag: &str,
-    value: &Option<String>,
-) -> anyhow::Result<Option<crate::model::Timestamp>> {
+fn parse_time(flag: &str, value: &Option<String>) -> anyhow::Result<Option<mcpf_model::Timestamp>> {
     match value {
         None => Ok(None),
-        Some(v) => crate::model::Timestamp::parse_rfc3339(v)
+        Some(v) => mcpf_model::Timestamp::parse_rfc3339(v)
             .map(Some)
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -350,7 +346,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     let until = parse_time("--until", &args.until)?;
     let mut servers = Vec::new();
     for s in &args.server {
-        servers.push(crate::capture::tcp::ServerSpec::parse(s).ok_or_else(|| {
+        servers.push(mcpf_capture::tcp::ServerSpec::parse(s).ok_or_else(|| {
             anyhow::anyhow!("--server {s:?}: expected a port, an address or address:port")
         })?);
     }
@@ -389,14 +385,19 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
     let finalizer = std::sync::Arc::new(std::sync::Mutex::new(Finalizer::new(sel.clone(), writer)));
     let callback = {
         let finalizer = finalizer.clone();
-        Box::new(move |s: Box<crate::mcp::model::Session>| {
+        Box::new(move |s: Box<mcpf_mcp::model::Session>| {
             if let Ok(mut f) = finalizer.lock() {
                 f.run(s);
             }
         })
     };
-    let builder = crate::mcp::Builder::new()
+    let mut sources = vec![SourceFormat::Capture; args.files.len()];
+    for (i, _, format) in &inputs.others {
+        sources[*i as usize] = *format;
+    }
+    let builder = mcpf_mcp::Builder::new()
         .with_early_finalize(early)
+        .with_sources(sources)
         .with_session_callback(callback);
     let mut stage = CaptureStage::with_servers(args.capture.limits(), args.files.len(), servers);
     let progress = use_color(args.color, &io::stderr());
@@ -473,6 +474,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<Exit> {
         connections_with_gaps: tcp.1,
         gap_bytes: tcp.2,
         limits: Vec::new(),
+        tool: report::analyze::Tool {
+            name: env!("CARGO_PKG_NAME"),
+            version: env!("CARGO_PKG_VERSION"),
+        },
     };
     let fail_on = args.fail_on.severity();
     let stdout = io::stdout();
@@ -523,7 +528,7 @@ fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
     match args.kind {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
-            for k in crate::detect::KINDS {
+            for k in mcpf_detect::KINDS {
                 writeln!(out, "{:<34} {:<8} {}", k.kind, k.severity.name(), k.when)?;
             }
             writeln!(
@@ -532,8 +537,8 @@ fn explain(args: ExplainArgs) -> anyhow::Result<Exit> {
             )?;
         }
         Some(kind) => {
-            let Some(k) = crate::detect::kind_info(&kind) else {
-                let known: Vec<&str> = crate::detect::KINDS.iter().map(|k| k.kind).collect();
+            let Some(k) = mcpf_detect::kind_info(&kind) else {
+                let known: Vec<&str> = mcpf_detect::KINDS.iter().map(|k| k.kind).collect();
                 anyhow::bail!(
                     "unknown finding kind {kind:?}; known kinds: {}",
                     known.join(", ")
@@ -576,8 +581,8 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
 /// finalized, computes its verdict, builds its timeline when the report will show it, renders
 /// its record, then lets the session drop its records.
 struct Finalizer {
-    findings: crate::detect::Findings,
-    calls: crate::chunked::ChunkedVec<crate::detect::retry_without_idempotency_key::ToolCall>,
+    findings: mcpf_detect::Findings,
+    calls: mcpf_model::PagedVec<mcpf_detect::retry_without_idempotency_key::ToolCall>,
     timelines: Vec<(usize, Vec<report::timeline::Entry>)>,
     sel: report::analyze::Selection,
     writer: report::analyze::SessionWriter,
@@ -591,7 +596,7 @@ const TIMELINES_FOR_ANY_SESSION: usize = 20;
 impl Finalizer {
     fn new(sel: report::analyze::Selection, writer: report::analyze::SessionWriter) -> Self {
         Finalizer {
-            findings: crate::detect::Findings::default(),
+            findings: mcpf_detect::Findings::default(),
             calls: Default::default(),
             timelines: Vec::new(),
             sel,
@@ -600,17 +605,17 @@ impl Finalizer {
         }
     }
 
-    fn run(&mut self, mut s: Box<crate::mcp::model::Session>) {
+    fn run(&mut self, mut s: Box<mcpf_mcp::model::Session>) {
         let first = self.findings.list.len();
-        crate::detect::session(&s, &mut self.findings);
-        let verdict = crate::detect::verdict::resumption(&s, &self.findings.list);
+        mcpf_detect::session(&s, &mut self.findings);
+        let verdict = mcpf_detect::verdict::resumption(&s, &self.findings.list);
         self.calls
-            .extend(crate::detect::retry_without_idempotency_key::calls(&s));
+            .extend(mcpf_detect::retry_without_idempotency_key::calls(&s));
         let sel = &self.sel;
-        let in_window = |m: crate::model::Mark| {
+        let in_window = |m: mcpf_model::Mark| {
             !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
         };
-        let shown: Vec<(usize, &crate::detect::Finding)> = self.findings.list[first..]
+        let shown: Vec<(usize, &mcpf_detect::Finding)> = self.findings.list[first..]
             .iter()
             .filter(|f| in_window(f.time))
             .filter(|f| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
@@ -623,7 +628,7 @@ impl Finalizer {
         });
         let notable = shown
             .iter()
-            .any(|(_, f)| f.severity.at_least(crate::detect::Severity::Low));
+            .any(|(_, f)| f.severity.at_least(mcpf_detect::Severity::Low));
         if selected || notable || self.timelines_for_any < TIMELINES_FOR_ANY_SESSION {
             if !selected && !notable {
                 self.timelines_for_any += 1;
@@ -639,7 +644,7 @@ impl Finalizer {
         let same: Vec<String> = s
             .same_session_as
             .iter()
-            .map(|&i| crate::mcp::model::session_label(i))
+            .map(|&i| mcpf_mcp::model::session_label(i))
             .collect();
         if !self.sel.events {
             // The record needs summaries only: what waits for the renderer stays small.
@@ -653,12 +658,12 @@ impl Finalizer {
     fn finish(
         mut self,
     ) -> (
-        Vec<crate::detect::Finding>,
+        Vec<mcpf_detect::Finding>,
         report::analyze::SessionWriter,
         Vec<Vec<report::timeline::Entry>>,
     ) {
         let mut calls = self.calls.into_vec();
-        let (findings, position) = crate::detect::finish(self.findings, &mut calls);
+        let (findings, position) = mcpf_detect::finish(self.findings, &mut calls);
         self.writer.finish();
         let sessions = self.writer.headers.len();
         let mut timelines: Vec<Vec<report::timeline::Entry>> = vec![Vec::new(); sessions];

@@ -79,8 +79,8 @@ pub enum SeverityArg {
 }
 
 impl SeverityArg {
-    pub fn severity(self) -> crate::detect::Severity {
-        use crate::detect::Severity;
+    pub fn severity(self) -> mcpf_detect::Severity {
+        use mcpf_detect::Severity;
         match self {
             SeverityArg::Critical => Severity::Critical,
             SeverityArg::High => Severity::High,
@@ -224,13 +224,13 @@ pub enum InputFormat {
     Log,
 }
 
-impl From<InputFormat> for crate::ingest::FormatChoice {
+impl From<InputFormat> for mcpf_ingest::FormatChoice {
     fn from(f: InputFormat) -> Self {
         match f {
-            InputFormat::Auto => crate::ingest::FormatChoice::Auto,
-            InputFormat::Pcap => crate::ingest::FormatChoice::Capture,
-            InputFormat::Har => crate::ingest::FormatChoice::Har,
-            InputFormat::Log => crate::ingest::FormatChoice::Log,
+            InputFormat::Auto => mcpf_ingest::FormatChoice::Auto,
+            InputFormat::Pcap => mcpf_ingest::FormatChoice::Capture,
+            InputFormat::Har => mcpf_ingest::FormatChoice::Har,
+            InputFormat::Log => mcpf_ingest::FormatChoice::Log,
         }
     }
 }
@@ -294,8 +294,8 @@ impl CaptureArgs {
         }
     }
 
-    pub fn limits(&self) -> crate::capture::tcp::Limits {
-        crate::capture::tcp::Limits {
+    pub fn limits(&self) -> mcpf_capture::tcp::Limits {
+        mcpf_capture::tcp::Limits {
             max_buffered_per_direction: self.max_buffer_per_direction,
             max_buffered_total: self.max_buffer_total,
             idle_timeout_secs: self.idle_timeout,

@@ -1,4 +1,15 @@
 //! The `mcp-forensics` binary: parse arguments, run, exit with the documented code.
+//!
+//! Thin glue over the stage crates (`mcpf-capture` → `mcpf-http` → `mcpf-mcp` → `mcpf-detect`
+//! → `mcpf-report`, `mcpf-ingest` joining at HTTP): [`cli`] defines the flags, [`config`]
+//! validates them once into one [`config::Config`], [`app`] wires the stages and maps the
+//! outcome to an exit code.
+
+mod alloc;
+mod app;
+mod cli;
+mod manpage;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -12,7 +23,7 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    mcp_forensics::alloc::return_freed_memory_at_once();
-    let cli = mcp_forensics::cli::Cli::parse();
-    mcp_forensics::app::run(cli)
+    alloc::return_freed_memory_at_once();
+    let cli = cli::Cli::parse();
+    app::run(cli)
 }

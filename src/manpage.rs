@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use roff::{Roff, bold, italic, roman};
 
 use crate::cli::Cli;
-use crate::detect::KINDS;
+use mcpf_detect::KINDS;
 
 fn section(title: &str) -> Roff {
     let mut r = Roff::new();

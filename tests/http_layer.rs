@@ -14,13 +14,16 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::net::SocketAddr;
 
-use mcp_forensics::capture::tcp::{
+use mcpf_capture::tcp::{
     CloseReason, ConnSummary, Direction, HalfStats, RoleBasis, TcpEvent, TcpSink,
 };
-use mcp_forensics::http::exchange::{Collector, Exchange};
-use mcp_forensics::http::{Body, HttpStats, Outcome, Stage};
-use mcp_forensics::jsonrpc::{Kind, Message, RequestId};
-use mcp_forensics::model::{FrameRef, Mark, Timestamp};
+use mcpf_http::exchange::Collector;
+use support::Exchange;
+
+mod support;
+use mcpf_http::{Body, HttpStats, Outcome, Stage};
+use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
+use mcpf_model::{ConnId, FrameRef, Mark, Timestamp};
 use proptest::prelude::*;
 
 const C2S: Direction = Direction::ClientToServer;
@@ -100,7 +103,7 @@ impl Driver {
         let (client, server) = (addr(client), addr(server));
         self.open.insert(conn, (client, server, mark));
         self.stage.on_tcp(TcpEvent::Opened {
-            conn,
+            conn: ConnId::tcp(conn),
             client,
             server,
             mark,
@@ -119,7 +122,7 @@ impl Driver {
         });
         *off = off.saturating_add(data.len());
         self.stage.on_tcp(TcpEvent::Data {
-            conn,
+            conn: ConnId::tcp(conn),
             dir,
             data,
             mark,
@@ -140,7 +143,7 @@ impl Driver {
         let off = self.offsets.entry((conn, dir)).or_default();
         *off = off.saturating_add(len as usize);
         self.stage.on_tcp(TcpEvent::Gap {
-            conn,
+            conn: ConnId::tcp(conn),
             dir,
             len,
             mark,
@@ -150,7 +153,11 @@ impl Driver {
 
     fn fin(&mut self, conn: u64, dir: Direction) -> u64 {
         let mark = self.tick();
-        self.stage.on_tcp(TcpEvent::Fin { conn, dir, mark });
+        self.stage.on_tcp(TcpEvent::Fin {
+            conn: ConnId::tcp(conn),
+            dir,
+            mark,
+        });
         mark.frame.frame
     }
 
@@ -158,7 +165,7 @@ impl Driver {
         let mark = self.tick();
         let (client, server, start) = self.open.remove(&conn).expect("connection open");
         let summary = ConnSummary {
-            conn,
+            conn: ConnId::tcp(conn),
             client,
             server,
             role_basis: RoleBasis::Syn,
@@ -185,10 +192,10 @@ impl Driver {
         let anomalies = collector
             .anomalies
             .iter()
-            .map(|(a, what)| (a.conn, a.dir, a.mark.frame.frame, what.clone()))
+            .map(|(a, what)| (a.conn.number(), a.dir, a.mark.frame.frame, what.clone()))
             .collect();
         Run {
-            exchanges: collector.into_exchanges(),
+            exchanges: support::with_messages(collector.into_exchanges()),
             anomalies,
             stats: self.stage.stats.clone(),
             pieces: self.pieces,
@@ -200,7 +207,7 @@ impl Run {
     fn ex(&self, conn: u64, index: u32) -> &Exchange {
         self.exchanges
             .iter()
-            .find(|e| e.id.conn == conn && e.id.index == index)
+            .find(|e| e.id.conn == ConnId::tcp(conn) && e.id.index == index)
             .unwrap_or_else(|| panic!("no exchange tcp{conn}#{}: {}", index + 1, self.dump()))
     }
 
@@ -931,7 +938,7 @@ proptest! {
         };
         d.close(0, reason);
         let run = d.finish();
-        prop_assert!(run.exchanges.iter().all(|e| e.id.conn == 0));
+        prop_assert!(run.exchanges.iter().all(|e| e.id.conn == ConnId::tcp(0)));
     }
 }
 
@@ -2354,7 +2361,7 @@ fn non_http_traffic_is_counted_not_fatal() {
     assert_eq!(s.http_ports, vec![3000, 9123]);
     assert!(s.skipped_bytes >= 256 * 1024, "{s:?}");
     assert!(s.skipped_bytes <= (noise.len() + 5000 + client_hello().len() + 11 + 40) as u64);
-    let conns: BTreeSet<u64> = run.exchanges.iter().map(|e| e.id.conn).collect();
+    let conns: BTreeSet<u64> = run.exchanges.iter().map(|e| e.id.conn.number()).collect();
     assert_eq!(conns, BTreeSet::from([0, 4]), "{}", run.dump());
     assert_eq!(run.ex(4, 0).response.as_ref().unwrap().status, 202);
 }

@@ -9,11 +9,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mcp_forensics::capture::tcp::{Direction, Limits};
-use mcp_forensics::capture::{CaptureStage, open_capture, run};
-use mcp_forensics::http::exchange::{Collector, Exchange};
-use mcp_forensics::http::{HttpStats, Outcome, Stage};
-use mcp_forensics::jsonrpc::{Kind, Message};
+use mcpf_capture::tcp::{Direction, Limits};
+use mcpf_capture::{CaptureStage, open_capture, run};
+use mcpf_http::exchange::Collector;
+use support::Exchange;
+
+mod support;
+use mcpf_http::{HttpStats, Outcome, Stage};
+use mcpf_mcp::jsonrpc::{Kind, Message};
 use serde_json::Value;
 
 const SECRET: &str = "mcpf-secret-token-DO-NOT-LEAK";
@@ -37,7 +40,7 @@ fn analyse(path: &str) -> Analysed {
         .map(|(_, what)| what.clone())
         .collect();
     Analysed {
-        exchanges: collector.into_exchanges(),
+        exchanges: support::with_messages(collector.into_exchanges()),
         stats: http.stats.clone(),
         anomalies,
     }
@@ -366,7 +369,11 @@ fn seed_incident_client_leg() {
         .collect();
     for (e, t) in a.exchanges.iter().zip(requests) {
         let what = format!("request {}", t["seq"]);
-        assert_eq!(e.id.conn, t["connection"].as_u64().unwrap(), "{what}");
+        assert_eq!(
+            e.id.conn.number(),
+            t["connection"].as_u64().unwrap(),
+            "{what}"
+        );
         let r = e.request.as_ref().unwrap();
         assert_eq!(r.method, t["method"].as_str().unwrap(), "{what}");
         assert_eq!(r.target, t["path"].as_str().unwrap(), "{what}");
@@ -801,7 +808,7 @@ fn http_command_json_shape() {
     assert_eq!(exchanges.len(), a.exchanges.len());
     for (x, e) in exchanges.iter().zip(&a.exchanges) {
         let what = x["id"].to_string();
-        assert_eq!(x["connection"], e.id.conn, "{what}");
+        assert_eq!(x["connection"], e.id.conn.number(), "{what}");
         assert_eq!(
             x["method"],
             e.request.as_ref().unwrap().method.as_str(),

@@ -10,13 +10,14 @@
 use std::io::Write;
 
 use assert_cmd::Command;
-use mcp_forensics::capture::tcp::Direction;
-use mcp_forensics::http::exchange::{Collector, Exchange};
-use mcp_forensics::http::{ExchangeId, HttpEvent, HttpSink, Outcome};
-use mcp_forensics::ingest::{
-    self, Capabilities, FormatChoice, LogFlavor, LogMap, SourceFormat, is_synthetic,
-};
-use mcp_forensics::model::Timestamp;
+use mcpf_http::exchange::Collector;
+use mcpf_model::Direction;
+use support::Exchange;
+
+mod support;
+use mcpf_http::{ExchangeId, HttpEvent, HttpSink, Outcome};
+use mcpf_ingest::{self as ingest, FormatChoice, LogMap};
+use mcpf_model::{Capabilities, ConnId, LogFlavor, SourceFormat, Timestamp};
 use serde_json::Value;
 
 const FIX: &str = "tests/fixtures/ingest";
@@ -35,7 +36,7 @@ struct Recorder {
 }
 
 impl HttpSink for Recorder {
-    fn on_http(&mut self, event: HttpEvent<'_>) {
+    fn on_http(&mut self, event: HttpEvent) {
         let entry = match &event {
             HttpEvent::Request(r) => ("request", Some(r.exchange), r.first.time),
             HttpEvent::ResponseHead(h) => ("head", Some(h.exchange), h.first.time),
@@ -57,7 +58,7 @@ impl HttpSink for Recorder {
 }
 
 struct Read {
-    report: mcp_forensics::capture::InputReport,
+    report: mcpf_model::InputReport,
     caps: Capabilities,
     exchanges: Vec<Exchange>,
     seen: Vec<(&'static str, Option<ExchangeId>, Timestamp)>,
@@ -74,7 +75,7 @@ fn read(path: &str, map: Option<&LogMap>) -> Read {
     Read {
         report,
         caps,
-        exchanges: rec.collector.into_exchanges(),
+        exchanges: support::with_messages(rec.collector.into_exchanges()),
         seen: rec.seen,
         anomalies: rec.anomalies,
     }
@@ -95,8 +96,8 @@ fn check_order(path: &str, seen: &[(&'static str, Option<ExchangeId>, Timestamp)
     for (kind, id, _) in seen {
         if let Some(id) = id {
             assert!(
-                is_synthetic(id.conn),
-                "{path}: {id} is not a synthetic connection"
+                id.conn >= ConnId::recorded(0, 0),
+                "{path}: {id} is not a recorded connection"
             );
             let r = rank(kind);
             let prev = last.insert(*id, r).unwrap_or(0);
@@ -109,7 +110,7 @@ fn truth() -> Value {
     serde_json::from_str(&std::fs::read_to_string(TRUTH).unwrap()).unwrap()
 }
 
-fn header<'a>(h: &'a mcp_forensics::http::Headers, name: &str) -> Option<&'a str> {
+fn header<'a>(h: &'a mcpf_http::Headers, name: &str) -> Option<&'a str> {
     h.get(name)
 }
 
@@ -467,7 +468,7 @@ fn har_with_event_source_messages_base64_connections_and_aborts() {
     assert!(call.events.iter().all(|e| e.estimated));
     assert_eq!(
         call.event_messages[1][0].kind,
-        mcp_forensics::jsonrpc::Kind::Response
+        mcpf_mcp::jsonrpc::Kind::Response
     );
     // Status 0 with net::ERR_ABORTED: no response, the client gave up.
     let (outcome, by, mark) = aborted.no_response.unwrap();
@@ -518,7 +519,7 @@ fn malformed_har_entries_are_skipped_and_counted() {
     );
     assert_eq!(caps.exchanges, 4);
     // Marks cite the entry numbers of this input.
-    let ex = rec.collector.into_exchanges();
+    let ex = support::with_messages(rec.collector.into_exchanges());
     assert!(
         ex.iter()
             .all(|e| e.request.as_ref().unwrap().first.frame.input == 3)

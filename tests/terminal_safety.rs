@@ -7,9 +7,9 @@
 use std::net::SocketAddr;
 
 use assert_cmd::Command;
-use mcp_forensics::capture::decode::{TcpFlags, linktype};
-use mcp_forensics::capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
-use mcp_forensics::model::Timestamp;
+use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
+use mcpf_model::Timestamp;
 
 const TOKEN: &str = "sk-live-CRAFTED-SECRET-0123456789";
 

@@ -1,0 +1,298 @@
+//! The capture stage: the only place that knows about packets.
+//!
+//! Opens pcap / pcapng inputs (plain or gzip, files or standard input), merges several inputs
+//! into one time-ordered packet stream, decodes link layer, IP and TCP, and reassembles TCP into
+//! byte streams reported as [`tcp::TcpEvent`]s.
+
+pub mod decode;
+pub mod reader;
+pub mod tcp;
+pub mod writer;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use decode::Skip;
+use mcpf_model::{InputId, InputReport, Mark, OpenError, Timestamp};
+use reader::{CaptureReader, CountingReader, Frame, ReadError};
+use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
+
+/// An opened capture input.
+pub struct CaptureInput {
+    pub path: String,
+    pub reader: CaptureReader,
+    /// Bytes read from the file so far (compressed bytes for gzip input).
+    pub bytes_read: Arc<AtomicU64>,
+    /// File size when known (not for standard input).
+    pub size: Option<u64>,
+}
+
+/// Opens a path (or `-` for standard input) as a capture.
+pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenError> {
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let (source, size): (Box<dyn io::Read + Send>, Option<u64>) = if path == "-" {
+        (
+            Box::new(CountingReader::new(io::stdin(), bytes_read.clone())),
+            None,
+        )
+    } else {
+        let file = open_file(path)?;
+        let size = file.metadata().ok().map(|m| m.len());
+        (
+            Box::new(CountingReader::new(file, bytes_read.clone())),
+            size,
+        )
+    };
+    let reader = CaptureReader::open(source, input).map_err(|e| OpenError {
+        path: path.to_string(),
+        hint: match &e {
+            ReadError::NotACapture(_) => Some(
+                "give a file written by tcpdump -w, tshark -w or Wireshark (pcap or pcapng, optionally gzip-compressed)".into(),
+            ),
+            ReadError::Empty => Some("the capture may still be being written, or tcpdump was stopped before it flushed; use tcpdump -U".into()),
+            _ => None,
+        },
+        message: e.to_string(),
+    })?;
+    Ok(CaptureInput {
+        path: path.to_string(),
+        reader,
+        bytes_read,
+        size,
+    })
+}
+
+/// Opens a regular file with errors a newcomer understands.
+pub fn open_file(path: &str) -> Result<File, OpenError> {
+    let p = Path::new(path);
+    let err = |message: String, hint: Option<&str>| OpenError {
+        path: path.to_string(),
+        message,
+        hint: hint.map(str::to_string),
+    };
+    match std::fs::metadata(p) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(err(
+                "no such file".into(),
+                Some("check the path; use - to read a capture from standard input"),
+            ));
+        }
+        Err(e) => return Err(err(format!("cannot read: {e}"), None)),
+        Ok(m) if m.is_dir() => {
+            return Err(err(
+                "is a directory, not a capture file".into(),
+                Some("name the capture files inside it, e.g. dir/*.pcap"),
+            ));
+        }
+        Ok(_) => {}
+    }
+    File::open(p).map_err(|e| err(format!("cannot open: {e}"), None))
+}
+
+/// Per-input bookkeeping while packets flow.
+struct InputState {
+    skipped: BTreeMap<&'static str, u64>,
+    unknown_linktypes: Vec<i32>,
+    truncated_frames: u64,
+}
+
+/// Drives capture inputs through link decoding and TCP reassembly.
+pub struct CaptureStage {
+    pub reassembler: Reassembler,
+    states: Vec<InputState>,
+    /// Frames processed over all inputs, for progress display.
+    pub frames: Arc<AtomicU64>,
+}
+
+impl CaptureStage {
+    pub fn new(limits: Limits, inputs: usize) -> Self {
+        Self::with_servers(limits, inputs, Vec::new())
+    }
+
+    pub fn with_servers(limits: Limits, inputs: usize, servers: Vec<tcp::ServerSpec>) -> Self {
+        CaptureStage {
+            reassembler: Reassembler::new(limits).with_servers(servers),
+            states: (0..inputs)
+                .map(|_| InputState {
+                    skipped: BTreeMap::new(),
+                    unknown_linktypes: Vec::new(),
+                    truncated_frames: 0,
+                })
+                .collect(),
+            frames: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Decodes and reassembles one frame.
+    pub fn frame(&mut self, frame: &Frame<'_>, sink: &mut impl TcpSink) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+        let state = &mut self.states[frame.frame.input as usize];
+        if frame.linktype == reader::UNDECLARED_INTERFACE {
+            return;
+        }
+        if (frame.data.len() as u32) < frame.orig_len {
+            state.truncated_frames += 1;
+        }
+        match decode::tcp_segment(frame.linktype, frame.data) {
+            Ok(seg) => {
+                let mark = Mark {
+                    time: frame.time,
+                    frame: frame.frame,
+                };
+                self.reassembler.segment(&seg, mark, sink);
+            }
+            Err(skip) => {
+                if let Skip::UnknownLinkType(lt) = skip
+                    && !state.unknown_linktypes.contains(&lt)
+                {
+                    state.unknown_linktypes.push(lt);
+                }
+                *state.skipped.entry(skip.reason()).or_default() += 1;
+            }
+        }
+    }
+
+    pub fn finish(&mut self, sink: &mut impl TcpSink) -> ReassemblyStats {
+        self.reassembler.finish(sink);
+        self.reassembler.stats.clone()
+    }
+
+    /// The report of one input once it has been read.
+    pub fn report(&self, input: &CaptureInput) -> InputReport {
+        let idx = input.reader.input_id() as usize;
+        let state = &self.states[idx];
+        let notes = &input.reader.notes;
+        let mut skipped: BTreeMap<String, u64> = state
+            .skipped
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        for (reason, n) in &notes.skipped {
+            *skipped.entry(reason.to_string()).or_default() += n;
+        }
+        let mut warnings = notes.warnings.clone();
+        for lt in &state.unknown_linktypes {
+            warnings.push(format!(
+                "link type {lt} is not supported: its packets were skipped"
+            ));
+        }
+        if state.truncated_frames > 0 {
+            warnings.push(format!(
+                "{} frames were cut by the capture's snap length: their missing bytes are reported as gaps (capture with -s 0)",
+                state.truncated_frames
+            ));
+        }
+        if notes.interface_drops > 0 {
+            warnings.push(format!(
+                "the capturing interface reported {} dropped packets",
+                notes.interface_drops
+            ));
+        }
+        let format = if notes.gzip {
+            format!("{}+gzip", input.reader.format.name())
+        } else {
+            input.reader.format.name().to_string()
+        };
+        InputReport {
+            index: input.reader.input_id(),
+            path: input.path.clone(),
+            format,
+            packets: input.reader.frames(),
+            bytes: input.bytes_read.load(Ordering::Relaxed),
+            skipped,
+            warnings,
+            error: None,
+        }
+    }
+}
+
+/// A frame copied out of its reader, so several inputs can be merged by time.
+struct HeldFrame {
+    time: Timestamp,
+    frame: mcpf_model::FrameRef,
+    linktype: i32,
+    orig_len: u32,
+    data: Vec<u8>,
+}
+
+/// Reads every input once, merging them in timestamp order (ties go to the input named first),
+/// and feeds the capture stage. A read error ends that input with a warning; the rest go on.
+pub fn run(
+    inputs: &mut [CaptureInput],
+    stage: &mut CaptureStage,
+    sink: &mut impl TcpSink,
+) -> ReassemblyStats {
+    if inputs.len() == 1 {
+        let input = &mut inputs[0];
+        loop {
+            match input.reader.next_frame() {
+                Ok(Some(frame)) => stage.frame(&frame, sink),
+                Ok(None) => break,
+                Err(e) => {
+                    input
+                        .reader
+                        .notes
+                        .warnings
+                        .push(format!("reading stopped: {e}"));
+                    break;
+                }
+            }
+        }
+        return stage.finish(sink);
+    }
+    let mut held: Vec<Option<HeldFrame>> = Vec::with_capacity(inputs.len());
+    for input in inputs.iter_mut() {
+        held.push(None);
+        let slot = held.last_mut().expect("just pushed");
+        refill(input, slot);
+    }
+    loop {
+        let next = held
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().map(|h| (h.time, i)))
+            .min();
+        let Some((_, i)) = next else {
+            break;
+        };
+        if let Some(h) = held[i].as_ref() {
+            let frame = Frame {
+                time: h.time,
+                frame: h.frame,
+                linktype: h.linktype,
+                data: &h.data,
+                orig_len: h.orig_len,
+            };
+            stage.frame(&frame, sink);
+        }
+        refill(&mut inputs[i], &mut held[i]);
+    }
+    stage.finish(sink)
+}
+
+fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
+    let mut buffer = slot.take().map(|h| h.data).unwrap_or_default();
+    match input.reader.next_frame() {
+        Ok(Some(frame)) => {
+            buffer.clear();
+            buffer.extend_from_slice(frame.data);
+            *slot = Some(HeldFrame {
+                time: frame.time,
+                frame: frame.frame,
+                linktype: frame.linktype,
+                orig_len: frame.orig_len,
+                data: buffer,
+            });
+        }
+        Ok(None) => {}
+        Err(e) => input
+            .reader
+            .notes
+            .warnings
+            .push(format!("reading stopped: {e}")),
+    }
+}

@@ -1,0 +1,1694 @@
+//! TCP reassembly: segments in capture order in, ordered byte streams out, with every loss made
+//! explicit.
+//!
+//! Sans-IO: [`Reassembler::segment`] is fed decoded segments with their capture time and frame
+//! and reports [`TcpEvent`]s to a sink. Sequence numbers are turned into 64-bit stream offsets by
+//! unwrapping each 32-bit value to the one nearest the next expected byte (RFC 9293 §3.4 modular
+//! arithmetic), so wraparound at 2^32 needs no special case.
+//!
+//! Overlap policy: the first copy of a byte wins. A later copy that disagrees is counted as a
+//! conflict, never spliced in. Missing bytes become a [`TcpEvent::Gap`] of their exact size once
+//! the loss is certain: the receiver acknowledged past the hole, the buffer limit was reached, or
+//! the connection ended.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::net::SocketAddr;
+
+use super::decode::TcpSegment;
+pub use mcpf_model::{ConnId, Direction};
+use mcpf_model::{Mark, Timestamp};
+
+/// How the client and server of a connection were told apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleBasis {
+    Syn,
+    SynAck,
+    HttpRequestLine,
+    HttpStatusLine,
+    LowerPort,
+    /// `--server` named this endpoint.
+    UserServer,
+}
+
+impl RoleBasis {
+    pub fn name(self) -> &'static str {
+        match self {
+            RoleBasis::Syn => "syn",
+            RoleBasis::SynAck => "syn-ack",
+            RoleBasis::HttpRequestLine => "http-request-line",
+            RoleBasis::HttpStatusLine => "http-status-line",
+            RoleBasis::LowerPort => "lower-port",
+            RoleBasis::UserServer => "--server",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Both sides sent FIN and every byte before it was accounted for.
+    Fin,
+    Reset {
+        by: Direction,
+    },
+    /// Still open when the capture ended.
+    CaptureEnd,
+    /// Evicted after the configured idle time.
+    Idle,
+    /// A new SYN reused the 4-tuple.
+    Superseded,
+}
+
+impl CloseReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseReason::Fin => "fin",
+            CloseReason::Reset {
+                by: Direction::ClientToServer,
+            } => "reset by client",
+            CloseReason::Reset {
+                by: Direction::ServerToClient,
+            } => "reset by server",
+            CloseReason::CaptureEnd => "open at capture end",
+            CloseReason::Idle => "idle, evicted",
+            CloseReason::Superseded => "superseded by a new SYN",
+        }
+    }
+}
+
+/// Reassembly health of one direction of a connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HalfStats {
+    pub segments: u64,
+    /// Payload bytes delivered (each byte once).
+    pub bytes: u64,
+    pub gaps: u64,
+    pub gap_bytes: u64,
+    pub retransmissions: u64,
+    pub out_of_order: u64,
+    /// Retransmitted bytes that disagreed with the first copy.
+    pub conflicts: u64,
+    pub keepalives: u64,
+    pub fin: bool,
+}
+
+/// Everything known about a connection when it ends.
+#[derive(Clone, Debug)]
+pub struct ConnSummary {
+    pub conn: ConnId,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub role_basis: RoleBasis,
+    pub handshake_seen: bool,
+    pub start: Mark,
+    pub end: Mark,
+    pub packets: u64,
+    pub c2s: HalfStats,
+    pub s2c: HalfStats,
+    pub close: CloseReason,
+}
+
+/// What the reassembler reports to the next layer.
+#[derive(Debug)]
+pub enum TcpEvent<'a> {
+    Opened {
+        conn: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        mark: Mark,
+    },
+    Data {
+        conn: ConnId,
+        dir: Direction,
+        data: &'a [u8],
+        mark: Mark,
+    },
+    /// `len` bytes of this direction crossed the wire but are not in the capture.
+    Gap {
+        conn: ConnId,
+        dir: Direction,
+        len: u64,
+        mark: Mark,
+    },
+    /// This direction ended with a FIN, after all its bytes (or gaps).
+    Fin {
+        conn: ConnId,
+        dir: Direction,
+        mark: Mark,
+    },
+    Closed {
+        summary: &'a ConnSummary,
+    },
+}
+
+pub trait TcpSink {
+    fn on_tcp(&mut self, event: TcpEvent<'_>);
+}
+
+impl<F: FnMut(TcpEvent<'_>)> TcpSink for F {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        self(event)
+    }
+}
+
+/// Bounds that keep memory flat whatever the capture holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Out-of-order bytes buffered for one direction before the hole is declared lost.
+    pub max_buffered_per_direction: usize,
+    /// Out-of-order bytes buffered over all connections.
+    pub max_buffered_total: usize,
+    /// A connection silent for this long (capture time) is closed and forgotten.
+    pub idle_timeout_secs: u64,
+    /// A hole older than this (capture time) is declared lost even without an ACK past it.
+    pub hole_timeout_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_buffered_per_direction: 4 << 20,
+            max_buffered_total: 256 << 20,
+            idle_timeout_secs: 900,
+            hole_timeout_secs: 30,
+        }
+    }
+}
+
+/// Counters for the whole reassembler, reported with the input.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReassemblyStats {
+    pub connections: u64,
+    pub direction_limit_hits: u64,
+    pub total_limit_hits: u64,
+    pub idle_evictions: u64,
+    pub packets_after_close: u64,
+    pub peak_buffered: usize,
+}
+
+#[derive(Debug)]
+enum Chunk {
+    Bytes(Vec<u8>),
+    Lost(u64),
+}
+
+impl Chunk {
+    fn len(&self) -> u64 {
+        match self {
+            Chunk::Bytes(b) => b.len() as u64,
+            Chunk::Lost(n) => *n,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Piece {
+    chunk: Chunk,
+    mark: Mark,
+}
+
+#[derive(Debug, Default)]
+struct Half {
+    /// Sequence number of stream offset 0.
+    base: Option<u32>,
+    /// Offset of the next byte to deliver.
+    next: u64,
+    pending: BTreeMap<u64, Piece>,
+    pending_bytes: usize,
+    fin_at: Option<u64>,
+    /// The packet that carried the FIN.
+    fin_mark: Option<Mark>,
+    /// The last packet that carried data for this direction.
+    last_mark: Option<Mark>,
+    /// Highest offset the peer acknowledged.
+    acked: Option<u64>,
+    /// The connection's packet count and the time when the peer first acknowledged past the
+    /// current hole.
+    hole_acked_at: Option<(u64, Timestamp)>,
+    /// Mark of the last delivered piece: marks never go backwards within a direction.
+    delivered_mark: Option<Mark>,
+    stats: HalfStats,
+}
+
+impl Half {
+    /// Unwraps a sequence number to the stream offset nearest the next expected byte. Negative
+    /// when it lies before the first byte we know of.
+    fn offset(&self, seq: u32) -> i64 {
+        let base = self.base.unwrap_or(seq);
+        let rel = seq.wrapping_sub(base);
+        let diff = rel.wrapping_sub(self.next as u32) as i32;
+        self.next as i64 + i64::from(diff)
+    }
+
+    fn oldest_pending(&self) -> Option<Timestamp> {
+        self.pending.values().map(|p| p.mark.time).min()
+    }
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: ConnId,
+    /// Endpoint that sent the first packet we saw; `halves[0]` carries its bytes.
+    a: SocketAddr,
+    b: SocketAddr,
+    /// `Some(true)` when `a` is the client.
+    a_is_client: Option<bool>,
+    role_basis: RoleBasis,
+    halves: [Half; 2],
+    handshake_seen: bool,
+    start: Mark,
+    last: Mark,
+    packets: u64,
+    closed: bool,
+    syn_seen: [bool; 2],
+}
+
+impl Conn {
+    fn dir_of(&self, side: usize) -> Direction {
+        let from_client = (side == 0) == self.a_is_client.unwrap_or(true);
+        if from_client {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        }
+    }
+
+    fn summary(&self, close: CloseReason) -> ConnSummary {
+        let a_client = self.a_is_client.unwrap_or(true);
+        let (client, server) = if a_client {
+            (self.a, self.b)
+        } else {
+            (self.b, self.a)
+        };
+        let (c, s) = if a_client { (0, 1) } else { (1, 0) };
+        ConnSummary {
+            conn: self.id,
+            client,
+            server,
+            role_basis: self.role_basis,
+            handshake_seen: self.handshake_seen,
+            start: self.start,
+            end: self.last,
+            packets: self.packets,
+            c2s: self.halves[c].stats.clone(),
+            s2c: self.halves[s].stats.clone(),
+            close,
+        }
+    }
+}
+
+type FlowKey = (SocketAddr, SocketAddr);
+
+fn flow_hash(key: &FlowKey) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(key)
+}
+
+fn flow_key(a: SocketAddr, b: SocketAddr) -> FlowKey {
+    if a <= b { (a, b) } else { (b, a) }
+}
+
+/// Sweeps for idle connections and stale holes at most this often (capture time).
+const SWEEP_INTERVAL_NS: i64 = Timestamp::NANOS_PER_SEC;
+/// Closed connections are remembered this long to absorb their last ACKs and retransmissions.
+const TOMBSTONE_NS: i64 = 120 * Timestamp::NANOS_PER_SEC;
+
+pub struct Reassembler {
+    limits: Limits,
+    table: HashMap<FlowKey, usize>,
+    /// Boxed: a slot is 8 bytes whether or not a connection is in it.
+    slots: Vec<Option<Box<Conn>>>,
+    free: Vec<usize>,
+    /// Connections closed in the last [`TOMBSTONE_NS`]: when each last saw a packet. A few bytes
+    /// each, not a whole connection, because a busy capture closes thousands a minute.
+    /// Keyed by a 64-bit hash of the 4-tuple: a quarter of the size, and a collision would only
+    /// make one stray packet count as late.
+    tombstones: HashMap<u64, Timestamp>,
+    next_id: u64,
+    total_pending: usize,
+    next_sweep: Option<Timestamp>,
+    servers: Vec<ServerSpec>,
+    pub stats: ReassemblyStats,
+}
+
+/// An endpoint the user says is a server (`--server`): it wins over every heuristic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerSpec {
+    Port(u16),
+    Addr(std::net::IpAddr),
+    Endpoint(SocketAddr),
+}
+
+impl ServerSpec {
+    /// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.
+    pub fn parse(text: &str) -> Option<ServerSpec> {
+        let t = text.trim();
+        if let Ok(p) = t.parse::<u16>() {
+            return Some(ServerSpec::Port(p));
+        }
+        if let Ok(e) = t.parse::<SocketAddr>() {
+            return Some(ServerSpec::Endpoint(e));
+        }
+        t.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .ok()
+            .map(ServerSpec::Addr)
+    }
+
+    fn matches(&self, e: SocketAddr) -> bool {
+        match self {
+            ServerSpec::Port(p) => e.port() == *p,
+            ServerSpec::Addr(a) => e.ip() == *a,
+            ServerSpec::Endpoint(x) => *x == e,
+        }
+    }
+}
+
+impl Reassembler {
+    pub fn new(limits: Limits) -> Self {
+        Reassembler {
+            limits,
+            table: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            tombstones: HashMap::default(),
+            next_id: 0,
+            total_pending: 0,
+            next_sweep: None,
+            servers: Vec::new(),
+            stats: ReassemblyStats::default(),
+        }
+    }
+
+    /// Endpoints to treat as servers whatever the packets suggest.
+    pub fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
+        self.servers = servers;
+        self
+    }
+
+    /// Connections currently tracked (open or remembered after close).
+    pub fn tracked(&self) -> usize {
+        self.table.len() + self.tombstones.len()
+    }
+
+    /// Feeds one segment in capture order.
+    pub fn segment(&mut self, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
+        self.maybe_sweep(mark, sink);
+        let key = flow_key(seg.src, seg.dst);
+        let mut slot = self.table.get(&key).copied();
+        if slot.is_none()
+            && let Some(last) = self.tombstones.get_mut(&flow_hash(&key))
+        {
+            // The last ACKs and retransmissions of a closed connection; a SYN opens a new one.
+            if !seg.flags.syn || seg.flags.ack {
+                *last = mark.time;
+                self.stats.packets_after_close += 1;
+                return;
+            }
+            self.tombstones.remove(&flow_hash(&key));
+        }
+
+        if let Some(idx) = slot {
+            let replace = match self.slots[idx].as_ref() {
+                Some(conn) => is_new_connection(conn, seg),
+                None => true,
+            };
+            if replace {
+                self.retire(idx, Some(CloseReason::Superseded), sink);
+                self.retire(idx, None, sink);
+                slot = None;
+            }
+        }
+        let idx = match slot {
+            Some(idx) => idx,
+            None => {
+                let conn = Conn {
+                    id: ConnId::tcp(self.next_id),
+                    a: seg.src,
+                    b: seg.dst,
+                    a_is_client: None,
+                    role_basis: RoleBasis::LowerPort,
+                    halves: [Half::default(), Half::default()],
+                    handshake_seen: false,
+                    start: mark,
+                    last: mark,
+                    packets: 0,
+                    closed: false,
+                    syn_seen: [false; 2],
+                };
+                self.next_id += 1;
+                self.stats.connections += 1;
+                let idx = match self.free.pop() {
+                    Some(i) => {
+                        self.slots[i] = Some(Box::new(conn));
+                        i
+                    }
+                    None => {
+                        self.slots.push(Some(Box::new(conn)));
+                        self.slots.len() - 1
+                    }
+                };
+                self.table.insert(key, idx);
+                idx
+            }
+        };
+
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        conn.packets += 1;
+        conn.last = mark;
+        if conn.closed {
+            self.stats.packets_after_close += 1;
+            return;
+        }
+        let side = if seg.src == conn.a { 0 } else { 1 };
+        if conn.a_is_client.is_none() && !self.servers.is_empty() {
+            let (a, b) = (conn.a, conn.b);
+            if self.servers.iter().any(|sv| sv.matches(b)) {
+                conn.a_is_client = Some(true);
+            } else if self.servers.iter().any(|sv| sv.matches(a)) {
+                conn.a_is_client = Some(false);
+            }
+            if conn.a_is_client.is_some() {
+                conn.role_basis = RoleBasis::UserServer;
+                conn.handshake_seen |= seg.flags.syn;
+                let (client, server) = if conn.a_is_client == Some(true) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                sink.on_tcp(TcpEvent::Opened {
+                    conn: conn.id,
+                    client,
+                    server,
+                    mark: conn.start,
+                });
+            }
+        }
+        decide_roles(conn, side, seg, sink);
+
+        let before = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
+        // Data and FIN of the sender.
+        {
+            let dir = conn.dir_of(side);
+            let id = conn.id;
+            let packets = conn.packets;
+            let half = &mut conn.halves[side];
+            let mut data_seq = seg.seq;
+            if seg.flags.syn {
+                conn.syn_seen[side] = true;
+                data_seq = seg.seq.wrapping_add(1);
+                if half.stats.bytes == 0 && half.pending.is_empty() {
+                    half.base = Some(data_seq);
+                    half.next = 0;
+                }
+            }
+            if half.base.is_none() {
+                half.base = Some(data_seq);
+            }
+            half.stats.segments += 1;
+            let len = seg.payload.len() as u64 + u64::from(seg.missing);
+            let start = half.offset(data_seq);
+            if len > 0 {
+                half.last_mark = Some(mark);
+                insert(half, id, dir, start, seg.payload, seg.missing, mark, sink);
+            }
+            if seg.flags.fin && half.fin_at.is_none() {
+                half.fin_at = Some((start + len as i64).max(0) as u64);
+                half.fin_mark = Some(mark);
+            }
+            drain(half, id, dir, Some(mark), sink);
+            flush_acked_holes(half, id, dir, packets, mark.time, sink);
+        }
+        // The ACK tells what the peer received: holes it acknowledged are lost from the capture.
+        if seg.flags.ack {
+            let other = 1 - side;
+            let dir = conn.dir_of(other);
+            let id = conn.id;
+            let half = &mut conn.halves[other];
+            if half.base.is_some() {
+                let acked = half.offset(seg.ack);
+                if acked > 0 {
+                    let acked = acked as u64;
+                    if half.acked.is_none_or(|a| acked > a) {
+                        half.acked = Some(acked);
+                    }
+                }
+                flush_acked_holes(half, id, dir, conn.packets, mark.time, sink);
+            }
+        }
+        let after = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
+        self.total_pending = (self.total_pending + after).saturating_sub(before);
+        self.enforce_limits(idx, side, sink);
+
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        if seg.flags.rst {
+            let by = conn.dir_of(side);
+            self.retire(idx, Some(CloseReason::Reset { by }), sink);
+            return;
+        }
+        if conn.halves.iter().all(|h| h.stats.fin) {
+            self.retire(idx, Some(CloseReason::Fin), sink);
+        }
+    }
+
+    fn enforce_limits(&mut self, idx: usize, side: usize, sink: &mut impl TcpSink) {
+        let per_dir = self.limits.max_buffered_per_direction;
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        let id = conn.id;
+        if conn.halves[side].pending_bytes > per_dir {
+            self.stats.direction_limit_hits += 1;
+            let dir = conn.dir_of(side);
+            let half = &mut conn.halves[side];
+            let freed = half.pending_bytes;
+            while half.pending_bytes > per_dir / 2 && !half.pending.is_empty() {
+                declare_gap(half, id, dir, sink);
+            }
+            self.total_pending -= (freed - half.pending_bytes).min(self.total_pending);
+        }
+        self.stats.peak_buffered = self.stats.peak_buffered.max(self.total_pending);
+        if self.total_pending > self.limits.max_buffered_total {
+            self.stats.total_limit_hits += 1;
+            // Free the connection holding the most, which is where the loss most likely is.
+            let victim = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+                .flat_map(|(i, c)| (0..2).map(move |s| (i, s, c.halves[s].pending_bytes)))
+                .max_by_key(|&(i, s, n)| (n, std::cmp::Reverse((i, s))));
+            if let Some((vi, vs, _)) = victim
+                && let Some(conn) = self.slots[vi].as_mut()
+            {
+                let id = conn.id;
+                let dir = conn.dir_of(vs);
+                let half = &mut conn.halves[vs];
+                let freed = half.pending_bytes;
+                while !half.pending.is_empty() {
+                    declare_gap(half, id, dir, sink);
+                }
+                self.total_pending -= freed.min(self.total_pending);
+            }
+        }
+    }
+
+    /// Flushes a connection (every hole becomes a gap), reports it closed and frees its slot,
+    /// leaving a tombstone to absorb its last packets; `None` forgets it without a tombstone.
+    fn retire(&mut self, idx: usize, reason: Option<CloseReason>, sink: &mut impl TcpSink) {
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        if let Some(reason) = reason
+            && !conn.closed
+        {
+            let id = conn.id;
+            if conn.a_is_client.is_none() {
+                decide_by_port(conn);
+                sink.on_tcp(TcpEvent::Opened {
+                    conn: id,
+                    client: if conn.a_is_client == Some(true) {
+                        conn.a
+                    } else {
+                        conn.b
+                    },
+                    server: if conn.a_is_client == Some(true) {
+                        conn.b
+                    } else {
+                        conn.a
+                    },
+                    mark: conn.start,
+                });
+            }
+            for side in 0..2 {
+                let dir = conn.dir_of(side);
+                let half = &mut conn.halves[side];
+                let freed = half.pending_bytes;
+                flush_all(half, id, dir, sink);
+                self.total_pending -= freed.min(self.total_pending);
+            }
+            conn.closed = true;
+            let summary = conn.summary(reason);
+            sink.on_tcp(TcpEvent::Closed { summary: &summary });
+            if reason != CloseReason::Superseded && reason != CloseReason::Idle {
+                self.tombstones
+                    .insert(flow_hash(&flow_key(conn.a, conn.b)), conn.last.time);
+            }
+        }
+        let key = flow_key(conn.a, conn.b);
+        if self.table.get(&key) == Some(&idx) {
+            self.table.remove(&key);
+        }
+        self.slots[idx] = None;
+        self.free.push(idx);
+    }
+
+    fn maybe_sweep(&mut self, mark: Mark, sink: &mut impl TcpSink) {
+        let now = mark.time;
+        match self.next_sweep {
+            None => {
+                self.next_sweep = Some(now.add_nanos(SWEEP_INTERVAL_NS));
+                return;
+            }
+            Some(t) if now < t => return,
+            _ => {}
+        }
+        self.next_sweep = Some(now.add_nanos(SWEEP_INTERVAL_NS));
+        self.tombstones
+            .retain(|_, last| now.0.saturating_sub(last.0) <= TOMBSTONE_NS);
+        let idle_ns =
+            (self.limits.idle_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
+        let hole_ns =
+            (self.limits.hole_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
+        for idx in 0..self.slots.len() {
+            let Some(conn) = self.slots[idx].as_mut() else {
+                continue;
+            };
+            let silent = now.0.saturating_sub(conn.last.time.0);
+            if silent > idle_ns {
+                self.stats.idle_evictions += 1;
+                self.retire(idx, Some(CloseReason::Idle), sink);
+                self.retire(idx, None, sink);
+                continue;
+            }
+            let id = conn.id;
+            for side in 0..2 {
+                let stale = conn.halves[side]
+                    .oldest_pending()
+                    .is_some_and(|t| now.0.saturating_sub(t.0) > hole_ns);
+                if stale && conn.a_is_client.is_some() {
+                    let dir = conn.dir_of(side);
+                    let half = &mut conn.halves[side];
+                    let freed = half.pending_bytes;
+                    while !half.pending.is_empty() {
+                        declare_gap(half, id, dir, sink);
+                    }
+                    self.total_pending -= freed.min(self.total_pending);
+                }
+            }
+        }
+    }
+
+    /// Ends the capture: every connection still open is flushed and reported, in the order the
+    /// connections started.
+    pub fn finish(&mut self, sink: &mut impl TcpSink) {
+        let mut open: Vec<(ConnId, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().filter(|c| !c.closed).map(|c| (c.id, i)))
+            .collect();
+        open.sort_unstable();
+        for (_, idx) in open {
+            self.retire(idx, Some(CloseReason::CaptureEnd), sink);
+        }
+        self.table.clear();
+        self.slots.clear();
+        self.free.clear();
+        self.tombstones.clear();
+        self.total_pending = 0;
+    }
+}
+
+/// A SYN that cannot belong to the connection we hold under this 4-tuple starts a new one.
+fn is_new_connection(conn: &Conn, seg: &TcpSegment<'_>) -> bool {
+    if !seg.flags.syn || seg.flags.ack {
+        return false;
+    }
+    if conn.closed {
+        return true;
+    }
+    let side = if seg.src == conn.a { 0 } else { 1 };
+    let half = &conn.halves[side];
+    match half.base {
+        // A retransmitted SYN carries the same initial sequence number.
+        Some(base) => {
+            base != seg.seq.wrapping_add(1)
+                && (conn.syn_seen[side]
+                    || half.stats.bytes > 0
+                    || conn.halves[1 - side].stats.bytes > 0)
+        }
+        None => false,
+    }
+}
+
+fn decide_roles(conn: &mut Conn, side: usize, seg: &TcpSegment<'_>, sink: &mut impl TcpSink) {
+    if conn.a_is_client.is_some() {
+        return;
+    }
+    let sender_is_a = side == 0;
+    let verdict = if seg.flags.syn && !seg.flags.ack {
+        conn.handshake_seen = true;
+        Some((sender_is_a, RoleBasis::Syn))
+    } else if seg.flags.syn && seg.flags.ack {
+        conn.handshake_seen = true;
+        Some((!sender_is_a, RoleBasis::SynAck))
+    } else if !seg.payload.is_empty() {
+        if looks_like_request_line(seg.payload) {
+            Some((sender_is_a, RoleBasis::HttpRequestLine))
+        } else if seg.payload.starts_with(b"HTTP/") {
+            Some((!sender_is_a, RoleBasis::HttpStatusLine))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    match verdict {
+        Some((a_is_client, basis)) => {
+            conn.a_is_client = Some(a_is_client);
+            conn.role_basis = basis;
+        }
+        None if !seg.payload.is_empty() || seg.missing > 0 || seg.flags.fin || seg.flags.rst => {
+            decide_by_port(conn)
+        }
+        None => return,
+    }
+    let (client, server) = if conn.a_is_client == Some(true) {
+        (conn.a, conn.b)
+    } else {
+        (conn.b, conn.a)
+    };
+    sink.on_tcp(TcpEvent::Opened {
+        conn: conn.id,
+        client,
+        server,
+        mark: conn.start,
+    });
+}
+
+fn decide_by_port(conn: &mut Conn) {
+    // The server usually listens on the lower port; on a tie, the first packet went to it.
+    conn.a_is_client = Some(conn.a.port() >= conn.b.port());
+    conn.role_basis = RoleBasis::LowerPort;
+}
+
+/// An HTTP/1.x request line: a method token, a space, then a target.
+pub fn looks_like_request_line(data: &[u8]) -> bool {
+    let token_len = data
+        .iter()
+        .take(16)
+        .take_while(|b| b.is_ascii_uppercase() || **b == b'-')
+        .count();
+    if !(3..=12).contains(&token_len) {
+        return false;
+    }
+    match (data.get(token_len), data.get(token_len + 1)) {
+        (Some(b' '), Some(b'/' | b'*' | b'h' | b'H')) => true,
+        // CONNECT host:port and absolute forms start with a letter or digit.
+        (Some(b' '), Some(c)) => c.is_ascii_alphanumeric() && &data[..token_len] == b"CONNECT",
+        (Some(b' '), None) => true,
+        _ => false,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn insert(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    start: i64,
+    payload: &[u8],
+    missing: u32,
+    mark: Mark,
+    sink: &mut impl TcpSink,
+) {
+    let len = payload.len() as i64 + i64::from(missing);
+    let end = start + len;
+    let next = half.next as i64;
+    if end <= next {
+        // Everything here was delivered already.
+        if len <= 1 && end == next {
+            half.stats.keepalives += 1;
+        } else {
+            half.stats.retransmissions += 1;
+        }
+        return;
+    }
+    let mut cut = 0i64;
+    if start < next {
+        half.stats.retransmissions += 1;
+        cut = next - start;
+    }
+    let start = start + cut;
+    if start > next {
+        half.stats.out_of_order += 1;
+    }
+    // Fast path: in order with nothing waiting, delivered straight from the packet.
+    if start == next && half.pending.is_empty() {
+        let cut = cut as usize;
+        half.delivered_mark = Some(half.delivered_mark.map_or(mark, |m| m.max(mark)));
+        if cut < payload.len() {
+            let data = &payload[cut..];
+            half.stats.bytes += data.len() as u64;
+            sink.on_tcp(TcpEvent::Data {
+                conn,
+                dir,
+                data,
+                mark,
+            });
+        }
+        let lost = (len - cut as i64).min(i64::from(missing)) as u64;
+        if lost > 0 {
+            half.stats.gaps += 1;
+            half.stats.gap_bytes += lost;
+            sink.on_tcp(TcpEvent::Gap {
+                conn,
+                dir,
+                len: lost,
+                mark,
+            });
+        }
+        half.next = end as u64;
+        return;
+    }
+    // Slow path: keep only the bytes no earlier copy covers; compare the rest.
+    let start = start as u64;
+    let end = end as u64;
+    let seg_start = (start as i64 - cut) as u64;
+    let slice = |from: u64, to: u64| -> Chunk {
+        let a = (from - seg_start) as usize;
+        let b = (to - seg_start) as usize;
+        let have = payload.len();
+        if b <= have {
+            Chunk::Bytes(payload[a..b].to_vec())
+        } else if a >= have {
+            Chunk::Lost((b - a) as u64)
+        } else {
+            // Split by the caller below; never reached because pieces are cut at `have`.
+            Chunk::Bytes(payload[a..have].to_vec())
+        }
+    };
+    let captured_end = seg_start + payload.len() as u64;
+    let mut cursor = start;
+    let mut conflict = false;
+    let mut overlapped = false;
+    let mut fresh: Vec<(u64, u64)> = Vec::new();
+    let before = half
+        .pending
+        .range(..start)
+        .next_back()
+        .map(|(&k, p)| (k, k + p.chunk.len()));
+    let covering: Vec<(u64, u64)> = before
+        .into_iter()
+        .chain(
+            half.pending
+                .range(start..end)
+                .map(|(&k, p)| (k, k + p.chunk.len())),
+        )
+        .filter(|&(s, e)| e > start && s < end)
+        .collect();
+    for (ps, pe) in covering {
+        if ps > cursor {
+            fresh.push((cursor, ps));
+        }
+        let (os, oe) = (ps.max(cursor), pe.min(end));
+        if os < oe {
+            overlapped = true;
+            if let Some(Piece {
+                chunk: Chunk::Bytes(old),
+                ..
+            }) = half.pending.get(&ps)
+            {
+                let lo = os.max(seg_start).min(captured_end);
+                let hi = oe.min(captured_end);
+                if lo < hi {
+                    let new = &payload[(lo - seg_start) as usize..(hi - seg_start) as usize];
+                    let old = &old[(lo - ps) as usize..(hi - ps) as usize];
+                    if new != old {
+                        conflict = true;
+                    }
+                }
+            }
+        }
+        cursor = cursor.max(pe);
+    }
+    if cursor < end {
+        fresh.push((cursor, end));
+    }
+    if overlapped {
+        half.stats.retransmissions += 1;
+    }
+    if conflict {
+        half.stats.conflicts += 1;
+    }
+    for (s, e) in fresh {
+        // Cut each fresh range where captured bytes end and lost bytes begin.
+        let mut parts = vec![(s, e)];
+        if s < captured_end && captured_end < e {
+            parts = vec![(s, captured_end), (captured_end, e)];
+        }
+        for (ps, pe) in parts {
+            let chunk = slice(ps, pe);
+            if let Chunk::Bytes(b) = &chunk {
+                half.pending_bytes += b.len();
+            }
+            half.pending.insert(ps, Piece { chunk, mark });
+        }
+    }
+}
+
+/// Delivers whatever is now contiguous. `completed_by` is the packet that made it deliverable
+/// (the one that filled the hole); without one, each piece keeps its own mark.
+fn drain(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    completed_by: Option<Mark>,
+    sink: &mut impl TcpSink,
+) {
+    while let Some(entry) = half.pending.first_entry() {
+        if *entry.key() > half.next {
+            break;
+        }
+        let start = *entry.key();
+        let piece = entry.remove();
+        let len = piece.chunk.len();
+        if let Chunk::Bytes(b) = &piece.chunk {
+            half.pending_bytes -= b.len().min(half.pending_bytes);
+        }
+        let end = start + len;
+        if end <= half.next {
+            continue;
+        }
+        let skip = (half.next - start) as usize;
+        let mut mark = completed_by.map_or(piece.mark, |m| m.max(piece.mark));
+        if let Some(prev) = half.delivered_mark {
+            mark = mark.max(prev);
+        }
+        half.delivered_mark = Some(mark);
+        match &piece.chunk {
+            Chunk::Bytes(b) => {
+                let data = &b[skip..];
+                half.stats.bytes += data.len() as u64;
+                sink.on_tcp(TcpEvent::Data {
+                    conn,
+                    dir,
+                    data,
+                    mark,
+                });
+            }
+            Chunk::Lost(n) => {
+                let lost = n - skip as u64;
+                half.stats.gaps += 1;
+                half.stats.gap_bytes += lost;
+                sink.on_tcp(TcpEvent::Gap {
+                    conn,
+                    dir,
+                    len: lost,
+                    mark,
+                });
+            }
+        }
+        half.next = end;
+    }
+    if let Some(fin) = half.fin_at
+        && !half.stats.fin
+        && half.next >= fin
+    {
+        half.stats.fin = true;
+        let fin_mark = half.fin_mark.unwrap_or(Mark {
+            time: Timestamp(0),
+            frame: mcpf_model::FrameRef::new(0, 0),
+        });
+        sink.on_tcp(TcpEvent::Fin {
+            conn,
+            dir,
+            mark: completed_by.map_or(fin_mark, |m| m.max(fin_mark)),
+        });
+    }
+}
+
+/// Declares the hole before the first buffered piece lost and delivers what follows it.
+fn declare_gap(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpSink) {
+    let Some((&first, piece)) = half.pending.first_key_value() else {
+        return;
+    };
+    let mark = piece.mark;
+    if first > half.next {
+        let len = first - half.next;
+        half.stats.gaps += 1;
+        half.stats.gap_bytes += len;
+        sink.on_tcp(TcpEvent::Gap {
+            conn,
+            dir,
+            len,
+            mark,
+        });
+        half.next = first;
+    }
+    drain(half, conn, dir, None, sink);
+}
+
+/// Packets of a connection a capture may reorder: a segment acknowledged before it shows up is
+/// waited for this long before its hole is declared lost (captures merged from several interfaces,
+/// or `-i any`, can put an ACK ahead of the data it acknowledges).
+const REORDER_WINDOW_PACKETS: u64 = 16;
+
+/// ... or this long in capture time.
+const REORDER_WINDOW_NS: i64 = 500_000_000;
+
+fn flush_acked_holes(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    packets: u64,
+    now: Timestamp,
+    sink: &mut impl TcpSink,
+) {
+    let Some(acked) = half.acked else {
+        return;
+    };
+    while let Some((&first, _)) = half.pending.first_key_value() {
+        // Only a hole the receiver acknowledged in full is certainly lost from the capture.
+        if first > half.next && acked >= first {
+            // Once the FIN itself is acknowledged nothing can still be on its way.
+            let fin_acked = half.fin_at.is_some_and(|f| acked > f);
+            let (since, at) = *half.hole_acked_at.get_or_insert((packets, now));
+            if !fin_acked
+                && packets.saturating_sub(since) < REORDER_WINDOW_PACKETS
+                && now.0.saturating_sub(at.0) < REORDER_WINDOW_NS
+            {
+                return;
+            }
+            half.hole_acked_at = None;
+            declare_gap(half, conn, dir, sink);
+        } else {
+            half.hole_acked_at = None;
+            break;
+        }
+    }
+}
+
+/// At the end of a connection every remaining hole is a gap, and so are bytes missing before a
+/// FIN we saw; bytes never announced are not.
+fn flush_all(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpSink) {
+    while !half.pending.is_empty() {
+        declare_gap(half, conn, dir, sink);
+    }
+    // Bytes the peer acknowledged but the capture never showed (Wireshark's "ACKed unseen
+    // segment") are lost too; the FIN's own sequence number is not data.
+    if let Some(acked) = half.acked {
+        let end = half.fin_at.map_or(acked, |f| acked.min(f));
+        if end > half.next && half.base.is_some() {
+            let len = end - half.next;
+            half.stats.gaps += 1;
+            half.stats.gap_bytes += len;
+            let mark = half.fin_mark.or(half.last_mark).unwrap_or(Mark {
+                time: Timestamp(0),
+                frame: mcpf_model::FrameRef::new(0, 0),
+            });
+            sink.on_tcp(TcpEvent::Gap {
+                conn,
+                dir,
+                len,
+                mark,
+            });
+            half.next = end;
+            drain(half, conn, dir, None, sink);
+        }
+    }
+    if let (Some(fin), Some(mark)) = (half.fin_at, half.fin_mark)
+        && half.next < fin
+        && !half.stats.fin
+    {
+        let len = fin - half.next;
+        half.stats.gaps += 1;
+        half.stats.gap_bytes += len;
+        sink.on_tcp(TcpEvent::Gap {
+            conn,
+            dir,
+            len,
+            mark,
+        });
+        half.next = fin;
+        drain(half, conn, dir, None, sink);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags;
+    use mcpf_model::FrameRef;
+    use proptest::prelude::*;
+
+    const C: &str = "10.0.0.1:40000";
+    const S: &str = "10.0.0.2:8080";
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Item {
+        Bytes(Vec<u8>),
+        Gap(u64),
+        Fin,
+    }
+
+    #[derive(Default)]
+    struct Collector {
+        opened: Vec<(ConnId, SocketAddr, SocketAddr)>,
+        streams: BTreeMap<(ConnId, Direction), Vec<Item>>,
+        closed: Vec<ConnSummary>,
+        /// Connection number, direction, frame of each data event.
+        frames: Vec<(u64, Direction, u64)>,
+    }
+
+    impl TcpSink for Collector {
+        fn on_tcp(&mut self, event: TcpEvent<'_>) {
+            match event {
+                TcpEvent::Opened {
+                    conn,
+                    client,
+                    server,
+                    ..
+                } => self.opened.push((conn, client, server)),
+                TcpEvent::Data {
+                    conn,
+                    dir,
+                    data,
+                    mark,
+                } => {
+                    assert!(self.opened.iter().any(|o| o.0 == conn), "data before open");
+                    self.frames.push((conn.number(), dir, mark.frame.frame));
+                    let items = self.streams.entry((conn, dir)).or_default();
+                    match items.last_mut() {
+                        Some(Item::Bytes(b)) => b.extend_from_slice(data),
+                        _ => items.push(Item::Bytes(data.to_vec())),
+                    }
+                }
+                TcpEvent::Gap { conn, dir, len, .. } => self
+                    .streams
+                    .entry((conn, dir))
+                    .or_default()
+                    .push(Item::Gap(len)),
+                TcpEvent::Fin { conn, dir, .. } => {
+                    self.streams.entry((conn, dir)).or_default().push(Item::Fin)
+                }
+                TcpEvent::Closed { summary } => self.closed.push(summary.clone()),
+            }
+        }
+    }
+
+    impl Collector {
+        /// The items of the `n`-th connection (from 0) in direction `dir`.
+        fn stream(&self, n: u64, dir: Direction) -> Vec<Item> {
+            self.streams
+                .get(&(ConnId::tcp(n), dir))
+                .cloned()
+                .unwrap_or_default()
+        }
+    }
+
+    struct Seg {
+        from_client: bool,
+        seq: u32,
+        ack: Option<u32>,
+        syn: bool,
+        fin: bool,
+        rst: bool,
+        payload: Vec<u8>,
+        missing: u32,
+    }
+
+    fn data(from_client: bool, seq: u32, payload: &[u8]) -> Seg {
+        Seg {
+            from_client,
+            seq,
+            ack: None,
+            syn: false,
+            fin: false,
+            rst: false,
+            payload: payload.to_vec(),
+            missing: 0,
+        }
+    }
+
+    fn feed(r: &mut Reassembler, sink: &mut Collector, segs: &[Seg]) {
+        feed_with(r, sink, segs, C, S)
+    }
+
+    fn feed_with(r: &mut Reassembler, sink: &mut Collector, segs: &[Seg], c: &str, s: &str) {
+        feed_timed(r, sink, segs, c, s, 1_000_000)
+    }
+
+    fn feed_timed(
+        r: &mut Reassembler,
+        sink: &mut Collector,
+        segs: &[Seg],
+        c: &str,
+        s: &str,
+        step_ns: i64,
+    ) {
+        let (c, s): (SocketAddr, SocketAddr) = (c.parse().unwrap(), s.parse().unwrap());
+        for (i, seg) in segs.iter().enumerate() {
+            let (src, dst) = if seg.from_client { (c, s) } else { (s, c) };
+            let ts = TcpSegment {
+                src,
+                dst,
+                seq: seg.seq,
+                ack: seg.ack.unwrap_or(0),
+                flags: TcpFlags {
+                    syn: seg.syn,
+                    ack: seg.ack.is_some(),
+                    fin: seg.fin,
+                    rst: seg.rst,
+                },
+                window: 1000,
+                payload: &seg.payload,
+                missing: seg.missing,
+            };
+            let mark = Mark {
+                time: Timestamp::from_secs_nanos(1000, 0).add_nanos(step_ns * i as i64),
+                frame: FrameRef::new(0, i as u64 + 1),
+            };
+            r.segment(&ts, mark, sink);
+        }
+    }
+
+    fn handshake(isn_c: u32, isn_s: u32) -> Vec<Seg> {
+        vec![
+            Seg {
+                syn: true,
+                ..data(true, isn_c, b"")
+            },
+            Seg {
+                syn: true,
+                ack: Some(isn_c.wrapping_add(1)),
+                ..data(false, isn_s, b"")
+            },
+            Seg {
+                ack: Some(isn_s.wrapping_add(1)),
+                ..data(true, isn_c.wrapping_add(1), b"")
+            },
+        ]
+    }
+
+    use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+
+    #[test]
+    fn delivers_in_order_bytes_and_fin_close() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(100, 5000);
+        segs.push(data(true, 101, b"GET / HTTP/1.1\r\n\r\n"));
+        segs.push(data(false, 5001, b"HTTP/1.1 200 OK\r\n\r\n"));
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 119, b"")
+        });
+        segs.push(Seg {
+            fin: true,
+            ..data(false, 5020, b"")
+        });
+        feed(&mut r, &mut k, &segs);
+        assert_eq!(k.opened.len(), 1);
+        assert_eq!(k.opened[0].1, C.parse().unwrap());
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Bytes(b"GET / HTTP/1.1\r\n\r\n".to_vec()), Item::Fin]
+        );
+        assert_eq!(k.closed.len(), 1);
+        assert_eq!(k.closed[0].close, CloseReason::Fin);
+        assert!(k.closed[0].handshake_seen);
+    }
+
+    #[test]
+    fn reorders_and_drops_duplicates() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(1, 1);
+        segs.push(data(true, 6, b"world"));
+        segs.push(data(true, 2, b"hell"));
+        segs.push(data(true, 2, b"hell"));
+        segs.push(data(true, 6, b"w"));
+        segs.push(data(true, 11, b"!"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"hellworld!".to_vec())]);
+        let s = &k.closed[0];
+        assert_eq!(s.c2s.out_of_order, 1);
+        assert_eq!(s.c2s.retransmissions, 2);
+        assert_eq!(s.close, CloseReason::CaptureEnd);
+        // The out-of-order bytes were completed by the segment that filled the hole (frame 5).
+        assert_eq!(k.frames, vec![(0, C2S, 5), (0, C2S, 5), (0, C2S, 8)]);
+    }
+
+    #[test]
+    fn first_copy_wins_and_conflicts_are_counted() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(1, 1);
+        segs.push(data(true, 4, b"CDEF"));
+        segs.push(data(true, 2, b"abXYgh"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"abCDEF".to_vec())]);
+        assert_eq!(k.closed[0].c2s.conflicts, 1);
+    }
+
+    #[test]
+    fn wraps_sequence_numbers() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let isn = u32::MAX - 3;
+        let mut segs = handshake(isn, 7);
+        segs.push(data(true, isn.wrapping_add(1), b"abc"));
+        segs.push(data(true, isn.wrapping_add(7), b"ghi")); // after the wrap, out of order
+        segs.push(data(true, isn.wrapping_add(4), b"def")); // crosses 2^32
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"abcdefghi".to_vec())]);
+        assert_eq!(k.closed[0].c2s.gaps, 0);
+    }
+
+    #[test]
+    fn picks_up_mid_stream_and_tells_roles_by_content() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        // No handshake; the server speaks first in the capture, from the higher port.
+        let segs = vec![
+            data(false, 9000, b"HTTP/1.1 200 OK\r\n"),
+            data(true, 300, b"POST /mcp HTTP/1.1\r\n"),
+        ];
+        feed_with(&mut r, &mut k, &segs, "10.0.0.1:80", "10.0.0.2:50000");
+        r.finish(&mut k);
+        assert_eq!(k.opened[0].1, "10.0.0.1:80".parse().unwrap());
+        assert_eq!(k.closed[0].role_basis, RoleBasis::HttpStatusLine);
+        assert!(!k.closed[0].handshake_seen);
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![Item::Bytes(b"HTTP/1.1 200 OK\r\n".to_vec())]
+        );
+    }
+
+    #[test]
+    fn new_syn_after_fin_is_a_new_connection() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(10, 20);
+        segs.push(data(true, 11, b"one"));
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 14, b"")
+        });
+        segs.push(Seg {
+            fin: true,
+            ack: Some(15),
+            ..data(false, 21, b"")
+        });
+        segs.push(Seg {
+            ack: Some(22),
+            ..data(true, 15, b"")
+        });
+        segs.extend(handshake(900, 800));
+        segs.push(data(true, 901, b"two"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.opened.len(), 2);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Bytes(b"one".to_vec()), Item::Fin]
+        );
+        assert_eq!(k.stream(1, C2S), vec![Item::Bytes(b"two".to_vec())]);
+        assert_eq!(k.closed[0].close, CloseReason::Fin);
+        assert_eq!(k.closed[1].close, CloseReason::CaptureEnd);
+    }
+
+    #[test]
+    fn ack_past_a_hole_declares_the_gap_after_the_reorder_window() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(false, 1, b"aaaa"));
+        // Bytes 5..=8 never captured.
+        segs.push(data(false, 9, b"cccc"));
+        segs.push(Seg {
+            ack: Some(13),
+            ..data(true, 1, b"")
+        });
+        feed(&mut r, &mut k, &segs);
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![Item::Bytes(b"aaaa".to_vec())],
+            "waits for a reordered segment"
+        );
+        let acks: Vec<Seg> = (0..REORDER_WINDOW_PACKETS)
+            .map(|_| Seg {
+                ack: Some(13),
+                ..data(true, 1, b"")
+            })
+            .collect();
+        feed(&mut r, &mut k, &acks);
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![
+                Item::Bytes(b"aaaa".to_vec()),
+                Item::Gap(4),
+                Item::Bytes(b"cccc".to_vec())
+            ]
+        );
+        r.finish(&mut k);
+        assert_eq!(k.closed[0].s2c.gap_bytes, 4);
+    }
+
+    #[test]
+    fn an_ack_captured_ahead_of_its_data_is_not_a_loss() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(false, 1, b"aaaa"));
+        // Captured out of order: the second segment, then the ACK for the first, then the first.
+        segs.push(data(false, 9, b"cccc"));
+        segs.push(Seg {
+            ack: Some(9),
+            ..data(true, 1, b"")
+        });
+        segs.push(data(false, 5, b"bbbb"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(
+            k.stream(0, S2C),
+            vec![Item::Bytes(b"aaaabbbbcccc".to_vec())]
+        );
+    }
+
+    #[test]
+    fn hole_before_fin_is_a_gap() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, b"ab"));
+        segs.push(Seg {
+            fin: true,
+            ..data(true, 6, b"")
+        });
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Bytes(b"ab".to_vec()), Item::Gap(3), Item::Fin]
+        );
+    }
+
+    #[test]
+    fn snaplen_cut_becomes_a_gap() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(Seg {
+            missing: 6,
+            ..data(true, 1, b"abcd")
+        });
+        segs.push(data(true, 11, b"next"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![
+                Item::Bytes(b"abcd".to_vec()),
+                Item::Gap(6),
+                Item::Bytes(b"next".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn reset_closes_and_names_the_side() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(false, 1, b"event: 1\n\n"));
+        segs.push(Seg {
+            rst: true,
+            ..data(true, 1, b"")
+        });
+        feed(&mut r, &mut k, &segs);
+        assert_eq!(
+            k.closed[0].close,
+            CloseReason::Reset {
+                by: Direction::ClientToServer
+            }
+        );
+        // A late retransmission after the reset is absorbed, not a new connection.
+        feed(&mut r, &mut k, &[data(false, 1, b"event: 1\n\n")]);
+        r.finish(&mut k);
+        assert_eq!(k.closed.len(), 1);
+    }
+
+    #[test]
+    fn keepalive_probes_are_counted_not_delivered() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, b"abc"));
+        segs.push(data(true, 3, b"c"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"abc".to_vec())]);
+        assert_eq!(k.closed[0].c2s.keepalives, 1);
+    }
+
+    #[test]
+    fn buffer_limit_declares_a_gap_and_is_counted() {
+        let limits = Limits {
+            max_buffered_per_direction: 8,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 3, b"cdef"));
+        segs.push(data(true, 7, b"ghijkl"));
+        feed(&mut r, &mut k, &segs);
+        assert_eq!(r.stats.direction_limit_hits, 1);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Gap(2), Item::Bytes(b"cdefghijkl".to_vec())]
+        );
+    }
+
+    #[test]
+    fn idle_connections_are_evicted() {
+        let limits = Limits {
+            idle_timeout_secs: 5,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, b"x"));
+        // Frames are one second apart: the other connection keeps time moving.
+        feed(&mut r, &mut k, &segs);
+        let later: Vec<Seg> = (0..10).map(|i| data(true, 1 + i, b"y")).collect();
+        let second = Timestamp::NANOS_PER_SEC;
+        feed_timed(
+            &mut r,
+            &mut k,
+            &later,
+            "10.9.9.9:1234",
+            "10.0.0.2:8080",
+            second,
+        );
+        let evicted = k.closed.iter().find(|s| s.conn == ConnId::tcp(0)).unwrap();
+        assert_eq!(evicted.close, CloseReason::Idle);
+        assert_eq!(r.stats.idle_evictions, 1);
+    }
+
+    /// Builds the segments of a client stream, with a final FIN, for the property tests.
+    fn split(payload: &[u8], cuts: &[usize]) -> Vec<(u32, Vec<u8>)> {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % payload.len().max(1)).collect();
+        points.push(0);
+        points.push(payload.len());
+        points.sort_unstable();
+        points.dedup();
+        points
+            .windows(2)
+            .map(|w| (w[0] as u32, payload[w[0]..w[1]].to_vec()))
+            .collect()
+    }
+
+    fn run_property(
+        isn: u32,
+        pieces: &[(u32, Vec<u8>)],
+        order: &[usize],
+        total: usize,
+    ) -> Vec<Item> {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(isn, 1);
+        for &i in order {
+            let (off, bytes) = &pieces[i];
+            segs.push(data(true, isn.wrapping_add(1).wrapping_add(*off), bytes));
+        }
+        segs.push(Seg {
+            fin: true,
+            ..data(true, isn.wrapping_add(1).wrapping_add(total as u32), b"")
+        });
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        k.stream(0, C2S)
+    }
+
+    proptest! {
+        #[test]
+        fn any_reordering_and_duplication_delivers_the_same_bytes(
+            payload in proptest::collection::vec(any::<u8>(), 1..600),
+            cuts in proptest::collection::vec(any::<usize>(), 0..20),
+            seed in proptest::collection::vec(any::<u16>(), 0..60),
+            isn in any::<u32>(),
+        ) {
+            let pieces = split(&payload, &cuts);
+            // Every piece at least once, plus duplicates, in an order the seed picks.
+            let mut order: Vec<usize> = (0..pieces.len()).collect();
+            for s in &seed {
+                order.push(*s as usize % pieces.len());
+            }
+            for (i, s) in seed.iter().enumerate() {
+                let j = *s as usize % order.len();
+                let i = i % order.len();
+                order.swap(i, j);
+            }
+            let got = run_property(isn, &pieces, &order, payload.len());
+            prop_assert_eq!(got, vec![Item::Bytes(payload.clone()), Item::Fin]);
+        }
+
+        #[test]
+        fn dropping_one_segment_yields_exactly_one_gap_of_its_size(
+            payload in proptest::collection::vec(any::<u8>(), 2..600),
+            cuts in proptest::collection::vec(any::<usize>(), 1..20),
+            seed in proptest::collection::vec(any::<u16>(), 0..40),
+            drop in any::<usize>(),
+            isn in any::<u32>(),
+        ) {
+            let pieces = split(&payload, &cuts);
+            let dropped = drop % pieces.len();
+            let mut order: Vec<usize> = (0..pieces.len()).filter(|&i| i != dropped).collect();
+            if order.is_empty() {
+                return Ok(());
+            }
+            for (i, s) in seed.iter().enumerate() {
+                let j = *s as usize % order.len();
+                let i = i % order.len();
+                order.swap(i, j);
+            }
+            let got = run_property(isn, &pieces, &order, payload.len());
+            let (off, bytes) = &pieces[dropped];
+            let (off, len) = (*off as usize, bytes.len());
+            let mut want = Vec::new();
+            if off > 0 {
+                want.push(Item::Bytes(payload[..off].to_vec()));
+            }
+            want.push(Item::Gap(len as u64));
+            if off + len < payload.len() {
+                want.push(Item::Bytes(payload[off + len..].to_vec()));
+            }
+            want.push(Item::Fin);
+            prop_assert_eq!(got, want);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Capture files of every supported shape, built byte by byte with the project's writer, read
+//! back through the capture stage: file formats, link types, damage.
+
+use std::io::{Cursor, Write};
+use std::net::SocketAddr;
+
+use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::reader::{CaptureReader, ReadError};
+use mcpf_capture::tcp::{Direction, Limits, TcpEvent};
+use mcpf_capture::writer::{PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame};
+use mcpf_capture::{CaptureInput, CaptureStage, run};
+use mcpf_model::InputReport;
+use mcpf_model::Timestamp;
+
+const REQUEST: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+const RESPONSE: &[u8] = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+
+fn t(ms: i64) -> Timestamp {
+    Timestamp::from_secs_nanos(1_790_000_000, 0).add_nanos(ms * 1_000_000)
+}
+
+/// The packets of one short HTTP exchange: handshake, request, response, FINs.
+fn conversation(client: &str, server: &str) -> Vec<Vec<u8>> {
+    let c: SocketAddr = client.parse().unwrap();
+    let s: SocketAddr = server.parse().unwrap();
+    let syn = TcpFlags {
+        syn: true,
+        ..TcpFlags::default()
+    };
+    let synack = TcpFlags {
+        syn: true,
+        ack: true,
+        ..TcpFlags::default()
+    };
+    let finack = TcpFlags {
+        fin: true,
+        ack: true,
+        ..TcpFlags::default()
+    };
+    let r = REQUEST.len() as u32;
+    let p = RESPONSE.len() as u32;
+    vec![
+        ip_packet(&SegmentSpec::new(c, s, 1000, 0, b"").flags(syn)),
+        ip_packet(&SegmentSpec::new(s, c, 5000, 1001, b"").flags(synack)),
+        ip_packet(&SegmentSpec::new(c, s, 1001, 5001, b"")),
+        ip_packet(&SegmentSpec::new(c, s, 1001, 5001, REQUEST)),
+        ip_packet(&SegmentSpec::new(s, c, 5001, 1001 + r, RESPONSE)),
+        ip_packet(&SegmentSpec::new(c, s, 1001 + r, 5001 + p, b"").flags(finack)),
+        ip_packet(&SegmentSpec::new(s, c, 5001 + p, 1002 + r, b"").flags(finack)),
+        ip_packet(&SegmentSpec::new(c, s, 1002 + r, 5002 + p, b"")),
+    ]
+}
+
+#[derive(Default, Debug)]
+struct Seen {
+    c2s: Vec<u8>,
+    s2c: Vec<u8>,
+    gaps: u64,
+    client: Option<SocketAddr>,
+    server: Option<SocketAddr>,
+    connections: usize,
+    frames: Vec<u64>,
+    times: Vec<Timestamp>,
+}
+
+fn analyse(bytes: Vec<u8>) -> (Seen, InputReport) {
+    let reader = CaptureReader::open(Box::new(Cursor::new(bytes)), 0).expect("opens");
+    let mut inputs = vec![CaptureInput {
+        path: "test".into(),
+        reader,
+        bytes_read: Default::default(),
+        size: None,
+    }];
+    let mut stage = CaptureStage::new(Limits::default(), 1);
+    let mut seen = Seen::default();
+    let mut sink = |ev: TcpEvent<'_>| match ev {
+        TcpEvent::Opened { client, server, .. } => {
+            seen.client = Some(client);
+            seen.server = Some(server);
+            seen.connections += 1;
+        }
+        TcpEvent::Data {
+            dir, data, mark, ..
+        } => {
+            seen.frames.push(mark.frame.frame);
+            seen.times.push(mark.time);
+            match dir {
+                Direction::ClientToServer => seen.c2s.extend_from_slice(data),
+                Direction::ServerToClient => seen.s2c.extend_from_slice(data),
+            }
+        }
+        TcpEvent::Gap { len, .. } => seen.gaps += len,
+        _ => {}
+    };
+    run(&mut inputs, &mut stage, &mut sink);
+    let report = stage.report(&inputs[0]);
+    (seen, report)
+}
+
+fn assert_exchange(seen: &Seen, client: &str, server: &str) {
+    assert_eq!(seen.connections, 1, "{seen:?}");
+    assert_eq!(seen.client, Some(client.parse().unwrap()));
+    assert_eq!(seen.server, Some(server.parse().unwrap()));
+    assert_eq!(seen.c2s, REQUEST);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(seen.gaps, 0);
+    assert_eq!(seen.frames, vec![4, 5], "frame numbers are 1-based");
+}
+
+fn pcap(lt: i32, nanos: bool, big_endian: bool, frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), lt, 262_144, nanos, big_endian).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        w.packet(t(i as i64), f, f.len() as u32).unwrap();
+    }
+    w.into_inner()
+}
+
+#[test]
+fn every_link_type_in_classic_pcap() {
+    let v4 = ("192.168.1.10:51000", "192.168.1.20:3000");
+    let v6 = ("[2001:db8::10]:51000", "[2001:db8::20]:3000");
+    let cases: Vec<(i32, &[u16], (&str, &str))> = vec![
+        (linktype::ETHERNET, &[], v4),
+        (linktype::ETHERNET, &[10], v4),
+        (linktype::ETHERNET, &[100, 200], v6),
+        (linktype::LINUX_SLL, &[], v4),
+        (linktype::LINUX_SLL2, &[], v6),
+        (linktype::RAW, &[], v4),
+        (linktype::RAW_12, &[], v6),
+        (linktype::IPV4, &[], v4),
+        (linktype::IPV6, &[], v6),
+        (linktype::NULL, &[], v4),
+        (linktype::NULL, &[], v6),
+        (linktype::LOOP, &[], v6),
+    ];
+    for (lt, tags, (c, s)) in cases {
+        let frames: Vec<Vec<u8>> = conversation(c, s)
+            .iter()
+            .map(|ip| link_frame(lt, ip, tags))
+            .collect();
+        let (seen, report) = analyse(pcap(lt, false, false, &frames));
+        assert_exchange(&seen, c, s);
+        assert_eq!(report.packets, 8, "link type {lt}");
+        assert!(
+            report.skipped.is_empty(),
+            "link type {lt}: {:?}",
+            report.skipped
+        );
+    }
+}
+
+#[test]
+fn both_byte_orders_and_precisions() {
+    let frames: Vec<Vec<u8>> = conversation("10.0.0.1:40000", "10.0.0.2:8000")
+        .iter()
+        .map(|ip| link_frame(linktype::ETHERNET, ip, &[]))
+        .collect();
+    for big_endian in [false, true] {
+        for nanos in [false, true] {
+            let (seen, report) = analyse(pcap(linktype::ETHERNET, nanos, big_endian, &frames));
+            assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
+            assert_eq!(report.format, "pcap");
+            // Frame 4 was written at +3 ms.
+            assert_eq!(seen.times[0], t(3));
+        }
+    }
+}
+
+#[test]
+fn ip_options_and_ipv6_extension_headers() {
+    let c: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let s: SocketAddr = "10.0.0.2:8000".parse().unwrap();
+    let mut spec = SegmentSpec::new(c, s, 1, 1, REQUEST);
+    let options = [1u8, 1, 1, 0]; // NOP, NOP, NOP, EOL
+    spec.ip_options = &options;
+    let framed = link_frame(linktype::RAW, &ip_packet(&spec), &[]);
+    let (seen, _) = analyse(pcap(linktype::RAW, false, false, &[framed]));
+    assert_eq!(seen.c2s, REQUEST);
+
+    let c6: SocketAddr = "[::1]:40000".parse().unwrap();
+    let s6: SocketAddr = "[::1]:8000".parse().unwrap();
+    let mut spec = SegmentSpec::new(c6, s6, 1, 1, REQUEST);
+    let hop = [1u8, 4, 0, 0, 0, 0]; // PadN filling the 8-byte header
+    spec.ip_options = &hop;
+    let framed = link_frame(linktype::RAW, &ip_packet(&spec), &[]);
+    let (seen, _) = analyse(pcap(linktype::RAW, false, false, &[framed]));
+    assert_eq!(seen.c2s, REQUEST);
+}
+
+#[test]
+fn pcapng_sections_interfaces_resolutions_and_block_kinds() {
+    let conv = conversation("10.1.0.1:40000", "10.1.0.2:9000");
+    let mut w = PcapNgWriter::new(Vec::new(), false).unwrap();
+    // Interface 0 is Ethernet in microseconds, interface 1 raw IP in nanoseconds.
+    let eth = w.interface(linktype::ETHERNET, 0, 6).unwrap();
+    let raw = w.interface(linktype::RAW, 0, 9).unwrap();
+    for (i, ip) in conv.iter().enumerate().take(3) {
+        w.packet(
+            eth,
+            t(i as i64),
+            &link_frame(linktype::ETHERNET, ip, &[]),
+            0,
+        )
+        .unwrap();
+    }
+    w.packet(raw, t(3).add_nanos(123), &conv[3], 0).unwrap();
+    // A second section, big-endian, whose only interface uses binary fractions (2^-20 s).
+    w.section(true).unwrap();
+    let bin = w.interface(linktype::LINUX_SLL, 0, 0x80 | 20).unwrap();
+    w.packet(
+        bin,
+        t(4),
+        &link_frame(linktype::LINUX_SLL, &conv[4], &[]),
+        0,
+    )
+    .unwrap();
+    w.obsolete_packet(0, t(5), &link_frame(linktype::LINUX_SLL, &conv[5], &[]))
+        .unwrap();
+    w.simple_packet(&link_frame(linktype::LINUX_SLL, &conv[6], &[]))
+        .unwrap();
+    w.packet(
+        bin,
+        t(7),
+        &link_frame(linktype::LINUX_SLL, &conv[7], &[]),
+        0,
+    )
+    .unwrap();
+    let (seen, report) = analyse(w.into_inner());
+    assert_exchange(&seen, "10.1.0.1:40000", "10.1.0.2:9000");
+    assert_eq!(report.format, "pcapng");
+    assert_eq!(report.packets, 8);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(seen.times[0], t(3).add_nanos(123), "nanosecond interface");
+    let bin_err = (seen.times[1].0 - t(4).0).abs();
+    assert!(bin_err < 1000, "2^-20 s resolution is within a microsecond");
+}
+
+#[test]
+fn gzip_is_detected_by_content() {
+    let frames: Vec<Vec<u8>> = conversation("10.0.0.1:40000", "10.0.0.2:8000")
+        .iter()
+        .map(|ip| link_frame(linktype::ETHERNET, ip, &[]))
+        .collect();
+    let plain = pcap(linktype::ETHERNET, false, false, &frames);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let (seen, report) = analyse(gz.finish().unwrap());
+    assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
+    assert_eq!(report.format, "pcap+gzip");
+}
+
+#[test]
+fn truncated_file_keeps_what_was_read_and_warns() {
+    let frames: Vec<Vec<u8>> = conversation("10.0.0.1:40000", "10.0.0.2:8000")
+        .iter()
+        .map(|ip| link_frame(linktype::ETHERNET, ip, &[]))
+        .collect();
+    let mut bytes = pcap(linktype::ETHERNET, false, false, &frames[..5]);
+    bytes.truncate(bytes.len() - 7);
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST);
+    assert_eq!(report.packets, 4);
+    assert!(
+        report.warnings.iter().any(|w| w.contains("truncated")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+#[test]
+fn absurd_record_length_is_rejected_without_allocating() {
+    let frames: Vec<Vec<u8>> = conversation("10.0.0.1:40000", "10.0.0.2:8000")
+        .iter()
+        .map(|ip| link_frame(linktype::ETHERNET, ip, &[]))
+        .collect();
+    let mut bytes = pcap(linktype::ETHERNET, false, false, &frames[..4]);
+    // A record header claiming 3 GB.
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&3_000_000_000u32.to_le_bytes());
+    bytes.extend_from_slice(&3_000_000_000u32.to_le_bytes());
+    bytes.extend_from_slice(&[0u8; 64]);
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST);
+    assert_eq!(report.packets, 4);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("corrupt") || w.contains("truncated")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+#[test]
+fn snaplen_cut_frames_are_gaps() {
+    let conv = conversation("10.0.0.1:40000", "10.0.0.2:8000");
+    let mut w = PcapWriter::new(Vec::new(), linktype::RAW, 60, false, false).unwrap();
+    for (i, ip) in conv.iter().enumerate() {
+        let keep = ip.len().min(60);
+        w.packet(t(i as i64), &ip[..keep], ip.len() as u32).unwrap();
+    }
+    let (seen, report) = analyse(w.into_inner());
+    // 60 bytes of IPv4 + TCP headers leave 20 payload bytes per data frame.
+    assert_eq!(seen.c2s, &REQUEST[..20]);
+    assert_eq!(seen.gaps, (REQUEST.len() - 20 + RESPONSE.len() - 20) as u64);
+    assert!(report.warnings.iter().any(|w| w.contains("snap length")));
+}
+
+#[test]
+fn unknown_link_type_is_counted_and_reported_once() {
+    let frames = vec![vec![0u8; 40], vec![0u8; 40]];
+    let (_, report) = analyse(pcap(147, false, false, &frames));
+    assert_eq!(report.skipped.get("unsupported link type"), Some(&2));
+    let mentions = report
+        .warnings
+        .iter()
+        .filter(|w| w.contains("link type 147"))
+        .count();
+    assert_eq!(mentions, 1);
+}
+
+#[test]
+fn not_a_capture_names_its_first_bytes() {
+    for (bytes, expect) in [
+        (b"GET / HTTP/1.1\r\n".to_vec(), "47 45 54"),
+        (b"{\"log\": {}}".to_vec(), "JSON"),
+        (vec![0x16, 0x03, 0x01, 0x02, 0x00], "TLS"),
+    ] {
+        let err = CaptureReader::open(Box::new(Cursor::new(bytes)), 0)
+            .err()
+            .expect("must fail");
+        let text = err.to_string();
+        assert!(text.contains(expect), "{text}");
+    }
+    assert!(matches!(
+        CaptureReader::open(Box::new(Cursor::new(Vec::new())), 0),
+        Err(ReadError::Empty)
+    ));
+}
+
+#[test]
+fn several_inputs_merge_by_time() {
+    let conv = conversation("10.0.0.1:40000", "10.0.0.2:8000");
+    // Split one connection over two files, interleaved in time.
+    let mut a = PcapWriter::new(Vec::new(), linktype::RAW, 0, false, false).unwrap();
+    let mut b = PcapWriter::new(Vec::new(), linktype::RAW, 0, true, true).unwrap();
+    for (i, ip) in conv.iter().enumerate() {
+        if i % 2 == 0 {
+            a.packet(t(i as i64), ip, ip.len() as u32).unwrap();
+        } else {
+            b.packet(t(i as i64), ip, ip.len() as u32).unwrap();
+        }
+    }
+    let mut inputs: Vec<CaptureInput> = [a.into_inner(), b.into_inner()]
+        .into_iter()
+        .enumerate()
+        .map(|(i, bytes)| CaptureInput {
+            path: format!("part{i}"),
+            reader: CaptureReader::open(Box::new(Cursor::new(bytes)), i as u32).unwrap(),
+            bytes_read: Default::default(),
+            size: None,
+        })
+        .collect();
+    let mut stage = CaptureStage::new(Limits::default(), 2);
+    let mut c2s = Vec::new();
+    let mut s2c = Vec::new();
+    let mut frames = Vec::new();
+    let mut sink = |ev: TcpEvent<'_>| {
+        if let TcpEvent::Data {
+            dir, data, mark, ..
+        } = ev
+        {
+            frames.push((mark.frame.input, mark.frame.frame));
+            match dir {
+                Direction::ClientToServer => c2s.extend_from_slice(data),
+                Direction::ServerToClient => s2c.extend_from_slice(data),
+            }
+        }
+    };
+    run(&mut inputs, &mut stage, &mut sink);
+    assert_eq!(c2s, REQUEST);
+    assert_eq!(s2c, RESPONSE);
+    // Request was packet 4 overall: the 2nd of input 1; response the 3rd of input 0.
+    assert_eq!(frames, vec![(1, 2), (0, 3)]);
+}

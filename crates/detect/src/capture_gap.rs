@@ -1,0 +1,47 @@
+//! `capture_gap`: bytes that crossed the wire under an MCP exchange are not in the capture. Every
+//! finding that rests on that exchange says its confidence is reduced.
+
+use serde_json::json;
+
+use super::{Findings, KindInfo, New, Severity};
+use mcpf_mcp::model::Session;
+
+pub const INFO: KindInfo = KindInfo {
+    kind: "capture_gap",
+    severity: Severity::Low,
+    when: "packets are missing from the capture under an MCP stream or exchange",
+    meaning: "The capture lost bytes that the client or server really sent (dropped by the capturing host, cut by the snap length, or taken mid-connection). The analyzer skips past the hole and says so instead of joining the bytes around it.",
+    why: "Events, responses or requests may have been in the missing bytes: a finding that rests on this stream (a skipped range, an unanswered request) may be an artefact of the capture rather than of the server.",
+    fix: "Capture with tcpdump -s 0 -U on a host that is not overloaded (or with a larger -B buffer), on the leg closest to the component you suspect, and compare with the capture of the other leg if you have it.",
+    evidence: &["stream", "bytes"],
+};
+
+pub fn detect(s: &Session, f: &mut Findings) {
+    for st in s.streams.iter().filter(|st| st.gap) {
+        let first_after = st.events.iter().find(|e| e.after_gap).map(|e| e.mark);
+        let time = first_after.or(st.ended).unwrap_or(st.opened);
+        let bytes = (st.gap_bytes > 0).then_some(st.gap_bytes);
+        f.add(
+            s,
+            New {
+                kind: &INFO,
+                session: s.idx,
+                time,
+                frames: vec![st.opened, time],
+                streams: vec![st.idx],
+                summary: match bytes {
+                    Some(b) => format!("{b} bytes missing from the capture under {}", st.label()),
+                    None => format!("bytes missing from the capture under {}", st.label()),
+                },
+                evidence: json!({
+                    "stream": st.label(),
+                    "exchange": st.exchange.to_string(),
+                    "bytes": bytes,
+                    "events_dropped_at_gap": st.events.iter().filter(|e| e.after_gap).count(),
+                }),
+                caused_by: vec![],
+                anchor: format!("stream:{}", st.idx),
+            },
+        );
+    }
+}

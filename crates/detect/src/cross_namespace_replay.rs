@@ -1,0 +1,140 @@
+//! `cross_namespace_replay`: the resume stream delivered events minted by a namespace other than
+//! the one where the client last saw its `Last-Event-ID` — the server looked the ID up in the
+//! wrong counter (the incident of the seed note), or replays across streams (servers#4087).
+
+use serde_json::json;
+
+use super::{Findings, KindInfo, New, Severity};
+use mcpf_mcp::model::{Attribution, Namespace, Session};
+
+pub const INFO: KindInfo = KindInfo {
+    kind: "cross_namespace_replay",
+    severity: Severity::Critical,
+    when: "the resume stream delivered events minted by a namespace other than the one where the client last saw Last-Event-ID",
+    meaning: "The client asked to continue the stream where it last saw an event ID; the server answered with events from a different stream's sequence (the same number exists in both when counters are per transport). The replay is syntactically valid and monotonic, and wrong.",
+    why: "The client receives events that belong to other requests (a response it already has: a duplicate) and never receives the events it missed (skipped), so a request waits forever. No error, no 4xx, no session mismatch: it is silent divergence.",
+    fix: "Server: resolve Last-Event-ID within the namespace that minted it, and mint IDs that name their stream (get:41, post:41, or <stream>_<n>); reject an ID you cannot place (400) rather than guessing. Client: never resume with Last-Event-ID across a fallback; re-initialize and reconcile by request ID.",
+    evidence: &[
+        "last_event_id",
+        "observed_in",
+        "replayed_from",
+        "replayed_event_ids",
+        "how",
+    ],
+};
+
+pub fn detect(s: &Session, f: &mut Findings) {
+    for r in s.streams.iter().filter(|st| st.resume.is_some()) {
+        let Some(resume) = &r.resume else { continue };
+        let Some(observed) = resume.continues else {
+            continue;
+        };
+        let minted_by = s.streams[observed]
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+            .map(|e| e.namespace)
+            .unwrap_or(Namespace::Stream(observed));
+        let foreign: Vec<(usize, usize)> = r
+            .events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e.namespace {
+                Namespace::Stream(ns)
+                    if ns != observed && ns != r.idx && Namespace::Stream(ns) != minted_by =>
+                {
+                    Some((i, ns))
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(&(first, from)) = foreign.first() else {
+            continue;
+        };
+        let ids: Vec<String> = foreign
+            .iter()
+            .filter_map(|(i, _)| r.events[*i].id.as_deref().map(str::to_string))
+            .collect();
+        let mut from_streams: Vec<usize> = foreign.iter().map(|(_, ns)| *ns).collect();
+        from_streams.sort_unstable();
+        from_streams.dedup();
+        let how: Attribution = r.events[first].attribution;
+        let cause = f
+            .find(
+                s.idx,
+                "unsafe_resumption_after_fallback",
+                &format!("resume:{}", r.idx),
+            )
+            .or_else(|| {
+                s.fallback_before(r.opened)
+                    .and_then(|fb| f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream)))
+            });
+        let observed_label = s.streams[observed].label();
+        let from_label = s.streams[from].label();
+        let mut frames = vec![r.opened];
+        frames.extend(foreign.iter().map(|(i, _)| r.events[*i].mark));
+        // Where the client saw the ID it sent, and where the replayed events were first delivered.
+        frames.extend(
+            s.streams[observed]
+                .events
+                .iter()
+                .filter(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+                .map(|e| e.mark),
+        );
+        for (i, ns) in &foreign {
+            let ev = &r.events[*i];
+            frames.extend(
+                s.streams[*ns]
+                    .events
+                    .iter()
+                    .find(|e| e.id == ev.id && e.data_hash == ev.data_hash)
+                    .map(|e| e.mark),
+            );
+        }
+        let mut streams = vec![r.idx, observed];
+        streams.extend(from_streams.iter().copied());
+        let also: Vec<String> = resume
+            .also_seen_on
+            .iter()
+            .map(|&i| s.streams[i].label())
+            .collect();
+        f.add(
+            s,
+            New {
+                kind: &INFO,
+                session: s.idx,
+                time: r.events[first].mark,
+                frames,
+                streams,
+                summary: format!(
+                    "resume with Last-Event-ID {} replayed {} minted by {from_label}, not {observed_label} where the client saw {}",
+                    resume.last_event_id,
+                    plural_ids(&ids),
+                    resume.last_event_id
+                ),
+                evidence: json!({
+                    "last_event_id": resume.last_event_id,
+                    "observed_in": observed_label,
+                    "also_minted_by": also,
+                    "replayed_from": from_label,
+                    "replayed_from_all": from_streams.iter().map(|&i| s.streams[i].label()).collect::<Vec<_>>(),
+                    "replayed_event_ids": ids,
+                    "resume_stream": r.label(),
+                    "how": how.describe(),
+                    "attribution": how,
+                }),
+                caused_by: cause.into_iter().collect(),
+                anchor: format!("resume:{}", r.idx),
+            },
+        );
+    }
+}
+
+fn plural_ids(ids: &[String]) -> String {
+    match ids {
+        [] => "events".into(),
+        [one] => format!("event {one}"),
+        [first, .., last] => format!("events {first}–{last}"),
+    }
+}

@@ -1,0 +1,75 @@
+//! `request_id_reused`: the client sent a request with an ID it already used in the session
+//! (a MUST NOT up to 2025-11-25; from 2026-07-28 only while the first is in flight). Servers that
+//! key streams by `str(id)` cross-wire the responses (python-sdk #3060, typescript-sdk #2433).
+
+use serde_json::json;
+
+use super::{Findings, KindInfo, New, Severity, client_requests, rejected};
+use mcpf_mcp::answers;
+use mcpf_mcp::model::Session;
+
+pub const INFO: KindInfo = KindInfo {
+    kind: "request_id_reused",
+    severity: Severity::Medium,
+    when: "the client sends a request with an ID already used in the session",
+    meaning: "Two requests of one session carry the same JSON-RPC ID (compared with their JSON type: 1 and \"1\" differ).",
+    why: "Servers route responses by request ID; with two requests in flight under one ID, one response can be delivered to the wrong caller and the other request hangs (seen in production with clients that send every request as id 1).",
+    fix: "Client: use a fresh ID per request within a session (a counter or a UUID). Server: reject a duplicate in-flight ID (409) instead of overwriting the routing slot.",
+    evidence: &["request_id", "first", "second"],
+};
+
+fn is_2026_or_later(version: Option<&str>) -> bool {
+    version.is_some_and(|v| v >= "2026-07-28")
+}
+
+pub fn detect(s: &Session, f: &mut Findings) {
+    let requests: Vec<_> = client_requests(s)
+        .into_iter()
+        .filter(|(st, _)| !rejected(s, *st))
+        .collect();
+    for (i, (st2, m2)) in requests.iter().enumerate() {
+        let Some(id) = &m2.id else { continue };
+        let Some((st1, m1)) = requests[..i]
+            .iter()
+            .rev()
+            .find(|(st1, m)| m.id.as_ref() == Some(id) && st1 != st2)
+        else {
+            continue;
+        };
+        let first = &s.streams[*st1];
+        let second = &s.streams[*st2];
+        let in_flight = !answers(s, id)
+            .iter()
+            .any(|a| a.mark > first.opened && a.mark < second.opened);
+        if is_2026_or_later(s.protocol_version.as_deref()) && !in_flight {
+            continue;
+        }
+        f.add(
+            s,
+            New {
+                kind: &INFO,
+                session: s.idx,
+                time: second.opened,
+                frames: vec![first.opened, second.opened],
+                streams: vec![*st1, *st2],
+                summary: format!(
+                    "request ID {} reused: {} on {} after {} on {}{}",
+                    id.label(),
+                    m2.method.as_deref().unwrap_or("?"),
+                    second.label(),
+                    m1.method.as_deref().unwrap_or("?"),
+                    first.label(),
+                    if in_flight { " (the first was still in flight)" } else { "" }
+                ),
+                evidence: json!({
+                    "request_id": id.to_value(),
+                    "first": { "stream": first.label(), "method": m1.method, "time": first.opened.time.rfc3339(), "frame": first.opened.frame.frame },
+                    "second": { "stream": second.label(), "method": m2.method, "time": second.opened.time.rfc3339(), "frame": second.opened.frame.frame },
+                    "first_in_flight": in_flight,
+                }),
+                caused_by: vec![],
+                anchor: format!("request:{}:{}", id.json(), st2),
+            },
+        );
+    }
+}

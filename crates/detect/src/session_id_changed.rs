@@ -1,0 +1,54 @@
+//! `session_id_changed`: a response carried an `Mcp-Session-Id` different from the one its
+//! request carried — the server (or whatever routed the request) treats this as another session.
+
+use serde_json::json;
+
+use super::{Findings, KindInfo, New, Severity};
+use mcpf_mcp::model::Session;
+
+pub const INFO: KindInfo = KindInfo {
+    kind: "session_id_changed",
+    severity: Severity::High,
+    when: "a response carries an Mcp-Session-Id different from the one its request carried",
+    meaning: "The client sent one session ID and the response names another: the request reached a server (or instance) that does not know the client's session and created or returned a different one.",
+    why: "The client's pending requests and event cursors belong to the old session; continuing on the new one silently loses them, and resuming with a Last-Event-ID of the old session is meaningless.",
+    fix: "Route by Mcp-Session-Id (session affinity) or share session state across instances; a server that does not know a session must answer 404 so the client re-initializes, never mint a new ID on a non-initialize request.",
+    evidence: &["sent", "received"],
+};
+
+pub fn detect(s: &Session, f: &mut Findings) {
+    for st in &s.streams {
+        let (Some(sent), Some(received)) = (&st.session_id_sent, &st.session_id_received) else {
+            continue;
+        };
+        if !st.session_header_known {
+            continue;
+        }
+        if sent == received {
+            continue;
+        }
+        let mark = st.response_mark.unwrap_or(st.opened);
+        f.add(
+            s,
+            New {
+                kind: &INFO,
+                session: s.idx,
+                time: mark,
+                frames: vec![st.opened, mark],
+                streams: vec![st.idx],
+                summary: format!(
+                    "{} sent Mcp-Session-Id {sent} and the response carried {received}",
+                    st.label()
+                ),
+                evidence: json!({
+                    "sent": sent,
+                    "received": received,
+                    "stream": st.label(),
+                    "exchange": st.exchange.to_string(),
+                }),
+                caused_by: vec![],
+                anchor: format!("stream:{}", st.idx),
+            },
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! The per-session resumption verdict: `safe`, `unsafe` (with the reason from the incident note's
+//! decision boundary), `not_attempted`, or `unknown`.
+
+use serde::Serialize;
+
+use super::Finding;
+use mcpf_mcp::model::{EventIdScheme, Session};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    pub verdict: &'static str,
+    /// Static for the common verdicts: a header is kept for every session of a run.
+    pub reason: Option<std::borrow::Cow<'static, str>>,
+    pub resumes: usize,
+}
+
+/// Finding kinds that make a resumption unsafe, in the order of the decision boundary.
+const UNSAFE_BECAUSE: &[&str] = &[
+    "cross_namespace_replay",
+    "unsafe_resumption_after_fallback",
+    "event_id_reset",
+    "resume_gap",
+    "session_not_reaffirmed",
+    "session_id_changed",
+];
+
+pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
+    let resumes: Vec<_> = s.streams.iter().filter(|st| st.resume.is_some()).collect();
+    if resumes.is_empty() {
+        let reason = s.fallbacks.first().and_then(|fb| {
+            (!matches!(s.event_id_scheme, EventIdScheme::Namespaced | EventIdScheme::None)
+                && s.transport_mode_header.is_none())
+            .then(|| {
+                format!(
+                    "no resume was attempted; after the fallback at {} a resume would have been unsafe ({} event IDs)",
+                    fb.mark.time.clock_millis(),
+                    s.event_id_scheme.name()
+                )
+                .into()
+            })
+        });
+        return Verdict {
+            verdict: "not_attempted",
+            reason,
+            resumes: 0,
+        };
+    }
+    for kind in UNSAFE_BECAUSE {
+        if let Some(f) = findings.iter().find(|f| {
+            f.session == s.idx
+                && f.kind == *kind
+                && (*kind != "event_id_reset" || f.evidence["last_event_id"].is_string())
+        }) {
+            return Verdict {
+                verdict: "unsafe",
+                reason: Some(format!("{}: {}", f.kind, f.summary).into()),
+                resumes: resumes.len(),
+            };
+        }
+    }
+    let unplaced: Vec<&str> = resumes
+        .iter()
+        .filter(|r| r.resume.as_ref().is_some_and(|x| x.continues.is_none()))
+        .filter_map(|r| r.resume.as_ref().map(|x| x.last_event_id.as_str()))
+        .collect();
+    let no_events_recorded = s
+        .streams
+        .iter()
+        .all(|st| st.body_unknown || st.events.is_empty())
+        && s.streams.iter().any(|st| st.body_unknown);
+    if !unplaced.is_empty() && no_events_recorded {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some(format!(
+                "the inputs record no SSE events (an access log keeps no bodies): which stream minted Last-Event-ID {} cannot be told",
+                unplaced.join(", ")
+            ).into()),
+            resumes: resumes.len(),
+        };
+    }
+    if !unplaced.is_empty() {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some(format!(
+                "Last-Event-ID {} was never delivered in the inputs: the stream it continues is not in them (the capture starts later, or covers another leg)",
+                unplaced.join(", ")
+            ).into()),
+            resumes: resumes.len(),
+        };
+    }
+    if resumes.iter().any(|r| r.body_unknown) {
+        return Verdict {
+            verdict: "unknown",
+            reason: Some("the input did not record what the resume streams delivered".into()),
+            resumes: resumes.len(),
+        };
+    }
+    let why = match s.event_id_scheme {
+        EventIdScheme::Namespaced => {
+            "event IDs name their stream; every resume continued the namespace it named"
+        }
+        _ if s.fallbacks.is_empty() => {
+            "no fallback before the resumes; every resume continued the stream it named"
+        }
+        _ => "every resume continued the namespace it named",
+    };
+    Verdict {
+        verdict: "safe",
+        reason: Some(why.into()),
+        resumes: resumes.len(),
+    }
+}

@@ -1,0 +1,2294 @@
+//! Unit-level tests of every detector on hand-built sessions.
+//!
+//! A small DSL drives `mcp::Builder` with synthetic HTTP events (one TCP connection per exchange,
+//! time and frame numbers increasing with every event), then `finish()` analyses the sessions and
+//! `detect::run` produces the findings. Each finding kind has at least one positive case (kind,
+//! severity, evidence, frames and `caused_by` where the issue describes a chain) and at least one
+//! negative case that must not raise it; the verdicts, stateless and legacy sessions, DELETE /
+//! 404 bookkeeping and namespace attribution are checked on the same footing.
+
+use std::net::{IpAddr, SocketAddr};
+
+use mcpf_detect::{Confidence, Finding, Severity, verdict};
+use mcpf_http::sse::SseEvent;
+use mcpf_http::{
+    Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
+    ResponseHead,
+};
+use mcpf_mcp::Builder;
+use mcpf_mcp::model::{Attribution, EventIdScheme, Namespace, Session, StreamTransport, Transport};
+use mcpf_model::{ConnId, Direction};
+use mcpf_model::{FrameRef, Mark, Timestamp};
+use serde_json::{Value, json};
+
+// ------------------------------------------------------------------------------------------------
+// The DSL: a client talking to one server
+// ------------------------------------------------------------------------------------------------
+
+const SERVER: &str = "10.0.0.2:9123";
+const CLIENT_IP: &str = "10.0.0.1";
+/// 2026-09-21T...: any fixed capture time will do; nothing reads the clock.
+const T0_SECS: i64 = 1_790_000_000;
+
+/// How an exchange ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// The response ended by its own framing.
+    Complete,
+    /// The client reset the connection.
+    ClientRst,
+    /// The client closed the connection (FIN) before the response ended.
+    ClientClose,
+    /// The server closed the connection before the response ended.
+    ServerClose,
+    /// Still open when the capture ended.
+    CaptureEnd,
+    /// Bytes of the response are missing from the capture.
+    Gap(u64),
+}
+
+/// An open exchange.
+#[derive(Debug)]
+struct Ex {
+    id: ExchangeId,
+    client: SocketAddr,
+    /// When the request was sent.
+    opened: Mark,
+    headed: bool,
+    events: u32,
+    last_id: String,
+}
+
+struct Capture {
+    b: Builder,
+    frame: u64,
+    nanos: i64,
+    next_conn: u64,
+    client_ip: IpAddr,
+    server: SocketAddr,
+    /// The `Mcp-Session-Id` the client holds (sent on every request but `initialize`).
+    sid: Option<String>,
+    /// Where the client POSTs (`/mcp`, or the legacy endpoint).
+    target: String,
+}
+
+fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
+impl Capture {
+    fn new() -> Capture {
+        Capture {
+            b: Builder::new(),
+            frame: 0,
+            nanos: 0,
+            next_conn: 1,
+            client_ip: CLIENT_IP.parse().unwrap(),
+            server: SERVER.parse().unwrap(),
+            sid: None,
+            target: "/mcp".into(),
+        }
+    }
+
+    /// The next frame, 10 ms after the previous one.
+    fn tick(&mut self) -> Mark {
+        self.frame += 1;
+        self.nanos += 10_000_000;
+        Mark {
+            time: Timestamp::from_secs_nanos(T0_SECS, 0).add_nanos(self.nanos),
+            frame: FrameRef::new(0, self.frame),
+        }
+    }
+
+    fn wait(&mut self, secs: f64) {
+        self.nanos += (secs * 1e9) as i64;
+    }
+
+    /// Later exchanges come from another client host.
+    fn client(&mut self, ip: &str) {
+        self.client_ip = ip.parse().unwrap();
+    }
+
+    /// Opens a connection and sends a complete request on it.
+    fn request(&mut self, method: &str, target: &str, hs: Vec<(String, String)>, body: &str) -> Ex {
+        let n = self.next_conn;
+        self.next_conn += 1;
+        let conn = ConnId::tcp(n);
+        let client = SocketAddr::new(self.client_ip, 40_000 + n as u16);
+        let mark = self.tick();
+        self.b.on_http(HttpEvent::ConnectionStart {
+            conn,
+            client,
+            server: self.server,
+            mark,
+        });
+        let first = self.tick();
+        let req = Request {
+            exchange: ExchangeId { conn, index: 0 },
+            client,
+            server: self.server,
+            method: method.into(),
+            target: target.into(),
+            version: 1,
+            headers: Headers(hs),
+            body: Body {
+                data: body.as_bytes().to_vec(),
+                wire_bytes: body.len() as u64,
+                decoded_bytes: body.len() as u64,
+                ..Body::default()
+            },
+            first,
+            last: first,
+            outcome: Outcome::Complete,
+        };
+        let id = req.exchange;
+        self.b.on_http(HttpEvent::Request(Box::new(req)));
+        Ex {
+            id,
+            client,
+            opened: first,
+            headed: false,
+            events: 0,
+            last_id: String::new(),
+        }
+    }
+
+    /// Headers of a Streamable HTTP request: the session ID when the client holds one.
+    fn mcp_headers(&self, accept: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut hs = headers(&[("Content-Type", "application/json"), ("Accept", accept)]);
+        if let Some(sid) = &self.sid {
+            hs.push(("Mcp-Session-Id".into(), sid.clone()));
+        }
+        hs.extend(headers(extra));
+        hs
+    }
+
+    fn respond(&mut self, ex: &mut Ex, status: u16, hs: &[(&str, &str)]) -> Mark {
+        let first = self.tick();
+        let hs = Headers(headers(hs));
+        let event_stream = hs.media_type().as_deref() == Some("text/event-stream");
+        self.b
+            .on_http(HttpEvent::ResponseHead(Box::new(ResponseHead {
+                exchange: ex.id,
+                status,
+                reason: String::new(),
+                version: 1,
+                headers: hs,
+                interim: Vec::new(),
+                first,
+                event_stream,
+            })));
+        ex.headed = true;
+        first
+    }
+
+    /// `200 text/event-stream`, re-affirming the session ID the client holds.
+    fn sse_ok(&mut self, ex: &mut Ex) -> Mark {
+        let sid = self.sid.clone();
+        let mut hs = vec![("Content-Type", "text/event-stream")];
+        if let Some(sid) = sid.as_deref() {
+            hs.push(("Mcp-Session-Id", sid));
+        }
+        self.respond(ex, 200, &hs)
+    }
+
+    fn typed_event(
+        &mut self,
+        ex: &mut Ex,
+        id: Option<&str>,
+        event: &str,
+        data: &str,
+        after_gap: bool,
+    ) -> Mark {
+        let mark = self.tick();
+        if let Some(id) = id {
+            ex.last_id = id.to_string();
+        }
+        let ev = SseEvent {
+            index: ex.events,
+            id: id.map(Into::into),
+            last_event_id: ex.last_id.as_str().into(),
+            event: event.to_string().into(),
+            data: data.into(),
+            retry: None,
+            priming: id.is_some() && data.is_empty(),
+            dispatched: !data.is_empty(),
+            mark,
+            after_gap,
+            truncated: false,
+            estimated: false,
+        };
+        ex.events += 1;
+        self.b.on_http(HttpEvent::SseEvent {
+            exchange: ex.id,
+            event: ev,
+        });
+        mark
+    }
+
+    fn event(&mut self, ex: &mut Ex, id: &str, data: &str) -> Mark {
+        self.typed_event(ex, Some(id), "message", data, false)
+    }
+
+    /// Events `(id, data)` in order; returns their marks.
+    fn events(&mut self, ex: &mut Ex, list: &[(&str, String)]) -> Vec<Mark> {
+        list.iter().map(|(id, d)| self.event(ex, id, d)).collect()
+    }
+
+    /// Ends the exchange (and its connection); returns the mark of the end.
+    fn end(&mut self, ex: Ex, cut: Cut) -> Mark {
+        self.end_with_body(ex, cut, "")
+    }
+
+    fn end_with_body(&mut self, ex: Ex, cut: Cut, body: &str) -> Mark {
+        let mark = self.tick();
+        let (outcome, closed_by, gap_bytes) = match cut {
+            Cut::Complete => (Outcome::Complete, None, 0),
+            Cut::ClientRst => (Outcome::Reset, Some(Direction::ClientToServer), 0),
+            Cut::ClientClose => (Outcome::ClosedEarly, Some(Direction::ClientToServer), 0),
+            Cut::ServerClose => (Outcome::ClosedEarly, Some(Direction::ServerToClient), 0),
+            Cut::CaptureEnd => (Outcome::CutByCaptureEnd, None, 0),
+            Cut::Gap(n) => (Outcome::Gap, None, n),
+        };
+        if ex.headed {
+            self.b.on_http(HttpEvent::ResponseEnd(Box::new(ResponseEnd {
+                exchange: ex.id,
+                body: Body {
+                    data: body.as_bytes().to_vec(),
+                    wire_bytes: body.len() as u64 + gap_bytes,
+                    decoded_bytes: body.len() as u64,
+                    gap_bytes,
+                    ..Body::default()
+                },
+                last: mark,
+                outcome,
+                closed_by,
+                sse: None,
+            })));
+        } else {
+            self.b.on_http(HttpEvent::NoResponse {
+                exchange: ex.id,
+                outcome,
+                closed_by,
+                mark,
+            });
+        }
+        self.b.on_http(HttpEvent::ConnectionEnd {
+            conn: ex.id.conn,
+            client: ex.client,
+            server: self.server,
+            kind: ConnKind::Http,
+            mark,
+        });
+        mark
+    }
+
+    /// POST `initialize`, answered in JSON (with `Mcp-Session-Id` when `sid` is given). The
+    /// client holds the new session ID afterwards.
+    fn initialize(&mut self, id: Value, sid: Option<&str>) -> Mark {
+        self.sid = None;
+        let hs = self.mcp_headers("application/json, text/event-stream", &[]);
+        let target = self.target.clone();
+        let body = rpc(
+            id.clone(),
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test-client", "version": "1.0"}
+            }),
+        );
+        let mut ex = self.request("POST", &target, hs, &body);
+        let opened = ex.opened;
+        let mut rh = vec![("Content-Type", "application/json")];
+        if let Some(sid) = sid {
+            rh.push(("Mcp-Session-Id", sid));
+        }
+        self.respond(&mut ex, 200, &rh);
+        self.end_with_body(ex, Cut::Complete, &init_result(id, "2025-06-18"));
+        self.sid = sid.map(str::to_string);
+        opened
+    }
+
+    /// POST `notifications/initialized`, answered 202.
+    fn initialized(&mut self) {
+        let hs = self.mcp_headers("application/json, text/event-stream", &[]);
+        let target = self.target.clone();
+        let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let mut ex = self.request("POST", &target, hs, &body);
+        self.respond(&mut ex, 202, &[]);
+        self.end(ex, Cut::Complete);
+    }
+
+    /// A POST request, not (yet) answered.
+    fn post_request(&mut self, id: Value, method: &str, params: Value) -> Ex {
+        let hs = self.mcp_headers("application/json, text/event-stream", &[]);
+        let target = self.target.clone();
+        self.request("POST", &target, hs, &rpc(id, method, params))
+    }
+
+    /// A POST request answered `200 text/event-stream`; events follow.
+    fn post(&mut self, id: Value, method: &str, params: Value) -> Ex {
+        let mut ex = self.post_request(id, method, params);
+        self.sse_ok(&mut ex);
+        ex
+    }
+
+    /// A POST answered in full with a JSON body.
+    fn post_json(&mut self, id: Value, method: &str, params: Value, answer: &str) -> Mark {
+        let mut ex = self.post_request(id, method, params);
+        let opened = ex.opened;
+        self.respond(&mut ex, 200, &[("Content-Type", "application/json")]);
+        self.end_with_body(ex, Cut::Complete, answer);
+        opened
+    }
+
+    /// A GET `text/event-stream` (with `Last-Event-ID` when given), not (yet) answered.
+    fn get_request(&mut self, lei: Option<&str>, extra: &[(&str, &str)]) -> Ex {
+        let mut hs = self.mcp_headers("text/event-stream", extra);
+        hs.retain(|(n, _)| n != "Content-Type");
+        if let Some(lei) = lei {
+            hs.push(("Last-Event-ID".into(), lei.into()));
+        }
+        let target = self.target.clone();
+        self.request("GET", &target, hs, "")
+    }
+
+    /// A GET answered `200 text/event-stream` with the session ID.
+    fn get(&mut self, lei: Option<&str>) -> Ex {
+        let mut ex = self.get_request(lei, &[]);
+        self.sse_ok(&mut ex);
+        ex
+    }
+
+    fn finish(self) -> Run {
+        let (sessions, _, _) = self.b.finish();
+        let findings = mcpf_detect::run(&sessions);
+        Run { sessions, findings }
+    }
+}
+
+fn rpc(id: Value, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn init_result(id: Value, version: &str) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "test-server", "version": "2.0"}
+        }
+    })
+    .to_string()
+}
+
+/// `tools/call` params, with a progress token when given.
+fn call(tool: &str, args: Value, token: Option<&str>) -> Value {
+    let mut p = json!({"name": tool, "arguments": args});
+    if let Some(t) = token {
+        p["_meta"] = json!({"progressToken": t});
+    }
+    p
+}
+
+fn result(id: Value, text: &str) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {"content": [{"type": "text", "text": text}]}
+    })
+    .to_string()
+}
+
+fn progress(token: &str, n: u64) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": n, "total": 10}
+    })
+    .to_string()
+}
+
+fn log(text: &str) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "data": text}
+    })
+    .to_string()
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reading the results
+// ------------------------------------------------------------------------------------------------
+
+struct Run {
+    sessions: Vec<Session>,
+    findings: Vec<Finding>,
+}
+
+impl Run {
+    fn kinds(&self) -> Vec<&'static str> {
+        self.findings.iter().map(|f| f.kind).collect()
+    }
+
+    fn all(&self, kind: &str) -> Vec<&Finding> {
+        self.findings.iter().filter(|f| f.kind == kind).collect()
+    }
+
+    /// The one finding of `kind`.
+    fn one(&self, kind: &str) -> &Finding {
+        let all = self.all(kind);
+        assert_eq!(
+            all.len(),
+            1,
+            "one {kind} wanted; findings: {:#?}",
+            self.kinds()
+        );
+        all[0]
+    }
+
+    fn absent(&self, kind: &str) {
+        assert!(
+            self.all(kind).is_empty(),
+            "{kind} must not be raised: {:#?}",
+            self.all(kind)
+                .iter()
+                .map(|f| (&f.summary, &f.evidence))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// Position of the one finding of `kind` in the ordered list (what `caused_by` holds).
+    fn pos(&self, kind: &str) -> usize {
+        let f = self.one(kind);
+        self.findings
+            .iter()
+            .position(|x| std::ptr::eq(x, f))
+            .unwrap()
+    }
+
+    fn nothing_above_info(&self) {
+        let loud: Vec<_> = self
+            .findings
+            .iter()
+            .filter(|f| f.severity != Severity::Info)
+            .map(|f| (f.kind, &f.summary))
+            .collect();
+        assert!(loud.is_empty(), "findings above info: {loud:#?}");
+    }
+
+    fn verdict(&self, session: usize) -> verdict::Verdict {
+        verdict::resumption(&self.sessions[session], &self.findings)
+    }
+
+    fn session(&self) -> &Session {
+        assert_eq!(self.sessions.len(), 1, "one session wanted");
+        &self.sessions[0]
+    }
+}
+
+fn frames(f: &Finding) -> Vec<u64> {
+    f.frames.iter().map(|m| m.frame.frame).collect()
+}
+
+fn frames_of(marks: &[Mark]) -> Vec<u64> {
+    let mut v: Vec<u64> = marks.iter().map(|m| m.frame.frame).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+// ------------------------------------------------------------------------------------------------
+// The seed incident, hand-built
+// ------------------------------------------------------------------------------------------------
+
+/// Marks of the seed incident the assertions cite.
+struct Seed {
+    /// s4: the stalled POST tools/call #3.
+    stalled_sent: Mark,
+    stalled_abandoned: Mark,
+    /// s3's event 3 (the answer to #2).
+    post_answer: Mark,
+    /// s5: the fallback GET and its events.
+    fallback_opened: Mark,
+    fallback_events: Vec<Mark>,
+    /// s6: the resume and the replayed event.
+    resume_opened: Mark,
+    replayed: Mark,
+}
+
+/// The seed note's incident with small numbers: `initialize` (s1), `notifications/initialized`
+/// (s2), a `tools/call` #2 answered on its POST stream as events 1–3 (s3), a `tools/call` #3
+/// whose POST response a buffering proxy holds back until the client gives up (s4), the GET
+/// fallback carrying #3's progress as events 1–2 of a second counter (s5), a network drop, and a
+/// resume with `Last-Event-ID: 2` that the server looks up in the POST counter: it replays event
+/// 3 of s3 (the answer to #2, again) and never the rest of the GET stream (s6).
+fn seed_incident(c: &mut Capture) -> Seed {
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut s3 = c.post(
+        json!(2),
+        "tools/call",
+        call("alpha", json!({"q": "a"}), Some("tok-2")),
+    );
+    let m = c.events(
+        &mut s3,
+        &[
+            ("1", progress("tok-2", 1)),
+            ("2", progress("tok-2", 2)),
+            ("3", result(json!(2), "alpha done")),
+        ],
+    );
+    let post_answer = m[2];
+    c.end(s3, Cut::Complete);
+    let s4 = c.post_request(
+        json!(3),
+        "tools/call",
+        call("beta", json!({"q": "b"}), Some("tok-3")),
+    );
+    let stalled_sent = s4.opened;
+    c.wait(5.0);
+    let stalled_abandoned = c.end(s4, Cut::ClientClose);
+    let mut s5 = c.get(None);
+    let fallback_opened = s5.opened;
+    let fallback_events = c.events(
+        &mut s5,
+        &[("1", progress("tok-3", 1)), ("2", progress("tok-3", 2))],
+    );
+    c.wait(1.0);
+    c.end(s5, Cut::ClientRst);
+    let mut s6 = c.get(Some("2"));
+    let resume_opened = s6.opened;
+    let replayed = c.event(&mut s6, "3", &result(json!(2), "alpha done"));
+    c.wait(3.0);
+    c.end(s6, Cut::CaptureEnd);
+    Seed {
+        stalled_sent,
+        stalled_abandoned,
+        post_answer,
+        fallback_opened,
+        fallback_events,
+        resume_opened,
+        replayed,
+    }
+}
+
+#[test]
+fn seed_incident_raises_the_whole_chain_in_order() {
+    let mut c = Capture::new();
+    let m = seed_incident(&mut c);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.session_id.as_deref(), Some("sess-A"));
+    assert_eq!(s.event_id_scheme, EventIdScheme::Integer);
+    assert_eq!(s.streams.len(), 6);
+
+    let wanted = [
+        "sse_fallback",
+        "event_id_reset",
+        "unsafe_resumption_after_fallback",
+        "cross_namespace_replay",
+        "duplicate_response",
+        "skipped_events",
+        "unanswered_request",
+    ];
+    let got = run.kinds();
+    assert_eq!(got, wanted, "exactly these findings, in this order");
+
+    // sse_fallback
+    let fb = run.one("sse_fallback");
+    assert_eq!(fb.severity, Severity::Info);
+    assert_eq!(fb.evidence["from"], "post:s4");
+    assert_eq!(fb.evidence["to"], "get:s5");
+    assert_eq!(fb.evidence["from_transport"], "post");
+    assert_eq!(fb.evidence["to_transport"], "get");
+    assert_eq!(fb.evidence["request_id"], json!(3));
+    assert_eq!(fb.evidence["confirmed_by_messages_on_new_stream"], true);
+    let trigger = fb.evidence["trigger"].as_str().unwrap();
+    assert!(
+        trigger.contains("tools/call #3") && trigger.contains("abandoned"),
+        "{trigger}"
+    );
+    assert!(trigger.contains("no response bytes"), "{trigger}");
+    assert_eq!(
+        frames(fb),
+        frames_of(&[m.stalled_sent, m.stalled_abandoned, m.fallback_opened])
+    );
+    assert!(fb.caused_by.is_empty());
+
+    // event_id_reset, fallback case: the GET counter restarted at 1 below the 3 seen on s3
+    let reset = run.one("event_id_reset");
+    assert_eq!(reset.severity, Severity::High);
+    assert_eq!(reset.evidence["last_event_id"], Value::Null);
+    assert_eq!(reset.evidence["first_event_id"], "1");
+    assert_eq!(reset.evidence["highest_before"], "3");
+    assert_eq!(reset.evidence["highest_seen_on"], "post:s3");
+    assert_eq!(reset.caused_by, vec![run.pos("sse_fallback")]);
+    assert_eq!(
+        frames(reset),
+        frames_of(&[m.fallback_opened, m.fallback_events[0]])
+    );
+
+    // unsafe_resumption_after_fallback
+    let unsafe_ = run.one("unsafe_resumption_after_fallback");
+    assert_eq!(unsafe_.severity, Severity::High);
+    assert_eq!(unsafe_.evidence["last_event_id"], "2");
+    assert_eq!(unsafe_.evidence["event_id_scheme"], "integer");
+    assert_eq!(unsafe_.evidence["resume_stream"], "get:s6");
+    assert_eq!(unsafe_.evidence["fallback"]["to"], "get:s5");
+    assert_eq!(unsafe_.caused_by, vec![run.pos("sse_fallback")]);
+    assert_eq!(
+        frames(unsafe_),
+        frames_of(&[m.fallback_opened, m.resume_opened])
+    );
+
+    // cross_namespace_replay
+    let replay = run.one("cross_namespace_replay");
+    assert_eq!(replay.severity, Severity::Critical);
+    let ev = &replay.evidence;
+    assert_eq!(ev["last_event_id"], "2");
+    assert_eq!(ev["observed_in"], "get:s5");
+    assert_eq!(ev["replayed_from"], "post:s3");
+    assert_eq!(ev["replayed_event_ids"], json!(["3"]));
+    assert_eq!(ev["how"], Attribution::IdenticalEvent.describe());
+    assert_eq!(ev["attribution"], "identical_event");
+    assert_eq!(
+        ev["also_minted_by"],
+        json!(["post:s3"]),
+        "ID 2 was delivered on both counters: the ambiguity is evidence"
+    );
+    assert_eq!(
+        replay.caused_by,
+        vec![run.pos("unsafe_resumption_after_fallback")]
+    );
+    assert_eq!(replay.time, m.replayed);
+    assert_eq!(
+        frames(replay),
+        frames_of(&[
+            m.resume_opened,
+            m.replayed,
+            m.fallback_events[1],
+            m.post_answer
+        ])
+    );
+
+    // duplicate_response
+    let dup = run.one("duplicate_response");
+    assert_eq!(dup.severity, Severity::High);
+    assert_eq!(dup.evidence["request_id"], json!(2));
+    assert_eq!(dup.evidence["first"]["stream"], "post:s3");
+    assert_eq!(dup.evidence["first"]["event_id"], "3");
+    assert_eq!(dup.evidence["first"]["frame"], m.post_answer.frame.frame);
+    assert_eq!(dup.evidence["duplicate"]["stream"], "get:s6");
+    assert_eq!(dup.evidence["duplicate"]["event_id"], "3");
+    assert_eq!(dup.evidence["duplicate"]["frame"], m.replayed.frame.frame);
+    assert_eq!(dup.evidence["same_payload"], true);
+    assert_eq!(dup.caused_by, vec![run.pos("cross_namespace_replay")]);
+    assert_eq!(frames(dup), frames_of(&[m.post_answer, m.replayed]));
+
+    // skipped_events after the replay: nothing later shows where the GET range ends
+    let skipped = run.one("skipped_events");
+    assert_eq!(skipped.severity, Severity::High);
+    assert_eq!(skipped.evidence["namespace"], "get:s5");
+    assert_eq!(skipped.evidence["from"], "3");
+    assert_eq!(skipped.evidence["to"], Value::Null);
+    assert_eq!(skipped.evidence["count"], Value::Null);
+    assert_eq!(skipped.evidence["after"], "2");
+    assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
+
+    // unanswered_request: the wait that never ended
+    let hang = run.one("unanswered_request");
+    assert_eq!(hang.severity, Severity::High);
+    assert_eq!(hang.evidence["request_id"], json!(3));
+    assert_eq!(hang.evidence["method"], "tools/call");
+    assert_eq!(hang.evidence["tool"], "beta");
+    assert_eq!(hang.evidence["session_went_on"], true);
+    assert_eq!(hang.evidence["last_progress"]["stream"], "get:s5");
+    assert_eq!(hang.evidence["last_progress"]["event_id"], "2");
+    let waited = hang.evidence["waited_s"].as_f64().unwrap();
+    let expected = s.end.time.seconds_since(m.stalled_sent.time);
+    assert!((waited - expected).abs() < 0.002, "{waited} vs {expected}");
+    assert!(waited > 9.0, "{waited}");
+    assert_eq!(hang.caused_by, vec![run.pos("skipped_events")]);
+    assert_eq!(hang.time, s.end);
+
+    for f in &run.findings {
+        assert_eq!(f.confidence, Confidence::Normal, "{}", f.kind);
+        assert_eq!(f.session, 0);
+    }
+
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unsafe");
+    assert_eq!(v.resumes, 1);
+    let reason = v.reason.unwrap();
+    assert!(reason.starts_with("cross_namespace_replay: "), "{reason}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// capture_gap
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn capture_gap_is_low_and_reduces_the_confidence_of_what_rests_on_it() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    let opened = g.opened;
+    let m1 = c.events(&mut g, &[("1", log("a")), ("2", log("b"))]);
+    let after = c.typed_event(&mut g, Some("5"), "message", &log("e"), true);
+    c.end(g, Cut::Gap(900));
+    let run = c.finish();
+
+    let gap = run.one("capture_gap");
+    assert_eq!(gap.severity, Severity::Low);
+    assert_eq!(gap.evidence["stream"], "get:s3");
+    assert_eq!(gap.evidence["bytes"], 900);
+    assert_eq!(gap.evidence["events_dropped_at_gap"], 1);
+    assert_eq!(gap.time, after);
+    assert_eq!(frames(gap), frames_of(&[opened, after]));
+    assert_eq!(gap.confidence, Confidence::Normal);
+
+    // The jump 2 → 5 is probably the capture's doing: it says so.
+    let skipped = run.one("skipped_events");
+    assert_eq!(skipped.evidence["namespace"], "get:s3");
+    assert_eq!(skipped.evidence["from"], "3");
+    assert_eq!(skipped.evidence["to"], "4");
+    assert_eq!(skipped.evidence["count"], 2);
+    assert_eq!(skipped.caused_by, vec![run.pos("capture_gap")]);
+    assert_eq!(skipped.confidence, Confidence::Reduced);
+    assert!(
+        skipped
+            .confidence_note
+            .as_deref()
+            .is_some_and(|n| n.contains("get:s3")),
+        "{:?}",
+        skipped.confidence_note
+    );
+    assert_eq!(frames(skipped), frames_of(&[m1[1], after]));
+}
+
+#[test]
+fn a_clean_capture_has_no_capture_gap_and_full_confidence() {
+    let mut c = Capture::new();
+    seed_incident(&mut c);
+    let run = c.finish();
+    run.absent("capture_gap");
+    assert!(
+        run.findings
+            .iter()
+            .all(|f| f.confidence == Confidence::Normal && f.confidence_note.is_none())
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// sse_fallback
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn sse_fallback_at_connect_initialize_refused_then_legacy_transport() {
+    let mut c = Capture::new();
+    // Streamable HTTP first: the server answers 405.
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+    );
+    let mut refused = c.request("POST", "/mcp", hs, &body);
+    let refused_sent = refused.opened;
+    let refused_at = c.respond(&mut refused, 405, &[("Content-Length", "0")]);
+    c.end(refused, Cut::Complete);
+    // Then the 2024-11-05 transport.
+    let mut sse = c.request(
+        "GET",
+        "/sse",
+        headers(&[("Accept", "text/event-stream")]),
+        "",
+    );
+    let legacy_opened = sse.opened;
+    c.respond(&mut sse, 200, &[("Content-Type", "text/event-stream")]);
+    c.typed_event(&mut sse, None, "endpoint", "/messages?sessionId=L1", false);
+    c.target = "/messages?sessionId=L1".into();
+    let mut init = c.request(
+        "POST",
+        "/messages?sessionId=L1",
+        headers(&[("Content-Type", "application/json")]),
+        &body,
+    );
+    c.respond(&mut init, 202, &[]);
+    c.end(init, Cut::Complete);
+    c.typed_event(
+        &mut sse,
+        None,
+        "message",
+        &init_result(json!(1), "2024-11-05"),
+        false,
+    );
+    c.end(sse, Cut::CaptureEnd);
+    let run = c.finish();
+
+    let s = run.session();
+    assert_eq!(s.transport, Transport::LegacySse);
+    assert_eq!(s.fallbacks.len(), 1);
+    let fb = run.one("sse_fallback");
+    assert_eq!(fb.severity, Severity::Info);
+    assert_eq!(fb.evidence["from"], "post:s1");
+    assert_eq!(fb.evidence["to"], "legacy-sse:s2");
+    assert_eq!(fb.evidence["from_transport"], "streamable-http");
+    assert_eq!(fb.evidence["to_transport"], "legacy-sse");
+    assert_eq!(fb.evidence["trigger"], "POST initialize answered 405");
+    assert_eq!(fb.evidence["request_id"], json!(1));
+    assert_eq!(frames(fb), frames_of(&[refused_at, legacy_opened]));
+    assert!(refused_sent < refused_at);
+    // The refused initialize was never processed: no reuse of ID 1, nothing unanswered.
+    run.absent("request_id_reused");
+    run.absent("unanswered_request");
+    run.nothing_above_info();
+}
+
+#[test]
+fn a_refused_initialize_not_followed_by_the_legacy_transport_is_no_fallback() {
+    let mut c = Capture::new();
+    let hs = c.mcp_headers("application/json", &[]);
+    let body = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18"}),
+    );
+    let mut refused = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut refused, 405, &[]);
+    c.end(refused, Cut::Complete);
+    let run = c.finish();
+    run.absent("sse_fallback");
+    assert!(run.sessions.iter().all(|s| s.fallbacks.is_empty()));
+}
+
+#[test]
+fn the_standalone_get_after_initialized_is_not_a_fallback() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.event(&mut g, "1", &log("hello"));
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.event(&mut p, "2", &result(json!(2), "ok"));
+    c.end(p, Cut::Complete);
+    c.end(g, Cut::CaptureEnd);
+    let run = c.finish();
+    run.absent("sse_fallback");
+    assert!(run.session().fallbacks.is_empty());
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "not_attempted");
+    assert_eq!(v.reason, None);
+}
+
+#[test]
+fn a_get_with_last_event_id_right_after_a_cut_stream_is_a_resume_not_a_fallback() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1))]);
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("1"));
+    c.events(&mut r, &[("2", result(json!(2), "ok"))]);
+    c.end(r, Cut::Complete);
+    let run = c.finish();
+    let s = run.session();
+    run.absent("sse_fallback");
+    assert!(s.fallbacks.is_empty());
+    let resume = s.streams[3].resume.as_ref().unwrap();
+    assert_eq!(resume.last_event_id, "1");
+    assert_eq!(resume.continues, Some(2));
+    assert!(resume.also_seen_on.is_empty());
+    run.nothing_above_info();
+    assert_eq!(run.verdict(0).verdict, "safe");
+}
+
+#[test]
+
+fn a_resumed_post_does_not_make_a_later_get_a_fallback() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1))]);
+    c.end(p, Cut::ClientRst);
+    // The client resumes the POST stream and gets its answer...
+    let mut r = c.get(Some("1"));
+    c.events(&mut r, &[("2", result(json!(2), "ok"))]);
+    c.end(r, Cut::Complete);
+    // ...then (re)opens the standalone GET stream, as SDK clients do, and later resumes it.
+    let mut g = c.get(None);
+    c.events(&mut g, &[("3", log("hello"))]);
+    c.end(g, Cut::ServerClose);
+    let mut r = c.get(Some("3"));
+    c.events(&mut r, &[("4", log("again"))]);
+    c.end(r, Cut::CaptureEnd);
+    let run = c.finish();
+    run.absent("sse_fallback");
+    assert!(run.session().fallbacks.is_empty());
+    // The consequence today: a high unsafe_resumption_after_fallback and an unsafe verdict.
+    run.absent("unsafe_resumption_after_fallback");
+    assert_eq!(run.verdict(0).verdict, "safe");
+}
+
+// ------------------------------------------------------------------------------------------------
+// unsafe_resumption_after_fallback
+// ------------------------------------------------------------------------------------------------
+
+/// A fallback (POST #3 abandoned, GET opened), a drop of the GET, and a resume: with `ids` for
+/// the event IDs of s3 (the POST stream of #2), s5 (the GET) and s6 (the resume).
+fn fallback_then_resume(
+    c: &mut Capture,
+    post_ids: [&str; 2],
+    get_ids: [&str; 2],
+    resume_id: &str,
+    resume_headers: &[(&str, &str)],
+    get_headers: &[(&str, &str)],
+) {
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut s3 = c.post(
+        json!(2),
+        "tools/call",
+        call("alpha", json!({}), Some("tok-2")),
+    );
+    c.events(
+        &mut s3,
+        &[
+            (post_ids[0], progress("tok-2", 1)),
+            (post_ids[1], result(json!(2), "alpha")),
+        ],
+    );
+    c.end(s3, Cut::Complete);
+    let s4 = c.post_request(
+        json!(3),
+        "tools/call",
+        call("beta", json!({}), Some("tok-3")),
+    );
+    c.wait(3.0);
+    c.end(s4, Cut::ClientRst);
+    let mut s5 = c.get_request(None, &[]);
+    let sid = c.sid.clone().unwrap();
+    let mut hs = vec![
+        ("Content-Type", "text/event-stream"),
+        ("Mcp-Session-Id", sid.as_str()),
+    ];
+    hs.extend_from_slice(get_headers);
+    c.respond(&mut s5, 200, &hs);
+    c.events(
+        &mut s5,
+        &[
+            (get_ids[0], progress("tok-3", 1)),
+            (get_ids[1], progress("tok-3", 2)),
+        ],
+    );
+    c.end(s5, Cut::ServerClose);
+    let mut s6 = c.get_request(Some(get_ids[1]), resume_headers);
+    c.respond(&mut s6, 200, &hs);
+    c.events(&mut s6, &[(resume_id, result(json!(3), "beta"))]);
+    c.end(s6, Cut::Complete);
+}
+
+#[test]
+fn namespaced_ids_after_a_fallback_make_the_resume_safe() {
+    let mut c = Capture::new();
+    fallback_then_resume(
+        &mut c,
+        ["post:1", "post:2"],
+        ["get:1", "get:2"],
+        "get:3",
+        &[],
+        &[],
+    );
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
+    assert_eq!(s.fallbacks.len(), 1);
+    run.one("sse_fallback");
+    run.absent("unsafe_resumption_after_fallback");
+    run.absent("cross_namespace_replay");
+    run.absent("event_id_reset");
+    run.nothing_above_info();
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "safe");
+    assert!(v.reason.unwrap().contains("event IDs name their stream"));
+}
+
+#[test]
+fn an_echoed_transport_mode_token_makes_the_resume_safe() {
+    let mut c = Capture::new();
+    fallback_then_resume(
+        &mut c,
+        ["1", "2"],
+        ["3", "4"],
+        "5",
+        &[("Mcp-Transport-Mode", "sse")],
+        &[("Mcp-Transport-Mode", "sse")],
+    );
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.transport_mode_header.as_deref(), Some("sse"));
+    assert_eq!(s.streams[5].transport_mode_sent.as_deref(), Some("sse"));
+    run.one("sse_fallback");
+    run.absent("unsafe_resumption_after_fallback");
+    run.nothing_above_info();
+    assert_eq!(run.verdict(0).verdict, "safe");
+}
+
+#[test]
+
+fn an_echoed_transport_mode_that_differs_from_where_the_last_event_was_seen_is_unsafe() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let post_mode = [
+        ("Content-Type", "text/event-stream"),
+        ("Mcp-Session-Id", "sess-A"),
+        ("Mcp-Transport-Mode", "post"),
+    ];
+    let sse_mode = [
+        ("Content-Type", "text/event-stream"),
+        ("Mcp-Session-Id", "sess-A"),
+        ("Mcp-Transport-Mode", "sse"),
+    ];
+    let mut s3 = c.post_request(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.respond(&mut s3, 200, &post_mode);
+    c.events(&mut s3, &[("1", log("a")), ("2", result(json!(2), "a"))]);
+    c.end(s3, Cut::Complete);
+    let s4 = c.post_request(json!(3), "tools/call", call("beta", json!({}), Some("tok")));
+    c.wait(3.0);
+    c.end(s4, Cut::ClientRst);
+    let mut s5 = c.get_request(None, &[]);
+    c.respond(&mut s5, 200, &sse_mode);
+    c.events(
+        &mut s5,
+        &[("1", progress("tok", 1)), ("2", progress("tok", 2))],
+    );
+    c.end(s5, Cut::ServerClose);
+    // Last-Event-ID 2 was seen in "sse" mode; the client echoes "post" and the server, which
+    // resolved it in its POST counter, says "post".
+    let mut s6 = c.get_request(Some("2"), &[("Mcp-Transport-Mode", "post")]);
+    c.respond(&mut s6, 200, &post_mode);
+    c.events(&mut s6, &[("3", log("c"))]);
+    c.end(s6, Cut::CaptureEnd);
+    let run = c.finish();
+    assert_eq!(
+        run.session().streams[4].transport_mode.as_deref(),
+        Some("sse")
+    );
+    let u = run.one("unsafe_resumption_after_fallback");
+    assert_eq!(u.evidence["last_event_id"], "2");
+}
+
+#[test]
+fn plain_integer_ids_after_a_fallback_make_the_resume_unsafe_even_when_nothing_broke() {
+    // One shared counter: nothing visibly breaks, but the decision boundary still applies.
+    let mut c = Capture::new();
+    fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "5", &[], &[]);
+    let run = c.finish();
+    let u = run.one("unsafe_resumption_after_fallback");
+    assert_eq!(u.severity, Severity::High);
+    assert_eq!(u.evidence["last_event_id"], "4");
+    assert_eq!(u.evidence["event_id_scheme"], "integer");
+    assert_eq!(u.evidence["transport_mode_header"], Value::Null);
+    assert_eq!(u.caused_by, vec![run.pos("sse_fallback")]);
+    for k in [
+        "cross_namespace_replay",
+        "event_id_reset",
+        "resume_gap",
+        "duplicate_response",
+        "skipped_events",
+        "unanswered_request",
+    ] {
+        run.absent(k);
+    }
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unsafe");
+    assert!(
+        v.reason
+            .unwrap()
+            .starts_with("unsafe_resumption_after_fallback: ")
+    );
+}
+
+#[test]
+fn a_resume_after_a_reinitialize_is_past_the_fallback_boundary() {
+    let mut c = Capture::new();
+    fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "5", &[], &[]);
+    // The client re-initializes; the server re-attaches the same session ID.
+    c.initialize(json!(10), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("6", log("a")), ("7", log("b"))]);
+    c.end(g, Cut::ServerClose);
+    let mut r = c.get(Some("7"));
+    c.events(&mut r, &[("8", log("c"))]);
+    c.end(r, Cut::CaptureEnd);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.initializes.len(), 2);
+    // Only the first resume (before the re-initialize) is unsafe.
+    let u = run.one("unsafe_resumption_after_fallback");
+    assert_eq!(u.evidence["last_event_id"], "4");
+}
+
+#[test]
+fn a_resume_without_any_fallback_is_not_unsafe_resumption_after_fallback() {
+    let mut c = Capture::new();
+    correct_same_namespace_resume(&mut c);
+    let run = c.finish();
+    run.absent("unsafe_resumption_after_fallback");
+}
+
+// ------------------------------------------------------------------------------------------------
+// cross_namespace_replay
+// ------------------------------------------------------------------------------------------------
+
+/// A POST stream cut after event 2, resumed on a GET that replays 3 and 4 of the same counter.
+fn correct_same_namespace_resume(c: &mut Capture) {
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1)), ("2", progress("t", 2))]);
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("2"));
+    c.events(
+        &mut r,
+        &[("3", progress("t", 3)), ("4", result(json!(2), "ok"))],
+    );
+    c.end(r, Cut::Complete);
+}
+
+#[test]
+fn a_correct_same_namespace_resume_is_no_cross_namespace_replay() {
+    let mut c = Capture::new();
+    correct_same_namespace_resume(&mut c);
+    let run = c.finish();
+    let s = run.session();
+    for e in &s.streams[3].events {
+        assert_eq!(e.namespace, Namespace::Stream(2), "{:?}", e.id);
+    }
+    run.absent("cross_namespace_replay");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "safe");
+    assert!(v.reason.unwrap().contains("no fallback"));
+}
+
+#[test]
+fn cross_namespace_replay_by_namespaced_id_token() {
+    // IDs name their stream, but the server answers a resume of `sse:2` with `post:` events.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("sse:1", log("a")), ("sse:2", log("b"))]);
+    c.end(g, Cut::ServerClose);
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("post:1", progress("t", 1))]);
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("sse:2"));
+    let opened = r.opened;
+    let replayed = c.events(
+        &mut r,
+        &[("post:2", progress("t", 2)), ("post:3", log("c"))],
+    );
+    c.end(r, Cut::CaptureEnd);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
+    let x = run.one("cross_namespace_replay");
+    assert_eq!(x.severity, Severity::Critical);
+    assert_eq!(x.evidence["last_event_id"], "sse:2");
+    assert_eq!(x.evidence["observed_in"], "get:s3");
+    assert_eq!(x.evidence["replayed_from"], "post:s4");
+    assert_eq!(
+        x.evidence["replayed_event_ids"],
+        json!(["post:2", "post:3"])
+    );
+    assert_eq!(x.evidence["how"], Attribution::IdToken.describe());
+    assert_eq!(x.time, replayed[0]);
+    assert!(frames(x).contains(&opened.frame.frame));
+    // No fallback here: nothing to chain to, and the namespaced scheme is not the problem.
+    assert!(x.caused_by.is_empty());
+    run.absent("unsafe_resumption_after_fallback");
+    let skipped = run.one("skipped_events");
+    assert_eq!(skipped.evidence["namespace"], "get:s3");
+    assert_eq!(skipped.evidence["from"], "3");
+    assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
+    assert_eq!(run.verdict(0).verdict, "unsafe");
+}
+
+#[test]
+
+fn resuming_the_same_post_stream_twice_is_no_cross_namespace_replay() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1)), ("2", progress("t", 2))]);
+    c.end(p, Cut::ClientRst);
+    let mut r1 = c.get(Some("2"));
+    c.events(&mut r1, &[("3", progress("t", 3))]);
+    c.end(r1, Cut::ClientRst);
+    let mut r2 = c.get(Some("3"));
+    c.events(
+        &mut r2,
+        &[("4", progress("t", 4)), ("5", result(json!(2), "ok"))],
+    );
+    c.end(r2, Cut::Complete);
+    let run = c.finish();
+    let s = run.session();
+    // Every replayed event was minted by the POST stream (s3).
+    for st in &s.streams[3..] {
+        for e in &st.events {
+            assert_eq!(e.namespace, Namespace::Stream(2), "{:?}", e.id);
+        }
+    }
+    run.absent("cross_namespace_replay");
+    run.absent("skipped_events");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+    assert_eq!(run.verdict(0).verdict, "safe");
+}
+
+// ------------------------------------------------------------------------------------------------
+// event_id_reset
+// ------------------------------------------------------------------------------------------------
+
+/// The standalone GET delivers 4 and 5, drops, and the client resumes with `Last-Event-ID: 5`;
+/// the resume delivers `resumed`.
+fn standalone_resume(c: &mut Capture, resumed: &[&str]) -> (Mark, Vec<Mark>) {
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("4", log("d")), ("5", log("e"))]);
+    c.end(g, Cut::ClientRst);
+    let mut r = c.get(Some("5"));
+    let opened = r.opened;
+    let list: Vec<(&str, String)> = resumed
+        .iter()
+        .map(|id| (*id, log(&format!("event {id}"))))
+        .collect();
+    let marks = c.events(&mut r, &list);
+    c.end(r, Cut::CaptureEnd);
+    (opened, marks)
+}
+
+#[test]
+fn event_id_reset_on_a_resume_that_starts_below_last_event_id() {
+    let mut c = Capture::new();
+    let (opened, marks) = standalone_resume(&mut c, &["2", "3"]);
+    let run = c.finish();
+    let r = run.one("event_id_reset");
+    assert_eq!(r.severity, Severity::High);
+    assert_eq!(r.evidence["last_event_id"], "5");
+    assert_eq!(r.evidence["first_event_id"], "2");
+    assert_eq!(r.evidence["highest_before"], "5");
+    assert_eq!(r.evidence["stream"], "get:s4");
+    assert_eq!(frames(r), frames_of(&[opened, marks[0]]));
+    assert!(r.caused_by.is_empty(), "no fallback, no cause to cite");
+    run.absent("resume_gap");
+    run.absent("unsafe_resumption_after_fallback");
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unsafe");
+    assert!(v.reason.unwrap().starts_with("event_id_reset: "));
+}
+
+#[test]
+fn no_event_id_reset_when_ids_keep_increasing() {
+    // A fallback whose GET continues one shared counter, and a resume at Last-Event-ID + 1.
+    let mut c = Capture::new();
+    fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "5", &[], &[]);
+    let run = c.finish();
+    run.one("sse_fallback");
+    run.absent("event_id_reset");
+
+    let mut c = Capture::new();
+    standalone_resume(&mut c, &["6", "7"]);
+    let run = c.finish();
+    run.absent("event_id_reset");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+#[test]
+fn a_fallback_reset_does_not_by_itself_make_the_verdict_unsafe_without_a_resume() {
+    // The GET counter restarts after the fallback (event_id_reset, fallback case) but the client
+    // never resumes: verdict not_attempted, with the reason a resume would have been unsafe.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut s3 = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.events(&mut s3, &[("7", result(json!(2), "a"))]);
+    c.end(s3, Cut::Complete);
+    let s4 = c.post_request(json!(3), "tools/call", call("beta", json!({}), Some("tok")));
+    c.wait(2.0);
+    c.end(s4, Cut::ClientClose);
+    let mut g = c.get(None);
+    c.events(
+        &mut g,
+        &[("1", progress("tok", 1)), ("2", result(json!(3), "b"))],
+    );
+    c.end(g, Cut::CaptureEnd);
+    let run = c.finish();
+    let r = run.one("event_id_reset");
+    assert_eq!(r.evidence["last_event_id"], Value::Null);
+    assert_eq!(r.evidence["first_event_id"], "1");
+    assert_eq!(r.evidence["highest_before"], "7");
+    assert_eq!(r.caused_by, vec![run.pos("sse_fallback")]);
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "not_attempted");
+    assert_eq!(v.resumes, 0);
+    let reason = v.reason.unwrap();
+    assert!(
+        reason.contains("would have been unsafe") && reason.contains("integer"),
+        "{reason}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// resume_gap
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn resume_gap_when_the_first_resumed_id_jumps() {
+    let mut c = Capture::new();
+    let (opened, marks) = standalone_resume(&mut c, &["9", "10"]);
+    let run = c.finish();
+    let g = run.one("resume_gap");
+    assert_eq!(g.severity, Severity::High);
+    assert_eq!(g.evidence["last_event_id"], "5");
+    assert_eq!(g.evidence["first_event_id"], "9");
+    assert_eq!(g.evidence["missing"], 3);
+    assert_eq!(g.time, marks[0]);
+    assert_eq!(frames(g), frames_of(&[opened, marks[0]]));
+    assert!(g.caused_by.is_empty());
+    run.absent("event_id_reset");
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unsafe");
+    assert!(v.reason.unwrap().starts_with("resume_gap: "));
+}
+
+#[test]
+fn no_resume_gap_when_the_resume_starts_at_the_successor() {
+    let mut c = Capture::new();
+    standalone_resume(&mut c, &["6"]);
+    let run = c.finish();
+    run.absent("resume_gap");
+}
+
+#[test]
+fn resume_gap_after_a_fallback_is_caused_by_the_unsafe_resumption() {
+    let mut c = Capture::new();
+    fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "9", &[], &[]);
+    let run = c.finish();
+    let g = run.one("resume_gap");
+    assert_eq!(g.evidence["last_event_id"], "4");
+    assert_eq!(g.evidence["first_event_id"], "9");
+    assert_eq!(
+        g.caused_by,
+        vec![run.pos("unsafe_resumption_after_fallback")]
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// session_not_reaffirmed
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn session_not_reaffirmed_when_a_resume_is_answered_without_the_session_id() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("1", log("a"))]);
+    c.end(g, Cut::ClientRst);
+    let mut r = c.get_request(Some("1"), &[]);
+    let opened = r.opened;
+    let head = c.respond(&mut r, 200, &[("Content-Type", "text/event-stream")]);
+    c.events(&mut r, &[("2", log("b"))]);
+    c.end(r, Cut::CaptureEnd);
+    let run = c.finish();
+    let f = run.one("session_not_reaffirmed");
+    assert_eq!(f.severity, Severity::Medium);
+    assert_eq!(f.evidence["session_id"], "sess-A");
+    assert_eq!(f.evidence["stream"], "get:s4");
+    assert_eq!(f.time, head);
+    assert_eq!(frames(f), frames_of(&[opened, head]));
+    run.absent("session_id_changed");
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unsafe");
+    assert!(v.reason.unwrap().starts_with("session_not_reaffirmed: "));
+}
+
+#[test]
+fn no_session_not_reaffirmed_when_the_resume_names_the_session_or_is_refused() {
+    let mut c = Capture::new();
+    standalone_resume(&mut c, &["6"]);
+    let run = c.finish();
+    run.absent("session_not_reaffirmed");
+
+    // A resume refused with 400 and no session header: not an accepted resume.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("1", log("a"))]);
+    c.end(g, Cut::ClientRst);
+    let mut r = c.get_request(Some("1"), &[]);
+    c.respond(&mut r, 400, &[("Content-Type", "application/json")]);
+    c.end(r, Cut::Complete);
+    let run = c.finish();
+    run.absent("session_not_reaffirmed");
+}
+
+// ------------------------------------------------------------------------------------------------
+// session_id_changed
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn session_id_changed_when_a_response_names_another_session() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post_request(json!(2), "tools/call", call("alpha", json!({}), None));
+    let opened = p.opened;
+    let head = c.respond(
+        &mut p,
+        200,
+        &[
+            ("Content-Type", "text/event-stream"),
+            ("Mcp-Session-Id", "sess-B"),
+        ],
+    );
+    c.events(&mut p, &[("1", result(json!(2), "ok"))]);
+    c.end(p, Cut::Complete);
+    let run = c.finish();
+    let f = run.one("session_id_changed");
+    assert_eq!(f.severity, Severity::High);
+    assert_eq!(f.evidence["sent"], "sess-A");
+    assert_eq!(f.evidence["received"], "sess-B");
+    assert_eq!(f.evidence["stream"], "post:s3");
+    assert_eq!(f.time, head);
+    assert_eq!(frames(f), frames_of(&[opened, head]));
+}
+
+#[test]
+fn no_session_id_changed_when_the_server_keeps_the_id() {
+    // The initialize sends none and receives one: that is how a session starts.
+    let mut c = Capture::new();
+    seed_incident(&mut c);
+    let run = c.finish();
+    run.absent("session_id_changed");
+    run.absent("session_not_reaffirmed");
+}
+
+// ------------------------------------------------------------------------------------------------
+// duplicate_response
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn duplicate_response_on_another_stream_without_a_replay() {
+    // The server answers #2 on its POST stream and broadcasts another answer on the GET stream.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    let first = c.event(&mut p, "1", &result(json!(2), "ok"));
+    c.end(p, Cut::Complete);
+    let dup = c.event(&mut g, "2", &result(json!(2), "ok, again"));
+    c.end(g, Cut::CaptureEnd);
+    let run = c.finish();
+    let d = run.one("duplicate_response");
+    assert_eq!(d.severity, Severity::High);
+    assert_eq!(d.evidence["request_id"], json!(2));
+    assert_eq!(d.evidence["first"]["stream"], "post:s4");
+    assert_eq!(d.evidence["first"]["event_id"], "1");
+    assert_eq!(d.evidence["duplicate"]["stream"], "get:s3");
+    assert_eq!(d.evidence["duplicate"]["event_id"], "2");
+    assert_eq!(d.evidence["same_payload"], false);
+    assert_eq!(d.time, dup);
+    assert_eq!(frames(d), frames_of(&[first, dup]));
+    assert!(d.caused_by.is_empty());
+}
+
+#[test]
+fn a_legit_replay_with_the_same_event_id_on_the_resumed_stream_is_no_duplicate() {
+    // The capture saw event 2 (the answer) arrive as the connection broke; the client had not
+    // processed it and resumes from 1: the server replays 2, the same event on the same stream.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(
+        &mut p,
+        &[("1", progress("t", 1)), ("2", result(json!(2), "ok"))],
+    );
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("1"));
+    c.events(&mut r, &[("2", result(json!(2), "ok"))]);
+    c.end(r, Cut::Complete);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.streams[3].resume.as_ref().unwrap().continues, Some(2));
+    assert_eq!(s.streams[3].events[0].namespace, Namespace::Stream(2));
+    assert_eq!(
+        s.streams[3].events[0].attribution,
+        Attribution::IdenticalEvent
+    );
+    run.absent("duplicate_response");
+    run.absent("cross_namespace_replay");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+// ------------------------------------------------------------------------------------------------
+// request_id_reused
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn request_id_reused_within_a_session() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let first = c.post_json(
+        json!(5),
+        "tools/call",
+        call("alpha", json!({}), None),
+        &result(json!(5), "a"),
+    );
+    let second = c.post_json(
+        json!(5),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}).to_string(),
+    );
+    let run = c.finish();
+    let f = run.one("request_id_reused");
+    assert_eq!(f.severity, Severity::Medium);
+    assert_eq!(f.evidence["request_id"], json!(5));
+    assert_eq!(f.evidence["first"]["stream"], "post:s3");
+    assert_eq!(f.evidence["first"]["method"], "tools/call");
+    assert_eq!(f.evidence["first"]["frame"], first.frame.frame);
+    assert_eq!(f.evidence["second"]["stream"], "post:s4");
+    assert_eq!(f.evidence["second"]["method"], "tools/list");
+    assert_eq!(f.evidence["second"]["frame"], second.frame.frame);
+    assert_eq!(f.evidence["first_in_flight"], false);
+    assert_eq!(f.time, second);
+    assert_eq!(frames(f), frames_of(&[first, second]));
+    // Each request got its own answer: no duplicate, nothing unanswered.
+    run.absent("duplicate_response");
+    run.absent("unanswered_request");
+}
+
+#[test]
+fn request_ids_1_and_string_1_are_different() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    c.post_json(
+        json!("1"),
+        "tools/call",
+        call("alpha", json!({}), None),
+        &result(json!("1"), "a"),
+    );
+    let run = c.finish();
+    run.absent("request_id_reused");
+    run.absent("duplicate_response");
+    run.absent("unanswered_request");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+// ------------------------------------------------------------------------------------------------
+// skipped_events
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn skipped_events_inside_a_stream_41_then_48() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    let m = c.events(
+        &mut g,
+        &[("40", log("a")), ("41", log("b")), ("48", log("c"))],
+    );
+    c.end(g, Cut::CaptureEnd);
+    let run = c.finish();
+    let f = run.one("skipped_events");
+    assert_eq!(f.severity, Severity::High);
+    assert_eq!(f.evidence["namespace"], "get:s3");
+    assert_eq!(f.evidence["from"], "42");
+    assert_eq!(f.evidence["to"], "47");
+    assert_eq!(f.evidence["count"], 6);
+    assert_eq!(f.time, m[2]);
+    assert_eq!(frames(f), frames_of(&[m[1], m[2]]));
+    assert!(f.caused_by.is_empty());
+    assert_eq!(f.confidence, Confidence::Normal);
+}
+
+#[test]
+fn a_shared_counter_interleaved_across_two_post_streams_is_no_skip() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut a = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("ta")));
+    let mut b = c.post(json!(3), "tools/call", call("beta", json!({}), Some("tb")));
+    c.event(&mut a, "1", &progress("ta", 1));
+    c.event(&mut b, "2", &progress("tb", 1));
+    c.event(&mut a, "3", &progress("ta", 2));
+    c.event(&mut b, "4", &progress("tb", 2));
+    c.event(&mut a, "5", &result(json!(2), "a"));
+    c.event(&mut b, "6", &result(json!(3), "b"));
+    c.end(a, Cut::Complete);
+    c.end(b, Cut::Complete);
+    let run = c.finish();
+    run.absent("skipped_events");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+#[test]
+fn skipped_events_after_a_replay_end_where_a_later_event_of_that_namespace_shows() {
+    // As the seed incident, then a second resume that finally delivers the GET stream's event 6
+    // (the answer to #3): the skipped range of get:s5 is 3–5.
+    let mut c = Capture::new();
+    seed_incident(&mut c);
+    let mut r2 = c.get(Some("3"));
+    c.events(&mut r2, &[("6", result(json!(3), "beta done"))]);
+    c.end(r2, Cut::Complete);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(
+        s.streams[6].events[0].namespace,
+        Namespace::Stream(4),
+        "the answer to #3 belongs to the GET stream that carried its progress"
+    );
+    assert_eq!(
+        s.streams[6].events[0].attribution,
+        Attribution::RequestStream
+    );
+    let skipped: Vec<_> = run
+        .all("skipped_events")
+        .into_iter()
+        .filter(|f| f.evidence["namespace"] == "get:s5")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{:?}", run.kinds());
+    assert_eq!(skipped[0].evidence["from"], "3");
+    assert_eq!(skipped[0].evidence["to"], "5");
+    assert_eq!(skipped[0].evidence["count"], 3);
+    // #3 was answered in the end.
+    run.absent("unanswered_request");
+}
+
+// ------------------------------------------------------------------------------------------------
+// unanswered_request
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn unanswered_request_is_high_when_the_client_gave_up() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    let sent = p.opened;
+    c.events(&mut p, &[("1", progress("t", 1))]);
+    c.wait(30.0);
+    c.end(p, Cut::ClientRst);
+    let run = c.finish();
+    let f = run.one("unanswered_request");
+    assert_eq!(f.severity, Severity::High);
+    assert_eq!(f.evidence["request_id"], json!(2));
+    assert_eq!(f.evidence["method"], "tools/call");
+    assert_eq!(f.evidence["client_gave_up"], true);
+    assert_eq!(f.evidence["sent"]["stream"], "post:s3");
+    assert_eq!(f.evidence["last_progress"]["event_id"], "1");
+    let waited = f.evidence["waited_s"].as_f64().unwrap();
+    assert!((30.0..30.1).contains(&waited), "{waited}");
+    let s = run.session();
+    assert_eq!(f.time, s.end);
+    assert_eq!(frames(f), frames_of(&[sent, s.end]));
+}
+
+#[test]
+fn unanswered_request_is_high_when_the_session_went_on() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.wait(1.0);
+    c.post_json(
+        json!(3),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
+    );
+    c.end(p, Cut::CaptureEnd);
+    let run = c.finish();
+    let f = run.one("unanswered_request");
+    assert_eq!(f.severity, Severity::High);
+    assert_eq!(f.evidence["request_id"], json!(2));
+    assert_eq!(f.evidence["session_went_on"], true);
+}
+
+#[test]
+fn a_request_still_young_at_capture_end_is_info() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1))]);
+    c.wait(0.5);
+    c.end(p, Cut::CaptureEnd);
+    let run = c.finish();
+    let f = run.one("unanswered_request");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.evidence["client_gave_up"], false);
+    assert_eq!(f.evidence["session_went_on"], false);
+    assert!(f.summary.contains("still unanswered"), "{}", f.summary);
+    run.nothing_above_info();
+}
+
+#[test]
+fn answered_cancelled_and_refused_requests_are_not_unanswered() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    // Answered.
+    c.post_json(
+        json!(2),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string(),
+    );
+    // Cancelled by the client.
+    let p = c.post(json!(3), "tools/call", call("slow", json!({}), None));
+    c.wait(1.0);
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+            .to_string();
+    let mut cancel = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut cancel, 202, &[]);
+    c.end(cancel, Cut::Complete);
+    c.end(p, Cut::ClientClose);
+    // Refused at the HTTP level.
+    let mut refused = c.post_request(json!(4), "tools/call", call("x", json!({}), None));
+    c.respond(&mut refused, 400, &[("Content-Type", "text/plain")]);
+    c.end(refused, Cut::Complete);
+    let run = c.finish();
+    run.absent("unanswered_request");
+}
+
+// ------------------------------------------------------------------------------------------------
+// retry_without_idempotency_key
+// ------------------------------------------------------------------------------------------------
+
+/// The seed incident, then the client re-sends the `tools/call` that hung.
+fn seed_then_retry(c: &mut Capture, key: Option<&str>) -> Mark {
+    seed_incident(c);
+    let mut params = call("beta", json!({"q": "b"}), None);
+    if let Some(k) = key {
+        params["_meta"] = json!({"idempotencyKey": k});
+    }
+    let mut p = c.post(json!(4), "tools/call", params);
+    let sent = p.opened;
+    c.events(&mut p, &[("4", result(json!(4), "beta done"))]);
+    c.end(p, Cut::Complete);
+    sent
+}
+
+#[test]
+fn retry_without_idempotency_key_after_an_unsafe_resumption() {
+    let mut c = Capture::new();
+    let retry = seed_then_retry(&mut c, None);
+    let run = c.finish();
+    let f = run.one("retry_without_idempotency_key");
+    assert_eq!(f.severity, Severity::Medium);
+    assert_eq!(f.evidence["request_ids"], json!([3, 4]));
+    assert_eq!(f.evidence["tool"], "beta");
+    assert_eq!(f.evidence["first"]["stream"], "post:s4");
+    assert_eq!(f.evidence["retry"]["stream"], "post:s7");
+    assert_eq!(f.evidence["retry"]["frame"], retry.frame.frame);
+    assert_eq!(f.time, retry);
+    assert_eq!(
+        f.caused_by,
+        vec![run.pos("unsafe_resumption_after_fallback")]
+    );
+}
+
+#[test]
+fn retry_without_idempotency_key_after_a_reinitialize_in_a_new_session() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let p = c.post(
+        json!(2),
+        "tools/call",
+        call("deploy", json!({"env": "prod"}), None),
+    );
+    c.wait(10.0);
+    c.end(p, Cut::ClientRst);
+    c.initialize(json!(1), Some("sess-B"));
+    c.initialized();
+    let mut p = c.post(
+        json!(2),
+        "tools/call",
+        call("deploy", json!({"env": "prod"}), None),
+    );
+    let retry = p.opened;
+    c.events(&mut p, &[("1", result(json!(2), "deployed"))]);
+    c.end(p, Cut::Complete);
+    let run = c.finish();
+    assert_eq!(run.sessions.len(), 2);
+    let f = run.one("retry_without_idempotency_key");
+    assert_eq!(f.session, 1);
+    assert_eq!(f.evidence["request_ids"], json!([2, 2]));
+    assert_eq!(f.evidence["tool"], "deploy");
+    assert_eq!(f.evidence["first"]["session"], "S1");
+    assert_eq!(f.evidence["retry"]["session"], "S2");
+    assert_eq!(f.time, retry);
+    assert!(f.caused_by.is_empty());
+    // Same ID in two sessions is not a reuse.
+    run.absent("request_id_reused");
+}
+
+#[test]
+fn an_idempotency_key_means_no_retry_finding() {
+    let mut c = Capture::new();
+    seed_then_retry(&mut c, Some("k-123"));
+    let run = c.finish();
+    run.absent("retry_without_idempotency_key");
+}
+
+#[test]
+
+fn a_call_answered_before_the_reinitialize_is_not_retried_by_a_later_identical_call() {
+    let mut c = Capture::new();
+    let answer = |id: i64| result(json!(id), "sunny");
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    c.post_json(
+        json!(2),
+        "tools/call",
+        call("weather", json!({"city": "Paris"}), None),
+        &answer(2),
+    );
+    c.wait(60.0);
+    c.initialize(json!(1), Some("sess-B"));
+    c.initialized();
+    c.post_json(
+        json!(2),
+        "tools/call",
+        call("weather", json!({"city": "Paris"}), None),
+        &answer(2),
+    );
+    let run = c.finish();
+    assert_eq!(run.sessions.len(), 2);
+    run.absent("retry_without_idempotency_key");
+}
+
+#[test]
+fn a_repeated_call_without_unsafe_resumption_or_reinitialize_is_no_retry() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    for id in 2..4 {
+        c.post_json(
+            json!(id),
+            "tools/call",
+            call("read", json!({"path": "/etc/motd"}), None),
+            &result(json!(id), "hi"),
+        );
+    }
+    let run = c.finish();
+    run.absent("retry_without_idempotency_key");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Verdicts
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn verdict_unknown_when_last_event_id_was_never_delivered() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut r = c.get(Some("99"));
+    c.events(&mut r, &[("100", log("a"))]);
+    c.end(r, Cut::CaptureEnd);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.streams[2].resume.as_ref().unwrap().continues, None);
+    assert_eq!(s.streams[2].events[0].namespace, Namespace::Unknown);
+    assert_eq!(s.streams[2].events[0].attribution, Attribution::Unknown);
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "unknown");
+    assert_eq!(v.resumes, 1);
+    assert!(v.reason.unwrap().contains("99"));
+    run.absent("cross_namespace_replay");
+}
+
+#[test]
+fn verdict_not_attempted_without_resumes() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    c.post_json(
+        json!(2),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string(),
+    );
+    let run = c.finish();
+    let v = run.verdict(0);
+    assert_eq!(v.verdict, "not_attempted");
+    assert_eq!(v.resumes, 0);
+    assert_eq!(v.reason, None);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Sessions: stateless, DELETE and 404, legacy transport
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn stateless_sessions_are_grouped_by_client_and_initialize() {
+    let mut c = Capture::new();
+    let tools = |id: i64| json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}).to_string();
+    c.initialize(json!(1), None);
+    c.initialized();
+    c.post_json(json!(2), "tools/list", json!({}), &tools(2));
+    // Another client host, interleaved.
+    c.client("10.0.0.7");
+    c.initialize(json!(1), None);
+    c.post_json(json!(2), "tools/list", json!({}), &tools(2));
+    // The first client starts over: a new initialize is a new session.
+    c.client(CLIENT_IP);
+    c.post_json(json!(3), "tools/list", json!({}), &tools(3));
+    c.initialize(json!(1), None);
+    c.post_json(json!(2), "tools/list", json!({}), &tools(2));
+    let run = c.finish();
+    assert_eq!(run.sessions.len(), 3, "{:#?}", run.sessions.len());
+    for s in &run.sessions {
+        assert!(s.stateless, "{}", s.label());
+        assert_eq!(s.session_id, None);
+        assert_eq!(s.transport, Transport::StreamableHttp);
+        assert_eq!(s.initializes.len(), 1);
+        assert_eq!(s.protocol_version.as_deref(), Some("2025-06-18"));
+        assert_eq!(s.server_info.as_deref(), Some("test-server 2.0"));
+    }
+    let first_client: IpAddr = CLIENT_IP.parse().unwrap();
+    let other: IpAddr = "10.0.0.7".parse().unwrap();
+    let by = |ip: IpAddr| -> Vec<usize> {
+        run.sessions
+            .iter()
+            .filter(|s| s.client_ip == ip)
+            .map(|s| s.streams.len())
+            .collect()
+    };
+    assert_eq!(by(first_client), vec![4, 2]);
+    assert_eq!(by(other), vec![2]);
+    // IDs 1 and 2 repeat across sessions, never within one.
+    run.absent("request_id_reused");
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+#[test]
+fn delete_and_forgotten_sessions_are_recorded() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    // The server forgot the session: 404 to a request carrying its ID.
+    let mut p = c.post_request(json!(2), "tools/list", json!({}));
+    let not_found = c.respond(&mut p, 404, &[("Content-Type", "text/plain")]);
+    c.end(p, Cut::Complete);
+    // The client re-initializes and later ends the new session.
+    c.initialize(json!(1), Some("sess-B"));
+    c.initialized();
+    let hs = c.mcp_headers("application/json", &[]);
+    let mut d = c.request("DELETE", "/mcp", hs, "");
+    let deleted = d.opened;
+    c.respond(&mut d, 200, &[]);
+    c.end(d, Cut::Complete);
+    let run = c.finish();
+    assert_eq!(run.sessions.len(), 2);
+    let a = &run.sessions[0];
+    let b = &run.sessions[1];
+    assert_eq!(a.session_id.as_deref(), Some("sess-A"));
+    assert_eq!(a.forgotten, vec![not_found]);
+    assert_eq!(a.deleted, None);
+    assert_eq!(b.session_id.as_deref(), Some("sess-B"));
+    assert_eq!(b.deleted, Some(deleted));
+    assert!(b.forgotten.is_empty());
+    // The refused request is not unanswered, and #1 in two sessions is no reuse.
+    run.absent("unanswered_request");
+    run.absent("request_id_reused");
+}
+
+#[test]
+fn the_legacy_transport_files_posts_to_its_endpoint_under_the_session() {
+    let mut c = Capture::new();
+    let mut sse = c.request(
+        "GET",
+        "/sse",
+        headers(&[("Accept", "text/event-stream")]),
+        "",
+    );
+    c.respond(&mut sse, 200, &[("Content-Type", "text/event-stream")]);
+    c.typed_event(
+        &mut sse,
+        None,
+        "endpoint",
+        "/messages/?session_id=9f3c",
+        false,
+    );
+    c.target = "/messages/?session_id=9f3c".into();
+    let legacy_post = |c: &mut Capture, body: String| {
+        let mut p = c.request(
+            "POST",
+            "/messages/?session_id=9f3c",
+            headers(&[("Content-Type", "application/json")]),
+            &body,
+        );
+        c.respond(&mut p, 202, &[]);
+        c.end(p, Cut::Complete);
+    };
+    legacy_post(
+        &mut c,
+        rpc(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion": "2024-11-05", "clientInfo": {"name": "old", "version": "0.1"}}),
+        ),
+    );
+    c.typed_event(
+        &mut sse,
+        None,
+        "message",
+        &init_result(json!(0), "2024-11-05"),
+        false,
+    );
+    legacy_post(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    );
+    legacy_post(
+        &mut c,
+        rpc(json!(1), "tools/call", call("alpha", json!({}), None)),
+    );
+    c.typed_event(&mut sse, None, "message", &result(json!(1), "ok"), false);
+    c.end(sse, Cut::CaptureEnd);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.transport, Transport::LegacySse);
+    assert!(!s.stateless);
+    assert_eq!(s.session_id.as_deref(), Some("9f3c"));
+    assert_eq!(
+        s.legacy_endpoint.as_deref(),
+        Some("/messages/?session_id=9f3c")
+    );
+    assert_eq!(s.protocol_version.as_deref(), Some("2024-11-05"));
+    assert_eq!(s.client_info.as_deref(), Some("old 0.1"));
+    assert_eq!(s.server_info.as_deref(), Some("test-server 2.0"));
+    assert_eq!(s.streams.len(), 4);
+    assert_eq!(s.streams[0].transport, StreamTransport::LegacySse);
+    assert_eq!(s.streams[0].label(), "legacy-sse:s1");
+    for st in &s.streams[1..] {
+        assert_eq!(st.transport, StreamTransport::Post);
+        assert_eq!(st.target, "/messages/?session_id=9f3c");
+        assert_eq!(st.status, Some(202));
+    }
+    assert_eq!(s.event_id_scheme, EventIdScheme::None);
+    // Answers arrive on the SSE stream: nothing is unanswered, no fallback (nothing was refused).
+    assert!(s.fallbacks.is_empty());
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Namespace attribution
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn attribution_own_and_identical_event() {
+    let mut c = Capture::new();
+    seed_incident(&mut c);
+    let run = c.finish();
+    let s = run.session();
+    for st in &s.streams[..5] {
+        for e in &st.events {
+            assert_eq!(e.namespace, Namespace::Stream(st.idx));
+            assert_eq!(e.attribution, Attribution::Own);
+        }
+    }
+    let replayed = &s.streams[5].events[0];
+    assert_eq!(replayed.namespace, Namespace::Stream(2));
+    assert_eq!(replayed.attribution, Attribution::IdenticalEvent);
+    let resume = s.streams[5].resume.as_ref().unwrap();
+    assert_eq!(resume.continues, Some(4));
+    assert_eq!(resume.also_seen_on, vec![2]);
+}
+
+#[test]
+fn attribution_by_id_token() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("sse:1", log("a"))]);
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("post:1", progress("t", 1))]);
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("post:1"));
+    c.events(
+        &mut r,
+        &[
+            ("post:2", progress("t", 2)),
+            ("post:3", result(json!(2), "ok")),
+        ],
+    );
+    c.end(r, Cut::Complete);
+    c.events(&mut g, &[("sse:2", log("b"))]);
+    c.end(g, Cut::CaptureEnd);
+    let run = c.finish();
+    let s = run.session();
+    assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
+    for e in &s.streams[4].events {
+        assert_eq!(e.namespace, Namespace::Stream(3), "{:?}", e.id);
+        assert_eq!(e.attribution, Attribution::IdToken, "{:?}", e.id);
+    }
+    assert!(
+        s.streams[2]
+            .events
+            .iter()
+            .all(|e| e.attribution == Attribution::Own)
+    );
+    run.nothing_above_info();
+    assert_eq!(run.verdict(0).verdict, "safe");
+}
+
+#[test]
+fn attribution_by_request_stream_then_counter_continuity() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1))]);
+    c.end(p, Cut::ClientRst);
+    let mut r = c.get(Some("1"));
+    c.events(
+        &mut r,
+        &[
+            ("2", log("no request: counter")),
+            ("3", result(json!(2), "ok")),
+            ("4", log("prev")),
+        ],
+    );
+    c.end(r, Cut::Complete);
+    let run = c.finish();
+    let s = run.session();
+    let ev = &s.streams[3].events;
+    let got: Vec<(Namespace, Attribution)> =
+        ev.iter().map(|e| (e.namespace, e.attribution)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Namespace::Stream(2), Attribution::CounterContinuity),
+            (Namespace::Stream(2), Attribution::RequestStream),
+            (Namespace::Stream(2), Attribution::CounterContinuity),
+        ]
+    );
+    assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+#[test]
+fn event_id_schemes_are_classified() {
+    let scheme = |ids: &[&str]| {
+        let mut c = Capture::new();
+        c.initialize(json!(1), Some("sess-A"));
+        c.initialized();
+        let mut g = c.get(None);
+        for id in ids {
+            c.event(&mut g, id, &log("x"));
+        }
+        c.end(g, Cut::CaptureEnd);
+        c.finish().session().event_id_scheme
+    };
+    assert_eq!(scheme(&["1", "2"]), EventIdScheme::Integer);
+    assert_eq!(scheme(&["sse:1", "sse:2"]), EventIdScheme::Namespaced);
+    assert_eq!(
+        scheme(&["7c9e6679-7425-40de-944b-e07fc1f90ae7"]),
+        EventIdScheme::Opaque
+    );
+    assert_eq!(scheme(&[]), EventIdScheme::None);
+}
+
+/// A session that went idle is analysed and dropped (memory follows sessions in progress); an
+/// exchange with its ID 40 s later continues it under a new record with the same identity, and
+/// the events of that exchange land there, not on the dropped record.
+#[test]
+fn a_session_resumed_after_idling_continues_under_a_new_record() {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<Session>>> = Arc::default();
+    let sink = seen.clone();
+    let mut c = Capture::new();
+    c.b = Builder::new()
+        .with_early_finalize(true)
+        .with_session_callback(Box::new(move |s: Box<Session>| {
+            sink.lock().unwrap().push(*s);
+        }));
+    c.initialize(json!(0), Some("s-1"));
+    c.initialized();
+    c.post_json(
+        json!(1),
+        "tools/list",
+        json!({}),
+        &result(json!(1), "tools"),
+    );
+    c.wait(40.0);
+    // Another client's traffic moves the capture clock on: s-1 has been idle for 40 s.
+    c.client("10.0.0.9");
+    c.initialize(json!(0), Some("s-2"));
+    assert_eq!(seen.lock().unwrap().len(), 1, "s-1 finalized when idle");
+    c.client(CLIENT_IP);
+    c.sid = Some("s-1".into());
+    let mut ex = c.post(json!(2), "tools/call", call("echo", json!({}), Some("t")));
+    c.events(
+        &mut ex,
+        &[("1", progress("t", 1)), ("2", result(json!(2), "done"))],
+    );
+    c.end(ex, Cut::Complete);
+    let (rest, _, _) = c.b.finish();
+    assert!(rest.is_empty(), "every session went to the callback");
+    let seen = seen.lock().unwrap();
+    let s1: Vec<&Session> = seen
+        .iter()
+        .filter(|s| s.session_id.as_deref() == Some("s-1"))
+        .collect();
+    assert_eq!(s1.len(), 2, "{seen:#?}");
+    let later = s1
+        .iter()
+        .find(|s| s.idx != s1[0].idx.min(s1[1].idx))
+        .unwrap();
+    assert_eq!(later.streams.len(), 1, "{:#?}", later.streams);
+    let st = &later.streams[0];
+    assert_eq!(st.status, Some(200));
+    assert_eq!(st.requests().count(), 1);
+    assert_eq!(
+        st.events.len(),
+        2,
+        "the continuation holds the events of its exchange"
+    );
+    assert!(
+        later.same_session_as.is_empty() || later.same_session_as.iter().all(|&o| o != later.idx)
+    );
+}

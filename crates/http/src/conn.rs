@@ -1,0 +1,1223 @@
+//! One TCP connection seen as HTTP/1.1: a request parser on the client's bytes, a response
+//! parser on the server's, and the in-order pairing between them (RFC 9112 §9.3: responses come
+//! back in the order of the requests, pipelined or not).
+//!
+//! Sans-IO and chunk-agnostic: the same bytes in any chunking give the same events. After a
+//! capture gap the message it touched is marked, and parsing picks up at the next plausible
+//! request or status line; bytes from both sides of a gap are never joined into one message. When
+//! the framing is known (a `Content-Length`, or the inside of a chunk), a gap is skipped over and
+//! the following messages keep their framing.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
+use super::sse::SseParser;
+use super::{
+    Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
+    ResponseHead,
+};
+use mcpf_model::Mark;
+use mcpf_model::{ConnId, Direction};
+
+/// Bytes of a connection's start looked at to tell TLS and HTTP/2 apart from HTTP/1.1.
+const PROBE_BYTES: usize = 24;
+/// Headers larger than this are not an HTTP message we can use.
+const MAX_HEAD: usize = 64 * 1024;
+/// A start line is looked for within lines up to this long while resynchronising.
+const MAX_RESYNC_LINE: usize = 8 * 1024;
+/// A connection that has shown no HTTP after this many bytes is not scanned further.
+const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
+/// Body bytes kept per message (the rest is counted, and the body marked truncated).
+pub const MAX_BODY: usize = 16 << 20;
+const MAX_HEADERS: usize = 128;
+
+#[derive(Debug)]
+enum State {
+    /// Between messages, or looking for one after a gap: lines are tested for a start line.
+    Start,
+    Head,
+    Body,
+    /// Not HTTP (any more): bytes are counted and dropped.
+    Opaque,
+}
+
+#[derive(Debug)]
+enum Start {
+    Request {
+        method: String,
+        target: String,
+        version: u8,
+    },
+    Response,
+}
+
+#[derive(Debug)]
+struct Message {
+    start: Start,
+    headers: Headers,
+    exchange: ExchangeId,
+    framing: Framing,
+    remaining: u64,
+    chunked: Option<ChunkedDecoder>,
+    decoder: ContentDecoder,
+    body: Body,
+    /// Body bytes after a gap are not kept (they would be joined across the hole).
+    holed: bool,
+    gap: bool,
+    sse: Option<SseParser>,
+    first: Mark,
+    last: Mark,
+}
+
+#[derive(Debug)]
+struct Half {
+    state: State,
+    /// Start-line search: the bytes of the line being examined, and where its first byte came.
+    line: Vec<u8>,
+    line_first: Option<Mark>,
+    head: Vec<u8>,
+    head_first: Option<Mark>,
+    msg: Option<Message>,
+    /// The next message found follows a gap.
+    after_gap: bool,
+    skipped: u64,
+}
+
+impl Half {
+    fn new() -> Self {
+        Half {
+            state: State::Start,
+            line: Vec::new(),
+            line_first: None,
+            head: Vec::new(),
+            head_first: None,
+            msg: None,
+            after_gap: false,
+            skipped: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Pending {
+    index: u32,
+    method: String,
+    first: Mark,
+}
+
+/// HTTP state of one TCP connection.
+#[derive(Debug)]
+pub struct Connection {
+    id: ConnId,
+    client: SocketAddr,
+    server: SocketAddr,
+    req: Half,
+    resp: Half,
+    pending: VecDeque<Pending>,
+    /// Responses that came before any request to pair them with (a reordered or lossy
+    /// capture): the next requests take their places, in order.
+    unpaired_responses: VecDeque<(u32, Mark)>,
+    /// Requests emitted but not yet answered are in `pending`; this counts all heads seen.
+    next_index: u32,
+    interim: Vec<u16>,
+    kind: Option<ConnKind>,
+    saw_data: bool,
+    /// Who sent the first FIN, and when: the moment a side gave up on the connection.
+    first_fin: Option<(Direction, Mark)>,
+    anomalies: u64,
+    scanned_without_http: u64,
+    /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
+    probe: Vec<u8>,
+    out_events: Vec<super::sse::SseEvent>,
+}
+
+impl Connection {
+    pub fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
+        Connection {
+            id,
+            client,
+            server,
+            req: Half::new(),
+            resp: Half::new(),
+            pending: VecDeque::new(),
+            unpaired_responses: VecDeque::new(),
+            next_index: 0,
+            interim: Vec::new(),
+            kind: None,
+            saw_data: false,
+            first_fin: None,
+            anomalies: 0,
+            scanned_without_http: 0,
+            probe: Vec::new(),
+            out_events: Vec::new(),
+        }
+    }
+
+    pub fn kind(&self) -> ConnKind {
+        match self.kind {
+            Some(k) => k,
+            None if self.saw_data => ConnKind::Other,
+            None => ConnKind::Empty,
+        }
+    }
+
+    pub fn skipped_bytes(&self) -> u64 {
+        self.req.skipped + self.resp.skipped
+    }
+
+    pub fn anomalies(&self) -> u64 {
+        self.anomalies
+    }
+
+    fn anomaly(&mut self, dir: Direction, mark: Mark, what: String, sink: &mut impl HttpSink) {
+        self.anomalies += 1;
+        sink.on_http(HttpEvent::Anomaly {
+            conn: self.id,
+            dir,
+            mark,
+            what,
+        });
+    }
+
+    pub fn data(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+        self.saw_data = true;
+        if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
+            let take = (PROBE_BYTES - self.probe.len()).min(data.len());
+            self.probe.extend_from_slice(&data[..take]);
+            if let Some(kind) = classify_first_bytes(&self.probe) {
+                // TLS or HTTP/2 from the first byte on: nothing here for an HTTP/1.1 parser.
+                self.kind = Some(kind);
+                self.req.state = State::Opaque;
+                self.resp.state = State::Opaque;
+            }
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            let used = self.step(dir, rest, mark, sink);
+            rest = &rest[used..];
+        }
+    }
+
+    fn half(&mut self, dir: Direction) -> &mut Half {
+        match dir {
+            Direction::ClientToServer => &mut self.req,
+            Direction::ServerToClient => &mut self.resp,
+        }
+    }
+
+    /// Consumes a prefix of `data` in the current state; returns its length (never 0 for
+    /// non-empty input).
+    fn step(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) -> usize {
+        match self.half(dir).state {
+            State::Opaque => {
+                self.half(dir).skipped += data.len() as u64;
+                data.len()
+            }
+            State::Start => self.find_start(dir, data, mark),
+            State::Head => self.read_head(dir, data, mark, sink),
+            State::Body => self.read_body(dir, data, mark, sink),
+        }
+    }
+
+    /// Looks for the start line of the next message, a line at a time. Leading empty lines are
+    /// allowed before a message (RFC 9112 §2.2); anything else before a start line is skipped
+    /// and counted.
+    fn find_start(&mut self, dir: Direction, data: &[u8], mark: Mark) -> usize {
+        let is_http = self.kind == Some(ConnKind::Http);
+        let half = self.half(dir);
+        let (chunk, complete) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..=i], true),
+            None => (data, false),
+        };
+        if half.line.len() + chunk.len() > MAX_RESYNC_LINE {
+            // Too long to be a start line: drop what we hold and this chunk.
+            half.skipped += (half.line.len() + chunk.len()) as u64;
+            half.line.clear();
+            if !is_http {
+                self.scanned_without_http += chunk.len() as u64;
+                self.maybe_give_up();
+            }
+            return chunk.len();
+        }
+        if !complete {
+            if half.line.is_empty() {
+                half.line_first = Some(mark);
+            }
+            half.line.extend_from_slice(chunk);
+            return chunk.len();
+        }
+        let line_first = half
+            .line_first
+            .take()
+            .filter(|_| !half.line.is_empty())
+            .unwrap_or(mark);
+        let line: std::borrow::Cow<'_, [u8]> = if half.line.is_empty() {
+            std::borrow::Cow::Borrowed(chunk)
+        } else {
+            let mut l = std::mem::take(&mut half.line);
+            l.extend_from_slice(chunk);
+            std::borrow::Cow::Owned(l)
+        };
+        let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
+        let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+        if trimmed.is_empty() {
+            return chunk.len();
+        }
+        let plausible = match dir {
+            Direction::ClientToServer => is_request_line(trimmed),
+            Direction::ServerToClient => is_status_line(trimmed),
+        };
+        // After a lost head, the next message may be glued to the end of a body that has no
+        // final newline (a JSON body): look for a start line inside the line too.
+        let embedded = if plausible {
+            None
+        } else {
+            embedded_start(trimmed, dir)
+        };
+        if plausible || embedded.is_some() {
+            let at = embedded.unwrap_or(0);
+            half.skipped += at as u64;
+            half.head.clear();
+            half.head.extend_from_slice(&line[at..]);
+            half.head_first = Some(if at == 0 { line_first } else { mark });
+            half.state = State::Head;
+            self.kind = Some(ConnKind::Http);
+        } else {
+            half.skipped += line.len() as u64;
+            if !is_http {
+                self.scanned_without_http += line.len() as u64;
+                self.maybe_give_up();
+            }
+        }
+        chunk.len()
+    }
+
+    fn maybe_give_up(&mut self) {
+        if self.scanned_without_http > GIVE_UP_NON_HTTP && self.kind.is_none() {
+            self.kind = Some(ConnKind::Other);
+            self.req.state = State::Opaque;
+            self.resp.state = State::Opaque;
+        }
+    }
+
+    fn read_head(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> usize {
+        let half = self.half(dir);
+        let before = half.head.len();
+        // The blank line may straddle the previous chunk: search from a little before it.
+        let search_from = before.saturating_sub(3);
+        half.head.extend_from_slice(data);
+        let end = find_head_end(&half.head[search_from..]).map(|e| e + search_from);
+        let Some(end) = end else {
+            if half.head.len() > MAX_HEAD {
+                let len = half.head.len() as u64;
+                half.head.clear();
+                half.skipped += len;
+                half.state = State::Start;
+                self.anomaly(
+                    dir,
+                    mark,
+                    format!("message headers exceed {} KiB: skipped", MAX_HEAD / 1024),
+                    sink,
+                );
+            }
+            return data.len();
+        };
+        let used = end - before;
+        half.head.truncate(end);
+        let head = std::mem::take(&mut half.head);
+        let first = half.head_first.take().unwrap_or(mark);
+        half.state = State::Start;
+        match dir {
+            Direction::ClientToServer => self.parse_request_head(&head, first, mark, sink),
+            Direction::ServerToClient => self.parse_response_head(&head, first, mark, sink),
+        }
+        // A message with no body ends with its headers.
+        if matches!(self.half(dir).state, State::Body)
+            && self
+                .half(dir)
+                .msg
+                .as_ref()
+                .is_some_and(|m| m.framing == Framing::None || m.framing == Framing::Length(0))
+        {
+            self.end_message(dir, Outcome::Complete, None, mark, sink);
+        }
+        used
+    }
+
+    fn parse_request_head(
+        &mut self,
+        head: &[u8],
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let cleaned;
+        let mut head = head;
+        if has_control_bytes(head) {
+            // A crafted or broken peer put control bytes in the head: parse a copy with them
+            // replaced, and say so (peers usually reject such messages, but they crossed the
+            // wire and are evidence).
+            cleaned = replace_control_bytes(head);
+            head = &cleaned;
+            self.anomaly(
+                Direction::ClientToServer,
+                mark,
+                "control characters in the request head (shown as '?')".into(),
+                sink,
+            );
+        }
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut slots);
+        let parsed = req.parse(head);
+        let (method, target, version) = match parsed {
+            Ok(httparse::Status::Complete(_)) => (
+                req.method.unwrap_or("").to_string(),
+                req.path.unwrap_or("").to_string(),
+                req.version.unwrap_or(1),
+            ),
+            Ok(httparse::Status::Partial) => {
+                self.anomaly(
+                    Direction::ClientToServer,
+                    mark,
+                    "incomplete request head".into(),
+                    sink,
+                );
+                return;
+            }
+            Err(e) => {
+                self.req.skipped += head.len() as u64;
+                self.anomaly(
+                    Direction::ClientToServer,
+                    mark,
+                    format!("malformed request head: {e}"),
+                    sink,
+                );
+                return;
+            }
+        };
+        let headers = headers_of(req.headers);
+        let (framing, problem) = request_framing(&headers);
+        if let Some(p) = problem {
+            self.anomaly(Direction::ClientToServer, mark, p, sink);
+        }
+        // Only a request whose first byte was captured before the response is the one it
+        // answers; a later request is a new one (the capture began after the first request).
+        if self
+            .unpaired_responses
+            .front()
+            .is_some_and(|(_, at)| first > *at)
+        {
+            self.unpaired_responses.clear();
+        }
+        let index = match self.unpaired_responses.pop_front() {
+            Some((answered, _)) => answered,
+            None => {
+                let index = self.next_index;
+                self.next_index += 1;
+                self.pending.push_back(Pending {
+                    index,
+                    method: method.clone(),
+                    first,
+                });
+                index
+            }
+        };
+        let exchange = ExchangeId {
+            conn: self.id,
+            index,
+        };
+        let after_gap = std::mem::take(&mut self.req.after_gap);
+        self.req.msg = Some(new_message(
+            Start::Request {
+                method,
+                target,
+                version,
+            },
+            headers,
+            exchange,
+            framing,
+            first,
+            mark,
+            after_gap,
+        ));
+        self.req.state = State::Body;
+    }
+
+    fn parse_response_head(
+        &mut self,
+        head: &[u8],
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let cleaned;
+        let mut head = head;
+        if has_control_bytes(head) {
+            // A crafted or broken peer put control bytes in the head: parse a copy with them
+            // replaced, and say so (peers usually reject such messages, but they crossed the
+            // wire and are evidence).
+            cleaned = replace_control_bytes(head);
+            head = &cleaned;
+            self.anomaly(
+                Direction::ServerToClient,
+                mark,
+                "control characters in the response head (shown as '?')".into(),
+                sink,
+            );
+        }
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut slots);
+        let (status, reason, version) = match resp.parse(head) {
+            Ok(httparse::Status::Complete(_)) => (
+                resp.code.unwrap_or(0),
+                resp.reason.unwrap_or("").to_string(),
+                resp.version.unwrap_or(1),
+            ),
+            Ok(httparse::Status::Partial) => {
+                self.anomaly(
+                    Direction::ServerToClient,
+                    mark,
+                    "incomplete response head".into(),
+                    sink,
+                );
+                return;
+            }
+            Err(e) => {
+                self.resp.skipped += head.len() as u64;
+                self.anomaly(
+                    Direction::ServerToClient,
+                    mark,
+                    format!("malformed response head: {e}"),
+                    sink,
+                );
+                return;
+            }
+        };
+        let headers = headers_of(resp.headers);
+        if (100..200).contains(&status) && status != 101 {
+            // Interim response (100 Continue, 103 Early Hints): the final one follows.
+            self.interim.push(status);
+            return;
+        }
+        // The server answered: a request still waiting for bytes lost in a gap is as complete as
+        // it will ever be.
+        if self.req.msg.as_ref().is_some_and(|m| m.gap)
+            && self.pending.front().is_some_and(|p| {
+                self.req
+                    .msg
+                    .as_ref()
+                    .is_some_and(|m| m.exchange.index == p.index)
+            })
+        {
+            self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
+            self.req.after_gap = true;
+        }
+        let (index, method) = match self.pending.pop_front() {
+            Some(p) => (p.index, p.method),
+            None => {
+                // A response to a request not seen yet (capture started late, a gap, or the
+                // capture reordered them): the next request head takes this place.
+                let index = self.next_index;
+                self.next_index += 1;
+                self.unpaired_responses.push_back((index, first));
+                (index, String::new())
+            }
+        };
+        let exchange = ExchangeId {
+            conn: self.id,
+            index,
+        };
+        let (framing, problem) = response_framing(&method, status, &headers);
+        if let Some(p) = problem {
+            self.anomaly(Direction::ServerToClient, mark, p, sink);
+        }
+        let event_stream = (200..300).contains(&status)
+            && headers.media_type().as_deref() == Some("text/event-stream");
+        let response_head = ResponseHead {
+            exchange,
+            status,
+            reason,
+            version,
+            headers: headers.clone(),
+            interim: std::mem::take(&mut self.interim),
+            first,
+            event_stream,
+        };
+        sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
+        let after_gap = std::mem::take(&mut self.resp.after_gap);
+        let mut msg = new_message(
+            Start::Response,
+            headers,
+            exchange,
+            framing,
+            first,
+            mark,
+            after_gap,
+        );
+        if event_stream {
+            msg.sse = Some(SseParser::new());
+        }
+        self.resp.msg = Some(msg);
+        self.resp.state = State::Body;
+        if framing == Framing::Tunnel {
+            // After CONNECT 2xx or 101 the bytes are another protocol.
+            self.end_message(
+                Direction::ServerToClient,
+                Outcome::Complete,
+                None,
+                mark,
+                sink,
+            );
+            self.req.state = State::Opaque;
+            self.resp.state = State::Opaque;
+        }
+    }
+
+    fn read_body(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> usize {
+        let Some(msg) = self.half(dir).msg.as_mut() else {
+            // Nothing to read a body for: look for the next message (a state change, so the
+            // caller's loop still makes progress).
+            self.half(dir).state = State::Start;
+            return 0;
+        };
+        // Framing bytes (chunk sizes, the last chunk) end a message too.
+        msg.last = mark;
+        match msg.framing {
+            Framing::None | Framing::Tunnel => {
+                self.end_message(dir, Outcome::Complete, None, mark, sink);
+                0
+            }
+            Framing::Length(_) => {
+                let take = (msg.remaining.min(data.len() as u64)) as usize;
+                msg.remaining -= take as u64;
+                let done = msg.remaining == 0;
+                self.body_bytes(dir, &data[..take], mark, sink);
+                if done {
+                    self.end_message(dir, Outcome::Complete, None, mark, sink);
+                }
+                take
+            }
+            Framing::UntilClose => {
+                self.body_bytes(dir, data, mark, sink);
+                data.len()
+            }
+            Framing::Chunked => {
+                let mut out = Vec::new();
+                let result = msg
+                    .chunked
+                    .get_or_insert_with(ChunkedDecoder::new)
+                    .decode(data, &mut out);
+                let mut ended = false;
+                for piece in out {
+                    match piece {
+                        ChunkOutput::Data(bytes) => self.body_bytes(dir, bytes, mark, sink),
+                        ChunkOutput::End => ended = true,
+                    }
+                }
+                match result {
+                    Ok(used) => {
+                        if ended {
+                            self.end_message(dir, Outcome::Complete, None, mark, sink);
+                        }
+                        used
+                    }
+                    Err((used, e)) => {
+                        self.anomaly(
+                            dir,
+                            mark,
+                            format!("bad chunked framing: {e}; message cut"),
+                            sink,
+                        );
+                        if let Some(m) = self.half(dir).msg.as_mut() {
+                            m.gap = true;
+                        }
+                        // The rest of the packet may hold the next message: it is scanned from
+                        // the start state (and counted if skipped).
+                        self.end_message(dir, Outcome::Gap, None, mark, sink);
+                        self.half(dir).after_gap = true;
+                        used
+                    }
+                }
+            }
+        }
+    }
+
+    fn body_bytes(&mut self, dir: Direction, bytes: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut decode_error = None;
+        let mut decoded = Vec::new();
+        {
+            let (half, out_events) = match dir {
+                Direction::ClientToServer => (&mut self.req, &mut self.out_events),
+                Direction::ServerToClient => (&mut self.resp, &mut self.out_events),
+            };
+            let Some(msg) = half.msg.as_mut() else {
+                return;
+            };
+            msg.last = mark;
+            msg.body.wire_bytes += bytes.len() as u64;
+            if msg.holed && msg.sse.is_none() {
+                return;
+            }
+            let plain = msg.decoder.is_identity();
+            let input: &[u8] = if plain {
+                bytes
+            } else {
+                if let Err(e) = msg.decoder.write(bytes, &mut decoded) {
+                    decode_error = Some(e);
+                }
+                &decoded
+            };
+            msg.body.decoded_bytes += input.len() as u64;
+            if let Some(sse) = msg.sse.as_mut() {
+                sse.feed(input, mark, out_events);
+            } else {
+                let room = MAX_BODY.saturating_sub(msg.body.data.len());
+                if input.len() > room {
+                    msg.body.truncated = true;
+                }
+                msg.body
+                    .data
+                    .extend_from_slice(&input[..input.len().min(room)]);
+            }
+            if let Some(e) = &decode_error {
+                msg.body.decode_error = Some(e.clone());
+            }
+        }
+        self.flush_events(dir, sink);
+        if let Some(e) = decode_error {
+            self.anomaly(dir, mark, e, sink);
+        }
+    }
+
+    fn flush_events(&mut self, dir: Direction, sink: &mut impl HttpSink) {
+        if self.out_events.is_empty() {
+            return;
+        }
+        let exchange = match self.half(dir).msg.as_ref() {
+            Some(m) => m.exchange,
+            None => return,
+        };
+        for event in self.out_events.drain(..) {
+            sink.on_http(HttpEvent::SseEvent { exchange, event });
+        }
+    }
+
+    /// Ends the message of `dir`, emitting it (a request) or its end (a response).
+    fn end_message(
+        &mut self,
+        dir: Direction,
+        outcome: Outcome,
+        closed_by: Option<Direction>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let (client, server) = (self.client, self.server);
+        let half = self.half(dir);
+        if matches!(half.state, State::Body) {
+            half.state = State::Start;
+        }
+        let Some(mut msg) = half.msg.take() else {
+            return;
+        };
+        // A message cut short ended when its connection was given up (`mark`), not at its last
+        // byte: a client that closes 1.5 s after the last event waited those 1.5 s.
+        if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
+            msg.last = mark;
+        }
+        let mut tail = Vec::new();
+        if outcome == Outcome::Complete
+            && !msg.holed
+            && let Err(e) = msg.decoder.finish(&mut tail)
+        {
+            msg.body.decode_error = Some(e);
+        }
+        if !tail.is_empty() {
+            msg.body.decoded_bytes += tail.len() as u64;
+            if let Some(sse) = msg.sse.as_mut() {
+                sse.feed(&tail, mark, &mut self.out_events);
+            } else {
+                let room = MAX_BODY.saturating_sub(msg.body.data.len());
+                msg.body
+                    .data
+                    .extend_from_slice(&tail[..tail.len().min(room)]);
+            }
+        }
+        if let Some(sse) = msg.sse.as_mut() {
+            sse.finish();
+        }
+        let exchange = msg.exchange;
+        for event in self.out_events.drain(..) {
+            sink.on_http(HttpEvent::SseEvent { exchange, event });
+        }
+        let outcome = if msg.gap && outcome == Outcome::Complete {
+            Outcome::Gap
+        } else {
+            outcome
+        };
+        msg.body.chunked = msg.chunked.is_some() || msg.framing == Framing::Chunked;
+        match msg.start {
+            Start::Request {
+                method,
+                target,
+                version,
+            } => {
+                let request = Request {
+                    exchange,
+                    client,
+                    server,
+                    method,
+                    target,
+                    version,
+                    headers: msg.headers,
+                    body: msg.body,
+                    first: msg.first,
+                    last: msg.last,
+                    outcome,
+                };
+                sink.on_http(HttpEvent::Request(Box::new(request)));
+            }
+            Start::Response => {
+                let end = ResponseEnd {
+                    exchange,
+                    body: msg.body,
+                    last: msg.last,
+                    outcome,
+                    closed_by,
+                    sse: msg.sse.map(|s| s.stats),
+                };
+                sink.on_http(HttpEvent::ResponseEnd(Box::new(end)));
+            }
+        }
+    }
+
+    /// `len` bytes of `dir` are missing from the capture.
+    pub fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        let half = self.half(dir);
+        match half.state {
+            State::Opaque => {}
+            State::Start => {
+                half.line.clear();
+                half.after_gap = true;
+            }
+            State::Head => {
+                half.head.clear();
+                half.head_first = None;
+                half.state = State::Start;
+                half.after_gap = true;
+                self.anomaly(
+                    dir,
+                    mark,
+                    format!("headers of a message lost in a {len}-byte capture gap"),
+                    sink,
+                );
+            }
+            State::Body => {
+                let Some(msg) = half.msg.as_mut() else {
+                    half.state = State::Start;
+                    return;
+                };
+                msg.gap = true;
+                msg.holed = true;
+                msg.body.gap_bytes += len;
+                msg.body
+                    .decode_error
+                    .get_or_insert_with(|| "bytes missing from the capture".into());
+                // Between two events, with chunk framing to find the next chunk, nothing needs
+                // skipping; anywhere else the partial event is dropped up to the next blank line.
+                let clean = msg.framing == Framing::Chunked
+                    && msg
+                        .chunked
+                        .as_ref()
+                        .is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
+                if let Some(sse) = msg.sse.as_mut() {
+                    if clean && sse.at_boundary() {
+                        sse.gap_at_boundary();
+                    } else {
+                        sse.gap();
+                    }
+                }
+                // Keep the framing when the gap falls inside a known length.
+                let survives = match msg.framing {
+                    Framing::Length(_) => {
+                        if len <= msg.remaining {
+                            msg.remaining -= len;
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Framing::Chunked => {
+                        let c = msg.chunked.get_or_insert_with(ChunkedDecoder::new);
+                        if c.remaining_in_chunk().is_some_and(|r| len <= r) {
+                            c.skip_data(len);
+                        } else {
+                            c.after_gap();
+                        }
+                        true
+                    }
+                    Framing::UntilClose => true,
+                    Framing::None | Framing::Tunnel => true,
+                };
+                let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
+                if !survives {
+                    self.end_message(dir, Outcome::Gap, None, mark, sink);
+                    self.half(dir).after_gap = true;
+                } else if done {
+                    self.end_message(dir, Outcome::Gap, None, mark, sink);
+                }
+            }
+        }
+    }
+
+    /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
+    /// cut short.
+    pub fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        if self.first_fin.is_none() {
+            self.first_fin = Some((dir, mark));
+        }
+        let half = self.half(dir);
+        match half.state {
+            State::Body => {
+                let until_close = half
+                    .msg
+                    .as_ref()
+                    .is_some_and(|m| m.framing == Framing::UntilClose);
+                // A close-delimited response ends at the server's FIN, unless the client had
+                // already closed its side: then the client walked away from it (a proxy whose own
+                // client gave up closes upstream like this).
+                let client_left = match self.first_fin {
+                    Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => {
+                        Some(at)
+                    }
+                    _ => None,
+                };
+                if until_close && let Some(at) = client_left {
+                    self.end_message(
+                        dir,
+                        Outcome::ClosedEarly,
+                        Some(Direction::ClientToServer),
+                        at,
+                        sink,
+                    );
+                } else if until_close {
+                    self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
+                } else {
+                    let (first, at) = self.first_fin.unwrap_or((dir, mark));
+                    self.end_message(dir, Outcome::ClosedEarly, Some(first), at, sink);
+                }
+            }
+            State::Head => {
+                half.head.clear();
+                half.state = State::Start;
+                self.anomaly(
+                    dir,
+                    mark,
+                    "connection closed in the middle of message headers".into(),
+                    sink,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The connection is gone: end what is in progress and report requests never answered.
+    pub fn close(
+        &mut self,
+        outcome: Outcome,
+        by: Option<Direction>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let closed_by = by.or(self.first_fin.map(|f| f.0));
+        // A request left unanswered is reported at the moment its connection was given up: the
+        // first FIN, when the connection ended that way.
+        let gave_up = match (by, self.first_fin) {
+            (None, Some((_, fin_mark))) => fin_mark,
+            _ => mark,
+        };
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+            if self.half(dir).msg.is_some() {
+                let until_close_done = outcome == Outcome::ClosedEarly
+                    && self
+                        .half(dir)
+                        .msg
+                        .as_ref()
+                        .is_some_and(|m| m.framing == Framing::UntilClose);
+                let o = if until_close_done {
+                    Outcome::Complete
+                } else {
+                    outcome
+                };
+                let at = if o == Outcome::Complete {
+                    mark
+                } else {
+                    gave_up
+                };
+                self.end_message(dir, o, closed_by, at, sink);
+            }
+        }
+        while let Some(p) = self.pending.pop_front() {
+            let _ = p.first;
+            sink.on_http(HttpEvent::NoResponse {
+                exchange: ExchangeId {
+                    conn: self.id,
+                    index: p.index,
+                },
+                outcome,
+                closed_by,
+                mark: gave_up,
+            });
+        }
+    }
+}
+
+fn new_message(
+    start: Start,
+    headers: Headers,
+    exchange: ExchangeId,
+    framing: Framing,
+    first: Mark,
+    head_end: Mark,
+    after_gap: bool,
+) -> Message {
+    let decoder = ContentDecoder::for_encoding(headers.get("content-encoding"));
+    let content_encoding = headers.get("content-encoding").map(str::to_string);
+    let remaining = match framing {
+        Framing::Length(n) => n,
+        _ => 0,
+    };
+    Message {
+        start,
+        headers,
+        exchange,
+        framing,
+        remaining,
+        chunked: None,
+        decoder,
+        body: Body {
+            content_encoding,
+            ..Body::default()
+        },
+        holed: false,
+        gap: after_gap,
+        sse: None,
+        first,
+        last: head_end,
+    }
+}
+
+/// Bytes RFC 9110 forbids in a field value (CTLs other than HTAB, and DEL), outside line ends.
+fn is_forbidden(b: u8) -> bool {
+    (b < 0x20 && b != b'\t' && b != b'\r' && b != b'\n') || b == 0x7f
+}
+
+fn has_control_bytes(head: &[u8]) -> bool {
+    head.iter().any(|&b| is_forbidden(b))
+}
+
+fn replace_control_bytes(head: &[u8]) -> Vec<u8> {
+    head.iter()
+        .map(|&b| if is_forbidden(b) { b'?' } else { b })
+        .collect()
+}
+
+fn headers_of(raw: &[httparse::Header<'_>]) -> Headers {
+    Headers(
+        raw.iter()
+            .filter(|h| !h.name.is_empty())
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// RFC 9112 §6.3 for requests: chunked, else Content-Length, else no body.
+fn request_framing(headers: &Headers) -> (Framing, Option<String>) {
+    if headers.has("transfer-encoding") {
+        let problem = headers.has("content-length").then(|| {
+            "request has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
+                .to_string()
+        });
+        if last_coding_is_chunked(headers) {
+            return (Framing::Chunked, problem);
+        }
+        return (
+            Framing::UntilClose,
+            Some("request Transfer-Encoding without chunked: read until close".into()),
+        );
+    }
+    match content_length(headers) {
+        Ok(Some(n)) => (Framing::Length(n), None),
+        Ok(None) => (Framing::None, None),
+        Err(e) => (Framing::None, Some(e)),
+    }
+}
+
+/// RFC 9112 §6.3 for responses.
+fn response_framing(method: &str, status: u16, headers: &Headers) -> (Framing, Option<String>) {
+    if method.eq_ignore_ascii_case("HEAD")
+        || status == 204
+        || status == 304
+        || (100..200).contains(&status) && status != 101
+    {
+        return (Framing::None, None);
+    }
+    if status == 101 || (method.eq_ignore_ascii_case("CONNECT") && (200..300).contains(&status)) {
+        return (Framing::Tunnel, None);
+    }
+    if headers.has("transfer-encoding") {
+        let problem = headers.has("content-length").then(|| {
+            "response has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
+                .to_string()
+        });
+        if last_coding_is_chunked(headers) {
+            return (Framing::Chunked, problem);
+        }
+        return (Framing::UntilClose, problem);
+    }
+    match content_length(headers) {
+        Ok(Some(n)) => (Framing::Length(n), None),
+        Ok(None) => (Framing::UntilClose, None),
+        Err(e) => (Framing::UntilClose, Some(e)),
+    }
+}
+
+fn last_coding_is_chunked(headers: &Headers) -> bool {
+    headers
+        .get_all("transfer-encoding")
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .last()
+        .is_some_and(|c| c.eq_ignore_ascii_case("chunked"))
+}
+
+/// The Content-Length, if any; several equal values are accepted (RFC 9110 §8.6).
+fn content_length(headers: &Headers) -> Result<Option<u64>, String> {
+    let mut value: Option<u64> = None;
+    for v in headers.get_all("content-length").flat_map(|v| v.split(',')) {
+        let v = v.trim();
+        let n: u64 = v
+            .parse()
+            .map_err(|_| format!("invalid Content-Length {v:?}"))?;
+        if value.is_some_and(|old| old != n) {
+            return Err("conflicting Content-Length values".into());
+        }
+        value = Some(n);
+    }
+    Ok(value)
+}
+
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i] == b'\n' {
+            if buf.get(i + 1) == Some(&b'\n') {
+                return Some(i + 2);
+            }
+            if buf.get(i + 1) == Some(&b'\r') && buf.get(i + 2) == Some(&b'\n') {
+                return Some(i + 3);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Where a start line begins inside `line` (not at 0), if one does.
+fn embedded_start(line: &[u8], dir: Direction) -> Option<usize> {
+    match dir {
+        Direction::ClientToServer => (1..line.len()).find(|&p| {
+            line[p].is_ascii_uppercase()
+                && !line[p - 1].is_ascii_uppercase()
+                && quick_method_prefix(&line[p..])
+                && is_request_line(&line[p..])
+        }),
+        Direction::ServerToClient => line
+            .windows(7)
+            .enumerate()
+            .skip(1)
+            .filter(|(_, w)| *w == b"HTTP/1.")
+            .map(|(p, _)| p)
+            .find(|&p| is_status_line(&line[p..])),
+    }
+}
+
+/// A method token followed by a space and the start of a target, checked before the full test.
+fn quick_method_prefix(rest: &[u8]) -> bool {
+    let n = rest
+        .iter()
+        .take(13)
+        .take_while(|b| b.is_ascii_uppercase())
+        .count();
+    (3..=12).contains(&n)
+        && rest.get(n) == Some(&b' ')
+        && matches!(rest.get(n + 1), Some(b'/' | b'*' | b'h' | b'H'))
+}
+
+/// `METHOD SP target SP HTTP/1.x`.
+pub fn is_request_line(line: &[u8]) -> bool {
+    let Some(sp1) = line.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    let method = &line[..sp1];
+    if method.is_empty()
+        || method.len() > 24
+        || !method
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_')
+    {
+        return false;
+    }
+    let rest = &line[sp1 + 1..];
+    let Some(sp2) = rest.iter().rposition(|&b| b == b' ') else {
+        return false;
+    };
+    let target = &rest[..sp2];
+    let version = &rest[sp2 + 1..];
+    !target.is_empty()
+        && !target.contains(&b' ')
+        && version.len() == 8
+        && version.starts_with(b"HTTP/1.")
+        && version[7].is_ascii_digit()
+}
+
+/// `HTTP/1.x NNN [reason]`.
+pub fn is_status_line(line: &[u8]) -> bool {
+    line.len() >= 12
+        && line.starts_with(b"HTTP/1.")
+        && line[7].is_ascii_digit()
+        && line[8] == b' '
+        && line[9..12].iter().all(u8::is_ascii_digit)
+        && line.get(12).is_none_or(|&b| b == b' ')
+}
+
+fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
+    if data.len() >= 2 && data[0] == 0x16 && data[1] == 0x03 {
+        return Some(ConnKind::Tls);
+    }
+    if data.starts_with(b"PRI * HTTP/2.0") {
+        return Some(ConnKind::Http2);
+    }
+    None
+}

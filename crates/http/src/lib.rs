@@ -1,0 +1,362 @@
+//! The HTTP stage: reassembled TCP streams in, HTTP/1.1 exchanges, SSE events and JSON-RPC
+//! messages out, each with the capture marks that prove it.
+//!
+//! HTTP is recognised by content on any port. Each connection gets a sans-IO [`conn::Connection`]
+//! fed the capture layer's data, gap and close events; it emits [`HttpEvent`]s as soon as they
+//! are known (a request when complete, a response head when its headers are, every SSE event when
+//! its blank line arrives), so long-lived streams never need buffering.
+
+pub mod body;
+pub mod conn;
+pub mod exchange;
+pub mod sse;
+pub mod threaded;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use mcpf_capture::tcp::{CloseReason, TcpEvent, TcpSink};
+use mcpf_model::Mark;
+use mcpf_model::{ConnId, Direction};
+
+pub use conn::Connection;
+
+/// Header fields in their original order and case; lookups ignore case.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl Headers {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Whether a comma-separated header lists `token` (case-insensitive), e.g. `Connection: close`.
+    pub fn has_token(&self, name: &str, token: &str) -> bool {
+        self.get_all(name)
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+
+    /// The media type of `Content-Type`, lower-cased, without parameters.
+    pub fn media_type(&self) -> Option<String> {
+        self.get("content-type").map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+    }
+}
+
+/// An exchange on a connection: the `index`-th request (from 0) and the response paired with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExchangeId {
+    pub conn: ConnId,
+    pub index: u32,
+}
+
+impl std::fmt::Display for ExchangeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tcp{}#{}", self.conn, self.index + 1)
+    }
+}
+
+/// How a message ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Complete,
+    /// Still being sent when the capture ended (an open SSE stream, typically).
+    CutByCaptureEnd,
+    /// The connection was closed (FIN) before the message was complete.
+    ClosedEarly,
+    /// The connection was reset.
+    Reset,
+    /// Bytes of it are missing from the capture.
+    Gap,
+    /// The connection was evicted as idle.
+    Idle,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::CutByCaptureEnd => "cut by capture end",
+            Outcome::ClosedEarly => "connection closed early",
+            Outcome::Reset => "connection reset",
+            Outcome::Gap => "bytes missing",
+            Outcome::Idle => "idle, evicted",
+        }
+    }
+}
+
+/// A message body as captured: decoded when the content coding is known.
+#[derive(Clone, Debug, Default)]
+pub struct Body {
+    /// Decoded bytes (not kept for event streams, whose events are reported one by one).
+    pub data: Vec<u8>,
+    /// Bytes of the body on the wire (after de-chunking, before content decoding).
+    pub wire_bytes: u64,
+    pub decoded_bytes: u64,
+    /// `data` stopped at the size limit.
+    pub truncated: bool,
+    pub content_encoding: Option<String>,
+    pub decode_error: Option<String>,
+    pub chunked: bool,
+    /// The source did not record this body (a HAR hole, an access log): unknown, not empty.
+    pub unknown: bool,
+    /// Bytes of the body missing from the capture.
+    pub gap_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub exchange: ExchangeId,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub method: String,
+    pub target: String,
+    /// HTTP minor version (1 for HTTP/1.1).
+    pub version: u8,
+    pub headers: Headers,
+    pub body: Body,
+    pub first: Mark,
+    pub last: Mark,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug)]
+pub struct ResponseHead {
+    pub exchange: ExchangeId,
+    pub status: u16,
+    pub reason: String,
+    pub version: u8,
+    pub headers: Headers,
+    /// Interim (1xx) statuses received before this one.
+    pub interim: Vec<u16>,
+    pub first: Mark,
+    /// The body is an event stream (`Content-Type: text/event-stream`).
+    pub event_stream: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct ResponseEnd {
+    pub exchange: ExchangeId,
+    /// The body (events are reported separately for event streams).
+    pub body: Body,
+    pub last: Mark,
+    pub outcome: Outcome,
+    /// Who ended the connection when the response did not complete by its own framing.
+    pub closed_by: Option<Direction>,
+    pub sse: Option<sse::SseStats>,
+}
+
+/// What the HTTP stage reports, in the order it learns it. Events own their data, so a sink
+/// may keep them, or hand them to another thread, without a copy.
+#[derive(Debug)]
+pub enum HttpEvent {
+    Request(Box<Request>),
+    ResponseHead(Box<ResponseHead>),
+    /// Inline, not boxed: most events are SSE events, and a box each would be an allocation
+    /// freed on the analysis thread.
+    SseEvent {
+        exchange: ExchangeId,
+        event: sse::SseEvent,
+    },
+    ResponseEnd(Box<ResponseEnd>),
+    /// A request the connection never answered.
+    NoResponse {
+        exchange: ExchangeId,
+        outcome: Outcome,
+        closed_by: Option<Direction>,
+        mark: Mark,
+    },
+    /// Something about the bytes that is worth a line in the report.
+    Anomaly {
+        conn: ConnId,
+        dir: Direction,
+        mark: Mark,
+        what: String,
+    },
+    /// A connection began (its endpoints, for responses whose request was never seen).
+    ConnectionStart {
+        conn: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        mark: Mark,
+    },
+    /// The connection ended; `kind` says whether any HTTP was found on it.
+    ConnectionEnd {
+        conn: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        kind: ConnKind,
+        mark: Mark,
+    },
+}
+
+/// The next stage of the HTTP events.
+pub trait HttpSink {
+    fn on_http(&mut self, event: HttpEvent);
+}
+
+impl<F: FnMut(HttpEvent)> HttpSink for F {
+    fn on_http(&mut self, event: HttpEvent) {
+        self(event)
+    }
+}
+
+/// What a TCP connection carried, judged from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnKind {
+    Http,
+    Tls,
+    Http2,
+    /// No data at all.
+    Empty,
+    Other,
+}
+
+/// Counters the HTTP stage keeps for the report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HttpStats {
+    pub connections_http: u64,
+    pub connections_tls: u64,
+    pub connections_http2: u64,
+    pub connections_other: u64,
+    pub connections_empty: u64,
+    /// Server ports of TLS connections (for the hint to capture plaintext).
+    pub tls_ports: Vec<u16>,
+    /// Server ports that carried HTTP.
+    pub http_ports: Vec<u16>,
+    /// Bytes skipped while looking for the next message after a gap or on a non-HTTP stream.
+    pub skipped_bytes: u64,
+    pub anomalies: u64,
+}
+
+/// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
+/// [`HttpEvent`]s to the next stage.
+pub struct Stage<S: HttpSink> {
+    /// Boxed: the table grows by doubling, and a parser's state is large.
+    connections: HashMap<ConnId, Box<Connection>>,
+    pub sink: S,
+    pub stats: HttpStats,
+}
+
+impl<S: HttpSink> Stage<S> {
+    pub fn new(sink: S) -> Self {
+        Stage {
+            connections: HashMap::default(),
+            sink,
+            stats: HttpStats::default(),
+        }
+    }
+}
+
+fn note_port(ports: &mut Vec<u16>, port: u16) {
+    if !ports.contains(&port) && ports.len() < 64 {
+        ports.push(port);
+        ports.sort_unstable();
+    }
+}
+
+impl<S: HttpSink> TcpSink for Stage<S> {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        match event {
+            TcpEvent::Opened {
+                conn,
+                client,
+                server,
+                mark,
+            } => {
+                self.connections
+                    .insert(conn, Box::new(Connection::new(conn, client, server, mark)));
+                self.sink.on_http(HttpEvent::ConnectionStart {
+                    conn,
+                    client,
+                    server,
+                    mark,
+                });
+            }
+            TcpEvent::Data {
+                conn,
+                dir,
+                data,
+                mark,
+            } => {
+                if let Some(c) = self.connections.get_mut(&conn) {
+                    c.data(dir, data, mark, &mut self.sink);
+                }
+            }
+            TcpEvent::Gap {
+                conn,
+                dir,
+                len,
+                mark,
+            } => {
+                if let Some(c) = self.connections.get_mut(&conn) {
+                    c.gap(dir, len, mark, &mut self.sink);
+                }
+            }
+            TcpEvent::Fin { conn, dir, mark } => {
+                if let Some(c) = self.connections.get_mut(&conn) {
+                    c.fin(dir, mark, &mut self.sink);
+                }
+            }
+            TcpEvent::Closed { summary } => {
+                if let Some(mut c) = self.connections.remove(&summary.conn) {
+                    let (outcome, by) = match summary.close {
+                        CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
+                        CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
+                        CloseReason::Idle => (Outcome::Idle, None),
+                        CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
+                    };
+                    c.close(outcome, by, summary.end, &mut self.sink);
+                    let kind = c.kind();
+                    let port = summary.server.port();
+                    match kind {
+                        ConnKind::Http => {
+                            self.stats.connections_http += 1;
+                            note_port(&mut self.stats.http_ports, port);
+                        }
+                        ConnKind::Tls => {
+                            self.stats.connections_tls += 1;
+                            note_port(&mut self.stats.tls_ports, port);
+                        }
+                        ConnKind::Http2 => self.stats.connections_http2 += 1,
+                        ConnKind::Empty => self.stats.connections_empty += 1,
+                        ConnKind::Other => self.stats.connections_other += 1,
+                    }
+                    self.stats.skipped_bytes += c.skipped_bytes();
+                    self.stats.anomalies += c.anomalies();
+                    self.sink.on_http(HttpEvent::ConnectionEnd {
+                        conn: summary.conn,
+                        client: summary.client,
+                        server: summary.server,
+                        kind,
+                        mark: summary.end,
+                    });
+                }
+            }
+        }
+    }
+}

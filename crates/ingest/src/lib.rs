@@ -1,0 +1,471 @@
+//! Evidence that is not a packet capture: HAR files and JSON access logs, turned into the same
+//! [`HttpEvent`](mcpf_http::HttpEvent)s the capture path produces, so every later stage works
+//! on them unchanged.
+//!
+//! - [`detect`] tells a capture, a HAR and a JSON Lines access log apart by content (never by
+//!   name); [`resolve`] does the same under `--input-format`.
+//! - [`read_har`] and [`read_access_log`] feed an [`HttpSink`] and return the input's
+//!   [`InputReport`] plus its [`Capabilities`]: what the source can support, and a sentence per
+//!   thing it lacks, so findings that would rest on missing evidence are not raised.
+//!
+//! What the capture path measures and these sources do not is made explicit instead of guessed:
+//! a body the source did not keep is [`Body::unknown`](mcpf_http::Body::unknown) (never
+//! "empty"); an SSE event whose time was estimated has
+//! [`SseEvent::estimated`](mcpf_http::sse::SseEvent::estimated) set; a header that was not
+//! logged is unknown according to [`Capabilities::knows_request_header`].
+//!
+//! Exchanges get synthetic connection ids ([`synthetic_conn`]) in a range TCP reassembly never
+//! reaches, and marks cite the HAR entry or the log line (`FrameRef::frame`, from 1).
+//! Each input's events are emitted in time order (a request at its start, the response head at
+//! its first byte, its events, its end); the whole input is read first to sort them, so memory
+//! follows the size of the file.
+
+pub mod accesslog;
+pub mod har;
+mod timeline;
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use mcpf_capture::open_file;
+use mcpf_capture::reader::{CountingReader, Sniffed, describe_bytes, sniff};
+use mcpf_http::HttpSink;
+use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, OpenError, SourceFormat};
+
+pub use accesslog::{LogMap, read_access_log, read_access_log_text};
+pub use har::{read_har, read_har_text};
+
+/// The `--input-format` choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FormatChoice {
+    /// Decide by content ([`detect`]).
+    #[default]
+    Auto,
+    Capture,
+    Har,
+    Log,
+}
+
+/// Bytes of the (decompressed) file looked at by [`detect`].
+const HEAD: usize = 64 << 10;
+
+/// Tells a capture, a HAR file and a JSON Lines access log apart by content: pcap/pcapng magic
+/// (also inside gzip) → capture; a JSON object with `log.entries` → HAR; JSON Lines whose first
+/// record has the keys of an nginx, Envoy or Caddy log → that log. Anything else is an error
+/// that says what was expected and which keys the first record has. `-` (standard input) is
+/// taken for a capture.
+pub fn detect(path: &str) -> Result<SourceFormat, OpenError> {
+    match sniff_file(path)? {
+        Sniff::Capture => Ok(SourceFormat::Capture),
+        Sniff::Json(first) => classify(path, &first, false),
+    }
+}
+
+/// [`detect`] under an `--input-format` choice. With a log map, every JSON Lines file is read
+/// with it ([`LogFlavor::Mapped`]).
+pub fn resolve(
+    path: &str,
+    choice: FormatChoice,
+    have_map: bool,
+) -> Result<SourceFormat, OpenError> {
+    match choice {
+        FormatChoice::Capture => Ok(SourceFormat::Capture),
+        FormatChoice::Har => Ok(SourceFormat::Har),
+        FormatChoice::Auto | FormatChoice::Log => {
+            if path == "-" && choice == FormatChoice::Log {
+                return Ok(SourceFormat::AccessLog(if have_map {
+                    LogFlavor::Mapped
+                } else {
+                    LogFlavor::Nginx
+                }));
+            }
+            let sniffed = sniff_file(path)?;
+            match (sniffed, choice) {
+                (Sniff::Capture, FormatChoice::Auto) => Ok(SourceFormat::Capture),
+                (Sniff::Capture, _) => Err(OpenError {
+                    path: path.to_string(),
+                    message: "is a packet capture, not a JSON access log".into(),
+                    hint: Some("drop --input-format log, or use --input-format auto".into()),
+                }),
+                (Sniff::Json(first), _) => match classify(path, &first, have_map)? {
+                    SourceFormat::Har if choice == FormatChoice::Log => Err(OpenError {
+                        path: path.to_string(),
+                        message: "is a HAR file, not a JSON access log".into(),
+                        hint: Some("use --input-format auto or har".into()),
+                    }),
+                    f => Ok(f),
+                },
+            }
+        }
+    }
+}
+
+/// Reads a HAR or access log input (not a capture) into `sink`.
+pub fn read(
+    path: &str,
+    input: InputId,
+    format: SourceFormat,
+    map: Option<&LogMap>,
+    sink: &mut impl HttpSink,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    match format {
+        SourceFormat::Har => read_har(path, input, sink),
+        // Standard input cannot be looked at twice: its flavor is decided by its first record.
+        SourceFormat::AccessLog(flavor) => {
+            let flavor = (path != "-").then_some(flavor);
+            accesslog::read_access_log_as(path, input, flavor, map, sink)
+        }
+        SourceFormat::Capture => Err(OpenError {
+            path: path.to_string(),
+            message: "is a packet capture: read it with the capture stage".into(),
+            hint: None,
+        }),
+    }
+}
+
+enum Sniff {
+    Capture,
+    Json(FirstRecord),
+}
+
+/// An opened text input: decompressed when gzip, with the count of bytes read from the file.
+pub(crate) struct TextInput {
+    pub reader: Box<dyn BufRead>,
+    pub bytes_read: Arc<AtomicU64>,
+    pub gzip: bool,
+}
+
+pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let raw: Box<dyn Read> = if path == "-" {
+        Box::new(CountingReader::new(io::stdin(), bytes_read.clone()))
+    } else {
+        let file: File = open_file(path)?;
+        Box::new(CountingReader::new(file, bytes_read.clone()))
+    };
+    let mut buffered = BufReader::new(raw);
+    let head = buffered.fill_buf().map_err(|e| OpenError {
+        path: path.to_string(),
+        message: format!("cannot read: {e}"),
+        hint: None,
+    })?;
+    let gzip = head.starts_with(&[0x1f, 0x8b]);
+    let reader: Box<dyn BufRead> = if gzip {
+        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(
+            buffered,
+        )))
+    } else {
+        Box::new(buffered)
+    };
+    Ok(TextInput {
+        reader,
+        bytes_read,
+        gzip,
+    })
+}
+
+/// Reads a whole text input (UTF-8, one leading BOM dropped).
+pub(crate) fn read_all_text(path: &str, input: &mut TextInput) -> Result<String, OpenError> {
+    let mut bytes = Vec::new();
+    input
+        .reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| OpenError {
+            path: path.to_string(),
+            message: format!("cannot read: {e}"),
+            hint: None,
+        })?;
+    if bytes.starts_with(&[0xef, 0xbb, 0xbf]) {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| OpenError {
+        path: path.to_string(),
+        message: format!(
+            "is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ),
+        hint: Some(
+            "HAR files and JSON access logs are UTF-8; give captures as pcap or pcapng".into(),
+        ),
+    })
+}
+
+fn read_head(path: &str) -> Result<(Vec<u8>, bool), OpenError> {
+    let mut input = open_text(path)?;
+    let mut head = Vec::with_capacity(HEAD);
+    (&mut input.reader)
+        .take(HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| OpenError {
+            path: path.to_string(),
+            message: format!("cannot read: {e}"),
+            hint: None,
+        })?;
+    Ok((head, input.gzip))
+}
+
+fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
+    if path == "-" {
+        return Ok(Sniff::Capture);
+    }
+    let (head, gzip) = read_head(path)?;
+    let not_recognised = |what: String| OpenError {
+        path: path.to_string(),
+        message: format!(
+            "{what}: not a packet capture (pcap, pcapng), a HAR file or a JSON Lines access log"
+        ),
+        hint: Some(EXPECTED_HINT.into()),
+    };
+    match sniff(&head) {
+        Sniffed::Pcap | Sniffed::PcapNg => return Ok(Sniff::Capture),
+        // A gzip stream that is not even valid gzip: let the capture reader explain.
+        Sniffed::Gzip => return Ok(Sniff::Capture),
+        Sniffed::Empty => {
+            return Err(OpenError {
+                path: path.to_string(),
+                message: if gzip {
+                    "is empty once decompressed".into()
+                } else {
+                    "is empty".into()
+                },
+                hint: Some("the file may still be being written, or the export failed".into()),
+            });
+        }
+        Sniffed::Unknown => {
+            return Err(not_recognised(format!(
+                "starts with {}",
+                describe_bytes(&head)
+            )));
+        }
+        Sniffed::Json => {}
+    }
+    let text = head.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(&head);
+    let start = text
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
+    let text = &text[start..];
+    if text.first() == Some(&b'[') {
+        return Err(not_recognised("is a JSON array".into()));
+    }
+    // JSON Lines, or a HAR written on one line: the first line is a whole object.
+    let first_line = text.split(|&b| b == b'\n').next().unwrap_or(text);
+    if let Ok(first) = serde_json::from_slice::<FirstRecord>(first_line) {
+        return Ok(Sniff::Json(first));
+    }
+    // A pretty-printed (or very long) single document, typically a HAR: read its first value
+    // through, keeping only the keys.
+    let mut input = open_text(path)?;
+    let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
+    match FirstRecord::deserialize(&mut de) {
+        Ok(first) => Ok(Sniff::Json(first)),
+        Err(whole) => {
+            // A log whose first line is damaged (cut by rotation): look at the next lines.
+            for line in text.split(|&b| b == b'\n').skip(1).take(50) {
+                if let Ok(first) = serde_json::from_slice::<FirstRecord>(line)
+                    && accesslog::classify(&first).is_some()
+                {
+                    return Ok(Sniff::Json(first));
+                }
+            }
+            Err(OpenError {
+                path: path.to_string(),
+                message: format!("is not valid JSON ({whole})"),
+                hint: Some(EXPECTED_HINT.into()),
+            })
+        }
+    }
+}
+
+const EXPECTED_HINT: &str = "expected a pcap/pcapng capture (optionally gzip), a HAR file \
+(a JSON object with log.entries, e.g. from a browser's or mitmproxy's export), or a JSON Lines \
+access log from nginx (log_format ... escape=json), Envoy (json_format) or Caddy; name the \
+fields of any other JSON log with --log-map";
+
+fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFormat, OpenError> {
+    if first
+        .log
+        .as_ref()
+        .is_some_and(|k| k.iter().any(|k| k == "entries"))
+    {
+        return Ok(SourceFormat::Har);
+    }
+    if have_map {
+        return Ok(SourceFormat::AccessLog(LogFlavor::Mapped));
+    }
+    if let Some(flavor) = accesslog::classify(first) {
+        return Ok(SourceFormat::AccessLog(flavor));
+    }
+    let mut keys = first.keys.join(", ");
+    if first.keys.is_empty() {
+        keys = "none (an empty object)".into();
+    }
+    let what = if first.log.is_some() {
+        "has a \"log\" object without \"entries\", so it is not a HAR file".to_string()
+    } else {
+        "is JSON, but neither a HAR file nor a JSON access log this tool recognises".to_string()
+    };
+    Err(OpenError {
+        path: path.to_string(),
+        message: format!(
+            "{what}. Expected a HAR file (an object with log.entries) or JSON Lines from nginx \
+             (keys such as msec or time_iso8601, request_method, request_uri, status, \
+             request_time), Envoy (start_time, method, path, response_code, duration) or Caddy \
+             (ts, request.method, request.uri, status, duration). The first record has the keys: \
+             {keys}{}",
+            if first.more_keys { ", ..." } else { "" }
+        ),
+        hint: Some(
+            "name the fields with --log-map time=FIELD,method=FIELD,path=FIELD,status=FIELD,\
+             duration=FIELD (or a JSON file of the same keys), or force --input-format"
+                .into(),
+        ),
+    })
+}
+
+/// The first JSON value of a file reduced to what detection needs: its keys in file order, and
+/// the keys of its `log` and `request` objects. Values are skipped, not built.
+#[derive(Debug, Default)]
+pub(crate) struct FirstRecord {
+    pub keys: Vec<String>,
+    pub more_keys: bool,
+    pub log: Option<Vec<String>>,
+    pub request: Option<Vec<String>>,
+}
+
+const MAX_KEYS: usize = 64;
+
+impl<'de> Deserialize<'de> for FirstRecord {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FirstVisitor)
+    }
+}
+
+struct FirstVisitor;
+
+impl<'de> Visitor<'de> for FirstVisitor {
+    type Value = FirstRecord;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FirstRecord, A::Error> {
+        let mut rec = FirstRecord::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "log" => rec.log = map.next_value::<SubKeys>()?.0,
+                "request" => rec.request = map.next_value::<SubKeys>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            if rec.keys.len() < MAX_KEYS {
+                rec.keys.push(key);
+            } else {
+                rec.more_keys = true;
+            }
+        }
+        Ok(rec)
+    }
+}
+
+/// The keys of a nested object (None when the value is not an object).
+struct SubKeys(Option<Vec<String>>);
+
+impl<'de> Deserialize<'de> for SubKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SubVisitor)
+    }
+}
+
+struct SubVisitor;
+
+impl<'de> Visitor<'de> for SubVisitor {
+    type Value = SubKeys;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SubKeys, A::Error> {
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            if keys.len() < MAX_KEYS {
+                keys.push(key);
+            }
+        }
+        Ok(SubKeys(Some(keys)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SubKeys, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(SubKeys(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<SubKeys, E> {
+        Ok(SubKeys(None))
+    }
+}
+
+/// Keeps the first `limit` warnings of a kind and counts the rest, so a log with a million bad
+/// lines does not make a million-line report.
+pub(crate) struct Warnings {
+    pub list: Vec<String>,
+    limit: usize,
+    suppressed: u64,
+}
+
+impl Warnings {
+    pub fn new(limit: usize) -> Self {
+        Warnings {
+            list: Vec::new(),
+            limit,
+            suppressed: 0,
+        }
+    }
+    pub fn push(&mut self, w: String) {
+        if self.list.len() < self.limit {
+            self.list.push(w);
+        } else {
+            self.suppressed += 1;
+        }
+    }
+    pub fn finish(mut self, what: &str) -> Vec<String> {
+        if self.suppressed > 0 {
+            self.list
+                .push(format!("... and {} more {what}", self.suppressed));
+        }
+        self.list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_record_keeps_key_order_and_nested_keys() {
+        let r: FirstRecord =
+            serde_json::from_str(r#"{"z":1,"log":{"version":"1.2","entries":[]},"a":[1,{"b":2}]}"#)
+                .unwrap();
+        assert_eq!(r.keys, ["z", "log", "a"]);
+        assert_eq!(r.log.unwrap(), ["version", "entries"]);
+        let r: FirstRecord = serde_json::from_str(r#"{"request":"GET / HTTP/1.1"}"#).unwrap();
+        assert!(r.request.is_none());
+    }
+}

@@ -1,0 +1,619 @@
+//! Per-session reasoning that needs the whole session: stream order, the event-ID scheme,
+//! mid-session fallbacks, which stream each resume continues, and the namespace that minted every
+//! event.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::ids;
+use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
+use crate::jsonrpc::{Kind, RequestId};
+use mcpf_model::InputId;
+
+/// Fills protocol version and server info from the answer to `initialize`.
+pub fn fill_initialize(s: &mut Session) {
+    let mut found: Option<(Option<String>, Option<String>)> = None;
+    for st in &s.streams {
+        let Some(init) = st
+            .requests()
+            .find(|m| m.method.as_deref() == Some("initialize"))
+            .and_then(|m| m.id.clone())
+        else {
+            continue;
+        };
+        let answer = st
+            .response_messages
+            .iter()
+            .chain(st.events.iter().flat_map(|e| e.messages.iter()))
+            .find(|m| m.kind == Kind::Response && m.id.as_ref() == Some(&init));
+        if let Some(a) = answer {
+            found = Some((a.mcp.protocol_version.clone(), a.mcp.peer_info.clone()));
+        }
+    }
+    // Legacy transport: the answer arrives on the SSE stream of another exchange.
+    if found.is_none() {
+        for st in &s.streams {
+            for m in st.events.iter().flat_map(|e| e.messages.iter()) {
+                if m.kind == Kind::Response && m.mcp.protocol_version.is_some() {
+                    found = Some((m.mcp.protocol_version.clone(), m.mcp.peer_info.clone()));
+                }
+            }
+        }
+    }
+    if let Some((version, info)) = found {
+        if version.is_some() {
+            s.protocol_version = version;
+        }
+        if info.is_some() {
+            s.server_info = info;
+        }
+    }
+}
+
+/// Matching key of an exchange seen by two sources.
+fn match_key(
+    st: &super::model::Stream,
+) -> (String, String, Option<String>, Option<String>, Option<u16>) {
+    (
+        st.method.to_ascii_uppercase(),
+        st.target.split('?').next().unwrap_or("").to_string(),
+        st.session_id_sent.clone(),
+        st.resume.as_ref().map(|r| r.last_event_id.clone()),
+        // What the client got: a log's 499 (client closed) or 0 is a capture's exchange without
+        // a response, and must not look like the upstream leg's 200.
+        st.status.filter(|&c| c != 499 && c != 0),
+    )
+}
+
+/// How a source session's exchanges line up with a capture session's: the clock offset (median
+/// of each exchange's nearest candidate) and, for each source exchange, the capture exchange it
+/// is within tolerance.
+fn alignment(source: &Session, capture: &Session) -> Option<(i64, Vec<Option<usize>>)> {
+    let mut diffs: Vec<i64> = Vec::new();
+    for sa in &source.streams {
+        let key = match_key(sa);
+        let nearest = capture
+            .streams
+            .iter()
+            .filter(|sb| match_key(sb) == key)
+            .map(|sb| sb.opened.time.0 - sa.opened.time.0)
+            .filter(|d| d.abs() < 3_600 * mcpf_model::Timestamp::NANOS_PER_SEC)
+            .min_by_key(|d| d.abs());
+        diffs.extend(nearest);
+    }
+    if diffs.is_empty() {
+        return None;
+    }
+    diffs.sort_unstable();
+    let offset = diffs[diffs.len() / 2];
+    Some((offset, pair_exchanges(source, capture, offset)))
+}
+
+const MATCH_TOLERANCE_NS: i64 = 2 * mcpf_model::Timestamp::NANOS_PER_SEC;
+
+/// For each source exchange, the capture exchange it is (each used once), given the offset.
+fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Option<usize>> {
+    let mut used: HashSet<usize> = HashSet::default();
+    let mut out = Vec::with_capacity(source.streams.len());
+    for sa in &source.streams {
+        let key = match_key(sa);
+        let at = sa.opened.time.0 + offset;
+        let hit = capture
+            .streams
+            .iter()
+            .enumerate()
+            .filter(|(i, sb)| !used.contains(i) && match_key(sb) == key)
+            .map(|(i, sb)| (i, (sb.opened.time.0 - at).abs()))
+            .filter(|(_, d)| *d <= MATCH_TOLERANCE_NS)
+            .min_by_key(|(_, d)| *d)
+            .map(|(i, _)| i);
+        if let Some(i) = hit {
+            used.insert(i);
+        }
+        out.push(hit);
+    }
+    out
+}
+
+/// A HAR or access log of the same traffic as a capture (the proxy's log beside the capture of
+/// its client leg) observes the same exchanges: they are matched, not counted twice. The clock
+/// offset between the sources is the median difference of matched request times; the source's
+/// unmatched exchanges join the session on the capture's clock.
+pub fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
+    let from_logs = |s: &Session| s.streams.iter().all(|st| recorded(st.input));
+    let mut absorbed: HashSet<usize> = HashSet::default();
+    for a in 0..sessions.len() {
+        if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
+            continue;
+        }
+        // The same session may have been captured on several legs (client side and upstream
+        // of a proxy): the source joins the one whose exchanges it matches best.
+        let log_server_unknown =
+            sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
+        let best = (0..sessions.len())
+            .filter(|&b| {
+                b != a
+                    && !absorbed.contains(&b)
+                    && !from_logs(&sessions[b])
+                    && sessions[b].session_id == sessions[a].session_id
+                    && (sessions[a].server == sessions[b].server || log_server_unknown)
+            })
+            .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
+            .max_by_key(|(b, offset, pairs)| {
+                (
+                    pairs.iter().filter(|p| p.is_some()).count(),
+                    std::cmp::Reverse(offset.abs()),
+                    std::cmp::Reverse(*b),
+                )
+            });
+        let Some((b, offset, pairs)) = best else {
+            continue;
+        };
+        let mut matched = 0;
+        let mut extra = Vec::new();
+        let streams = std::mem::take(&mut sessions[a].streams);
+        for (mut sa, hit) in streams.into_iter().zip(pairs) {
+            if hit.is_some() {
+                matched += 1;
+            } else {
+                shift(&mut sa, offset);
+                extra.push(sa);
+            }
+        }
+        let input = sessions[a].inputs.first().copied().unwrap_or(0);
+        let added = extra.len();
+        let target = &mut sessions[b];
+        for st in extra {
+            let mut st = st;
+            st.idx = target.streams.len();
+            target.streams.push(st);
+        }
+        if !target.inputs.contains(&input) {
+            target.inputs.push(input);
+        }
+        target.merged_sources.push(super::model::MergedSource {
+            input,
+            matched,
+            added,
+            offset_s: offset as f64 / 1e9,
+        });
+        absorbed.insert(a);
+    }
+    if absorbed.is_empty() {
+        return;
+    }
+    let mut kept: Vec<Session> = Vec::new();
+    for (i, s) in sessions.drain(..).enumerate() {
+        if !absorbed.contains(&i) {
+            kept.push(s);
+        }
+    }
+    for (i, s) in kept.iter_mut().enumerate() {
+        s.idx = i;
+        let (start, end) = s.streams.iter().fold((s.start, s.end), |(lo, hi), st| {
+            (lo.min(st.opened), hi.max(st.ended.unwrap_or(st.opened)))
+        });
+        s.start = start;
+        s.end = end;
+    }
+    *sessions = kept;
+}
+
+fn shift(st: &mut super::model::Stream, offset: i64) {
+    let move_mark = |m: &mut mcpf_model::Mark| m.time = m.time.add_nanos(offset);
+    move_mark(&mut st.opened);
+    if let Some(m) = st.response_mark.as_mut() {
+        move_mark(m);
+    }
+    if let Some(m) = st.ended.as_mut() {
+        move_mark(m);
+    }
+    for e in &mut st.events {
+        move_mark(&mut e.mark);
+    }
+}
+
+/// The same session ID observed at two endpoints (both legs of a proxy, or a client-side and a
+/// server-side capture) is two observations of one session: tie them, never merge them.
+pub fn link_observations(sessions: &mut [Session]) {
+    let mut by_id: HashMap<String, Vec<usize>> = HashMap::default();
+    for s in sessions.iter() {
+        if let Some(id) = &s.session_id {
+            by_id.entry(id.clone()).or_default().push(s.idx);
+        }
+    }
+    for group in by_id.values().filter(|g| g.len() > 1) {
+        for &i in group {
+            sessions[i].same_session_as = group.iter().copied().filter(|&j| j != i).collect();
+        }
+    }
+}
+
+pub fn analyse(s: &mut Session) {
+    order_streams(s);
+    s.event_id_scheme = ids::classify(
+        s.streams
+            .iter()
+            .flat_map(|st| st.events.iter())
+            .filter_map(|e| e.id.as_deref()),
+    );
+    if s.event_id_scheme == super::model::EventIdScheme::None {
+        // No events (an access log): the IDs clients sent back still show the scheme.
+        let from_resumes = ids::classify(
+            s.streams
+                .iter()
+                .filter_map(|st| st.resume.as_ref().map(|r| r.last_event_id.as_str())),
+        );
+        if from_resumes != super::model::EventIdScheme::None {
+            s.event_id_scheme = from_resumes;
+            s.event_id_scheme_from = "last_event_id";
+        }
+    }
+    note_what_inputs_lack(s);
+    resolve_resumes(s);
+    detect_fallbacks(s);
+    attribute(s);
+}
+
+/// Findings that need what an input did not record are "not determinable", never silently
+/// absent.
+fn note_what_inputs_lack(s: &mut Session) {
+    let unknown = s.streams.iter().filter(|st| st.body_unknown).count();
+    if unknown > 0 {
+        let why = format!(
+            "the input recorded no body or SSE events for {unknown} of {} exchanges",
+            s.streams.len()
+        );
+        for kind in [
+            "cross_namespace_replay",
+            "event_id_reset",
+            "resume_gap",
+            "duplicate_response",
+            "request_id_reused",
+            "skipped_events",
+            "unanswered_request",
+            "retry_without_idempotency_key",
+        ] {
+            s.not_determinable.push((kind, why.clone()));
+        }
+    }
+    let resumes_without_header = s
+        .streams
+        .iter()
+        .filter(|st| st.resume.is_some() && !st.session_header_known)
+        .count();
+    if resumes_without_header > 0 || s.streams.iter().any(|st| !st.session_header_known) {
+        let why = "the input did not record the responses' Mcp-Session-Id".to_string();
+        s.not_determinable
+            .push(("session_not_reaffirmed", why.clone()));
+        s.not_determinable.push(("session_id_changed", why));
+    }
+}
+
+/// Streams are numbered in the order their requests began.
+fn order_streams(s: &mut Session) {
+    let mut order: Vec<usize> = (0..s.streams.len()).collect();
+    order.sort_by_key(|&i| (s.streams[i].opened, s.streams[i].exchange));
+    let mut new_pos = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_pos[old] = new;
+    }
+    let mut streams: Vec<Option<super::model::Stream>> = s.streams.drain(..).map(Some).collect();
+    for &old in &order {
+        if let Some(mut st) = streams[old].take() {
+            st.idx = s.streams.len();
+            s.streams.push(st);
+        }
+    }
+    for f in &mut s.fallbacks {
+        f.abandoned_stream = f.abandoned_stream.map(|i| new_pos[i]);
+        f.to_stream = new_pos[f.to_stream];
+    }
+}
+
+/// Mid-session fallback: the client abandoned a POST whose response did not arrive, then opened a
+/// GET event stream without `Last-Event-ID`.
+fn detect_fallbacks(s: &mut Session) {
+    let mut used: HashSet<StreamIdx> = s
+        .fallbacks
+        .iter()
+        .filter_map(|f| f.abandoned_stream)
+        .collect();
+    let mut found = Vec::new();
+    for g in 0..s.streams.len() {
+        let get = &s.streams[g];
+        if get.transport != StreamTransport::Get
+            || get.resume.is_some()
+            || get.status.is_some_and(|st| !(200..300).contains(&st))
+        {
+            continue;
+        }
+        let candidate = (0..g)
+            .rev()
+            .map(|p| &s.streams[p])
+            .filter(|p| {
+                p.transport == StreamTransport::Post
+                    && !used.contains(&p.idx)
+                    && (p.requests().next().is_some() || p.body_unknown)
+                    && p.abandoned_by_client()
+                    && !s.streams.iter().any(|r| {
+                        r.opened <= get.opened
+                            && r.resume
+                                .as_ref()
+                                .is_some_and(|x| x.continues == Some(p.idx))
+                    })
+                    && p.ended
+                        .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
+            })
+            .max_by_key(|p| p.ended);
+        let Some(p) = candidate else {
+            continue;
+        };
+        let request = p.requests().next();
+        let request_id = request.and_then(|m| m.id.clone());
+        let token = request.and_then(|m| m.mcp.progress_token.clone());
+        let abandoned_at = p.ended.unwrap_or(p.opened);
+        let waited = abandoned_at.time.seconds_since(p.opened.time);
+        let what = match (request.and_then(|m| m.method.as_deref()), &request_id) {
+            (Some(method), Some(id)) => format!("POST {method} #{}", id.label()),
+            _ => "POST".to_string(),
+        };
+        let got = if p.response_mark.is_some() {
+            "part of the response"
+        } else {
+            "no response bytes"
+        };
+        // Messages of the abandoned request arriving on the new stream confirm the fallback.
+        let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
+            (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token == token)
+                || (matches!(m.kind, Kind::Response | Kind::Error)
+                    && m.id.is_some()
+                    && m.id == request_id)
+        });
+        found.push(Fallback {
+            mark: get.opened,
+            from: "post".into(),
+            to: "get".into(),
+            trigger: format!("{what} abandoned by the client after {waited:.1} s with {got}"),
+            request_id,
+            abandoned_stream: Some(p.idx),
+            to_stream: g,
+            confirmed,
+            frames: vec![p.opened, abandoned_at, get.opened],
+        });
+        used.insert(p.idx);
+    }
+    s.fallbacks.extend(found);
+    s.fallbacks.sort_by_key(|f| f.mark);
+}
+
+/// A client abandons a stream and opens the fallback in quick succession; the connection close
+/// that reports the abandonment may be captured a moment after the new request.
+const TOLERANCE_NS: i64 = 2_000_000_000;
+
+/// Which stream each resume continues: the interrupted stream whose last delivered ID equals the
+/// `Last-Event-ID` sent; with colliding counters, the other streams that delivered the same ID
+/// are recorded.
+fn resolve_resumes(s: &mut Session) {
+    for r in 0..s.streams.len() {
+        let Some(lei) = s.streams[r]
+            .resume
+            .as_ref()
+            .map(|x| x.last_event_id.clone())
+        else {
+            continue;
+        };
+        let opened = s.streams[r].opened;
+        let delivered: Vec<StreamIdx> = (0..r)
+            .filter(|&t| {
+                s.streams[t]
+                    .events
+                    .iter()
+                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && e.mark <= opened)
+            })
+            .collect();
+        let last_is = |t: &StreamIdx| {
+            s.streams[*t]
+                .events
+                .iter()
+                .filter(|e| e.mark <= opened)
+                .rev()
+                .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
+                == Some(lei.as_str())
+        };
+        let pick = delivered
+            .iter()
+            .filter(|t| last_is(t) && s.streams[**t].interrupted())
+            .max_by_key(|t| s.streams[**t].ended)
+            .or_else(|| delivered.iter().filter(|t| last_is(t)).max())
+            .or_else(|| delivered.iter().max())
+            .copied();
+        if let Some(resume) = s.streams[r].resume.as_mut() {
+            resume.continues = pick;
+            resume.also_seen_on = delivered.into_iter().filter(|t| Some(*t) != pick).collect();
+        }
+    }
+}
+
+fn hash_str(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// Labels every event with the namespace that minted its ID.
+fn attribute(s: &mut Session) {
+    // Events in capture order across streams.
+    let mut order: Vec<(mcpf_model::Mark, StreamIdx, usize)> = s
+        .streams
+        .iter()
+        .flat_map(|st| {
+            st.events
+                .iter()
+                .enumerate()
+                .map(move |(i, e)| (e.mark, st.idx, i))
+        })
+        .collect();
+    order.sort();
+    // Keys are hashes of the IDs and tokens: no string is copied per event.
+    let mut token_owner: HashMap<u64, StreamIdx> = HashMap::default();
+    let mut first_seen: HashMap<(u64, u64), Namespace> = HashMap::default();
+    let mut id_seen: HashSet<u64> = HashSet::default();
+    // Where each request's messages were last being delivered (its POST stream until then).
+    let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::default();
+    let mut progress_owner: HashMap<String, RequestId> = HashMap::default();
+    let mut last_integer: HashMap<StreamIdx, u64> = HashMap::default();
+    for st in &s.streams {
+        for m in st.requests() {
+            if let Some(id) = &m.id {
+                request_stream.entry(id.clone()).or_insert(st.idx);
+                if let Some(t) = &m.mcp.progress_token {
+                    progress_owner.insert(t.clone(), id.clone());
+                }
+            }
+        }
+    }
+    for (_, si, ei) in order {
+        let resume = s.streams[si].resume.as_ref().map(|r| r.continues);
+        let ev = &s.streams[si].events[ei];
+        let id: Option<&str> = ev.id.as_deref().filter(|i| !i.is_empty());
+        let (ns, how) = match resume {
+            None => (Namespace::Stream(si), Attribution::Own),
+            Some(continues) => {
+                let prev = s.streams[si].events[..ei]
+                    .iter()
+                    .rev()
+                    .find(|e| e.id.as_deref().is_some_and(|i| !i.is_empty()));
+                attribute_replayed(
+                    s,
+                    si,
+                    ev,
+                    id,
+                    continues,
+                    prev,
+                    &token_owner,
+                    &first_seen,
+                    &id_seen,
+                    &request_stream,
+                    &progress_owner,
+                    &last_integer,
+                )
+            }
+        };
+        // Learn from what was delivered.
+        if let Some(id) = id {
+            if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
+                token_owner.entry(hash_str(tok)).or_insert(owner);
+            }
+            first_seen.entry((hash_str(id), ev.data_hash)).or_insert(ns);
+            id_seen.insert(hash_str(id));
+            if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
+                last_integer.insert(owner, n);
+            }
+        }
+        if let Namespace::Stream(owner) = ns {
+            for m in &ev.messages {
+                match m.kind {
+                    Kind::Notification => {
+                        if let Some(req) = m
+                            .mcp
+                            .progress_token
+                            .as_ref()
+                            .and_then(|t| progress_owner.get(t))
+                        {
+                            request_stream.insert(req.clone(), owner);
+                        }
+                    }
+                    Kind::Response | Kind::Error => {
+                        if let Some(id) = &m.id {
+                            request_stream.insert(id.clone(), owner);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let ev = &mut s.streams[si].events[ei];
+        ev.namespace = ns;
+        ev.attribution = how;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attribute_replayed(
+    s: &Session,
+    si: StreamIdx,
+    ev: &super::model::EventRec,
+    id: Option<&str>,
+    continues: Option<StreamIdx>,
+    prev: Option<&super::model::EventRec>,
+    token_owner: &HashMap<u64, StreamIdx>,
+    first_seen: &HashMap<(u64, u64), Namespace>,
+    id_seen: &HashSet<u64>,
+    request_stream: &HashMap<RequestId, StreamIdx>,
+    progress_owner: &HashMap<String, RequestId>,
+    last_integer: &HashMap<StreamIdx, u64>,
+) -> (Namespace, Attribution) {
+    let Some(id) = id else {
+        // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
+        return (Namespace::Stream(si), Attribution::Own);
+    };
+    let seen_before = id_seen.contains(&hash_str(id));
+    if ev.priming && !seen_before {
+        // Python SDK servers prime every replay connection afresh.
+        return (Namespace::Stream(si), Attribution::Own);
+    }
+    if let Some(tok) = ids::stream_token(id) {
+        if let Some(c) = continues
+            && s.streams[c]
+                .events
+                .iter()
+                .filter_map(|e| e.id.as_deref())
+                .any(|i| ids::stream_token(i) == Some(tok))
+        {
+            return (Namespace::Stream(c), Attribution::IdToken);
+        }
+        if let Some(&owner) = token_owner.get(&hash_str(tok)) {
+            return (Namespace::Stream(owner), Attribution::IdToken);
+        }
+    }
+    if let Some(ns) = first_seen.get(&(hash_str(id), ev.data_hash)) {
+        return (*ns, Attribution::IdenticalEvent);
+    }
+    for m in &ev.messages {
+        let owner = match m.kind {
+            Kind::Response | Kind::Error => m.id.as_ref().and_then(|i| request_stream.get(i)),
+            Kind::Notification => m
+                .mcp
+                .progress_token
+                .as_ref()
+                .and_then(|t| progress_owner.get(t))
+                .and_then(|r| request_stream.get(r)),
+            _ => None,
+        };
+        if let Some(&owner) = owner {
+            return (Namespace::Stream(owner), Attribution::RequestStream);
+        }
+    }
+    if let Some(n) = ids::integer(id) {
+        if let Some(p) = prev
+            && p.id.as_deref().and_then(ids::integer) == Some(n.wrapping_sub(1))
+            && let Namespace::Stream(_) = p.namespace
+        {
+            return (p.namespace, Attribution::CounterContinuity);
+        }
+        if let Some(c) = continues
+            && last_integer.get(&c) == Some(&n.wrapping_sub(1))
+        {
+            return (Namespace::Stream(c), Attribution::CounterContinuity);
+        }
+        let mut owners = last_integer
+            .iter()
+            .filter(|(_, v)| **v == n.wrapping_sub(1))
+            .map(|(k, _)| *k);
+        if let (Some(one), None) = (owners.next(), owners.next()) {
+            return (Namespace::Stream(one), Attribution::CounterContinuity);
+        }
+    }
+    (Namespace::Unknown, Attribution::Unknown)
+}

@@ -1,0 +1,421 @@
+//! The MCP session model: sessions, the HTTP exchanges and SSE streams they are made of, and every
+//! event with the transport namespace that minted its ID.
+//!
+//! Records are compact (IDs, marks, JSON-RPC summaries, a hash of each event's data) so the
+//! detectors can reason about every event without payload copies.
+
+use std::net::{IpAddr, SocketAddr};
+
+use serde::Serialize;
+
+use crate::jsonrpc::{Message, RequestId};
+use mcpf_http::{ExchangeId, Outcome};
+use mcpf_model::Direction;
+use mcpf_model::{InputId, Mark};
+
+/// Index of a session in the analysis (shown as `S1`, `S2`, ... from 1).
+pub type SessionIdx = usize;
+/// Index of a stream within its session (shown as `s1`, `s2`, ...).
+pub type StreamIdx = usize;
+
+/// How a stream's SSE body was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamTransport {
+    /// The response to a POST (Streamable HTTP).
+    Post,
+    /// A GET on the MCP endpoint: the standalone stream, a fallback channel or a resume.
+    Get,
+    /// The long-lived GET of the 2024-11-05 HTTP+SSE transport.
+    LegacySse,
+}
+
+impl StreamTransport {
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamTransport::Post => "post",
+            StreamTransport::Get => "get",
+            StreamTransport::LegacySse => "legacy-sse",
+        }
+    }
+}
+
+/// The session's transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    StreamableHttp,
+    LegacySse,
+}
+
+/// Which event sequence minted an event's ID: a stream of this session, or unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Namespace {
+    Stream(StreamIdx),
+    Unknown,
+}
+
+/// How an event on a resume stream was attributed to the namespace that minted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attribution {
+    /// A fresh event on its own stream.
+    Own,
+    /// The ID names its stream (`sse:42`, `<uuid>_<ms>_<rand>`).
+    IdToken,
+    /// The same ID and data were delivered earlier on a known stream.
+    IdenticalEvent,
+    /// A JSON-RPC response or progress notification of a request whose stream is known.
+    RequestStream,
+    /// The next integer of one namespace's counter.
+    CounterContinuity,
+    Unknown,
+}
+
+impl Attribution {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Attribution::Own => "minted by the stream that delivered it",
+            Attribution::IdToken => "the event ID names the stream that minted it",
+            Attribution::IdenticalEvent => "identical event (same ID and data) delivered earlier",
+            Attribution::RequestStream => "it answers a request whose stream is known",
+            Attribution::CounterContinuity => "the next integer of that stream's counter",
+            Attribution::Unknown => "no evidence",
+        }
+    }
+}
+
+/// One SSE event as the analysis keeps it: compact, because every event of the sessions in
+/// progress is held until its session ends.
+#[derive(Clone, Debug)]
+pub struct EventRec {
+    /// The explicit `id` field, as on the wire.
+    pub id: Option<Box<str>>,
+    pub mark: Mark,
+    /// 64-bit hash of the data, to recognise the same event delivered twice.
+    pub data_hash: u64,
+    pub messages: Box<[Message]>,
+    /// The event type when it is not `message`.
+    pub event_type: Option<Box<str>>,
+    /// The legacy transport's `endpoint` event URI.
+    pub endpoint: Option<Box<str>>,
+    pub index: u32,
+    pub data_len: u32,
+    pub retry: Option<u32>,
+    /// Filled by namespace attribution.
+    pub namespace: Namespace,
+    pub attribution: Attribution,
+    pub priming: bool,
+    pub after_gap: bool,
+    pub estimated_time: bool,
+}
+
+impl EventRec {
+    pub fn event_type(&self) -> &str {
+        self.event_type.as_deref().unwrap_or("message")
+    }
+}
+
+/// A Last-Event-ID resume attempt (a GET carrying the header).
+#[derive(Clone, Debug, Default)]
+pub struct Resume {
+    pub last_event_id: String,
+    /// The stream it continues (the interrupted one whose last delivered ID is `last_event_id`).
+    pub continues: Option<StreamIdx>,
+    /// Other streams on which the same ID was delivered: proof that IDs collide.
+    pub also_seen_on: Vec<StreamIdx>,
+}
+
+/// One HTTP exchange of a session; an SSE response body makes it a stream.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    pub idx: StreamIdx,
+    pub transport: StreamTransport,
+    pub exchange: ExchangeId,
+    pub input: InputId,
+    pub method: String,
+    pub target: String,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub opened: Mark,
+    /// Status and first byte of the response, when one came.
+    pub status: Option<u16>,
+    pub response_mark: Option<Mark>,
+    pub content_type: Option<String>,
+    pub event_stream: bool,
+    pub ended: Option<Mark>,
+    pub outcome: Option<Outcome>,
+    pub closed_by: Option<Direction>,
+    pub session_id_sent: Option<String>,
+    pub session_id_received: Option<String>,
+    pub accept_sse: bool,
+    pub protocol_version_header: Option<String>,
+    pub transport_mode: Option<String>,
+    pub resume: Option<Resume>,
+    /// JSON-RPC messages the client sent in the request body.
+    pub client_messages: Vec<Message>,
+    /// JSON-RPC messages in a JSON response body, once unpacked for analysis.
+    pub response_messages: Vec<Message>,
+    /// The same, packed while the session is in progress.
+    pub response_packed: super::packed::PackedMessages,
+    /// The events, once unpacked for analysis (see [`Stream::unpack_events`]).
+    pub events: Vec<EventRec>,
+    /// Events as they arrive, packed until the session is analysed.
+    pub packed: super::packed::PackedEvents,
+    /// Bytes of this exchange are missing from the capture.
+    pub gap: bool,
+    /// How many, when known.
+    pub gap_bytes: u64,
+    /// A transport-mode header the client sent (echoing the server's).
+    pub transport_mode_sent: Option<String>,
+    pub comments: u64,
+    pub last_retry: Option<u64>,
+    /// The source recorded no body for it (HAR holes, access logs).
+    pub body_unknown: bool,
+    /// The source records the response's `Mcp-Session-Id` (an access log may not).
+    pub session_header_known: bool,
+    /// Events in brief, filled when the session is finalized (the events themselves may then be
+    /// dropped to keep memory flat).
+    pub summary: EventSummary,
+}
+
+/// What is kept of a stream's events once the session is finalized.
+#[derive(Clone, Debug, Default)]
+pub struct EventSummary {
+    pub count: usize,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+}
+
+/// JSON-RPC message counts of a session.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub events: usize,
+    pub requests: usize,
+    pub responses: usize,
+    pub errors: usize,
+    pub notifications: usize,
+}
+
+/// `S1`, `S2`, ...: how reports name session `idx`.
+pub fn session_label(idx: SessionIdx) -> String {
+    format!("S{}", idx + 1)
+}
+
+/// `post:s4`, `get:s2`, ...: how reports name stream `idx` of a session.
+pub fn stream_label(transport: StreamTransport, idx: StreamIdx) -> String {
+    format!("{}:s{}", transport.name(), idx + 1)
+}
+
+impl Stream {
+    pub fn label(&self) -> String {
+        stream_label(self.transport, self.idx)
+    }
+
+    /// The stream ended other than by its own framing: the client, a reset, the server closing
+    /// early, or the capture.
+    pub fn interrupted(&self) -> bool {
+        !matches!(self.outcome, Some(Outcome::Complete))
+    }
+
+    /// The client gave up on it: closed or reset the connection before the response ended.
+    pub fn abandoned_by_client(&self) -> bool {
+        self.closed_by == Some(Direction::ClientToServer)
+            && matches!(
+                self.outcome,
+                Some(Outcome::ClosedEarly | Outcome::Reset) | None
+            )
+    }
+
+    /// Moves the packed events into `events`, where the analysis reads them.
+    pub fn unpack_events(&mut self) {
+        if !self.packed.is_empty() {
+            let packed = std::mem::take(&mut self.packed);
+            self.events.extend(packed.unpack());
+        }
+        if !self.response_packed.is_empty() {
+            let packed = std::mem::take(&mut self.response_packed);
+            self.response_messages.extend(packed.unpack());
+        }
+    }
+
+    /// Events received so far, packed or not.
+    pub fn event_count(&self) -> usize {
+        self.events.len() + self.packed.len()
+    }
+
+    /// Last event ID delivered on this stream (explicit IDs only).
+    pub fn last_delivered_id(&self) -> Option<&str> {
+        self.events
+            .iter()
+            .rev()
+            .find_map(|e| e.id.as_deref().filter(|id| !id.is_empty()))
+    }
+
+    /// JSON-RPC requests this exchange carried (the client's).
+    pub fn requests(&self) -> impl Iterator<Item = &Message> {
+        self.client_messages
+            .iter()
+            .filter(|m| m.kind == crate::jsonrpc::Kind::Request)
+    }
+}
+
+/// A fallback from streamable POST responses to an SSE GET channel.
+#[derive(Clone, Debug)]
+pub struct Fallback {
+    pub mark: Mark,
+    pub from: String,
+    pub to: String,
+    /// Why: `initialize answered 405`, `POST abandoned after 1.5 s with 0 bytes`...
+    pub trigger: String,
+    /// The stalled request, if one.
+    pub request_id: Option<RequestId>,
+    pub abandoned_stream: Option<StreamIdx>,
+    pub to_stream: StreamIdx,
+    /// Messages of the abandoned request later arrived on the new stream.
+    pub confirmed: bool,
+    /// Frames that show it.
+    pub frames: Vec<Mark>,
+}
+
+/// A non-capture source whose exchanges were matched to a capture's.
+#[derive(Clone, Debug)]
+pub struct MergedSource {
+    pub input: InputId,
+    pub matched: usize,
+    /// Exchanges of the source the capture did not have, added with the offset applied.
+    pub added: usize,
+    /// Seconds added to the source's times to bring them onto the capture's clock.
+    pub offset_s: f64,
+}
+
+/// How event IDs are formed in a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventIdScheme {
+    Integer,
+    Namespaced,
+    Opaque,
+    None,
+}
+
+impl EventIdScheme {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventIdScheme::Integer => "integer",
+            EventIdScheme::Namespaced => "namespaced",
+            EventIdScheme::Opaque => "opaque",
+            EventIdScheme::None => "none",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub idx: SessionIdx,
+    pub session_id: Option<String>,
+    pub server: SocketAddr,
+    pub path: String,
+    pub client_ip: IpAddr,
+    pub transport: Transport,
+    /// No `Mcp-Session-Id`: exchanges grouped by client and initialize boundaries.
+    pub stateless: bool,
+    pub protocol_version: Option<String>,
+    pub client_info: Option<String>,
+    pub server_info: Option<String>,
+    pub initialize_seen: bool,
+    pub initializes: Vec<Mark>,
+    pub start: Mark,
+    pub end: Mark,
+    pub streams: Vec<Stream>,
+    pub fallbacks: Vec<Fallback>,
+    pub deleted: Option<Mark>,
+    /// 404 answers to requests carrying the session ID: the server forgot the session.
+    pub forgotten: Vec<Mark>,
+    pub inputs: Vec<InputId>,
+    /// The legacy transport's POST endpoint (path and query).
+    pub legacy_endpoint: Option<String>,
+    pub transport_mode_header: Option<String>,
+    pub event_id_scheme: EventIdScheme,
+    /// What the scheme was read from: `events`, or `last_event_id` headers when the input has
+    /// no events (an access log).
+    pub event_id_scheme_from: &'static str,
+    /// Finding kinds the inputs cannot support for this session, with the reason.
+    pub not_determinable: Vec<(&'static str, String)>,
+    /// Other sessions with the same ID observed at another endpoint (proxy legs).
+    pub same_session_as: Vec<SessionIdx>,
+    pub counts: Counts,
+    /// Analysed, detected and (unless events are asked for) compacted.
+    pub finalized: bool,
+    /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
+    /// many exchanges matched and the clock offset applied to that source.
+    pub merged_sources: Vec<MergedSource>,
+}
+
+impl Session {
+    pub fn label(&self) -> String {
+        session_label(self.idx)
+    }
+
+    /// Fills the counts and the per-stream event summaries from the events.
+    pub fn summarize(&mut self) {
+        let mut c = Counts::default();
+        for st in &mut self.streams {
+            st.summary = EventSummary {
+                count: st.events.len(),
+                first_id: st
+                    .events
+                    .iter()
+                    .find_map(|e| e.id.as_deref().map(str::to_string)),
+                last_id: st.last_delivered_id().map(str::to_string),
+            };
+            c.events += st.events.len();
+            let all = st
+                .client_messages
+                .iter()
+                .chain(st.response_messages.iter())
+                .chain(st.events.iter().flat_map(|e| e.messages.iter()));
+            for m in all {
+                match m.kind {
+                    crate::jsonrpc::Kind::Request => c.requests += 1,
+                    crate::jsonrpc::Kind::Response => c.responses += 1,
+                    crate::jsonrpc::Kind::Error => c.errors += 1,
+                    crate::jsonrpc::Kind::Notification => c.notifications += 1,
+                    crate::jsonrpc::Kind::Malformed => {}
+                }
+            }
+        }
+        self.counts = c;
+    }
+
+    /// Drops what only analysis needed: events and response bodies. Summaries stay.
+    pub fn compact(&mut self) {
+        for st in &mut self.streams {
+            st.events = Vec::new();
+            st.response_messages = Vec::new();
+            st.client_messages
+                .retain(|m| m.kind == crate::jsonrpc::Kind::Request || m.method.is_some());
+            st.client_messages.shrink_to_fit();
+        }
+        self.streams.shrink_to_fit();
+    }
+
+    /// Streams in the order they were opened.
+    pub fn stream(&self, idx: StreamIdx) -> &Stream {
+        &self.streams[idx]
+    }
+
+    /// Whether a fallback happened before `mark` and after the last `initialize` before it.
+    pub fn fallback_before(&self, mark: Mark) -> Option<&Fallback> {
+        let last_init = self
+            .initializes
+            .iter()
+            .filter(|m| **m <= mark)
+            .max()
+            .copied();
+        self.fallbacks
+            .iter()
+            .filter(|f| f.mark <= mark && last_init.is_none_or(|i| f.mark >= i))
+            .min_by_key(|f| f.mark)
+    }
+}

@@ -1,0 +1,638 @@
+//! The events of a stream in progress, packed into bytes.
+//!
+//! A busy capture has thousands of sessions open at once, each holding every event until it
+//! ends, because the detectors reason about whole sessions. As structs (an [`EventRec`], its
+//! boxed messages and their MCP details) an event costs about 400 bytes of heap; packed with
+//! varints and time and frame deltas it costs about 50. Streams are unpacked once, when their
+//! session is finalized, so only one session at a time is ever held as structs.
+//!
+//! The bytes are written and read only here, by the same build, so a decode failure is a bug,
+//! not hostile input; it still never panics: decoding stops and returns what it read.
+
+use std::borrow::Cow;
+
+use super::model::{Attribution, EventRec, Namespace};
+use crate::jsonrpc::{Details, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId};
+use mcpf_model::{FrameRef, Mark, Timestamp};
+
+/// Packed events of one stream.
+#[derive(Clone, Debug, Default)]
+pub struct PackedEvents {
+    bytes: Vec<u8>,
+    count: u32,
+    /// The previous event's time and frame: each event stores its difference from them.
+    last_time: i64,
+    last_frame: u64,
+    last_input: u32,
+}
+
+impl PackedEvents {
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn push(&mut self, rec: &EventRec) {
+        debug_assert!(
+            rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
+        );
+        let w = &mut self.bytes;
+        let flags = u8::from(rec.id.is_some())
+            | u8::from(rec.event_type.is_some()) << 1
+            | u8::from(rec.endpoint.is_some()) << 2
+            | u8::from(rec.retry.is_some()) << 3
+            | u8::from(rec.priming) << 4
+            | u8::from(rec.after_gap) << 5
+            | u8::from(rec.estimated_time) << 6
+            | u8::from(rec.mark.frame.input != self.last_input) << 7;
+        w.push(flags);
+        put_opt_str(w, rec.id.as_deref());
+        put_opt_str(w, rec.event_type.as_deref());
+        put_opt_str(w, rec.endpoint.as_deref());
+        if let Some(r) = rec.retry {
+            put_u64(w, u64::from(r));
+        }
+        if rec.mark.frame.input != self.last_input {
+            put_u64(w, u64::from(rec.mark.frame.input));
+            self.last_input = rec.mark.frame.input;
+        }
+        put_i64(w, rec.mark.time.0.wrapping_sub(self.last_time));
+        put_i64(w, rec.mark.frame.frame.wrapping_sub(self.last_frame) as i64);
+        self.last_time = rec.mark.time.0;
+        self.last_frame = rec.mark.frame.frame;
+        w.extend_from_slice(&rec.data_hash.to_le_bytes());
+        put_u64(w, u64::from(rec.index));
+        put_u64(w, u64::from(rec.data_len));
+        put_u64(w, rec.messages.len() as u64);
+        for m in rec.messages.iter() {
+            put_message(w, m);
+        }
+        self.count += 1;
+    }
+
+    /// Gives back the slack of a stream that will not grow any more.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
+    pub fn unpack(&self) -> Vec<EventRec> {
+        let (mut time, mut frame, mut input) = (0i64, 0u64, 0u32);
+        read_all(&self.bytes, self.len(), |r| {
+            read_event(r, &mut time, &mut frame, &mut input)
+        })
+    }
+}
+
+/// JSON-RPC messages of a JSON response body, packed until their session is analysed.
+#[derive(Clone, Debug, Default)]
+pub struct PackedMessages {
+    bytes: Box<[u8]>,
+    count: u32,
+    /// Some message is JSON-RPC (not malformed): the exchange speaks MCP.
+    pub jsonrpc: bool,
+}
+
+impl PackedMessages {
+    pub fn pack(messages: &[Message]) -> PackedMessages {
+        let mut w = Vec::new();
+        for m in messages {
+            put_message(&mut w, m);
+        }
+        PackedMessages {
+            bytes: w.into_boxed_slice(),
+            count: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+            jsonrpc: messages.iter().any(|m| m.kind != Kind::Malformed),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn unpack(&self) -> Vec<Message> {
+        read_all(&self.bytes, self.count as usize, read_message)
+    }
+}
+
+/// Reads `count` records written by this module; stops early (a bug, never input) if they do
+/// not decode.
+fn read_all<T>(
+    bytes: &[u8],
+    count: usize,
+    mut read: impl FnMut(&mut Reader) -> Option<T>,
+) -> Vec<T> {
+    let mut r = Reader { bytes, pos: 0 };
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        match read(&mut r) {
+            Some(v) => out.push(v),
+            None => {
+                debug_assert!(false, "packed records do not decode");
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn read_event(
+    r: &mut Reader,
+    time: &mut i64,
+    frame: &mut u64,
+    input: &mut u32,
+) -> Option<EventRec> {
+    let flags = r.byte()?;
+    let bit = |n: u8| flags & (1 << n) != 0;
+    let id = r.opt_str(bit(0))?.map(Box::from);
+    let event_type = r.opt_str(bit(1))?.map(Box::from);
+    let endpoint = r.opt_str(bit(2))?.map(Box::from);
+    let retry = if bit(3) {
+        Some(u32::try_from(r.u64()?).ok()?)
+    } else {
+        None
+    };
+    if bit(7) {
+        *input = u32::try_from(r.u64()?).ok()?;
+    }
+    *time = time.wrapping_add(r.i64()?);
+    *frame = frame.wrapping_add(r.i64()? as u64);
+    let data_hash = u64::from_le_bytes(r.take(8)?.try_into().ok()?);
+    let index = u32::try_from(r.u64()?).ok()?;
+    let data_len = u32::try_from(r.u64()?).ok()?;
+    let n = r.u64()?;
+    let mut messages = Vec::with_capacity(n.min(64) as usize);
+    for _ in 0..n {
+        messages.push(read_message(r)?);
+    }
+    Some(EventRec {
+        id,
+        mark: Mark {
+            time: Timestamp(*time),
+            frame: FrameRef::new(*input, *frame),
+        },
+        data_hash,
+        messages: messages.into_boxed_slice(),
+        event_type,
+        endpoint,
+        index,
+        data_len,
+        retry,
+        namespace: Namespace::Unknown,
+        attribution: Attribution::Unknown,
+        priming: bit(4),
+        after_gap: bit(5),
+        estimated_time: bit(6),
+    })
+}
+
+const KINDS: [Kind; 5] = [
+    Kind::Request,
+    Kind::Notification,
+    Kind::Response,
+    Kind::Error,
+    Kind::Malformed,
+];
+
+fn put_message(w: &mut Vec<u8>, m: &Message) {
+    let kind = KINDS.iter().position(|k| *k == m.kind).unwrap_or(4) as u8;
+    let details = m.mcp.0.as_deref();
+    let flags = kind
+        | u8::from(m.null_id) << 3
+        | u8::from(m.method.is_some()) << 4
+        | u8::from(m.error_code.is_some()) << 5
+        | u8::from(m.error_message.is_some() || m.malformed.is_some()) << 6
+        | u8::from(details.is_some()) << 7;
+    w.push(flags);
+    put_request_id(w, m.id.as_ref());
+    if let Some(method) = m.method.as_deref() {
+        put_method(w, method);
+    }
+    if let Some(c) = m.error_code {
+        put_i64(w, c);
+    }
+    if m.error_message.is_some() || m.malformed.is_some() {
+        w.push(u8::from(m.error_message.is_some()) | u8::from(m.malformed.is_some()) << 1);
+        put_opt_str(w, m.error_message.as_deref());
+        put_opt_str(w, m.malformed.as_deref());
+    }
+    if let Some(d) = details {
+        put_details(w, d);
+    }
+}
+
+fn read_message(r: &mut Reader) -> Option<Message> {
+    let flags = r.byte()?;
+    let kind = *KINDS.get(usize::from(flags & 7))?;
+    let id = read_request_id(r)?;
+    let method = if flags & 1 << 4 != 0 {
+        Some(read_method(r)?)
+    } else {
+        None
+    };
+    let error_code = if flags & 1 << 5 != 0 {
+        Some(r.i64()?)
+    } else {
+        None
+    };
+    let (mut error_message, mut malformed) = (None, None);
+    if flags & 1 << 6 != 0 {
+        let which = r.byte()?;
+        error_message = r.opt_str(which & 1 != 0)?.map(str::to_string);
+        malformed = r.opt_str(which & 2 != 0)?.map(str::to_string);
+    }
+    let mcp = if flags & 1 << 7 != 0 {
+        Details(Some(Box::new(read_details(r)?)))
+    } else {
+        Details(None)
+    };
+    Some(Message {
+        kind,
+        id,
+        null_id: flags & 1 << 3 != 0,
+        method,
+        error_code,
+        error_message,
+        malformed,
+        mcp,
+    })
+}
+
+/// Common MCP methods as their index in the known list (from 1), others as 0 and the text.
+fn put_method(w: &mut Vec<u8>, method: &str) {
+    // Parsed methods are interned: a known one is found by address, without comparing text.
+    let known = KNOWN_METHODS
+        .iter()
+        .position(|k| std::ptr::eq(k.as_ptr(), method.as_ptr()) && k.len() == method.len())
+        .or_else(|| KNOWN_METHODS.iter().position(|k| *k == method));
+    match known {
+        Some(i) if i < 255 => w.push(i as u8 + 1),
+        _ => {
+            w.push(0);
+            put_str(w, method);
+        }
+    }
+}
+
+fn read_method(r: &mut Reader) -> Option<Cow<'static, str>> {
+    match r.byte()? {
+        0 => Some(Cow::Owned(r.str()?.to_string())),
+        i => KNOWN_METHODS
+            .get(usize::from(i) - 1)
+            .map(|k| Cow::Borrowed(*k)),
+    }
+}
+
+fn put_details(w: &mut Vec<u8>, d: &McpDetails) {
+    let rare = d.rare.as_deref();
+    let flags = u8::from(d.progress_token.is_some())
+        | u8::from(d.progress.is_some()) << 1
+        | u8::from(d.total.is_some()) << 2
+        | u8::from(d.result_hash.is_some()) << 3
+        | u8::from(rare.is_some()) << 4;
+    w.push(flags);
+    put_opt_str(w, d.progress_token.as_deref());
+    for n in [&d.progress, &d.total].into_iter().flatten() {
+        put_number(w, n);
+    }
+    if let Some(h) = d.result_hash {
+        w.extend_from_slice(&h.to_le_bytes());
+    }
+    if let Some(rare) = rare {
+        let flags = u8::from(rare.tool_error) | u8::from(rare.truncated) << 1;
+        w.push(flags);
+        for s in [
+            &rare.tool,
+            &rare.arguments,
+            &rare.idempotency_key,
+            &rare.protocol_version,
+            &rare.peer_info,
+        ] {
+            w.push(u8::from(s.is_some()));
+            put_opt_str(w, s.as_deref());
+        }
+        put_request_id(w, rare.cancels.as_ref());
+    }
+}
+
+fn read_details(r: &mut Reader) -> Option<McpDetails> {
+    let flags = r.byte()?;
+    let mut d = McpDetails {
+        progress_token: r.opt_str(flags & 1 != 0)?.map(str::to_string),
+        ..McpDetails::default()
+    };
+    if flags & 2 != 0 {
+        d.progress = Some(read_number(r)?);
+    }
+    if flags & 4 != 0 {
+        d.total = Some(read_number(r)?);
+    }
+    if flags & 8 != 0 {
+        d.result_hash = Some(u64::from_le_bytes(r.take(8)?.try_into().ok()?));
+    }
+    if flags & 16 != 0 {
+        let bits = r.byte()?;
+        let mut strings: [Option<String>; 5] = Default::default();
+        for s in &mut strings {
+            let present = r.byte()? != 0;
+            *s = r.opt_str(present)?.map(str::to_string);
+        }
+        let [
+            tool,
+            arguments,
+            idempotency_key,
+            protocol_version,
+            peer_info,
+        ] = strings;
+        d.rare = Some(Box::new(RareDetails {
+            tool,
+            arguments,
+            idempotency_key,
+            protocol_version,
+            peer_info,
+            tool_error: bits & 1 != 0,
+            cancels: read_request_id(r)?,
+            truncated: bits & 2 != 0,
+        }));
+    }
+    Some(d)
+}
+
+fn put_request_id(w: &mut Vec<u8>, id: Option<&RequestId>) {
+    match id {
+        None => w.push(0),
+        Some(RequestId::Number(n)) => {
+            w.push(1);
+            put_str(w, n);
+        }
+        Some(RequestId::String(s)) => {
+            w.push(2);
+            put_str(w, s);
+        }
+    }
+}
+
+fn read_request_id(r: &mut Reader) -> Option<Option<RequestId>> {
+    Some(match r.byte()? {
+        0 => None,
+        1 => Some(RequestId::Number(r.str()?.to_string())),
+        2 => Some(RequestId::String(r.str()?.to_string())),
+        _ => return None,
+    })
+}
+
+/// JSON numbers as serde_json holds them (without arbitrary precision): u64, i64 or f64.
+fn put_number(w: &mut Vec<u8>, n: &serde_json::Number) {
+    if let Some(u) = n.as_u64() {
+        w.push(0);
+        put_u64(w, u);
+    } else if let Some(i) = n.as_i64() {
+        w.push(1);
+        put_i64(w, i);
+    } else {
+        w.push(2);
+        w.extend_from_slice(&n.as_f64().unwrap_or(0.0).to_le_bytes());
+    }
+}
+
+fn read_number(r: &mut Reader) -> Option<serde_json::Number> {
+    match r.byte()? {
+        0 => Some(r.u64()?.into()),
+        1 => Some(r.i64()?.into()),
+        2 => serde_json::Number::from_f64(f64::from_le_bytes(r.take(8)?.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+fn put_u64(w: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        w.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    w.push(v as u8);
+}
+
+fn put_i64(w: &mut Vec<u8>, v: i64) {
+    put_u64(w, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+fn put_str(w: &mut Vec<u8>, s: &str) {
+    put_u64(w, s.len() as u64);
+    w.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt_str(w: &mut Vec<u8>, s: Option<&str>) {
+    if let Some(s) = s {
+        put_str(w, s);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.pos)?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.bytes.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        let u = self.u64()?;
+        Some((u >> 1) as i64 ^ -((u & 1) as i64))
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    /// A string written by [`put_opt_str`], present when `present` says so.
+    fn opt_str(&mut self, present: bool) -> Option<Option<&'a str>> {
+        if present {
+            self.str().map(Some)
+        } else {
+            Some(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rec(id: Option<&str>, payload: &str, time: i64, frame: u64) -> EventRec {
+        EventRec {
+            id: id.map(Box::from),
+            mark: Mark {
+                time: Timestamp(time),
+                frame: FrameRef::new(0, frame),
+            },
+            data_hash: 0x0123_4567_89ab_cdef ^ time as u64,
+            messages: crate::jsonrpc::parse_payload(payload.as_bytes()).into_boxed_slice(),
+            event_type: None,
+            endpoint: None,
+            index: 0,
+            data_len: payload.len() as u32,
+            retry: None,
+            namespace: Namespace::Unknown,
+            attribution: Attribution::Unknown,
+            priming: false,
+            after_gap: false,
+            estimated_time: false,
+        }
+    }
+
+    fn same(a: &EventRec, b: &EventRec) {
+        assert_eq!(a.id, b.id);
+        assert_eq!(a.mark, b.mark);
+        assert_eq!(a.data_hash, b.data_hash);
+        assert_eq!(a.messages, b.messages);
+        assert_eq!(a.event_type, b.event_type);
+        assert_eq!(a.endpoint, b.endpoint);
+        assert_eq!(
+            (a.index, a.data_len, a.retry),
+            (b.index, b.data_len, b.retry)
+        );
+        assert_eq!(
+            (a.priming, a.after_gap, a.estimated_time),
+            (b.priming, b.after_gap, b.estimated_time)
+        );
+    }
+
+    const PAYLOADS: &[&str] = &[
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":0.5,"total":10}}"#,
+        r#"{"jsonrpc":"2.0","id":"abc","result":{"content":[],"isError":true}}"#,
+        r#"{"jsonrpc":"2.0","id":-3,"error":{"code":-32601,"message":"nope"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"b":1,"a":[2]},"_meta":{"progressToken":"p","idempotencyKey":"k"}}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"c","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r9"}}"#,
+        r#"{"jsonrpc":"2.0","method":"x/custom","params":{"progress":18446744073709551615}}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}]"#,
+        "not json at all",
+        "",
+    ];
+
+    #[test]
+    fn every_kind_of_message_round_trips() {
+        let mut packed = PackedEvents::default();
+        let mut recs = Vec::new();
+        for (i, p) in PAYLOADS.iter().enumerate() {
+            let mut r = rec(
+                Some(&format!("{i}")),
+                p,
+                1_000 * i as i64 - 5_000,
+                10 + i as u64,
+            );
+            r.index = i as u32;
+            r.retry = (i % 3 == 0).then_some(3000);
+            r.event_type = (i % 4 == 1).then(|| Box::from("endpoint"));
+            r.endpoint = (i % 4 == 1).then(|| Box::from("/messages?sid=1"));
+            r.priming = i == 2;
+            r.after_gap = i == 3;
+            r.estimated_time = i == 4;
+            r.mark.frame.input = (i / 4) as u32;
+            packed.push(&r);
+            recs.push(r);
+        }
+        assert!(
+            recs.iter()
+                .any(|r| r.messages.iter().any(|m| m.mcp.0.is_some()))
+        );
+        let back = packed.unpack();
+        assert_eq!(back.len(), recs.len());
+        for (a, b) in recs.iter().zip(&back) {
+            same(a, b);
+        }
+    }
+
+    #[test]
+    fn response_bodies_round_trip() {
+        for p in PAYLOADS {
+            let msgs = crate::jsonrpc::parse_payload(p.as_bytes());
+            let packed = PackedMessages::pack(&msgs);
+            assert_eq!(packed.unpack(), msgs, "{p}");
+            assert_eq!(
+                packed.jsonrpc,
+                msgs.iter().any(|m| m.kind != Kind::Malformed),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn packed_progress_events_are_small() {
+        let mut packed = PackedEvents::default();
+        let p = PAYLOADS[0];
+        for i in 0..1000u64 {
+            packed.push(&rec(
+                Some(&format!("1-{i}")),
+                p,
+                1_700_000_000_000_000_000 + i as i64 * 3_000_000,
+                5000 + 3 * i,
+            ));
+        }
+        packed.shrink_to_fit();
+        assert!(
+            packed.heap_bytes() < 1000 * 48,
+            "{} bytes",
+            packed.heap_bytes()
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_events_round_trip(
+            events in proptest::collection::vec(
+                (proptest::option::of("[ -~]{0,12}"), any::<i64>(), any::<u64>(), any::<u32>(), 0usize..PAYLOADS.len(), any::<u8>()),
+                0..40,
+            )
+        ) {
+            let mut packed = PackedEvents::default();
+            let mut recs = Vec::new();
+            for (id, time, frame, input, p, bits) in events {
+                let mut r = rec(id.as_deref(), PAYLOADS[p], time, frame);
+                r.mark.frame.input = input;
+                r.retry = (bits & 1 != 0).then_some(u32::from(bits));
+                r.event_type = (bits & 2 != 0).then(|| Box::from("ping"));
+                r.priming = bits & 4 != 0;
+                packed.push(&r);
+                recs.push(r);
+            }
+            let back = packed.unpack();
+            prop_assert_eq!(back.len(), recs.len());
+            for (a, b) in recs.iter().zip(&back) {
+                same(a, b);
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! What an input is and what it can support: its report in every output, why it could not be
+//! opened, its format, and the evidence its format keeps or lacks (so findings that would rest
+//! on missing evidence are not raised).
+
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+
+/// What one input contributed, as reported in every output format.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InputReport {
+    /// Position on the command line, from 0: what every other `input` field refers to.
+    pub index: u32,
+    pub path: String,
+    pub format: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Packets not decoded down to TCP, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+    /// Why the input could not be read at all; the rest of the entry is then empty.
+    pub error: Option<String>,
+}
+
+impl InputReport {
+    /// The entry of an input that could not be opened or read.
+    pub fn failed(index: u32, e: &OpenError) -> InputReport {
+        InputReport {
+            index,
+            path: e.path.clone(),
+            format: "unknown".into(),
+            error: Some(e.message.clone()),
+            ..InputReport::default()
+        }
+    }
+}
+
+/// Why an input could not be opened at all.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct OpenError {
+    pub path: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// What an input file holds, judged from its content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// pcap or pcapng (plain or gzip): read by the capture stage.
+    Capture,
+    /// HAR 1.x: a JSON object with `log.entries`.
+    Har,
+    /// JSON Lines access log of the given server.
+    AccessLog(LogFlavor),
+}
+
+impl SourceFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::Capture => "capture",
+            SourceFormat::Har => "har",
+            SourceFormat::AccessLog(f) => f.name(),
+        }
+    }
+}
+
+impl Serialize for SourceFormat {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// How much of something the source recorded: `known` items are there, `unknown` ones were not
+/// kept (stripped, not stored, never logged).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub known: u64,
+    pub unknown: u64,
+}
+
+impl Coverage {
+    pub fn add(&mut self, known: bool) {
+        if known {
+            self.known += 1;
+        } else {
+            self.unknown += 1;
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.known + self.unknown
+    }
+    /// Every item is known (also true when there are none).
+    pub fn all(&self) -> bool {
+        self.unknown == 0
+    }
+    /// Not a single item is known (and there was at least one).
+    pub fn none(&self) -> bool {
+        self.known == 0 && self.unknown > 0
+    }
+}
+
+/// Which header fields of one side (requests or responses) the source recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "names", rename_all = "snake_case")]
+pub enum HeaderCoverage {
+    /// Every field as sent, except these (lower-case) names, which may have been removed (a
+    /// sanitized HAR export): their absence proves nothing.
+    All { except: Vec<String> },
+    /// Only these (lower-case) fields were recorded (the ones an access log format names); any
+    /// other field is unknown.
+    Only(Vec<String>),
+}
+
+impl HeaderCoverage {
+    /// Whether the presence or absence of `name` in a message is evidence.
+    pub fn knows(&self, name: &str) -> bool {
+        match self {
+            HeaderCoverage::All { except } => !except.iter().any(|e| e.eq_ignore_ascii_case(name)),
+            HeaderCoverage::Only(names) => names.iter().any(|e| e.eq_ignore_ascii_case(name)),
+        }
+    }
+}
+
+/// What one input can and cannot support, for the detectors (which finding can be raised) and
+/// for the report (which, in `lacks`, says it in plain sentences).
+#[derive(Clone, Debug, Serialize)]
+pub struct Capabilities {
+    pub format: SourceFormat,
+    /// What wrote the file, when it says (`mitmproxy 11.0.2`, `WebInspector 537.36`).
+    pub producer: Option<String>,
+    /// HTTP exchanges read from it.
+    pub exchanges: u64,
+    /// Request bodies (the JSON-RPC messages a client sent) the source kept.
+    pub request_bodies: Coverage,
+    /// Response bodies the source kept (event streams included).
+    pub response_bodies: Coverage,
+    /// Event-stream responses whose SSE events are known.
+    pub sse_streams: Coverage,
+    /// SSE event times were estimated for at least one stream (the SSE event's `estimated` flag).
+    pub sse_times_estimated: bool,
+    /// The time of a response's first byte was not measured but estimated (access logs).
+    pub response_start_estimated: bool,
+    /// Request start times are derived: end minus duration (access logs are written at the end).
+    pub start_from_duration: bool,
+    pub request_headers: HeaderCoverage,
+    pub response_headers: HeaderCoverage,
+    /// Credentials were stripped by the exporter (Chrome's default sanitized HAR export).
+    pub sanitized: bool,
+    /// Client address and port of each exchange are known.
+    pub client_addresses: bool,
+    /// Server address and port of each exchange are known.
+    pub server_addresses: bool,
+    /// Which exchanges shared a connection is known (HAR `connection`, nginx `$connection`, ...).
+    pub connections: bool,
+    /// How a response ended (complete, cut by the client, ...) is known beyond the status.
+    pub response_end_known: bool,
+    /// One sentence per thing this input lacks, for the report.
+    pub lacks: Vec<String>,
+}
+
+impl Capabilities {
+    pub fn new(format: SourceFormat) -> Self {
+        Capabilities {
+            format,
+            producer: None,
+            exchanges: 0,
+            request_bodies: Coverage::default(),
+            response_bodies: Coverage::default(),
+            sse_streams: Coverage::default(),
+            sse_times_estimated: false,
+            response_start_estimated: false,
+            start_from_duration: false,
+            request_headers: HeaderCoverage::All { except: Vec::new() },
+            response_headers: HeaderCoverage::All { except: Vec::new() },
+            sanitized: false,
+            client_addresses: false,
+            server_addresses: false,
+            connections: false,
+            response_end_known: false,
+            lacks: Vec::new(),
+        }
+    }
+
+    pub fn knows_request_header(&self, name: &str) -> bool {
+        self.request_headers.knows(name)
+    }
+
+    pub fn knows_response_header(&self, name: &str) -> bool {
+        self.response_headers.knows(name)
+    }
+
+    /// SSE events are known for every event stream: replays, skipped ranges and duplicates can
+    /// be judged. When false, such findings are "not determinable from this input".
+    pub fn has_all_sse_events(&self) -> bool {
+        self.sse_streams.all()
+    }
+
+    /// JSON-RPC messages are known for every exchange (request and response bodies).
+    pub fn has_all_bodies(&self) -> bool {
+        self.request_bodies.all() && self.response_bodies.all()
+    }
+}
+
+/// Which server wrote the log (decides the field names and units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFlavor {
+    Nginx,
+    Envoy,
+    Caddy,
+    /// Fields named by a log map (`--log-map`).
+    Mapped,
+}
+
+impl LogFlavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFlavor::Nginx => "nginx-log",
+            LogFlavor::Envoy => "envoy-log",
+            LogFlavor::Caddy => "caddy-log",
+            LogFlavor::Mapped => "mapped-log",
+        }
+    }
+}
+
+impl SourceFormat {
+    /// A HAR file or an access log: exchanges as a recorder wrote them down, not as packets.
+    pub fn is_recorded(self) -> bool {
+        !matches!(self, SourceFormat::Capture)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_coverage() {
+        let all = HeaderCoverage::All {
+            except: vec!["cookie".into()],
+        };
+        assert!(all.knows("Mcp-Session-Id") && !all.knows("Cookie"));
+        let only = HeaderCoverage::Only(vec!["mcp-session-id".into()]);
+        assert!(only.knows("MCP-Session-Id") && !only.knows("accept"));
+    }
+}

@@ -1,0 +1,41 @@
+//! Plain data shared by every stage of mcp-forensics: capture time, frame references, endpoints,
+//! directions, connection identities, and what each input is and can support.
+//!
+//! Nothing here knows about a protocol; it only gives later stages the vocabulary they need to
+//! cite evidence (which input, which frame, when) and to say where it came from.
+
+mod conn;
+pub mod input;
+mod paged;
+mod timestamp;
+
+pub use conn::{ConnId, Direction, endpoint};
+pub use input::{
+    Capabilities, Coverage, HeaderCoverage, InputReport, LogFlavor, OpenError, SourceFormat,
+};
+pub use paged::PagedVec;
+pub use timestamp::Timestamp;
+
+/// Index of an input file in the order given on the command line (0-based).
+pub type InputId = u32;
+
+/// A packet (or log line, or HAR entry) in a given input, numbered from 1 as Wireshark numbers
+/// frames, so a person can jump to it with `frame.number == N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FrameRef {
+    pub input: InputId,
+    pub frame: u64,
+}
+
+impl FrameRef {
+    pub fn new(input: InputId, frame: u64) -> Self {
+        FrameRef { input, frame }
+    }
+}
+
+/// Where and when a piece of reassembled data was completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mark {
+    pub time: Timestamp,
+    pub frame: FrameRef,
+}

@@ -1,0 +1,175 @@
+//! The `flows` view: one row per TCP connection with its reassembly health.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use mcpf_capture::tcp::{ConnSummary, HalfStats, ReassemblyStats};
+use mcpf_model::InputReport;
+use mcpf_model::{ConnId, endpoint};
+
+use super::table::{bytes, duration, new_table};
+
+#[derive(Debug, Serialize)]
+pub struct FlowRow {
+    /// Connection index in capture order (Wireshark's `tcp.stream`).
+    pub id: ConnId,
+    pub client: String,
+    pub server: String,
+    pub start: String,
+    pub end: String,
+    pub duration_s: f64,
+    pub packets: u64,
+    pub bytes_c2s: u64,
+    pub bytes_s2c: u64,
+    /// Holes in either direction: bytes that crossed the wire but are not in the capture.
+    pub gaps: u64,
+    pub gap_bytes: u64,
+    pub retransmissions: u64,
+    pub out_of_order: u64,
+    /// Retransmitted bytes that disagreed with the first copy (the first copy was kept).
+    pub conflicts: u64,
+    pub handshake_seen: bool,
+    /// How client and server were told apart: `syn`, `syn-ack`, `http-request-line`,
+    /// `http-status-line` or `lower-port`.
+    pub roles_from: &'static str,
+    pub ended: &'static str,
+    pub c2s: HalfStats,
+    pub s2c: HalfStats,
+}
+
+impl FlowRow {
+    pub fn from_summary(s: &ConnSummary) -> Self {
+        FlowRow {
+            id: s.conn,
+            client: endpoint(s.client),
+            server: endpoint(s.server),
+            start: s.start.time.rfc3339(),
+            end: s.end.time.rfc3339(),
+            duration_s: s.end.time.seconds_since(s.start.time),
+            packets: s.packets,
+            bytes_c2s: s.c2s.bytes,
+            bytes_s2c: s.s2c.bytes,
+            gaps: s.c2s.gaps + s.s2c.gaps,
+            gap_bytes: s.c2s.gap_bytes + s.s2c.gap_bytes,
+            retransmissions: s.c2s.retransmissions + s.s2c.retransmissions,
+            out_of_order: s.c2s.out_of_order + s.s2c.out_of_order,
+            conflicts: s.c2s.conflicts + s.s2c.conflicts,
+            handshake_seen: s.handshake_seen,
+            roles_from: s.role_basis.name(),
+            ended: s.close.name(),
+            c2s: s.c2s.clone(),
+            s2c: s.s2c.clone(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct FlowsDocument<'a> {
+    connections: &'a [FlowRow],
+    inputs: &'a [InputReport],
+    reassembly: ReassemblyJson,
+}
+
+#[derive(Serialize)]
+struct ReassemblyJson {
+    connections: u64,
+    direction_buffer_limit_hits: u64,
+    total_buffer_limit_hits: u64,
+    idle_evictions: u64,
+    peak_buffered_bytes: usize,
+}
+
+fn reassembly_json(stats: &ReassemblyStats) -> ReassemblyJson {
+    ReassemblyJson {
+        connections: stats.connections,
+        direction_buffer_limit_hits: stats.direction_limit_hits,
+        total_buffer_limit_hits: stats.total_limit_hits,
+        idle_evictions: stats.idle_evictions,
+        peak_buffered_bytes: stats.peak_buffered,
+    }
+}
+
+pub fn write_json(
+    out: &mut dyn Write,
+    rows: &[FlowRow],
+    inputs: &[InputReport],
+    stats: &ReassemblyStats,
+) -> io::Result<()> {
+    let doc = FlowsDocument {
+        connections: rows,
+        inputs,
+        reassembly: reassembly_json(stats),
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}
+
+pub fn write_table(
+    out: &mut dyn Write,
+    rows: &[FlowRow],
+    inputs: &[InputReport],
+    stats: &ReassemblyStats,
+) -> io::Result<()> {
+    for input in inputs {
+        super::write_input_line(out, input)?;
+    }
+    let mut table = new_table(&[
+        "#",
+        "client",
+        "server",
+        "start",
+        "duration",
+        "c→s",
+        "s→c",
+        "gaps",
+        "retrans",
+        "out of order",
+        "ended",
+    ]);
+    for r in rows {
+        let gaps = if r.gaps == 0 {
+            "0".to_string()
+        } else {
+            format!("{} ({})", r.gaps, bytes(r.gap_bytes))
+        };
+        table.add_row(vec![
+            r.id.to_string(),
+            r.client.clone(),
+            r.server.clone(),
+            r.start.clone(),
+            duration(r.duration_s),
+            bytes(r.bytes_c2s),
+            bytes(r.bytes_s2c),
+            gaps,
+            r.retransmissions.to_string(),
+            r.out_of_order.to_string(),
+            r.ended.to_string(),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    let lost: u64 = rows.iter().map(|r| r.gap_bytes).sum();
+    let with_gaps = rows.iter().filter(|r| r.gaps > 0).count();
+    writeln!(
+        out,
+        "{} connections; {} lost data ({})",
+        rows.len(),
+        with_gaps,
+        bytes(lost)
+    )?;
+    if stats.direction_limit_hits + stats.total_limit_hits > 0 {
+        writeln!(
+            out,
+            "warning: the reassembly buffer limit was reached {} times; holes were declared lost early (raise --max-buffer-per-direction / --max-buffer-total)",
+            stats.direction_limit_hits + stats.total_limit_hits
+        )?;
+    }
+    if stats.idle_evictions > 0 {
+        writeln!(
+            out,
+            "note: {} idle connections were closed after --idle-timeout",
+            stats.idle_evictions
+        )?;
+    }
+    Ok(())
+}

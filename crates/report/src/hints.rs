@@ -1,0 +1,149 @@
+//! Why a run found no MCP session, in words a newcomer can act on: no TCP at all, TLS, HTTP/2,
+//! or HTTP that carried no MCP (with the ports, and `--server`).
+
+use mcpf_http::HttpStats;
+use mcpf_model::InputReport;
+
+/// A one-line problem and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hint {
+    pub problem: String,
+    pub hint: String,
+}
+
+/// `port 8000`, `ports 8000, 8080`.
+fn ports(p: &[u16]) -> String {
+    let list = p
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if p.len() == 1 {
+        format!("port {list}")
+    } else {
+        format!("ports {list}")
+    }
+}
+
+/// What to tell the user when no MCP session came out of the inputs.
+pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) -> Vec<Hint> {
+    let mut out = Vec::new();
+    let packets: u64 = inputs.iter().map(|i| i.packets).sum();
+    if packets == 0 {
+        out.push(Hint {
+            problem: "the capture holds no packets".into(),
+            hint: "check the capture filter and that tcpdump ran while the traffic happened (use -U so packets are flushed)".into(),
+        });
+        return out;
+    }
+    if connections == 0 {
+        let skipped: Vec<String> = inputs
+            .iter()
+            .flat_map(|i| i.skipped.iter().map(|(r, n)| format!("{n} {r}")))
+            .collect();
+        out.push(Hint {
+            problem: format!(
+                "no TCP traffic in {packets} packets{}",
+                if skipped.is_empty() { String::new() } else { format!(" ({})", skipped.join(", ")) }
+            ),
+            hint: "capture the MCP server's TCP port, e.g. tcpdump -i any -s 0 -U -w mcp.pcap 'tcp port 8080'".into(),
+        });
+        return out;
+    }
+    if http.connections_tls > 0 {
+        out.push(Hint {
+            problem: format!(
+                "{} (server {}): the traffic is encrypted",
+                super::table::count(http.connections_tls, "TLS connection", "TLS connections"),
+                ports(&http.tls_ports)
+            ),
+            hint: "capture the plaintext leg between the TLS-terminating proxy and the MCP server (decryption with SSLKEYLOGFILE is not supported yet)".into(),
+        });
+    }
+    if http.connections_http2 > 0 {
+        out.push(Hint {
+            problem: format!(
+                "{}: HTTP/2 is not supported yet",
+                super::table::count(
+                    http.connections_http2,
+                    "HTTP/2 connection",
+                    "HTTP/2 connections"
+                )
+            ),
+            hint:
+                "capture a leg that speaks HTTP/1.1 (most proxies talk HTTP/1.1 to their upstream)"
+                    .into(),
+        });
+    }
+    if http.connections_http > 0 {
+        out.push(Hint {
+            problem: format!(
+                "HTTP on {} carried no MCP (no Mcp-Session-Id, no JSON-RPC body, no event stream)",
+                ports(&http.http_ports)
+            ),
+            hint: "check that the capture covers the MCP endpoint; if the capture starts mid-connection, name the server with --server ADDR|PORT".into(),
+        });
+    } else if http.connections_tls == 0 && http.connections_http2 == 0 {
+        out.push(Hint {
+            problem: format!(
+                "{}, none of them HTTP/1.1 ({} other, {} without data)",
+                super::table::count(connections, "TCP connection", "TCP connections"),
+                http.connections_other, http.connections_empty
+            ),
+            hint: "capture the MCP server's port; if it is there but the capture starts mid-connection, use --server ADDR|PORT".into(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(packets: u64) -> InputReport {
+        InputReport {
+            path: "x.pcap".into(),
+            format: "pcap".into(),
+            packets,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn explains_each_case() {
+        let none = HttpStats::default();
+        assert!(
+            no_session(&[input(0)], 0, &none)[0]
+                .problem
+                .contains("no packets")
+        );
+        assert!(
+            no_session(&[input(5)], 0, &none)[0]
+                .problem
+                .contains("no TCP")
+        );
+        let tls = HttpStats {
+            connections_tls: 2,
+            tls_ports: vec![443],
+            ..Default::default()
+        };
+        let h = no_session(&[input(5)], 2, &tls);
+        assert!(h[0].problem.contains("TLS") && h[0].problem.contains("443"));
+        let http = HttpStats {
+            connections_http: 1,
+            http_ports: vec![8000],
+            ..Default::default()
+        };
+        let h = no_session(&[input(5)], 1, &http);
+        assert!(h[0].problem.contains("8000") && h[0].hint.contains("--server"));
+        let h2 = HttpStats {
+            connections_http2: 1,
+            ..Default::default()
+        };
+        assert!(
+            no_session(&[input(5)], 1, &h2)[0]
+                .problem
+                .contains("HTTP/2")
+        );
+    }
+}

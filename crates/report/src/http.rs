@@ -1,0 +1,327 @@
+//! The `http` view: one row per HTTP exchange, requests paired with their responses, with SSE
+//! events and JSON-RPC summaries.
+
+use std::io::{self, Write};
+
+use base64::Engine;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use mcpf_http::exchange::Exchange;
+use mcpf_http::{Body, Headers, HttpStats, Outcome};
+use mcpf_mcp::jsonrpc::{ExchangeMessages, Kind, Message};
+use mcpf_model::InputReport;
+use mcpf_model::{Mark, endpoint};
+
+use super::redact::Redactor;
+use super::sanitize::{terminal, terminal_truncated};
+use super::table::{bytes, new_table};
+
+fn headers_json(h: &Headers, r: &Redactor) -> Value {
+    Value::Array(
+        h.0.iter()
+            .map(|(n, v)| json!([n, r.header(n, v)]))
+            .collect(),
+    )
+}
+
+/// A body as JSON: text when it is UTF-8, base64 otherwise (never lossily replaced).
+pub fn body_json(b: &Body, r: &Redactor) -> Value {
+    let (encoding, text) = match std::str::from_utf8(&b.data) {
+        Ok(t) => ("utf-8", r.text(t).into_owned()),
+        Err(_) => (
+            "base64",
+            base64::engine::general_purpose::STANDARD.encode(&b.data),
+        ),
+    };
+    json!({
+        "wire_bytes": b.wire_bytes,
+        "decoded_bytes": b.decoded_bytes,
+        "content_encoding": b.content_encoding,
+        "chunked": b.chunked,
+        "truncated": b.truncated,
+        "decode_error": b.decode_error,
+        "encoding": encoding,
+        "text": text,
+    })
+}
+
+pub fn message_json(m: &Message) -> Value {
+    let mut v = json!({ "kind": m.kind });
+    let o = v.as_object_mut().expect("object");
+    if let Some(id) = &m.id {
+        o.insert("id".into(), id.to_value());
+    } else if m.null_id {
+        o.insert("id".into(), Value::Null);
+    }
+    if let Some(method) = &m.method {
+        o.insert("method".into(), json!(method));
+    }
+    if m.kind == Kind::Error {
+        o.insert(
+            "error".into(),
+            json!({ "code": m.error_code, "message": m.error_message }),
+        );
+    }
+    if let Some(why) = &m.malformed {
+        o.insert("malformed".into(), json!(why));
+    }
+    if let Some(tool) = &m.mcp.tool {
+        o.insert("tool".into(), json!(tool));
+    }
+    if let Some(t) = &m.mcp.progress_token {
+        o.insert(
+            "progress_token".into(),
+            serde_json::from_str(t).unwrap_or(Value::Null),
+        );
+    }
+    v
+}
+
+fn mark_json(m: Option<Mark>) -> (Value, Value) {
+    match m {
+        Some(m) => (json!(m.time.rfc3339()), json!(m.frame.frame)),
+        None => (Value::Null, Value::Null),
+    }
+}
+
+fn flags(e: &Exchange) -> Vec<&'static str> {
+    let mut f = Vec::new();
+    let out = e.end.as_ref().map(|x| x.outcome);
+    if e.request
+        .as_ref()
+        .is_some_and(|r| r.outcome != Outcome::Complete)
+    {
+        f.push("request_incomplete");
+    }
+    match out {
+        Some(Outcome::CutByCaptureEnd) => f.push("cut_by_capture_end"),
+        Some(Outcome::Complete) | None => {}
+        Some(_) => f.push("incomplete"),
+    }
+    if e.request.is_none() {
+        f.push("request_not_captured");
+    }
+    if e.response.is_none() {
+        f.push("no_response");
+    }
+    let decoded = |b: &Body| b.content_encoding.is_some() && b.decode_error.is_none();
+    if e.end.as_ref().is_some_and(|x| decoded(&x.body))
+        || e.request.as_ref().is_some_and(|r| decoded(&r.body))
+    {
+        f.push("decoded");
+    }
+    if e.end
+        .as_ref()
+        .is_some_and(|x| x.body.decode_error.is_some())
+    {
+        f.push("body_damaged");
+    }
+    f
+}
+
+pub fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
+    let m = ExchangeMessages::of(e);
+    let (req_time, req_frame) = mark_json(e.request.as_ref().map(|q| q.first));
+    let (resp_time, resp_frame) = mark_json(e.response.as_ref().map(|h| h.first));
+    let (end_time, end_frame) = mark_json(
+        e.end
+            .as_ref()
+            .map(|x| x.last)
+            .or(e.no_response.map(|n| n.2)),
+    );
+    let events: Vec<Value> = e
+        .events
+        .iter()
+        .map(|ev| {
+            json!({
+                "index": ev.index,
+                "id": ev.id,
+                "last_event_id": ev.last_event_id,
+                "event": ev.event,
+                "data": r.text(&ev.data),
+                "retry": ev.retry,
+                "priming": ev.priming,
+                "after_gap": ev.after_gap,
+                "time": ev.mark.time.rfc3339(),
+                "frame": ev.mark.frame.frame,
+            })
+        })
+        .collect();
+    let outcome = e
+        .end
+        .as_ref()
+        .map(|x| x.outcome)
+        .or(e.no_response.map(|n| n.0));
+    json!({
+        "id": e.id.to_string(),
+        "connection": e.id.conn,
+        "client": e.client.map(endpoint),
+        "server": e.server.map(endpoint),
+        "method": e.request.as_ref().map(|q| q.method.clone()),
+        "target": e.request.as_ref().map(|q| r.target(&q.target)),
+        "status": e.response.as_ref().map(|h| h.status),
+        "reason": e.response.as_ref().map(|h| h.reason.clone()),
+        "interim": e.response.as_ref().map(|h| h.interim.clone()).unwrap_or_default(),
+        "request_time": req_time,
+        "request_frame": req_frame,
+        "response_time": resp_time,
+        "response_frame": resp_frame,
+        "end_time": end_time,
+        "end_frame": end_frame,
+        "outcome": outcome,
+        "flags": flags(e),
+        "request_headers": e.request.as_ref().map(|q| headers_json(&q.headers, r)),
+        "response_headers": e.response.as_ref().map(|h| headers_json(&h.headers, r)),
+        "request_body": e.request.as_ref().map(|q| body_json(&q.body, r)),
+        "response_body": e.end.as_ref().filter(|_| e.events.is_empty()).map(|x| body_json(&x.body, r)),
+        "sse_events": events,
+        "jsonrpc": {
+            "request": m.request.iter().map(message_json).collect::<Vec<_>>(),
+            "response": m.response.iter().map(message_json).collect::<Vec<_>>(),
+            "events": m.events.iter().map(|m| m.iter().map(message_json).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        },
+    })
+}
+
+#[derive(Serialize)]
+struct HttpDocument<'a> {
+    exchanges: Vec<Value>,
+    inputs: &'a [InputReport],
+    http: &'a HttpStats,
+    anomalies: Vec<Value>,
+}
+
+pub fn write_json(
+    out: &mut dyn Write,
+    exchanges: &[Exchange],
+    anomalies: &[(mcpf_http::exchange::ExchangeAnomaly, String)],
+    inputs: &[InputReport],
+    stats: &HttpStats,
+    r: &Redactor,
+) -> io::Result<()> {
+    let doc = HttpDocument {
+        exchanges: exchanges.iter().map(|e| exchange_json(e, r)).collect(),
+        inputs,
+        http: stats,
+        anomalies: anomalies
+            .iter()
+            .map(|(a, what)| {
+                json!({
+                    "connection": a.conn,
+                    "direction": match a.dir { mcpf_model::Direction::ClientToServer => "c2s", _ => "s2c" },
+                    "time": a.mark.time.rfc3339(),
+                    "frame": a.mark.frame.frame,
+                    "what": r.text(what),
+                })
+            })
+            .collect(),
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}
+
+fn jsonrpc_summary(e: &Exchange) -> String {
+    let m = ExchangeMessages::of(e);
+    let mut parts: Vec<String> = m
+        .request
+        .iter()
+        .chain(m.response.iter())
+        .map(Message::summary)
+        .collect();
+    let in_events: usize = m.events.iter().map(Vec::len).sum();
+    if in_events > 0 {
+        let responses = m
+            .events
+            .iter()
+            .flatten()
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+            .map(Message::summary)
+            .collect::<Vec<_>>();
+        let others = in_events - responses.len();
+        parts.extend(responses);
+        if others > 0 {
+            parts.push(format!("+{others} in events"));
+        }
+    }
+    parts.join(", ")
+}
+
+pub fn write_table(
+    out: &mut dyn Write,
+    exchanges: &[Exchange],
+    inputs: &[InputReport],
+    stats: &HttpStats,
+    r: &Redactor,
+) -> io::Result<()> {
+    for input in inputs {
+        super::write_input_line(out, input)?;
+    }
+    let mut table = new_table(&[
+        "time", "tcp", "method", "target", "status", "type", "req", "resp", "events", "JSON-RPC",
+        "flags",
+    ]);
+    for e in exchanges {
+        let time = e.start().map(|m| m.time.clock_millis()).unwrap_or_default();
+        let method = e.request.as_ref().map(|q| q.method.as_str()).unwrap_or("?");
+        let target = e
+            .request
+            .as_ref()
+            .map(|q| terminal_truncated(&r.target(&q.target), 48))
+            .unwrap_or_default();
+        let status = e
+            .response
+            .as_ref()
+            .map(|h| h.status.to_string())
+            .unwrap_or_else(|| "—".into());
+        let ctype = e
+            .response
+            .as_ref()
+            .and_then(|h| h.headers.media_type())
+            .map(|m| terminal_truncated(&m, 24))
+            .unwrap_or_default();
+        let req_bytes = e
+            .request
+            .as_ref()
+            .map(|q| bytes(q.body.wire_bytes))
+            .unwrap_or_default();
+        let resp_bytes = e
+            .end
+            .as_ref()
+            .map(|x| bytes(x.body.wire_bytes))
+            .unwrap_or_default();
+        table.add_row(vec![
+            time,
+            e.id.conn.to_string(),
+            terminal(method).into_owned(),
+            target,
+            status,
+            ctype,
+            req_bytes,
+            resp_bytes,
+            if e.events.is_empty() {
+                String::new()
+            } else {
+                e.events.len().to_string()
+            },
+            terminal_truncated(&r.text(&jsonrpc_summary(e)), 60),
+            flags(e).join(" "),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    writeln!(
+        out,
+        "{} exchanges on {} HTTP connections",
+        exchanges.len(),
+        stats.connections_http
+    )?;
+    let other = stats.connections_tls + stats.connections_http2 + stats.connections_other;
+    if other > 0 {
+        writeln!(
+            out,
+            "skipped {other} non-HTTP/1.1 connections ({} TLS, {} HTTP/2, {} other)",
+            stats.connections_tls, stats.connections_http2, stats.connections_other
+        )?;
+    }
+    Ok(())
+}

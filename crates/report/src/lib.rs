@@ -1,0 +1,49 @@
+//! Reporters: turn analysed data into tables, timelines, JSON and NDJSON. Reporters never
+//! analyse; every string that came from a capture is sanitised before it reaches a terminal.
+
+pub mod analyze;
+pub mod flows;
+pub mod hints;
+pub mod http;
+pub mod redact;
+pub mod sanitize;
+pub mod table;
+pub mod timeline;
+
+use std::io::{self, Write};
+
+use mcpf_model::InputReport;
+
+/// The one-line account of an input printed above every human report, then its warnings.
+pub fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
+    let skipped: u64 = input.skipped.values().sum();
+    let path = sanitize::terminal(&input.path);
+    if let Some(e) = &input.error {
+        return writeln!(out, "{path}: not read: {}", sanitize::terminal(e));
+    }
+    let unit = if input.format.starts_with("pcap") {
+        "packets"
+    } else {
+        "records"
+    };
+    write!(
+        out,
+        "{path} ({}): {} {unit}, {}",
+        input.format,
+        input.packets,
+        table::bytes(input.bytes)
+    )?;
+    if skipped > 0 {
+        let reasons: Vec<String> = input
+            .skipped
+            .iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        write!(out, "; skipped {}", reasons.join(", "))?;
+    }
+    writeln!(out)?;
+    for w in &input.warnings {
+        writeln!(out, "  warning: {}", sanitize::terminal(w))?;
+    }
+    Ok(())
+}
