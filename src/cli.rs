@@ -285,25 +285,6 @@ pub struct CaptureArgs {
     pub threads: Option<usize>,
 }
 
-impl CaptureArgs {
-    /// Whether to run the capture stage on its own thread.
-    pub fn threaded(&self) -> bool {
-        match self.threads {
-            Some(n) => n > 1,
-            None => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
-        }
-    }
-
-    pub fn limits(&self) -> mcpf_capture::tcp::Limits {
-        mcpf_capture::tcp::Limits {
-            max_buffered_per_direction: self.max_buffer_per_direction,
-            max_buffered_total: self.max_buffer_total,
-            idle_timeout_secs: self.idle_timeout,
-            ..Default::default()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

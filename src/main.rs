@@ -6,9 +6,13 @@
 //! outcome to an exit code.
 
 mod alloc;
+mod analyze;
 mod app;
 mod cli;
+mod config;
+mod finalize;
 mod manpage;
+mod pipeline;
 mod progress;
 
 use std::process::ExitCode;

@@ -33,7 +33,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
 fn stage_dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
@@ -68,7 +74,9 @@ fn stages_depend_only_on_earlier_stages() {
             continue; // the binary wires every stage
         }
         let Some(may) = allowed.get(name.as_str()) else {
-            panic!("{name} is not a stage of the pipeline: add it to ALLOWED in tests/architecture.rs and docs/architecture.md");
+            panic!(
+                "{name} is not a stage of the pipeline: add it to ALLOWED in tests/architecture.rs and docs/architecture.md"
+            );
         };
         for u in uses {
             assert!(

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mcpf_capture::tcp::{Direction, Limits};
-use mcpf_capture::{CaptureStage, open_capture, run};
+use mcpf_capture::tcp::Direction;
+use mcpf_capture::{CaptureStage, Settings, open_capture, run};
 use mcpf_http::exchange::Collector;
 use support::Exchange;
 
@@ -30,7 +30,7 @@ struct Analysed {
 
 fn analyse(path: &str) -> Analysed {
     let mut inputs = vec![open_capture(path, 0).unwrap_or_else(|e| panic!("{path}: {e:?}"))];
-    let mut capture = CaptureStage::new(Limits::default(), 1);
+    let mut capture = CaptureStage::new(Settings::default(), 1);
     let mut http = Stage::new(Collector::default());
     run(&mut inputs, &mut capture, &mut http);
     let collector = std::mem::take(&mut http.sink);

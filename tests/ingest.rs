@@ -852,8 +852,9 @@ fn log_map_reads_any_json_log() {
     let spec = "time=when,method=req.verb,path=req.url,status=code,duration=took_ms,duration_unit=ms,\
                 req.Mcp-Session-Id=req.sid,req.Last-Event-ID=req.leid,resp.Mcp-Session-Id=resp.sid,\
                 resp.Content-Type=resp.ctype,client=peer";
-    let from_spec = LogMap::load(spec).unwrap();
-    let from_file = LogMap::load(&format!("{FIX}/custom.logmap.json")).unwrap();
+    let from_spec = LogMap::parse(spec).unwrap();
+    let file = std::fs::read_to_string(format!("{FIX}/custom.logmap.json")).unwrap();
+    let from_file = LogMap::from_json(&file).unwrap();
     for map in [&from_spec, &from_file] {
         let r = read(&path, Some(map));
         assert_eq!(r.report.format, "mapped-log");
@@ -881,7 +882,7 @@ fn log_map_reads_any_json_log() {
             r.caps.knows_request_header("last-event-id") && !r.caps.knows_request_header("accept")
         );
     }
-    assert!(LogMap::load("time=when").is_err());
+    assert!(LogMap::parse("time=when").is_err());
 }
 
 // ---------------------------------------------------------------- the http command

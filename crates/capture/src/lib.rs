@@ -100,6 +100,14 @@ struct InputState {
     truncated_frames: u64,
 }
 
+/// What the capture stage is told, once, when it is made.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    pub limits: Limits,
+    /// Endpoints the user says are servers (`--server`): they win over every heuristic.
+    pub servers: Vec<tcp::ServerSpec>,
+}
+
 /// Drives capture inputs through link decoding and TCP reassembly.
 pub struct CaptureStage {
     pub reassembler: Reassembler,
@@ -109,13 +117,9 @@ pub struct CaptureStage {
 }
 
 impl CaptureStage {
-    pub fn new(limits: Limits, inputs: usize) -> Self {
-        Self::with_servers(limits, inputs, Vec::new())
-    }
-
-    pub fn with_servers(limits: Limits, inputs: usize, servers: Vec<tcp::ServerSpec>) -> Self {
+    pub fn new(settings: Settings, inputs: usize) -> Self {
         CaptureStage {
-            reassembler: Reassembler::new(limits).with_servers(servers),
+            reassembler: Reassembler::new(settings.limits).with_servers(settings.servers),
             states: (0..inputs)
                 .map(|_| InputState {
                     skipped: BTreeMap::new(),

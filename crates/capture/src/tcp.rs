@@ -341,22 +341,6 @@ pub enum ServerSpec {
 }
 
 impl ServerSpec {
-    /// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.
-    pub fn parse(text: &str) -> Option<ServerSpec> {
-        let t = text.trim();
-        if let Ok(p) = t.parse::<u16>() {
-            return Some(ServerSpec::Port(p));
-        }
-        if let Ok(e) = t.parse::<SocketAddr>() {
-            return Some(ServerSpec::Endpoint(e));
-        }
-        t.trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .ok()
-            .map(ServerSpec::Addr)
-    }
-
     fn matches(&self, e: SocketAddr) -> bool {
         match self {
             ServerSpec::Port(p) => e.port() == *p,

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 
 use mcpf_capture::decode::{TcpFlags, linktype};
 use mcpf_capture::reader::{CaptureReader, ReadError};
-use mcpf_capture::tcp::{Direction, Limits, TcpEvent};
+use mcpf_capture::tcp::{Direction, TcpEvent};
 use mcpf_capture::writer::{PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame};
-use mcpf_capture::{CaptureInput, CaptureStage, run};
+use mcpf_capture::{CaptureInput, CaptureStage, Settings, run};
 use mcpf_model::InputReport;
 use mcpf_model::Timestamp;
 
@@ -71,7 +71,7 @@ fn analyse(bytes: Vec<u8>) -> (Seen, InputReport) {
         bytes_read: Default::default(),
         size: None,
     }];
-    let mut stage = CaptureStage::new(Limits::default(), 1);
+    let mut stage = CaptureStage::new(Settings::default(), 1);
     let mut seen = Seen::default();
     let mut sink = |ev: TcpEvent<'_>| match ev {
         TcpEvent::Opened { client, server, .. } => {
@@ -363,7 +363,7 @@ fn several_inputs_merge_by_time() {
             size: None,
         })
         .collect();
-    let mut stage = CaptureStage::new(Limits::default(), 2);
+    let mut stage = CaptureStage::new(Settings::default(), 2);
     let mut c2s = Vec::new();
     let mut s2c = Vec::new();
     let mut frames = Vec::new();

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
-use mcpf_capture::tcp::{Direction, Limits, TcpEvent};
-use mcpf_capture::{CaptureStage, open_capture, run};
+use mcpf_capture::tcp::{Direction, TcpEvent};
+use mcpf_capture::{CaptureStage, Settings, open_capture, run};
 
 #[test]
 fn http_basic_bytes_match_what_each_side_sent() {
@@ -25,7 +25,7 @@ fn http_basic_bytes_match_what_each_side_sent() {
         )
         .unwrap(),
     ];
-    let mut stage = CaptureStage::new(Limits::default(), 1);
+    let mut stage = CaptureStage::new(Settings::default(), 1);
     let mut streams: BTreeMap<(u16, Direction), Vec<u8>> = BTreeMap::new();
     let mut ports: BTreeMap<mcpf_model::ConnId, u16> = BTreeMap::new();
     let mut gaps = 0;

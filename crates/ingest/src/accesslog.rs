@@ -118,21 +118,6 @@ pub struct LogMap {
 }
 
 impl LogMap {
-    /// `--log-map ARG`: a JSON file, inline JSON, or `key=FIELD,...`.
-    pub fn load(arg: &str) -> Result<LogMap, String> {
-        let trimmed = arg.trim();
-        if trimmed.starts_with('{') {
-            return Self::from_json(trimmed);
-        }
-        let path = std::path::Path::new(trimmed);
-        if path.is_file() {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {trimmed}: {e}"))?;
-            return Self::from_json(&text).map_err(|e| format!("{trimmed}: {e}"));
-        }
-        Self::parse(trimmed)
-    }
-
     /// `key=FIELD,key=FIELD,...`.
     pub fn parse(spec: &str) -> Result<LogMap, String> {
         let mut map = LogMap::default();
@@ -1769,7 +1754,7 @@ mod tests {
             m.request_headers,
             [("mcp-session-id".to_string(), "sid".to_string())]
         );
-        let j = LogMap::load(r#"{"start":"t","method":"m","path":"p","status":"s","response_headers":{"Mcp-Session-Id":"rsid"}}"#).unwrap();
+        let j = LogMap::from_json(r#"{"start":"t","method":"m","path":"p","status":"s","response_headers":{"Mcp-Session-Id":"rsid"}}"#).unwrap();
         assert_eq!(
             j.response_headers,
             [("mcp-session-id".to_string(), "rsid".to_string())]

@@ -1,0 +1,232 @@
+//! The `analyze` job: every input through every stage, the report in the chosen format, and
+//! the exit code the findings call for.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use mcpf_capture::CaptureStage;
+use mcpf_http as http;
+use mcpf_mcp::model::Session;
+use mcpf_report::analyze::{self as report, RecordFormat, SessionWriter};
+use mcpf_report::redact::Redactor;
+
+use crate::app::{Exit, stdout};
+use crate::cli::ReportFormat;
+use crate::config;
+use crate::finalize::Finalizer;
+use crate::pipeline::{self, Fed, Opened, Pipeline, TcpLoss};
+
+pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
+    let inputs = pipeline::open_inputs(&job.inputs);
+    if inputs.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let redactor = Redactor::new(job.redact);
+    let finalizer = Arc::new(Mutex::new(Finalizer::new(
+        job.selection.clone(),
+        session_writer(&job, &inputs, redactor),
+    )));
+    let builder = session_stage(&job, &inputs, finalizer.clone());
+    let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
+    let run = if job.threaded {
+        run_threaded(inputs, &mut stage, builder, job.progress)?
+    } else {
+        run_inline(inputs, &mut stage, builder, job.progress)
+    };
+    let mut rep = assemble(run, &finalizer, &job, &redactor)?;
+    write(&mut rep, &job, &redactor)?;
+    Ok(exit(rep, &job))
+}
+
+/// Renders each session's record as it is finalized (on a thread of its own when there are
+/// threads to spare).
+fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) -> SessionWriter {
+    let format = match job.format {
+        ReportFormat::Json => RecordFormat::Pretty,
+        ReportFormat::Ndjson => RecordFormat::Lines,
+        ReportFormat::Table => RecordFormat::None,
+    };
+    let writer = SessionWriter::new(format, job.selection.events, redactor, inputs.paths.clone());
+    if job.threaded {
+        writer.in_background()
+    } else {
+        writer
+    }
+}
+
+/// The MCP stage, handing each finalized session to the finalizer.
+fn session_stage(
+    job: &config::Analyze,
+    inputs: &Opened,
+    finalizer: Arc<Mutex<Finalizer>>,
+) -> mcpf_mcp::Builder {
+    // Sessions are finalized as they end (detectors run, events dropped) so memory follows the
+    // sessions in progress; a HAR or log must first be matched with the capture of the same
+    // traffic, and --events keeps everything, so those runs finalize at the end.
+    let early = inputs.others.is_empty() && !job.selection.events;
+    let callback = Box::new(move |s: Box<Session>| {
+        if let Ok(mut f) = finalizer.lock() {
+            f.run(s);
+        }
+    });
+    mcpf_mcp::Builder::new()
+        .with_early_finalize(early)
+        .with_sources(inputs.sources())
+        .with_session_callback(callback)
+}
+
+/// What the first stages produced.
+struct Run {
+    fed: Fed,
+    builder: mcpf_mcp::Builder,
+    http: http::HttpStats,
+    tcp: TcpLoss,
+}
+
+fn run_inline(
+    inputs: Opened,
+    stage: &mut CaptureStage,
+    builder: mcpf_mcp::Builder,
+    progress: bool,
+) -> Run {
+    let mut pipeline = Pipeline::new(builder);
+    let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
+    Run {
+        fed,
+        http: pipeline.http.stats.clone(),
+        tcp: pipeline.tcp,
+        builder: pipeline.http.sink,
+    }
+}
+
+/// Two cores: packets, TCP and HTTP on this thread; sessions and detectors on another.
+fn run_threaded(
+    inputs: Opened,
+    stage: &mut CaptureStage,
+    builder: mcpf_mcp::Builder,
+    progress: bool,
+) -> anyhow::Result<Run> {
+    let (forwarder, rx) = http::threaded::channel();
+    std::thread::scope(|scope| {
+        let consumer = scope.spawn(move || {
+            let mut builder = builder;
+            http::threaded::replay(rx, &mut builder);
+            builder
+        });
+        let mut pipeline = Pipeline::new(forwarder);
+        let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
+        pipeline.http.sink.flush();
+        let tcp = pipeline.tcp;
+        let http = pipeline.http.stats.clone();
+        // Dropping the forwarder closes the channel: the consumer drains it and returns.
+        drop(pipeline);
+        let builder = consumer
+            .join()
+            .map_err(|_| anyhow::anyhow!("internal error: the session stage failed"))?;
+        Ok(Run {
+            fed,
+            builder,
+            http,
+            tcp,
+        })
+    })
+}
+
+/// Finishes the MCP stage and the detectors, and puts the report together.
+fn assemble(
+    run: Run,
+    finalizer: &Mutex<Finalizer>,
+    job: &config::Analyze,
+    redactor: &Redactor,
+) -> anyhow::Result<Assembled> {
+    let Run {
+        fed,
+        mut builder,
+        http,
+        tcp,
+    } = run;
+    for (input, caps) in fed.capabilities {
+        builder.set_capabilities(input, caps);
+    }
+    let (sessions, anomalies, mcp_stats) = builder.finish();
+    drop(sessions);
+    let idle = Finalizer::new(
+        job.selection.clone(),
+        SessionWriter::new(RecordFormat::None, false, *redactor, Vec::new()),
+    );
+    let fin = std::mem::replace(
+        &mut *finalizer
+            .lock()
+            .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?,
+        idle,
+    );
+    let (findings, sessions, timelines) = fin.finish();
+    if let Some(e) = &sessions.error {
+        anyhow::bail!("{e}");
+    }
+    let report = report::Report {
+        inputs: fed.reports,
+        sessions,
+        findings,
+        timelines,
+        http,
+        mcp: mcp_stats,
+        anomalies,
+        connections: tcp.connections,
+        connections_with_gaps: tcp.connections_with_gaps,
+        gap_bytes: tcp.gap_bytes,
+        limits: Vec::new(),
+        tool: report::Tool {
+            name: env!("CARGO_PKG_NAME"),
+            version: env!("CARGO_PKG_VERSION"),
+        },
+    };
+    Ok(Assembled {
+        report,
+        failed: fed.failed,
+    })
+}
+
+/// The report, and whether an input could not be read.
+struct Assembled {
+    report: report::Report,
+    failed: bool,
+}
+
+fn write(rep: &mut Assembled, job: &config::Analyze, redactor: &Redactor) -> anyhow::Result<()> {
+    let sel = &job.selection;
+    let rep = &mut rep.report;
+    let mut out = stdout();
+    match job.format {
+        ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
+        ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
+        ReportFormat::Table => {
+            let style = report::Style { color: job.color };
+            report::write_human(&mut out, rep, sel, redactor, style, job.fail_on)?
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
+    let Assembled { report, failed } = rep;
+    if report.session_count() == 0 {
+        // Nothing to analyse: say why, in words a newcomer can act on.
+        for h in mcpf_report::hints::no_session(&report.inputs, report.connections, &report.http) {
+            eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
+            eprintln!("  hint: {}", h.hint);
+        }
+        return Exit::Error;
+    }
+    if failed {
+        return Exit::Error;
+    }
+    let failing = report
+        .counted_findings(&job.selection)
+        .any(|f| f.severity.at_least(job.fail_on));
+    // The process ends here: freeing every record of a large analysis one by one would only
+    // cost time.
+    std::mem::forget(report);
+    if failing { Exit::Findings } else { Exit::Clean }
+}

@@ -1,0 +1,268 @@
+//! The command line, validated once: every flag is parsed here (times, server endpoints, log
+//! maps, thread counts, terminal decisions) into one [`Config`], and each stage is later given
+//! only its own typed settings. Nothing past this module reads a flag or the environment.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, bail};
+use mcpf_capture::tcp::{Limits, ServerSpec};
+use mcpf_detect::Severity;
+use mcpf_ingest::{FormatChoice, LogMap};
+use mcpf_model::Timestamp;
+use mcpf_report::analyze::Selection;
+
+use crate::cli::{
+    AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputFormat,
+    ReportFormat, SeverityArg,
+};
+
+/// What one run of the program is to do.
+pub enum Config {
+    Flows(Flows),
+    Http(Http),
+    Analyze(Analyze),
+    /// `explain [KIND]`.
+    Explain(Option<String>),
+    /// `generate man|bash|zsh|...` (hidden): the man page or a completion script.
+    Generate(Generated),
+}
+
+/// `flows FILE...`.
+pub struct Flows {
+    pub files: Vec<String>,
+    pub format: Format,
+    pub capture: mcpf_capture::Settings,
+}
+
+/// The inputs of `http` and `analyze`: captures, HAR files and access logs.
+pub struct Inputs {
+    pub files: Vec<String>,
+    pub format: FormatChoice,
+    /// `--log-map`, read and checked.
+    pub log_map: Option<LogMap>,
+}
+
+/// `http FILE...`.
+pub struct Http {
+    pub inputs: Inputs,
+    pub format: Format,
+    pub capture: mcpf_capture::Settings,
+    pub redact: bool,
+    /// Show a progress bar on standard error.
+    pub progress: bool,
+}
+
+/// `analyze FILE...`.
+pub struct Analyze {
+    pub inputs: Inputs,
+    pub capture: mcpf_capture::Settings,
+    pub format: ReportFormat,
+    pub selection: Selection,
+    pub fail_on: Severity,
+    pub redact: bool,
+    /// Packets, TCP and HTTP on one thread, the rest on another (and records rendered on a
+    /// third).
+    pub threaded: bool,
+    /// Colour the terminal report.
+    pub color: bool,
+    /// Show a progress bar on standard error.
+    pub progress: bool,
+}
+
+/// What `generate` prints.
+pub enum Generated {
+    Man,
+    Completions(clap_complete::Shell),
+}
+
+impl Config {
+    /// Validates the parsed command line; errors name the flag and what it expects.
+    pub fn from_cli(cli: Cli) -> anyhow::Result<Config> {
+        Ok(match cli.command {
+            Command::Flows(a) => Config::Flows(flows(a)?),
+            Command::Http(a) => Config::Http(http(a)?),
+            Command::Analyze(a) => Config::Analyze(analyze(a)?),
+            Command::Explain(a) => Config::Explain(a.kind),
+            Command::Generate(a) => Config::Generate(generated(&a.what)?),
+        })
+    }
+}
+
+fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
+    Ok(Flows {
+        files: a.files,
+        format: a.format,
+        capture: capture_settings(&a.capture, Vec::new()),
+    })
+}
+
+fn http(a: HttpArgs) -> anyhow::Result<Http> {
+    Ok(Http {
+        inputs: inputs(a.files, a.input_format, a.log_map.as_deref())?,
+        format: a.format,
+        capture: capture_settings(&a.capture, Vec::new()),
+        redact: !a.show_secrets,
+        progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
+    })
+}
+
+fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
+    let selection = Selection {
+        sessions: (!a.session.is_empty()).then(|| a.session.clone()),
+        since: time_flag("--since", a.since.as_deref())?,
+        until: time_flag("--until", a.until.as_deref())?,
+        min_severity: a.min_severity.map(SeverityArg::severity),
+        events: a.events,
+        all_events: a.all_events,
+    };
+    let servers = a
+        .server
+        .iter()
+        .map(|s| {
+            server_spec(s).with_context(|| {
+                format!("--server {s:?}: expected a port, an address or address:port")
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Analyze {
+        inputs: inputs(a.files, a.input_format, a.log_map.as_deref())?,
+        capture: capture_settings(&a.capture, servers),
+        threaded: threaded(&a.capture),
+        format: a.format,
+        selection,
+        fail_on: a.fail_on.severity(),
+        redact: !a.show_secrets,
+        color: terminal_decoration(a.color, &std::io::stdout()),
+        progress: terminal_decoration(a.color, &std::io::stderr()),
+    })
+}
+
+fn generated(what: &str) -> anyhow::Result<Generated> {
+    if what == "man" {
+        return Ok(Generated::Man);
+    }
+    match what.parse() {
+        Ok(shell) => Ok(Generated::Completions(shell)),
+        Err(_) => {
+            bail!("generate {what:?}: expected man, bash, zsh, fish, elvish or powershell")
+        }
+    }
+}
+
+fn inputs(
+    files: Vec<String>,
+    format: InputFormat,
+    log_map: Option<&str>,
+) -> anyhow::Result<Inputs> {
+    Ok(Inputs {
+        files,
+        format: format.into(),
+        log_map: log_map.map(read_log_map).transpose()?,
+    })
+}
+
+/// `--log-map ARG`: inline JSON, a JSON file, or `key=FIELD,...`.
+fn read_log_map(arg: &str) -> anyhow::Result<LogMap> {
+    let trimmed = arg.trim();
+    let map = if trimmed.starts_with('{') {
+        LogMap::from_json(trimmed).map_err(|e| e.to_string())
+    } else if std::path::Path::new(trimmed).is_file() {
+        let text = std::fs::read_to_string(trimmed)
+            .with_context(|| format!("--log-map: cannot read {trimmed}"))?;
+        LogMap::from_json(&text).map_err(|e| format!("{trimmed}: {e}"))
+    } else {
+        LogMap::parse(trimmed).map_err(|e| e.to_string())
+    };
+    map.map_err(|e| anyhow::anyhow!("--log-map: {e}"))
+}
+
+fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_capture::Settings {
+    mcpf_capture::Settings {
+        limits: Limits {
+            max_buffered_per_direction: a.max_buffer_per_direction,
+            max_buffered_total: a.max_buffer_total,
+            idle_timeout_secs: a.idle_timeout,
+            ..Default::default()
+        },
+        servers,
+    }
+}
+
+fn threaded(a: &CaptureArgs) -> bool {
+    match a.threads {
+        Some(n) => n > 1,
+        None => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+    }
+}
+
+/// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.
+fn server_spec(text: &str) -> Option<ServerSpec> {
+    let t = text.trim();
+    if let Ok(p) = t.parse::<u16>() {
+        return Some(ServerSpec::Port(p));
+    }
+    if let Ok(e) = t.parse() {
+        return Some(ServerSpec::Endpoint(e));
+    }
+    t.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
+        .map(ServerSpec::Addr)
+}
+
+fn time_flag(flag: &str, value: Option<&str>) -> anyhow::Result<Option<Timestamp>> {
+    let Some(v) = value else { return Ok(None) };
+    match Timestamp::parse_rfc3339(v) {
+        Some(t) => Ok(Some(t)),
+        None => bail!("{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z"),
+    }
+}
+
+/// Colour and progress bars: only on a terminal, and never with `NO_COLOR` or `--color never`.
+fn terminal_decoration(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_specs() {
+        assert_eq!(server_spec("8080"), Some(ServerSpec::Port(8080)));
+        assert_eq!(
+            server_spec("10.0.0.7"),
+            Some(ServerSpec::Addr("10.0.0.7".parse().unwrap()))
+        );
+        assert_eq!(
+            server_spec("[::1]:3000"),
+            Some(ServerSpec::Endpoint("[::1]:3000".parse().unwrap()))
+        );
+        assert_eq!(
+            server_spec("[::1]"),
+            Some(ServerSpec::Addr("::1".parse().unwrap()))
+        );
+        assert_eq!(server_spec("a:b:c"), None);
+    }
+
+    #[test]
+    fn times_name_their_flag() {
+        assert!(time_flag("--since", None).unwrap().is_none());
+        let e = time_flag("--until", Some("yesterday")).unwrap_err();
+        assert!(e.to_string().starts_with("--until \"yesterday\""), "{e}");
+    }
+
+    #[test]
+    fn generate_targets() {
+        assert!(matches!(generated("man"), Ok(Generated::Man)));
+        assert!(matches!(generated("zsh"), Ok(Generated::Completions(_))));
+        assert!(generated("word").is_err());
+    }
+}

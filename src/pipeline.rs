@@ -1,0 +1,216 @@
+//! Opening the inputs and feeding them through the first stages: captures through capture and
+//! TCP reassembly into HTTP, HAR files and access logs through ingest into the same HTTP stage.
+
+use mcpf_capture::tcp::{TcpEvent, TcpSink};
+use mcpf_capture::{self as capture, CaptureInput, CaptureStage};
+use mcpf_http as http;
+use mcpf_ingest::LogMap;
+use mcpf_model::{Capabilities, InputId, InputReport, OpenError, SourceFormat};
+
+use crate::config;
+
+/// Prints a per-file error the ripgrep way: the run goes on, the exit code says it happened.
+fn report_open_error(e: &OpenError) {
+    let path = mcpf_report::sanitize::terminal(&e.path);
+    eprintln!("mcp-forensics: {path}: {}", e.message);
+    if let Some(hint) = &e.hint {
+        eprintln!("  hint: {hint}");
+    }
+}
+
+/// Opens every capture named; those that fail are reported, and listed as unreadable.
+pub fn open_captures(files: &[String]) -> (Vec<CaptureInput>, Vec<InputReport>) {
+    let mut inputs = Vec::new();
+    let mut unreadable = Vec::new();
+    for (i, path) in files.iter().enumerate() {
+        match capture::open_capture(path, i as InputId) {
+            Ok(input) => inputs.push(input),
+            Err(e) => {
+                report_open_error(&e);
+                unreadable.push(InputReport::failed(i as InputId, &e));
+            }
+        }
+    }
+    (inputs, unreadable)
+}
+
+/// The inputs of a run, each opened as what its content says it is.
+pub struct Opened {
+    /// Every input named on the command line, in order.
+    pub paths: Vec<String>,
+    pub captures: Vec<CaptureInput>,
+    /// HAR files and access logs: (input index, path, format).
+    pub others: Vec<(InputId, String, SourceFormat)>,
+    log_map: Option<LogMap>,
+    failed: bool,
+    /// Entries for the inputs that could not be opened, so the report lists every input.
+    unreadable: Vec<InputReport>,
+}
+
+impl Opened {
+    /// Nothing could be opened.
+    pub fn is_empty(&self) -> bool {
+        self.captures.is_empty() && self.others.is_empty()
+    }
+
+    /// The format of every input, by index (unreadable ones count as captures: they feed
+    /// nothing).
+    pub fn sources(&self) -> Vec<SourceFormat> {
+        let mut sources = vec![SourceFormat::Capture; self.paths.len()];
+        for (i, _, format) in &self.others {
+            sources[*i as usize] = *format;
+        }
+        sources
+    }
+}
+
+/// Opens every input; those that fail are reported, and listed as unreadable.
+pub fn open_inputs(inputs: &config::Inputs) -> Opened {
+    let mut opened = Opened {
+        paths: inputs.files.clone(),
+        captures: Vec::new(),
+        others: Vec::new(),
+        log_map: inputs.log_map.clone(),
+        failed: false,
+        unreadable: Vec::new(),
+    };
+    let have_map = opened.log_map.is_some();
+    for (i, path) in inputs.files.iter().enumerate() {
+        let i = i as InputId;
+        let format = mcpf_ingest::resolve(path, inputs.format, have_map).and_then(|f| match f {
+            SourceFormat::Capture => capture::open_capture(path, i).map(|c| {
+                opened.captures.push(c);
+                f
+            }),
+            _ => Ok(f),
+        });
+        match format {
+            Ok(SourceFormat::Capture) => {}
+            Ok(f) => opened.others.push((i, path.clone(), f)),
+            Err(e) => {
+                report_open_error(&e);
+                opened.failed = true;
+                opened.unreadable.push(InputReport::failed(i, &e));
+            }
+        }
+    }
+    opened
+}
+
+/// What feeding the inputs produced besides the events.
+pub struct Fed {
+    pub reports: Vec<InputReport>,
+    pub capabilities: Vec<(InputId, Capabilities)>,
+    pub failed: bool,
+}
+
+/// Runs every input through the capture stage (captures, merged by time) or the ingest (HAR
+/// files and logs, each in time order) into `pipeline`.
+pub fn feed<S: http::HttpSink>(
+    mut inputs: Opened,
+    stage: &mut CaptureStage,
+    pipeline: &mut Pipeline<S>,
+    progress: bool,
+) -> Fed {
+    let mut reports: Vec<(InputId, InputReport)> = Vec::new();
+    if !inputs.captures.is_empty() {
+        let total = inputs.captures.iter().map(|i| i.size).sum::<Option<u64>>();
+        let counters = inputs
+            .captures
+            .iter()
+            .map(|i| i.bytes_read.clone())
+            .collect();
+        let bar = crate::progress::Progress::start(progress, total, counters, stage.frames.clone());
+        capture::run(&mut inputs.captures, stage, pipeline);
+        bar.finish();
+        reports.extend(
+            inputs
+                .captures
+                .iter()
+                .map(|i| (i.reader.input_id(), stage.report(i))),
+        );
+    }
+    let mut capabilities = Vec::new();
+    let mut failed = inputs.failed;
+    for (i, path, format) in &inputs.others {
+        match ingest_one(path, *i, *format, inputs.log_map.as_ref(), pipeline) {
+            Ok((rep, caps)) => {
+                reports.push((*i, rep));
+                capabilities.push((*i, caps));
+            }
+            Err(e) => {
+                report_open_error(&e);
+                failed = true;
+                reports.push((*i, InputReport::failed(*i, &e)));
+            }
+        }
+    }
+    reports.extend(inputs.unreadable.iter().map(|r| (r.index, r.clone())));
+    reports.sort_by_key(|(i, _)| *i);
+    Fed {
+        reports: reports.into_iter().map(|(_, r)| r).collect(),
+        capabilities,
+        failed,
+    }
+}
+
+/// Reads one HAR file or access log into the HTTP stage's sink, counting its connections.
+fn ingest_one<S: http::HttpSink>(
+    path: &str,
+    input: InputId,
+    format: SourceFormat,
+    log_map: Option<&LogMap>,
+    pipeline: &mut Pipeline<S>,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    let mut connections = 0u64;
+    let http_stage = &mut pipeline.http;
+    let mut sink = |ev: http::HttpEvent| {
+        if matches!(ev, http::HttpEvent::ConnectionEnd { .. }) {
+            connections += 1;
+        }
+        http::HttpSink::on_http(&mut http_stage.sink, ev);
+    };
+    let (mut rep, caps) = mcpf_ingest::read(path, input, format, log_map, &mut sink)?;
+    rep.index = input;
+    pipeline.http.stats.connections_http += connections;
+    rep.warnings
+        .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
+    Ok((rep, caps))
+}
+
+/// The HTTP stage (and what it feeds) behind the capture stage, counting what TCP lost.
+pub struct Pipeline<S: http::HttpSink> {
+    pub http: http::Stage<S>,
+    pub tcp: TcpLoss,
+}
+
+/// Connections the capture stage closed, and the bytes missing from them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpLoss {
+    pub connections: u64,
+    pub connections_with_gaps: u64,
+    pub gap_bytes: u64,
+}
+
+impl<S: http::HttpSink> Pipeline<S> {
+    pub fn new(sink: S) -> Self {
+        Pipeline {
+            http: http::Stage::new(sink),
+            tcp: TcpLoss::default(),
+        }
+    }
+}
+
+impl<S: http::HttpSink> TcpSink for Pipeline<S> {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        if let TcpEvent::Closed { summary } = &event {
+            self.tcp.connections += 1;
+            let gap = summary.c2s.gap_bytes + summary.s2c.gap_bytes;
+            if gap > 0 {
+                self.tcp.connections_with_gaps += 1;
+                self.tcp.gap_bytes += gap;
+            }
+        }
+        self.http.on_tcp(event);
+    }
+}
