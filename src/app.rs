@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use mcpf_capture::CaptureStage;
 use mcpf_capture::tcp::{ConnSummary, TcpEvent};
+use mcpf_detect::FindingKind;
 use mcpf_http::exchange::Collector;
 use mcpf_report as report;
 
@@ -133,8 +134,9 @@ fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
     match kind {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
-            for k in mcpf_detect::KINDS {
-                writeln!(out, "{:<34} {:<8} {}", k.kind, k.severity.name(), k.when)?;
+            for k in FindingKind::ALL.map(FindingKind::info) {
+                let name = k.kind.name();
+                writeln!(out, "{name:<34} {:<8} {}", k.severity.name(), k.when)?;
             }
             writeln!(
                 out,
@@ -142,8 +144,8 @@ fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
             )?;
         }
         Some(kind) => {
-            let Some(k) = mcpf_detect::kind_info(&kind) else {
-                let known: Vec<&str> = mcpf_detect::KINDS.iter().map(|k| k.kind).collect();
+            let Some(k) = FindingKind::from_name(&kind).map(FindingKind::info) else {
+                let known: Vec<&str> = FindingKind::ALL.map(FindingKind::name).to_vec();
                 anyhow::bail!(
                     "unknown finding kind {kind:?}; known kinds: {}",
                     known.join(", ")

@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use roff::{Roff, bold, italic, roman};
 
 use crate::cli::Cli;
-use mcpf_detect::KINDS;
+use mcpf_detect::FindingKind;
 
 fn section(title: &str) -> Roff {
     let mut r = Roff::new();
@@ -135,10 +135,10 @@ pub fn render() -> String {
     f.text([roman(
         "Each finding has a kind, a severity, the session, a time, the frames and exchanges it rests on, kind-specific evidence, and caused_by links to the findings that explain it.",
     )]);
-    for k in KINDS {
+    for k in FindingKind::ALL.map(FindingKind::info) {
         f.control("TP", []);
         f.text([
-            bold(k.kind),
+            bold(k.kind.name()),
             roman(" ("),
             italic(k.severity.name()),
             roman(")"),

@@ -21,11 +21,10 @@ fn committed_man_page_is_generated_from_the_code() {
         "man/mcp-forensics.1 is stale: run `cargo run -- generate man > man/mcp-forensics.1`"
     );
     // Every finding kind is documented in it.
-    for k in mcpf_detect::KINDS {
+    for k in mcpf_detect::FindingKind::ALL {
         assert!(
-            committed.contains(k.kind),
-            "{} missing from the man page",
-            k.kind
+            committed.contains(k.name()),
+            "{k} missing from the man page"
         );
     }
 }

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "capture_gap",
+    kind: FindingKind::CaptureGap,
     severity: Severity::Low,
     when: "packets are missing from the capture under an MCP stream or exchange",
     meaning: "The capture lost bytes that the client or server really sent (dropped by the capturing host, cut by the snap length, or taken mid-connection). The analyzer skips past the hole and says so instead of joining the bytes around it.",
@@ -22,9 +22,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let time = first_after.or(st.ended).unwrap_or(st.opened);
         let bytes = (st.gap_bytes > 0).then_some(st.gap_bytes);
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::CaptureGap,
+                severity: INFO.severity,
                 session: s.idx,
                 time,
                 frames: vec![st.opened, time],
@@ -40,7 +41,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "events_dropped_at_gap": st.events.iter().filter(|e| e.after_gap).count(),
                 }),
                 caused_by: vec![],
-                anchor: format!("stream:{}", st.idx),
+                subject: Subject::Stream(st.idx),
             },
         );
     }

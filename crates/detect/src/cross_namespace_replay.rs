@@ -4,11 +4,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Attribution, Namespace, Session};
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "cross_namespace_replay",
+    kind: FindingKind::CrossNamespaceReplay,
     severity: Severity::Critical,
     when: "the resume stream delivered events minted by a namespace other than the one where the client last saw Last-Event-ID",
     meaning: "The client asked to continue the stream where it last saw an event ID; the server answered with events from a different stream's sequence (the same number exists in both when counters are per transport). The replay is syntactically valid and monotonic, and wrong.",
@@ -63,12 +63,17 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let cause = f
             .find(
                 s.idx,
-                "unsafe_resumption_after_fallback",
-                &format!("resume:{}", r.idx),
+                FindingKind::UnsafeResumptionAfterFallback,
+                &Subject::Resume(r.idx),
             )
             .or_else(|| {
-                s.fallback_before(r.opened)
-                    .and_then(|fb| f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream)))
+                s.fallback_before(r.opened).and_then(|fb| {
+                    f.find(
+                        s.idx,
+                        FindingKind::SseFallback,
+                        &Subject::FallbackTo(fb.to_stream),
+                    )
+                })
             });
         let observed_label = s.streams[observed].label();
         let from_label = s.streams[from].label();
@@ -100,9 +105,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
             .map(|&i| s.streams[i].label())
             .collect();
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::CrossNamespaceReplay,
+                severity: INFO.severity,
                 session: s.idx,
                 time: r.events[first].mark,
                 frames,
@@ -125,7 +131,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "attribution": how,
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("resume:{}", r.idx),
+                subject: Subject::Resume(r.idx),
             },
         );
     }

@@ -4,12 +4,14 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity, client_requests, event_ref};
+use super::{
+    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref,
+};
 use mcpf_mcp::answers;
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "duplicate_response",
+    kind: FindingKind::DuplicateResponse,
     severity: Severity::High,
     when: "a second response for a request ID already answered in the session",
     meaning: "The client received two JSON-RPC responses for the same request. The only legitimate case is a resume of the same stream replaying with the same event ID; anything else is a replay from the wrong place or a broadcast the spec forbids.",
@@ -64,8 +66,8 @@ pub fn detect(s: &Session, f: &mut Findings) {
                 };
                 let cause = f.find(
                     s.idx,
-                    "cross_namespace_replay",
-                    &format!("resume:{}", dup.stream),
+                    FindingKind::CrossNamespaceReplay,
+                    &Subject::Resume(dup.stream),
                 );
                 let where_ = |a: &mcpf_mcp::Answer<'_>| match a.event {
                     Some(e) => event_ref(s, a.stream, e),
@@ -79,9 +81,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
                 };
                 let dup_id = dup_ev.and_then(|e| e.id.clone());
                 f.add(
-                    s,
+                    About::Session(s),
                     New {
-                        kind: &INFO,
+                        kind: FindingKind::DuplicateResponse,
+                        severity: INFO.severity,
                         session: s.idx,
                         time: dup.mark,
                         frames: vec![first.mark, dup.mark],
@@ -101,7 +104,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                             "same_payload": same_payload,
                         }),
                         caused_by: cause.into_iter().collect(),
-                        anchor: format!("request:{}", id.json()),
+                        subject: Subject::Request(id.clone()),
                     },
                 );
             }

@@ -5,13 +5,13 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "event_id_reset",
+    kind: FindingKind::EventIdReset,
     severity: Severity::High,
     when: "integer IDs: after a fallback, IDs on the new stream not greater than the highest the client saw before it; or a resume whose first ID is not greater than Last-Event-ID",
     meaning: "The event counter the client is now reading restarted below what it already saw: the server keeps more than one counter (one per transport or per stream), or reset its counter.",
@@ -52,12 +52,17 @@ pub fn detect(s: &Session, f: &mut Findings) {
         if first > highest {
             continue;
         }
-        let cause = f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream));
+        let cause = f.find(
+            s.idx,
+            FindingKind::SseFallback,
+            &Subject::FallbackTo(fb.to_stream),
+        );
         let mark = to.events[ei].mark;
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::EventIdReset,
+                severity: INFO.severity,
                 session: s.idx,
                 time: mark,
                 frames: vec![fb.mark, mark],
@@ -74,7 +79,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "stream": to.label(),
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("fallback:{}", fb.to_stream),
+                subject: Subject::FallbackTo(fb.to_stream),
             },
         );
     }
@@ -100,14 +105,15 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let highest_seen_on = before.map(|(_, w)| w);
         let cause = f.find(
             s.idx,
-            "unsafe_resumption_after_fallback",
-            &format!("resume:{}", r.idx),
+            FindingKind::UnsafeResumptionAfterFallback,
+            &Subject::Resume(r.idx),
         );
         let mark = r.events[ei].mark;
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::EventIdReset,
+                severity: INFO.severity,
                 session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
@@ -123,7 +129,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "stream": r.label(),
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("resume:{}", r.idx),
+                subject: Subject::Resume(r.idx),
             },
         );
     }

@@ -4,12 +4,14 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity, client_requests, rejected};
+use super::{
+    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected,
+};
 use mcpf_mcp::answers;
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "request_id_reused",
+    kind: FindingKind::RequestIdReused,
     severity: Severity::Medium,
     when: "the client sends a request with an ID already used in the session",
     meaning: "Two requests of one session carry the same JSON-RPC ID (compared with their JSON type: 1 and \"1\" differ).",
@@ -45,9 +47,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
             continue;
         }
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::RequestIdReused,
+                severity: INFO.severity,
                 session: s.idx,
                 time: second.opened,
                 frames: vec![first.opened, second.opened],
@@ -68,7 +71,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "first_in_flight": in_flight,
                 }),
                 caused_by: vec![],
-                anchor: format!("request:{}:{}", id.json(), st2),
+                subject: Subject::RequestOn(id.clone(), *st2),
             },
         );
     }

@@ -4,12 +4,12 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "resume_gap",
+    kind: FindingKind::ResumeGap,
     severity: Severity::High,
     when: "integer IDs: the first resumed ID is greater than Last-Event-ID + 1",
     meaning: "The resume did not start with the successor of the ID the client sent: events in between were never replayed, or the server continued another counter.",
@@ -38,14 +38,15 @@ pub fn detect(s: &Session, f: &mut Findings) {
         }
         let cause = f.find(
             s.idx,
-            "unsafe_resumption_after_fallback",
-            &format!("resume:{}", r.idx),
+            FindingKind::UnsafeResumptionAfterFallback,
+            &Subject::Resume(r.idx),
         );
         let mark = r.events[ei].mark;
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::ResumeGap,
+                severity: INFO.severity,
                 session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
@@ -62,7 +63,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "stream": r.label(),
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("resume:{}", r.idx),
+                subject: Subject::Resume(r.idx),
             },
         );
     }

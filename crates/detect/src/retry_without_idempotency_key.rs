@@ -4,12 +4,14 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity, client_requests};
+use super::{
+    About, FindingKind, Findings, KindInfo, Labels, New, Severity, Subject, client_requests,
+};
 use mcpf_mcp::model::{Session, StreamTransport};
 use mcpf_model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "retry_without_idempotency_key",
+    kind: FindingKind::RetryWithoutIdempotencyKey,
     severity: Severity::Medium,
     when: "a tools/call re-sent (same tool and arguments) after an unsafe resumption or re-initialize with no idempotency key",
     meaning: "The client re-issued a tool call it had already sent, after the session's resumption became unreliable, and nothing lets the server recognise the repeat.",
@@ -115,7 +117,9 @@ pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
             let unsafe_between = f
                 .list
                 .iter()
-                .filter(|x| x.session == c1.session && x.kind == "unsafe_resumption_after_fallback")
+                .filter(|x| {
+                    x.session == c1.session && x.kind == FindingKind::UnsafeResumptionAfterFallback
+                })
                 .find(|x| x.time > t1 && x.time < t2)
                 .map(|x| x.handle);
             let reinit = c1.later_initializes.iter().any(|m| *m < t2) || c1.session != c2.session;
@@ -126,15 +130,17 @@ pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
                     .map(|i| i.to_value())
                     .collect();
                 let tool = c2.tool.to_string();
-                let labels = crate::CompactLabels {
+                let labels = Labels {
                     session_label: c2.session_label(),
                     session_id: c2.session_id.as_deref().map(str::to_string),
                     stream_labels: vec![c2.stream_label()],
                     exchanges: vec![c2.exchange.to_string()],
                 };
-                f.add_compact(
+                f.add(
+                    About::Compacted(labels),
                     New {
-                        kind: &INFO,
+                        kind: FindingKind::RetryWithoutIdempotencyKey,
+                        severity: INFO.severity,
                         session: c2.session,
                         time: t2,
                         frames: vec![t1, t2],
@@ -154,9 +160,11 @@ pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
                             "retry": { "session": c2.session_label(), "stream": c2.stream_label(), "time": t2.time.rfc3339(), "frame": t2.frame.frame },
                         }),
                         caused_by: unsafe_between.into_iter().collect(),
-                        anchor: format!("retry:{}:{}", c2.session, c2.stream),
+                        subject: Subject::Retry {
+                            session: c2.session,
+                            stream: c2.stream,
+                        },
                     },
-                    labels,
                 );
             }
         }

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "session_id_changed",
+    kind: FindingKind::SessionIdChanged,
     severity: Severity::High,
     when: "a response carries an Mcp-Session-Id different from the one its request carried",
     meaning: "The client sent one session ID and the response names another: the request reached a server (or instance) that does not know the client's session and created or returned a different one.",
@@ -29,9 +29,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
         }
         let mark = st.response_mark.unwrap_or(st.opened);
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::SessionIdChanged,
+                severity: INFO.severity,
                 session: s.idx,
                 time: mark,
                 frames: vec![st.opened, mark],
@@ -47,7 +48,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "exchange": st.exchange.to_string(),
                 }),
                 caused_by: vec![],
-                anchor: format!("stream:{}", st.idx),
+                subject: Subject::Stream(st.idx),
             },
         );
     }

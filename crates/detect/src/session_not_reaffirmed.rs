@@ -4,11 +4,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "session_not_reaffirmed",
+    kind: FindingKind::SessionNotReaffirmed,
     severity: Severity::Medium,
     when: "a resume answered 200 text/event-stream without Mcp-Session-Id while the client sent one",
     meaning: "The server accepted the resume but did not say which session it resumed.",
@@ -28,9 +28,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
         }
         let mark = r.response_mark.unwrap_or(r.opened);
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::SessionNotReaffirmed,
+                severity: INFO.severity,
                 session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
@@ -41,7 +42,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                 ),
                 evidence: json!({ "session_id": sent, "stream": r.label(), "exchange": r.exchange.to_string() }),
                 caused_by: vec![],
-                anchor: format!("resume:{}", r.idx),
+                subject: Subject::Resume(r.idx),
             },
         );
     }

@@ -6,12 +6,12 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "skipped_events",
+    kind: FindingKind::SkippedEvents,
     severity: Severity::High,
     when: "events of a namespace never delivered: an integer gap within a namespace (41 then 48: from 42 to 47), or after a cross-namespace replay everything after Last-Event-ID in the namespace being resumed",
     meaning: "The server minted events the client never received: inside one stream the IDs jump, or a resume continued the wrong namespace so the events the client was waiting for were never replayed.",
@@ -27,12 +27,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
 
 fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
     let replays: Vec<(usize, usize)> = f
-        .of(s.idx, "cross_namespace_replay")
-        .filter_map(|x| {
-            x.anchor
-                .strip_prefix("resume:")
-                .and_then(|r| r.parse().ok())
-                .map(|r| (x.handle, r))
+        .of(s.idx, FindingKind::CrossNamespaceReplay)
+        .filter_map(|x| match x.subject {
+            Subject::Resume(r) => Some((x.handle, r)),
+            _ => None,
         })
         .collect();
     for (cause, r) in replays {
@@ -65,9 +63,10 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             _ => format!("events after {lei}"),
         };
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::SkippedEvents,
+                severity: INFO.severity,
                 session: s.idx,
                 time,
                 frames: vec![st.opened, time],
@@ -84,7 +83,7 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
                     "resume_stream": st.label(),
                 }),
                 caused_by: vec![cause],
-                anchor: format!("ns:{ns}"),
+                subject: Subject::Namespace(ns),
             },
         );
     }
@@ -123,15 +122,16 @@ fn inside_streams(s: &Session, f: &mut Findings) {
             }
             let ev = &st.events[bi];
             let cause = if st.gap {
-                f.find(s.idx, "capture_gap", &format!("stream:{}", st.idx))
+                f.find(s.idx, FindingKind::CaptureGap, &Subject::Stream(st.idx))
             } else {
                 None
             };
             let (from, to) = (a + 1, b - 1);
             f.add(
-                s,
+                About::Session(s),
                 New {
-                    kind: &INFO,
+                    kind: FindingKind::SkippedEvents,
+                    severity: INFO.severity,
                     session: s.idx,
                     time: ev.mark,
                     frames: vec![st.events[pair[0].0].mark, ev.mark],
@@ -152,7 +152,7 @@ fn inside_streams(s: &Session, f: &mut Findings) {
                         "resume_stream": null,
                     }),
                     caused_by: cause.into_iter().collect(),
-                    anchor: format!("ns:{}", st.idx),
+                    subject: Subject::Namespace(st.idx),
                 },
             );
         }

@@ -5,11 +5,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "sse_fallback",
+    kind: FindingKind::SseFallback,
     severity: Severity::Info,
     when: "the session fell back from streamable POST responses to an SSE GET stream (at connect after a 4xx to initialize, or mid-session after an abandoned POST)",
     meaning: "The client stopped waiting for responses on POST streams and moved to a GET event stream: at connect because the server refused Streamable HTTP (the 2025-03-26 backwards-compatibility rule), or mid-session because a POST response never arrived (a buffering proxy typically held it back).",
@@ -28,9 +28,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let mut streams = vec![fb.to_stream];
         streams.extend(fb.abandoned_stream);
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::SseFallback,
+                severity: INFO.severity,
                 session: s.idx,
                 time: fb.mark,
                 frames: fb.frames.clone(),
@@ -46,7 +47,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "confirmed_by_messages_on_new_stream": fb.confirmed,
                 }),
                 caused_by: vec![],
-                anchor: format!("to:{}", fb.to_stream),
+                subject: Subject::FallbackTo(fb.to_stream),
             },
         );
     }

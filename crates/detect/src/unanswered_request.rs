@@ -3,13 +3,15 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity, client_requests, rejected};
+use super::{
+    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected,
+};
 use mcpf_mcp::answers;
 use mcpf_mcp::jsonrpc::Kind;
 use mcpf_mcp::model::Session;
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "unanswered_request",
+    kind: FindingKind::UnansweredRequest,
     severity: Severity::High,
     when: "a request never answered although the session went on or the client gave up (a request still young at capture end is info)",
     meaning: "No JSON-RPC response or error with this request's ID reached the client on any stream of the session.",
@@ -74,9 +76,13 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let young = !went_on && !gave_up;
         let waited = s.end.time.seconds_since(st.opened.time).max(0.0);
         let cause = f
-            .find(s.idx, "skipped_events", &format!("ns:{channel}"))
+            .find(
+                s.idx,
+                FindingKind::SkippedEvents,
+                &Subject::Namespace(channel),
+            )
             .or_else(|| {
-                f.of(s.idx, "cross_namespace_replay")
+                f.of(s.idx, FindingKind::CrossNamespaceReplay)
                     .find(|x| x.evidence["observed_in"] == s.streams[channel].label())
                     .map(|x| x.handle)
             });
@@ -97,11 +103,12 @@ pub fn detect(s: &Session, f: &mut Findings) {
                 "total": p.and_then(|m| m.mcp.total.clone()),
             })
         });
-        let severity = if young { Some(Severity::Info) } else { None };
-        f.add_with_severity(
-            s,
+        f.add(
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::UnansweredRequest,
+                // A request the capture ended on may simply not be answered yet.
+                severity: if young { Severity::Info } else { INFO.severity },
                 session: s.idx,
                 time: s.end,
                 frames: vec![st.opened, s.end],
@@ -123,9 +130,8 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "session_went_on": went_on,
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("request:{}", id.json()),
+                subject: Subject::Request(id.clone()),
             },
-            severity,
         );
     }
 }

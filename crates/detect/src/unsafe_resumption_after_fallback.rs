@@ -5,11 +5,11 @@
 
 use serde_json::json;
 
-use super::{Findings, KindInfo, New, Severity};
+use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{EventIdScheme, Session};
 
 pub const INFO: KindInfo = KindInfo {
-    kind: "unsafe_resumption_after_fallback",
+    kind: FindingKind::UnsafeResumptionAfterFallback,
     severity: Severity::High,
     when: "a Last-Event-ID resume after a fallback since the last initialize, while event IDs are not namespaced and no transport-mode token is echoed",
     meaning: "The client resumed with Last-Event-ID after the session had fallen back from POST streams to a GET stream. With plain per-transport counters, the ID it sends may exist in both namespaces; the server cannot tell which one the client means.",
@@ -42,13 +42,18 @@ pub fn detect(s: &Session, f: &mut Findings) {
             .as_ref()
             .map(|x| x.last_event_id.clone())
             .unwrap_or_default();
-        let cause = f.find(s.idx, "sse_fallback", &format!("to:{}", fb.to_stream));
+        let cause = f.find(
+            s.idx,
+            FindingKind::SseFallback,
+            &Subject::FallbackTo(fb.to_stream),
+        );
         let mut streams = vec![r.idx, fb.to_stream];
         streams.extend(r.resume.as_ref().and_then(|x| x.continues));
         f.add(
-            s,
+            About::Session(s),
             New {
-                kind: &INFO,
+                kind: FindingKind::UnsafeResumptionAfterFallback,
+                severity: INFO.severity,
                 session: s.idx,
                 time: r.opened,
                 frames: vec![fb.mark, r.opened],
@@ -70,7 +75,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
                     "transport_mode_header": s.transport_mode_header,
                 }),
                 caused_by: cause.into_iter().collect(),
-                anchor: format!("resume:{}", r.idx),
+                subject: Subject::Resume(r.idx),
             },
         );
     }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Finding;
+use super::{Finding, FindingKind};
 use mcpf_mcp::model::{EventIdScheme, Session};
 
 #[derive(Clone, Debug, Serialize)]
@@ -15,13 +15,13 @@ pub struct Verdict {
 }
 
 /// Finding kinds that make a resumption unsafe, in the order of the decision boundary.
-const UNSAFE_BECAUSE: &[&str] = &[
-    "cross_namespace_replay",
-    "unsafe_resumption_after_fallback",
-    "event_id_reset",
-    "resume_gap",
-    "session_not_reaffirmed",
-    "session_id_changed",
+const UNSAFE_BECAUSE: &[FindingKind] = &[
+    FindingKind::CrossNamespaceReplay,
+    FindingKind::UnsafeResumptionAfterFallback,
+    FindingKind::EventIdReset,
+    FindingKind::ResumeGap,
+    FindingKind::SessionNotReaffirmed,
+    FindingKind::SessionIdChanged,
 ];
 
 pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
@@ -49,7 +49,7 @@ pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {
         if let Some(f) = findings.iter().find(|f| {
             f.session == s.idx
                 && f.kind == *kind
-                && (*kind != "event_id_reset" || f.evidence["last_event_id"].is_string())
+                && (*kind != FindingKind::EventIdReset || f.evidence["last_event_id"].is_string())
         }) {
             return Verdict {
                 verdict: "unsafe",

@@ -435,11 +435,11 @@ struct Run {
 
 impl Run {
     fn kinds(&self) -> Vec<&'static str> {
-        self.findings.iter().map(|f| f.kind).collect()
+        self.findings.iter().map(|f| f.kind.name()).collect()
     }
 
     fn all(&self, kind: &str) -> Vec<&Finding> {
-        self.findings.iter().filter(|f| f.kind == kind).collect()
+        self.findings.iter().filter(|f| f.kind.name() == kind).collect()
     }
 
     /// The one finding of `kind`.

@@ -24,7 +24,7 @@ use super::sanitize::{terminal, terminal_truncated};
 use super::table::{bytes, new_table};
 use super::timeline::Entry;
 use mcpf_detect::verdict::Verdict;
-use mcpf_detect::{Finding, Severity, finding_id, kind_info};
+use mcpf_detect::{Finding, Severity, finding_id};
 use mcpf_http::HttpStats;
 use mcpf_mcp::model::{EventIdScheme, Namespace, Session, Transport};
 use mcpf_mcp::{HttpAnomaly, McpStats};
@@ -697,13 +697,13 @@ fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
         "id": finding_id(pos),
         "kind": f.kind,
         "severity": f.severity.name(),
-        "session": f.session_label,
-        "session_id": f.session_id,
+        "session": f.labels.session_label,
+        "session_id": f.labels.session_id,
         "time": f.time.time.rfc3339(),
         "frames": frames,
         "frame_refs": refs,
-        "streams": f.stream_labels,
-        "exchanges": f.exchanges,
+        "streams": f.labels.stream_labels,
+        "exchanges": f.labels.exchanges,
         "summary": r.text(&f.summary),
         "evidence": f.evidence,
         "caused_by": f.caused_by.iter().map(|&c| finding_id(c)).collect::<Vec<_>>(),
@@ -1308,15 +1308,13 @@ pub fn write_human(
         .min_by_key(|&p| (rep.findings[p].severity, p));
     if let Some(p) = worst {
         let f = &rep.findings[p];
-        if let Some(info) = kind_info(f.kind) {
-            writeln!(
-                out,
-                "\n{}  (mcp-forensics explain {})",
-                style.heading("WHAT TO DO"),
-                f.kind
-            )?;
-            writeln!(out, " {}", info.fix)?;
-        }
+        writeln!(
+            out,
+            "\n{}  (mcp-forensics explain {})",
+            style.heading("WHAT TO DO"),
+            f.kind
+        )?;
+        writeln!(out, " {}", f.kind.info().fix)?;
     }
     let failing = rep
         .counted_findings(sel)
