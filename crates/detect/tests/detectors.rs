@@ -439,7 +439,10 @@ impl Run {
     }
 
     fn all(&self, kind: &str) -> Vec<&Finding> {
-        self.findings.iter().filter(|f| f.kind.name() == kind).collect()
+        self.findings
+            .iter()
+            .filter(|f| f.kind.name() == kind)
+            .collect()
     }
 
     /// The one finding of `kind`.

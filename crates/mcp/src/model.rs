@@ -352,9 +352,58 @@ pub struct Session {
     pub merged_sources: Vec<MergedSource>,
 }
 
+/// What a session leaves behind once it is analysed and its streams and events are dropped:
+/// who, where, when and how, for the report's tables, filters and links between observations.
+#[derive(Clone, Debug)]
+pub struct SessionHead {
+    pub idx: SessionIdx,
+    pub session_id: Option<String>,
+    pub server: SocketAddr,
+    pub path: String,
+    pub client_ip: IpAddr,
+    pub transport: Transport,
+    pub stateless: bool,
+    pub protocol_version: Option<String>,
+    pub client_info: Option<String>,
+    pub start: Mark,
+    pub end: Mark,
+    /// When it first fell back from POST responses to an SSE GET stream.
+    pub fell_back: Option<Mark>,
+    pub event_id_scheme: EventIdScheme,
+    /// Finding kinds the inputs cannot support for this session, with the reason.
+    pub not_determinable: Vec<(&'static str, String)>,
+}
+
+impl SessionHead {
+    /// `S1`, `S2`, ...
+    pub fn label(&self) -> String {
+        session_label(self.idx)
+    }
+}
+
 impl Session {
     pub fn label(&self) -> String {
         session_label(self.idx)
+    }
+
+    /// What outlives the session's records.
+    pub fn head(&self) -> SessionHead {
+        SessionHead {
+            idx: self.idx,
+            session_id: self.session_id.clone(),
+            server: self.server,
+            path: self.path.clone(),
+            client_ip: self.client_ip,
+            transport: self.transport,
+            stateless: self.stateless,
+            protocol_version: self.protocol_version.clone(),
+            client_info: self.client_info.clone(),
+            start: self.start,
+            end: self.end,
+            fell_back: self.fallbacks.first().map(|f| f.mark),
+            event_id_scheme: self.event_id_scheme,
+            not_determinable: self.not_determinable.clone(),
+        }
     }
 
     /// Fills the counts and the per-stream event summaries from the events.

@@ -14,7 +14,6 @@
 //! of the capture. The document is assembled from the spill at the end.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::{IpAddr, SocketAddr};
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -26,7 +25,7 @@ use super::timeline::Entry;
 use mcpf_detect::verdict::Verdict;
 use mcpf_detect::{Finding, Severity, finding_id};
 use mcpf_http::HttpStats;
-use mcpf_mcp::model::{EventIdScheme, Namespace, Session, Transport};
+use mcpf_mcp::model::{Namespace, Session, SessionHead};
 use mcpf_mcp::{HttpAnomaly, McpStats};
 use mcpf_model::InputReport;
 use mcpf_model::{Mark, Timestamp, endpoint};
@@ -53,28 +52,16 @@ pub enum RecordFormat {
     None,
 }
 
-/// What stays in memory of a finalized session: enough for the terminal tables, the filters and
-/// the links between observations.
+/// What stays in memory of a finalized session: its head (enough for the terminal tables, the
+/// filters and the links between observations), its verdict, and where its rendered records
+/// went.
 #[derive(Clone, Debug)]
 pub struct SessionHeader {
-    pub idx: usize,
-    pub session_id: Option<String>,
-    pub server: SocketAddr,
-    pub path: String,
-    pub client_ip: IpAddr,
-    pub transport: Transport,
-    pub stateless: bool,
-    pub protocol_version: Option<String>,
-    pub client_info: Option<String>,
-    pub start: Mark,
-    pub end: Mark,
-    pub fell_back: Option<Mark>,
-    pub event_id_scheme: EventIdScheme,
+    pub head: SessionHead,
     pub verdict: Verdict,
     pub same_session_as: Vec<String>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
     pub merged: Vec<(u32, String, usize, usize, f64)>,
-    pub not_determinable: Vec<(&'static str, String)>,
     record: Option<(u64, u64)>,
     events: Option<(u64, u64)>,
 }
@@ -82,7 +69,7 @@ pub struct SessionHeader {
 impl SessionHeader {
     /// `S1`, `S2`, ...
     pub fn label(&self) -> String {
-        mcpf_mcp::model::session_label(self.idx)
+        self.head.label()
     }
 }
 
@@ -276,7 +263,7 @@ impl SessionWriter {
         let handle = std::thread::spawn(move || {
             let mut ranges = Vec::new();
             for (header, s) in rx {
-                ranges.push((header.idx, spills.render(&cfg, &header, &s)));
+                ranges.push((header.head.idx, spills.render(&cfg, &header, &s)));
             }
             (spills, ranges)
         });
@@ -303,23 +290,10 @@ impl SessionWriter {
             })
             .collect();
         SessionHeader {
-            idx: s.idx,
-            session_id: s.session_id.clone(),
-            server: s.server,
-            path: s.path.clone(),
-            client_ip: s.client_ip,
-            transport: s.transport,
-            stateless: s.stateless,
-            protocol_version: s.protocol_version.clone(),
-            client_info: s.client_info.clone(),
-            start: s.start,
-            end: s.end,
-            fell_back: s.fallbacks.first().map(|f| f.mark),
-            event_id_scheme: s.event_id_scheme,
+            head: s.head(),
             verdict,
             same_session_as,
             merged,
-            not_determinable: s.not_determinable.clone(),
             record: None,
             events: None,
         }
@@ -329,15 +303,15 @@ impl SessionWriter {
         if self.cfg.format != RecordFormat::None {
             // The record has been rendered (or its copy is queued): what only the terminal
             // tables show is dropped, since a header is kept for every session of the run.
-            header.path = String::new();
-            header.protocol_version = None;
-            header.client_info = None;
-            header.not_determinable = Vec::new();
+            header.head.path = String::new();
+            header.head.protocol_version = None;
+            header.head.client_info = None;
+            header.head.not_determinable = Vec::new();
             header.merged = Vec::new();
             header.same_session_as = Vec::new();
             header.verdict.reason = None;
         }
-        let idx = header.idx;
+        let idx = header.head.idx;
         self.headers.resize_with(idx + 1, || None);
         if let Some(slot) = self.headers.get_mut(idx) {
             *slot = Some(header);
@@ -440,13 +414,14 @@ impl Report {
     fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
         if let Some(keys) = &sel.sessions
             && !keys.iter().any(|k| {
-                k.eq_ignore_ascii_case(&s.label()) || s.session_id.as_deref() == Some(k.as_str())
+                k.eq_ignore_ascii_case(&s.label())
+                    || s.head.session_id.as_deref() == Some(k.as_str())
             })
         {
             return false;
         }
-        if sel.since.is_some_and(|t| s.end.time < t) || sel.until.is_some_and(|t| s.start.time > t)
-        {
+        let (start, end) = (s.head.start.time, s.head.end.time);
+        if sel.since.is_some_and(|t| end < t) || sel.until.is_some_and(|t| start > t) {
             return false;
         }
         true
@@ -778,7 +753,7 @@ fn timeline_entries<'a>(rep: &'a Report, sel: &Selection) -> Vec<&'a Entry> {
     let mut all: Vec<&Entry> = rep
         .headers()
         .filter(|h| rep.session_selected(h, sel))
-        .flat_map(|h| rep.timelines.get(h.idx).into_iter().flatten())
+        .flat_map(|h| rep.timelines.get(h.head.idx).into_iter().flatten())
         .collect();
     all.sort_by_key(|e| (e.time, e.session));
     all
@@ -1110,7 +1085,7 @@ pub fn write_human(
     let listed: Vec<&SessionHeader> = all
         .iter()
         .enumerate()
-        .filter(|(i, s)| *i < 20 || with_findings.contains(&s.idx) || sel.sessions.is_some())
+        .filter(|(i, s)| *i < 20 || with_findings.contains(&s.head.idx) || sel.sessions.is_some())
         .map(|(_, s)| *s)
         .collect();
     let sessions = listed;
@@ -1128,12 +1103,16 @@ pub fn write_human(
     ]);
     for s in &sessions {
         let v = &s.verdict;
-        let id = match &s.session_id {
+        let id = match &s.head.session_id {
             Some(id) => terminal(&short_id(id)).into_owned(),
-            None if s.stateless => "(stateless)".into(),
+            None if s.head.stateless => "(stateless)".into(),
             None => "—".into(),
         };
-        let mut server = format!("{} {}", endpoint(s.server), terminal_truncated(&s.path, 20));
+        let mut server = format!(
+            "{} {}",
+            endpoint(s.head.server),
+            terminal_truncated(&s.head.path, 20)
+        );
         if !s.same_session_as.is_empty() {
             server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
         }
@@ -1141,22 +1120,25 @@ pub fn write_human(
             s.label(),
             id,
             server,
-            match s.transport {
+            match s.head.transport {
                 mcpf_mcp::model::Transport::StreamableHttp => "streamable".into(),
                 mcpf_mcp::model::Transport::LegacySse => "legacy SSE".into(),
             },
-            s.protocol_version
+            s.head
+                .protocol_version
                 .as_deref()
                 .map(|p| terminal_truncated(p, 12))
                 .unwrap_or_else(|| "?".into()),
-            s.client_info
+            s.head
+                .client_info
                 .as_deref()
                 .map(|c| terminal_truncated(&r.text(c), 24))
                 .unwrap_or_default(),
-            s.fell_back
+            s.head
+                .fell_back
                 .map(|m| m.time.clock_millis())
                 .unwrap_or_else(|| "no".into()),
-            s.event_id_scheme.name().into(),
+            s.head.event_id_scheme.name().into(),
             match v.verdict {
                 "unsafe" => "UNSAFE".into(),
                 "not_attempted" => "not tried".into(),
@@ -1190,12 +1172,16 @@ pub fn write_human(
         let mine: Vec<usize> = shown
             .iter()
             .copied()
-            .filter(|&p| rep.findings[p].session == s.idx)
+            .filter(|&p| rep.findings[p].session == s.head.idx)
             .collect();
-        if !s.not_determinable.is_empty() {
-            let kinds: Vec<&str> = s.not_determinable.iter().map(|(k, _)| *k).collect();
-            let mut reasons: Vec<&str> =
-                s.not_determinable.iter().map(|(_, r)| r.as_str()).collect();
+        if !s.head.not_determinable.is_empty() {
+            let kinds: Vec<&str> = s.head.not_determinable.iter().map(|(k, _)| *k).collect();
+            let mut reasons: Vec<&str> = s
+                .head
+                .not_determinable
+                .iter()
+                .map(|(_, r)| r.as_str())
+                .collect();
             reasons.dedup();
             writeln!(
                 out,
@@ -1256,7 +1242,11 @@ pub fn write_human(
     }
 
     for s in &sessions {
-        let entries: &[Entry] = rep.timelines.get(s.idx).map(Vec::as_slice).unwrap_or(&[]);
+        let entries: &[Entry] = rep
+            .timelines
+            .get(s.head.idx)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         if entries.is_empty() {
             continue;
         }
@@ -1265,7 +1255,7 @@ pub fn write_human(
             out,
             "\n{}  {}",
             style.heading(&format!("TIMELINE ({})", s.label())),
-            s.start.time.date()
+            s.head.start.time.date()
         )?;
         for e in entries {
             let text = terminal(&r.text(&e.text)).into_owned();
