@@ -455,24 +455,7 @@ fn attribute(s: &mut Session) {
         })
         .collect();
     order.sort();
-    // Keys are hashes of the IDs and tokens: no string is copied per event.
-    let mut token_owner: HashMap<u64, StreamIdx> = HashMap::default();
-    let mut first_seen: HashMap<(u64, u64), Namespace> = HashMap::default();
-    let mut id_seen: HashSet<u64> = HashSet::default();
-    // Where each request's messages were last being delivered (its POST stream until then).
-    let mut request_stream: HashMap<RequestId, StreamIdx> = HashMap::default();
-    let mut progress_owner: HashMap<String, RequestId> = HashMap::default();
-    let mut last_integer: HashMap<StreamIdx, u64> = HashMap::default();
-    for st in &s.streams {
-        for m in st.requests() {
-            if let Some(id) = &m.id {
-                request_stream.entry(id.clone()).or_insert(st.idx);
-                if let Some(t) = &m.mcp.progress_token {
-                    progress_owner.insert(t.clone(), id.clone());
-                }
-            }
-        }
-    }
+    let mut known = Delivered::new(s);
     for (_, si, ei) in order {
         let resume = s.streams[si].resume.as_ref().map(|r| r.continues);
         let ev = &s.streams[si].events[ei];
@@ -484,86 +467,130 @@ fn attribute(s: &mut Session) {
                     .iter()
                     .rev()
                     .find(|e| e.id.as_deref().is_some_and(|i| !i.is_empty()));
-                attribute_replayed(
-                    s,
-                    si,
-                    ev,
-                    id,
-                    continues,
-                    prev,
-                    &token_owner,
-                    &first_seen,
-                    &id_seen,
-                    &request_stream,
-                    &progress_owner,
-                    &last_integer,
-                )
+                known.replayed(s, si, ev, id, continues, prev)
             }
         };
-        // Learn from what was delivered.
-        if let Some(id) = id {
-            if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
-                token_owner.entry(hash_str(tok)).or_insert(owner);
-            }
-            first_seen.entry((hash_str(id), ev.data_hash)).or_insert(ns);
-            id_seen.insert(hash_str(id));
-            if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
-                last_integer.insert(owner, n);
-            }
-        }
-        if let Namespace::Stream(owner) = ns {
-            for m in &ev.messages {
-                match m.kind {
-                    Kind::Notification => {
-                        if let Some(req) = m
-                            .mcp
-                            .progress_token
-                            .as_ref()
-                            .and_then(|t| progress_owner.get(t))
-                        {
-                            request_stream.insert(req.clone(), owner);
-                        }
-                    }
-                    Kind::Response | Kind::Error => {
-                        if let Some(id) = &m.id {
-                            request_stream.insert(id.clone(), owner);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
+        known.learn(ev, id, ns);
         let ev = &mut s.streams[si].events[ei];
         ev.namespace = ns;
         ev.attribution = how;
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn attribute_replayed(
-    s: &Session,
-    si: StreamIdx,
-    ev: &super::model::EventRec,
-    id: Option<&str>,
-    continues: Option<StreamIdx>,
-    prev: Option<&super::model::EventRec>,
-    token_owner: &HashMap<u64, StreamIdx>,
-    first_seen: &HashMap<(u64, u64), Namespace>,
-    id_seen: &HashSet<u64>,
-    request_stream: &HashMap<RequestId, StreamIdx>,
-    progress_owner: &HashMap<String, RequestId>,
-    last_integer: &HashMap<StreamIdx, u64>,
-) -> (Namespace, Attribution) {
-    let Some(id) = id else {
-        // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
-        return (Namespace::Stream(si), Attribution::Own);
-    };
-    let seen_before = id_seen.contains(&hash_str(id));
-    if ev.priming && !seen_before {
-        // Python SDK servers prime every replay connection afresh.
-        return (Namespace::Stream(si), Attribution::Own);
+/// What the events delivered so far tell about who mints which IDs. Keys are hashes of the
+/// IDs and tokens: no string is copied per event.
+struct Delivered {
+    token_owner: HashMap<u64, StreamIdx>,
+    first_seen: HashMap<(u64, u64), Namespace>,
+    id_seen: HashSet<u64>,
+    /// Where each request's messages were last being delivered (its POST stream until then).
+    request_stream: HashMap<RequestId, StreamIdx>,
+    progress_owner: HashMap<String, RequestId>,
+    last_integer: HashMap<StreamIdx, u64>,
+}
+
+impl Delivered {
+    fn new(s: &Session) -> Delivered {
+        let mut d = Delivered {
+            token_owner: HashMap::default(),
+            first_seen: HashMap::default(),
+            id_seen: HashSet::default(),
+            request_stream: HashMap::default(),
+            progress_owner: HashMap::default(),
+            last_integer: HashMap::default(),
+        };
+        for st in &s.streams {
+            for m in st.requests() {
+                if let Some(id) = &m.id {
+                    d.request_stream.entry(id.clone()).or_insert(st.idx);
+                    if let Some(t) = &m.mcp.progress_token {
+                        d.progress_owner.insert(t.clone(), id.clone());
+                    }
+                }
+            }
+        }
+        d
     }
-    if let Some(tok) = ids::stream_token(id) {
+
+    /// Learns from an event delivered in namespace `ns`.
+    fn learn(&mut self, ev: &super::model::EventRec, id: Option<&str>, ns: Namespace) {
+        if let Some(id) = id {
+            if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
+                self.token_owner.entry(hash_str(tok)).or_insert(owner);
+            }
+            self.first_seen
+                .entry((hash_str(id), ev.data_hash))
+                .or_insert(ns);
+            self.id_seen.insert(hash_str(id));
+            if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
+                self.last_integer.insert(owner, n);
+            }
+        }
+        let Namespace::Stream(owner) = ns else { return };
+        for m in &ev.messages {
+            match m.kind {
+                Kind::Notification => {
+                    if let Some(req) = m
+                        .mcp
+                        .progress_token
+                        .as_ref()
+                        .and_then(|t| self.progress_owner.get(t))
+                    {
+                        self.request_stream.insert(req.clone(), owner);
+                    }
+                }
+                Kind::Response | Kind::Error => {
+                    if let Some(id) = &m.id {
+                        self.request_stream.insert(id.clone(), owner);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The namespace of an event a resume stream delivered: by its ID's stream token, by an
+    /// identical event seen before, by the request its message answers, or by counter
+    /// continuity; unknown when nothing says.
+    fn replayed(
+        &self,
+        s: &Session,
+        si: StreamIdx,
+        ev: &super::model::EventRec,
+        id: Option<&str>,
+        continues: Option<StreamIdx>,
+        prev: Option<&super::model::EventRec>,
+    ) -> (Namespace, Attribution) {
+        let Some(id) = id else {
+            // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
+            return (Namespace::Stream(si), Attribution::Own);
+        };
+        let seen_before = self.id_seen.contains(&hash_str(id));
+        if ev.priming && !seen_before {
+            // Python SDK servers prime every replay connection afresh.
+            return (Namespace::Stream(si), Attribution::Own);
+        }
+        if let Some(found) = self.by_token(s, id, continues) {
+            return found;
+        }
+        if let Some(ns) = self.first_seen.get(&(hash_str(id), ev.data_hash)) {
+            return (*ns, Attribution::IdenticalEvent);
+        }
+        if let Some(owner) = self.by_request(ev) {
+            return (Namespace::Stream(owner), Attribution::RequestStream);
+        }
+        ids::integer(id)
+            .and_then(|n| self.by_counter(n, continues, prev))
+            .unwrap_or((Namespace::Unknown, Attribution::Unknown))
+    }
+
+    fn by_token(
+        &self,
+        s: &Session,
+        id: &str,
+        continues: Option<StreamIdx>,
+    ) -> Option<(Namespace, Attribution)> {
+        let tok = ids::stream_token(id)?;
         if let Some(c) = continues
             && s.streams[c]
                 .events
@@ -571,49 +598,58 @@ fn attribute_replayed(
                 .filter_map(|e| e.id.as_deref())
                 .any(|i| ids::stream_token(i) == Some(tok))
         {
-            return (Namespace::Stream(c), Attribution::IdToken);
+            return Some((Namespace::Stream(c), Attribution::IdToken));
         }
-        if let Some(&owner) = token_owner.get(&hash_str(tok)) {
-            return (Namespace::Stream(owner), Attribution::IdToken);
-        }
+        let owner = self.token_owner.get(&hash_str(tok))?;
+        Some((Namespace::Stream(*owner), Attribution::IdToken))
     }
-    if let Some(ns) = first_seen.get(&(hash_str(id), ev.data_hash)) {
-        return (*ns, Attribution::IdenticalEvent);
+
+    /// The stream where the request an event's message answers (or reports progress on) was
+    /// last being delivered.
+    fn by_request(&self, ev: &super::model::EventRec) -> Option<StreamIdx> {
+        ev.messages.iter().find_map(|m| {
+            let owner = match m.kind {
+                Kind::Response | Kind::Error => {
+                    m.id.as_ref().and_then(|i| self.request_stream.get(i))
+                }
+                Kind::Notification => m
+                    .mcp
+                    .progress_token
+                    .as_ref()
+                    .and_then(|t| self.progress_owner.get(t))
+                    .and_then(|r| self.request_stream.get(r)),
+                _ => None,
+            };
+            owner.copied()
+        })
     }
-    for m in &ev.messages {
-        let owner = match m.kind {
-            Kind::Response | Kind::Error => m.id.as_ref().and_then(|i| request_stream.get(i)),
-            Kind::Notification => m
-                .mcp
-                .progress_token
-                .as_ref()
-                .and_then(|t| progress_owner.get(t))
-                .and_then(|r| request_stream.get(r)),
-            _ => None,
-        };
-        if let Some(&owner) = owner {
-            return (Namespace::Stream(owner), Attribution::RequestStream);
-        }
-    }
-    if let Some(n) = ids::integer(id) {
+
+    /// Integer IDs: the sequence whose last ID is one less.
+    fn by_counter(
+        &self,
+        n: u64,
+        continues: Option<StreamIdx>,
+        prev: Option<&super::model::EventRec>,
+    ) -> Option<(Namespace, Attribution)> {
         if let Some(p) = prev
             && p.id.as_deref().and_then(ids::integer) == Some(n.wrapping_sub(1))
             && let Namespace::Stream(_) = p.namespace
         {
-            return (p.namespace, Attribution::CounterContinuity);
+            return Some((p.namespace, Attribution::CounterContinuity));
         }
         if let Some(c) = continues
-            && last_integer.get(&c) == Some(&n.wrapping_sub(1))
+            && self.last_integer.get(&c) == Some(&n.wrapping_sub(1))
         {
-            return (Namespace::Stream(c), Attribution::CounterContinuity);
+            return Some((Namespace::Stream(c), Attribution::CounterContinuity));
         }
-        let mut owners = last_integer
+        let mut owners = self
+            .last_integer
             .iter()
             .filter(|(_, v)| **v == n.wrapping_sub(1))
             .map(|(k, _)| *k);
-        if let (Some(one), None) = (owners.next(), owners.next()) {
-            return (Namespace::Stream(one), Attribution::CounterContinuity);
+        match (owners.next(), owners.next()) {
+            (Some(one), None) => Some((Namespace::Stream(one), Attribution::CounterContinuity)),
+            _ => None,
         }
     }
-    (Namespace::Unknown, Attribution::Unknown)
 }

@@ -208,6 +208,53 @@ pub fn stream_label(transport: StreamTransport, idx: StreamIdx) -> String {
 }
 
 impl Stream {
+    /// A stream of `exchange` opened at `opened`, of which nothing else is known yet.
+    pub fn new(
+        exchange: ExchangeId,
+        transport: StreamTransport,
+        opened: Mark,
+        client: SocketAddr,
+        server: SocketAddr,
+    ) -> Stream {
+        Stream {
+            idx: 0,
+            transport,
+            exchange,
+            input: opened.frame.input,
+            method: String::new(),
+            target: String::new(),
+            client,
+            server,
+            opened,
+            status: None,
+            response_mark: None,
+            content_type: None,
+            event_stream: false,
+            ended: None,
+            outcome: None,
+            closed_by: None,
+            session_id_sent: None,
+            session_id_received: None,
+            accept_sse: false,
+            protocol_version_header: None,
+            transport_mode: None,
+            resume: None,
+            client_messages: Vec::new(),
+            response_messages: Vec::new(),
+            response_packed: Default::default(),
+            events: Vec::new(),
+            packed: Default::default(),
+            gap: false,
+            gap_bytes: 0,
+            transport_mode_sent: None,
+            comments: 0,
+            last_retry: None,
+            body_unknown: false,
+            session_header_known: true,
+            summary: EventSummary::default(),
+        }
+    }
+
     pub fn label(&self) -> String {
         stream_label(self.transport, self.idx)
     }
