@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::model::{Attribution, Namespace, Session};
+use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx};
+use mcpf_model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
     kind: FindingKind::CrossNamespaceReplay,
@@ -29,26 +30,7 @@ pub fn detect(s: &Session, f: &mut Findings) {
         let Some(observed) = resume.continues else {
             continue;
         };
-        let minted_by = s.streams[observed]
-            .events
-            .iter()
-            .rev()
-            .find(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
-            .map(|e| e.namespace)
-            .unwrap_or(Namespace::Stream(observed));
-        let foreign: Vec<(usize, usize)> = r
-            .events
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| match e.namespace {
-                Namespace::Stream(ns)
-                    if ns != observed && ns != r.idx && Namespace::Stream(ns) != minted_by =>
-                {
-                    Some((i, ns))
-                }
-                _ => None,
-            })
-            .collect();
+        let foreign = foreign_events(s, r, resume, observed);
         let Some(&(first, from)) = foreign.first() else {
             continue;
         };
@@ -60,43 +42,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
         from_streams.sort_unstable();
         from_streams.dedup();
         let how: Attribution = r.events[first].attribution;
-        let cause = f
-            .find(
-                s.idx,
-                FindingKind::UnsafeResumptionAfterFallback,
-                &Subject::Resume(r.idx),
-            )
-            .or_else(|| {
-                s.fallback_before(r.opened).and_then(|fb| {
-                    f.find(
-                        s.idx,
-                        FindingKind::SseFallback,
-                        &Subject::FallbackTo(fb.to_stream),
-                    )
-                })
-            });
+        let cause = cause(s, f, r);
         let observed_label = s.streams[observed].label();
         let from_label = s.streams[from].label();
-        let mut frames = vec![r.opened];
-        frames.extend(foreign.iter().map(|(i, _)| r.events[*i].mark));
-        // Where the client saw the ID it sent, and where the replayed events were first delivered.
-        frames.extend(
-            s.streams[observed]
-                .events
-                .iter()
-                .filter(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
-                .map(|e| e.mark),
-        );
-        for (i, ns) in &foreign {
-            let ev = &r.events[*i];
-            frames.extend(
-                s.streams[*ns]
-                    .events
-                    .iter()
-                    .find(|e| e.id == ev.id && e.data_hash == ev.data_hash)
-                    .map(|e| e.mark),
-            );
-        }
+        let frames = frames(s, r, resume, observed, &foreign);
         let mut streams = vec![r.idx, observed];
         streams.extend(from_streams.iter().copied());
         let also: Vec<String> = resume
@@ -135,6 +84,84 @@ pub fn detect(s: &Session, f: &mut Findings) {
             },
         );
     }
+}
+
+/// Events of the resume stream minted by a namespace other than the one the client resumed
+/// (`observed`, or whichever minted the ID it sent): (event index, namespace).
+fn foreign_events(
+    s: &Session,
+    r: &Stream,
+    resume: &Resume,
+    observed: StreamIdx,
+) -> Vec<(usize, StreamIdx)> {
+    let minted_by = s.streams[observed]
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+        .map(|e| e.namespace)
+        .unwrap_or(Namespace::Stream(observed));
+    r.events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e.namespace {
+            Namespace::Stream(ns)
+                if ns != observed && ns != r.idx && Namespace::Stream(ns) != minted_by =>
+            {
+                Some((i, ns))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The unsafe resumption this replay follows, else the fallback before it.
+fn cause(s: &Session, f: &Findings, r: &Stream) -> Option<usize> {
+    f.find(
+        s.idx,
+        FindingKind::UnsafeResumptionAfterFallback,
+        &Subject::Resume(r.idx),
+    )
+    .or_else(|| {
+        s.fallback_before(r.opened).and_then(|fb| {
+            f.find(
+                s.idx,
+                FindingKind::SseFallback,
+                &Subject::FallbackTo(fb.to_stream),
+            )
+        })
+    })
+}
+
+/// The resume, the foreign events, where the client saw the ID it sent, and where the replayed
+/// events were first delivered.
+fn frames(
+    s: &Session,
+    r: &Stream,
+    resume: &Resume,
+    observed: StreamIdx,
+    foreign: &[(usize, StreamIdx)],
+) -> Vec<Mark> {
+    let mut frames = vec![r.opened];
+    frames.extend(foreign.iter().map(|(i, _)| r.events[*i].mark));
+    frames.extend(
+        s.streams[observed]
+            .events
+            .iter()
+            .filter(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+            .map(|e| e.mark),
+    );
+    for (i, ns) in foreign {
+        let ev = &r.events[*i];
+        frames.extend(
+            s.streams[*ns]
+                .events
+                .iter()
+                .find(|e| e.id == ev.id && e.data_hash == ev.data_hash)
+                .map(|e| e.mark),
+        );
+    }
+    frames
 }
 
 fn plural_ids(ids: &[String]) -> String {

@@ -2,13 +2,15 @@
 //! visible symptom of the seed incident (a replayed result for an invocation the client had
 //! already resolved).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
     About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref,
 };
-use mcpf_mcp::answers;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::jsonrpc::{Message, RequestId};
+use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_mcp::{Answer, answers};
+use mcpf_model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
     kind: FindingKind::DuplicateResponse,
@@ -22,7 +24,7 @@ pub const INFO: KindInfo = KindInfo {
 
 pub fn detect(s: &Session, f: &mut Findings) {
     let requests = client_requests(s);
-    let mut done: Vec<mcpf_mcp::jsonrpc::RequestId> = Vec::new();
+    let mut done: Vec<RequestId> = Vec::new();
     for (_, req) in &requests {
         let Some(id) = req.id.clone() else { continue };
         if done.contains(&id) {
@@ -30,84 +32,104 @@ pub fn detect(s: &Session, f: &mut Findings) {
         }
         done.push(id.clone());
         let all = answers(s, &id);
-        // When the client reused the ID, each request has its own answer: only answers that
-        // arrive while no newer request with this ID was sent count against one request.
-        let sends: Vec<mcpf_model::Mark> = requests
-            .iter()
-            .filter(|(_, m)| m.id.as_ref() == Some(&id))
-            .map(|(st, _)| s.streams[*st].opened)
-            .collect();
-        let mut groups: Vec<Vec<&mcpf_mcp::Answer<'_>>> = vec![Vec::new(); sends.len().max(1)];
-        for a in &all {
-            let g = sends.iter().rposition(|m| *m <= a.mark).unwrap_or(0);
-            groups[g].push(a);
-        }
-        for group in groups {
+        for group in per_request(s, &requests, &id, &all) {
             let Some((first, rest)) = group.split_first() else {
                 continue;
             };
             for dup in rest {
-                let first_ev = first.event.map(|e| &s.streams[first.stream].events[e]);
-                let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
-                let same_id = first_ev.and_then(|e| e.id.as_ref())
-                    == dup_ev.and_then(|e| e.id.as_ref())
-                    && first_ev.is_some_and(|e| e.id.is_some());
-                let legit_replay = same_id
-                    && s.streams[dup.stream]
-                        .resume
-                        .as_ref()
-                        .is_some_and(|r| r.continues == Some(first.stream));
-                if legit_replay {
-                    continue;
+                if !legitimate_replay(s, first, dup) {
+                    f.add(About::Session(s), finding(s, f, &id, first, dup));
                 }
-                let same_payload = match (first_ev, dup_ev) {
-                    (Some(a), Some(b)) => a.data_hash == b.data_hash,
-                    _ => first.message.mcp.result_hash == dup.message.mcp.result_hash,
-                };
-                let cause = f.find(
-                    s.idx,
-                    FindingKind::CrossNamespaceReplay,
-                    &Subject::Resume(dup.stream),
-                );
-                let where_ = |a: &mcpf_mcp::Answer<'_>| match a.event {
-                    Some(e) => event_ref(s, a.stream, e),
-                    None => json!({
-                        "stream": s.streams[a.stream].label(),
-                        "exchange": s.streams[a.stream].exchange.to_string(),
-                        "event_id": null,
-                        "time": a.mark.time.rfc3339(),
-                        "frame": a.mark.frame.frame,
-                    }),
-                };
-                let dup_id = dup_ev.and_then(|e| e.id.clone());
-                f.add(
-                    About::Session(s),
-                    New {
-                        kind: FindingKind::DuplicateResponse,
-                        severity: INFO.severity,
-                        session: s.idx,
-                        time: dup.mark,
-                        frames: vec![first.mark, dup.mark],
-                        streams: vec![first.stream, dup.stream],
-                        summary: format!(
-                            "request {} answered again on {}{} (first answered on {} at {})",
-                            id.label(),
-                            s.streams[dup.stream].label(),
-                            dup_id.map(|i| format!(" as event {i}")).unwrap_or_default(),
-                            s.streams[first.stream].label(),
-                            first.mark.time.clock_millis(),
-                        ),
-                        evidence: json!({
-                            "request_id": id.to_value(),
-                            "first": where_(first),
-                            "duplicate": where_(dup),
-                            "same_payload": same_payload,
-                        }),
-                        caused_by: cause.into_iter().collect(),
-                        subject: Subject::Request(id.clone()),
-                    },
-                );
             }
         }
+    }
+}
+
+/// The answers to `id` grouped by the request they answer: when the client reused the ID,
+/// each request has its own answer, so only answers that arrive while no newer request with
+/// this ID was sent count against one request.
+fn per_request<'a, 'b>(
+    s: &Session,
+    requests: &[(StreamIdx, &Message)],
+    id: &RequestId,
+    all: &'b [Answer<'a>],
+) -> Vec<Vec<&'b Answer<'a>>> {
+    let sends: Vec<Mark> = requests
+        .iter()
+        .filter(|(_, m)| m.id.as_ref() == Some(id))
+        .map(|(st, _)| s.streams[*st].opened)
+        .collect();
+    let mut groups: Vec<Vec<&Answer<'_>>> = vec![Vec::new(); sends.len().max(1)];
+    for a in all {
+        let g = sends.iter().rposition(|m| *m <= a.mark).unwrap_or(0);
+        groups[g].push(a);
+    }
+    groups
+}
+
+/// The same event (same ID) replayed by a resume of the stream that first carried it: what
+/// resumption is for.
+fn legitimate_replay(s: &Session, first: &Answer<'_>, dup: &Answer<'_>) -> bool {
+    let first_ev = first.event.map(|e| &s.streams[first.stream].events[e]);
+    let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
+    let same_id = first_ev.and_then(|e| e.id.as_ref()) == dup_ev.and_then(|e| e.id.as_ref())
+        && first_ev.is_some_and(|e| e.id.is_some());
+    same_id
+        && s.streams[dup.stream]
+            .resume
+            .as_ref()
+            .is_some_and(|r| r.continues == Some(first.stream))
+}
+
+/// Where an answer was delivered, as a person finds it.
+fn answer_ref(s: &Session, a: &Answer<'_>) -> Value {
+    match a.event {
+        Some(e) => event_ref(s, a.stream, e),
+        None => json!({
+            "stream": s.streams[a.stream].label(),
+            "exchange": s.streams[a.stream].exchange.to_string(),
+            "event_id": null,
+            "time": a.mark.time.rfc3339(),
+            "frame": a.mark.frame.frame,
+        }),
+    }
+}
+
+fn finding(s: &Session, f: &Findings, id: &RequestId, first: &Answer<'_>, dup: &Answer<'_>) -> New {
+    let first_ev = first.event.map(|e| &s.streams[first.stream].events[e]);
+    let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
+    let same_payload = match (first_ev, dup_ev) {
+        (Some(a), Some(b)) => a.data_hash == b.data_hash,
+        _ => first.message.mcp.result_hash == dup.message.mcp.result_hash,
+    };
+    let cause = f.find(
+        s.idx,
+        FindingKind::CrossNamespaceReplay,
+        &Subject::Resume(dup.stream),
+    );
+    let dup_id = dup_ev.and_then(|e| e.id.clone());
+    New {
+        kind: FindingKind::DuplicateResponse,
+        severity: INFO.severity,
+        session: s.idx,
+        time: dup.mark,
+        frames: vec![first.mark, dup.mark],
+        streams: vec![first.stream, dup.stream],
+        summary: format!(
+            "request {} answered again on {}{} (first answered on {} at {})",
+            id.label(),
+            s.streams[dup.stream].label(),
+            dup_id.map(|i| format!(" as event {i}")).unwrap_or_default(),
+            s.streams[first.stream].label(),
+            first.mark.time.clock_millis(),
+        ),
+        evidence: json!({
+            "request_id": id.to_value(),
+            "first": answer_ref(s, first),
+            "duplicate": answer_ref(s, dup),
+            "same_payload": same_payload,
+        }),
+        caused_by: cause.into_iter().collect(),
+        subject: Subject::Request(id.clone()),
     }
 }

@@ -36,6 +36,12 @@ fn highest_before(s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, 
 }
 
 pub fn detect(s: &Session, f: &mut Findings) {
+    after_fallbacks(s, f);
+    on_resumes(s, f);
+}
+
+/// A fallback stream whose first integer ID is not above the highest the client already saw.
+fn after_fallbacks(s: &Session, f: &mut Findings) {
     for fb in &s.fallbacks {
         let to = &s.streams[fb.to_stream];
         let Some((ei, first)) = to
@@ -83,6 +89,10 @@ pub fn detect(s: &Session, f: &mut Findings) {
             },
         );
     }
+}
+
+/// A resume whose first integer ID is not greater than the `Last-Event-ID` it sent.
+fn on_resumes(s: &Session, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let Some(resume) = &r.resume else { continue };
         let Some(lei) = ids::integer(&resume.last_event_id) else {

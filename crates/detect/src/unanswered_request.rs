@@ -1,14 +1,15 @@
 //! `unanswered_request`: a request never answered although the session went on or the client
 //! gave up. A request merely still young when the capture ended is only `info`.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
     About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected,
 };
 use mcpf_mcp::answers;
-use mcpf_mcp::jsonrpc::Kind;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
+use mcpf_mcp::model::{Session, Stream, StreamIdx};
+use mcpf_model::Mark;
 
 pub const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnansweredRequest,
@@ -22,7 +23,7 @@ pub const INFO: KindInfo = KindInfo {
 
 pub fn detect(s: &Session, f: &mut Findings) {
     let requests = client_requests(s);
-    let cancelled: Vec<&mcpf_mcp::jsonrpc::RequestId> = s
+    let cancelled: Vec<&RequestId> = s
         .streams
         .iter()
         .flat_map(|st| st.client_messages.iter())
@@ -35,103 +36,148 @@ pub fn detect(s: &Session, f: &mut Findings) {
             continue;
         }
         let st = &s.streams[*si];
-        let next_same = requests[i + 1..]
-            .iter()
-            .find(|(_, m)| m.id.as_ref() == Some(id))
-            .map(|(j, _)| s.streams[*j].opened);
-        let answered = answers(s, id)
-            .iter()
-            .any(|a| a.mark >= st.opened && next_same.is_none_or(|n| a.mark < n));
-        if answered || st.body_unknown {
+        let later = &requests[i + 1..];
+        if answered(s, st, id, later) || st.body_unknown {
             continue;
         }
         // Where its messages were last being delivered: its progress may have moved to a GET
         // stream after a fallback.
-        let token = req.mcp.progress_token.as_ref();
-        let mut channel = st.idx;
-        let mut last_progress = None;
-        for other in &s.streams {
-            for (ei, ev) in other.events.iter().enumerate() {
-                if ev.messages.iter().any(|m| {
-                    m.kind == Kind::Notification
-                        && token.is_some()
-                        && m.mcp.progress_token.as_ref() == token
-                }) && last_progress
-                    .is_none_or(|(_, _, mark): (usize, usize, mcpf_model::Mark)| ev.mark > mark)
-                {
-                    last_progress = Some((other.idx, ei, ev.mark));
-                    channel = other.idx;
-                }
-            }
-        }
-        let went_on = requests[i + 1..]
-            .iter()
-            .any(|(j, _)| s.streams[*j].opened > st.opened)
+        let last_progress = last_progress(s, req.mcp.progress_token.as_ref());
+        let channel = last_progress.map_or(st.idx, |(other, _, _)| other);
+        let went_on = later.iter().any(|(j, _)| s.streams[*j].opened > st.opened)
             || s.streams
                 .iter()
                 .any(|o| o.idx != st.idx && o.opened > st.opened);
         let gave_up = st.abandoned_by_client()
             || s.streams[channel].abandoned_by_client()
             || s.deleted.is_some();
-        let young = !went_on && !gave_up;
-        let waited = s.end.time.seconds_since(st.opened.time).max(0.0);
-        let cause = f
-            .find(
-                s.idx,
-                FindingKind::SkippedEvents,
-                &Subject::Namespace(channel),
-            )
-            .or_else(|| {
-                f.of(s.idx, FindingKind::CrossNamespaceReplay)
-                    .find(|x| x.evidence["observed_in"] == s.streams[channel].label())
-                    .map(|x| x.handle)
-            });
-        let what = match (&req.method, &req.mcp.tool) {
-            (Some(m), Some(t)) => format!("{m} \"{t}\""),
-            (Some(m), None) => m.to_string(),
-            _ => "request".into(),
+        let u = Unanswered {
+            st,
+            req,
+            id,
+            channel,
+            went_on,
+            gave_up,
+            waited: s.end.time.seconds_since(st.opened.time).max(0.0),
+            progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
+            cause: cause(s, f, channel),
         };
-        let progress = last_progress.map(|(ls, le, _)| {
-            let ev = &s.streams[ls].events[le];
-            let p = ev.messages.iter().find(|m| m.mcp.progress.is_some());
-            json!({
-                "stream": s.streams[ls].label(),
-                "event_id": ev.id,
-                "time": ev.mark.time.rfc3339(),
-                "frame": ev.mark.frame.frame,
-                "progress": p.and_then(|m| m.mcp.progress.clone()),
-                "total": p.and_then(|m| m.mcp.total.clone()),
-            })
-        });
-        f.add(
-            About::Session(s),
-            New {
-                kind: FindingKind::UnansweredRequest,
-                // A request the capture ended on may simply not be answered yet.
-                severity: if young { Severity::Info } else { INFO.severity },
-                session: s.idx,
-                time: s.end,
-                frames: vec![st.opened, s.end],
-                streams: vec![st.idx, channel],
-                summary: if young {
-                    format!("request {} {what} still unanswered when the capture ended ({waited:.1} s)", id.label())
-                } else {
-                    format!("request {} {what} never answered (waited {waited:.1} s)", id.label())
-                },
-                evidence: json!({
-                    "request_id": id.to_value(),
-                    "method": req.method,
-                    "tool": req.mcp.tool,
-                    "waited_s": (waited * 1000.0).round() / 1000.0,
-                    "sent": { "stream": st.label(), "exchange": st.exchange.to_string(), "time": st.opened.time.rfc3339(), "frame": st.opened.frame.frame },
-                    "until": s.end.time.rfc3339(),
-                    "last_progress": progress,
-                    "client_gave_up": gave_up,
-                    "session_went_on": went_on,
-                }),
-                caused_by: cause.into_iter().collect(),
-                subject: Subject::Request(id.clone()),
-            },
-        );
+        f.add(About::Session(s), finding(s, u));
+    }
+}
+
+/// A request left without an answer, and what is known of the wait.
+struct Unanswered<'a> {
+    st: &'a Stream,
+    req: &'a Message,
+    id: &'a RequestId,
+    /// The stream its answer would have come on.
+    channel: StreamIdx,
+    /// The session went on after the request: later exchanges, later requests.
+    went_on: bool,
+    /// The client gave up: it cut the stream the answer would come on, or deleted the session.
+    gave_up: bool,
+    waited: f64,
+    progress: Option<Value>,
+    cause: Option<usize>,
+}
+
+/// An answer to `id` arrived on any stream after the request, before it was sent again.
+fn answered(s: &Session, st: &Stream, id: &RequestId, later: &[(StreamIdx, &Message)]) -> bool {
+    let next_same = later
+        .iter()
+        .find(|(_, m)| m.id.as_ref() == Some(id))
+        .map(|(j, _)| s.streams[*j].opened);
+    answers(s, id)
+        .iter()
+        .any(|a| a.mark >= st.opened && next_same.is_none_or(|n| a.mark < n))
+}
+
+/// The last event that reported progress on `token`: (stream, event, mark).
+fn last_progress(s: &Session, token: Option<&String>) -> Option<(StreamIdx, usize, Mark)> {
+    let token = token?;
+    let mut last: Option<(StreamIdx, usize, Mark)> = None;
+    for other in &s.streams {
+        for (ei, ev) in other.events.iter().enumerate() {
+            let reports = ev.messages.iter().any(|m| {
+                m.kind == Kind::Notification && m.mcp.progress_token.as_ref() == Some(token)
+            });
+            if reports && last.is_none_or(|(_, _, mark)| ev.mark > mark) {
+                last = Some((other.idx, ei, ev.mark));
+            }
+        }
+    }
+    last
+}
+
+/// What took the answer: the events skipped on the stream it would have come on, or the
+/// cross-namespace replay observed there.
+fn cause(s: &Session, f: &Findings, channel: StreamIdx) -> Option<usize> {
+    f.find(
+        s.idx,
+        FindingKind::SkippedEvents,
+        &Subject::Namespace(channel),
+    )
+    .or_else(|| {
+        f.of(s.idx, FindingKind::CrossNamespaceReplay)
+            .find(|x| x.evidence["observed_in"] == s.streams[channel].label())
+            .map(|x| x.handle)
+    })
+}
+
+fn progress_json(s: &Session, stream: StreamIdx, event: usize) -> Value {
+    let ev = &s.streams[stream].events[event];
+    let p = ev.messages.iter().find(|m| m.mcp.progress.is_some());
+    json!({
+        "stream": s.streams[stream].label(),
+        "event_id": ev.id,
+        "time": ev.mark.time.rfc3339(),
+        "frame": ev.mark.frame.frame,
+        "progress": p.and_then(|m| m.mcp.progress.clone()),
+        "total": p.and_then(|m| m.mcp.total.clone()),
+    })
+}
+
+fn finding(s: &Session, u: Unanswered<'_>) -> New {
+    let Unanswered { st, req, id, .. } = u;
+    let what = match (&req.method, &req.mcp.tool) {
+        (Some(m), Some(t)) => format!("{m} \"{t}\""),
+        (Some(m), None) => m.to_string(),
+        _ => "request".into(),
+    };
+    // A request the capture ended on may simply not be answered yet.
+    let young = !u.went_on && !u.gave_up;
+    let waited = u.waited;
+    New {
+        kind: FindingKind::UnansweredRequest,
+        severity: if young { Severity::Info } else { INFO.severity },
+        session: s.idx,
+        time: s.end,
+        frames: vec![st.opened, s.end],
+        streams: vec![st.idx, u.channel],
+        summary: if young {
+            format!(
+                "request {} {what} still unanswered when the capture ended ({waited:.1} s)",
+                id.label()
+            )
+        } else {
+            format!(
+                "request {} {what} never answered (waited {waited:.1} s)",
+                id.label()
+            )
+        },
+        evidence: json!({
+            "request_id": id.to_value(),
+            "method": req.method,
+            "tool": req.mcp.tool,
+            "waited_s": (waited * 1000.0).round() / 1000.0,
+            "sent": { "stream": st.label(), "exchange": st.exchange.to_string(), "time": st.opened.time.rfc3339(), "frame": st.opened.frame.frame },
+            "until": s.end.time.rfc3339(),
+            "last_progress": u.progress,
+            "client_gave_up": u.gave_up,
+            "session_went_on": u.went_on,
+        }),
+        caused_by: u.cause.into_iter().collect(),
+        subject: Subject::Request(id.clone()),
     }
 }
