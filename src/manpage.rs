@@ -29,7 +29,7 @@ fn example(r: &mut Roff, what: &str, command: &str) {
     r.text([bold(command)]);
 }
 
-/// The whole page, in roff.
+/// The whole page, in roff: clap's title, name and synopsis, then our sections.
 pub fn render() -> String {
     let cmd = Cli::command();
     let man = clap_mangen::Man::new(cmd.clone())
@@ -41,7 +41,17 @@ pub fn render() -> String {
     let _ = man.render_title(&mut out);
     let _ = man.render_name_section(&mut out);
     let _ = man.render_synopsis_section(&mut out);
+    let _ = description().to_writer(&mut out);
+    let _ = commands(&cmd).to_writer(&mut out);
+    command_options(&cmd, &mut out);
+    for part in [examples(), exit_status(), findings(), files_and_formats()] {
+        let _ = part.to_writer(&mut out);
+    }
+    let _ = man.render_version_section(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
 
+fn description() -> Roff {
     let mut d = section("DESCRIPTION");
     d.text([roman(
         "mcp-forensics analyzes captured Model Context Protocol (MCP) traffic after an incident. It reads pcap and pcapng captures (plain or gzip-compressed), HAR files and JSON access logs; reassembles TCP and HTTP/1.1; parses Server-Sent Events and JSON-RPC; rebuilds MCP sessions over Streamable HTTP and the legacy HTTP+SSE transport; labels every SSE event with the event-ID namespace (the stream) that minted it; and reports what went wrong, in order, with the frames that prove it.",
@@ -50,8 +60,10 @@ pub fn render() -> String {
         &mut d,
         "Its central check is the validity of Last-Event-ID resumption: a resume is only sound when the ID is resolved in the namespace that minted it. After a client falls back from streamable POST responses to a GET event stream, servers with per-transport counters can replay the wrong stream without any error. The analyzer reports the fallback, the unsafe resumption, the cross-namespace replay, the duplicate response it causes, the events it skipped and the request left waiting, linked cause to consequence.",
     );
-    let _ = d.to_writer(&mut out);
+    d
+}
 
+fn commands(cmd: &clap::Command) -> Roff {
     let mut c = section("COMMANDS");
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         c.control("TP", []);
@@ -60,7 +72,11 @@ pub fn render() -> String {
             sub.get_about().map(|a| a.to_string()).unwrap_or_default(),
         )]);
     }
-    let _ = c.to_writer(&mut out);
+    c
+}
+
+/// One OPTIONS section per command, from clap, under a heading that names the command.
+fn command_options(cmd: &clap::Command, out: &mut Vec<u8>) {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let mut h = section(&format!("{} OPTIONS", sub.get_name().to_uppercase()));
         h.text([roman(
@@ -69,7 +85,7 @@ pub fn render() -> String {
                 .map(|a| a.to_string())
                 .unwrap_or_default(),
         )]);
-        let _ = h.to_writer(&mut out);
+        let _ = h.to_writer(&mut *out);
         let sub_man = clap_mangen::Man::new(sub.clone());
         let mut opts: Vec<u8> = Vec::new();
         let _ = sub_man.render_options_section(&mut opts);
@@ -77,7 +93,9 @@ pub fn render() -> String {
         let text = String::from_utf8_lossy(&opts).replacen(".SH OPTIONS\n", "", 1);
         out.extend_from_slice(text.as_bytes());
     }
+}
 
+fn examples() -> Roff {
     let mut e = section("EXAMPLES");
     example(
         &mut e,
@@ -114,8 +132,10 @@ pub fn render() -> String {
         "What a finding means:",
         "mcp-forensics explain cross_namespace_replay",
     );
-    let _ = e.to_writer(&mut out);
+    e
+}
 
+fn exit_status() -> Roff {
     let mut x = section("EXIT STATUS");
     for (code, meaning) in [
         ("0", "No finding at or above --fail-on (default high)."),
@@ -129,8 +149,11 @@ pub fn render() -> String {
         x.text([bold(code)]);
         x.text([roman(meaning)]);
     }
-    let _ = x.to_writer(&mut out);
+    x
+}
 
+/// Every finding kind, from the registry `explain` reads.
+fn findings() -> Roff {
     let mut f = section("FINDINGS");
     f.text([roman(
         "Each finding has a kind, a severity, the session, a time, the frames and exchanges it rests on, kind-specific evidence, and caused_by links to the findings that explain it.",
@@ -148,8 +171,10 @@ pub fn render() -> String {
             k.when, k.meaning, k.why, k.fix
         ))]);
     }
-    let _ = f.to_writer(&mut out);
+    f
+}
 
+fn files_and_formats() -> Roff {
     let mut fm = section("FILES AND FORMATS");
     for (name, what) in [
         (
@@ -173,9 +198,7 @@ pub fn render() -> String {
         fm.text([bold(name)]);
         fm.text([roman(what)]);
     }
-    let _ = fm.to_writer(&mut out);
-    let _ = man.render_version_section(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    fm
 }
 
 /// Completions for a shell (`bash`, `zsh`, `fish`, `elvish`, `powershell`).
