@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CaptureGap,
     severity: Severity::Low,
     when: "packets are missing from the capture under an MCP stream or exchange",
@@ -16,7 +16,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["stream", "bytes"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for st in s.streams.iter().filter(|st| st.gap) {
         let first_after = st.events.iter().find(|e| e.after_gap).map(|e| e.mark);
         let time = first_after.or(st.ended).unwrap_or(st.opened);

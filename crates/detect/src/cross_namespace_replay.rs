@@ -8,7 +8,7 @@ use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx};
 use mcpf_model::Mark;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CrossNamespaceReplay,
     severity: Severity::Critical,
     when: "the resume stream delivered events minted by a namespace other than the one where the client last saw Last-Event-ID",
@@ -24,7 +24,7 @@ pub const INFO: KindInfo = KindInfo {
     ],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let Some(resume) = &r.resume else { continue };
         let Some(observed) = resume.continues else {

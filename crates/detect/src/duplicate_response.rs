@@ -12,7 +12,7 @@ use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_mcp::{Answer, answers};
 use mcpf_model::Mark;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::DuplicateResponse,
     severity: Severity::High,
     when: "a second response for a request ID already answered in the session",
@@ -22,7 +22,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["request_id", "first", "duplicate", "same_payload"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     let requests = client_requests(s);
     let mut done: Vec<RequestId> = Vec::new();
     for (_, req) in &requests {

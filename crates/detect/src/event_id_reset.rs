@@ -10,7 +10,7 @@ use mcpf_mcp::ids;
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_model::Mark;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::EventIdReset,
     severity: Severity::High,
     when: "integer IDs: after a fallback, IDs on the new stream not greater than the highest the client saw before it; or a resume whose first ID is not greater than Last-Event-ID",
@@ -35,7 +35,7 @@ fn highest_before(s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, 
         .max_by_key(|(n, _)| *n)
 }
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     after_fallbacks(s, f);
     on_resumes(s, f);
 }

@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! Detectors: one file per finding kind, each tracing back to the resumption rules of the
 //! incident note (a `Last-Event-ID` is only valid in the event-ID namespace that minted it) or to
 //! the MCP transport specification.
@@ -7,19 +8,19 @@
 //! unsafe, an unsafe resume replays the wrong namespace, the replay duplicates a response and
 //! skips the events that held the answer the client then waits for forever.
 
-pub mod capture_gap;
-pub mod cross_namespace_replay;
-pub mod duplicate_response;
-pub mod event_id_reset;
-pub mod request_id_reused;
-pub mod resume_gap;
+mod capture_gap;
+mod cross_namespace_replay;
+mod duplicate_response;
+mod event_id_reset;
+mod request_id_reused;
+mod resume_gap;
 pub mod retry_without_idempotency_key;
-pub mod session_id_changed;
-pub mod session_not_reaffirmed;
-pub mod skipped_events;
-pub mod sse_fallback;
-pub mod unanswered_request;
-pub mod unsafe_resumption_after_fallback;
+mod session_id_changed;
+mod session_not_reaffirmed;
+mod skipped_events;
+mod sse_fallback;
+mod unanswered_request;
+mod unsafe_resumption_after_fallback;
 pub mod verdict;
 
 mod finding;
@@ -114,7 +115,7 @@ pub fn finding_id(pos: usize) -> String {
 }
 
 /// Evidence helper: an event as a person can find it.
-pub fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
+pub(crate) fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
     let st = &s.streams[stream];
     let ev = &st.events[event];
     serde_json::json!({
@@ -127,7 +128,7 @@ pub fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
 }
 
 /// The client's JSON-RPC requests in a session, in the order they were sent.
-pub fn client_requests(s: &Session) -> Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Message)> {
+pub(crate) fn client_requests(s: &Session) -> Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Message)> {
     let mut v: Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Message)> = s
         .streams
         .iter()
@@ -138,6 +139,6 @@ pub fn client_requests(s: &Session) -> Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Messa
 }
 
 /// The exchange was refused at the HTTP level (4xx/5xx): its requests were never processed.
-pub fn rejected(s: &Session, stream: StreamIdx) -> bool {
+pub(crate) fn rejected(s: &Session, stream: StreamIdx) -> bool {
     s.streams[stream].status.is_some_and(|c| c >= 400)
 }

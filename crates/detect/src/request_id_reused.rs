@@ -10,7 +10,7 @@ use super::{
 use mcpf_mcp::answers;
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::RequestIdReused,
     severity: Severity::Medium,
     when: "the client sends a request with an ID already used in the session",
@@ -24,7 +24,7 @@ fn is_2026_or_later(version: Option<&str>) -> bool {
     version.is_some_and(|v| v >= "2026-07-28")
 }
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     let requests: Vec<_> = client_requests(s)
         .into_iter()
         .filter(|(st, _)| !rejected(s, *st))

@@ -8,7 +8,7 @@ use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::ResumeGap,
     severity: Severity::High,
     when: "integer IDs: the first resumed ID is greater than Last-Event-ID + 1",
@@ -18,7 +18,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["last_event_id", "first_event_id"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let Some(resume) = &r.resume else { continue };
         let Some(lei) = ids::integer(&resume.last_event_id) else {

@@ -10,7 +10,7 @@ use super::{
 use mcpf_mcp::model::{Session, StreamTransport};
 use mcpf_model::Mark;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::RetryWithoutIdempotencyKey,
     severity: Severity::Medium,
     when: "a tools/call re-sent (same tool and arguments) after an unsafe resumption or re-initialize with no idempotency key",
@@ -24,22 +24,22 @@ pub const INFO: KindInfo = KindInfo {
 /// since every call of the run is kept.
 #[derive(Clone, Debug)]
 pub struct ToolCall {
-    pub session: usize,
+    pub(crate) session: usize,
     /// Shared by the calls of a session.
-    pub session_id: Option<std::sync::Arc<str>>,
-    pub stream: usize,
-    pub transport: StreamTransport,
-    pub exchange: mcpf_http::ExchangeId,
-    pub opened: Mark,
-    pub id: Option<mcpf_mcp::jsonrpc::RequestId>,
-    pub tool: Box<str>,
+    pub(crate) session_id: Option<std::sync::Arc<str>>,
+    pub(crate) stream: usize,
+    pub(crate) transport: StreamTransport,
+    pub(crate) exchange: mcpf_http::ExchangeId,
+    pub(crate) opened: Mark,
+    pub(crate) id: Option<mcpf_mcp::jsonrpc::RequestId>,
+    pub(crate) tool: Box<str>,
     /// Server, client, tool and canonical arguments, hashed: equal keys are the same call.
-    pub key: u64,
-    pub idempotency_key: bool,
+    pub(crate) key: u64,
+    pub(crate) idempotency_key: bool,
     /// When the first answer to it arrived, if one did.
-    pub answered: Option<Mark>,
+    pub(crate) answered: Option<Mark>,
     /// Initialize requests of its session after it was sent.
-    pub later_initializes: Box<[Mark]>,
+    pub(crate) later_initializes: Box<[Mark]>,
 }
 
 impl ToolCall {
@@ -93,7 +93,7 @@ pub fn calls(s: &Session) -> Vec<ToolCall> {
         .collect()
 }
 
-pub fn detect(calls: &mut [ToolCall], f: &mut Findings) {
+pub(crate) fn detect(calls: &mut [ToolCall], f: &mut Findings) {
     calls.sort_by_key(|c| (c.opened, c.session, c.stream));
     // Earlier calls by key: a retry is looked up, not searched for.
     let mut by_key: rustc_hash::FxHashMap<u64, Vec<usize>> = Default::default();

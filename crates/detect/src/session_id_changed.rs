@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SessionIdChanged,
     severity: Severity::High,
     when: "a response carries an Mcp-Session-Id different from the one its request carried",
@@ -16,7 +16,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["sent", "received"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for st in &s.streams {
         let (Some(sent), Some(received)) = (&st.session_id_sent, &st.session_id_received) else {
             continue;

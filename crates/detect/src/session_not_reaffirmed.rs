@@ -7,7 +7,7 @@ use serde_json::json;
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SessionNotReaffirmed,
     severity: Severity::Medium,
     when: "a resume answered 200 text/event-stream without Mcp-Session-Id while the client sent one",
@@ -17,7 +17,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["session_id"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let ok = r.status == Some(200) && r.event_stream;
         let (Some(sent), None) = (&r.session_id_sent, &r.session_id_received) else {

@@ -10,7 +10,7 @@ use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SkippedEvents,
     severity: Severity::High,
     when: "events of a namespace never delivered: an integer gap within a namespace (41 then 48: from 42 to 47), or after a cross-namespace replay everything after Last-Event-ID in the namespace being resumed",
@@ -20,7 +20,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["namespace", "from", "to", "count"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     after_cross_namespace_replay(s, f);
     inside_streams(s, f);
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SseFallback,
     severity: Severity::Info,
     when: "the session fell back from streamable POST responses to an SSE GET stream (at connect after a 4xx to initialize, or mid-session after an abandoned POST)",
@@ -18,7 +18,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["from", "to", "trigger", "request_id"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     for fb in &s.fallbacks {
         let to = s.streams[fb.to_stream].label();
         let from = fb

@@ -11,7 +11,7 @@ use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{Session, Stream, StreamIdx};
 use mcpf_model::Mark;
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnansweredRequest,
     severity: Severity::High,
     when: "a request never answered although the session went on or the client gave up (a request still young at capture end is info)",
@@ -21,7 +21,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["request_id", "method", "waited_s"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     let requests = client_requests(s);
     let cancelled: Vec<&RequestId> = s
         .streams

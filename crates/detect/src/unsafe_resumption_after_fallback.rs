@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{EventIdScheme, Session};
 
-pub const INFO: KindInfo = KindInfo {
+pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnsafeResumptionAfterFallback,
     severity: Severity::High,
     when: "a Last-Event-ID resume after a fallback since the last initialize, while event IDs are not namespaced and no transport-mode token is echoed",
@@ -18,7 +18,7 @@ pub const INFO: KindInfo = KindInfo {
     evidence: &["last_event_id", "event_id_scheme", "fallback"],
 };
 
-pub fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
     if s.event_id_scheme == EventIdScheme::Namespaced {
         return;
     }

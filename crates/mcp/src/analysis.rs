@@ -10,7 +10,7 @@ use crate::jsonrpc::{Kind, RequestId};
 use mcpf_model::InputId;
 
 /// Fills protocol version and server info from the answer to `initialize`.
-pub fn fill_initialize(s: &mut Session) {
+pub(crate) fn fill_initialize(s: &mut Session) {
     let mut found: Option<(Option<String>, Option<String>)> = None;
     for st in &s.streams {
         let Some(init) = st
@@ -118,7 +118,7 @@ fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Optio
 /// its client leg) observes the same exchanges: they are matched, not counted twice. The clock
 /// offset between the sources is the median difference of matched request times; the source's
 /// unmatched exchanges join the session on the capture's clock.
-pub fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
+pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
     let from_logs = |s: &Session| s.streams.iter().all(|st| recorded(st.input));
     let mut absorbed: HashSet<usize> = HashSet::default();
     for a in 0..sessions.len() {
@@ -212,23 +212,7 @@ fn shift(st: &mut super::model::Stream, offset: i64) {
     }
 }
 
-/// The same session ID observed at two endpoints (both legs of a proxy, or a client-side and a
-/// server-side capture) is two observations of one session: tie them, never merge them.
-pub fn link_observations(sessions: &mut [Session]) {
-    let mut by_id: HashMap<String, Vec<usize>> = HashMap::default();
-    for s in sessions.iter() {
-        if let Some(id) = &s.session_id {
-            by_id.entry(id.clone()).or_default().push(s.idx);
-        }
-    }
-    for group in by_id.values().filter(|g| g.len() > 1) {
-        for &i in group {
-            sessions[i].same_session_as = group.iter().copied().filter(|&j| j != i).collect();
-        }
-    }
-}
-
-pub fn analyse(s: &mut Session) {
+pub(crate) fn analyse(s: &mut Session) {
     order_streams(s);
     s.event_id_scheme = ids::classify(
         s.streams

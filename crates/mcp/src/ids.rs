@@ -83,7 +83,7 @@ fn is_uuid(s: &str) -> bool {
 }
 
 /// Classifies the IDs a session used (empty IDs, which reset the cursor, are ignored).
-pub fn classify<'a>(ids: impl Iterator<Item = &'a str>) -> EventIdScheme {
+pub(crate) fn classify<'a>(ids: impl Iterator<Item = &'a str>) -> EventIdScheme {
     let mut any = false;
     let mut all_integer = true;
     let mut all_namespaced = true;

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 /// Longest payload text (tool arguments, results, error data) kept per message; beyond it the
 /// text is cut and marked. JSON reports print what was kept.
-pub const MAX_PAYLOAD_TEXT: usize = 256 * 1024;
+pub(crate) const MAX_PAYLOAD_TEXT: usize = 256 * 1024;
 
 /// A JSON-RPC request ID exactly as it appeared on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,7 +128,7 @@ impl std::ops::Deref for Details {
 
 impl Details {
     /// The details, allocated on first write.
-    pub fn make_mut(&mut self) -> &mut McpDetails {
+    pub(crate) fn make_mut(&mut self) -> &mut McpDetails {
         self.0.get_or_insert_with(Default::default)
     }
 }
@@ -283,7 +283,7 @@ impl ExchangeMessages {
 
 /// Parses a body or event payload: one message, or a batch array (2025-03-26). Empty input gives
 /// no messages.
-pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
+pub(crate) fn parse_payload(bytes: &[u8]) -> Vec<Message> {
     match std::str::from_utf8(trim_ascii(bytes)) {
         Ok(text) => parse_payload_str(text),
         Err(_) => vec![Message::malformed("not UTF-8")],
@@ -291,7 +291,7 @@ pub fn parse_payload(bytes: &[u8]) -> Vec<Message> {
 }
 
 /// [`parse_payload`] of text already known to be UTF-8 (an SSE event's data).
-pub fn parse_payload_str(text: &str) -> Vec<Message> {
+pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
     let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
     if text.is_empty() {
         return Vec::new();

@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! The MCP stage: HTTP exchanges in, MCP sessions out.
 //!
 //! [`Builder`] is an [`HttpSink`](mcpf_http::HttpSink): it files every exchange that speaks MCP
@@ -8,13 +9,13 @@
 //! packets, or whether an exchange came from a capture, a HAR file or a log beyond the input's
 //! [`SourceFormat`](mcpf_model::SourceFormat).
 
-pub mod analysis;
+mod analysis;
 mod answers;
 mod builder;
 pub mod ids;
 pub mod jsonrpc;
 pub mod model;
-pub mod packed;
+mod packed;
 
 pub use answers::{Answer, answers};
 pub use builder::{Builder, HttpAnomaly, McpStats, SessionCallback};

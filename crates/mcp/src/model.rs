@@ -157,11 +157,11 @@ pub struct Stream {
     /// JSON-RPC messages in a JSON response body, once unpacked for analysis.
     pub response_messages: Vec<Message>,
     /// The same, packed while the session is in progress.
-    pub response_packed: super::packed::PackedMessages,
+    pub(crate) response_packed: super::packed::PackedMessages,
     /// The events, once unpacked for analysis (see [`Stream::unpack_events`]).
     pub events: Vec<EventRec>,
     /// Events as they arrive, packed until the session is analysed.
-    pub packed: super::packed::PackedEvents,
+    pub(crate) packed: super::packed::PackedEvents,
     /// Bytes of this exchange are missing from the capture.
     pub gap: bool,
     /// How many, when known.
@@ -275,7 +275,7 @@ impl Stream {
     }
 
     /// Moves the packed events into `events`, where the analysis reads them.
-    pub fn unpack_events(&mut self) {
+    pub(crate) fn unpack_events(&mut self) {
         if !self.packed.is_empty() {
             let packed = std::mem::take(&mut self.packed);
             self.events.extend(packed.unpack());
@@ -287,7 +287,7 @@ impl Stream {
     }
 
     /// Events received so far, packed or not.
-    pub fn event_count(&self) -> usize {
+    pub(crate) fn event_count(&self) -> usize {
         self.events.len() + self.packed.len()
     }
 

@@ -17,7 +17,7 @@ use mcpf_model::{FrameRef, Mark, Timestamp};
 
 /// Packed events of one stream.
 #[derive(Clone, Debug, Default)]
-pub struct PackedEvents {
+pub(crate) struct PackedEvents {
     bytes: Vec<u8>,
     count: u32,
     /// The previous event's time and frame: each event stores its difference from them.
@@ -27,15 +27,15 @@ pub struct PackedEvents {
 }
 
 impl PackedEvents {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count as usize
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
     }
 
-    pub fn push(&mut self, rec: &EventRec) {
+    pub(crate) fn push(&mut self, rec: &EventRec) {
         debug_assert!(
             rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
         );
@@ -74,16 +74,17 @@ impl PackedEvents {
     }
 
     /// Gives back the slack of a stream that will not grow any more.
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();
     }
 
-    /// Bytes held, for memory accounting.
-    pub fn heap_bytes(&self) -> usize {
+    /// Bytes held: what a test measures memory by.
+    #[cfg(test)]
+    fn heap_bytes(&self) -> usize {
         self.bytes.capacity()
     }
 
-    pub fn unpack(&self) -> Vec<EventRec> {
+    pub(crate) fn unpack(&self) -> Vec<EventRec> {
         let (mut time, mut frame, mut input) = (0i64, 0u64, 0u32);
         read_all(&self.bytes, self.len(), |r| {
             read_event(r, &mut time, &mut frame, &mut input)
@@ -93,7 +94,7 @@ impl PackedEvents {
 
 /// JSON-RPC messages of a JSON response body, packed until their session is analysed.
 #[derive(Clone, Debug, Default)]
-pub struct PackedMessages {
+pub(crate) struct PackedMessages {
     bytes: Box<[u8]>,
     count: u32,
     /// Some message is JSON-RPC (not malformed): the exchange speaks MCP.
@@ -101,7 +102,7 @@ pub struct PackedMessages {
 }
 
 impl PackedMessages {
-    pub fn pack(messages: &[Message]) -> PackedMessages {
+    pub(crate) fn pack(messages: &[Message]) -> PackedMessages {
         let mut w = Vec::new();
         for m in messages {
             put_message(&mut w, m);
@@ -113,11 +114,11 @@ impl PackedMessages {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
     }
 
-    pub fn unpack(&self) -> Vec<Message> {
+    pub(crate) fn unpack(&self) -> Vec<Message> {
         read_all(&self.bytes, self.count as usize, read_message)
     }
 }
