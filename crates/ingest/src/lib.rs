@@ -21,6 +21,7 @@
 //! follows the size of the file.
 
 pub mod accesslog;
+mod connections;
 pub mod har;
 mod timeline;
 
