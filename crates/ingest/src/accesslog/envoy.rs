@@ -31,12 +31,7 @@ pub(super) fn record(
         .get("response_code")
         .and_then(parse_status)
         .ok_or(RecordError::Missing("response_code"))?;
-    let header_time = obj
-        .get("response_duration")
-        .and_then(|v| parse_duration(v, DurationUnit::Millis));
-    if header_time.is_some() {
-        facts.head_measured = true;
-    }
+    let header_time = facts.header_time(obj.get("response_duration"), DurationUnit::Millis);
     if let Some(a) = s("authority")
         && !req_headers.has("host")
     {

@@ -113,21 +113,14 @@ impl LogMap {
             return Err(LogMapError::EmptyField(key.to_string()));
         }
         let f = Some(field.to_string());
-        if let Some(name) = key
-            .strip_prefix("req.")
-            .or_else(|| key.strip_prefix("request_header."))
-        {
-            self.request_headers
-                .push((name.to_ascii_lowercase(), field.to_string()));
-            return Ok(());
-        }
-        if let Some(name) = key
-            .strip_prefix("resp.")
-            .or_else(|| key.strip_prefix("response_header."))
-        {
-            self.response_headers
-                .push((name.to_ascii_lowercase(), field.to_string()));
-            return Ok(());
+        for (short, long, headers) in [
+            ("req.", "request_header.", &mut self.request_headers),
+            ("resp.", "response_header.", &mut self.response_headers),
+        ] {
+            if let Some(name) = key.strip_prefix(short).or_else(|| key.strip_prefix(long)) {
+                headers.push((name.to_ascii_lowercase(), field.to_string()));
+                return Ok(());
+            }
         }
         match key {
             "time" | "end" | "end_time" => self.time = f,

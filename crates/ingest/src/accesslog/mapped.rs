@@ -1,6 +1,7 @@
 //! Lines of any JSON log, read through a [`LogMap`] that names their fields. A map gives no
 //! server address, and a connection only when it names one (or the client's port does).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 use serde_json::{Map, Value};
@@ -81,35 +82,42 @@ fn times(
 /// The headers the map names, one field each or an object of them; every name is noted in
 /// `facts`, logged on this line or not.
 fn headers(obj: &Map<String, Value>, map: &LogMap, facts: &mut Facts) -> (Headers, Headers) {
-    let mut req = Vec::new();
-    let mut resp = Vec::new();
-    for (name, f) in &map.request_headers {
-        facts.req_header_names.insert(name.clone());
+    let req = side(
+        obj,
+        &map.request_headers,
+        &map.request_header_object,
+        &mut facts.req_header_names,
+    );
+    let resp = side(
+        obj,
+        &map.response_headers,
+        &map.response_header_object,
+        &mut facts.resp_header_names,
+    );
+    (req, resp)
+}
+
+/// The headers of one side: `fields` are (header name, field) pairs, `object` a field holding
+/// an object of them.
+fn side(
+    obj: &Map<String, Value>,
+    fields: &[(String, String)],
+    object: &Option<String>,
+    names: &mut BTreeSet<String>,
+) -> Headers {
+    let mut out = Vec::new();
+    for (name, f) in fields {
+        names.insert(name.clone());
         for v in lookup(obj, f).map(header_values).unwrap_or_default() {
-            req.push((name.clone(), v));
+            out.push((name.clone(), v));
         }
     }
-    for (name, f) in &map.response_headers {
-        facts.resp_header_names.insert(name.clone());
-        for v in lookup(obj, f).map(header_values).unwrap_or_default() {
-            resp.push((name.clone(), v));
-        }
-    }
-    if let Some(v) = field(obj, &map.request_header_object) {
+    if let Some(v) = field(obj, object) {
         let h = header_map(Some(v));
-        facts
-            .req_header_names
-            .extend(h.0.iter().map(|(n, _)| n.to_ascii_lowercase()));
-        req.extend(h.0);
+        names.extend(h.0.iter().map(|(n, _)| n.to_ascii_lowercase()));
+        out.extend(h.0);
     }
-    if let Some(v) = field(obj, &map.response_header_object) {
-        let h = header_map(Some(v));
-        facts
-            .resp_header_names
-            .extend(h.0.iter().map(|(n, _)| n.to_ascii_lowercase()));
-        resp.extend(h.0);
-    }
-    (Headers(req), Headers(resp))
+    Headers(out)
 }
 
 /// The value of the field the map names, if it names one.

@@ -22,6 +22,12 @@
 //!
 //! A malformed line is skipped, counted in [`InputReport::skipped`] and named with its line
 //! number in the warnings; the rest is still analysed.
+//!
+//! [`Request`]: mcpf_http::Request
+//! [`ResponseHead`]: mcpf_http::ResponseHead
+//! [`ResponseEnd`]: mcpf_http::ResponseEnd
+//! [`Body::unknown`]: mcpf_http::Body::unknown
+//! [`HeaderCoverage::Only`]: mcpf_model::HeaderCoverage::Only
 
 mod caddy;
 mod capabilities;
@@ -40,6 +46,7 @@ use std::net::SocketAddr;
 
 use serde_json::{Map, Value};
 
+use self::times::{DurationUnit, parse_duration};
 use crate::timeline::Timeline;
 use crate::{FirstRecord, Warnings, open_text};
 use mcpf_http::{Headers, HttpSink, Outcome};
@@ -235,6 +242,16 @@ impl Facts {
             redacted: false,
             start_logged: false,
         }
+    }
+
+    /// The upstream's time to the response head (nginx `$upstream_header_time`, Envoy
+    /// `%RESPONSE_DURATION%`), noted so the first byte is said to be measured, not assumed.
+    fn header_time(&mut self, v: Option<&Value>, unit: DurationUnit) -> Option<i64> {
+        let t = v.and_then(|v| parse_duration(v, unit));
+        if t.is_some() {
+            self.head_measured = true;
+        }
+        t
     }
 
     fn note_duration(&mut self, d: Option<i64>) {

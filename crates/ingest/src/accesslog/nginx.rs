@@ -30,12 +30,7 @@ pub(super) fn record(
         .and_then(|v| parse_duration(v, DurationUnit::Seconds));
     facts.note_duration(duration);
     let start = end.add_nanos(-duration.unwrap_or(0));
-    let header_time = obj
-        .get("upstream_header_time")
-        .and_then(|v| parse_duration(v, DurationUnit::Seconds));
-    if header_time.is_some() {
-        facts.head_measured = true;
-    }
+    let header_time = facts.header_time(obj.get("upstream_header_time"), DurationUnit::Seconds);
     let version = version_of(s("server_protocol").or(line_proto).as_deref());
     let client = addr(s("remote_addr").as_deref(), s("remote_port").as_deref());
     let server = addr(s("server_addr").as_deref(), s("server_port").as_deref());

@@ -24,6 +24,13 @@
 //! Exchange ids: entries sharing a `connection` value share a connection (numbered by
 //! start time); without it each entry is its own connection. Marks cite the entry number (from
 //! 1, in file order).
+//!
+//! [`Request`]: mcpf_http::Request
+//! [`ResponseHead`]: mcpf_http::ResponseHead
+//! [`ResponseEnd`]: mcpf_http::ResponseEnd
+//! [`Body::unknown`]: mcpf_http::Body::unknown
+//! [`SseParser`]: mcpf_http::sse::SseParser
+//! [`SseEvent::estimated`]: mcpf_http::sse::SseEvent::estimated
 
 mod bodies;
 mod entries;
