@@ -116,6 +116,7 @@ struct Writer {
     stores_streams: bool,
 }
 
+/// The report, capabilities and timeline of a HAR document.
 fn parse(
     name: &str,
     text: &str,
@@ -135,6 +136,7 @@ fn parse(
     let entries = read_entries(&raw_entries, &mut report, &mut warnings);
     let writer = judge(&log, &entries);
 
+    // Connections: by `connection` when given, else one per entry.
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by_key(|&i| (entries[i].req_first, entries[i].number));
     let mut conns = Connections::new(input);
