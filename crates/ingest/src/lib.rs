@@ -7,6 +7,8 @@
 //! - [`read_har`] and [`read_access_log`] feed an [`HttpSink`] and return the input's
 //!   [`InputReport`] plus its [`Capabilities`]: what the source can support, and a sentence per
 //!   thing it lacks, so findings that would rest on missing evidence are not raised.
+//! - [`LogMap`] names the fields of any other JSON log (`--log-map`); a map that cannot be
+//!   read is a [`LogMapError`], whose text says what is wrong.
 //!
 //! What the capture path measures and these sources do not is made explicit instead of guessed:
 //! a body the source did not keep is [`Body::unknown`](mcpf_http::Body::unknown) (never
@@ -14,14 +16,17 @@
 //! [`SseEvent::estimated`](mcpf_http::sse::SseEvent::estimated) set; a header that was not
 //! logged is unknown according to [`Capabilities::knows_request_header`].
 //!
-//! Exchanges get synthetic connection ids ([`synthetic_conn`]) in a range TCP reassembly never
-//! reaches, and marks cite the HAR entry or the log line (`FrameRef::frame`, from 1).
+//! Exchanges are on connections `ConnId::recorded(input, n)`
+//! ([`ConnId::recorded`](mcpf_model::ConnId::recorded)), a range apart from TCP connections',
+//! numbered by the connection an entry or line names (else one per exchange); marks cite the
+//! HAR entry or the log line (`FrameRef::frame`, from 1).
 //! Each input's events are emitted in time order (a request at its start, the response head at
 //! its first byte, its events, its end); the whole input is read first to sort them, so memory
 //! follows the size of the file.
 
-pub mod accesslog;
-pub mod har;
+mod accesslog;
+mod connections;
+mod har;
 mod timeline;
 
 use std::fs::File;
@@ -36,7 +41,7 @@ use mcpf_capture::reader::{CountingReader, Sniffed, describe_bytes, sniff};
 use mcpf_http::HttpSink;
 use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, OpenError, SourceFormat};
 
-pub use accesslog::{LogMap, read_access_log, read_access_log_text};
+pub use accesslog::{LogMap, LogMapError, read_access_log, read_access_log_text};
 pub use har::{read_har, read_har_text};
 
 /// The `--input-format` choice.
@@ -134,9 +139,9 @@ enum Sniff {
 
 /// An opened text input: decompressed when gzip, with the count of bytes read from the file.
 pub(crate) struct TextInput {
-    pub reader: Box<dyn BufRead>,
-    pub bytes_read: Arc<AtomicU64>,
-    pub gzip: bool,
+    pub(crate) reader: Box<dyn BufRead>,
+    pub(crate) bytes_read: Arc<AtomicU64>,
+    pub(crate) gzip: bool,
 }
 
 pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
@@ -331,10 +336,10 @@ fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFor
 /// the keys of its `log` and `request` objects. Values are skipped, not built.
 #[derive(Debug, Default)]
 pub(crate) struct FirstRecord {
-    pub keys: Vec<String>,
-    pub more_keys: bool,
-    pub log: Option<Vec<String>>,
-    pub request: Option<Vec<String>>,
+    pub(crate) keys: Vec<String>,
+    pub(crate) more_keys: bool,
+    pub(crate) log: Option<Vec<String>>,
+    pub(crate) request: Option<Vec<String>>,
 }
 
 const MAX_KEYS: usize = 64;
@@ -425,27 +430,27 @@ impl<'de> Visitor<'de> for SubVisitor {
 /// Keeps the first `limit` warnings of a kind and counts the rest, so a log with a million bad
 /// lines does not make a million-line report.
 pub(crate) struct Warnings {
-    pub list: Vec<String>,
+    pub(crate) list: Vec<String>,
     limit: usize,
     suppressed: u64,
 }
 
 impl Warnings {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Warnings {
             list: Vec::new(),
             limit,
             suppressed: 0,
         }
     }
-    pub fn push(&mut self, w: String) {
+    pub(crate) fn push(&mut self, w: String) {
         if self.list.len() < self.limit {
             self.list.push(w);
         } else {
             self.suppressed += 1;
         }
     }
-    pub fn finish(mut self, what: &str) -> Vec<String> {
+    pub(crate) fn finish(mut self, what: &str) -> Vec<String> {
         if self.suppressed > 0 {
             self.list
                 .push(format!("... and {} more {what}", self.suppressed));

@@ -4,9 +4,9 @@
 //! ends; a HAR may list entries by completion), so an input is buffered whole, then emitted in
 //! the order a capture of the same traffic would have produced: by time, and within one
 //! exchange request → response head → events → end (times are made monotonic per exchange
-//! before they are pushed, and ties keep the order of pushing). Each synthetic connection gets
-//! a `ConnectionStart` before its first request and a `ConnectionEnd` after its last event, as
-//! TCP connections do.
+//! before they are pushed, and ties keep the order of pushing). A connection's
+//! `ConnectionStart` and `ConnectionEnd` are pushed like any other event, so they come before
+//! its first request and after its last event, as TCP connections' do.
 
 use mcpf_http::{HttpEvent, HttpSink};
 use mcpf_model::Timestamp;
@@ -17,13 +17,13 @@ pub(crate) struct Timeline {
 }
 
 impl Timeline {
-    pub fn push(&mut self, time: Timestamp, event: HttpEvent) {
+    pub(crate) fn push(&mut self, time: Timestamp, event: HttpEvent) {
         let seq = self.items.len();
         self.items.push((time, seq, event));
     }
 
     /// Emits every event in time order (ties in the order they were pushed).
-    pub fn emit(mut self, sink: &mut impl HttpSink) {
+    pub(crate) fn emit(mut self, sink: &mut impl HttpSink) {
         self.items.sort_by_key(|(t, seq, _)| (*t, *seq));
         for (_, _, event) in self.items {
             sink.on_http(event);

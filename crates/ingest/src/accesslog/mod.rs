@@ -1,0 +1,409 @@
+//! JSON Lines access logs (nginx `escape=json`, Envoy `json_format`, Caddy's default JSON, or
+//! any JSON log through a [`LogMap`]) to HTTP events.
+//!
+//! An access log line is written when a request ENDS: the request's start is end − duration
+//! (Envoy logs its start, so there end = start + duration). Lines therefore come in end order;
+//! they are reduced to compact records, sorted by start, and emitted in time order (memory
+//! follows the size of the log).
+//!
+//! Per line: a [`Request`] at the start, a [`ResponseHead`] at the (estimated) first byte, a
+//! [`ResponseEnd`] at the end, all with bodies [`Body::unknown`] (a log keeps no content; a
+//! logged size of 0 is a known empty body). Only the logged headers are known
+//! ([`HeaderCoverage::Only`]): nginx `http_*` (request) and `sent_http_*` (response) variables,
+//! Envoy `%REQ(X)%` / `%RESP(X)%` keys such as `req_mcp_session_id`, `resp_mcp_session_id` or
+//! `"x-mcp-session-id"`, Caddy's `request.headers` and `resp_headers` maps. A logged empty value
+//! (nginx writes `""` for a header that was not sent) is a known absence.
+//!
+//! Abandonment: a request the client gave up on before any response byte (nginx 499, Envoy
+//! `DC` with response code 0, Caddy 499) becomes a `NoResponse` closed by the client, what a
+//! capture of the client's leg shows for it. A response cut after its head (Envoy `DC` or `UC`
+//! with a status, nginx `$request_completion` empty) becomes a [`ResponseEnd`] with
+//! [`Outcome::ClosedEarly`]. Envoy response flags are also reported as anomalies.
+//!
+//! A malformed line is skipped, counted in [`InputReport::skipped`] and named with its line
+//! number in the warnings; the rest is still analysed.
+//!
+//! [`Request`]: mcpf_http::Request
+//! [`ResponseHead`]: mcpf_http::ResponseHead
+//! [`ResponseEnd`]: mcpf_http::ResponseEnd
+//! [`Body::unknown`]: mcpf_http::Body::unknown
+//! [`HeaderCoverage::Only`]: mcpf_model::HeaderCoverage::Only
+
+mod caddy;
+mod capabilities;
+mod envoy;
+mod exchanges;
+mod fields;
+mod headers;
+mod logmap;
+mod mapped;
+mod nginx;
+mod times;
+
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::net::SocketAddr;
+
+use serde_json::{Map, Value};
+
+use self::times::{DurationUnit, parse_duration};
+use crate::timeline::Timeline;
+use crate::{FirstRecord, Warnings, open_text};
+use mcpf_http::{Headers, HttpSink, Outcome};
+use mcpf_model::{Capabilities, Direction, LogFlavor};
+use mcpf_model::{InputId, InputReport, OpenError, Timestamp};
+
+pub use self::logmap::{LogMap, LogMapError};
+
+/// Which flavor the first record's keys say, if any.
+pub(crate) fn classify(first: &FirstRecord) -> Option<LogFlavor> {
+    let has = |k: &str| first.keys.iter().any(|x| x == k);
+    let caddy_request = first
+        .request
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|k| k == "method" || k == "uri"));
+    if caddy_request && (has("ts") || has("status") || has("duration")) {
+        return Some(LogFlavor::Caddy);
+    }
+    if (has("start_time") && (has("response_code") || has("response_flags") || has("duration")))
+        || (has("response_code") && (has("method") || has(":method")))
+    {
+        return Some(LogFlavor::Envoy);
+    }
+    let nginx_time = has("msec") || has("time_iso8601") || has("time_local");
+    let nginx_request = has("request_method") || has("request_uri") || has("request");
+    if (nginx_time && nginx_request)
+        || (has("request_method") && has("request_uri") && has("status"))
+    {
+        return Some(LogFlavor::Nginx);
+    }
+    None
+}
+
+/// Reads a JSON Lines access log (plain or gzip) into `sink`. The flavor is recognised from the
+/// first record's keys, unless `map` names the fields.
+pub fn read_access_log(
+    path: &str,
+    input: InputId,
+    map: Option<&LogMap>,
+    sink: &mut impl HttpSink,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    read_access_log_as(path, input, None, map, sink)
+}
+
+pub(crate) fn read_access_log_as(
+    path: &str,
+    input: InputId,
+    flavor: Option<LogFlavor>,
+    map: Option<&LogMap>,
+    sink: &mut impl HttpSink,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    let mut text = open_text(path)?;
+    let mut reader = LogReader::new(path, input, flavor, map);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match text.reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => reader.line(&line)?,
+            Err(e) => {
+                reader.warnings.push(format!(
+                    "reading stopped after line {}: {e}",
+                    reader.line_no
+                ));
+                break;
+            }
+        }
+    }
+    let (mut report, caps, timeline) = reader.finish();
+    report.bytes = text.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
+    if text.gzip {
+        report.format.push_str("+gzip");
+    }
+    timeline.emit(sink);
+    Ok((report, caps))
+}
+
+/// Reads log text already in memory; `name` is used in reports and errors.
+pub fn read_access_log_text(
+    name: &str,
+    text: &str,
+    input: InputId,
+    map: Option<&LogMap>,
+    sink: &mut impl HttpSink,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    let mut reader = LogReader::new(name, input, None, map);
+    for line in text.split_inclusive('\n') {
+        reader.line(line.as_bytes())?;
+    }
+    let (mut report, caps, timeline) = reader.finish();
+    report.bytes = text.len() as u64;
+    timeline.emit(sink);
+    Ok((report, caps))
+}
+
+/// How an exchange ended, as far as the log says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    Complete,
+    /// No response byte reached the client.
+    NoResponse(Outcome, Option<Direction>),
+    /// The response began and was cut.
+    Cut(Outcome, Option<Direction>),
+}
+
+/// One log line reduced to what the events need.
+pub(super) struct Rec {
+    pub(super) line: u64,
+    pub(super) start: Timestamp,
+    pub(super) end: Timestamp,
+    pub(super) head: Timestamp,
+    pub(super) method: String,
+    pub(super) target: String,
+    pub(super) version: u8,
+    pub(super) status: u16,
+    pub(super) req_headers: Headers,
+    pub(super) resp_headers: Headers,
+    pub(super) client: Option<SocketAddr>,
+    pub(super) server: Option<SocketAddr>,
+    pub(super) conn_key: Option<String>,
+    /// The log says this is the first request of its connection.
+    pub(super) conn_first: bool,
+    pub(super) req_bytes: Option<u64>,
+    pub(super) resp_bytes: Option<u64>,
+    pub(super) ending: Ending,
+    pub(super) note: Option<(Direction, String)>,
+}
+
+/// How a status ends an exchange when the log says nothing else: 0 means no response, 499
+/// (nginx's and Caddy's "client closed request") that the client gave up first.
+fn status_ending(status: u16) -> Ending {
+    match status {
+        0 => Ending::NoResponse(Outcome::ClosedEarly, None),
+        499 => Ending::NoResponse(Outcome::ClosedEarly, Some(Direction::ClientToServer)),
+        _ => Ending::Complete,
+    }
+}
+
+/// Why a flavor cannot read a record.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("no {0}")]
+    Missing(&'static str),
+    /// A mapped time field whose value is no time.
+    #[error("{0} is not a time")]
+    NotATime(String),
+}
+
+/// Why a line is skipped.
+#[derive(Debug, thiserror::Error)]
+enum Skip {
+    #[error("not valid JSON ({0})")]
+    Json(serde_json::Error),
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("keys of no known access log format")]
+    UnknownKeys,
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// What the log keeps, judged over all records, for the capabilities.
+struct Facts {
+    /// Headers the log names, whether or not a line has a value for them.
+    req_header_names: BTreeSet<String>,
+    resp_header_names: BTreeSet<String>,
+    all_clients: bool,
+    all_servers: bool,
+    all_conns: bool,
+    any_duration: bool,
+    all_durations: bool,
+    coarse_times: bool,
+    head_measured: bool,
+    ending_logged: bool,
+    redacted: bool,
+    /// Some record logged its start (Envoy `start_time`, a map's `start`).
+    start_logged: bool,
+}
+
+impl Facts {
+    fn new() -> Facts {
+        Facts {
+            req_header_names: BTreeSet::new(),
+            resp_header_names: BTreeSet::new(),
+            all_clients: true,
+            all_servers: true,
+            all_conns: true,
+            any_duration: false,
+            all_durations: true,
+            coarse_times: false,
+            head_measured: false,
+            ending_logged: false,
+            redacted: false,
+            start_logged: false,
+        }
+    }
+
+    /// The upstream's time to the response head (nginx `$upstream_header_time`, Envoy
+    /// `%RESPONSE_DURATION%`), noted so the first byte is said to be measured, not assumed.
+    fn header_time(&mut self, v: Option<&Value>, unit: DurationUnit) -> Option<i64> {
+        let t = v.and_then(|v| parse_duration(v, unit));
+        if t.is_some() {
+            self.head_measured = true;
+        }
+        t
+    }
+
+    fn note_duration(&mut self, d: Option<i64>) {
+        if d.is_some() {
+            self.any_duration = true;
+        } else {
+            self.all_durations = false;
+        }
+    }
+}
+
+struct LogReader<'a> {
+    name: String,
+    input: InputId,
+    flavor: Option<LogFlavor>,
+    map: Option<&'a LogMap>,
+    line_no: u64,
+    records: Vec<Rec>,
+    warnings: Warnings,
+    malformed: u64,
+    lines: u64,
+    facts: Facts,
+}
+
+impl<'a> LogReader<'a> {
+    fn new(name: &str, input: InputId, flavor: Option<LogFlavor>, map: Option<&'a LogMap>) -> Self {
+        LogReader {
+            name: name.to_string(),
+            input,
+            flavor: if map.is_some() {
+                Some(LogFlavor::Mapped)
+            } else {
+                flavor.filter(|f| *f != LogFlavor::Mapped)
+            },
+            map,
+            line_no: 0,
+            records: Vec::new(),
+            warnings: Warnings::new(20),
+            malformed: 0,
+            lines: 0,
+            facts: Facts::new(),
+        }
+    }
+
+    fn bad(&mut self, why: Skip) {
+        self.malformed += 1;
+        self.warnings
+            .push(format!("line {} skipped: {why}", self.line_no));
+    }
+
+    fn line(&mut self, raw: &[u8]) -> Result<(), OpenError> {
+        self.line_no += 1;
+        let raw = if self.line_no == 1 {
+            raw.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(raw)
+        } else {
+            raw
+        };
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        self.lines += 1;
+        let value: Value = match serde_json::from_slice(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                self.bad(Skip::Json(e));
+                return Ok(());
+            }
+        };
+        let Value::Object(obj) = value else {
+            self.bad(Skip::NotAnObject);
+            return Ok(());
+        };
+        let flavor = match self.flavor {
+            Some(f) => f,
+            None => {
+                let first = first_record(&obj);
+                match classify(&first) {
+                    Some(f) => {
+                        self.flavor = Some(f);
+                        f
+                    }
+                    None if self.records.is_empty() && self.malformed == self.lines - 1 => {
+                        // The first readable record decides; an unknown one is the error that
+                        // lists what was expected.
+                        return Err(crate::classify(&self.name, &first, false)
+                            .err()
+                            .unwrap_or_else(|| OpenError {
+                                path: self.name.clone(),
+                                message: "is a HAR file, not a JSON access log".into(),
+                                hint: None,
+                            }));
+                    }
+                    None => {
+                        self.bad(Skip::UnknownKeys);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        match self.record(flavor, &obj) {
+            Ok(rec) => {
+                self.facts.all_clients &= rec.client.is_some_and(|c| c.port() != 0);
+                self.facts.all_servers &= rec.server.is_some();
+                self.records.push(rec);
+            }
+            Err(why) => self.bad(why.into()),
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, flavor: LogFlavor, obj: &Map<String, Value>) -> Result<Rec, RecordError> {
+        let (line, facts) = (self.line_no, &mut self.facts);
+        match flavor {
+            LogFlavor::Nginx => nginx::record(obj, line, facts),
+            LogFlavor::Envoy => envoy::record(obj, line, facts),
+            LogFlavor::Caddy => caddy::record(obj, line, facts),
+            LogFlavor::Mapped => {
+                let map = self.map.expect("mapped flavor has a map");
+                mapped::record(obj, map, line, facts)
+            }
+        }
+    }
+
+    fn finish(self) -> (InputReport, Capabilities, Timeline) {
+        let flavor = self.flavor.unwrap_or(LogFlavor::Nginx);
+        let mut report = InputReport {
+            path: self.name.clone(),
+            format: flavor.name().into(),
+            packets: self.lines,
+            ..InputReport::default()
+        };
+        if self.malformed > 0 {
+            report
+                .skipped
+                .insert("malformed lines".into(), self.malformed);
+        }
+        let (caps, timeline) = exchanges::assemble(self.records, &self.facts, flavor, self.input);
+        report.warnings = self.warnings.finish("malformed lines");
+        (report, caps, timeline)
+    }
+}
+
+/// A record's keys as detection sees them, to recognise the flavor of a log read from standard
+/// input by its first record.
+fn first_record(obj: &Map<String, Value>) -> FirstRecord {
+    FirstRecord {
+        keys: obj.keys().cloned().collect(),
+        more_keys: false,
+        log: None,
+        request: obj
+            .get("request")
+            .and_then(Value::as_object)
+            .map(|r| r.keys().cloned().collect()),
+    }
+}

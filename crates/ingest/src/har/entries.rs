@@ -1,0 +1,211 @@
+//! One HAR entry (`log.entries[i]`) read into an [`Entry`]: its request, its response when the
+//! status is not 0, its times, the server it went to and the connection it names. An entry that
+//! cannot be read is skipped with an [`EntryError`] that says why.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use serde_json::{Map, Value};
+
+use mcpf_http::{Body, Headers};
+use mcpf_model::Timestamp;
+
+use super::bodies::{Content, request_body, response_content};
+use super::headers::{headers, http_version, media_type};
+use super::timings::{Times, times};
+use super::url::{host_ip, parse_ip, port, split_url};
+use super::{as_i64, byte_size};
+
+/// Why an entry cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum EntryError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("no {0}")]
+    Missing(&'static str),
+    #[error("request without a {0}")]
+    RequestWithout(&'static str),
+    #[error("startedDateTime {0:?} is not an ISO 8601 date-time")]
+    Started(String),
+    #[error("status {0} out of range")]
+    Status(i64),
+}
+
+pub(super) struct Resp {
+    pub(super) status: u16,
+    pub(super) reason: String,
+    pub(super) version: u8,
+    pub(super) headers: Headers,
+    pub(super) content: Content,
+    /// `content.text` was present but empty.
+    pub(super) empty_text: bool,
+    pub(super) decode_error: Option<String>,
+    /// Bytes on the wire (`bodySize`), when given.
+    pub(super) wire_size: Option<u64>,
+    /// Decoded size (`content.size`), when given.
+    pub(super) size: Option<u64>,
+    pub(super) event_stream: bool,
+}
+
+pub(super) struct Entry {
+    pub(super) number: u64,
+    pub(super) req_first: Timestamp,
+    pub(super) req_last: Timestamp,
+    pub(super) head: Timestamp,
+    pub(super) end: Timestamp,
+    pub(super) method: String,
+    pub(super) target: String,
+    pub(super) version: u8,
+    pub(super) req_headers: Headers,
+    pub(super) req_body: Body,
+    pub(super) server: SocketAddr,
+    pub(super) server_known: bool,
+    pub(super) connection: Option<String>,
+    pub(super) response: Option<Resp>,
+    pub(super) error: Option<String>,
+    pub(super) messages: Option<Vec<Value>>,
+}
+
+/// One entry, or why it cannot be read.
+pub(super) fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, EntryError> {
+    let obj = v.as_object().ok_or(EntryError::NotAnObject)?;
+    let started = started(obj)?;
+    let req = obj
+        .get("request")
+        .and_then(Value::as_object)
+        .ok_or(EntryError::Missing("request object"))?;
+    let method = req
+        .get("method")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .ok_or(EntryError::RequestWithout("method"))?
+        .to_string();
+    let url = req
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or(EntryError::RequestWithout("url"))?;
+    let (scheme, authority, target) = split_url(url);
+    let Times {
+        req_first,
+        req_last,
+        head,
+        end,
+    } = times(obj, started);
+
+    let req_version = req.get("httpVersion").and_then(Value::as_str).unwrap_or("");
+    let (version, is_h2) = http_version(req_version);
+    if is_h2 {
+        *http2 += 1;
+    }
+    let req_headers = headers(req.get("headers"));
+    let req_body = request_body(req, &method, &req_headers);
+
+    let server_ip = server_ip(obj, authority);
+    let server = SocketAddr::new(
+        server_ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        port(scheme, authority),
+    );
+
+    let resp = obj.get("response").and_then(Value::as_object);
+    let error = obj
+        .get("_error")
+        .or_else(|| resp.and_then(|r| r.get("_error")))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let response = match resp {
+        Some(r) => response(r, req_version)?,
+        None => None,
+    };
+    let messages = obj
+        .get("_eventSourceMessages")
+        .or_else(|| resp.and_then(|r| r.get("_eventSourceMessages")))
+        .and_then(Value::as_array)
+        .cloned();
+
+    Ok(Entry {
+        number,
+        req_first,
+        req_last,
+        head,
+        end,
+        method,
+        target,
+        version,
+        req_headers,
+        req_body,
+        server,
+        server_known: server_ip.is_some(),
+        connection: connection(obj),
+        response,
+        error,
+        messages,
+    })
+}
+
+fn started(obj: &Map<String, Value>) -> Result<Timestamp, EntryError> {
+    let started = obj
+        .get("startedDateTime")
+        .and_then(Value::as_str)
+        .ok_or(EntryError::Missing("startedDateTime"))?;
+    Timestamp::parse_rfc3339(started).ok_or_else(|| EntryError::Started(started.to_string()))
+}
+
+/// `serverIPAddress`, else the IP address the URL names.
+fn server_ip(obj: &Map<String, Value>, authority: &str) -> Option<IpAddr> {
+    obj.get("serverIPAddress")
+        .and_then(Value::as_str)
+        .and_then(parse_ip)
+        .or_else(|| host_ip(authority))
+}
+
+/// The `connection` the entry names, if any: a non-empty string or a number.
+fn connection(obj: &Map<String, Value>) -> Option<String> {
+    obj.get("connection").and_then(|c| match c {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// The `response` object, or None when its status is 0 (no response was received).
+fn response(r: &Map<String, Value>, req_version: &str) -> Result<Option<Resp>, EntryError> {
+    let status = r.get("status").and_then(as_i64).unwrap_or(0);
+    if status <= 0 {
+        return Ok(None);
+    }
+    let status = u16::try_from(status).map_err(|_| EntryError::Status(status))?;
+    let headers = headers(r.get("headers"));
+    let content = r.get("content").and_then(Value::as_object);
+    let mime = content
+        .and_then(|c| c.get("mimeType"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let event_stream = media_type(&headers, mime) == "text/event-stream";
+    let size = byte_size(content.and_then(|c| c.get("size")));
+    let wire_size = byte_size(r.get("bodySize"));
+    let (content, decode_error, empty_text) =
+        response_content(content, status, event_stream, size, wire_size);
+    let (version, _) = http_version(
+        r.get("httpVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(req_version),
+    );
+    Ok(Some(Resp {
+        status,
+        reason: r
+            .get("statusText")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        version,
+        headers,
+        content,
+        empty_text,
+        decode_error,
+        wire_size,
+        size,
+        event_stream,
+    }))
+}

@@ -1,0 +1,258 @@
+//! The events of each HAR entry, pushed onto the input's timeline: a `Request` at the
+//! request's first byte, then a `NoResponse` at the end, or a `ResponseHead` at the first byte
+//! of the response, its SSE events and a `ResponseEnd` at its end.
+
+use mcpf_http::sse::SseStats;
+use mcpf_http::{Body, ExchangeId, HttpEvent, Outcome, Request, ResponseEnd, ResponseHead};
+use mcpf_model::{Capabilities, Direction, FrameRef, InputId, Mark, Timestamp};
+
+use super::CLIENT_UNKNOWN;
+use super::bodies::Content;
+use super::entries::{Entry, Resp};
+use super::sse::{messages_to_events, spread_events};
+use crate::connections::Ends;
+use crate::timeline::Timeline;
+
+/// What the entries left unknown, counted for the sentences of what the file lacks.
+#[derive(Default)]
+pub(super) struct Holes {
+    pub(super) clamped_messages: u64,
+    pub(super) unknown_streams: u64,
+    pub(super) empty_streams_unknown: u64,
+    pub(super) unknown_plain_bodies: u64,
+}
+
+/// Pushes the events of entries, in start order.
+pub(super) struct Exchanges<'a> {
+    timeline: &'a mut Timeline,
+    caps: &'a mut Capabilities,
+    input: InputId,
+    /// Some entry of the file keeps an event stream's bytes or messages.
+    stores_streams: bool,
+    holes: Holes,
+    ends: Ends,
+}
+
+impl<'a> Exchanges<'a> {
+    pub(super) fn new(
+        timeline: &'a mut Timeline,
+        caps: &'a mut Capabilities,
+        input: InputId,
+        stores_streams: bool,
+    ) -> Self {
+        Exchanges {
+            timeline,
+            caps,
+            input,
+            stores_streams,
+            holes: Holes::default(),
+            ends: Ends::default(),
+        }
+    }
+
+    pub(super) fn entry(&mut self, e: &Entry, id: ExchangeId) {
+        let frame = FrameRef::new(self.input, e.number);
+        let mark = |time: Timestamp| Mark { time, frame };
+        self.caps.exchanges += 1;
+        self.caps.request_bodies.add(!e.req_body.unknown);
+        self.timeline.push(
+            e.req_first,
+            HttpEvent::Request(Box::new(Request {
+                exchange: id,
+                client: CLIENT_UNKNOWN,
+                server: e.server,
+                method: e.method.clone(),
+                target: e.target.clone(),
+                version: e.version,
+                headers: e.req_headers.clone(),
+                body: e.req_body.clone(),
+                first: mark(e.req_first),
+                last: mark(e.req_last),
+                outcome: Outcome::Complete,
+            })),
+        );
+        let ending = e
+            .error
+            .as_deref()
+            .map(error_outcome)
+            .unwrap_or((Outcome::Complete, None));
+        match &e.response {
+            None => {
+                let (outcome, closed_by) = ending;
+                let outcome = if outcome == Outcome::Complete {
+                    Outcome::ClosedEarly
+                } else {
+                    outcome
+                };
+                self.timeline.push(
+                    e.end,
+                    HttpEvent::NoResponse {
+                        exchange: id,
+                        outcome,
+                        closed_by,
+                        mark: mark(e.end),
+                    },
+                );
+            }
+            Some(r) => self.response(e, r, id, ending),
+        }
+        self.ends
+            .note(id.conn, CLIENT_UNKNOWN, e.server, mark(e.end));
+    }
+
+    /// The response's head, its events and its end (`ending` is how the entry's `_error` says
+    /// it ended).
+    fn response(
+        &mut self,
+        e: &Entry,
+        r: &Resp,
+        id: ExchangeId,
+        (outcome, closed_by): (Outcome, Option<Direction>),
+    ) {
+        let frame = FrameRef::new(self.input, e.number);
+        let mark = |time: Timestamp| Mark { time, frame };
+        self.timeline.push(
+            e.head,
+            HttpEvent::ResponseHead(Box::new(ResponseHead {
+                exchange: id,
+                status: r.status,
+                reason: r.reason.clone(),
+                version: r.version,
+                headers: r.headers.clone(),
+                interim: Vec::new(),
+                first: mark(e.head),
+                event_stream: r.event_stream,
+            })),
+        );
+        // An empty event stream is a hole when this writer stores no stream bytes.
+        let mut known = matches!(r.content, Content::Known(_));
+        if r.event_stream && r.empty_text && !self.stores_streams {
+            known = false;
+            self.holes.empty_streams_unknown += 1;
+        }
+        let mut body = Body {
+            wire_bytes: r.wire_size.or(r.size).unwrap_or(0),
+            decoded_bytes: r.size.unwrap_or(0),
+            content_encoding: r.headers.get("content-encoding").map(str::to_string),
+            chunked: r.headers.has_token("transfer-encoding", "chunked"),
+            decode_error: r.decode_error.clone(),
+            unknown: !known,
+            ..Body::default()
+        };
+        let mut sse = None;
+        if r.event_stream {
+            sse = self.stream(e, r, known, id, &mut body);
+        } else if let Content::Known(bytes) = &r.content {
+            body.decoded_bytes = bytes.len() as u64;
+            if r.wire_size.is_none() && r.size.is_none() {
+                body.wire_bytes = bytes.len() as u64;
+            }
+            body.data = bytes.clone();
+        }
+        self.caps.response_bodies.add(!body.unknown);
+        if body.unknown && !r.event_stream {
+            self.holes.unknown_plain_bodies += 1;
+        }
+        self.timeline.push(
+            e.end,
+            HttpEvent::ResponseEnd(Box::new(ResponseEnd {
+                exchange: id,
+                body,
+                last: mark(e.end),
+                outcome,
+                closed_by,
+                sse,
+            })),
+        );
+    }
+
+    /// The SSE events of an event-stream response: from `_eventSourceMessages` when the entry
+    /// has them (or the body is unknown), else parsed from the body.
+    fn stream(
+        &mut self,
+        e: &Entry,
+        r: &Resp,
+        known: bool,
+        id: ExchangeId,
+        body: &mut Body,
+    ) -> Option<SseStats> {
+        let frame = FrameRef::new(self.input, e.number);
+        let mut sse = None;
+        let events = match (&e.messages, &r.content) {
+            (Some(msgs), _) if !msgs.is_empty() || !known => {
+                let (events, clamped) = messages_to_events(msgs, e.head, e.end, frame);
+                self.holes.clamped_messages += clamped;
+                Some(events)
+            }
+            (_, Content::Known(bytes)) if known => {
+                body.decoded_bytes = bytes.len() as u64;
+                let (events, stats) = spread_events(bytes, e.head, e.end, frame);
+                sse = Some(stats);
+                Some(events)
+            }
+            _ => None,
+        };
+        self.caps.sse_streams.add(events.is_some());
+        let Some(events) = events else {
+            self.holes.unknown_streams += 1;
+            return sse;
+        };
+        if sse.is_none() {
+            sse = Some(SseStats {
+                events: events.len() as u64,
+                ..SseStats::default()
+            });
+        }
+        if events.iter().any(|ev| ev.estimated) {
+            self.caps.sse_times_estimated = true;
+        }
+        for ev in events {
+            self.timeline.push(
+                ev.mark.time,
+                HttpEvent::SseEvent {
+                    exchange: id,
+                    event: ev,
+                },
+            );
+        }
+        sse
+    }
+
+    /// Pushes each connection's end; returns what the entries left unknown.
+    pub(super) fn finish(self) -> Holes {
+        self.ends.push(self.timeline);
+        self.holes
+    }
+}
+
+/// How a HAR `_error` (Chrome `net::ERR_*`, mitmproxy messages) ended the exchange.
+fn error_outcome(err: &str) -> (Outcome, Option<Direction>) {
+    let e = err.to_ascii_lowercase();
+    if e.contains("reset") {
+        (Outcome::Reset, None)
+    } else if e.contains("abort") || e.contains("cancel") || e.contains("client") {
+        (Outcome::ClosedEarly, Some(Direction::ClientToServer))
+    } else if e.contains("server") || e.contains("empty_response") || e.contains("closed") {
+        (Outcome::ClosedEarly, Some(Direction::ServerToClient))
+    } else {
+        (Outcome::ClosedEarly, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_outcomes() {
+        assert_eq!(error_outcome("net::ERR_CONNECTION_RESET").0, Outcome::Reset);
+        assert_eq!(
+            error_outcome("net::ERR_ABORTED"),
+            (Outcome::ClosedEarly, Some(Direction::ClientToServer))
+        );
+        assert_eq!(
+            error_outcome("Server disconnected."),
+            (Outcome::ClosedEarly, Some(Direction::ServerToClient))
+        );
+    }
+}
