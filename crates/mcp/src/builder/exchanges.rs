@@ -9,7 +9,7 @@ use mcpf_model::Mark;
 
 use super::{Builder, Filing, Pending, RejectedInitialize};
 use crate::jsonrpc::{self, Kind};
-use crate::model::{self, Attribution, EventRec, Namespace, Stream, StreamTransport, Transport};
+use crate::model::{self, Attribution, EventRec, Namespace, Stream, StreamTransport};
 use crate::packed;
 
 impl Builder {
@@ -165,18 +165,7 @@ impl Builder {
         if let Some(id) = received {
             return self.file_under_id(exchange, stream, id);
         }
-        let server = self.server_of(&stream);
-        let ip = stream.client.ip();
-        let s = self.new_session(
-            None,
-            server,
-            &stream.target,
-            ip,
-            Transport::StreamableHttp,
-            stream.opened,
-            stream.input,
-        );
-        self.stateless.insert((ip, server), s);
+        let s = self.new_stateless_session(&stream);
         let (session, pos) = self.attach(s, stream);
         self.open.insert(exchange, Filing::Session(session, pos));
     }

@@ -304,22 +304,28 @@ impl Builder {
         let ip = stream.client.ip();
         let session = match self.stateless.get(&(ip, server)) {
             Some(&s) => s,
-            None => {
-                let s = self.new_session(
-                    None,
-                    server,
-                    &stream.target,
-                    ip,
-                    Transport::StreamableHttp,
-                    stream.opened,
-                    stream.input,
-                );
-                self.stateless.insert((ip, server), s);
-                s
-            }
+            None => self.new_stateless_session(&stream),
         };
         let (session, pos) = self.attach(session, stream);
         self.open.insert(exchange, Filing::Session(session, pos));
+    }
+
+    /// A new session without an ID, from now on the current stateless session of the stream's
+    /// client at its server.
+    pub(super) fn new_stateless_session(&mut self, stream: &Stream) -> SessionIdx {
+        let server = self.server_of(stream);
+        let ip = stream.client.ip();
+        let s = self.new_session(
+            None,
+            server,
+            &stream.target,
+            ip,
+            Transport::StreamableHttp,
+            stream.opened,
+            stream.input,
+        );
+        self.stateless.insert((ip, server), s);
+        s
     }
 
     pub(super) fn server_of(&self, stream: &Stream) -> SocketAddr {
