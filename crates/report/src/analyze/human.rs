@@ -11,7 +11,7 @@ use mcpf_model::{Mark, endpoint};
 use super::{Report, Selection, SessionHeader};
 use crate::redact::Redactor;
 use crate::sanitize::{terminal, terminal_truncated};
-use crate::table::{bytes, new_table};
+use crate::table::{bytes, count, new_table};
 use crate::timeline::Entry;
 
 /// Terminal styling: colour only when asked for and on a terminal.
@@ -83,6 +83,7 @@ fn frames_text(frames: &[Mark]) -> String {
     }
 }
 
+/// The terminal report, section by section.
 pub fn write_human(
     out: &mut dyn Write,
     rep: &Report,
@@ -91,6 +92,37 @@ pub fn write_human(
     style: Style,
     fail_on: Severity,
 ) -> io::Result<()> {
+    write_header(out, rep)?;
+    if rep.session_count() == 0 {
+        return writeln!(
+            out,
+            "\nno MCP session found\n\nexit 2: no MCP session in the inputs (why, and a hint, on standard error)"
+        );
+    }
+    let all: Vec<&SessionHeader> = rep.selected_headers(sel).collect();
+    if all.is_empty() {
+        return writeln!(
+            out,
+            "\nno session matches the selection (--session, --since, --until)"
+        );
+    }
+    let shown = rep.shown_findings(sel);
+    let sessions = listed(rep, sel, &all, &shown);
+    write_sessions(out, &sessions, all.len(), r, style)?;
+    for s in &sessions {
+        write_not_determinable(out, s)?;
+        write_findings(out, rep, s, &shown, r, style)?;
+    }
+    for s in &sessions {
+        write_timeline(out, rep, s, r, style)?;
+    }
+    write_what_to_do(out, rep, &shown, style)?;
+    write_exit_line(out, rep, sel, fail_on)
+}
+
+/// The tool, each input, what was read (connections, for captures, and exchanges), and the
+/// notes on what an input format could not support.
+fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
     writeln!(out, "{} {}", rep.tool.name, rep.tool.version)?;
     for input in &rep.inputs {
         crate::write_input_line(out, input)?;
@@ -106,7 +138,7 @@ pub fn write_human(
     };
     let exchanges = format!(
         "{}, {} speaking MCP",
-        crate::table::count(rep.mcp.exchanges_total, "HTTP exchange", "HTTP exchanges"),
+        count(rep.mcp.exchanges_total, "HTTP exchange", "HTTP exchanges"),
         rep.mcp.exchanges_mcp
     );
     // Logs and HAR files have no TCP: the line speaks of connections only for captures.
@@ -118,7 +150,7 @@ pub fn write_human(
         writeln!(
             out,
             "{} ({lost}); {exchanges}",
-            crate::table::count(rep.connections, "TCP connection", "TCP connections")
+            count(rep.connections, "TCP connection", "TCP connections")
         )?;
     } else {
         writeln!(out, "{exchanges}")?;
@@ -126,36 +158,41 @@ pub fn write_human(
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
     }
-    let shown = rep.shown_findings(sel);
-    let all: Vec<&SessionHeader> = rep
-        .headers()
-        .filter(|s| rep.session_selected(s, sel))
-        .collect();
-    if rep.session_count() == 0 {
-        writeln!(
-            out,
-            "\nno MCP session found\n\nexit 2: no MCP session in the inputs (why, and a hint, on standard error)"
-        )?;
-        return Ok(());
-    }
-    if all.is_empty() {
-        writeln!(
-            out,
-            "\nno session matches the selection (--session, --since, --until)"
-        )?;
-        return Ok(());
-    }
-    // A large capture has thousands of healthy sessions: the table lists those with findings,
-    // those asked for, and the first few; the JSON report lists them all.
+    Ok(())
+}
+
+/// Sessions the table lists whatever they hold: small captures show every session.
+const LISTED_ANYWAY: usize = 20;
+
+/// The sessions the terminal report covers. A large capture has thousands of healthy sessions:
+/// the table lists those with findings, those asked for, and the first few; the JSON report
+/// lists them all.
+fn listed<'a>(
+    rep: &Report,
+    sel: &Selection,
+    all: &[&'a SessionHeader],
+    shown: &[usize],
+) -> Vec<&'a SessionHeader> {
     let with_findings: std::collections::BTreeSet<usize> =
         shown.iter().map(|&p| rep.findings[p].session).collect();
-    let listed: Vec<&SessionHeader> = all
-        .iter()
+    all.iter()
         .enumerate()
-        .filter(|(i, s)| *i < 20 || with_findings.contains(&s.head.idx) || sel.sessions.is_some())
+        .filter(|(i, s)| {
+            *i < LISTED_ANYWAY || with_findings.contains(&s.head.idx) || sel.sessions.is_some()
+        })
         .map(|(_, s)| *s)
-        .collect();
-    let sessions = listed;
+        .collect()
+}
+
+/// The sessions table, how many sessions it leaves out of the `total` selected, and the
+/// sources merged into each session listed.
+fn write_sessions(
+    out: &mut dyn Write,
+    sessions: &[&SessionHeader],
+    total: usize,
+    r: &Redactor,
+    style: Style,
+) -> io::Result<()> {
     writeln!(out, "\n{}", style.heading("SESSIONS"))?;
     let mut table = new_table(&[
         "S",
@@ -168,60 +205,18 @@ pub fn write_human(
         "IDs",
         "resumption",
     ]);
-    for s in &sessions {
-        let v = &s.verdict;
-        let id = match &s.head.session_id {
-            Some(id) => terminal(&short_id(id)).into_owned(),
-            None if s.head.stateless => "(stateless)".into(),
-            None => "—".into(),
-        };
-        let mut server = format!(
-            "{} {}",
-            endpoint(s.head.server),
-            terminal_truncated(&s.head.path, 20)
-        );
-        if !s.same_session_as.is_empty() {
-            server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
-        }
-        table.add_row(vec![
-            s.label(),
-            id,
-            server,
-            match s.head.transport {
-                mcpf_mcp::model::Transport::StreamableHttp => "streamable".into(),
-                mcpf_mcp::model::Transport::LegacySse => "legacy SSE".into(),
-            },
-            s.head
-                .protocol_version
-                .as_deref()
-                .map(|p| terminal_truncated(p, 12))
-                .unwrap_or_else(|| "?".into()),
-            s.head
-                .client_info
-                .as_deref()
-                .map(|c| terminal_truncated(&r.text(c), 24))
-                .unwrap_or_default(),
-            s.head
-                .fell_back
-                .map(|m| m.time.clock_millis())
-                .unwrap_or_else(|| "no".into()),
-            s.head.event_id_scheme.name().into(),
-            match v.verdict {
-                "unsafe" => "UNSAFE".into(),
-                "not_attempted" => "not tried".into(),
-                other => other.into(),
-            },
-        ]);
+    for s in sessions {
+        table.add_row(session_row(s, r));
     }
     writeln!(out, "{table}")?;
-    if all.len() > sessions.len() {
+    if total > sessions.len() {
         writeln!(
             out,
             " … and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
-            all.len() - sessions.len()
+            total - sessions.len()
         )?;
     }
-    for s in &sessions {
+    for s in sessions {
         for (_, path, matched, added, offset) in &s.merged {
             writeln!(
                 out,
@@ -234,130 +229,213 @@ pub fn write_human(
             )?;
         }
     }
+    Ok(())
+}
 
-    for s in &sessions {
-        let mine: Vec<usize> = shown
-            .iter()
-            .copied()
-            .filter(|&p| rep.findings[p].session == s.head.idx)
-            .collect();
-        if !s.head.not_determinable.is_empty() {
-            let kinds: Vec<&str> = s.head.not_determinable.iter().map(|(k, _)| *k).collect();
-            let mut reasons: Vec<&str> = s
-                .head
-                .not_determinable
-                .iter()
-                .map(|(_, r)| r.as_str())
-                .collect();
-            reasons.dedup();
-            writeln!(
-                out,
-                "\n{} not determinable from these inputs: {} ({})",
-                s.label(),
-                kinds.join(", "),
-                reasons.join("; ")
-            )?;
-        }
-        if mine.is_empty() {
-            continue;
-        }
+/// A session's row of the sessions table.
+fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
+    let id = match &s.head.session_id {
+        Some(id) => terminal(&short_id(id)).into_owned(),
+        None if s.head.stateless => "(stateless)".into(),
+        None => "—".into(),
+    };
+    let mut server = format!(
+        "{} {}",
+        endpoint(s.head.server),
+        terminal_truncated(&s.head.path, 20)
+    );
+    if !s.same_session_as.is_empty() {
+        server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
+    }
+    vec![
+        s.label(),
+        id,
+        server,
+        match s.head.transport {
+            mcpf_mcp::model::Transport::StreamableHttp => "streamable".into(),
+            mcpf_mcp::model::Transport::LegacySse => "legacy SSE".into(),
+        },
+        s.head
+            .protocol_version
+            .as_deref()
+            .map(|p| terminal_truncated(p, 12))
+            .unwrap_or_else(|| "?".into()),
+        s.head
+            .client_info
+            .as_deref()
+            .map(|c| terminal_truncated(&r.text(c), 24))
+            .unwrap_or_default(),
+        s.head
+            .fell_back
+            .map(|m| m.time.clock_millis())
+            .unwrap_or_else(|| "no".into()),
+        s.head.event_id_scheme.name().into(),
+        match s.verdict.verdict {
+            "unsafe" => "UNSAFE".into(),
+            "not_attempted" => "not tried".into(),
+            other => other.into(),
+        },
+    ]
+}
+
+/// What the inputs could not tell about a session, and why.
+fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader) -> io::Result<()> {
+    if s.head.not_determinable.is_empty() {
+        return Ok(());
+    }
+    let kinds: Vec<&str> = s.head.not_determinable.iter().map(|(k, _)| *k).collect();
+    let mut reasons: Vec<&str> = s
+        .head
+        .not_determinable
+        .iter()
+        .map(|(_, r)| r.as_str())
+        .collect();
+    reasons.dedup();
+    writeln!(
+        out,
+        "\n{} not determinable from these inputs: {} ({})",
+        s.label(),
+        kinds.join(", "),
+        reasons.join("; ")
+    )
+}
+
+/// A session's shown findings as cause → consequence trees, root cause first.
+fn write_findings(
+    out: &mut dyn Write,
+    rep: &Report,
+    s: &SessionHeader,
+    shown: &[usize],
+    r: &Redactor,
+    style: Style,
+) -> io::Result<()> {
+    let mine: Vec<usize> = shown
+        .iter()
+        .copied()
+        .filter(|&p| rep.findings[p].session == s.head.idx)
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n{}  root cause first, consequences indented",
+        style.heading(&format!("FINDINGS ({})", s.label()))
+    )?;
+    let id_width = mine.iter().map(|&p| finding_id(p).len()).max().unwrap_or(2);
+    for (p, depth) in cause_trees(rep, &mine) {
+        let f = &rep.findings[p];
+        let indent = "  ".repeat(depth);
         writeln!(
             out,
-            "\n{}  root cause first, consequences indented",
-            style.heading(&format!("FINDINGS ({})", s.label()))
+            " {indent}{:<id_width$} {:<8} {}  {}  {}",
+            finding_id(p),
+            style.severity(f.severity),
+            f.kind,
+            f.time.time.clock_millis(),
+            frames_text(&f.frames)
         )?;
-        // Cause → consequence trees: a finding is printed under its first shown cause.
-        let parent = |p: usize| {
-            rep.findings[p]
-                .caused_by
-                .iter()
-                .copied()
-                .find(|c| mine.contains(c))
-        };
-        let roots: Vec<usize> = mine
-            .iter()
-            .copied()
-            .filter(|&p| parent(p).is_none())
-            .collect();
-        let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&p| (p, 0)).collect();
-        let id_width = mine.iter().map(|&p| finding_id(p).len()).max().unwrap_or(2);
-        while let Some((p, depth)) = stack.pop() {
-            let f = &rep.findings[p];
-            let indent = "  ".repeat(depth);
-            writeln!(
-                out,
-                " {indent}{:<id_width$} {:<8} {}  {}  {}",
-                finding_id(p),
-                style.severity(f.severity),
-                f.kind,
-                f.time.time.clock_millis(),
-                frames_text(&f.frames)
-            )?;
-            writeln!(out, " {indent}     {}", terminal(&r.text(&f.summary)))?;
-            if let Some(note) = &f.confidence_note {
-                writeln!(out, " {indent}     confidence reduced: {}", terminal(note))?;
-            }
-            let children: Vec<usize> = mine
-                .iter()
-                .copied()
-                .filter(|&c| parent(c) == Some(p))
-                .collect();
-            for c in children.into_iter().rev() {
-                stack.push((c, depth + 1));
-            }
+        writeln!(out, " {indent}     {}", terminal(&r.text(&f.summary)))?;
+        if let Some(note) = &f.confidence_note {
+            writeln!(out, " {indent}     confidence reduced: {}", terminal(note))?;
         }
     }
+    Ok(())
+}
 
-    for s in &sessions {
-        let entries: &[Entry] = rep
-            .timelines
-            .get(s.head.idx)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        if entries.is_empty() {
-            continue;
-        }
-        let v = &s.verdict;
+/// The findings at positions `mine` in print order, each with its depth: a finding is printed
+/// under its first shown cause, and roots and the consequences of each keep their order.
+fn cause_trees(rep: &Report, mine: &[usize]) -> Vec<(usize, usize)> {
+    let parent = |p: usize| {
+        rep.findings[p]
+            .caused_by
+            .iter()
+            .copied()
+            .find(|c| mine.contains(c))
+    };
+    let mut order = Vec::with_capacity(mine.len());
+    let mut stack: Vec<(usize, usize)> = mine
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&p| parent(p).is_none())
+        .map(|p| (p, 0))
+        .collect();
+    while let Some((p, depth)) = stack.pop() {
+        order.push((p, depth));
+        let children = mine.iter().rev().copied().filter(|&c| parent(c) == Some(p));
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    order
+}
+
+/// A session's timeline, and its resumption verdict with the reason.
+fn write_timeline(
+    out: &mut dyn Write,
+    rep: &Report,
+    s: &SessionHeader,
+    r: &Redactor,
+    style: Style,
+) -> io::Result<()> {
+    let entries: &[Entry] = rep
+        .timelines
+        .get(s.head.idx)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if entries.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n{}  {}",
+        style.heading(&format!("TIMELINE ({})", s.label())),
+        s.head.start.time.date()
+    )?;
+    for e in entries {
+        let text = terminal(&r.text(&e.text)).into_owned();
         writeln!(
             out,
-            "\n{}  {}",
-            style.heading(&format!("TIMELINE ({})", s.label())),
-            s.head.start.time.date()
-        )?;
-        for e in entries {
-            let text = terminal(&r.text(&e.text)).into_owned();
-            let marker = if e.kind == "finding" {
-                format!(
-                    "▲ {}",
-                    e.findings
-                        .iter()
-                        .map(|&p| finding_id(p))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )
-            } else {
-                e.arrow.to_string()
-            };
-            writeln!(
-                out,
-                " {}  {:<6} {}",
-                e.time.time.clock_millis(),
-                marker,
-                text
-            )?;
-        }
-        writeln!(
-            out,
-            " resumption: {}{}",
-            v.verdict,
-            v.reason
-                .as_deref()
-                .map(|r| format!(" — {}", terminal(r)))
-                .unwrap_or_default()
+            " {}  {:<6} {}",
+            e.time.time.clock_millis(),
+            marker(e),
+            text
         )?;
     }
+    let v = &s.verdict;
+    writeln!(
+        out,
+        " resumption: {}{}",
+        v.verdict,
+        v.reason
+            .as_deref()
+            .map(|r| format!(" — {}", terminal(r)))
+            .unwrap_or_default()
+    )
+}
 
-    // What to do: the root cause of the most severe chain.
+/// The marker column of a timeline row: the direction, or the findings placed there.
+fn marker(e: &Entry) -> String {
+    if e.kind == "finding" {
+        format!(
+            "▲ {}",
+            e.findings
+                .iter()
+                .map(|&p| finding_id(p))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    } else {
+        e.arrow.to_string()
+    }
+}
+
+/// What to do: the fix for the root cause of the most severe chain.
+fn write_what_to_do(
+    out: &mut dyn Write,
+    rep: &Report,
+    shown: &[usize],
+    style: Style,
+) -> io::Result<()> {
     let worst = shown
         .iter()
         .copied()
@@ -373,6 +451,16 @@ pub fn write_human(
         )?;
         writeln!(out, " {}", f.kind.info().fix)?;
     }
+    Ok(())
+}
+
+/// The exit code the findings call for, and why.
+fn write_exit_line(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    fail_on: Severity,
+) -> io::Result<()> {
     let failing = rep
         .counted_findings(sel)
         .filter(|f| f.severity.at_least(fail_on))
@@ -383,7 +471,7 @@ pub fn write_human(
         if failing > 0 {
             format!(
                 "exit 1: {} at or above --fail-on {}",
-                crate::table::count(failing as u64, "finding", "findings"),
+                count(failing as u64, "finding", "findings"),
                 fail_on.name()
             )
         } else {
@@ -392,6 +480,5 @@ pub fn write_human(
                 fail_on.name()
             )
         }
-    )?;
-    Ok(())
+    )
 }
