@@ -9,21 +9,21 @@ use mcpf_model::Mark;
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub time: Mark,
-    pub session: usize,
-    pub stream: Option<String>,
+    pub(crate) session: usize,
+    pub(crate) stream: Option<String>,
     /// `c→s`, `s→c`, `c ✕` (the client cut), `s ✕` (the server cut), `▲` (a finding).
-    pub arrow: &'static str,
-    pub kind: &'static str,
-    pub text: String,
+    pub(crate) arrow: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) text: String,
     /// Positions of findings placed here.
     pub findings: Vec<usize>,
-    pub request_ids: Vec<RequestId>,
-    pub event_ids: Option<(String, String)>,
-    pub frames: Vec<Mark>,
+    pub(crate) request_ids: Vec<RequestId>,
+    pub(crate) event_ids: Option<(String, String)>,
+    pub(crate) frames: Vec<Mark>,
 }
 
 /// Event IDs as a person scans them: long opaque IDs keep their head and tail.
-pub fn short_event_id(id: &str) -> String {
+fn short_event_id(id: &str) -> String {
     let n = id.chars().count();
     if n <= 18 {
         return id.to_string();

@@ -34,7 +34,7 @@ use mcpf_model::{InputReport, Mark, Timestamp};
 use crate::timeline::Entry;
 use spill::{Range, Ranges};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// What the report shows, after the filters.
 #[derive(Clone, Debug, Default)]
@@ -60,19 +60,19 @@ pub enum RecordFormat {
 /// filters and the links between observations), its verdict, and where its rendered records
 /// went.
 #[derive(Clone, Debug)]
-pub struct SessionHeader {
-    pub head: SessionHead,
-    pub verdict: Verdict,
-    pub same_session_as: Vec<String>,
+pub(crate) struct SessionHeader {
+    pub(crate) head: SessionHead,
+    pub(crate) verdict: Verdict,
+    pub(crate) same_session_as: Vec<String>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
-    pub merged: Vec<(u32, String, usize, usize, f64)>,
+    pub(crate) merged: Vec<(u32, String, usize, usize, f64)>,
     record: Option<Range>,
     events: Option<Range>,
 }
 
 impl SessionHeader {
     /// `S1`, `S2`, ...
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.head.label()
     }
 }
@@ -105,7 +105,7 @@ pub struct Tool {
 
 impl Report {
     /// Session headers in label order.
-    pub fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
+    pub(crate) fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
         self.sessions.headers.iter().flatten()
     }
 
@@ -143,7 +143,7 @@ impl Report {
     }
 
     /// Positions of the findings shown.
-    pub fn shown_findings(&self, sel: &Selection) -> Vec<usize> {
+    pub(crate) fn shown_findings(&self, sel: &Selection) -> Vec<usize> {
         self.findings
             .iter()
             .enumerate()

@@ -51,7 +51,7 @@ pub struct SessionWriter {
     cfg: RenderConfig,
     spills: Spills,
     renderer: Option<Renderer>,
-    pub headers: mcpf_model::PagedVec<Option<SessionHeader>>,
+    pub(super) headers: mcpf_model::PagedVec<Option<SessionHeader>>,
     /// The first error writing the spill (reported at the end).
     pub error: Option<String>,
 }
@@ -188,6 +188,12 @@ impl SessionWriter {
         if let Some(e) = self.spills.error.take() {
             self.error.get_or_insert(e);
         }
+    }
+
+    /// One past the highest session index written: the length of the per-session tables the
+    /// report lays out (the timelines).
+    pub fn session_slots(&self) -> usize {
+        self.headers.len()
     }
 
     /// The records a session spilled at `range`; empty when it spilled none.
