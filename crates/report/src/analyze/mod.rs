@@ -34,7 +34,7 @@ use mcpf_model::{InputReport, Mark, Timestamp};
 use crate::timeline::Entry;
 use spill::{Range, Ranges};
 
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_VERSION: u32 = 1;
 
 /// What the report shows, after the filters.
 #[derive(Clone, Debug, Default)]
@@ -60,19 +60,19 @@ pub enum RecordFormat {
 /// filters and the links between observations), its verdict, and where its rendered records
 /// went.
 #[derive(Clone, Debug)]
-pub(crate) struct SessionHeader {
-    pub(crate) head: SessionHead,
-    pub(crate) verdict: Verdict,
-    pub(crate) same_session_as: Vec<String>,
+struct SessionHeader {
+    head: SessionHead,
+    verdict: Verdict,
+    same_session_as: Vec<String>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
-    pub(crate) merged: Vec<(u32, String, usize, usize, f64)>,
+    merged: Vec<(u32, String, usize, usize, f64)>,
     record: Option<Range>,
     events: Option<Range>,
 }
 
 impl SessionHeader {
     /// `S1`, `S2`, ...
-    pub(crate) fn label(&self) -> String {
+    fn label(&self) -> String {
         self.head.label()
     }
 }
@@ -105,7 +105,7 @@ pub struct Tool {
 
 impl Report {
     /// Session headers in label order.
-    pub(crate) fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
+    fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
         self.sessions.headers.iter().flatten()
     }
 
@@ -143,7 +143,7 @@ impl Report {
     }
 
     /// Positions of the findings shown.
-    pub(crate) fn shown_findings(&self, sel: &Selection) -> Vec<usize> {
+    fn shown_findings(&self, sel: &Selection) -> Vec<usize> {
         self.findings
             .iter()
             .enumerate()
