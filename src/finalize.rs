@@ -88,7 +88,7 @@ impl Finalizer {
         let mut calls = self.calls.into_vec();
         let (findings, position) = mcpf_detect::finish(self.findings, &mut calls);
         self.writer.finish();
-        let sessions = self.writer.headers.len();
+        let sessions = self.writer.session_slots();
         let mut timelines: Vec<Vec<Entry>> = vec![Vec::new(); sessions];
         for (idx, mut entries) in self.timelines {
             for e in &mut entries {

@@ -13,29 +13,29 @@ use super::table::{bytes, duration, new_table};
 #[derive(Debug, Serialize)]
 pub struct FlowRow {
     /// Connection index in capture order (Wireshark's `tcp.stream`).
-    pub id: ConnId,
-    pub client: String,
-    pub server: String,
-    pub start: String,
-    pub end: String,
-    pub duration_s: f64,
-    pub packets: u64,
-    pub bytes_c2s: u64,
-    pub bytes_s2c: u64,
+    id: ConnId,
+    client: String,
+    server: String,
+    start: String,
+    end: String,
+    duration_s: f64,
+    packets: u64,
+    bytes_c2s: u64,
+    bytes_s2c: u64,
     /// Holes in either direction: bytes that crossed the wire but are not in the capture.
-    pub gaps: u64,
-    pub gap_bytes: u64,
-    pub retransmissions: u64,
-    pub out_of_order: u64,
+    gaps: u64,
+    gap_bytes: u64,
+    retransmissions: u64,
+    out_of_order: u64,
     /// Retransmitted bytes that disagreed with the first copy (the first copy was kept).
-    pub conflicts: u64,
-    pub handshake_seen: bool,
+    conflicts: u64,
+    handshake_seen: bool,
     /// How client and server were told apart: `syn`, `syn-ack`, `http-request-line`,
     /// `http-status-line` or `lower-port`.
-    pub roles_from: &'static str,
-    pub ended: &'static str,
-    pub c2s: HalfStats,
-    pub s2c: HalfStats,
+    roles_from: &'static str,
+    ended: &'static str,
+    c2s: HalfStats,
+    s2c: HalfStats,
 }
 
 impl FlowRow {

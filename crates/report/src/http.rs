@@ -26,7 +26,7 @@ fn headers_json(h: &Headers, r: &Redactor) -> Value {
 }
 
 /// A body as JSON: text when it is UTF-8, base64 otherwise (never lossily replaced).
-pub fn body_json(b: &Body, r: &Redactor) -> Value {
+fn body_json(b: &Body, r: &Redactor) -> Value {
     let (encoding, text) = match std::str::from_utf8(&b.data) {
         Ok(t) => ("utf-8", r.text(t).into_owned()),
         Err(_) => (
@@ -46,7 +46,7 @@ pub fn body_json(b: &Body, r: &Redactor) -> Value {
     })
 }
 
-pub fn message_json(m: &Message) -> Value {
+pub(crate) fn message_json(m: &Message) -> Value {
     let mut v = json!({ "kind": m.kind });
     let o = v.as_object_mut().expect("object");
     if let Some(id) = &m.id {
@@ -120,7 +120,7 @@ fn flags(e: &Exchange) -> Vec<&'static str> {
     f
 }
 
-pub fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
+fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
     let m = ExchangeMessages::of(e);
     let (req_time, req_frame) = mark_json(e.request.as_ref().map(|q| q.first));
     let (resp_time, resp_frame) = mark_json(e.response.as_ref().map(|h| h.first));

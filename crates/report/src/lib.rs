@@ -7,7 +7,7 @@ pub mod hints;
 pub mod http;
 pub mod redact;
 pub mod sanitize;
-pub mod table;
+mod table;
 pub mod timeline;
 
 use std::io::{self, Write};
@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use mcpf_model::InputReport;
 
 /// The one-line account of an input printed above every human report, then its warnings.
-pub fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
+pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();
     let path = sanitize::terminal(&input.path);
     if let Some(e) = &input.error {

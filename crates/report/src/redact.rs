@@ -4,7 +4,7 @@
 //! headers, credential-looking query parameters, and bearer tokens anywhere in free text.
 
 /// Replacement text for a removed secret.
-pub const REDACTED: &str = "[redacted]";
+const REDACTED: &str = "[redacted]";
 
 /// Headers whose value is a credential.
 fn is_secret_header(name: &str) -> bool {
@@ -51,7 +51,7 @@ fn is_secret_param(name: &str) -> bool {
 
 #[derive(Clone, Copy, Debug)]
 pub struct Redactor {
-    pub enabled: bool,
+    enabled: bool,
 }
 
 impl Redactor {
@@ -61,7 +61,7 @@ impl Redactor {
 
     /// A header value as it may be shown. The authentication scheme (`Bearer`, `Basic`) is kept:
     /// it tells the analyst what kind of credential was there.
-    pub fn header(&self, name: &str, value: &str) -> String {
+    pub(crate) fn header(&self, name: &str, value: &str) -> String {
         if !self.enabled {
             return value.to_string();
         }
@@ -82,7 +82,7 @@ impl Redactor {
     }
 
     /// A request target with credential query parameters removed.
-    pub fn target(&self, target: &str) -> String {
+    pub(crate) fn target(&self, target: &str) -> String {
         if !self.enabled {
             return target.to_string();
         }
@@ -100,7 +100,7 @@ impl Redactor {
     }
 
     /// Free text (bodies, summaries): bearer tokens are removed wherever they appear.
-    pub fn text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+    pub(crate) fn text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         if !self.enabled
             || !text
                 .as_bytes()

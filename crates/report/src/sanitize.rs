@@ -48,7 +48,7 @@ pub fn terminal(text: &str) -> Cow<'_, str> {
 }
 
 /// Sanitises and shortens to at most `max` characters, marking the cut with `…`.
-pub fn terminal_truncated(text: &str, max: usize) -> String {
+pub(crate) fn terminal_truncated(text: &str, max: usize) -> String {
     let clean = terminal(text);
     if clean.chars().count() <= max {
         return clean.into_owned();

@@ -5,7 +5,7 @@ use comfy_table::{ContentArrangement, Table};
 
 /// A table in the house style. Width follows the terminal when there is one, else stays natural
 /// (piped output is not wrapped, so it diffs and greps cleanly).
-pub fn new_table(header: &[&str]) -> Table {
+pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_style(UTF8_FULL_CONDENSED)
@@ -15,7 +15,7 @@ pub fn new_table(header: &[&str]) -> Table {
 }
 
 /// Human-readable byte count: `512 B`, `1.4 KiB`, `3.0 MiB`.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if n < 1024 {
         return format!("{n} B");
@@ -30,7 +30,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// Seconds as `0.153 s`, `12.4 s`, `3 min 20 s`.
-pub fn duration(secs: f64) -> String {
+pub(crate) fn duration(secs: f64) -> String {
     if secs < 10.0 {
         format!("{secs:.3} s")
     } else if secs < 120.0 {
@@ -42,7 +42,7 @@ pub fn duration(secs: f64) -> String {
 }
 
 /// `1 finding`, `2 findings`: a number with its noun agreeing.
-pub fn count(n: impl Into<u64>, singular: &str, plural: &str) -> String {
+pub(crate) fn count(n: impl Into<u64>, singular: &str, plural: &str) -> String {
     let n = n.into();
     format!("{n} {}", if n == 1 { singular } else { plural })
 }

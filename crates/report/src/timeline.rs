@@ -3,27 +3,27 @@
 
 use mcpf_detect::Finding;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
-use mcpf_mcp::model::{Namespace, Session, Stream, StreamTransport};
+use mcpf_mcp::model::{EventRec, Namespace, Session, Stream, StreamTransport};
 use mcpf_model::Mark;
 
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub time: Mark,
-    pub session: usize,
-    pub stream: Option<String>,
+    pub(crate) session: usize,
+    pub(crate) stream: Option<String>,
     /// `c→s`, `s→c`, `c ✕` (the client cut), `s ✕` (the server cut), `▲` (a finding).
-    pub arrow: &'static str,
-    pub kind: &'static str,
-    pub text: String,
+    pub(crate) arrow: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) text: String,
     /// Positions of findings placed here.
     pub findings: Vec<usize>,
-    pub request_ids: Vec<RequestId>,
-    pub event_ids: Option<(String, String)>,
-    pub frames: Vec<Mark>,
+    pub(crate) request_ids: Vec<RequestId>,
+    pub(crate) event_ids: Option<(String, String)>,
+    pub(crate) frames: Vec<Mark>,
 }
 
 /// Event IDs as a person scans them: long opaque IDs keep their head and tail.
-pub fn short_event_id(id: &str) -> String {
+fn short_event_id(id: &str) -> String {
     let n = id.chars().count();
     if n <= 18 {
         return id.to_string();
@@ -128,239 +128,315 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
         .flat_map(|(_, f)| f.frames.iter().copied())
         .collect();
     for st in &s.streams {
-        let requests: Vec<&Message> = st.requests().collect();
-        let notes: Vec<&Message> = st
-            .client_messages
+        let msgs = StreamMessages::of(st);
+        out.push(opening_entry(s, &msgs));
+        if !msgs.quiet_post(&flagged) || all_events {
+            push_event_runs(&mut out, s, st, &flagged, all_events);
+        }
+        out.extend(cut_entry(s, &msgs));
+    }
+    out.extend(
+        findings
             .iter()
-            .filter(|m| m.kind != Kind::Request)
-            .collect();
-        let label = st.label();
-        // Answered on its own stream, quickly and quietly: one row.
-        let own_answer: Vec<&Message> = st
-            .events
-            .iter()
-            .flat_map(|e| e.messages.iter())
-            .chain(st.response_messages.iter())
-            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-            .collect();
-        let mut text = match (st.method.as_str(), requests.first()) {
-            (_, Some(_)) => format!(
-                "{} {}",
-                st.method,
-                requests
-                    .iter()
-                    .map(|m| request_text(m))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            ("GET", None) => {
-                let what = match (&st.resume, st.transport) {
-                    (Some(r), _) => format!(
-                        "Last-Event-ID: {} (resume)",
-                        short_event_id(&r.last_event_id)
-                    ),
-                    (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
-                    (None, _) => {
-                        if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
-                            "(fallback stream)".into()
-                        } else {
-                            "(standalone stream)".into()
-                        }
-                    }
-                };
-                format!("GET {} {what}", st.target)
-            }
-            (m, None) if !notes.is_empty() => format!(
-                "{m} {}",
-                notes
-                    .iter()
-                    .map(|n| n
-                        .method
-                        .as_deref()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| n.summary()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            (m, None) => format!("{m} {}", st.target),
-        };
-        text.push_str(&format!("  {}", response_kind(st)));
-        if !own_answer.is_empty() && !requests.is_empty() {
-            let all_answered = requests
-                .iter()
-                .all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
-            if all_answered {
-                text.push_str(if own_answer.iter().any(|a| a.kind == Kind::Error) {
-                    ", error"
-                } else {
-                    ", answered"
-                });
-            }
-        }
-        out.push(Entry {
-            time: st.opened,
-            session: s.idx,
-            stream: Some(label.clone()),
-            arrow: "c→s",
-            kind: if st.resume.is_some() {
-                "resume"
-            } else {
-                "request"
-            },
-            text,
-            findings: Vec::new(),
-            request_ids: requests.iter().filter_map(|m| m.id.clone()).collect(),
-            event_ids: None,
-            frames: vec![st.opened],
-        });
-        // Events: runs per stream, broken where a finding points or by a response.
-        let mut run: Vec<usize> = Vec::new();
-        let flush = |run: &mut Vec<usize>, out: &mut Vec<Entry>| {
-            if run.is_empty() {
-                return;
-            }
-            let first = &st.events[run[0]];
-            let last = &st.events[*run.last().unwrap_or(&run[0])];
-            let msgs: Vec<&Message> = run
-                .iter()
-                .flat_map(|&i| st.events[i].messages.iter())
-                .collect();
-            let primings = run.iter().filter(|&&i| st.events[i].priming).count();
-            let ids = match (first.id.as_deref(), last.id.as_deref()) {
-                (Some(a), Some(b)) if a != b => {
-                    format!("events {}–{}", short_event_id(a), short_event_id(b))
-                }
-                (Some(a), _) if run.len() == 1 => format!("event {}", short_event_id(a)),
-                _ if run.len() == 1 => "1 event".to_string(),
-                _ => format!("{} events", run.len()),
-            };
-            let foreign = run
-                .iter()
-                .filter_map(|&i| match st.events[i].namespace {
-                    Namespace::Stream(ns) if ns != st.idx => Some(ns),
-                    _ => None,
-                })
-                .next();
-            let mut what = summarize_messages(&msgs);
-            if primings > 0 {
-                if !what.is_empty() {
-                    what.push_str(", ");
-                }
-                what.push_str(if primings == 1 { "priming" } else { "primings" });
-            }
-            if let Some(ev) = run
-                .iter()
-                .map(|&i| &st.events[i])
-                .find(|e| e.endpoint.is_some())
-            {
-                what = format!("endpoint {}", ev.endpoint.clone().unwrap_or_default());
-            }
-            let minted = foreign
-                .map(|ns| format!(" — minted by {}", s.streams[ns].label()))
-                .unwrap_or_default();
-            out.push(Entry {
-                time: first.mark,
-                session: s.idx,
-                stream: Some(st.label()),
-                arrow: "s→c",
-                kind: "events",
-                text: format!(
-                    "{ids} on {}{}{minted}",
-                    st.label(),
-                    if what.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({what})")
-                    }
-                ),
-                findings: Vec::new(),
-                request_ids: msgs
-                    .iter()
-                    .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-                    .filter_map(|m| m.id.clone())
-                    .collect(),
-                event_ids: first
-                    .id
-                    .as_deref()
-                    .map(str::to_string)
-                    .zip(last.id.as_deref().map(str::to_string)),
-                frames: vec![first.mark, last.mark],
-            });
-            run.clear();
-        };
-        let answered_here = !requests.is_empty()
-            && requests
-                .iter()
-                .all(|r| own_answer.iter().any(|a| a.id.is_some() && a.id == r.id));
-        let quiet_post = st.transport == StreamTransport::Post
-            && st.resume.is_none()
-            && answered_here
-            && !st.interrupted()
-            && st.events.iter().all(|e| !flagged.contains(&e.mark));
-        if !quiet_post || all_events {
-            for (i, ev) in st.events.iter().enumerate() {
-                let breaks = all_events
-                    || flagged.contains(&ev.mark)
-                    || ev
-                        .messages
-                        .iter()
-                        .any(|m| matches!(m.kind, Kind::Response | Kind::Error))
-                    || ev.endpoint.is_some()
-                    || run
-                        .last()
-                        .is_some_and(|&p| ev.mark.time.seconds_since(st.events[p].mark.time) > 5.0);
-                if breaks {
-                    flush(&mut run, &mut out);
-                }
-                run.push(i);
-                if breaks {
-                    flush(&mut run, &mut out);
-                }
-            }
-            flush(&mut run, &mut out);
-        }
-        if let Some((arrow, text)) = cut_text(st)
-            && !(st.transport == StreamTransport::Post && answered_here)
-        {
-            let at = st.ended.unwrap_or(st.opened);
-            out.push(Entry {
-                time: at,
-                session: s.idx,
-                stream: Some(st.label()),
-                arrow,
-                kind: "stream_end",
-                text,
-                findings: Vec::new(),
-                request_ids: Vec::new(),
-                event_ids: None,
-                frames: vec![at],
-            });
-        }
-    }
-    for (pos, f) in findings {
-        out.push(Entry {
-            time: f.time,
-            session: s.idx,
-            stream: None,
-            arrow: "▲",
-            kind: "finding",
-            text: format!(
-                "{} {}: {}",
-                f.severity.name().to_uppercase(),
-                f.kind,
-                f.summary
-            ),
-            findings: vec![*pos],
-            request_ids: Vec::new(),
-            event_ids: None,
-            frames: f.frames.clone(),
-        });
-    }
-    if let Some(d) = s.deleted {
-        let _ = d;
-    }
+            .map(|&(pos, f)| finding_entry(s.idx, pos, f)),
+    );
     out.sort_by_key(|e| (e.time, e.kind == "finding"));
     condense_requests(out)
+}
+
+/// A response or an error: what answers a request.
+fn is_answer(m: &Message) -> bool {
+    matches!(m.kind, Kind::Response | Kind::Error)
+}
+
+/// A stream's client messages and the answers it carried itself: what its rows are made of.
+struct StreamMessages<'a> {
+    st: &'a Stream,
+    requests: Vec<&'a Message>,
+    /// Client messages that are not requests (notifications, answers to the server).
+    notes: Vec<&'a Message>,
+    /// Responses and errors on the stream itself, in its events or its response body.
+    answers: Vec<&'a Message>,
+}
+
+impl<'a> StreamMessages<'a> {
+    fn of(st: &'a Stream) -> Self {
+        StreamMessages {
+            st,
+            requests: st.requests().collect(),
+            notes: st
+                .client_messages
+                .iter()
+                .filter(|m| m.kind != Kind::Request)
+                .collect(),
+            answers: st
+                .events
+                .iter()
+                .flat_map(|e| e.messages.iter())
+                .chain(st.response_messages.iter())
+                .filter(|m| is_answer(m))
+                .collect(),
+        }
+    }
+
+    /// Every request the stream carried was answered on it.
+    fn answered_here(&self) -> bool {
+        !self.requests.is_empty()
+            && self
+                .requests
+                .iter()
+                .all(|r| self.answers.iter().any(|a| a.id.is_some() && a.id == r.id))
+    }
+
+    /// Answered on its own stream, quickly and quietly: the request row says it all, and its
+    /// events get no rows.
+    fn quiet_post(&self, flagged: &[Mark]) -> bool {
+        let st = self.st;
+        st.transport == StreamTransport::Post
+            && st.resume.is_none()
+            && self.answered_here()
+            && !st.interrupted()
+            && st.events.iter().all(|e| !flagged.contains(&e.mark))
+    }
+}
+
+/// The row of a stream's opening (a request, or a resume): what the client sent, the kind of
+/// response, and whether the stream answered every request.
+fn opening_entry(s: &Session, msgs: &StreamMessages) -> Entry {
+    let st = msgs.st;
+    let mut text = opening_text(s, msgs);
+    text.push_str(&format!("  {}", response_kind(st)));
+    if msgs.answered_here() {
+        text.push_str(if msgs.answers.iter().any(|a| a.kind == Kind::Error) {
+            ", error"
+        } else {
+            ", answered"
+        });
+    }
+    Entry {
+        time: st.opened,
+        session: s.idx,
+        stream: Some(st.label()),
+        arrow: "c→s",
+        kind: if st.resume.is_some() {
+            "resume"
+        } else {
+            "request"
+        },
+        text,
+        findings: Vec::new(),
+        request_ids: msgs.requests.iter().filter_map(|m| m.id.clone()).collect(),
+        event_ids: None,
+        frames: vec![st.opened],
+    }
+}
+
+/// What the client sent to open a stream: its requests, what a GET was for, or its other
+/// messages.
+fn opening_text(s: &Session, msgs: &StreamMessages) -> String {
+    let st = msgs.st;
+    match (st.method.as_str(), msgs.requests.first()) {
+        (_, Some(_)) => format!(
+            "{} {}",
+            st.method,
+            msgs.requests
+                .iter()
+                .map(|m| request_text(m))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ("GET", None) => {
+            let what = match (&st.resume, st.transport) {
+                (Some(r), _) => format!(
+                    "Last-Event-ID: {} (resume)",
+                    short_event_id(&r.last_event_id)
+                ),
+                (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
+                (None, _) => {
+                    if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
+                        "(fallback stream)".into()
+                    } else {
+                        "(standalone stream)".into()
+                    }
+                }
+            };
+            format!("GET {} {what}", st.target)
+        }
+        (m, None) if !msgs.notes.is_empty() => format!(
+            "{m} {}",
+            msgs.notes
+                .iter()
+                .map(|n| n
+                    .method
+                    .as_deref()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| n.summary()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (m, None) => format!("{m} {}", st.target),
+    }
+}
+
+/// A stream's events as rows: runs, broken where a finding points, by a response, by an
+/// endpoint event or by a pause of over five seconds; one row per event with `all_events`.
+fn push_event_runs(
+    out: &mut Vec<Entry>,
+    s: &Session,
+    st: &Stream,
+    flagged: &[Mark],
+    all_events: bool,
+) {
+    let mut run: Vec<usize> = Vec::new();
+    let flush = |run: &mut Vec<usize>, out: &mut Vec<Entry>| {
+        if !run.is_empty() {
+            out.push(run_entry(s, st, run));
+            run.clear();
+        }
+    };
+    for (i, ev) in st.events.iter().enumerate() {
+        let breaks = all_events
+            || flagged.contains(&ev.mark)
+            || ev.messages.iter().any(is_answer)
+            || ev.endpoint.is_some()
+            || run
+                .last()
+                .is_some_and(|&p| ev.mark.time.seconds_since(st.events[p].mark.time) > 5.0);
+        if breaks {
+            flush(&mut run, out);
+        }
+        run.push(i);
+        if breaks {
+            flush(&mut run, out);
+        }
+    }
+    flush(&mut run, out);
+}
+
+/// The row of a run of events (positions in the stream's events, never empty): their IDs, what
+/// they carried, and the stream that minted their IDs when it is another.
+fn run_entry(s: &Session, st: &Stream, run: &[usize]) -> Entry {
+    let first = &st.events[run[0]];
+    let last = &st.events[*run.last().unwrap_or(&run[0])];
+    let msgs: Vec<&Message> = run
+        .iter()
+        .flat_map(|&i| st.events[i].messages.iter())
+        .collect();
+    let what = run_contents(st, run, &msgs);
+    let minted = run
+        .iter()
+        .find_map(|&i| match st.events[i].namespace {
+            Namespace::Stream(ns) if ns != st.idx => Some(ns),
+            _ => None,
+        })
+        .map(|ns| format!(" — minted by {}", s.streams[ns].label()))
+        .unwrap_or_default();
+    Entry {
+        time: first.mark,
+        session: s.idx,
+        stream: Some(st.label()),
+        arrow: "s→c",
+        kind: "events",
+        text: format!(
+            "{} on {}{}{minted}",
+            run_ids(first, last, run.len()),
+            st.label(),
+            if what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({what})")
+            }
+        ),
+        findings: Vec::new(),
+        request_ids: msgs
+            .iter()
+            .filter(|m| is_answer(m))
+            .filter_map(|m| m.id.clone())
+            .collect(),
+        event_ids: first
+            .id
+            .as_deref()
+            .map(str::to_string)
+            .zip(last.id.as_deref().map(str::to_string)),
+        frames: vec![first.mark, last.mark],
+    }
+}
+
+/// `events 1–9`, `event 7`, `1 event`, `12 events`: a run by its first and last event IDs.
+fn run_ids(first: &EventRec, last: &EventRec, len: usize) -> String {
+    match (first.id.as_deref(), last.id.as_deref()) {
+        (Some(a), Some(b)) if a != b => {
+            format!("events {}–{}", short_event_id(a), short_event_id(b))
+        }
+        (Some(a), _) if len == 1 => format!("event {}", short_event_id(a)),
+        _ if len == 1 => "1 event".to_string(),
+        _ => format!("{len} events"),
+    }
+}
+
+/// What a run of events carried: its messages counted and its primings, or the endpoint it
+/// announced (legacy SSE).
+fn run_contents(st: &Stream, run: &[usize], msgs: &[&Message]) -> String {
+    if let Some(ev) = run
+        .iter()
+        .map(|&i| &st.events[i])
+        .find(|e| e.endpoint.is_some())
+    {
+        return format!("endpoint {}", ev.endpoint.clone().unwrap_or_default());
+    }
+    let primings = run.iter().filter(|&&i| st.events[i].priming).count();
+    let mut what = summarize_messages(msgs);
+    if primings > 0 {
+        if !what.is_empty() {
+            what.push_str(", ");
+        }
+        what.push_str(if primings == 1 { "priming" } else { "primings" });
+    }
+    what
+}
+
+/// The row of a stream that did not end by its own framing, unless it is a POST that had
+/// answered every request by then.
+fn cut_entry(s: &Session, msgs: &StreamMessages) -> Option<Entry> {
+    let st = msgs.st;
+    if st.transport == StreamTransport::Post && msgs.answered_here() {
+        return None;
+    }
+    let (arrow, text) = cut_text(st)?;
+    let at = st.ended.unwrap_or(st.opened);
+    Some(Entry {
+        time: at,
+        session: s.idx,
+        stream: Some(st.label()),
+        arrow,
+        kind: "stream_end",
+        text,
+        findings: Vec::new(),
+        request_ids: Vec::new(),
+        event_ids: None,
+        frames: vec![at],
+    })
+}
+
+/// The row of a finding (at position `pos`), placed at its time.
+fn finding_entry(session: usize, pos: usize, f: &Finding) -> Entry {
+    Entry {
+        time: f.time,
+        session,
+        stream: None,
+        arrow: "▲",
+        kind: "finding",
+        text: format!(
+            "{} {}: {}",
+            f.severity.name().to_uppercase(),
+            f.kind,
+            f.summary
+        ),
+        findings: vec![pos],
+        request_ids: Vec::new(),
+        event_ids: None,
+        frames: f.frames.clone(),
+    }
 }
 
 /// Consecutive quiet requests of the same method, each answered on its own stream, become one

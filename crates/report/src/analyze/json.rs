@@ -1,0 +1,520 @@
+//! The JSON records of the `analyze` report and the two formats made of them: the document of
+//! `--format json` and the NDJSON lines of `--format ndjson`. Sessions and streams are records of
+//! their own (structs, not `json!` trees) because they are the bulk of a large capture's report;
+//! findings, timeline entries and events are `json!` trees.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use mcpf_detect::{Finding, Severity, finding_id};
+use mcpf_mcp::model::{Namespace, Session};
+use mcpf_model::{Mark, endpoint};
+
+use super::spill::Records;
+use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
+use crate::redact::Redactor;
+use crate::timeline::Entry;
+
+/// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
+/// inside the document.
+fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
+    // serde writes token by token: indenting the finished text in bulk is cheaper than
+    // intercepting every write.
+    let text = serde_json::to_vec_pretty(v).unwrap_or_default();
+    let lines = memchr::memchr_iter(b'\n', &text).count();
+    let mut out = Vec::with_capacity(text.len() + lines * indent);
+    let mut from = 0;
+    for nl in memchr::memchr_iter(b'\n', &text) {
+        out.extend_from_slice(&text[from..=nl]);
+        out.resize(out.len() + indent, b' ');
+        from = nl + 1;
+    }
+    out.extend_from_slice(&text[from..]);
+    out
+}
+
+fn frames_json(frames: &[Mark]) -> (Value, Value) {
+    let nums: Vec<u64> = frames.iter().map(|m| m.frame.frame).collect();
+    let refs: Vec<Value> = frames
+        .iter()
+        .map(|m| json!({ "input": m.frame.input, "frame": m.frame.frame }))
+        .collect();
+    (json!(nums), json!(refs))
+}
+
+/// A stream as the JSON report has it. A struct, not a `json!` tree: a large capture has tens of
+/// thousands of streams, and a tree allocates every key and value before it is written.
+#[derive(Serialize)]
+struct StreamRecord<'a> {
+    id: String,
+    transport: &'static str,
+    exchange: String,
+    input: mcpf_model::InputId,
+    method: &'a str,
+    target: String,
+    client: String,
+    status: Option<u16>,
+    content_type: Option<&'a str>,
+    event_stream: bool,
+    opened: String,
+    opened_frame: u64,
+    ended: Option<String>,
+    ended_frame: Option<u64>,
+    outcome: Option<mcpf_http::Outcome>,
+    closed_by: Option<&'static str>,
+    requests: Vec<&'a mcpf_mcp::jsonrpc::RequestId>,
+    methods: Vec<&'a str>,
+    events: usize,
+    first_event_id: Option<&'a str>,
+    last_event_id: Option<&'a str>,
+    comments: u64,
+    retry_ms: Option<u64>,
+    resume: Option<ResumeRecord<'a>>,
+    session_id_sent: Option<&'a str>,
+    session_id_received: Option<&'a str>,
+    gap: bool,
+    gap_bytes: u64,
+    body_unknown: bool,
+}
+
+#[derive(Serialize)]
+struct ResumeRecord<'a> {
+    last_event_id: &'a str,
+    continues: Option<String>,
+    also_seen_on: Vec<String>,
+}
+
+fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -> StreamRecord<'a> {
+    StreamRecord {
+        id: st.label(),
+        transport: st.transport.name(),
+        exchange: st.exchange.to_string(),
+        input: st.input,
+        method: &st.method,
+        target: r.target(&st.target),
+        client: endpoint(st.client),
+        status: st.status,
+        content_type: st.content_type.as_deref(),
+        event_stream: st.event_stream,
+        opened: st.opened.time.rfc3339(),
+        opened_frame: st.opened.frame.frame,
+        ended: st.ended.map(|m| m.time.rfc3339()),
+        ended_frame: st.ended.map(|m| m.frame.frame),
+        outcome: st.outcome,
+        closed_by: st.closed_by.map(|d| match d {
+            mcpf_model::Direction::ClientToServer => "client",
+            mcpf_model::Direction::ServerToClient => "server",
+        }),
+        requests: st.requests().filter_map(|m| m.id.as_ref()).collect(),
+        methods: st
+            .client_messages
+            .iter()
+            .filter_map(|m| m.method.as_deref())
+            .collect(),
+        events: st.summary.count,
+        first_event_id: st.summary.first_id.as_deref(),
+        last_event_id: st.summary.last_id.as_deref(),
+        comments: st.comments,
+        retry_ms: st.last_retry,
+        resume: st.resume.as_ref().map(|x| ResumeRecord {
+            last_event_id: &x.last_event_id,
+            continues: x.continues.map(|i| s.streams[i].label()),
+            also_seen_on: x
+                .also_seen_on
+                .iter()
+                .map(|&i| s.streams[i].label())
+                .collect(),
+        }),
+        session_id_sent: st.session_id_sent.as_deref(),
+        session_id_received: st.session_id_received.as_deref(),
+        gap: st.gap,
+        gap_bytes: st.gap_bytes,
+        body_unknown: st.body_unknown,
+    }
+}
+
+/// A session as the JSON report has it (see [`StreamRecord`] for why a struct).
+#[derive(Serialize)]
+struct SessionRecord<'a> {
+    key: String,
+    session_id: Option<&'a str>,
+    server: String,
+    endpoint: &'a str,
+    client: String,
+    transport: mcpf_mcp::model::Transport,
+    stateless: bool,
+    protocol_version: Option<&'a str>,
+    client_info: Option<String>,
+    server_info: Option<String>,
+    initialize_seen: bool,
+    start: String,
+    end: String,
+    event_id_scheme: &'static str,
+    event_id_scheme_from: &'static str,
+    transport_mode_header: Option<&'a str>,
+    not_determinable: Value,
+    fell_back: Option<Value>,
+    resumption: Value,
+    deleted: Option<String>,
+    forgotten_by_server: Vec<String>,
+    same_session_as: &'a [String],
+    sources: Vec<&'a str>,
+    merged_sources: Value,
+    counts: Value,
+    streams: Vec<StreamRecord<'a>>,
+}
+
+fn session_json<'a>(
+    h: &'a SessionHeader,
+    s: &'a Session,
+    input_paths: &'a [String],
+    r: &Redactor,
+) -> SessionRecord<'a> {
+    let fell_back = s.fallbacks.first().map(|f| {
+        json!({
+            "time": f.mark.time.rfc3339(),
+            "from": f.from,
+            "to": f.to,
+            "trigger": f.trigger,
+            "stream": s.streams[f.to_stream].label(),
+        })
+    });
+    let c = &s.counts;
+    let v = &h.verdict;
+    SessionRecord {
+        key: h.label(),
+        session_id: s.session_id.as_deref(),
+        server: endpoint(s.server),
+        endpoint: &s.path,
+        client: if s.client_ip.is_unspecified() {
+            "unknown".to_string()
+        } else {
+            s.client_ip.to_string()
+        },
+        transport: s.transport,
+        stateless: s.stateless,
+        protocol_version: s.protocol_version.as_deref(),
+        client_info: s.client_info.as_deref().map(|c| r.text(c).into_owned()),
+        server_info: s.server_info.as_deref().map(|c| r.text(c).into_owned()),
+        initialize_seen: s.initialize_seen,
+        start: s.start.time.rfc3339(),
+        end: s.end.time.rfc3339(),
+        event_id_scheme: s.event_id_scheme.name(),
+        event_id_scheme_from: s.event_id_scheme_from,
+        transport_mode_header: s.transport_mode_header.as_deref(),
+        not_determinable: s
+            .not_determinable
+            .iter()
+            .map(|(k, why)| json!({ "kind": k, "reason": why }))
+            .collect(),
+        fell_back,
+        resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
+        deleted: s.deleted.map(|m| m.time.rfc3339()),
+        forgotten_by_server: s.forgotten.iter().map(|m| m.time.rfc3339()).collect(),
+        same_session_as: &h.same_session_as,
+        sources: s
+            .inputs
+            .iter()
+            .filter_map(|&i| input_paths.get(i as usize).map(String::as_str))
+            .collect(),
+        merged_sources: h
+            .merged
+            .iter()
+            .map(|(input, path, matched, added, offset)| {
+                json!({
+                    "input": input,
+                    "path": path,
+                    "matched_exchanges": matched,
+                    "added_exchanges": added,
+                    "clock_offset_s": (offset * 1e6).round() / 1e6,
+                })
+            })
+            .collect(),
+        counts: json!({
+            "streams": s.streams.len(),
+            "events": c.events,
+            "requests": c.requests,
+            "responses": c.responses,
+            "errors": c.errors,
+            "notifications": c.notifications,
+        }),
+        streams: s.streams.iter().map(|st| stream_json(s, st, r)).collect(),
+    }
+}
+
+fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
+    let (frames, refs) = frames_json(&f.frames);
+    json!({
+        "id": finding_id(pos),
+        "kind": f.kind,
+        "severity": f.severity.name(),
+        "session": f.labels.session_label,
+        "session_id": f.labels.session_id,
+        "time": f.time.time.rfc3339(),
+        "frames": frames,
+        "frame_refs": refs,
+        "streams": f.labels.stream_labels,
+        "exchanges": f.labels.exchanges,
+        "summary": r.text(&f.summary),
+        "evidence": f.evidence,
+        "caused_by": f.caused_by.iter().map(|&c| finding_id(c)).collect::<Vec<_>>(),
+        "confidence": f.confidence,
+        "confidence_note": f.confidence_note,
+    })
+}
+
+fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
+    let (frames, refs) = frames_json(&e.frames);
+    json!({
+        "time": e.time.time.rfc3339(),
+        "frame": e.time.frame.frame,
+        "input": e.time.frame.input,
+        "session": rep.header(e.session).map(|h| h.label()),
+        "stream": e.stream,
+        "direction": e.arrow,
+        "kind": e.kind,
+        "summary": r.text(&e.text),
+        "request_ids": e.request_ids.iter().map(|i| i.to_value()).collect::<Vec<_>>(),
+        "event_ids": e.event_ids.as_ref().map(|(a, b)| json!([a, b])),
+        "frames": frames,
+        "frame_refs": refs,
+        "findings": e.findings.iter().map(|&p| finding_id(p)).collect::<Vec<_>>(),
+    })
+}
+
+fn events_json(s: &Session) -> Vec<Value> {
+    let mut out = Vec::new();
+    for st in &s.streams {
+        // The stream's last event ID after each event (WHATWG: set by every `id` field, an
+        // empty one resets it, ID-less events keep it).
+        let mut last_event_id = String::new();
+        for ev in &st.events {
+            if let Some(id) = ev.id.as_deref() {
+                last_event_id = id.to_string();
+            }
+            let ns = match ev.namespace {
+                Namespace::Stream(i) => s.streams[i].label(),
+                Namespace::Unknown => "unknown".into(),
+            };
+            out.push((
+                ev.mark,
+                json!({
+                    "session": s.label(),
+                    "stream": st.label(),
+                    "transport": st.transport.name(),
+                    "namespace": ns,
+                    "attribution": ev.attribution,
+                    "index": ev.index,
+                    "id": ev.id,
+                    "last_event_id": last_event_id,
+                    "event": ev.event_type(),
+                    "priming": ev.priming,
+                    "retry": ev.retry,
+                    "time": ev.mark.time.rfc3339(),
+                    "time_estimated": ev.estimated_time,
+                    "frame": ev.mark.frame.frame,
+                    "input": ev.mark.frame.input,
+                    "after_gap": ev.after_gap,
+                    "data_bytes": ev.data_len,
+                    "jsonrpc": ev.messages.iter().map(crate::http::message_json).collect::<Vec<_>>(),
+                }),
+            ));
+        }
+    }
+    out.sort_by_key(|(m, _)| *m);
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
+    let mut m = serde_json::Map::new();
+    for sev in [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+        Severity::Info,
+    ] {
+        let n = shown
+            .iter()
+            .filter(|&&p| rep.findings[p].severity == sev)
+            .count();
+        m.insert(sev.name().into(), json!(n));
+    }
+    Value::Object(m)
+}
+
+fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
+    json!({
+        "sessions": selected,
+        "findings": severity_counts(rep, shown),
+        "connections": rep.connections,
+        "connections_with_gaps": rep.connections_with_gaps,
+        "gap_bytes": rep.gap_bytes,
+        "http": rep.http,
+        "http_exchanges": rep.mcp.exchanges_total,
+        "http_responses": rep.mcp.responses,
+        "mcp_exchanges": rep.mcp.exchanges_mcp,
+        "http_anomalies": rep.anomalies.len(),
+        "limits": rep.limits,
+    })
+}
+
+/// Writes `"key": [items]` with each item pretty at indent 4.
+fn write_array(
+    out: &mut dyn Write,
+    key: &str,
+    items: &mut dyn Iterator<Item = io::Result<Vec<u8>>>,
+    last: bool,
+) -> io::Result<()> {
+    write!(out, "  \"{key}\": [")?;
+    let mut any = false;
+    for item in items {
+        let item = item?;
+        if item.is_empty() {
+            continue;
+        }
+        out.write_all(if any { b",\n    " } else { b"\n    " })?;
+        out.write_all(&item)?;
+        any = true;
+    }
+    if any {
+        out.write_all(b"\n  ]")?;
+    } else {
+        out.write_all(b"]")?;
+    }
+    out.write_all(if last { b"\n" } else { b",\n" })
+}
+
+/// The JSON document, assembled from the spilled session records.
+pub fn write_json(
+    out: &mut dyn Write,
+    rep: &mut Report,
+    sel: &Selection,
+    r: &Redactor,
+) -> io::Result<()> {
+    let shown = rep.shown_findings(sel);
+    let selected = rep.selected_spills(sel);
+    out.write_all(b"{\n")?;
+    writeln!(out, "  \"schema_version\": {SCHEMA_VERSION},")?;
+    out.write_all(b"  \"tool\": ")?;
+    out.write_all(&pretty_at(&rep.tool, 2))?;
+    out.write_all(b",\n  \"inputs\": ")?;
+    out.write_all(&pretty_at(&rep.inputs, 2))?;
+    out.write_all(b",\n  \"summary\": ")?;
+    out.write_all(&pretty_at(&summary_json(rep, selected.len(), &shown), 2))?;
+    out.write_all(b",\n")?;
+    let sessions = &mut rep.sessions;
+    let mut records = selected
+        .iter()
+        .map(|&(record, _)| sessions.spilled(Records::Sessions, record));
+    write_array(out, "sessions", &mut records, false)?;
+    let mut findings = shown
+        .iter()
+        .map(|&p| Ok(pretty_at(&finding_json(p, &rep.findings[p], r), 4)));
+    write_array(out, "findings", &mut findings, false)?;
+    let mut timeline = rep
+        .shown_timeline(sel)
+        .into_iter()
+        .map(|e| Ok(pretty_at(&entry_json(rep, e, r), 4)));
+    write_array(out, "timeline", &mut timeline, !sel.events)?;
+    if sel.events {
+        let sessions = &mut rep.sessions;
+        let mut events = selected
+            .iter()
+            .map(|&(_, events)| sessions.spilled(Records::Events, events));
+        write_array(out, "events", &mut events, true)?;
+    }
+    out.write_all(b"}\n")
+}
+
+/// One NDJSON record: `{"type":...,"schema_version":1,` then the record's own fields.
+fn write_line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
+    let body = compact.strip_prefix(b"{").unwrap_or(compact);
+    write!(
+        out,
+        "{{\"type\":\"{kind}\",\"schema_version\":{SCHEMA_VERSION}"
+    )?;
+    if body != b"}" {
+        out.write_all(b",")?;
+    }
+    out.write_all(body)?;
+    out.write_all(b"\n")
+}
+
+/// One record per line: `input`, `session`, `finding`, `timeline` (and `event` with `--events`),
+/// then `summary`; each record carries `type` and `schema_version`.
+pub fn write_ndjson(
+    out: &mut dyn Write,
+    rep: &mut Report,
+    sel: &Selection,
+    r: &Redactor,
+) -> io::Result<()> {
+    let shown = rep.shown_findings(sel);
+    let selected = rep.selected_spills(sel);
+    for input in &rep.inputs {
+        write_line(out, "input", &serde_json::to_vec(input)?)?;
+    }
+    for &(record, _) in &selected {
+        let record = rep.sessions.spilled(Records::Sessions, record)?;
+        if !record.is_empty() {
+            write_line(out, "session", &record)?;
+        }
+    }
+    for &p in &shown {
+        let finding = finding_json(p, &rep.findings[p], r);
+        write_line(out, "finding", &serde_json::to_vec(&finding)?)?;
+    }
+    for e in rep.shown_timeline(sel) {
+        write_line(
+            out,
+            "timeline",
+            &serde_json::to_vec(&entry_json(rep, e, r))?,
+        )?;
+    }
+    if sel.events {
+        for &(_, events) in &selected {
+            let events = rep.sessions.spilled(Records::Events, events)?;
+            for l in events.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                write_line(out, "event", l)?;
+            }
+        }
+    }
+    let summary = json!({ "summary": summary_json(rep, selected.len(), &shown), "tool": rep.tool });
+    write_line(out, "summary", &serde_json::to_vec(&summary)?)
+}
+
+/// A session's record as it is spilled: pretty, indented to sit in the document's `sessions`,
+/// or on one line for NDJSON.
+pub(super) fn session_record(
+    format: RecordFormat,
+    h: &SessionHeader,
+    s: &Session,
+    input_paths: &[String],
+    r: &Redactor,
+) -> Vec<u8> {
+    let v = session_json(h, s, input_paths, r);
+    match format {
+        RecordFormat::Pretty => pretty_at(&v, 4),
+        _ => serde_json::to_vec(&v).unwrap_or_default(),
+    }
+}
+
+/// A session's events as they are spilled: pretty and comma-separated to sit in the document's
+/// `events`, or one a line for NDJSON; empty when the session has none.
+pub(super) fn event_records(format: RecordFormat, s: &Session) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (i, e) in events_json(s).iter().enumerate() {
+        if format == RecordFormat::Pretty {
+            if i > 0 {
+                bytes.extend_from_slice(b",\n    ");
+            }
+            bytes.extend_from_slice(&pretty_at(e, 4));
+        } else {
+            bytes.extend_from_slice(&serde_json::to_vec(e).unwrap_or_default());
+            bytes.push(b'\n');
+        }
+    }
+    bytes
+}

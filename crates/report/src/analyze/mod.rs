@@ -1,0 +1,190 @@
+//! The `analyze` report: for people (sessions, findings as cause → consequence trees, the
+//! incident timeline, what to do) and for tools (a versioned JSON document, or NDJSON records).
+//!
+//! # JSON report, schema version 1
+//!
+//! One document (`--format json`), described field by field in `docs/report-format.md` and
+//! checked against `docs/report.schema.json` by the test suite. Fields are only ever added
+//! within a schema version. Event IDs are the strings seen on the wire; request IDs the JSON
+//! values seen on the wire (`7` and `"7"` differ); times are RFC 3339 UTC with microseconds;
+//! frames are 1-based frame numbers of the input named by `input` (Wireshark's `frame.number`).
+//!
+//! Each session's record is written when the session is finalized, to a spill file, and the
+//! session's own records are dropped: memory follows the sessions in progress, not the length
+//! of the capture. The document is assembled from the spill at the end.
+
+mod human;
+mod json;
+mod spill;
+mod writer;
+
+pub use human::{Style, write_human};
+pub use json::{write_json, write_ndjson};
+pub use writer::SessionWriter;
+
+use serde::Serialize;
+
+use mcpf_detect::verdict::Verdict;
+use mcpf_detect::{Finding, Severity};
+use mcpf_http::HttpStats;
+use mcpf_mcp::model::SessionHead;
+use mcpf_mcp::{HttpAnomaly, McpStats};
+use mcpf_model::{InputReport, Mark, Timestamp};
+
+use crate::timeline::Entry;
+use spill::{Range, Ranges};
+
+const SCHEMA_VERSION: u32 = 1;
+
+/// What the report shows, after the filters.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub sessions: Option<Vec<String>>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub min_severity: Option<Severity>,
+    pub events: bool,
+    pub all_events: bool,
+}
+
+/// How the session records are spilled: pretty for the JSON document, one line each for NDJSON,
+/// not at all for the terminal report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordFormat {
+    Pretty,
+    Lines,
+    None,
+}
+
+/// What stays in memory of a finalized session: its head (enough for the terminal tables, the
+/// filters and the links between observations), its verdict, and where its rendered records
+/// went.
+#[derive(Clone, Debug)]
+struct SessionHeader {
+    head: SessionHead,
+    verdict: Verdict,
+    same_session_as: Vec<String>,
+    /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
+    merged: Vec<(u32, String, usize, usize, f64)>,
+    record: Option<Range>,
+    events: Option<Range>,
+}
+
+impl SessionHeader {
+    /// `S1`, `S2`, ...
+    fn label(&self) -> String {
+        self.head.label()
+    }
+}
+
+/// Everything the analysis produced.
+pub struct Report {
+    pub inputs: Vec<InputReport>,
+    pub sessions: SessionWriter,
+    pub findings: Vec<Finding>,
+    /// The timeline of each session (empty when the report does not show it).
+    pub timelines: Vec<Vec<Entry>>,
+    pub http: HttpStats,
+    pub mcp: McpStats,
+    pub anomalies: Vec<HttpAnomaly>,
+    pub connections: u64,
+    pub gap_bytes: u64,
+    pub connections_with_gaps: u64,
+    /// Notes about what an input format could not support.
+    pub limits: Vec<String>,
+    /// The program that wrote the report.
+    pub tool: Tool,
+}
+
+/// The program that wrote a report, as it names itself in every format.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+impl Report {
+    /// Session headers in label order.
+    fn headers(&self) -> impl Iterator<Item = &SessionHeader> {
+        self.sessions.headers.iter().flatten()
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.headers().count()
+    }
+
+    fn header(&self, idx: usize) -> Option<&SessionHeader> {
+        self.sessions.headers.get(idx).and_then(Option::as_ref)
+    }
+
+    fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
+        if let Some(keys) = &sel.sessions
+            && !keys.iter().any(|k| {
+                k.eq_ignore_ascii_case(&s.label())
+                    || s.head.session_id.as_deref() == Some(k.as_str())
+            })
+        {
+            return false;
+        }
+        let (start, end) = (s.head.start.time, s.head.end.time);
+        if sel.since.is_some_and(|t| end < t) || sel.until.is_some_and(|t| start > t) {
+            return false;
+        }
+        true
+    }
+
+    fn idx_selected(&self, idx: usize, sel: &Selection) -> bool {
+        self.header(idx)
+            .is_some_and(|h| self.session_selected(h, sel))
+    }
+
+    fn in_window(&self, m: Mark, sel: &Selection) -> bool {
+        !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
+    }
+
+    /// Positions of the findings shown.
+    fn shown_findings(&self, sel: &Selection) -> Vec<usize> {
+        self.findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| self.idx_selected(f.session, sel))
+            .filter(|(_, f)| self.in_window(f.time, sel))
+            .filter(|(_, f)| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Findings that count for the exit code: selected sessions and time window, any severity.
+    pub fn counted_findings(&self, sel: &Selection) -> impl Iterator<Item = &Finding> {
+        let sel = sel.clone();
+        self.findings
+            .iter()
+            .filter(move |f| self.idx_selected(f.session, &sel) && self.in_window(f.time, &sel))
+    }
+
+    /// The sessions shown, in label order.
+    fn selected_headers<'a>(
+        &'a self,
+        sel: &'a Selection,
+    ) -> impl Iterator<Item = &'a SessionHeader> {
+        self.headers().filter(|h| self.session_selected(h, sel))
+    }
+
+    /// Where the records of the sessions shown went: the formats copy them from the spills,
+    /// which needs the report mutably.
+    fn selected_spills(&self, sel: &Selection) -> Vec<Ranges> {
+        self.selected_headers(sel)
+            .map(|h| (h.record, h.events))
+            .collect()
+    }
+
+    /// The timeline entries of the sessions shown, merged in time order.
+    fn shown_timeline(&self, sel: &Selection) -> Vec<&Entry> {
+        let mut all: Vec<&Entry> = self
+            .selected_headers(sel)
+            .flat_map(|h| self.timelines.get(h.head.idx).into_iter().flatten())
+            .collect();
+        all.sort_by_key(|e| (e.time, e.session));
+        all
+    }
+}

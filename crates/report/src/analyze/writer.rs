@@ -1,0 +1,207 @@
+//! The session writer: each session is rendered to its JSON record the moment it is finalized
+//! and spilled, and only its header stays in memory. Rendering can run on a background thread
+//! of its own (the `Renderer`), which yields the same records in the same order as rendering
+//! inline.
+
+use mcpf_detect::verdict::Verdict;
+use mcpf_mcp::model::Session;
+
+use super::json;
+use super::spill::{Range, Ranges, Records, Spills};
+use super::{RecordFormat, SessionHeader};
+use crate::redact::Redactor;
+
+/// How session records are rendered: shared by the writer and its background thread.
+#[derive(Clone)]
+struct RenderConfig {
+    format: RecordFormat,
+    with_events: bool,
+    redactor: Redactor,
+    input_paths: Vec<String>,
+}
+
+impl RenderConfig {
+    /// Renders a session's record (and its events when asked) and spills them.
+    fn render(&self, spills: &mut Spills, header: &SessionHeader, s: &Session) -> Ranges {
+        let bytes = json::session_record(self.format, header, s, &self.input_paths, &self.redactor);
+        let record = spills.append(Records::Sessions, &bytes);
+        let mut events = None;
+        if self.with_events {
+            let bytes = json::event_records(self.format, s);
+            if !bytes.is_empty() {
+                events = spills.append(Records::Events, &bytes);
+            }
+        }
+        (record, events)
+    }
+}
+
+/// Sessions waiting for the background renderer; few, since each holds its streams.
+const RENDER_QUEUE: usize = 16;
+
+/// A thread that renders and spills session records while analysis goes on: the JSON writer is
+/// a tenth of a run's work, and the analysis thread need not wait for it.
+struct Renderer {
+    tx: std::sync::mpsc::SyncSender<(SessionHeader, Box<Session>)>,
+    handle: std::thread::JoinHandle<(Spills, Vec<(usize, Ranges)>)>,
+}
+
+/// Renders finalized sessions into the spill and keeps their headers.
+pub struct SessionWriter {
+    cfg: RenderConfig,
+    spills: Spills,
+    renderer: Option<Renderer>,
+    pub(super) headers: mcpf_model::PagedVec<Option<SessionHeader>>,
+    /// The first error writing the spill (reported at the end).
+    pub error: Option<String>,
+}
+
+impl SessionWriter {
+    pub fn new(
+        format: RecordFormat,
+        with_events: bool,
+        redactor: Redactor,
+        input_paths: Vec<String>,
+    ) -> Self {
+        SessionWriter {
+            cfg: RenderConfig {
+                format,
+                with_events,
+                redactor,
+                input_paths,
+            },
+            spills: Spills::default(),
+            renderer: None,
+            headers: Default::default(),
+            error: None,
+        }
+    }
+
+    /// Renders records on a thread of their own from now on (same records, same order).
+    pub fn in_background(mut self) -> Self {
+        if self.cfg.format == RecordFormat::None {
+            return self;
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(SessionHeader, Box<Session>)>(RENDER_QUEUE);
+        let cfg = self.cfg.clone();
+        let mut spills = std::mem::take(&mut self.spills);
+        let handle = std::thread::spawn(move || {
+            let mut ranges = Vec::new();
+            for (header, s) in rx {
+                ranges.push((header.head.idx, cfg.render(&mut spills, &header, &s)));
+            }
+            (spills, ranges)
+        });
+        self.renderer = Some(Renderer { tx, handle });
+        self
+    }
+
+    fn header(&self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) -> SessionHeader {
+        let merged: Vec<(u32, String, usize, usize, f64)> = s
+            .merged_sources
+            .iter()
+            .map(|m| {
+                (
+                    m.input,
+                    self.cfg
+                        .input_paths
+                        .get(m.input as usize)
+                        .cloned()
+                        .unwrap_or_default(),
+                    m.matched,
+                    m.added,
+                    m.offset_s,
+                )
+            })
+            .collect();
+        SessionHeader {
+            head: s.head(),
+            verdict,
+            same_session_as,
+            merged,
+            record: None,
+            events: None,
+        }
+    }
+
+    fn keep(&mut self, mut header: SessionHeader) {
+        if self.cfg.format != RecordFormat::None {
+            // The record has been rendered (or its copy is queued): what only the terminal
+            // tables show is dropped, since a header is kept for every session of the run.
+            header.head.path = String::new();
+            header.head.protocol_version = None;
+            header.head.client_info = None;
+            header.head.not_determinable = Vec::new();
+            header.merged = Vec::new();
+            header.same_session_as = Vec::new();
+            header.verdict.reason = None;
+        }
+        let idx = header.head.idx;
+        self.headers.resize_with(idx + 1, || None);
+        if let Some(slot) = self.headers.get_mut(idx) {
+            *slot = Some(header);
+        }
+    }
+
+    /// Renders a finalized, summarized session and keeps its header. The session is consumed:
+    /// a background renderer takes it.
+    pub fn write(&mut self, s: Box<Session>, verdict: Verdict, same_session_as: Vec<String>) {
+        let mut header = self.header(&s, verdict, same_session_as);
+        if self.cfg.format == RecordFormat::None {
+            self.keep(header);
+            return;
+        }
+        if let Some(r) = &self.renderer {
+            if r.tx.send((header.clone(), s)).is_err() {
+                // The renderer is gone (it only stops by panicking): the run ends with this
+                // error, so the session is not rendered.
+                self.error
+                    .get_or_insert("internal error: the record renderer stopped".into());
+            }
+            self.keep(header);
+            return;
+        }
+        (header.record, header.events) = self.cfg.render(&mut self.spills, &header, &s);
+        self.keep(header);
+    }
+
+    /// Waits for the background renderer, then hands the spills to the report.
+    pub fn finish(&mut self) {
+        if let Some(r) = self.renderer.take() {
+            drop(r.tx);
+            match r.handle.join() {
+                Ok((spills, ranges)) => {
+                    self.spills = spills;
+                    for (idx, (record, events)) in ranges {
+                        if let Some(Some(h)) = self.headers.get_mut(idx) {
+                            h.record = record;
+                            h.events = events;
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.error
+                        .get_or_insert("internal error: the record renderer failed".into());
+                }
+            }
+        }
+        if let Some(e) = self.spills.error.take() {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// One past the highest session index written: the length of the per-session tables the
+    /// report lays out (the timelines).
+    pub fn session_slots(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// The records a session spilled at `range`; empty when it spilled none.
+    pub(super) fn spilled(
+        &mut self,
+        which: Records,
+        range: Option<Range>,
+    ) -> std::io::Result<Vec<u8>> {
+        self.spills.read(which, range)
+    }
+}
