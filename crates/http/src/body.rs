@@ -107,7 +107,7 @@ impl ChunkedDecoder {
         &mut self,
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
-    ) -> Result<usize, (usize, String)> {
+    ) -> Result<usize, (usize, ChunkedError)> {
         let mut pos = 0;
         match self.decode_from(input, out, &mut pos) {
             Ok(()) => Ok(pos),
@@ -120,27 +120,15 @@ impl ChunkedDecoder {
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
         pos: &mut usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), ChunkedError> {
         while *pos < input.len() {
             match &mut self.state {
-                ChunkState::Size => match input[*pos..].iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        self.push_line(&input[*pos..*pos + i])?;
-                        *pos += i + 1;
+                ChunkState::Size => {
+                    if self.read_line(input, pos)? {
                         let size = parse_chunk_size(&self.line)?;
-                        self.line.clear();
-                        if size == 0 {
-                            self.state = ChunkState::Trailer;
-                        } else {
-                            self.chunks += 1;
-                            self.state = ChunkState::Data(size);
-                        }
+                        self.begin_chunk(size);
                     }
-                    None => {
-                        self.push_line(&input[*pos..])?;
-                        *pos = input.len();
-                    }
-                },
+                }
                 ChunkState::Data(left) => {
                     let take = (*left).min((input.len() - *pos) as u64) as usize;
                     out.push(ChunkOutput::Data(&input[*pos..*pos + take]));
@@ -154,80 +142,120 @@ impl ChunkedDecoder {
                     match input[*pos] {
                         b'\r' if !*seen_cr => *seen_cr = true,
                         b'\n' => self.state = ChunkState::Size,
-                        other => {
-                            return Err(format!(
-                                "chunk data not followed by CRLF (byte {other:#04x})"
-                            ));
-                        }
+                        other => return Err(ChunkedError::NoCrlfAfterData(other)),
                     }
                     *pos += 1;
                 }
-                ChunkState::AfterGap => {
-                    if self.line.is_empty() && (input[*pos] == b'\r' || input[*pos] == b'\n') {
-                        *pos += 1;
-                        continue;
-                    }
-                    match input[*pos..].iter().position(|&b| b == b'\n') {
-                        Some(i) => {
-                            self.push_line(&input[*pos..*pos + i])?;
-                            *pos += i + 1;
-                            let size = parse_chunk_size(&self.line).map_err(|_| {
-                                "no chunk boundary after the capture gap".to_string()
-                            })?;
-                            self.line.clear();
-                            if size == 0 {
-                                self.state = ChunkState::Trailer;
-                            } else {
-                                self.chunks += 1;
-                                self.state = ChunkState::Data(size);
-                            }
-                        }
-                        None => {
-                            self.push_line(&input[*pos..]).map_err(|_| {
-                                "no chunk boundary after the capture gap".to_string()
-                            })?;
-                            *pos = input.len();
-                        }
+                ChunkState::AfterGap => self.resync(input, pos)?,
+                ChunkState::Trailer => {
+                    if self.read_line(input, pos)? && self.end_trailer_line() {
+                        out.push(ChunkOutput::End);
+                        return Ok(());
                     }
                 }
-                ChunkState::Trailer => match input[*pos..].iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        self.push_line(&input[*pos..*pos + i])?;
-                        *pos += i + 1;
-                        let line = std::mem::take(&mut self.line);
-                        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-                        if line.is_empty() {
-                            self.state = ChunkState::Size;
-                            out.push(ChunkOutput::End);
-                            return Ok(());
-                        }
-                        let text = String::from_utf8_lossy(line);
-                        if let Some((name, value)) = text.split_once(':') {
-                            self.trailers
-                                .push((name.trim().to_string(), value.trim().to_string()));
-                        }
-                    }
-                    None => {
-                        self.push_line(&input[*pos..])?;
-                        *pos = input.len();
-                    }
-                },
             }
         }
         Ok(())
     }
 
-    fn push_line(&mut self, bytes: &[u8]) -> Result<(), String> {
+    /// Adds the input up to the next LF to the line being read, consuming it (and the LF).
+    /// Returns whether the line is complete.
+    #[inline]
+    fn read_line(&mut self, input: &[u8], pos: &mut usize) -> Result<bool, ChunkedError> {
+        let rest = &input[*pos..];
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                self.push_line(&rest[..i])?;
+                *pos += i + 1;
+                Ok(true)
+            }
+            None => {
+                self.push_line(rest)?;
+                *pos = input.len();
+                Ok(false)
+            }
+        }
+    }
+
+    /// After a chunk-size line: the chunk's data, or the trailer after the last chunk.
+    fn begin_chunk(&mut self, size: u64) {
+        self.line.clear();
+        if size == 0 {
+            self.state = ChunkState::Trailer;
+        } else {
+            self.chunks += 1;
+            self.state = ChunkState::Data(size);
+        }
+    }
+
+    /// Looks for the chunk-size line that must follow a capture gap.
+    fn resync(&mut self, input: &[u8], pos: &mut usize) -> Result<(), ChunkedError> {
+        if self.line.is_empty() && (input[*pos] == b'\r' || input[*pos] == b'\n') {
+            *pos += 1;
+            return Ok(());
+        }
+        let at = *pos;
+        // A line still open at the end of the input and already too long cannot be a chunk
+        // boundary; a complete one that is too long is reported as in any other state.
+        let complete = self.read_line(input, pos).map_err(|e| {
+            if input[at..].contains(&b'\n') {
+                e
+            } else {
+                ChunkedError::NoBoundaryAfterGap
+            }
+        })?;
+        if complete {
+            let size =
+                parse_chunk_size(&self.line).map_err(|_| ChunkedError::NoBoundaryAfterGap)?;
+            self.begin_chunk(size);
+        }
+        Ok(())
+    }
+
+    /// Takes a complete trailer line; returns whether it was the blank line that ends the body.
+    fn end_trailer_line(&mut self) -> bool {
+        let line = std::mem::take(&mut self.line);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            self.state = ChunkState::Size;
+            return true;
+        }
+        let text = String::from_utf8_lossy(line);
+        if let Some((name, value)) = text.split_once(':') {
+            self.trailers
+                .push((name.trim().to_string(), value.trim().to_string()));
+        }
+        false
+    }
+
+    fn push_line(&mut self, bytes: &[u8]) -> Result<(), ChunkedError> {
         if self.line.len() + bytes.len() > MAX_CHUNK_LINE {
-            return Err("chunk-size or trailer line too long".into());
+            return Err(ChunkedError::LineTooLong);
         }
         self.line.extend_from_slice(bytes);
         Ok(())
     }
 }
 
+/// Why a chunked body could not be followed. The text is shown to users as anomaly text
+/// (`bad chunked framing: ...`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkedError {
+    #[error("chunk-size or trailer line too long")]
+    LineTooLong,
+    /// The line, cut to 32 bytes.
+    #[error("invalid chunk size {0:?}")]
+    InvalidSize(String),
+    #[error("chunk size out of range")]
+    SizeOutOfRange,
+    #[error("chunk data not followed by CRLF (byte {0:#04x})")]
+    NoCrlfAfterData(u8),
+    #[error("no chunk boundary after the capture gap")]
+    NoBoundaryAfterGap,
+}
+
 /// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
-fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
+fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let end = line
         .iter()
@@ -235,13 +263,12 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
         .unwrap_or(line.len());
     let hex = &line[..end];
     if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return Err(format!(
-            "invalid chunk size {:?}",
-            String::from_utf8_lossy(&line[..line.len().min(32)])
+        return Err(ChunkedError::InvalidSize(
+            String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned(),
         ));
     }
     u64::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16)
-        .map_err(|_| "chunk size out of range".to_string())
+        .map_err(|_| ChunkedError::SizeOutOfRange)
 }
 
 /// Streaming decoder for one `Content-Encoding`.
@@ -311,7 +338,7 @@ impl ContentDecoder {
     }
 
     /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
         if let ContentDecoder::DeflatePending = self {
             let Some(&first) = input.first() else {
                 return Ok(());
@@ -351,12 +378,12 @@ impl ContentDecoder {
         };
         result.map_err(|e| {
             *self = ContentDecoder::Failed;
-            format!("cannot decode the body: {e}")
+            DecodeError::Corrupt(e)
         })
     }
 
     /// Flushes what the decoder still holds at the end of the body.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let result = match self {
             ContentDecoder::Gzip(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
             ContentDecoder::Zlib(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
@@ -366,9 +393,19 @@ impl ContentDecoder {
         };
         result.map_err(|e| {
             *self = ContentDecoder::Failed;
-            format!("the compressed body ends early: {e}")
+            DecodeError::EndsEarly(e)
         })
     }
+}
+
+/// Why a body could not be content-decoded. The text is shown to users (as anomaly text and as
+/// the body's decode error).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("cannot decode the body: {0}")]
+    Corrupt(std::io::Error),
+    #[error("the compressed body ends early: {0}")]
+    EndsEarly(std::io::Error),
 }
 
 fn take(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
@@ -426,6 +463,49 @@ mod tests {
         assert_eq!(
             err.0, 6,
             "stops at the bad byte; the rest is for the caller"
+        );
+    }
+
+    #[test]
+    fn error_texts_stay_as_users_see_them() {
+        let text = |wire: &[u8], after_gap: bool| {
+            let mut d = ChunkedDecoder::new();
+            if after_gap {
+                d.after_gap();
+            }
+            d.decode(wire, &mut Vec::new()).unwrap_err().1.to_string()
+        };
+        assert_eq!(text(b"zz;x\r\n", false), "invalid chunk size \"zz;x\"");
+        assert_eq!(
+            text(b"3\r\nabcX", false),
+            "chunk data not followed by CRLF (byte 0x58)"
+        );
+        assert_eq!(
+            text(&[b'1'; 5000], false),
+            "chunk-size or trailer line too long"
+        );
+        assert_eq!(
+            text(b"xyz\r\n", true),
+            "no chunk boundary after the capture gap"
+        );
+        assert_eq!(
+            text(&[b'1'; 5000], true),
+            "no chunk boundary after the capture gap"
+        );
+        let mut long = vec![b'1'; 5000];
+        long.push(b'\n');
+        assert_eq!(text(&long, true), "chunk-size or trailer line too long");
+        let mut d = ContentDecoder::for_encoding(Some("gzip"));
+        let err = d
+            .write(b"this is not gzip at all", &mut Vec::new())
+            .unwrap_err();
+        assert!(err.to_string().starts_with("cannot decode the body: "));
+        let mut d = ContentDecoder::for_encoding(Some("gzip"));
+        d.write(&[0x1f, 0x8b], &mut Vec::new()).unwrap();
+        let err = d.finish(&mut Vec::new()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the compressed body ends early: ")
         );
     }
 

@@ -679,7 +679,7 @@ impl Connection {
                 bytes
             } else {
                 if let Err(e) = msg.decoder.write(bytes, &mut decoded) {
-                    decode_error = Some(e);
+                    decode_error = Some(e.to_string());
                 }
                 &decoded
             };
@@ -745,7 +745,7 @@ impl Connection {
             && !msg.holed
             && let Err(e) = msg.decoder.finish(&mut tail)
         {
-            msg.body.decode_error = Some(e);
+            msg.body.decode_error = Some(e.to_string());
         }
         if !tail.is_empty() {
             msg.body.decoded_bytes += tail.len() as u64;
