@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 
 use serde::Serialize;
 
-use mcpf_capture::tcp::{CloseReason, TcpEvent, TcpSink};
+use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent, TcpSink};
 use mcpf_model::Mark;
 use mcpf_model::{ConnId, Direction};
 
@@ -270,6 +270,44 @@ impl<S: HttpSink> Stage<S> {
             stats: HttpStats::default(),
         }
     }
+
+    /// A connection ended: its parser ends what is in progress, and its kind is counted.
+    fn closed(&mut self, summary: &ConnSummary) {
+        let Some(mut c) = self.connections.remove(&summary.conn) else {
+            return;
+        };
+        let (outcome, by) = match summary.close {
+            CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
+            CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
+            CloseReason::Idle => (Outcome::Idle, None),
+            CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
+        };
+        c.close(outcome, by, summary.end, &mut self.sink);
+        let kind = c.kind();
+        let port = summary.server.port();
+        match kind {
+            ConnKind::Http => {
+                self.stats.connections_http += 1;
+                note_port(&mut self.stats.http_ports, port);
+            }
+            ConnKind::Tls => {
+                self.stats.connections_tls += 1;
+                note_port(&mut self.stats.tls_ports, port);
+            }
+            ConnKind::Http2 => self.stats.connections_http2 += 1,
+            ConnKind::Empty => self.stats.connections_empty += 1,
+            ConnKind::Other => self.stats.connections_other += 1,
+        }
+        self.stats.skipped_bytes += c.skipped_bytes();
+        self.stats.anomalies += c.anomalies();
+        self.sink.on_http(HttpEvent::ConnectionEnd {
+            conn: summary.conn,
+            client: summary.client,
+            server: summary.server,
+            kind,
+            mark: summary.end,
+        });
+    }
 }
 
 fn note_port(ports: &mut Vec<u16>, port: u16) {
@@ -322,41 +360,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                     c.fin(dir, mark, &mut self.sink);
                 }
             }
-            TcpEvent::Closed { summary } => {
-                if let Some(mut c) = self.connections.remove(&summary.conn) {
-                    let (outcome, by) = match summary.close {
-                        CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
-                        CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
-                        CloseReason::Idle => (Outcome::Idle, None),
-                        CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
-                    };
-                    c.close(outcome, by, summary.end, &mut self.sink);
-                    let kind = c.kind();
-                    let port = summary.server.port();
-                    match kind {
-                        ConnKind::Http => {
-                            self.stats.connections_http += 1;
-                            note_port(&mut self.stats.http_ports, port);
-                        }
-                        ConnKind::Tls => {
-                            self.stats.connections_tls += 1;
-                            note_port(&mut self.stats.tls_ports, port);
-                        }
-                        ConnKind::Http2 => self.stats.connections_http2 += 1,
-                        ConnKind::Empty => self.stats.connections_empty += 1,
-                        ConnKind::Other => self.stats.connections_other += 1,
-                    }
-                    self.stats.skipped_bytes += c.skipped_bytes();
-                    self.stats.anomalies += c.anomalies();
-                    self.sink.on_http(HttpEvent::ConnectionEnd {
-                        conn: summary.conn,
-                        client: summary.client,
-                        server: summary.server,
-                        kind,
-                        mark: summary.end,
-                    });
-                }
-            }
+            TcpEvent::Closed { summary } => self.closed(summary),
         }
     }
 }
