@@ -110,7 +110,7 @@ pub struct Settings {
 
 /// Drives capture inputs through link decoding and TCP reassembly.
 pub struct CaptureStage {
-    pub reassembler: Reassembler,
+    pub(crate) reassembler: Reassembler,
     states: Vec<InputState>,
     /// Frames processed over all inputs, for progress display.
     pub frames: Arc<AtomicU64>,

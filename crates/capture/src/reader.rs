@@ -19,17 +19,17 @@ use mcpf_model::{FrameRef, InputId, Timestamp};
 /// definition (the largest real link-layer frames are 256 KiB), so the buffer grows up to that and
 /// no further: a crafted length field cannot make us allocate gigabytes.
 const INITIAL_BUFFER: usize = 1 << 20;
-pub const MAX_RECORD: usize = 16 << 20;
+pub(crate) const MAX_RECORD: usize = 16 << 20;
 
 /// The container format of a capture file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CaptureFormat {
+pub(crate) enum CaptureFormat {
     Pcap,
     PcapNg,
 }
 
 impl CaptureFormat {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CaptureFormat::Pcap => "pcap",
             CaptureFormat::PcapNg => "pcapng",
@@ -223,18 +223,18 @@ impl Cursor {
 
 /// Things noticed while reading that do not stop the read.
 #[derive(Debug, Default, Clone)]
-pub struct ReadNotes {
-    pub warnings: Vec<String>,
+pub(crate) struct ReadNotes {
+    pub(crate) warnings: Vec<String>,
     /// Packets in the file that were not frames we can decode, by reason.
-    pub skipped: Vec<(&'static str, u64)>,
+    pub(crate) skipped: Vec<(&'static str, u64)>,
     /// Packets the capturing interface said it dropped (pcapng ISB `isb_ifdrop`).
-    pub interface_drops: u64,
-    pub truncated: bool,
-    pub gzip: bool,
+    pub(crate) interface_drops: u64,
+    pub(crate) truncated: bool,
+    pub(crate) gzip: bool,
 }
 
 impl ReadNotes {
-    pub fn skip(&mut self, reason: &'static str) {
+    pub(crate) fn skip(&mut self, reason: &'static str) {
         match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
             Some((_, n)) => *n += 1,
             None => self.skipped.push((reason, 1)),
@@ -247,8 +247,8 @@ pub struct CaptureReader {
     inner: Inner,
     input: InputId,
     cursor: Cursor,
-    pub notes: ReadNotes,
-    pub format: CaptureFormat,
+    pub(crate) notes: ReadNotes,
+    pub(crate) format: CaptureFormat,
 }
 
 impl CaptureReader {
@@ -338,7 +338,7 @@ impl CaptureReader {
     }
 
     /// Number of frames read so far.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         self.cursor.frames
     }
 
@@ -566,7 +566,7 @@ impl Section {
 
 /// Link type reported for a packet whose pcapng interface was never declared; the link layer
 /// decoder counts it as undecodable.
-pub const UNDECLARED_INTERFACE: i32 = -1;
+pub(crate) const UNDECLARED_INTERFACE: i32 = -1;
 
 /// Snap lengths above this are treated as "no limit" (tcpdump writes 262144).
 const MAX_SANE_SNAPLEN: u32 = 262_144;

@@ -184,7 +184,7 @@ pub struct ReassemblyStats {
     pub direction_limit_hits: u64,
     pub total_limit_hits: u64,
     pub idle_evictions: u64,
-    pub packets_after_close: u64,
+    pub(crate) packets_after_close: u64,
     pub peak_buffered: usize,
 }
 
@@ -392,7 +392,7 @@ const SWEEP_INTERVAL_NS: i64 = Timestamp::NANOS_PER_SEC;
 /// Closed connections are remembered this long to absorb their last ACKs and retransmissions.
 const TOMBSTONE_NS: i64 = 120 * Timestamp::NANOS_PER_SEC;
 
-pub struct Reassembler {
+pub(crate) struct Reassembler {
     limits: Limits,
     table: HashMap<FlowKey, usize>,
     /// Boxed: a slot is 8 bytes whether or not a connection is in it.
@@ -407,7 +407,7 @@ pub struct Reassembler {
     total_pending: usize,
     next_sweep: Option<Timestamp>,
     servers: Vec<ServerSpec>,
-    pub stats: ReassemblyStats,
+    pub(crate) stats: ReassemblyStats,
 }
 
 /// An endpoint the user says is a server (`--server`): it wins over every heuristic.
@@ -429,7 +429,7 @@ impl ServerSpec {
 }
 
 impl Reassembler {
-    pub fn new(limits: Limits) -> Self {
+    pub(crate) fn new(limits: Limits) -> Self {
         Reassembler {
             limits,
             table: HashMap::default(),
@@ -445,18 +445,13 @@ impl Reassembler {
     }
 
     /// Endpoints to treat as servers whatever the packets suggest.
-    pub fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
+    pub(crate) fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
         self.servers = servers;
         self
     }
 
-    /// Connections currently tracked (open or remembered after close).
-    pub fn tracked(&self) -> usize {
-        self.table.len() + self.tombstones.len()
-    }
-
     /// Feeds one segment in capture order.
-    pub fn segment(&mut self, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
+    pub(crate) fn segment(&mut self, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
         self.maybe_sweep(mark, sink);
         let key = flow_key(seg.src, seg.dst);
         let Some(idx) = self.slot_for(key, seg, mark, sink) else {
@@ -703,7 +698,7 @@ impl Reassembler {
 
     /// Ends the capture: every connection still open is flushed and reported, in the order the
     /// connections started.
-    pub fn finish(&mut self, sink: &mut impl TcpSink) {
+    pub(crate) fn finish(&mut self, sink: &mut impl TcpSink) {
         let mut open: Vec<(ConnId, usize)> = self
             .slots
             .iter()
@@ -800,7 +795,7 @@ fn decide_by_port(conn: &mut Conn) {
 }
 
 /// An HTTP/1.x request line: a method token, a space, then a target.
-pub fn looks_like_request_line(data: &[u8]) -> bool {
+pub(crate) fn looks_like_request_line(data: &[u8]) -> bool {
     let token_len = data
         .iter()
         .take(16)
@@ -1278,7 +1273,6 @@ mod tests {
                     fin: seg.fin,
                     rst: seg.rst,
                 },
-                window: 1000,
                 payload: &seg.payload,
                 missing: seg.missing,
             };
