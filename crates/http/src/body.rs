@@ -3,18 +3,17 @@
 //! The chunked decoder is a byte-driven state machine that accepts chunk extensions and trailers
 //! and hands out slices of its input, so a chunk boundary may fall anywhere (inside an SSE line
 //! included). Content decoders stream: gzip, deflate (zlib or raw, told apart by the first byte)
-//! and brotli, each with a cap on decoded output so a crafted body cannot exhaust memory.
+//! and brotli, flushed after every write; the connection keeps at most `MAX_BODY` decoded bytes
+//! of a body, so a crafted body cannot exhaust memory.
 
 use std::io::Write;
 
 /// A chunk-size or trailer line longer than this is not HTTP.
 const MAX_CHUNK_LINE: usize = 4096;
-/// Most decoded bytes one body may produce (decompression bombs stop here).
-pub const MAX_DECODED: usize = 64 << 20;
 
 /// How the end of a message body is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     None,
     Length(u64),
     Chunked,
@@ -40,19 +39,19 @@ enum ChunkState {
 
 /// What a piece of chunked input turned out to be.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ChunkOutput<'a> {
+pub(crate) enum ChunkOutput<'a> {
     Data(&'a [u8]),
     /// The last chunk and trailers have been read: the body is complete.
     End,
 }
 
 #[derive(Debug)]
-pub struct ChunkedDecoder {
+pub(crate) struct ChunkedDecoder {
     state: ChunkState,
     line: Vec<u8>,
-    pub chunks: u64,
+    pub(crate) chunks: u64,
     /// Trailer fields received (name, value).
-    pub trailers: Vec<(String, String)>,
+    pub(crate) trailers: Vec<(String, String)>,
 }
 
 impl Default for ChunkedDecoder {
@@ -62,7 +61,7 @@ impl Default for ChunkedDecoder {
 }
 
 impl ChunkedDecoder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ChunkedDecoder {
             state: ChunkState::Size,
             line: Vec::new(),
@@ -73,7 +72,7 @@ impl ChunkedDecoder {
 
     /// Bytes still owed by the chunk being read, if inside chunk data (lets a capture gap of a
     /// known size be skipped without losing the framing).
-    pub fn remaining_in_chunk(&self) -> Option<u64> {
+    pub(crate) fn remaining_in_chunk(&self) -> Option<u64> {
         match self.state {
             ChunkState::Data(n) => Some(n),
             _ => None,
@@ -82,13 +81,13 @@ impl ChunkedDecoder {
 
     /// A gap covered the rest of the current chunk and more: resynchronise on the next chunk-size
     /// line (SSE servers write one chunk per event, so a lost segment is usually whole chunks).
-    pub fn after_gap(&mut self) {
+    pub(crate) fn after_gap(&mut self) {
         self.line.clear();
         self.state = ChunkState::AfterGap;
     }
 
     /// Skips `n` bytes of chunk data lost in a gap. Only valid when `n <= remaining_in_chunk()`.
-    pub fn skip_data(&mut self, n: u64) {
+    pub(crate) fn skip_data(&mut self, n: u64) {
         if let ChunkState::Data(left) = self.state {
             let left = left - n.min(left);
             self.state = if left == 0 {
@@ -103,7 +102,7 @@ impl ChunkedDecoder {
     /// body (the rest of the input belongs to the next message).
     /// On an error, says how many bytes were read before it, so the caller can look for the next
     /// message in the rest.
-    pub fn decode<'a>(
+    pub(crate) fn decode<'a>(
         &mut self,
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
@@ -240,7 +239,7 @@ impl ChunkedDecoder {
 /// Why a chunked body could not be followed. The text is shown to users as anomaly text
 /// (`bad chunked framing: ...`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ChunkedError {
+pub(crate) enum ChunkedError {
     #[error("chunk-size or trailer line too long")]
     LineTooLong,
     /// The line, cut to 32 bytes.
@@ -272,7 +271,7 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
 }
 
 /// Streaming decoder for one `Content-Encoding`.
-pub enum ContentDecoder {
+pub(crate) enum ContentDecoder {
     Identity,
     Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
     /// Undecided until the first byte says zlib or raw deflate.
@@ -305,7 +304,7 @@ impl std::fmt::Debug for ContentDecoder {
 impl ContentDecoder {
     /// The decoder for a `Content-Encoding` header value (the last coding applied is listed last;
     /// a single coding is what proxies and servers send in practice).
-    pub fn for_encoding(value: Option<&str>) -> ContentDecoder {
+    pub(crate) fn for_encoding(value: Option<&str>) -> ContentDecoder {
         let Some(value) = value else {
             return ContentDecoder::Identity;
         };
@@ -330,7 +329,7 @@ impl ContentDecoder {
         }
     }
 
-    pub fn is_identity(&self) -> bool {
+    pub(crate) fn is_identity(&self) -> bool {
         matches!(
             self,
             ContentDecoder::Identity | ContentDecoder::Unsupported(_)
@@ -338,7 +337,7 @@ impl ContentDecoder {
     }
 
     /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
         if let ContentDecoder::DeflatePending = self {
             let Some(&first) = input.first() else {
                 return Ok(());
@@ -383,7 +382,7 @@ impl ContentDecoder {
     }
 
     /// Flushes what the decoder still holds at the end of the body.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let result = match self {
             ContentDecoder::Gzip(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
             ContentDecoder::Zlib(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
@@ -401,7 +400,7 @@ impl ContentDecoder {
 /// Why a body could not be content-decoded. The text is shown to users (as anomaly text and as
 /// the body's decode error).
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     #[error("cannot decode the body: {0}")]
     Corrupt(std::io::Error),
     #[error("the compressed body ends early: {0}")]

@@ -30,7 +30,7 @@ const MAX_RESYNC_LINE: usize = 8 * 1024;
 /// A connection that has shown no HTTP after this many bytes is not scanned further.
 const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
-pub const MAX_BODY: usize = 16 << 20;
+pub(crate) const MAX_BODY: usize = 16 << 20;
 const MAX_HEADERS: usize = 128;
 
 #[derive(Debug)]
@@ -109,7 +109,7 @@ struct Pending {
 
 /// HTTP state of one TCP connection.
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     id: ConnId,
     client: SocketAddr,
     server: SocketAddr,
@@ -134,7 +134,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
+    pub(crate) fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
         Connection {
             id,
             client,
@@ -155,7 +155,7 @@ impl Connection {
         }
     }
 
-    pub fn kind(&self) -> ConnKind {
+    pub(crate) fn kind(&self) -> ConnKind {
         match self.kind {
             Some(k) => k,
             None if self.saw_data => ConnKind::Other,
@@ -163,11 +163,11 @@ impl Connection {
         }
     }
 
-    pub fn skipped_bytes(&self) -> u64 {
+    pub(crate) fn skipped_bytes(&self) -> u64 {
         self.req.skipped + self.resp.skipped
     }
 
-    pub fn anomalies(&self) -> u64 {
+    pub(crate) fn anomalies(&self) -> u64 {
         self.anomalies
     }
 
@@ -181,7 +181,13 @@ impl Connection {
         });
     }
 
-    pub fn data(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn data(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.saw_data = true;
         if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
             let take = (PROBE_BYTES - self.probe.len()).min(data.len());
@@ -723,7 +729,7 @@ impl Connection {
     }
 
     /// `len` bytes of `dir` are missing from the capture.
-    pub fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
         let half = self.half(dir);
         match half.state {
             State::Opaque => {}
@@ -762,7 +768,7 @@ impl Connection {
 
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
     /// cut short.
-    pub fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
         if self.first_fin.is_none() {
             self.first_fin = Some((dir, mark));
         }
@@ -812,7 +818,7 @@ impl Connection {
     }
 
     /// The connection is gone: end what is in progress and report requests never answered.
-    pub fn close(
+    pub(crate) fn close(
         &mut self,
         outcome: Outcome,
         by: Option<Direction>,
@@ -1185,7 +1191,7 @@ fn quick_method_prefix(rest: &[u8]) -> bool {
 }
 
 /// `METHOD SP target SP HTTP/1.x`.
-pub fn is_request_line(line: &[u8]) -> bool {
+pub(crate) fn is_request_line(line: &[u8]) -> bool {
     let Some(sp1) = line.iter().position(|&b| b == b' ') else {
         return false;
     };
@@ -1212,7 +1218,7 @@ pub fn is_request_line(line: &[u8]) -> bool {
 }
 
 /// `HTTP/1.x NNN [reason]`.
-pub fn is_status_line(line: &[u8]) -> bool {
+pub(crate) fn is_status_line(line: &[u8]) -> bool {
     line.len() >= 12
         && line.starts_with(b"HTTP/1.")
         && line[7].is_ascii_digit()

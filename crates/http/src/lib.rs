@@ -6,8 +6,8 @@
 //! are known (a request when complete, a response head when its headers are, every SSE event when
 //! its blank line arrives), so long-lived streams never need buffering.
 
-pub mod body;
-pub mod conn;
+mod body;
+mod conn;
 pub mod exchange;
 pub mod sse;
 pub mod threaded;
@@ -21,7 +21,7 @@ use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent, TcpSink};
 use mcpf_model::Mark;
 use mcpf_model::{ConnId, Direction};
 
-pub use conn::Connection;
+use conn::Connection;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,19 +93,6 @@ pub enum Outcome {
     Gap,
     /// The connection was evicted as idle.
     Idle,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Complete => "complete",
-            Outcome::CutByCaptureEnd => "cut by capture end",
-            Outcome::ClosedEarly => "connection closed early",
-            Outcome::Reset => "connection reset",
-            Outcome::Gap => "bytes missing",
-            Outcome::Idle => "idle, evicted",
-        }
-    }
 }
 
 /// A message body as captured: decoded when the content coding is known.

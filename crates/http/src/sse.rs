@@ -302,7 +302,7 @@ impl SseParser {
 
     /// Bytes of the stream were lost: the event in progress cannot be trusted, and the bytes that
     /// follow belong to an unknown point of some event. Skip to the next blank line.
-    pub fn gap(&mut self) {
+    pub(crate) fn gap(&mut self) {
         if self.block_started || !self.line.is_empty() || !self.data.is_empty() {
             self.stats.dropped_at_gaps += 1;
         }
@@ -322,13 +322,13 @@ impl SseParser {
     }
 
     /// Whether the parser sits between events (nothing of a next event read yet).
-    pub fn at_boundary(&self) -> bool {
+    pub(crate) fn at_boundary(&self) -> bool {
         !self.block_started && self.line.is_empty() && self.data.is_empty() && !self.resyncing
     }
 
     /// A gap that fell between events, where the framing below says the next bytes start a new
     /// unit (a chunk of a chunked body): nothing is skipped, the next event is marked.
-    pub fn gap_at_boundary(&mut self) {
+    pub(crate) fn gap_at_boundary(&mut self) {
         self.after_cr = false;
         self.bom_decided = true;
         self.start.clear();
