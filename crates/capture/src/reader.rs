@@ -343,7 +343,8 @@ impl CaptureReader {
     }
 
     /// The next frame, or `None` at the end of the capture. A damaged tail ends the read with a
-    /// warning in [`ReadNotes`] rather than an error: what was read before it stays valid.
+    /// warning (in the input's [report](crate::CaptureStage::report)) rather than an error: what
+    /// was read before it stays valid.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, ReadError> {
         let meta = loop {
             if self.cursor.done {

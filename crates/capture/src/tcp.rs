@@ -1,8 +1,8 @@
 //! TCP reassembly: segments in capture order in, ordered byte streams out, with every loss made
 //! explicit.
 //!
-//! Sans-IO: [`Reassembler::segment`] is fed decoded segments with their capture time and frame
-//! and reports [`TcpEvent`]s to a sink. Sequence numbers are turned into 64-bit stream offsets by
+//! Sans-IO: the reassembler, which [`CaptureStage`](crate::CaptureStage) drives, is fed decoded
+//! segments with their capture time and frame and reports [`TcpEvent`]s to a sink. Sequence numbers are turned into 64-bit stream offsets by
 //! unwrapping each 32-bit value to the one nearest the next expected byte (RFC 9293 §3.4 modular
 //! arithmetic), so wraparound at 2^32 needs no special case.
 //!

@@ -1,10 +1,29 @@
-//! The HTTP stage: reassembled TCP streams in, HTTP/1.1 exchanges, SSE events and JSON-RPC
-//! messages out, each with the capture marks that prove it.
+//! The HTTP stage: reassembled TCP streams in, HTTP/1.1 messages and Server-Sent Events out,
+//! each with the capture marks that prove it.
 //!
-//! HTTP is recognised by content on any port. Each connection gets a sans-IO [`conn::Connection`]
-//! fed the capture layer's data, gap and close events; it emits [`HttpEvent`]s as soon as they
-//! are known (a request when complete, a response head when its headers are, every SSE event when
-//! its blank line arrives), so long-lived streams never need buffering.
+//! HTTP is recognised by content on any port. Each connection gets a sans-IO parser fed the
+//! capture layer's data, gap and close events; it emits [`HttpEvent`]s as soon as they are known
+//! (a request when complete, a response head when its headers are, every SSE event when its
+//! blank line arrives), so long-lived streams never need buffering.
+//!
+//! What is in it:
+//! - [`Stage`]: the [`TcpSink`] that keeps one parser per connection and hands [`HttpEvent`]s
+//!   to an [`HttpSink`]; [`HttpStats`] counts what the connections carried (HTTP, TLS, HTTP/2,
+//!   other).
+//! - The events and what they carry: [`Request`], [`ResponseHead`], [`ResponseEnd`], [`Body`],
+//!   [`Headers`], [`Outcome`], [`ExchangeId`].
+//! - [`sse`]: the Server-Sent Events parser, which can be used on its own (its module shows how).
+//! - [`exchange`]: gathers the events into whole exchanges, for the `http` view and the tests.
+//! - [`threaded`]: hands the events to a second thread, in order.
+//!
+//! Inside, and not public: the start-line search and head parsing (with `httparse`), body
+//! framing (RFC 9112: `Content-Length`, chunked, until close), content decoding (gzip, deflate,
+//! brotli) and the in-order pairing of responses with requests.
+//!
+//! What it never does: know anything of JSON-RPC or MCP. Bodies and SSE data are handed on as
+//! decoded bytes and text; the MCP stage reads them. Nor does it see packets: it knows the bytes,
+//! gaps and closes that `mcpf-capture` reassembled, and HAR files and logs reach the same events
+//! through `mcpf-ingest`.
 
 mod body;
 mod conn;
