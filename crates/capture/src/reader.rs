@@ -212,6 +212,22 @@ impl Cursor {
         }
     }
 
+    /// Consumes the block handed out last and waits for the next one. Returns its size and the
+    /// address the read buffer starts at (packets are described by offsets from it), or `None`
+    /// at the end.
+    #[inline]
+    fn advance<R: PcapReaderIterator + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        notes: &mut ReadNotes,
+    ) -> Result<Option<(usize, usize)>, ReadError> {
+        reader.consume(std::mem::take(&mut self.pending_consume));
+        let Some(consumed) = next_block(reader, notes, &mut self.done)? else {
+            return Ok(None);
+        };
+        Ok(Some((consumed, reader.data().as_ptr() as usize)))
+    }
+
     /// A packet block of `consumed` bytes was read: hand its frame out.
     #[inline]
     fn frame(&mut self, consumed: usize, meta: PacketMeta) -> Step {
@@ -386,11 +402,9 @@ impl Legacy {
     #[inline]
     fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
         let reader = self.reader.as_mut();
-        reader.consume(std::mem::take(&mut cursor.pending_consume));
-        let Some(consumed) = next_block(reader, notes, &mut cursor.done)? else {
+        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
             return Ok(Step::End);
         };
-        let base = reader.data().as_ptr() as usize;
         let Ok((_, PcapBlockOwned::Legacy(block))) = reader.next() else {
             reader.consume(consumed);
             return Ok(Step::Other);
@@ -422,11 +436,9 @@ impl Ng {
     #[inline]
     fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
         let reader = self.reader.as_mut();
-        reader.consume(std::mem::take(&mut cursor.pending_consume));
-        let Some(consumed) = next_block(reader, notes, &mut cursor.done)? else {
+        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
             return Ok(Step::End);
         };
-        let base = reader.data().as_ptr() as usize;
         let packet = match reader.next() {
             Ok((_, PcapBlockOwned::NG(block))) => self.section.read(block, notes),
             _ => None,

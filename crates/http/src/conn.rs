@@ -341,10 +341,7 @@ impl Connection {
         let head = std::mem::take(&mut half.head);
         let first = half.head_first.take().unwrap_or(mark);
         half.state = State::Start;
-        match dir {
-            Direction::ClientToServer => self.parse_request_head(&head, first, mark, sink),
-            Direction::ServerToClient => self.parse_response_head(&head, first, mark, sink),
-        }
+        self.parse_head(dir, &head, first, mark, sink);
         // A message with no body ends with its headers.
         if matches!(self.half(dir).state, State::Body)
             && self
@@ -358,28 +355,50 @@ impl Connection {
         used
     }
 
-    fn parse_request_head(
+    /// Parses a complete head (`first` is where its first byte was captured, `mark` where its
+    /// end was) and starts its message.
+    fn parse_head(
         &mut self,
+        dir: Direction,
         head: &[u8],
         first: Mark,
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
-        let dir = Direction::ClientToServer;
         let head = self.without_control_bytes(dir, head, mark, sink);
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut slots);
-        let parsed = req.parse(&head);
-        if !self.head_parsed(dir, parsed, head.len(), mark, sink) {
-            return;
+        match dir {
+            Direction::ClientToServer => {
+                let mut req = httparse::Request::new(&mut slots);
+                let parsed = req.parse(&head);
+                if self.head_parsed(dir, parsed, head.len(), mark, sink) {
+                    self.request_head(&req, first, mark, sink);
+                }
+            }
+            Direction::ServerToClient => {
+                let mut resp = httparse::Response::new(&mut slots);
+                let parsed = resp.parse(&head);
+                if self.head_parsed(dir, parsed, head.len(), mark, sink) {
+                    self.response_head(&resp, first, mark, sink);
+                }
+            }
         }
+    }
+
+    fn request_head(
+        &mut self,
+        req: &httparse::Request<'_, '_>,
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         let method = req.method.unwrap_or("").to_string();
         let target = req.path.unwrap_or("").to_string();
         let version = req.version.unwrap_or(1);
         let headers = headers_of(req.headers);
         let (framing, problem) = request_framing(&headers);
         if let Some(p) = problem {
-            self.anomaly(dir, mark, p, sink);
+            self.anomaly(Direction::ClientToServer, mark, p, sink);
         }
         let index = self.request_index(&method, first);
         let exchange = ExchangeId {
@@ -392,24 +411,17 @@ impl Connection {
             version,
         };
         let msg = new_message(start, headers, exchange, framing, first, mark);
-        self.begin_body(dir, msg);
+        self.begin_body(Direction::ClientToServer, msg);
     }
 
-    fn parse_response_head(
+    fn response_head(
         &mut self,
-        head: &[u8],
+        resp: &httparse::Response<'_, '_>,
         first: Mark,
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
         let dir = Direction::ServerToClient;
-        let head = self.without_control_bytes(dir, head, mark, sink);
-        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut slots);
-        let parsed = resp.parse(&head);
-        if !self.head_parsed(dir, parsed, head.len(), mark, sink) {
-            return;
-        }
         let status = resp.code.unwrap_or(0);
         let reason = resp.reason.unwrap_or("").to_string();
         let version = resp.version.unwrap_or(1);
