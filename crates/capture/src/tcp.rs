@@ -2,9 +2,10 @@
 //! explicit.
 //!
 //! Sans-IO: the reassembler, which [`CaptureStage`](crate::CaptureStage) drives, is fed decoded
-//! segments with their capture time and frame and reports [`TcpEvent`]s to a sink. Sequence numbers are turned into 64-bit stream offsets by
-//! unwrapping each 32-bit value to the one nearest the next expected byte (RFC 9293 §3.4 modular
-//! arithmetic), so wraparound at 2^32 needs no special case.
+//! segments with their capture time and frame and reports [`TcpEvent`]s to a sink. Sequence
+//! numbers are turned into 64-bit stream offsets by unwrapping each 32-bit value to the one
+//! nearest the next expected byte (RFC 9293 §3.4 modular arithmetic), so wraparound at 2^32 needs
+//! no special case.
 //!
 //! Overlap policy: the first copy of a byte wins. A later copy that disagrees is counted as a
 //! conflict, never spliced in. Missing bytes become a [`TcpEvent::Gap`] of their exact size once
