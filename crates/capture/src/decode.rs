@@ -43,20 +43,19 @@ pub struct TcpFlags {
 /// A TCP segment as the reassembler needs it. `payload` may be shorter than the segment really
 /// was when the capture cut it: `missing` says how many payload bytes the frame did not keep.
 #[derive(Clone, Copy, Debug)]
-pub struct TcpSegment<'a> {
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub seq: u32,
-    pub ack: u32,
-    pub flags: TcpFlags,
-    pub window: u16,
-    pub payload: &'a [u8],
-    pub missing: u32,
+pub(crate) struct TcpSegment<'a> {
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
+    pub(crate) seq: u32,
+    pub(crate) ack: u32,
+    pub(crate) flags: TcpFlags,
+    pub(crate) payload: &'a [u8],
+    pub(crate) missing: u32,
 }
 
 /// Why a frame did not yield a TCP segment. The names are shown to users in skip counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Skip {
+pub(crate) enum Skip {
     UnknownLinkType(i32),
     NotIp,
     NotTcp,
@@ -67,7 +66,7 @@ pub enum Skip {
 }
 
 impl Skip {
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Skip::UnknownLinkType(_) => "unsupported link type",
             Skip::NotIp => "not IP (ARP, LLDP, ...)",
@@ -81,13 +80,13 @@ impl Skip {
 }
 
 /// Decodes a frame of the given link type down to its TCP segment.
-pub fn tcp_segment(linktype: i32, frame: &[u8]) -> Result<TcpSegment<'_>, Skip> {
+pub(crate) fn tcp_segment(linktype: i32, frame: &[u8]) -> Result<TcpSegment<'_>, Skip> {
     let ip = network_layer(linktype, frame)?;
     ip_to_tcp(ip)
 }
 
 /// Strips the link layer, returning the IP packet it carries.
-pub fn network_layer(linktype: i32, frame: &[u8]) -> Result<&[u8], Skip> {
+pub(crate) fn network_layer(linktype: i32, frame: &[u8]) -> Result<&[u8], Skip> {
     match linktype {
         linktype::ETHERNET => ethernet(frame),
         linktype::LINUX_SLL => {
@@ -212,7 +211,6 @@ fn ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
             fin: tcp.fin(),
             rst: tcp.rst(),
         },
-        window: tcp.window_size(),
         payload: captured_payload,
         missing: u32::try_from(missing).unwrap_or(u32::MAX),
     })

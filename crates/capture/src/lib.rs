@@ -2,7 +2,90 @@
 //!
 //! Opens pcap / pcapng inputs (plain or gzip, files or standard input), merges several inputs
 //! into one time-ordered packet stream, decodes link layer, IP and TCP, and reassembles TCP into
-//! byte streams reported as [`tcp::TcpEvent`]s.
+//! byte streams reported as [`tcp::TcpEvent`]s. Every later stage sees bytes, gaps and closes,
+//! never a packet.
+//!
+//! What is in it:
+//! - [`open_capture`] and [`reader::CaptureReader`]: a streaming reader of pcap and pcapng (the
+//!   format and gzip are told by magic bytes, never by the file name), one frame at a time out of
+//!   one read buffer.
+//! - [`CaptureStage`]: decodes each frame (the link types of [`decode::linktype`]) and feeds the
+//!   reassembler; [`run`] drives several inputs through it merged by time, and
+//!   [`CaptureStage::report`] says per input what was read, skipped and why.
+//! - [`tcp`]: what reassembly reports ([`tcp::TcpEvent`], [`tcp::ConnSummary`]), its
+//!   [`tcp::Limits`] and counters. Loss is explicit: missing bytes become a gap of their exact
+//!   size, never silently joined data.
+//! - [`writer`]: writes pcap and pcapng, for the tests and the benchmark capture generator.
+//!
+//! What it never does: parse what TCP carries (only the first bytes of a connection are looked
+//! at, to tell the client from the server when the handshake was not captured), decrypt TLS,
+//! reassemble IP fragments, or hold more of a capture in memory than one read buffer and the
+//! out-of-order bytes its limits allow.
+//!
+//! # Example
+//!
+//! A capture written in memory, read back frame by frame and reassembled:
+//!
+//! ```
+//! use std::io::Cursor;
+//!
+//! use mcpf_capture::decode::{TcpFlags, linktype};
+//! use mcpf_capture::reader::CaptureReader;
+//! use mcpf_capture::tcp::TcpEvent;
+//! use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
+//! use mcpf_capture::{CaptureStage, Settings};
+//! use mcpf_model::Timestamp;
+//!
+//! let client = "10.0.0.1:40000".parse()?;
+//! let server = "10.0.0.2:8080".parse()?;
+//! let request = b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n";
+//! let response = b"HTTP/1.1 204 No Content\r\n\r\n";
+//! let syn = TcpFlags { syn: true, ..TcpFlags::default() };
+//! let syn_ack = TcpFlags { syn: true, ack: true, ..TcpFlags::default() };
+//! let segments = [
+//!     SegmentSpec::new(client, server, 100, 0, b"").flags(syn),
+//!     SegmentSpec::new(server, client, 500, 101, b"").flags(syn_ack),
+//!     SegmentSpec::new(client, server, 101, 501, request),
+//!     SegmentSpec::new(server, client, 501, 101 + request.len() as u32, response),
+//! ];
+//! let mut writer = PcapWriter::new(Vec::new(), linktype::ETHERNET, 65_535, false, false)?;
+//! for (i, spec) in segments.iter().enumerate() {
+//!     let frame = link_frame(linktype::ETHERNET, &ip_packet(spec), &[]);
+//!     let time = Timestamp::from_secs_nanos(1_700_000_000, i as u32 * 1_000_000);
+//!     writer.packet(time, &frame, frame.len() as u32)?;
+//! }
+//! let pcap = writer.into_inner();
+//!
+//! let mut reader = CaptureReader::open(Box::new(Cursor::new(pcap)), 0)?;
+//! let mut stage = CaptureStage::new(Settings::default(), 1);
+//! let mut printed = Vec::new();
+//! let mut sink = |event: TcpEvent<'_>| {
+//!     let line = match event {
+//!         TcpEvent::Opened { client, server, .. } => format!("opened {client} -> {server}"),
+//!         TcpEvent::Data { dir, data, .. } => format!("{dir:?}: {} bytes", data.len()),
+//!         TcpEvent::Gap { len, .. } => format!("{len} bytes lost"),
+//!         TcpEvent::Fin { dir, .. } => format!("{dir:?}: FIN"),
+//!         TcpEvent::Closed { summary } => format!("closed: {}", summary.close.name()),
+//!     };
+//!     println!("{line}");
+//!     printed.push(line);
+//! };
+//! while let Some(frame) = reader.next_frame()? {
+//!     assert_eq!(frame.linktype, linktype::ETHERNET);
+//!     stage.frame(&frame, &mut sink);
+//! }
+//! stage.finish(&mut sink);
+//! assert_eq!(
+//!     printed,
+//!     [
+//!         "opened 10.0.0.1:40000 -> 10.0.0.2:8080",
+//!         "ClientToServer: 30 bytes",
+//!         "ServerToClient: 27 bytes",
+//!         "closed: open at capture end",
+//!     ]
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod decode;
 pub mod reader;
@@ -110,7 +193,7 @@ pub struct Settings {
 
 /// Drives capture inputs through link decoding and TCP reassembly.
 pub struct CaptureStage {
-    pub reassembler: Reassembler,
+    pub(crate) reassembler: Reassembler,
     states: Vec<InputState>,
     /// Frames processed over all inputs, for progress display.
     pub frames: Arc<AtomicU64>,

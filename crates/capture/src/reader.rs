@@ -9,7 +9,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pcap_parser::pcapng::Block;
+use pcap_parser::pcapng::{Block, InterfaceDescriptionBlock, InterfaceStatisticsBlock};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
 
@@ -19,17 +19,17 @@ use mcpf_model::{FrameRef, InputId, Timestamp};
 /// definition (the largest real link-layer frames are 256 KiB), so the buffer grows up to that and
 /// no further: a crafted length field cannot make us allocate gigabytes.
 const INITIAL_BUFFER: usize = 1 << 20;
-pub const MAX_RECORD: usize = 16 << 20;
+pub(crate) const MAX_RECORD: usize = 16 << 20;
 
 /// The container format of a capture file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CaptureFormat {
+pub(crate) enum CaptureFormat {
     Pcap,
     PcapNg,
 }
 
 impl CaptureFormat {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CaptureFormat::Pcap => "pcap",
             CaptureFormat::PcapNg => "pcapng",
@@ -164,34 +164,93 @@ struct Interface {
 type BoxedRead = Box<dyn Read + Send>;
 
 enum Inner {
-    Legacy {
-        reader: Box<LegacyPcapReader<BoxedRead>>,
-        linktype: i32,
-        snaplen: u32,
-        nanos: bool,
-    },
-    Ng {
-        reader: Box<PcapNGReader<BoxedRead>>,
-        interfaces: Vec<Interface>,
-        /// Byte order of the current section, for the blocks we read ourselves.
-        big_endian: bool,
-    },
+    Legacy(Legacy),
+    Ng(Ng),
+}
+
+/// A classic pcap file: one link type and one timestamp precision for every record.
+struct Legacy {
+    reader: Box<LegacyPcapReader<BoxedRead>>,
+    linktype: i32,
+    snaplen: u32,
+    nanos: bool,
+}
+
+/// A pcapng file: its link types and timestamp units come from the interfaces each section
+/// declares.
+struct Ng {
+    reader: Box<PcapNGReader<BoxedRead>>,
+    section: Section,
+}
+
+/// What the current pcapng section declared.
+#[derive(Default)]
+struct Section {
+    interfaces: Vec<Interface>,
+    /// Byte order of the current section, for the blocks we read ourselves.
+    big_endian: bool,
+}
+
+/// Where a read stands, whatever the container format.
+struct Cursor {
+    frames: u64,
+    /// The packet block handed out last stays in the buffer, borrowed by its frame, and is
+    /// consumed on the next call.
+    pending_consume: usize,
+    /// The time of the previous packet, which a packet without a timestamp inherits.
+    last_time: Timestamp,
+    done: bool,
+}
+
+impl Cursor {
+    fn new() -> Self {
+        Cursor {
+            frames: 0,
+            pending_consume: 0,
+            last_time: Timestamp(0),
+            done: false,
+        }
+    }
+
+    /// Consumes the block handed out last and waits for the next one. Returns its size and the
+    /// address the read buffer starts at (packets are described by offsets from it), or `None`
+    /// at the end.
+    #[inline]
+    fn advance<R: PcapReaderIterator + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        notes: &mut ReadNotes,
+    ) -> Result<Option<(usize, usize)>, ReadError> {
+        reader.consume(std::mem::take(&mut self.pending_consume));
+        let Some(consumed) = next_block(reader, notes, &mut self.done)? else {
+            return Ok(None);
+        };
+        Ok(Some((consumed, reader.data().as_ptr() as usize)))
+    }
+
+    /// A packet block of `consumed` bytes was read: hand its frame out.
+    #[inline]
+    fn frame(&mut self, consumed: usize, meta: PacketMeta) -> Step {
+        self.last_time = meta.time;
+        self.pending_consume = consumed;
+        Step::Frame(meta)
+    }
 }
 
 /// Things noticed while reading that do not stop the read.
 #[derive(Debug, Default, Clone)]
-pub struct ReadNotes {
-    pub warnings: Vec<String>,
+pub(crate) struct ReadNotes {
+    pub(crate) warnings: Vec<String>,
     /// Packets in the file that were not frames we can decode, by reason.
-    pub skipped: Vec<(&'static str, u64)>,
+    pub(crate) skipped: Vec<(&'static str, u64)>,
     /// Packets the capturing interface said it dropped (pcapng ISB `isb_ifdrop`).
-    pub interface_drops: u64,
-    pub truncated: bool,
-    pub gzip: bool,
+    pub(crate) interface_drops: u64,
+    pub(crate) truncated: bool,
+    pub(crate) gzip: bool,
 }
 
 impl ReadNotes {
-    pub fn skip(&mut self, reason: &'static str) {
+    pub(crate) fn skip(&mut self, reason: &'static str) {
         match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
             Some((_, n)) => *n += 1,
             None => self.skipped.push((reason, 1)),
@@ -203,12 +262,9 @@ impl ReadNotes {
 pub struct CaptureReader {
     inner: Inner,
     input: InputId,
-    frames: u64,
-    pending_consume: usize,
-    last_time: Timestamp,
-    done: bool,
-    pub notes: ReadNotes,
-    pub format: CaptureFormat,
+    cursor: Cursor,
+    pub(crate) notes: ReadNotes,
+    pub(crate) format: CaptureFormat,
 }
 
 impl CaptureReader {
@@ -265,17 +321,14 @@ impl CaptureReader {
         };
         reader.consume(consumed);
         Ok(CaptureReader {
-            inner: Inner::Legacy {
+            inner: Inner::Legacy(Legacy {
                 reader: Box::new(reader),
                 linktype,
                 snaplen,
                 nanos,
-            },
+            }),
             input,
-            frames: 0,
-            pending_consume: 0,
-            last_time: Timestamp(0),
-            done: false,
+            cursor: Cursor::new(),
             notes: ReadNotes::default(),
             format: CaptureFormat::Pcap,
         })
@@ -285,16 +338,12 @@ impl CaptureReader {
         let reader = PcapNGReader::new(INITIAL_BUFFER, source)
             .map_err(|e| ReadError::BadHeader(pcap_error_text(&e)))?;
         Ok(CaptureReader {
-            inner: Inner::Ng {
+            inner: Inner::Ng(Ng {
                 reader: Box::new(reader),
-                interfaces: Vec::new(),
-                big_endian: false,
-            },
+                section: Section::default(),
+            }),
             input,
-            frames: 0,
-            pending_consume: 0,
-            last_time: Timestamp(0),
-            done: false,
+            cursor: Cursor::new(),
             notes: ReadNotes::default(),
             format: CaptureFormat::PcapNg,
         })
@@ -305,15 +354,16 @@ impl CaptureReader {
     }
 
     /// Number of frames read so far.
-    pub fn frames(&self) -> u64 {
-        self.frames
+    pub(crate) fn frames(&self) -> u64 {
+        self.cursor.frames
     }
 
     /// The next frame, or `None` at the end of the capture. A damaged tail ends the read with a
-    /// warning in [`ReadNotes`] rather than an error: what was read before it stays valid.
+    /// warning (in the input's [report](crate::CaptureStage::report)) rather than an error: what
+    /// was read before it stays valid.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, ReadError> {
         let meta = loop {
-            if self.done {
+            if self.cursor.done {
                 return Ok(None);
             }
             match self.step()? {
@@ -323,15 +373,15 @@ impl CaptureReader {
             }
         };
         let buffer = match &self.inner {
-            Inner::Legacy { reader, .. } => reader.data(),
-            Inner::Ng { reader, .. } => reader.data(),
+            Inner::Legacy(legacy) => legacy.reader.data(),
+            Inner::Ng(ng) => ng.reader.data(),
         };
         let data = buffer
             .get(meta.data_offset..meta.data_offset + meta.data_len)
             .unwrap_or(&[]);
         Ok(Some(Frame {
             time: meta.time,
-            frame: FrameRef::new(self.input, self.frames),
+            frame: FrameRef::new(self.input, self.cursor.frames),
             linktype: meta.linktype,
             data,
             orig_len: meta.orig_len.max(data.len() as u32),
@@ -341,173 +391,195 @@ impl CaptureReader {
     /// Parses one block. Packet blocks are left in the buffer (consumed on the next call) and
     /// described by offsets, so the caller can borrow their bytes without parsing them twice.
     fn step(&mut self) -> Result<Step, ReadError> {
-        let notes = &mut self.notes;
         match &mut self.inner {
-            Inner::Legacy {
-                reader,
-                linktype,
-                snaplen,
-                nanos,
-            } => {
-                reader.consume(std::mem::take(&mut self.pending_consume));
-                let Some(consumed) = next_block(reader.as_mut(), notes, &mut self.done)? else {
-                    return Ok(Step::End);
-                };
-                let base = reader.data().as_ptr() as usize;
-                let Ok((_, PcapBlockOwned::Legacy(block))) = reader.next() else {
-                    reader.consume(consumed);
-                    return Ok(Step::Other);
-                };
-                self.frames += 1;
-                if *snaplen > 0 && block.caplen > (*snaplen).max(MAX_SANE_SNAPLEN) {
-                    notes.warnings.push(format!(
-                        "frame {} claims {} captured bytes, more than the snap length {}",
-                        self.frames, block.caplen, snaplen
-                    ));
-                }
-                let sub = if *nanos {
-                    block.ts_usec.min(999_999_999)
-                } else {
-                    block.ts_usec.min(999_999).saturating_mul(1000)
-                };
-                let time = Timestamp::from_secs_nanos(i64::from(block.ts_sec), sub);
-                self.last_time = time;
-                let meta = PacketMeta {
-                    time,
-                    linktype: *linktype,
-                    orig_len: block.origlen,
-                    data_offset: block.data.as_ptr() as usize - base,
-                    data_len: block.data.len(),
-                };
-                self.pending_consume = consumed;
-                Ok(Step::Frame(meta))
+            Inner::Legacy(legacy) => legacy.step(&mut self.cursor, &mut self.notes),
+            Inner::Ng(ng) => ng.step(&mut self.cursor, &mut self.notes),
+        }
+    }
+}
+
+impl Legacy {
+    #[inline]
+    fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
+        let reader = self.reader.as_mut();
+        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
+            return Ok(Step::End);
+        };
+        let Ok((_, PcapBlockOwned::Legacy(block))) = reader.next() else {
+            reader.consume(consumed);
+            return Ok(Step::Other);
+        };
+        cursor.frames += 1;
+        if self.snaplen > 0 && block.caplen > self.snaplen.max(MAX_SANE_SNAPLEN) {
+            notes.warnings.push(format!(
+                "frame {} claims {} captured bytes, more than the snap length {}",
+                cursor.frames, block.caplen, self.snaplen
+            ));
+        }
+        let sub = if self.nanos {
+            block.ts_usec.min(999_999_999)
+        } else {
+            block.ts_usec.min(999_999).saturating_mul(1000)
+        };
+        let meta = PacketMeta {
+            time: Timestamp::from_secs_nanos(i64::from(block.ts_sec), sub),
+            linktype: self.linktype,
+            orig_len: block.origlen,
+            data_offset: block.data.as_ptr() as usize - base,
+            data_len: block.data.len(),
+        };
+        Ok(cursor.frame(consumed, meta))
+    }
+}
+
+impl Ng {
+    #[inline]
+    fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
+        let reader = self.reader.as_mut();
+        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
+            return Ok(Step::End);
+        };
+        let packet = match reader.next() {
+            Ok((_, PcapBlockOwned::NG(block))) => self.section.read(block, notes),
+            _ => None,
+        };
+        let Some(packet) = packet else {
+            reader.consume(consumed);
+            return Ok(Step::Other);
+        };
+        cursor.frames += 1;
+        let (time, linktype) = match self.section.interfaces.get(packet.if_id) {
+            Some(iface) => {
+                let time = packet
+                    .raw_ts
+                    .map_or(cursor.last_time, |raw| ng_time(raw, iface));
+                (time, iface.linktype)
             }
-            Inner::Ng {
-                reader,
-                interfaces,
-                big_endian,
-            } => {
-                reader.consume(std::mem::take(&mut self.pending_consume));
-                let Some(consumed) = next_block(reader.as_mut(), notes, &mut self.done)? else {
-                    return Ok(Step::End);
+            None => {
+                notes.skip("packet for an undeclared pcapng interface");
+                (cursor.last_time, UNDECLARED_INTERFACE)
+            }
+        };
+        let meta = PacketMeta {
+            time,
+            linktype,
+            orig_len: packet.orig_len,
+            data_offset: packet.data.as_ptr() as usize - base,
+            data_len: packet.data.len(),
+        };
+        Ok(cursor.frame(consumed, meta))
+    }
+}
+
+/// A packet as a pcapng block carries it.
+struct NgPacket<'b> {
+    if_id: usize,
+    /// `None`: the block has no timestamp, the packet inherits the previous one's.
+    raw_ts: Option<u64>,
+    orig_len: u32,
+    data: &'b [u8],
+}
+
+impl Section {
+    /// Takes one pcapng block: the packet it carries, if any; the other blocks change the section
+    /// or the notes.
+    fn read<'b>(&mut self, block: Block<'b>, notes: &mut ReadNotes) -> Option<NgPacket<'b>> {
+        match block {
+            Block::SectionHeader(shb) => {
+                // Interface numbering starts again in every section.
+                self.interfaces.clear();
+                self.big_endian = shb.big_endian();
+                None
+            }
+            Block::InterfaceDescription(idb) => {
+                self.declare(&idb, notes);
+                None
+            }
+            Block::EnhancedPacket(epb) => Some(NgPacket {
+                if_id: epb.if_id as usize,
+                raw_ts: Some((u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low)),
+                orig_len: epb.origlen,
+                data: &epb.data[..(epb.caplen as usize).min(epb.data.len())],
+            }),
+            Block::SimplePacket(spb) => {
+                // A simple packet block has no timestamp and its captured length is
+                // min(original length, snap length): the rest of the body is padding.
+                let snap = self.interfaces.first().map(|i| i.snaplen).unwrap_or(0);
+                let mut cap = spb.data.len().min(spb.origlen as usize);
+                if snap > 0 {
+                    cap = cap.min(snap as usize);
+                }
+                Some(NgPacket {
+                    if_id: 0,
+                    raw_ts: None,
+                    orig_len: spb.origlen,
+                    data: &spb.data[..cap],
+                })
+            }
+            Block::Unknown(ub)
+                if ub.block_type == OBSOLETE_PACKET_BLOCK
+                    || ub.block_type == OBSOLETE_PACKET_BLOCK.swap_bytes() =>
+            {
+                let packet = parse_obsolete_packet(ub.data, self.big_endian);
+                if packet.is_none() {
+                    notes.skip("malformed obsolete pcapng packet block");
+                }
+                packet
+            }
+            Block::InterfaceStatistics(isb) => {
+                if let Some(n) = self.interface_drops(&isb) {
+                    notes.interface_drops = notes.interface_drops.max(n);
+                }
+                None
+            }
+            Block::DecryptionSecrets(_) => {
+                notes.skip("pcapng decryption secrets block (TLS is not decrypted)");
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn declare(&mut self, idb: &InterfaceDescriptionBlock<'_>, notes: &mut ReadNotes) {
+        let units = ts_units(idb.if_tsresol);
+        if units.is_none() {
+            notes.warnings.push(format!(
+                "interface {} has an invalid if_tsresol {:#x}; its timestamps are read as microseconds",
+                self.interfaces.len(),
+                idb.if_tsresol
+            ));
+        }
+        self.interfaces.push(Interface {
+            linktype: idb.linktype.0,
+            snaplen: idb.snaplen,
+            units_per_sec: units,
+            offset_secs: idb.if_tsoffset,
+        });
+    }
+
+    /// The largest drop count an interface statistics block carries.
+    fn interface_drops(&self, isb: &InterfaceStatisticsBlock<'_>) -> Option<u64> {
+        let mut drops = None;
+        for opt in &isb.options {
+            // isb_ifdrop (option 5): packets the interface itself dropped.
+            if opt.code.0 == 5 && opt.value.len() >= 8 {
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(&opt.value[..8]);
+                let n = if self.big_endian {
+                    u64::from_be_bytes(bytes)
+                } else {
+                    u64::from_le_bytes(bytes)
                 };
-                let base = reader.data().as_ptr() as usize;
-                let block = match reader.next() {
-                    Ok((_, PcapBlockOwned::NG(block))) => block,
-                    _ => {
-                        reader.consume(consumed);
-                        return Ok(Step::Other);
-                    }
-                };
-                // (interface, raw timestamp or None to inherit, original length, data)
-                let packet: Option<(usize, Option<u64>, u32, &[u8])> = match block {
-                    Block::SectionHeader(shb) => {
-                        // Interface numbering starts again in every section.
-                        interfaces.clear();
-                        *big_endian = shb.big_endian();
-                        None
-                    }
-                    Block::InterfaceDescription(idb) => {
-                        let units = ts_units(idb.if_tsresol);
-                        if units.is_none() {
-                            notes.warnings.push(format!(
-                                "interface {} has an invalid if_tsresol {:#x}; its timestamps are read as microseconds",
-                                interfaces.len(),
-                                idb.if_tsresol
-                            ));
-                        }
-                        interfaces.push(Interface {
-                            linktype: idb.linktype.0,
-                            snaplen: idb.snaplen,
-                            units_per_sec: units,
-                            offset_secs: idb.if_tsoffset,
-                        });
-                        None
-                    }
-                    Block::EnhancedPacket(epb) => {
-                        let raw = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        Some((epb.if_id as usize, Some(raw), epb.origlen, data))
-                    }
-                    Block::SimplePacket(spb) => {
-                        // A simple packet block has no timestamp and its captured length is
-                        // min(original length, snap length): the rest of the body is padding.
-                        let snap = interfaces.first().map(|i| i.snaplen).unwrap_or(0);
-                        let mut cap = spb.data.len().min(spb.origlen as usize);
-                        if snap > 0 {
-                            cap = cap.min(snap as usize);
-                        }
-                        Some((0, None, spb.origlen, &spb.data[..cap]))
-                    }
-                    Block::Unknown(ub)
-                        if ub.block_type == OBSOLETE_PACKET_BLOCK
-                            || ub.block_type == OBSOLETE_PACKET_BLOCK.swap_bytes() =>
-                    {
-                        match parse_obsolete_packet(ub.data, *big_endian) {
-                            Some(opb) => {
-                                Some((usize::from(opb.if_id), Some(opb.ts), opb.orig_len, opb.data))
-                            }
-                            None => {
-                                notes.skip("malformed obsolete pcapng packet block");
-                                None
-                            }
-                        }
-                    }
-                    Block::InterfaceStatistics(isb) => {
-                        for opt in &isb.options {
-                            // isb_ifdrop (option 5): packets the interface itself dropped.
-                            if opt.code.0 == 5 && opt.value.len() >= 8 {
-                                let mut bytes = [0u8; 8];
-                                bytes.copy_from_slice(&opt.value[..8]);
-                                let n = if *big_endian {
-                                    u64::from_be_bytes(bytes)
-                                } else {
-                                    u64::from_le_bytes(bytes)
-                                };
-                                notes.interface_drops = notes.interface_drops.max(n);
-                            }
-                        }
-                        None
-                    }
-                    Block::DecryptionSecrets(_) => {
-                        notes.skip("pcapng decryption secrets block (TLS is not decrypted)");
-                        None
-                    }
-                    _ => None,
-                };
-                let Some((if_id, raw_ts, orig_len, data)) = packet else {
-                    reader.consume(consumed);
-                    return Ok(Step::Other);
-                };
-                self.frames += 1;
-                let (time, linktype) = match interfaces.get(if_id) {
-                    Some(iface) => {
-                        let time = raw_ts.map_or(self.last_time, |raw| ng_time(raw, iface));
-                        (time, iface.linktype)
-                    }
-                    None => {
-                        notes.skip("packet for an undeclared pcapng interface");
-                        (self.last_time, UNDECLARED_INTERFACE)
-                    }
-                };
-                self.last_time = time;
-                let meta = PacketMeta {
-                    time,
-                    linktype,
-                    orig_len,
-                    data_offset: data.as_ptr() as usize - base,
-                    data_len: data.len(),
-                };
-                self.pending_consume = consumed;
-                Ok(Step::Frame(meta))
+                drops = drops.max(Some(n));
             }
         }
+        drops
     }
 }
 
 /// Link type reported for a packet whose pcapng interface was never declared; the link layer
 /// decoder counts it as undecodable.
-pub const UNDECLARED_INTERFACE: i32 = -1;
+pub(crate) const UNDECLARED_INTERFACE: i32 = -1;
 
 /// Snap lengths above this are treated as "no limit" (tcpdump writes 262144).
 const MAX_SANE_SNAPLEN: u32 = 262_144;
@@ -528,17 +600,10 @@ enum Step {
 
 const OBSOLETE_PACKET_BLOCK: u32 = 0x0000_0002;
 
-struct ObsoletePacket<'a> {
-    if_id: u16,
-    ts: u64,
-    orig_len: u32,
-    data: &'a [u8],
-}
-
 /// The obsolete Packet Block (pcapng type 2) that old captures still carry; `pcap-parser` hands it
 /// over as an unknown block, so its body is read here: interface (u16), drops (u16), timestamp
 /// (2 × u32), captured length, original length, data.
-fn parse_obsolete_packet(body: &[u8], big_endian: bool) -> Option<ObsoletePacket<'_>> {
+fn parse_obsolete_packet(body: &[u8], big_endian: bool) -> Option<NgPacket<'_>> {
     let u16_at = |o: usize| -> Option<u16> {
         let b: [u8; 2] = body.get(o..o + 2)?.try_into().ok()?;
         Some(if big_endian {
@@ -560,9 +625,9 @@ fn parse_obsolete_packet(body: &[u8], big_endian: bool) -> Option<ObsoletePacket
     let caplen = u32_at(12)? as usize;
     let orig_len = u32_at(16)?;
     let data = body.get(20..20usize.checked_add(caplen)?)?;
-    Some(ObsoletePacket {
-        if_id,
-        ts,
+    Some(NgPacket {
+        if_id: usize::from(if_id),
+        raw_ts: Some(ts),
         orig_len,
         data,
     })

@@ -1,10 +1,11 @@
 //! TCP reassembly: segments in capture order in, ordered byte streams out, with every loss made
 //! explicit.
 //!
-//! Sans-IO: [`Reassembler::segment`] is fed decoded segments with their capture time and frame
-//! and reports [`TcpEvent`]s to a sink. Sequence numbers are turned into 64-bit stream offsets by
-//! unwrapping each 32-bit value to the one nearest the next expected byte (RFC 9293 §3.4 modular
-//! arithmetic), so wraparound at 2^32 needs no special case.
+//! Sans-IO: the reassembler, which [`CaptureStage`](crate::CaptureStage) drives, is fed decoded
+//! segments with their capture time and frame and reports [`TcpEvent`]s to a sink. Sequence
+//! numbers are turned into 64-bit stream offsets by unwrapping each 32-bit value to the one
+//! nearest the next expected byte (RFC 9293 §3.4 modular arithmetic), so wraparound at 2^32 needs
+//! no special case.
 //!
 //! Overlap policy: the first copy of a byte wins. A later copy that disagrees is counted as a
 //! conflict, never spliced in. Missing bytes become a [`TcpEvent::Gap`] of their exact size once
@@ -12,6 +13,7 @@
 //! the connection ended.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
@@ -183,7 +185,7 @@ pub struct ReassemblyStats {
     pub direction_limit_hits: u64,
     pub total_limit_hits: u64,
     pub idle_evictions: u64,
-    pub packets_after_close: u64,
+    pub(crate) packets_after_close: u64,
     pub peak_buffered: usize,
 }
 
@@ -265,6 +267,83 @@ struct Conn {
 }
 
 impl Conn {
+    /// The sender's part of a segment: its SYN, its bytes (or the bytes the capture cut) and its
+    /// FIN.
+    #[inline]
+    fn sent(&mut self, side: usize, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
+        let dir = self.dir_of(side);
+        let id = self.id;
+        let packets = self.packets;
+        let half = &mut self.halves[side];
+        let mut data_seq = seg.seq;
+        if seg.flags.syn {
+            self.syn_seen[side] = true;
+            data_seq = seg.seq.wrapping_add(1);
+            if half.stats.bytes == 0 && half.pending.is_empty() {
+                half.base = Some(data_seq);
+                half.next = 0;
+            }
+        }
+        if half.base.is_none() {
+            half.base = Some(data_seq);
+        }
+        half.stats.segments += 1;
+        let len = seg.payload.len() as u64 + u64::from(seg.missing);
+        let start = half.offset(data_seq);
+        if len > 0 {
+            half.last_mark = Some(mark);
+            insert(half, id, dir, start, seg.payload, seg.missing, mark, sink);
+        }
+        if seg.flags.fin && half.fin_at.is_none() {
+            half.fin_at = Some((start + len as i64).max(0) as u64);
+            half.fin_mark = Some(mark);
+        }
+        drain(half, id, dir, Some(mark), sink);
+        flush_acked_holes(half, id, dir, packets, mark.time, sink);
+    }
+
+    /// The peer of `side` acknowledged up to sequence number `ack`.
+    #[inline]
+    fn acked(&mut self, side: usize, ack: u32, now: Timestamp, sink: &mut impl TcpSink) {
+        let dir = self.dir_of(side);
+        let id = self.id;
+        let half = &mut self.halves[side];
+        if half.base.is_some() {
+            let acked = half.offset(ack);
+            if acked > 0 {
+                let acked = acked as u64;
+                if half.acked.is_none_or(|a| acked > a) {
+                    half.acked = Some(acked);
+                }
+            }
+            flush_acked_holes(half, id, dir, self.packets, now, sink);
+        }
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.halves[0].pending_bytes + self.halves[1].pending_bytes
+    }
+
+    /// Client and server, once the roles are decided.
+    fn endpoints(&self) -> (SocketAddr, SocketAddr) {
+        if self.a_is_client == Some(true) {
+            (self.a, self.b)
+        } else {
+            (self.b, self.a)
+        }
+    }
+
+    /// Tells the sink the connection exists, once its roles are decided.
+    fn report_opened(&self, sink: &mut impl TcpSink) {
+        let (client, server) = self.endpoints();
+        sink.on_tcp(TcpEvent::Opened {
+            conn: self.id,
+            client,
+            server,
+            mark: self.start,
+        });
+    }
+
     fn dir_of(&self, side: usize) -> Direction {
         let from_client = (side == 0) == self.a_is_client.unwrap_or(true);
         if from_client {
@@ -314,7 +393,7 @@ const SWEEP_INTERVAL_NS: i64 = Timestamp::NANOS_PER_SEC;
 /// Closed connections are remembered this long to absorb their last ACKs and retransmissions.
 const TOMBSTONE_NS: i64 = 120 * Timestamp::NANOS_PER_SEC;
 
-pub struct Reassembler {
+pub(crate) struct Reassembler {
     limits: Limits,
     table: HashMap<FlowKey, usize>,
     /// Boxed: a slot is 8 bytes whether or not a connection is in it.
@@ -329,7 +408,7 @@ pub struct Reassembler {
     total_pending: usize,
     next_sweep: Option<Timestamp>,
     servers: Vec<ServerSpec>,
-    pub stats: ReassemblyStats,
+    pub(crate) stats: ReassemblyStats,
 }
 
 /// An endpoint the user says is a server (`--server`): it wins over every heuristic.
@@ -351,7 +430,7 @@ impl ServerSpec {
 }
 
 impl Reassembler {
-    pub fn new(limits: Limits) -> Self {
+    pub(crate) fn new(limits: Limits) -> Self {
         Reassembler {
             limits,
             table: HashMap::default(),
@@ -367,78 +446,18 @@ impl Reassembler {
     }
 
     /// Endpoints to treat as servers whatever the packets suggest.
-    pub fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
+    pub(crate) fn with_servers(mut self, servers: Vec<ServerSpec>) -> Self {
         self.servers = servers;
         self
     }
 
-    /// Connections currently tracked (open or remembered after close).
-    pub fn tracked(&self) -> usize {
-        self.table.len() + self.tombstones.len()
-    }
-
     /// Feeds one segment in capture order.
-    pub fn segment(&mut self, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
+    pub(crate) fn segment(&mut self, seg: &TcpSegment<'_>, mark: Mark, sink: &mut impl TcpSink) {
         self.maybe_sweep(mark, sink);
         let key = flow_key(seg.src, seg.dst);
-        let mut slot = self.table.get(&key).copied();
-        if slot.is_none()
-            && let Some(last) = self.tombstones.get_mut(&flow_hash(&key))
-        {
-            // The last ACKs and retransmissions of a closed connection; a SYN opens a new one.
-            if !seg.flags.syn || seg.flags.ack {
-                *last = mark.time;
-                self.stats.packets_after_close += 1;
-                return;
-            }
-            self.tombstones.remove(&flow_hash(&key));
-        }
-
-        if let Some(idx) = slot {
-            let replace = match self.slots[idx].as_ref() {
-                Some(conn) => is_new_connection(conn, seg),
-                None => true,
-            };
-            if replace {
-                self.retire(idx, Some(CloseReason::Superseded), sink);
-                self.retire(idx, None, sink);
-                slot = None;
-            }
-        }
-        let idx = match slot {
-            Some(idx) => idx,
-            None => {
-                let conn = Conn {
-                    id: ConnId::tcp(self.next_id),
-                    a: seg.src,
-                    b: seg.dst,
-                    a_is_client: None,
-                    role_basis: RoleBasis::LowerPort,
-                    halves: [Half::default(), Half::default()],
-                    handshake_seen: false,
-                    start: mark,
-                    last: mark,
-                    packets: 0,
-                    closed: false,
-                    syn_seen: [false; 2],
-                };
-                self.next_id += 1;
-                self.stats.connections += 1;
-                let idx = match self.free.pop() {
-                    Some(i) => {
-                        self.slots[i] = Some(Box::new(conn));
-                        i
-                    }
-                    None => {
-                        self.slots.push(Some(Box::new(conn)));
-                        self.slots.len() - 1
-                    }
-                };
-                self.table.insert(key, idx);
-                idx
-            }
+        let Some(idx) = self.slot_for(key, seg, mark, sink) else {
+            return;
         };
-
         let Some(conn) = self.slots[idx].as_mut() else {
             return;
         };
@@ -450,88 +469,100 @@ impl Reassembler {
         }
         let side = if seg.src == conn.a { 0 } else { 1 };
         if conn.a_is_client.is_none() && !self.servers.is_empty() {
-            let (a, b) = (conn.a, conn.b);
-            if self.servers.iter().any(|sv| sv.matches(b)) {
-                conn.a_is_client = Some(true);
-            } else if self.servers.iter().any(|sv| sv.matches(a)) {
-                conn.a_is_client = Some(false);
-            }
-            if conn.a_is_client.is_some() {
-                conn.role_basis = RoleBasis::UserServer;
-                conn.handshake_seen |= seg.flags.syn;
-                let (client, server) = if conn.a_is_client == Some(true) {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
-                sink.on_tcp(TcpEvent::Opened {
-                    conn: conn.id,
-                    client,
-                    server,
-                    mark: conn.start,
-                });
-            }
+            decide_by_user(conn, &self.servers, seg.flags.syn, sink);
         }
         decide_roles(conn, side, seg, sink);
 
-        let before = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
-        // Data and FIN of the sender.
-        {
-            let dir = conn.dir_of(side);
-            let id = conn.id;
-            let packets = conn.packets;
-            let half = &mut conn.halves[side];
-            let mut data_seq = seg.seq;
-            if seg.flags.syn {
-                conn.syn_seen[side] = true;
-                data_seq = seg.seq.wrapping_add(1);
-                if half.stats.bytes == 0 && half.pending.is_empty() {
-                    half.base = Some(data_seq);
-                    half.next = 0;
-                }
-            }
-            if half.base.is_none() {
-                half.base = Some(data_seq);
-            }
-            half.stats.segments += 1;
-            let len = seg.payload.len() as u64 + u64::from(seg.missing);
-            let start = half.offset(data_seq);
-            if len > 0 {
-                half.last_mark = Some(mark);
-                insert(half, id, dir, start, seg.payload, seg.missing, mark, sink);
-            }
-            if seg.flags.fin && half.fin_at.is_none() {
-                half.fin_at = Some((start + len as i64).max(0) as u64);
-                half.fin_mark = Some(mark);
-            }
-            drain(half, id, dir, Some(mark), sink);
-            flush_acked_holes(half, id, dir, packets, mark.time, sink);
-        }
+        let before = conn.pending_bytes();
+        conn.sent(side, seg, mark, sink);
         // The ACK tells what the peer received: holes it acknowledged are lost from the capture.
         if seg.flags.ack {
-            let other = 1 - side;
-            let dir = conn.dir_of(other);
-            let id = conn.id;
-            let half = &mut conn.halves[other];
-            if half.base.is_some() {
-                let acked = half.offset(seg.ack);
-                if acked > 0 {
-                    let acked = acked as u64;
-                    if half.acked.is_none_or(|a| acked > a) {
-                        half.acked = Some(acked);
-                    }
-                }
-                flush_acked_holes(half, id, dir, conn.packets, mark.time, sink);
-            }
+            conn.acked(1 - side, seg.ack, mark.time, sink);
         }
-        let after = conn.halves[0].pending_bytes + conn.halves[1].pending_bytes;
+        let after = conn.pending_bytes();
         self.total_pending = (self.total_pending + after).saturating_sub(before);
         self.enforce_limits(idx, side, sink);
+        self.close_if_ended(idx, side, seg.flags.rst, sink);
+    }
 
+    /// The slot of the connection a segment belongs to, opening a new connection when it starts
+    /// one; `None` for a late packet of a connection already closed.
+    #[inline]
+    fn slot_for(
+        &mut self,
+        key: FlowKey,
+        seg: &TcpSegment<'_>,
+        mark: Mark,
+        sink: &mut impl TcpSink,
+    ) -> Option<usize> {
+        match self.table.get(&key).copied() {
+            Some(idx) => {
+                let replace = self.slots[idx]
+                    .as_ref()
+                    .is_none_or(|conn| is_new_connection(conn, seg));
+                if !replace {
+                    return Some(idx);
+                }
+                self.retire(idx, Some(CloseReason::Superseded), sink);
+                self.retire(idx, None, sink);
+            }
+            None => {
+                let hash = flow_hash(&key);
+                if let Some(last) = self.tombstones.get_mut(&hash) {
+                    // The last ACKs and retransmissions of a closed connection; a SYN opens a new
+                    // one.
+                    if !seg.flags.syn || seg.flags.ack {
+                        *last = mark.time;
+                        self.stats.packets_after_close += 1;
+                        return None;
+                    }
+                    self.tombstones.remove(&hash);
+                }
+            }
+        }
+        Some(self.open(key, seg, mark))
+    }
+
+    /// Starts tracking a connection whose first captured packet is `seg`; returns its slot.
+    fn open(&mut self, key: FlowKey, seg: &TcpSegment<'_>, mark: Mark) -> usize {
+        let conn = Box::new(Conn {
+            id: ConnId::tcp(self.next_id),
+            a: seg.src,
+            b: seg.dst,
+            a_is_client: None,
+            role_basis: RoleBasis::LowerPort,
+            halves: [Half::default(), Half::default()],
+            handshake_seen: false,
+            start: mark,
+            last: mark,
+            packets: 0,
+            closed: false,
+            syn_seen: [false; 2],
+        });
+        self.next_id += 1;
+        self.stats.connections += 1;
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(conn);
+                i
+            }
+            None => {
+                self.slots.push(Some(conn));
+                self.slots.len() - 1
+            }
+        };
+        self.table.insert(key, idx);
+        idx
+    }
+
+    /// A reset ends the connection at once; so does the second FIN once every byte before it
+    /// is accounted for.
+    #[inline]
+    fn close_if_ended(&mut self, idx: usize, side: usize, rst: bool, sink: &mut impl TcpSink) {
         let Some(conn) = self.slots[idx].as_mut() else {
             return;
         };
-        if seg.flags.rst {
+        if rst {
             let by = conn.dir_of(side);
             self.retire(idx, Some(CloseReason::Reset { by }), sink);
             return;
@@ -595,20 +626,7 @@ impl Reassembler {
             let id = conn.id;
             if conn.a_is_client.is_none() {
                 decide_by_port(conn);
-                sink.on_tcp(TcpEvent::Opened {
-                    conn: id,
-                    client: if conn.a_is_client == Some(true) {
-                        conn.a
-                    } else {
-                        conn.b
-                    },
-                    server: if conn.a_is_client == Some(true) {
-                        conn.b
-                    } else {
-                        conn.a
-                    },
-                    mark: conn.start,
-                });
+                conn.report_opened(sink);
             }
             for side in 0..2 {
                 let dir = conn.dir_of(side);
@@ -681,7 +699,7 @@ impl Reassembler {
 
     /// Ends the capture: every connection still open is flushed and reported, in the order the
     /// connections started.
-    pub fn finish(&mut self, sink: &mut impl TcpSink) {
+    pub(crate) fn finish(&mut self, sink: &mut impl TcpSink) {
         let mut open: Vec<(ConnId, usize)> = self
             .slots
             .iter()
@@ -754,17 +772,21 @@ fn decide_roles(conn: &mut Conn, side: usize, seg: &TcpSegment<'_>, sink: &mut i
         }
         None => return,
     }
-    let (client, server) = if conn.a_is_client == Some(true) {
-        (conn.a, conn.b)
+    conn.report_opened(sink);
+}
+
+/// `--server` named one end of the connection: that decides the roles before any heuristic.
+fn decide_by_user(conn: &mut Conn, servers: &[ServerSpec], syn: bool, sink: &mut impl TcpSink) {
+    if servers.iter().any(|sv| sv.matches(conn.b)) {
+        conn.a_is_client = Some(true);
+    } else if servers.iter().any(|sv| sv.matches(conn.a)) {
+        conn.a_is_client = Some(false);
     } else {
-        (conn.b, conn.a)
-    };
-    sink.on_tcp(TcpEvent::Opened {
-        conn: conn.id,
-        client,
-        server,
-        mark: conn.start,
-    });
+        return;
+    }
+    conn.role_basis = RoleBasis::UserServer;
+    conn.handshake_seen |= syn;
+    conn.report_opened(sink);
 }
 
 fn decide_by_port(conn: &mut Conn) {
@@ -774,7 +796,7 @@ fn decide_by_port(conn: &mut Conn) {
 }
 
 /// An HTTP/1.x request line: a method token, a space, then a target.
-pub fn looks_like_request_line(data: &[u8]) -> bool {
+pub(crate) fn looks_like_request_line(data: &[u8]) -> bool {
     let token_len = data
         .iter()
         .take(16)
@@ -792,6 +814,8 @@ pub fn looks_like_request_line(data: &[u8]) -> bool {
     }
 }
 
+/// Takes the bytes of a segment that start at stream offset `start` (`missing` of them cut by
+/// the capture): the next bytes are delivered at once when nothing waits, others are buffered.
 #[allow(clippy::too_many_arguments)]
 fn insert(
     half: &mut Half,
@@ -829,33 +853,30 @@ fn insert(
         let cut = cut as usize;
         half.delivered_mark = Some(half.delivered_mark.map_or(mark, |m| m.max(mark)));
         if cut < payload.len() {
-            let data = &payload[cut..];
-            half.stats.bytes += data.len() as u64;
-            sink.on_tcp(TcpEvent::Data {
-                conn,
-                dir,
-                data,
-                mark,
-            });
+            deliver(half, conn, dir, &payload[cut..], mark, sink);
         }
         let lost = (len - cut as i64).min(i64::from(missing)) as u64;
         if lost > 0 {
-            half.stats.gaps += 1;
-            half.stats.gap_bytes += lost;
-            sink.on_tcp(TcpEvent::Gap {
-                conn,
-                dir,
-                len: lost,
-                mark,
-            });
+            report_gap(half, conn, dir, lost, mark, sink);
         }
         half.next = end as u64;
         return;
     }
-    // Slow path: keep only the bytes no earlier copy covers; compare the rest.
-    let start = start as u64;
-    let end = end as u64;
-    let seg_start = (start as i64 - cut) as u64;
+    let seg_start = (start - cut) as u64;
+    buffer(half, payload, seg_start, start as u64..end as u64, mark);
+}
+
+/// The slow path of [`insert`]: keeps only the bytes of `range` that no earlier copy covers and
+/// compares the rest. The segment's payload starts at offset `seg_start`.
+fn buffer(half: &mut Half, payload: &[u8], seg_start: u64, range: Range<u64>, mark: Mark) {
+    let captured_end = seg_start + payload.len() as u64;
+    let overlap = compare_with_pending(&half.pending, payload, seg_start, range);
+    if overlap.overlapped {
+        half.stats.retransmissions += 1;
+    }
+    if overlap.conflict {
+        half.stats.conflicts += 1;
+    }
     let slice = |from: u64, to: u64| -> Chunk {
         let a = (from - seg_start) as usize;
         let b = (to - seg_start) as usize;
@@ -869,60 +890,7 @@ fn insert(
             Chunk::Bytes(payload[a..have].to_vec())
         }
     };
-    let captured_end = seg_start + payload.len() as u64;
-    let mut cursor = start;
-    let mut conflict = false;
-    let mut overlapped = false;
-    let mut fresh: Vec<(u64, u64)> = Vec::new();
-    let before = half
-        .pending
-        .range(..start)
-        .next_back()
-        .map(|(&k, p)| (k, k + p.chunk.len()));
-    let covering: Vec<(u64, u64)> = before
-        .into_iter()
-        .chain(
-            half.pending
-                .range(start..end)
-                .map(|(&k, p)| (k, k + p.chunk.len())),
-        )
-        .filter(|&(s, e)| e > start && s < end)
-        .collect();
-    for (ps, pe) in covering {
-        if ps > cursor {
-            fresh.push((cursor, ps));
-        }
-        let (os, oe) = (ps.max(cursor), pe.min(end));
-        if os < oe {
-            overlapped = true;
-            if let Some(Piece {
-                chunk: Chunk::Bytes(old),
-                ..
-            }) = half.pending.get(&ps)
-            {
-                let lo = os.max(seg_start).min(captured_end);
-                let hi = oe.min(captured_end);
-                if lo < hi {
-                    let new = &payload[(lo - seg_start) as usize..(hi - seg_start) as usize];
-                    let old = &old[(lo - ps) as usize..(hi - ps) as usize];
-                    if new != old {
-                        conflict = true;
-                    }
-                }
-            }
-        }
-        cursor = cursor.max(pe);
-    }
-    if cursor < end {
-        fresh.push((cursor, end));
-    }
-    if overlapped {
-        half.stats.retransmissions += 1;
-    }
-    if conflict {
-        half.stats.conflicts += 1;
-    }
-    for (s, e) in fresh {
+    for (s, e) in overlap.fresh {
         // Cut each fresh range where captured bytes end and lost bytes begin.
         let mut parts = vec![(s, e)];
         if s < captured_end && captured_end < e {
@@ -936,6 +904,113 @@ fn insert(
             half.pending.insert(ps, Piece { chunk, mark });
         }
     }
+}
+
+/// How a segment's range meets the pieces already buffered.
+struct Overlap {
+    /// The parts of the range no buffered piece covers, in order.
+    fresh: Vec<(u64, u64)>,
+    /// Some of the range was buffered already.
+    overlapped: bool,
+    /// Some captured byte differs from the copy buffered first.
+    conflict: bool,
+}
+
+fn compare_with_pending(
+    pending: &BTreeMap<u64, Piece>,
+    payload: &[u8],
+    seg_start: u64,
+    range: Range<u64>,
+) -> Overlap {
+    let Range { start, end } = range;
+    let captured_end = seg_start + payload.len() as u64;
+    let mut cursor = start;
+    let mut overlap = Overlap {
+        fresh: Vec::new(),
+        overlapped: false,
+        conflict: false,
+    };
+    let before = pending
+        .range(..start)
+        .next_back()
+        .map(|(&k, p)| (k, k + p.chunk.len()));
+    let covering: Vec<(u64, u64)> = before
+        .into_iter()
+        .chain(
+            pending
+                .range(start..end)
+                .map(|(&k, p)| (k, k + p.chunk.len())),
+        )
+        .filter(|&(s, e)| e > start && s < end)
+        .collect();
+    for (ps, pe) in covering {
+        if ps > cursor {
+            overlap.fresh.push((cursor, ps));
+        }
+        let (os, oe) = (ps.max(cursor), pe.min(end));
+        if os < oe {
+            overlap.overlapped = true;
+            if let Some(Piece {
+                chunk: Chunk::Bytes(old),
+                ..
+            }) = pending.get(&ps)
+            {
+                let lo = os.max(seg_start).min(captured_end);
+                let hi = oe.min(captured_end);
+                if lo < hi {
+                    let new = &payload[(lo - seg_start) as usize..(hi - seg_start) as usize];
+                    let old = &old[(lo - ps) as usize..(hi - ps) as usize];
+                    if new != old {
+                        overlap.conflict = true;
+                    }
+                }
+            }
+        }
+        cursor = cursor.max(pe);
+    }
+    if cursor < end {
+        overlap.fresh.push((cursor, end));
+    }
+    overlap
+}
+
+/// Delivers bytes of the stream, and counts them.
+#[inline]
+fn deliver(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    data: &[u8],
+    mark: Mark,
+    sink: &mut impl TcpSink,
+) {
+    half.stats.bytes += data.len() as u64;
+    sink.on_tcp(TcpEvent::Data {
+        conn,
+        dir,
+        data,
+        mark,
+    });
+}
+
+/// Reports `len` bytes of the stream lost from the capture, and counts them.
+#[inline]
+fn report_gap(
+    half: &mut Half,
+    conn: ConnId,
+    dir: Direction,
+    len: u64,
+    mark: Mark,
+    sink: &mut impl TcpSink,
+) {
+    half.stats.gaps += 1;
+    half.stats.gap_bytes += len;
+    sink.on_tcp(TcpEvent::Gap {
+        conn,
+        dir,
+        len,
+        mark,
+    });
 }
 
 /// Delivers whatever is now contiguous. `completed_by` is the packet that made it deliverable
@@ -968,27 +1043,8 @@ fn drain(
         }
         half.delivered_mark = Some(mark);
         match &piece.chunk {
-            Chunk::Bytes(b) => {
-                let data = &b[skip..];
-                half.stats.bytes += data.len() as u64;
-                sink.on_tcp(TcpEvent::Data {
-                    conn,
-                    dir,
-                    data,
-                    mark,
-                });
-            }
-            Chunk::Lost(n) => {
-                let lost = n - skip as u64;
-                half.stats.gaps += 1;
-                half.stats.gap_bytes += lost;
-                sink.on_tcp(TcpEvent::Gap {
-                    conn,
-                    dir,
-                    len: lost,
-                    mark,
-                });
-            }
+            Chunk::Bytes(b) => deliver(half, conn, dir, &b[skip..], mark, sink),
+            Chunk::Lost(n) => report_gap(half, conn, dir, n - skip as u64, mark, sink),
         }
         half.next = end;
     }
@@ -1016,15 +1072,7 @@ fn declare_gap(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl Tc
     };
     let mark = piece.mark;
     if first > half.next {
-        let len = first - half.next;
-        half.stats.gaps += 1;
-        half.stats.gap_bytes += len;
-        sink.on_tcp(TcpEvent::Gap {
-            conn,
-            dir,
-            len,
-            mark,
-        });
+        report_gap(half, conn, dir, first - half.next, mark, sink);
         half.next = first;
     }
     drain(half, conn, dir, None, sink);
@@ -1081,19 +1129,11 @@ fn flush_all(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpS
     if let Some(acked) = half.acked {
         let end = half.fin_at.map_or(acked, |f| acked.min(f));
         if end > half.next && half.base.is_some() {
-            let len = end - half.next;
-            half.stats.gaps += 1;
-            half.stats.gap_bytes += len;
             let mark = half.fin_mark.or(half.last_mark).unwrap_or(Mark {
                 time: Timestamp(0),
                 frame: mcpf_model::FrameRef::new(0, 0),
             });
-            sink.on_tcp(TcpEvent::Gap {
-                conn,
-                dir,
-                len,
-                mark,
-            });
+            report_gap(half, conn, dir, end - half.next, mark, sink);
             half.next = end;
             drain(half, conn, dir, None, sink);
         }
@@ -1102,15 +1142,7 @@ fn flush_all(half: &mut Half, conn: ConnId, dir: Direction, sink: &mut impl TcpS
         && half.next < fin
         && !half.stats.fin
     {
-        let len = fin - half.next;
-        half.stats.gaps += 1;
-        half.stats.gap_bytes += len;
-        sink.on_tcp(TcpEvent::Gap {
-            conn,
-            dir,
-            len,
-            mark,
-        });
+        report_gap(half, conn, dir, fin - half.next, mark, sink);
         half.next = fin;
         drain(half, conn, dir, None, sink);
     }
@@ -1242,7 +1274,6 @@ mod tests {
                     fin: seg.fin,
                     rst: seg.rst,
                 },
-                window: 1000,
                 payload: &seg.payload,
                 missing: seg.missing,
             };

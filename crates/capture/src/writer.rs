@@ -13,13 +13,13 @@ use mcpf_model::Timestamp;
 /// One TCP segment to put on the wire.
 #[derive(Clone, Debug)]
 pub struct SegmentSpec<'a> {
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub seq: u32,
-    pub ack: u32,
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
+    pub(crate) seq: u32,
+    pub(crate) ack: u32,
     pub flags: TcpFlags,
     pub window: u16,
-    pub payload: &'a [u8],
+    pub(crate) payload: &'a [u8],
     /// IPv4 options (a multiple of 4 bytes) or, for IPv6, a hop-by-hop extension header's
     /// option bytes (6 + 8n bytes): lets tests exercise variable-length headers.
     pub ip_options: &'a [u8],

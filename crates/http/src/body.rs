@@ -3,18 +3,17 @@
 //! The chunked decoder is a byte-driven state machine that accepts chunk extensions and trailers
 //! and hands out slices of its input, so a chunk boundary may fall anywhere (inside an SSE line
 //! included). Content decoders stream: gzip, deflate (zlib or raw, told apart by the first byte)
-//! and brotli, each with a cap on decoded output so a crafted body cannot exhaust memory.
+//! and brotli, flushed after every write; the connection keeps at most `MAX_BODY` decoded bytes
+//! of a body, so a crafted body cannot exhaust memory.
 
 use std::io::Write;
 
 /// A chunk-size or trailer line longer than this is not HTTP.
 const MAX_CHUNK_LINE: usize = 4096;
-/// Most decoded bytes one body may produce (decompression bombs stop here).
-pub const MAX_DECODED: usize = 64 << 20;
 
 /// How the end of a message body is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     None,
     Length(u64),
     Chunked,
@@ -40,19 +39,19 @@ enum ChunkState {
 
 /// What a piece of chunked input turned out to be.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ChunkOutput<'a> {
+pub(crate) enum ChunkOutput<'a> {
     Data(&'a [u8]),
     /// The last chunk and trailers have been read: the body is complete.
     End,
 }
 
 #[derive(Debug)]
-pub struct ChunkedDecoder {
+pub(crate) struct ChunkedDecoder {
     state: ChunkState,
     line: Vec<u8>,
-    pub chunks: u64,
+    pub(crate) chunks: u64,
     /// Trailer fields received (name, value).
-    pub trailers: Vec<(String, String)>,
+    pub(crate) trailers: Vec<(String, String)>,
 }
 
 impl Default for ChunkedDecoder {
@@ -62,7 +61,7 @@ impl Default for ChunkedDecoder {
 }
 
 impl ChunkedDecoder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ChunkedDecoder {
             state: ChunkState::Size,
             line: Vec::new(),
@@ -73,7 +72,7 @@ impl ChunkedDecoder {
 
     /// Bytes still owed by the chunk being read, if inside chunk data (lets a capture gap of a
     /// known size be skipped without losing the framing).
-    pub fn remaining_in_chunk(&self) -> Option<u64> {
+    pub(crate) fn remaining_in_chunk(&self) -> Option<u64> {
         match self.state {
             ChunkState::Data(n) => Some(n),
             _ => None,
@@ -82,13 +81,13 @@ impl ChunkedDecoder {
 
     /// A gap covered the rest of the current chunk and more: resynchronise on the next chunk-size
     /// line (SSE servers write one chunk per event, so a lost segment is usually whole chunks).
-    pub fn after_gap(&mut self) {
+    pub(crate) fn after_gap(&mut self) {
         self.line.clear();
         self.state = ChunkState::AfterGap;
     }
 
     /// Skips `n` bytes of chunk data lost in a gap. Only valid when `n <= remaining_in_chunk()`.
-    pub fn skip_data(&mut self, n: u64) {
+    pub(crate) fn skip_data(&mut self, n: u64) {
         if let ChunkState::Data(left) = self.state {
             let left = left - n.min(left);
             self.state = if left == 0 {
@@ -103,11 +102,11 @@ impl ChunkedDecoder {
     /// body (the rest of the input belongs to the next message).
     /// On an error, says how many bytes were read before it, so the caller can look for the next
     /// message in the rest.
-    pub fn decode<'a>(
+    pub(crate) fn decode<'a>(
         &mut self,
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
-    ) -> Result<usize, (usize, String)> {
+    ) -> Result<usize, (usize, ChunkedError)> {
         let mut pos = 0;
         match self.decode_from(input, out, &mut pos) {
             Ok(()) => Ok(pos),
@@ -120,27 +119,15 @@ impl ChunkedDecoder {
         input: &'a [u8],
         out: &mut Vec<ChunkOutput<'a>>,
         pos: &mut usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), ChunkedError> {
         while *pos < input.len() {
             match &mut self.state {
-                ChunkState::Size => match input[*pos..].iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        self.push_line(&input[*pos..*pos + i])?;
-                        *pos += i + 1;
+                ChunkState::Size => {
+                    if self.read_line(input, pos)? {
                         let size = parse_chunk_size(&self.line)?;
-                        self.line.clear();
-                        if size == 0 {
-                            self.state = ChunkState::Trailer;
-                        } else {
-                            self.chunks += 1;
-                            self.state = ChunkState::Data(size);
-                        }
+                        self.begin_chunk(size);
                     }
-                    None => {
-                        self.push_line(&input[*pos..])?;
-                        *pos = input.len();
-                    }
-                },
+                }
                 ChunkState::Data(left) => {
                     let take = (*left).min((input.len() - *pos) as u64) as usize;
                     out.push(ChunkOutput::Data(&input[*pos..*pos + take]));
@@ -154,80 +141,120 @@ impl ChunkedDecoder {
                     match input[*pos] {
                         b'\r' if !*seen_cr => *seen_cr = true,
                         b'\n' => self.state = ChunkState::Size,
-                        other => {
-                            return Err(format!(
-                                "chunk data not followed by CRLF (byte {other:#04x})"
-                            ));
-                        }
+                        other => return Err(ChunkedError::NoCrlfAfterData(other)),
                     }
                     *pos += 1;
                 }
-                ChunkState::AfterGap => {
-                    if self.line.is_empty() && (input[*pos] == b'\r' || input[*pos] == b'\n') {
-                        *pos += 1;
-                        continue;
-                    }
-                    match input[*pos..].iter().position(|&b| b == b'\n') {
-                        Some(i) => {
-                            self.push_line(&input[*pos..*pos + i])?;
-                            *pos += i + 1;
-                            let size = parse_chunk_size(&self.line).map_err(|_| {
-                                "no chunk boundary after the capture gap".to_string()
-                            })?;
-                            self.line.clear();
-                            if size == 0 {
-                                self.state = ChunkState::Trailer;
-                            } else {
-                                self.chunks += 1;
-                                self.state = ChunkState::Data(size);
-                            }
-                        }
-                        None => {
-                            self.push_line(&input[*pos..]).map_err(|_| {
-                                "no chunk boundary after the capture gap".to_string()
-                            })?;
-                            *pos = input.len();
-                        }
+                ChunkState::AfterGap => self.resync(input, pos)?,
+                ChunkState::Trailer => {
+                    if self.read_line(input, pos)? && self.end_trailer_line() {
+                        out.push(ChunkOutput::End);
+                        return Ok(());
                     }
                 }
-                ChunkState::Trailer => match input[*pos..].iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        self.push_line(&input[*pos..*pos + i])?;
-                        *pos += i + 1;
-                        let line = std::mem::take(&mut self.line);
-                        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-                        if line.is_empty() {
-                            self.state = ChunkState::Size;
-                            out.push(ChunkOutput::End);
-                            return Ok(());
-                        }
-                        let text = String::from_utf8_lossy(line);
-                        if let Some((name, value)) = text.split_once(':') {
-                            self.trailers
-                                .push((name.trim().to_string(), value.trim().to_string()));
-                        }
-                    }
-                    None => {
-                        self.push_line(&input[*pos..])?;
-                        *pos = input.len();
-                    }
-                },
             }
         }
         Ok(())
     }
 
-    fn push_line(&mut self, bytes: &[u8]) -> Result<(), String> {
+    /// Adds the input up to the next LF to the line being read, consuming it (and the LF).
+    /// Returns whether the line is complete.
+    #[inline]
+    fn read_line(&mut self, input: &[u8], pos: &mut usize) -> Result<bool, ChunkedError> {
+        let rest = &input[*pos..];
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                self.push_line(&rest[..i])?;
+                *pos += i + 1;
+                Ok(true)
+            }
+            None => {
+                self.push_line(rest)?;
+                *pos = input.len();
+                Ok(false)
+            }
+        }
+    }
+
+    /// After a chunk-size line: the chunk's data, or the trailer after the last chunk.
+    fn begin_chunk(&mut self, size: u64) {
+        self.line.clear();
+        if size == 0 {
+            self.state = ChunkState::Trailer;
+        } else {
+            self.chunks += 1;
+            self.state = ChunkState::Data(size);
+        }
+    }
+
+    /// Looks for the chunk-size line that must follow a capture gap.
+    fn resync(&mut self, input: &[u8], pos: &mut usize) -> Result<(), ChunkedError> {
+        if self.line.is_empty() && (input[*pos] == b'\r' || input[*pos] == b'\n') {
+            *pos += 1;
+            return Ok(());
+        }
+        let at = *pos;
+        // A line still open at the end of the input and already too long cannot be a chunk
+        // boundary; a complete one that is too long is reported as in any other state.
+        let complete = self.read_line(input, pos).map_err(|e| {
+            if input[at..].contains(&b'\n') {
+                e
+            } else {
+                ChunkedError::NoBoundaryAfterGap
+            }
+        })?;
+        if complete {
+            let size =
+                parse_chunk_size(&self.line).map_err(|_| ChunkedError::NoBoundaryAfterGap)?;
+            self.begin_chunk(size);
+        }
+        Ok(())
+    }
+
+    /// Takes a complete trailer line; returns whether it was the blank line that ends the body.
+    fn end_trailer_line(&mut self) -> bool {
+        let line = std::mem::take(&mut self.line);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            self.state = ChunkState::Size;
+            return true;
+        }
+        let text = String::from_utf8_lossy(line);
+        if let Some((name, value)) = text.split_once(':') {
+            self.trailers
+                .push((name.trim().to_string(), value.trim().to_string()));
+        }
+        false
+    }
+
+    fn push_line(&mut self, bytes: &[u8]) -> Result<(), ChunkedError> {
         if self.line.len() + bytes.len() > MAX_CHUNK_LINE {
-            return Err("chunk-size or trailer line too long".into());
+            return Err(ChunkedError::LineTooLong);
         }
         self.line.extend_from_slice(bytes);
         Ok(())
     }
 }
 
+/// Why a chunked body could not be followed. The text is shown to users as anomaly text
+/// (`bad chunked framing: ...`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ChunkedError {
+    #[error("chunk-size or trailer line too long")]
+    LineTooLong,
+    /// The line, cut to 32 bytes.
+    #[error("invalid chunk size {0:?}")]
+    InvalidSize(String),
+    #[error("chunk size out of range")]
+    SizeOutOfRange,
+    #[error("chunk data not followed by CRLF (byte {0:#04x})")]
+    NoCrlfAfterData(u8),
+    #[error("no chunk boundary after the capture gap")]
+    NoBoundaryAfterGap,
+}
+
 /// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
-fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
+fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let end = line
         .iter()
@@ -235,17 +262,16 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, String> {
         .unwrap_or(line.len());
     let hex = &line[..end];
     if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return Err(format!(
-            "invalid chunk size {:?}",
-            String::from_utf8_lossy(&line[..line.len().min(32)])
+        return Err(ChunkedError::InvalidSize(
+            String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned(),
         ));
     }
     u64::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16)
-        .map_err(|_| "chunk size out of range".to_string())
+        .map_err(|_| ChunkedError::SizeOutOfRange)
 }
 
 /// Streaming decoder for one `Content-Encoding`.
-pub enum ContentDecoder {
+pub(crate) enum ContentDecoder {
     Identity,
     Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
     /// Undecided until the first byte says zlib or raw deflate.
@@ -278,7 +304,7 @@ impl std::fmt::Debug for ContentDecoder {
 impl ContentDecoder {
     /// The decoder for a `Content-Encoding` header value (the last coding applied is listed last;
     /// a single coding is what proxies and servers send in practice).
-    pub fn for_encoding(value: Option<&str>) -> ContentDecoder {
+    pub(crate) fn for_encoding(value: Option<&str>) -> ContentDecoder {
         let Some(value) = value else {
             return ContentDecoder::Identity;
         };
@@ -303,7 +329,7 @@ impl ContentDecoder {
         }
     }
 
-    pub fn is_identity(&self) -> bool {
+    pub(crate) fn is_identity(&self) -> bool {
         matches!(
             self,
             ContentDecoder::Identity | ContentDecoder::Unsupported(_)
@@ -311,7 +337,7 @@ impl ContentDecoder {
     }
 
     /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
         if let ContentDecoder::DeflatePending = self {
             let Some(&first) = input.first() else {
                 return Ok(());
@@ -351,12 +377,12 @@ impl ContentDecoder {
         };
         result.map_err(|e| {
             *self = ContentDecoder::Failed;
-            format!("cannot decode the body: {e}")
+            DecodeError::Corrupt(e)
         })
     }
 
     /// Flushes what the decoder still holds at the end of the body.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let result = match self {
             ContentDecoder::Gzip(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
             ContentDecoder::Zlib(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
@@ -366,9 +392,19 @@ impl ContentDecoder {
         };
         result.map_err(|e| {
             *self = ContentDecoder::Failed;
-            format!("the compressed body ends early: {e}")
+            DecodeError::EndsEarly(e)
         })
     }
+}
+
+/// Why a body could not be content-decoded. The text is shown to users (as anomaly text and as
+/// the body's decode error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DecodeError {
+    #[error("cannot decode the body: {0}")]
+    Corrupt(std::io::Error),
+    #[error("the compressed body ends early: {0}")]
+    EndsEarly(std::io::Error),
 }
 
 fn take(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
@@ -426,6 +462,53 @@ mod tests {
         assert_eq!(
             err.0, 6,
             "stops at the bad byte; the rest is for the caller"
+        );
+    }
+
+    #[test]
+    fn error_texts_stay_as_users_see_them() {
+        let text = |wire: &[u8], after_gap: bool| {
+            let mut d = ChunkedDecoder::new();
+            if after_gap {
+                d.after_gap();
+            }
+            d.decode(wire, &mut Vec::new()).unwrap_err().1.to_string()
+        };
+        let long_line = [b'1'; 5000];
+        let mut long_line_ended = long_line.to_vec();
+        long_line_ended.push(b'\n');
+        let cases: [(&[u8], bool, &str); 6] = [
+            (b"zz;x\r\n", false, "invalid chunk size \"zz;x\""),
+            (
+                b"3\r\nabcX",
+                false,
+                "chunk data not followed by CRLF (byte 0x58)",
+            ),
+            (&long_line, false, "chunk-size or trailer line too long"),
+            (b"xyz\r\n", true, "no chunk boundary after the capture gap"),
+            // After a gap, a line cut by the end of the input is no boundary; a whole line that
+            // is too long is reported as anywhere else.
+            (&long_line, true, "no chunk boundary after the capture gap"),
+            (
+                &long_line_ended,
+                true,
+                "chunk-size or trailer line too long",
+            ),
+        ];
+        for (wire, after_gap, want) in cases {
+            assert_eq!(text(wire, after_gap), want);
+        }
+        let mut d = ContentDecoder::for_encoding(Some("gzip"));
+        let err = d
+            .write(b"this is not gzip at all", &mut Vec::new())
+            .unwrap_err();
+        assert!(err.to_string().starts_with("cannot decode the body: "));
+        let mut d = ContentDecoder::for_encoding(Some("gzip"));
+        d.write(&[0x1f, 0x8b], &mut Vec::new()).unwrap();
+        let err = d.finish(&mut Vec::new()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the compressed body ends early: ")
         );
     }
 

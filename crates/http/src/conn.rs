@@ -8,11 +8,12 @@
 //! the framing is known (a `Content-Length`, or the inside of a chunk), a gap is skipped over and
 //! the following messages keep their framing.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
-use super::sse::SseParser;
+use super::sse::{SseEvent, SseParser};
 use super::{
     Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
     ResponseHead,
@@ -29,7 +30,7 @@ const MAX_RESYNC_LINE: usize = 8 * 1024;
 /// A connection that has shown no HTTP after this many bytes is not scanned further.
 const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
-pub const MAX_BODY: usize = 16 << 20;
+pub(crate) const MAX_BODY: usize = 16 << 20;
 const MAX_HEADERS: usize = 128;
 
 #[derive(Debug)]
@@ -108,7 +109,7 @@ struct Pending {
 
 /// HTTP state of one TCP connection.
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     id: ConnId,
     client: SocketAddr,
     server: SocketAddr,
@@ -129,11 +130,11 @@ pub struct Connection {
     scanned_without_http: u64,
     /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
     probe: Vec<u8>,
-    out_events: Vec<super::sse::SseEvent>,
+    out_events: Vec<SseEvent>,
 }
 
 impl Connection {
-    pub fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
+    pub(crate) fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
         Connection {
             id,
             client,
@@ -154,7 +155,7 @@ impl Connection {
         }
     }
 
-    pub fn kind(&self) -> ConnKind {
+    pub(crate) fn kind(&self) -> ConnKind {
         match self.kind {
             Some(k) => k,
             None if self.saw_data => ConnKind::Other,
@@ -162,11 +163,11 @@ impl Connection {
         }
     }
 
-    pub fn skipped_bytes(&self) -> u64 {
+    pub(crate) fn skipped_bytes(&self) -> u64 {
         self.req.skipped + self.resp.skipped
     }
 
-    pub fn anomalies(&self) -> u64 {
+    pub(crate) fn anomalies(&self) -> u64 {
         self.anomalies
     }
 
@@ -180,7 +181,13 @@ impl Connection {
         });
     }
 
-    pub fn data(&mut self, dir: Direction, data: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn data(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.saw_data = true;
         if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
             let take = (PROBE_BYTES - self.probe.len()).min(data.len());
@@ -334,10 +341,7 @@ impl Connection {
         let head = std::mem::take(&mut half.head);
         let first = half.head_first.take().unwrap_or(mark);
         half.state = State::Start;
-        match dir {
-            Direction::ClientToServer => self.parse_request_head(&head, first, mark, sink),
-            Direction::ServerToClient => self.parse_response_head(&head, first, mark, sink),
-        }
+        self.parse_head(dir, &head, first, mark, sink);
         // A message with no body ends with its headers.
         if matches!(self.half(dir).state, State::Body)
             && self
@@ -351,192 +355,91 @@ impl Connection {
         used
     }
 
-    fn parse_request_head(
+    /// Parses a complete head (`first` is where its first byte was captured, `mark` where its
+    /// end was) and starts its message.
+    fn parse_head(
         &mut self,
+        dir: Direction,
         head: &[u8],
         first: Mark,
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
-        let cleaned;
-        let mut head = head;
-        if has_control_bytes(head) {
-            // A crafted or broken peer put control bytes in the head: parse a copy with them
-            // replaced, and say so (peers usually reject such messages, but they crossed the
-            // wire and are evidence).
-            cleaned = replace_control_bytes(head);
-            head = &cleaned;
-            self.anomaly(
-                Direction::ClientToServer,
-                mark,
-                "control characters in the request head (shown as '?')".into(),
-                sink,
-            );
-        }
+        let head = self.without_control_bytes(dir, head, mark, sink);
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut slots);
-        let parsed = req.parse(head);
-        let (method, target, version) = match parsed {
-            Ok(httparse::Status::Complete(_)) => (
-                req.method.unwrap_or("").to_string(),
-                req.path.unwrap_or("").to_string(),
-                req.version.unwrap_or(1),
-            ),
-            Ok(httparse::Status::Partial) => {
-                self.anomaly(
-                    Direction::ClientToServer,
-                    mark,
-                    "incomplete request head".into(),
-                    sink,
-                );
-                return;
+        match dir {
+            Direction::ClientToServer => {
+                let mut req = httparse::Request::new(&mut slots);
+                let parsed = req.parse(&head);
+                if self.head_parsed(dir, parsed, head.len(), mark, sink) {
+                    self.request_head(&req, first, mark, sink);
+                }
             }
-            Err(e) => {
-                self.req.skipped += head.len() as u64;
-                self.anomaly(
-                    Direction::ClientToServer,
-                    mark,
-                    format!("malformed request head: {e}"),
-                    sink,
-                );
-                return;
+            Direction::ServerToClient => {
+                let mut resp = httparse::Response::new(&mut slots);
+                let parsed = resp.parse(&head);
+                if self.head_parsed(dir, parsed, head.len(), mark, sink) {
+                    self.response_head(&resp, first, mark, sink);
+                }
             }
-        };
+        }
+    }
+
+    fn request_head(
+        &mut self,
+        req: &httparse::Request<'_, '_>,
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let method = req.method.unwrap_or("").to_string();
+        let target = req.path.unwrap_or("").to_string();
+        let version = req.version.unwrap_or(1);
         let headers = headers_of(req.headers);
         let (framing, problem) = request_framing(&headers);
         if let Some(p) = problem {
             self.anomaly(Direction::ClientToServer, mark, p, sink);
         }
-        // Only a request whose first byte was captured before the response is the one it
-        // answers; a later request is a new one (the capture began after the first request).
-        if self
-            .unpaired_responses
-            .front()
-            .is_some_and(|(_, at)| first > *at)
-        {
-            self.unpaired_responses.clear();
-        }
-        let index = match self.unpaired_responses.pop_front() {
-            Some((answered, _)) => answered,
-            None => {
-                let index = self.next_index;
-                self.next_index += 1;
-                self.pending.push_back(Pending {
-                    index,
-                    method: method.clone(),
-                    first,
-                });
-                index
-            }
-        };
+        let index = self.request_index(&method, first);
         let exchange = ExchangeId {
             conn: self.id,
             index,
         };
-        let after_gap = std::mem::take(&mut self.req.after_gap);
-        self.req.msg = Some(new_message(
-            Start::Request {
-                method,
-                target,
-                version,
-            },
-            headers,
-            exchange,
-            framing,
-            first,
-            mark,
-            after_gap,
-        ));
-        self.req.state = State::Body;
+        let start = Start::Request {
+            method,
+            target,
+            version,
+        };
+        let msg = new_message(start, headers, exchange, framing, first, mark);
+        self.begin_body(Direction::ClientToServer, msg);
     }
 
-    fn parse_response_head(
+    fn response_head(
         &mut self,
-        head: &[u8],
+        resp: &httparse::Response<'_, '_>,
         first: Mark,
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
-        let cleaned;
-        let mut head = head;
-        if has_control_bytes(head) {
-            // A crafted or broken peer put control bytes in the head: parse a copy with them
-            // replaced, and say so (peers usually reject such messages, but they crossed the
-            // wire and are evidence).
-            cleaned = replace_control_bytes(head);
-            head = &cleaned;
-            self.anomaly(
-                Direction::ServerToClient,
-                mark,
-                "control characters in the response head (shown as '?')".into(),
-                sink,
-            );
-        }
-        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut slots);
-        let (status, reason, version) = match resp.parse(head) {
-            Ok(httparse::Status::Complete(_)) => (
-                resp.code.unwrap_or(0),
-                resp.reason.unwrap_or("").to_string(),
-                resp.version.unwrap_or(1),
-            ),
-            Ok(httparse::Status::Partial) => {
-                self.anomaly(
-                    Direction::ServerToClient,
-                    mark,
-                    "incomplete response head".into(),
-                    sink,
-                );
-                return;
-            }
-            Err(e) => {
-                self.resp.skipped += head.len() as u64;
-                self.anomaly(
-                    Direction::ServerToClient,
-                    mark,
-                    format!("malformed response head: {e}"),
-                    sink,
-                );
-                return;
-            }
-        };
+        let dir = Direction::ServerToClient;
+        let status = resp.code.unwrap_or(0);
+        let reason = resp.reason.unwrap_or("").to_string();
+        let version = resp.version.unwrap_or(1);
         let headers = headers_of(resp.headers);
         if (100..200).contains(&status) && status != 101 {
             // Interim response (100 Continue, 103 Early Hints): the final one follows.
             self.interim.push(status);
             return;
         }
-        // The server answered: a request still waiting for bytes lost in a gap is as complete as
-        // it will ever be.
-        if self.req.msg.as_ref().is_some_and(|m| m.gap)
-            && self.pending.front().is_some_and(|p| {
-                self.req
-                    .msg
-                    .as_ref()
-                    .is_some_and(|m| m.exchange.index == p.index)
-            })
-        {
-            self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
-            self.req.after_gap = true;
-        }
-        let (index, method) = match self.pending.pop_front() {
-            Some(p) => (p.index, p.method),
-            None => {
-                // A response to a request not seen yet (capture started late, a gap, or the
-                // capture reordered them): the next request head takes this place.
-                let index = self.next_index;
-                self.next_index += 1;
-                self.unpaired_responses.push_back((index, first));
-                (index, String::new())
-            }
-        };
+        self.end_request_lost_in_gap(mark, sink);
+        let (index, method) = self.response_index(first);
         let exchange = ExchangeId {
             conn: self.id,
             index,
         };
         let (framing, problem) = response_framing(&method, status, &headers);
         if let Some(p) = problem {
-            self.anomaly(Direction::ServerToClient, mark, p, sink);
+            self.anomaly(dir, mark, p, sink);
         }
         let event_stream = (200..300).contains(&status)
             && headers.media_type().as_deref() == Some("text/event-stream");
@@ -551,33 +454,124 @@ impl Connection {
             event_stream,
         };
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
-        let after_gap = std::mem::take(&mut self.resp.after_gap);
-        let mut msg = new_message(
-            Start::Response,
-            headers,
-            exchange,
-            framing,
-            first,
-            mark,
-            after_gap,
-        );
+        let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
         if event_stream {
             msg.sse = Some(SseParser::new());
         }
-        self.resp.msg = Some(msg);
-        self.resp.state = State::Body;
+        self.begin_body(dir, msg);
         if framing == Framing::Tunnel {
             // After CONNECT 2xx or 101 the bytes are another protocol.
-            self.end_message(
-                Direction::ServerToClient,
-                Outcome::Complete,
-                None,
-                mark,
-                sink,
-            );
+            self.end_message(dir, Outcome::Complete, None, mark, sink);
             self.req.state = State::Opaque;
             self.resp.state = State::Opaque;
         }
+    }
+
+    /// The head to parse: `head` itself, or a copy with its control bytes replaced by `?`.
+    fn without_control_bytes<'h>(
+        &mut self,
+        dir: Direction,
+        head: &'h [u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> Cow<'h, [u8]> {
+        if !has_control_bytes(head) {
+            return Cow::Borrowed(head);
+        }
+        // A crafted or broken peer put control bytes in the head: parse a copy with them
+        // replaced, and say so (peers usually reject such messages, but they crossed the
+        // wire and are evidence).
+        let what = format!(
+            "control characters in the {} head (shown as '?')",
+            message_kind(dir)
+        );
+        self.anomaly(dir, mark, what, sink);
+        Cow::Owned(replace_control_bytes(head))
+    }
+
+    /// Whether httparse read a whole head; when not, says why and counts a malformed head as
+    /// skipped.
+    fn head_parsed(
+        &mut self,
+        dir: Direction,
+        parsed: httparse::Result<usize>,
+        head_len: usize,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> bool {
+        let what = match parsed {
+            Ok(httparse::Status::Complete(_)) => return true,
+            Ok(httparse::Status::Partial) => format!("incomplete {} head", message_kind(dir)),
+            Err(e) => {
+                self.half(dir).skipped += head_len as u64;
+                format!("malformed {} head: {e}", message_kind(dir))
+            }
+        };
+        self.anomaly(dir, mark, what, sink);
+        false
+    }
+
+    /// The exchange a request head opens: the place a response already took for it, or a new
+    /// one that waits for its response.
+    fn request_index(&mut self, method: &str, first: Mark) -> u32 {
+        // Only a request whose first byte was captured before the response is the one it
+        // answers; a later request is a new one (the capture began after the first request).
+        if self
+            .unpaired_responses
+            .front()
+            .is_some_and(|(_, at)| first > *at)
+        {
+            self.unpaired_responses.clear();
+        }
+        if let Some((answered, _)) = self.unpaired_responses.pop_front() {
+            return answered;
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        self.pending.push_back(Pending {
+            index,
+            method: method.to_string(),
+            first,
+        });
+        index
+    }
+
+    /// The exchange a response head answers, and its request's method (empty when unknown).
+    fn response_index(&mut self, first: Mark) -> (u32, String) {
+        if let Some(p) = self.pending.pop_front() {
+            return (p.index, p.method);
+        }
+        // A response to a request not seen yet (capture started late, a gap, or the capture
+        // reordered them): the next request head takes this place.
+        let index = self.next_index;
+        self.next_index += 1;
+        self.unpaired_responses.push_back((index, first));
+        (index, String::new())
+    }
+
+    /// The server answered: a request still waiting for bytes lost in a gap is as complete as
+    /// it will ever be.
+    fn end_request_lost_in_gap(&mut self, mark: Mark, sink: &mut impl HttpSink) {
+        let Some(msg) = self.req.msg.as_ref() else {
+            return;
+        };
+        if msg.gap
+            && self
+                .pending
+                .front()
+                .is_some_and(|p| msg.exchange.index == p.index)
+        {
+            self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
+            self.req.after_gap = true;
+        }
+    }
+
+    /// A head was read: its body (if any) follows.
+    fn begin_body(&mut self, dir: Direction, mut msg: Message) {
+        let half = self.half(dir);
+        msg.gap = std::mem::take(&mut half.after_gap);
+        half.msg = Some(msg);
+        half.state = State::Body;
     }
 
     fn read_body(
@@ -679,21 +673,13 @@ impl Connection {
                 bytes
             } else {
                 if let Err(e) = msg.decoder.write(bytes, &mut decoded) {
-                    decode_error = Some(e);
+                    decode_error = Some(e.to_string());
                 }
                 &decoded
             };
             msg.body.decoded_bytes += input.len() as u64;
-            if let Some(sse) = msg.sse.as_mut() {
-                sse.feed(input, mark, out_events);
-            } else {
-                let room = MAX_BODY.saturating_sub(msg.body.data.len());
-                if input.len() > room {
-                    msg.body.truncated = true;
-                }
-                msg.body
-                    .data
-                    .extend_from_slice(&input[..input.len().min(room)]);
+            if msg.keep(input, mark, out_events) {
+                msg.body.truncated = true;
             }
             if let Some(e) = &decode_error {
                 msg.body.decode_error = Some(e.clone());
@@ -740,27 +726,7 @@ impl Connection {
         if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
             msg.last = mark;
         }
-        let mut tail = Vec::new();
-        if outcome == Outcome::Complete
-            && !msg.holed
-            && let Err(e) = msg.decoder.finish(&mut tail)
-        {
-            msg.body.decode_error = Some(e);
-        }
-        if !tail.is_empty() {
-            msg.body.decoded_bytes += tail.len() as u64;
-            if let Some(sse) = msg.sse.as_mut() {
-                sse.feed(&tail, mark, &mut self.out_events);
-            } else {
-                let room = MAX_BODY.saturating_sub(msg.body.data.len());
-                msg.body
-                    .data
-                    .extend_from_slice(&tail[..tail.len().min(room)]);
-            }
-        }
-        if let Some(sse) = msg.sse.as_mut() {
-            sse.finish();
-        }
+        msg.finish_body(outcome, mark, &mut self.out_events);
         let exchange = msg.exchange;
         for event in self.out_events.drain(..) {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
@@ -771,43 +737,11 @@ impl Connection {
             outcome
         };
         msg.body.chunked = msg.chunked.is_some() || msg.framing == Framing::Chunked;
-        match msg.start {
-            Start::Request {
-                method,
-                target,
-                version,
-            } => {
-                let request = Request {
-                    exchange,
-                    client,
-                    server,
-                    method,
-                    target,
-                    version,
-                    headers: msg.headers,
-                    body: msg.body,
-                    first: msg.first,
-                    last: msg.last,
-                    outcome,
-                };
-                sink.on_http(HttpEvent::Request(Box::new(request)));
-            }
-            Start::Response => {
-                let end = ResponseEnd {
-                    exchange,
-                    body: msg.body,
-                    last: msg.last,
-                    outcome,
-                    closed_by,
-                    sse: msg.sse.map(|s| s.stats),
-                };
-                sink.on_http(HttpEvent::ResponseEnd(Box::new(end)));
-            }
-        }
+        sink.on_http(msg.into_event(outcome, closed_by, client, server));
     }
 
     /// `len` bytes of `dir` are missing from the capture.
-    pub fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
         let half = self.half(dir);
         match half.state {
             State::Opaque => {}
@@ -832,48 +766,7 @@ impl Connection {
                     half.state = State::Start;
                     return;
                 };
-                msg.gap = true;
-                msg.holed = true;
-                msg.body.gap_bytes += len;
-                msg.body
-                    .decode_error
-                    .get_or_insert_with(|| "bytes missing from the capture".into());
-                // Between two events, with chunk framing to find the next chunk, nothing needs
-                // skipping; anywhere else the partial event is dropped up to the next blank line.
-                let clean = msg.framing == Framing::Chunked
-                    && msg
-                        .chunked
-                        .as_ref()
-                        .is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
-                if let Some(sse) = msg.sse.as_mut() {
-                    if clean && sse.at_boundary() {
-                        sse.gap_at_boundary();
-                    } else {
-                        sse.gap();
-                    }
-                }
-                // Keep the framing when the gap falls inside a known length.
-                let survives = match msg.framing {
-                    Framing::Length(_) => {
-                        if len <= msg.remaining {
-                            msg.remaining -= len;
-                            true
-                        } else {
-                            false
-                        }
-                    }
-                    Framing::Chunked => {
-                        let c = msg.chunked.get_or_insert_with(ChunkedDecoder::new);
-                        if c.remaining_in_chunk().is_some_and(|r| len <= r) {
-                            c.skip_data(len);
-                        } else {
-                            c.after_gap();
-                        }
-                        true
-                    }
-                    Framing::UntilClose => true,
-                    Framing::None | Framing::Tunnel => true,
-                };
+                let survives = msg.lose(len);
                 let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
                 if !survives {
                     self.end_message(dir, Outcome::Gap, None, mark, sink);
@@ -887,7 +780,7 @@ impl Connection {
 
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
     /// cut short.
-    pub fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+    pub(crate) fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
         if self.first_fin.is_none() {
             self.first_fin = Some((dir, mark));
         }
@@ -937,7 +830,7 @@ impl Connection {
     }
 
     /// The connection is gone: end what is in progress and report requests never answered.
-    pub fn close(
+    pub(crate) fn close(
         &mut self,
         outcome: Outcome,
         by: Option<Direction>,
@@ -987,6 +880,126 @@ impl Connection {
     }
 }
 
+impl Message {
+    /// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up
+    /// to [`MAX_BODY`]. Returns whether bytes were cut at that limit.
+    #[inline]
+    fn keep(&mut self, decoded: &[u8], mark: Mark, events: &mut Vec<SseEvent>) -> bool {
+        if let Some(sse) = self.sse.as_mut() {
+            sse.feed(decoded, mark, events);
+            return false;
+        }
+        let room = MAX_BODY.saturating_sub(self.body.data.len());
+        self.body
+            .data
+            .extend_from_slice(&decoded[..decoded.len().min(room)]);
+        decoded.len() > room
+    }
+
+    /// The end of the body: what the content decoder still holds, and the end of the event
+    /// stream. A tail cut at the size limit does not mark the body truncated.
+    fn finish_body(&mut self, outcome: Outcome, mark: Mark, events: &mut Vec<SseEvent>) {
+        let mut tail = Vec::new();
+        if outcome == Outcome::Complete
+            && !self.holed
+            && let Err(e) = self.decoder.finish(&mut tail)
+        {
+            self.body.decode_error = Some(e.to_string());
+        }
+        if !tail.is_empty() {
+            self.body.decoded_bytes += tail.len() as u64;
+            self.keep(&tail, mark, events);
+        }
+        if let Some(sse) = self.sse.as_mut() {
+            sse.finish();
+        }
+    }
+
+    /// `len` bytes of the body are missing from the capture. Returns whether the framing
+    /// survives them (the next message can still be found where it starts).
+    fn lose(&mut self, len: u64) -> bool {
+        self.gap = true;
+        self.holed = true;
+        self.body.gap_bytes += len;
+        self.body
+            .decode_error
+            .get_or_insert_with(|| "bytes missing from the capture".into());
+        // Between two events, with chunk framing to find the next chunk, nothing needs
+        // skipping; anywhere else the partial event is dropped up to the next blank line.
+        let clean = self.framing == Framing::Chunked
+            && self
+                .chunked
+                .as_ref()
+                .is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
+        if let Some(sse) = self.sse.as_mut() {
+            if clean && sse.at_boundary() {
+                sse.gap_at_boundary();
+            } else {
+                sse.gap();
+            }
+        }
+        // Keep the framing when the gap falls inside a known length.
+        match self.framing {
+            Framing::Length(_) => {
+                if len <= self.remaining {
+                    self.remaining -= len;
+                    true
+                } else {
+                    false
+                }
+            }
+            Framing::Chunked => {
+                let c = self.chunked.get_or_insert_with(ChunkedDecoder::new);
+                if c.remaining_in_chunk().is_some_and(|r| len <= r) {
+                    c.skip_data(len);
+                } else {
+                    c.after_gap();
+                }
+                true
+            }
+            Framing::UntilClose => true,
+            Framing::None | Framing::Tunnel => true,
+        }
+    }
+
+    /// What reports the finished message: the request, or the end of the response.
+    fn into_event(
+        self,
+        outcome: Outcome,
+        closed_by: Option<Direction>,
+        client: SocketAddr,
+        server: SocketAddr,
+    ) -> HttpEvent {
+        match self.start {
+            Start::Request {
+                method,
+                target,
+                version,
+            } => HttpEvent::Request(Box::new(Request {
+                exchange: self.exchange,
+                client,
+                server,
+                method,
+                target,
+                version,
+                headers: self.headers,
+                body: self.body,
+                first: self.first,
+                last: self.last,
+                outcome,
+            })),
+            Start::Response => HttpEvent::ResponseEnd(Box::new(ResponseEnd {
+                exchange: self.exchange,
+                body: self.body,
+                last: self.last,
+                outcome,
+                closed_by,
+                sse: self.sse.map(|s| s.stats),
+            })),
+        }
+    }
+}
+
 fn new_message(
     start: Start,
     headers: Headers,
@@ -994,7 +1007,6 @@ fn new_message(
     framing: Framing,
     first: Mark,
     head_end: Mark,
-    after_gap: bool,
 ) -> Message {
     let decoder = ContentDecoder::for_encoding(headers.get("content-encoding"));
     let content_encoding = headers.get("content-encoding").map(str::to_string);
@@ -1015,7 +1027,7 @@ fn new_message(
             ..Body::default()
         },
         holed: false,
-        gap: after_gap,
+        gap: false,
         sse: None,
         first,
         last: head_end,
@@ -1025,6 +1037,14 @@ fn new_message(
 /// Bytes RFC 9110 forbids in a field value (CTLs other than HTAB, and DEL), outside line ends.
 fn is_forbidden(b: u8) -> bool {
     (b < 0x20 && b != b'\t' && b != b'\r' && b != b'\n') || b == 0x7f
+}
+
+/// How a direction's messages are named in anomaly text.
+fn message_kind(dir: Direction) -> &'static str {
+    match dir {
+        Direction::ClientToServer => "request",
+        Direction::ServerToClient => "response",
+    }
 }
 
 fn has_control_bytes(head: &[u8]) -> bool {
@@ -1069,7 +1089,7 @@ fn request_framing(headers: &Headers) -> (Framing, Option<String>) {
     match content_length(headers) {
         Ok(Some(n)) => (Framing::Length(n), None),
         Ok(None) => (Framing::None, None),
-        Err(e) => (Framing::None, Some(e)),
+        Err(e) => (Framing::None, Some(e.to_string())),
     }
 }
 
@@ -1098,7 +1118,7 @@ fn response_framing(method: &str, status: u16, headers: &Headers) -> (Framing, O
     match content_length(headers) {
         Ok(Some(n)) => (Framing::Length(n), None),
         Ok(None) => (Framing::UntilClose, None),
-        Err(e) => (Framing::UntilClose, Some(e)),
+        Err(e) => (Framing::UntilClose, Some(e.to_string())),
     }
 }
 
@@ -1112,16 +1132,23 @@ fn last_coding_is_chunked(headers: &Headers) -> bool {
         .is_some_and(|c| c.eq_ignore_ascii_case("chunked"))
 }
 
+/// Why a Content-Length cannot frame a message. The text is the anomaly shown to users.
+#[derive(Debug, thiserror::Error)]
+enum ContentLengthError<'h> {
+    #[error("invalid Content-Length {0:?}")]
+    Invalid(&'h str),
+    #[error("conflicting Content-Length values")]
+    Conflicting,
+}
+
 /// The Content-Length, if any; several equal values are accepted (RFC 9110 §8.6).
-fn content_length(headers: &Headers) -> Result<Option<u64>, String> {
+fn content_length(headers: &Headers) -> Result<Option<u64>, ContentLengthError<'_>> {
     let mut value: Option<u64> = None;
     for v in headers.get_all("content-length").flat_map(|v| v.split(',')) {
         let v = v.trim();
-        let n: u64 = v
-            .parse()
-            .map_err(|_| format!("invalid Content-Length {v:?}"))?;
+        let n: u64 = v.parse().map_err(|_| ContentLengthError::Invalid(v))?;
         if value.is_some_and(|old| old != n) {
-            return Err("conflicting Content-Length values".into());
+            return Err(ContentLengthError::Conflicting);
         }
         value = Some(n);
     }
@@ -1176,7 +1203,7 @@ fn quick_method_prefix(rest: &[u8]) -> bool {
 }
 
 /// `METHOD SP target SP HTTP/1.x`.
-pub fn is_request_line(line: &[u8]) -> bool {
+pub(crate) fn is_request_line(line: &[u8]) -> bool {
     let Some(sp1) = line.iter().position(|&b| b == b' ') else {
         return false;
     };
@@ -1203,7 +1230,7 @@ pub fn is_request_line(line: &[u8]) -> bool {
 }
 
 /// `HTTP/1.x NNN [reason]`.
-pub fn is_status_line(line: &[u8]) -> bool {
+pub(crate) fn is_status_line(line: &[u8]) -> bool {
     line.len() >= 12
         && line.starts_with(b"HTTP/1.")
         && line[7].is_ascii_digit()

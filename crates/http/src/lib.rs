@@ -1,13 +1,32 @@
-//! The HTTP stage: reassembled TCP streams in, HTTP/1.1 exchanges, SSE events and JSON-RPC
-//! messages out, each with the capture marks that prove it.
+//! The HTTP stage: reassembled TCP streams in, HTTP/1.1 messages and Server-Sent Events out,
+//! each with the capture marks that prove it.
 //!
-//! HTTP is recognised by content on any port. Each connection gets a sans-IO [`conn::Connection`]
-//! fed the capture layer's data, gap and close events; it emits [`HttpEvent`]s as soon as they
-//! are known (a request when complete, a response head when its headers are, every SSE event when
-//! its blank line arrives), so long-lived streams never need buffering.
+//! HTTP is recognised by content on any port. Each connection gets a sans-IO parser fed the
+//! capture layer's data, gap and close events; it emits [`HttpEvent`]s as soon as they are known
+//! (a request when complete, a response head when its headers are, every SSE event when its
+//! blank line arrives), so long-lived streams never need buffering.
+//!
+//! What is in it:
+//! - [`Stage`]: the [`TcpSink`] that keeps one parser per connection and hands [`HttpEvent`]s
+//!   to an [`HttpSink`]; [`HttpStats`] counts what the connections carried (HTTP, TLS, HTTP/2,
+//!   other).
+//! - The events and what they carry: [`Request`], [`ResponseHead`], [`ResponseEnd`], [`Body`],
+//!   [`Headers`], [`Outcome`], [`ExchangeId`].
+//! - [`sse`]: the Server-Sent Events parser, which can be used on its own (its module shows how).
+//! - [`exchange`]: gathers the events into whole exchanges, for the `http` view and the tests.
+//! - [`threaded`]: hands the events to a second thread, in order.
+//!
+//! Inside, and not public: the start-line search and head parsing (with `httparse`), body
+//! framing (RFC 9112: `Content-Length`, chunked, until close), content decoding (gzip, deflate,
+//! brotli) and the in-order pairing of responses with requests.
+//!
+//! What it never does: know anything of JSON-RPC or MCP. Bodies and SSE data are handed on as
+//! decoded bytes and text; the MCP stage reads them. Nor does it see packets: it knows the bytes,
+//! gaps and closes that `mcpf-capture` reassembled, and HAR files and logs reach the same events
+//! through `mcpf-ingest`.
 
-pub mod body;
-pub mod conn;
+mod body;
+mod conn;
 pub mod exchange;
 pub mod sse;
 pub mod threaded;
@@ -17,11 +36,11 @@ use std::net::SocketAddr;
 
 use serde::Serialize;
 
-use mcpf_capture::tcp::{CloseReason, TcpEvent, TcpSink};
+use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent, TcpSink};
 use mcpf_model::Mark;
 use mcpf_model::{ConnId, Direction};
 
-pub use conn::Connection;
+use conn::Connection;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,19 +112,6 @@ pub enum Outcome {
     Gap,
     /// The connection was evicted as idle.
     Idle,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Complete => "complete",
-            Outcome::CutByCaptureEnd => "cut by capture end",
-            Outcome::ClosedEarly => "connection closed early",
-            Outcome::Reset => "connection reset",
-            Outcome::Gap => "bytes missing",
-            Outcome::Idle => "idle, evicted",
-        }
-    }
 }
 
 /// A message body as captured: decoded when the content coding is known.
@@ -270,6 +276,44 @@ impl<S: HttpSink> Stage<S> {
             stats: HttpStats::default(),
         }
     }
+
+    /// A connection ended: its parser ends what is in progress, and its kind is counted.
+    fn closed(&mut self, summary: &ConnSummary) {
+        let Some(mut c) = self.connections.remove(&summary.conn) else {
+            return;
+        };
+        let (outcome, by) = match summary.close {
+            CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
+            CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
+            CloseReason::Idle => (Outcome::Idle, None),
+            CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
+        };
+        c.close(outcome, by, summary.end, &mut self.sink);
+        let kind = c.kind();
+        let port = summary.server.port();
+        match kind {
+            ConnKind::Http => {
+                self.stats.connections_http += 1;
+                note_port(&mut self.stats.http_ports, port);
+            }
+            ConnKind::Tls => {
+                self.stats.connections_tls += 1;
+                note_port(&mut self.stats.tls_ports, port);
+            }
+            ConnKind::Http2 => self.stats.connections_http2 += 1,
+            ConnKind::Empty => self.stats.connections_empty += 1,
+            ConnKind::Other => self.stats.connections_other += 1,
+        }
+        self.stats.skipped_bytes += c.skipped_bytes();
+        self.stats.anomalies += c.anomalies();
+        self.sink.on_http(HttpEvent::ConnectionEnd {
+            conn: summary.conn,
+            client: summary.client,
+            server: summary.server,
+            kind,
+            mark: summary.end,
+        });
+    }
 }
 
 fn note_port(ports: &mut Vec<u16>, port: u16) {
@@ -322,41 +366,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                     c.fin(dir, mark, &mut self.sink);
                 }
             }
-            TcpEvent::Closed { summary } => {
-                if let Some(mut c) = self.connections.remove(&summary.conn) {
-                    let (outcome, by) = match summary.close {
-                        CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
-                        CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
-                        CloseReason::Idle => (Outcome::Idle, None),
-                        CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
-                    };
-                    c.close(outcome, by, summary.end, &mut self.sink);
-                    let kind = c.kind();
-                    let port = summary.server.port();
-                    match kind {
-                        ConnKind::Http => {
-                            self.stats.connections_http += 1;
-                            note_port(&mut self.stats.http_ports, port);
-                        }
-                        ConnKind::Tls => {
-                            self.stats.connections_tls += 1;
-                            note_port(&mut self.stats.tls_ports, port);
-                        }
-                        ConnKind::Http2 => self.stats.connections_http2 += 1,
-                        ConnKind::Empty => self.stats.connections_empty += 1,
-                        ConnKind::Other => self.stats.connections_other += 1,
-                    }
-                    self.stats.skipped_bytes += c.skipped_bytes();
-                    self.stats.anomalies += c.anomalies();
-                    self.sink.on_http(HttpEvent::ConnectionEnd {
-                        conn: summary.conn,
-                        client: summary.client,
-                        server: summary.server,
-                        kind,
-                        mark: summary.end,
-                    });
-                }
-            }
+            TcpEvent::Closed { summary } => self.closed(summary),
         }
     }
 }

@@ -10,6 +10,40 @@
 //! Beyond a browser, it also records what a forensic reader needs: an event that carries an `id`
 //! but no data is a *priming* event in MCP 2025-11-25 (the client may resume from it) and is
 //! kept, not discarded; comments (keep-alive pings) are counted.
+//!
+//! ```
+//! use mcpf_http::sse::SseParser;
+//! use mcpf_model::{FrameRef, Mark, Timestamp};
+//!
+//! // The capture mark of the packet that carried each chunk.
+//! let mark = |n: u64| Mark {
+//!     time: Timestamp(n as i64),
+//!     frame: FrameRef::new(0, n),
+//! };
+//! let mut parser = SseParser::new();
+//! let mut events = Vec::new();
+//! // Two events; the second is cut by the end of the first chunk, in the middle of a line.
+//! parser.feed(b"id: 41\ndata: {\"a\":1}\n\nevent: note\nda", mark(1), &mut events);
+//! assert_eq!(events.len(), 1);
+//! assert_eq!(parser.last_event_id(), "41");
+//! parser.feed(b"ta: second\n\n", mark(2), &mut events);
+//! parser.finish();
+//!
+//! let [first, second] = &events[..] else {
+//!     panic!("two events")
+//! };
+//! assert_eq!(first.id.as_deref(), Some("41"));
+//! assert_eq!(first.event, "message");
+//! assert_eq!(first.data, r#"{"a":1}"#);
+//! // The second event sets no `id:` of its own, yet a client that reconnects after it sends
+//! // `Last-Event-ID: 41`: the last ID the stream set, which every event carries.
+//! assert_eq!(second.id, None);
+//! assert_eq!(&*second.last_event_id, "41");
+//! assert_eq!(second.event, "note");
+//! assert_eq!(second.data, "second");
+//! // An event is dated by the packet that completed it.
+//! assert_eq!(second.mark.frame, FrameRef::new(0, 2));
+//! ```
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -302,7 +336,7 @@ impl SseParser {
 
     /// Bytes of the stream were lost: the event in progress cannot be trusted, and the bytes that
     /// follow belong to an unknown point of some event. Skip to the next blank line.
-    pub fn gap(&mut self) {
+    pub(crate) fn gap(&mut self) {
         if self.block_started || !self.line.is_empty() || !self.data.is_empty() {
             self.stats.dropped_at_gaps += 1;
         }
@@ -322,13 +356,13 @@ impl SseParser {
     }
 
     /// Whether the parser sits between events (nothing of a next event read yet).
-    pub fn at_boundary(&self) -> bool {
+    pub(crate) fn at_boundary(&self) -> bool {
         !self.block_started && self.line.is_empty() && self.data.is_empty() && !self.resyncing
     }
 
     /// A gap that fell between events, where the framing below says the next bytes start a new
     /// unit (a chunk of a chunked body): nothing is skipped, the next event is marked.
-    pub fn gap_at_boundary(&mut self) {
+    pub(crate) fn gap_at_boundary(&mut self) {
         self.after_cr = false;
         self.bom_decided = true;
         self.start.clear();
