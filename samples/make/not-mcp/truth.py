@@ -116,6 +116,9 @@ for c in by_conn.values():
         if not sbody.startswith(raw):
             problems.append("ticker seq %d: client bytes are not a prefix of the server's" % c["client_seq"])
         c["server_wrote_bytes"] = len(sbody)
+        c["server_wrote_event_ids"] = [str(x["id"]) for x in sv if x["ev"] == "sse_event_sent" and x["seq"] == sseq]
+        if c["server_wrote_event_ids"][:len(c["events"])] != [ev["id"] for ev in c["events"]]:
+            problems.append("ticker seq %d: events read are not the first ones written" % c["client_seq"])
         cut = next((x for x in sv if x["ev"] == "cut" and x["seq"] == sseq), None)
         if cut:
             c["cut_by_server"] = {"after_id": str(cut["after_id"]), "how": cut["how"]}
@@ -161,7 +164,9 @@ truth = {
     "http_responses_complete": len(exchanges),
     "sse_streams": len(sse),
     "sse_streams_note": "the ticker bodies are chunked and never terminated (client closed or server reset): "
-                        "tshark with default preferences does not count their responses",
+                        "tshark with default preferences does not count their responses. After a client closed, "
+                        "the server still wrote one more event (server_wrote_event_ids) before it saw the close: "
+                        "those bytes are on the wire (answered by the client's RST) but were never read",
     "jsonrpc_methods": dict(sorted(rpc_methods.items())),
     "jsonrpc_batches": sum(1 for x in exchanges if "batch" in (x.get("jsonrpc_request") or {})),
     "exchanges": exchanges,
