@@ -62,7 +62,7 @@ async def one_client(k):
         await asyncio.gather(
             call("slow_add", {"a": k, "b": 100, "delay_ms": 600}),
             call("countdown", {"start": 3}, progress_callback=on_progress),
-            call("slow_add", {"a": k, "b": 200, "delay_ms": 300}),
+            call("slow_add", {"a": k, "b": 200, "delay_ms": 380}),  # between progress 2 and 3
         )
         note(ev="progress", client=name, tool="countdown", progress=progress)
         await call("add", {"a": k, "b": 1000})

@@ -133,6 +133,9 @@ plain = [c for c in sse if c["client"] == "ticker-plain"]
 if [c["event_ids"] for c in plain] != [[str(i) for i in range(1, 9)]]:
     problems.append("ticker-plain: %s" % [c["event_ids"] for c in plain])
 
+# one list per client, in the order each client made them (the threads interleave differently each run)
+exchanges.sort(key=lambda x: (x["client"], x["client_seq"]))
+sse.sort(key=lambda c: (c["client"], c["attempt"]))
 n_http = len(exchanges) + len(sse)
 if len(s_req) != n_http:
     problems.append("server saw %d requests, clients made %d" % (len(s_req), n_http))
