@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Run the seed-incident server or client (samples/make/seed-incident/{server,client}.py,
 unchanged) with one addition to what they record: the TCP port of every connection (the client's
-local port of each connection it opens and the wall-clock time of each request it sends; the server's peer port, i.e. nginx's, of each request).
+local port of each connection it opens, the wall-clock time of each request it sends and of
+each close; the server's peer port, i.e. nginx's, of each request).
 That lets the truth of concurrent-nginx tie the incident session to its connections in a capture
 shared with many other sessions, without touching the seed-incident scripts.
 
@@ -35,8 +36,20 @@ if role == "client":
         rec["t"] = round(time.time(), 6)
         return rec
 
+    _fin, _rst = mod.Conn.close_fin, mod.Conn.abort_rst
+
+    def close_fin(self):
+        self.rec.setdefault("t_closed", round(time.time(), 6))
+        return _fin(self)
+
+    def abort_rst(self):
+        self.rec.setdefault("t_closed", round(time.time(), 6))
+        return _rst(self)
+
     mod.Conn.open = open_
     mod.Conn.send = send
+    mod.Conn.close_fin = close_fin
+    mod.Conn.abort_rst = abort_rst
 elif role == "server":
     _dispatch = mod.Server.dispatch
 
