@@ -220,6 +220,10 @@ truth = {
         "undici (the TypeScript clients' fetch) opens a spare connection when a session that does not DELETE "
         "closes (its GET stream aborted); it carries no request and is closed when the process exits "
         "(counts.client_leg_tcp_connections).",
+        "Which server-leg connection nginx picks from its keep-alive pool, and so the number of server-leg TCP "
+        "connections, varies from run to run; every request's nginx-side port is in sessions[].server.http_requests.",
+        "The Python SDK client closes a POST response as soon as it has the JSON-RPC response, so whether the "
+        "terminating chunk of that response is on the wire before the client's FIN varies from run to run.",
         "Python SDK SSE framing is CRLF (sse-starlette), TypeScript SDK and seed-server LF.",
     ],
     "sessions": sessions,
