@@ -26,7 +26,7 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         job.selection.clone(),
         session_writer(&job, &inputs, redactor),
     )));
-    let builder = session_stage(&job, &inputs, finalizer.clone());
+    let builder = session_stage(&inputs, finalizer.clone());
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
     let run = if job.threaded {
         run_threaded(inputs, &mut stage, builder, job.progress)?
@@ -55,15 +55,12 @@ fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) ->
 }
 
 /// The MCP stage, handing each finalized session to the finalizer.
-fn session_stage(
-    job: &config::Analyze,
-    inputs: &Opened,
-    finalizer: Arc<Mutex<Finalizer>>,
-) -> mcpf_mcp::Builder {
+fn session_stage(inputs: &Opened, finalizer: Arc<Mutex<Finalizer>>) -> mcpf_mcp::Builder {
     // Sessions are finalized as they end (detectors run, events dropped) so memory follows the
     // sessions in progress; a HAR or log must first be matched with the capture of the same
-    // traffic, and --events keeps everything, so those runs finalize at the end.
-    let early = inputs.others.is_empty() && !job.selection.events;
+    // traffic, so those runs finalize at the end. Either way a session ends at the same point
+    // (the builder closes it on evidence), so its findings do not depend on the choice.
+    let early = inputs.others.is_empty();
     let callback = Box::new(move |s: Box<Session>| {
         if let Ok(mut f) = finalizer.lock() {
             f.run(s);

@@ -1,9 +1,8 @@
 //! The detector stage behind the MCP stage, run on each session as it is finalized.
 
-use mcpf_detect::retry_without_idempotency_key::ToolCall;
-use mcpf_detect::{Finding, Findings, Severity};
+use mcpf_detect::{Detector, Finding, Severity};
 use mcpf_mcp::model::{Session, session_label};
-use mcpf_model::{Mark, PagedVec};
+use mcpf_model::Mark;
 use mcpf_report::analyze::{Selection, SessionWriter};
 use mcpf_report::timeline::{self, Entry};
 
@@ -11,8 +10,7 @@ use mcpf_report::timeline::{self, Entry};
 /// finalized, computes its verdict, builds its timeline when the report will show it, renders
 /// its record, then lets the session drop its records.
 pub struct Finalizer {
-    findings: Findings,
-    calls: PagedVec<ToolCall>,
+    detector: Detector,
     timelines: Vec<(usize, Vec<Entry>)>,
     sel: Selection,
     writer: SessionWriter,
@@ -26,8 +24,7 @@ const TIMELINES_FOR_ANY_SESSION: usize = 20;
 impl Finalizer {
     pub fn new(sel: Selection, writer: SessionWriter) -> Self {
         Finalizer {
-            findings: Findings::default(),
-            calls: Default::default(),
+            detector: Detector::new(),
             timelines: Vec::new(),
             sel,
             writer,
@@ -36,16 +33,12 @@ impl Finalizer {
     }
 
     pub fn run(&mut self, mut s: Box<Session>) {
-        let first = self.findings.list.len();
-        mcpf_detect::session(&s, &mut self.findings);
-        let verdict = mcpf_detect::verdict::resumption(&s, &self.findings.list);
-        self.calls
-            .extend(mcpf_detect::retry_without_idempotency_key::calls(&s));
+        let (verdict, mine) = self.detector.session(&s);
         let sel = &self.sel;
         let in_window = |m: Mark| {
             !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
         };
-        let shown: Vec<(usize, &Finding)> = self.findings.list[first..]
+        let shown: Vec<(usize, &Finding)> = self.detector.findings()[mine]
             .iter()
             .filter(|f| in_window(f.time))
             .filter(|f| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
@@ -82,11 +75,10 @@ impl Finalizer {
         self.writer.write(s, verdict, same);
     }
 
-    /// Cross-session detectors, the final order of findings (finding references in timelines
-    /// follow it), the rendered sessions and the timelines.
+    /// The final order of findings (finding references in timelines follow it), the rendered
+    /// sessions and the timelines.
     pub fn finish(mut self) -> (Vec<Finding>, SessionWriter, Vec<Vec<Entry>>) {
-        let mut calls = self.calls.into_vec();
-        let (findings, position) = mcpf_detect::finish(self.findings, &mut calls);
+        let (findings, position) = self.detector.finish();
         self.writer.finish();
         let sessions = self.writer.session_slots();
         let mut timelines: Vec<Vec<Entry>> = vec![Vec::new(); sessions];

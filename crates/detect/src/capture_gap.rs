@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -22,11 +22,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let time = first_after.or(st.ended).unwrap_or(st.opened);
         let bytes = (st.gap_bytes > 0).then_some(st.gap_bytes);
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::CaptureGap,
                 severity: INFO.severity,
-                session: s.idx,
                 time,
                 frames: vec![st.opened, time],
                 streams: vec![st.idx],

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx};
 use mcpf_model::Mark;
 
@@ -54,11 +54,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             .map(|&i| s.streams[i].label())
             .collect();
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::CrossNamespaceReplay,
                 severity: INFO.severity,
-                session: s.idx,
                 time: r.events[first].mark,
                 frames,
                 streams,

@@ -4,9 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref,
-};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref};
 use mcpf_mcp::jsonrpc::{Message, RequestId};
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_mcp::{Answer, answers};
@@ -38,7 +36,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             };
             for dup in rest {
                 if !legitimate_replay(s, first, dup) {
-                    f.add(About::Session(s), finding(s, f, &id, first, dup));
+                    f.add(s, finding(s, f, &id, first, dup));
                 }
             }
         }
@@ -111,7 +109,6 @@ fn finding(s: &Session, f: &Findings, id: &RequestId, first: &Answer<'_>, dup: &
     New {
         kind: FindingKind::DuplicateResponse,
         severity: INFO.severity,
-        session: s.idx,
         time: dup.mark,
         frames: vec![first.mark, dup.mark],
         streams: vec![first.stream, dup.stream],

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_model::Mark;
@@ -65,11 +65,10 @@ fn after_fallbacks(s: &Session, f: &mut Findings) {
         );
         let mark = to.events[ei].mark;
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::EventIdReset,
                 severity: INFO.severity,
-                session: s.idx,
                 time: mark,
                 frames: vec![fb.mark, mark],
                 streams: vec![to.idx],
@@ -120,11 +119,10 @@ fn on_resumes(s: &Session, f: &mut Findings) {
         );
         let mark = r.events[ei].mark;
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::EventIdReset,
                 severity: INFO.severity,
-                session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
                 streams: vec![r.idx],

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
-use mcpf_model::Mark;
+use mcpf_model::{FrameRef, Mark};
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::FindingKind;
 
@@ -72,11 +73,8 @@ pub enum Subject {
     Request(RequestId),
     /// A request ID reused on a stream.
     RequestOn(RequestId, StreamIdx),
-    /// A retried call, by the session and stream of the retry.
-    Retry {
-        session: SessionIdx,
-        stream: StreamIdx,
-    },
+    /// A retried call, by the stream of the retry.
+    Retry(StreamIdx),
 }
 
 #[derive(Clone, Debug)]
@@ -114,6 +112,8 @@ pub struct Labels {
 #[derive(Debug, Default)]
 pub struct Findings {
     pub list: Vec<Finding>,
+    /// The frames of the session whose findings are being added.
+    frames: Option<(SessionIdx, HashSet<FrameRef>)>,
 }
 
 /// What a detector says of a new finding.
@@ -121,7 +121,6 @@ pub struct New {
     pub kind: FindingKind,
     /// The kind's severity, unless the detector judged this one differently.
     pub severity: Severity,
-    pub session: SessionIdx,
     pub time: Mark,
     pub frames: Vec<Mark>,
     pub streams: Vec<StreamIdx>,
@@ -131,53 +130,62 @@ pub struct New {
     pub subject: Subject,
 }
 
-/// Where a new finding's labels and confidence come from.
-pub enum About<'a> {
-    /// Its session, still at hand: its streams say whether bytes were lost under the finding.
-    Session(&'a Session),
-    /// A session already compacted (a detector that spans sessions): the caller gives the
-    /// labels, and confidence stays normal.
-    Compacted(Labels),
-}
-
 impl Findings {
-    /// Adds a finding; returns its handle.
-    pub fn add(&mut self, about: About<'_>, new: New) -> usize {
+    /// Adds a finding of session `s`; returns its handle. The one place findings are made,
+    /// and so the one place that holds them to their session: a cause in another session is
+    /// not a cause, and a frame no exchange of the session carried is not its evidence.
+    pub fn add(&mut self, s: &Session, new: New) -> usize {
         let handle = self.list.len();
         let mut streams: Vec<StreamIdx> = Vec::with_capacity(new.streams.len());
         for &st in &new.streams {
-            if !streams.contains(&st) {
+            if st < s.streams.len() && !streams.contains(&st) {
                 streams.push(st);
             }
         }
-        let (confidence, confidence_note, labels) = match about {
-            About::Session(s) => {
-                // The note names a stream as often as the detector did.
-                let (confidence, note) = confidence(s, new.kind, &new.streams);
-                (confidence, note, labels_of(s, &streams))
-            }
-            About::Compacted(labels) => (Confidence::Normal, None, labels),
-        };
-        let mut frames = new.frames;
+        // The note names a stream as often as the detector did.
+        let (confidence, confidence_note) = confidence(s, new.kind, &new.streams);
+        let own = self.frames_of(s);
+        let mut frames: Vec<Mark> = new
+            .frames
+            .into_iter()
+            .filter(|m| own.contains(&m.frame))
+            .collect();
         frames.sort();
         frames.dedup();
+        let caused_by = new
+            .caused_by
+            .into_iter()
+            .filter(|&c| self.list.get(c).is_some_and(|f| f.session == s.idx))
+            .collect();
         self.list.push(Finding {
             handle,
             kind: new.kind,
             severity: new.severity,
-            session: new.session,
+            session: s.idx,
             time: new.time,
             frames,
-            streams,
+            streams: streams.clone(),
             summary: new.summary,
             evidence: new.evidence,
-            caused_by: new.caused_by,
+            caused_by,
             confidence,
             confidence_note,
             subject: new.subject,
-            labels,
+            labels: labels_of(s, &streams),
         });
         handle
+    }
+
+    /// The frames the exchanges of `s` were carried in (requests, response heads, ends, events),
+    /// kept while findings of `s` are being added.
+    fn frames_of(&mut self, s: &Session) -> &HashSet<FrameRef> {
+        if self.frames.as_ref().is_some_and(|(idx, _)| *idx != s.idx) {
+            self.frames = None;
+        }
+        let (_, set) = self
+            .frames
+            .get_or_insert_with(|| (s.idx, frames_carrying(s)));
+        set
     }
 
     /// Findings of a kind in a session.
@@ -193,6 +201,19 @@ impl Findings {
             .find(|f| f.subject == *subject)
             .map(|f| f.handle)
     }
+}
+
+fn frames_carrying(s: &Session) -> HashSet<FrameRef> {
+    let mut set = HashSet::default();
+    for st in &s.streams {
+        set.insert(st.opened.frame);
+        set.extend(st.response_mark.map(|m| m.frame));
+        set.extend(st.ended.map(|m| m.frame));
+        set.extend(st.events.iter().map(|e| e.mark.frame));
+    }
+    set.insert(s.start.frame);
+    set.insert(s.end.frame);
+    set
 }
 
 /// Reduced when bytes are missing under a stream the finding rests on (a capture gap is itself

@@ -14,7 +14,7 @@ mod duplicate_response;
 mod event_id_reset;
 mod request_id_reused;
 mod resume_gap;
-pub mod retry_without_idempotency_key;
+mod retry_without_idempotency_key;
 mod session_id_changed;
 mod session_not_reaffirmed;
 mod skipped_events;
@@ -26,7 +26,7 @@ pub mod verdict;
 mod finding;
 mod kind;
 
-pub use finding::{About, Confidence, Finding, Findings, Labels, New, Severity, Subject};
+pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
 pub use kind::{FindingKind, KindInfo};
 
 use serde_json::Value;
@@ -34,8 +34,44 @@ use serde_json::Value;
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_model::Mark;
 
-/// Runs every detector of one session (an analysed one, events still present).
-pub fn session(s: &Session, f: &mut Findings) {
+/// The detector stage: every detector on each session the MCP stage finalizes, then the order
+/// of all findings. The same path for a run of the binary and for the tests.
+#[derive(Debug, Default)]
+pub struct Detector {
+    findings: Findings,
+}
+
+impl Detector {
+    pub fn new() -> Detector {
+        Detector::default()
+    }
+
+    /// Runs every detector on a finalized session (its events still present); returns its
+    /// resumption verdict and the handles of the findings it got.
+    pub fn session(&mut self, s: &Session) -> (verdict::Verdict, std::ops::Range<usize>) {
+        let first = self.findings.list.len();
+        run_detectors(s, &mut self.findings);
+        let mine = first..self.findings.list.len();
+        (
+            verdict::resumption(s, &self.findings.list[mine.clone()]),
+            mine,
+        )
+    }
+
+    /// Every finding so far, by handle.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings.list
+    }
+
+    /// Orders every finding: by time, a cause before its consequences. Returns them with the
+    /// position each handle got.
+    pub fn finish(self) -> (Vec<Finding>, Vec<usize>) {
+        order(self.findings.list)
+    }
+}
+
+/// Every detector of one session, in the order that lets a consequence name its cause.
+fn run_detectors(s: &Session, f: &mut Findings) {
     capture_gap::detect(s, f);
     sse_fallback::detect(s, f);
     unsafe_resumption_after_fallback::detect(s, f);
@@ -48,27 +84,7 @@ pub fn session(s: &Session, f: &mut Findings) {
     request_id_reused::detect(s, f);
     skipped_events::detect(s, f);
     unanswered_request::detect(s, f);
-}
-
-/// Runs the detectors that span sessions, then orders every finding: by time, a cause before
-/// its consequences. Returns them with the position each creation handle got.
-pub fn finish(
-    mut f: Findings,
-    calls: &mut [retry_without_idempotency_key::ToolCall],
-) -> (Vec<Finding>, Vec<usize>) {
-    retry_without_idempotency_key::detect(calls, &mut f);
-    order(f.list)
-}
-
-/// Every detector on every session (for callers that hold all sessions with their events).
-pub fn run(sessions: &[Session]) -> Vec<Finding> {
-    let mut f = Findings::default();
-    let mut calls = Vec::new();
-    for s in sessions {
-        session(s, &mut f);
-        calls.extend(retry_without_idempotency_key::calls(s));
-    }
-    finish(f, &mut calls).0
+    retry_without_idempotency_key::detect(s, f);
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.

@@ -4,9 +4,7 @@
 
 use serde_json::json;
 
-use super::{
-    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected,
-};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected};
 use mcpf_mcp::answers;
 use mcpf_mcp::model::Session;
 
@@ -47,11 +45,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             continue;
         }
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::RequestIdReused,
                 severity: INFO.severity,
-                session: s.idx,
                 time: second.opened,
                 frames: vec![first.opened, second.opened],
                 streams: vec![*st1, *st2],

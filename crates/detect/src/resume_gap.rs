@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
@@ -43,11 +43,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         );
         let mark = r.events[ei].mark;
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::ResumeGap,
                 severity: INFO.severity,
-                session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
                 streams: vec![r.idx],

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -29,11 +29,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         }
         let mark = st.response_mark.unwrap_or(st.opened);
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::SessionIdChanged,
                 severity: INFO.severity,
-                session: s.idx,
                 time: mark,
                 frames: vec![st.opened, mark],
                 streams: vec![st.idx],

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -28,11 +28,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         }
         let mark = r.response_mark.unwrap_or(r.opened);
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::SessionNotReaffirmed,
                 severity: INFO.severity,
-                session: s.idx,
                 time: mark,
                 frames: vec![r.opened, mark],
                 streams: vec![r.idx],

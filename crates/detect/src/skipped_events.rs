@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
 use mcpf_mcp::model::Session;
 
@@ -63,11 +63,10 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             _ => format!("events after {lei}"),
         };
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::SkippedEvents,
                 severity: INFO.severity,
-                session: s.idx,
                 time,
                 frames: vec![st.opened, time],
                 streams: vec![ns, r],
@@ -128,11 +127,10 @@ fn inside_streams(s: &Session, f: &mut Findings) {
             };
             let (from, to) = (a + 1, b - 1);
             f.add(
-                About::Session(s),
+                s,
                 New {
                     kind: FindingKind::SkippedEvents,
                     severity: INFO.severity,
-                    session: s.idx,
                     time: ev.mark,
                     frames: vec![st.events[pair[0].0].mark, ev.mark],
                     streams: vec![st.idx],

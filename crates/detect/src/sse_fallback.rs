@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -28,11 +28,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let mut streams = vec![fb.to_stream];
         streams.extend(fb.abandoned_stream);
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::SseFallback,
                 severity: INFO.severity,
-                session: s.idx,
                 time: fb.mark,
                 frames: fb.frames.clone(),
                 streams,

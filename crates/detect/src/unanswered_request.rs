@@ -3,9 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    About, FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected,
-};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected};
 use mcpf_mcp::answers;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{Session, Stream, StreamIdx};
@@ -62,7 +60,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
             cause: cause(s, f, channel),
         };
-        f.add(About::Session(s), finding(s, u));
+        f.add(s, finding(s, u));
     }
 }
 
@@ -151,7 +149,6 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
     New {
         kind: FindingKind::UnansweredRequest,
         severity: if young { Severity::Info } else { INFO.severity },
-        session: s.idx,
         time: s.end,
         frames: vec![st.opened, s.end],
         streams: vec![st.idx, u.channel],

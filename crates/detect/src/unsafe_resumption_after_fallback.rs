@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{About, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{EventIdScheme, Session};
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -50,11 +50,10 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let mut streams = vec![r.idx, fb.to_stream];
         streams.extend(r.resume.as_ref().and_then(|x| x.continues));
         f.add(
-            About::Session(s),
+            s,
             New {
                 kind: FindingKind::UnsafeResumptionAfterFallback,
                 severity: INFO.severity,
-                session: s.idx,
                 time: r.opened,
                 frames: vec![fb.mark, r.opened],
                 streams,

@@ -319,6 +319,7 @@ fn detect_fallbacks(s: &mut Session) {
                     && !used.contains(&p.idx)
                     && (p.requests().next().is_some() || p.body_unknown)
                     && p.abandoned_by_client()
+                    && !answered_on(p)
                     && !s.streams.iter().any(|r| {
                         r.opened <= get.opened
                             && r.resume
@@ -368,6 +369,20 @@ fn detect_fallbacks(s: &mut Session) {
     }
     s.fallbacks.extend(found);
     s.fallbacks.sort_by_key(|f| f.mark);
+}
+
+/// Every request of a POST stream was answered on it before it ended: a client that closes such
+/// a stream has what it waited for (the Python SDK closes it at once), and the standalone GET
+/// every SDK opens next is ordinary, not a fallback.
+fn answered_on(p: &super::model::Stream) -> bool {
+    let answered = |id: &RequestId| {
+        p.response_messages
+            .iter()
+            .chain(p.events.iter().flat_map(|e| e.messages.iter()))
+            .any(|m| matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id))
+    };
+    let mut ids = p.requests().filter_map(|m| m.id.as_ref()).peekable();
+    ids.peek().is_some() && ids.all(answered)
 }
 
 /// A client abandons a stream and opens the fallback in quick succession; the connection close

@@ -227,6 +227,17 @@ impl Message {
         }
     }
 
+    /// The message proves the traffic is MCP: it calls an MCP method, or answers `initialize`
+    /// (a result naming the protocol version). Other JSON-RPC (`eth_blockNumber`, a bare result)
+    /// proves nothing.
+    pub fn is_mcp_evidence(&self) -> bool {
+        match self.kind {
+            Kind::Request | Kind::Notification => self.method.as_deref().is_some_and(is_mcp_method),
+            Kind::Response => self.mcp.protocol_version.is_some(),
+            Kind::Error | Kind::Malformed => false,
+        }
+    }
+
     /// A one-line summary: `request tools/call #7`, `response #7`, `error #7 -32600`.
     pub fn summary(&self) -> String {
         let id = self
@@ -334,6 +345,26 @@ pub(crate) const KNOWN_METHODS: &[&str] = &[
     "elicitation/create",
     "roots/list",
 ];
+
+/// A method of the MCP specification (any revision): the lifecycle, the server and client
+/// features, their notifications, and the 2026-07-28 discovery and subscription methods.
+pub fn is_mcp_method(method: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "notifications/",
+        "tools/",
+        "resources/",
+        "prompts/",
+        "completion/",
+        "logging/",
+        "sampling/",
+        "roots/",
+        "elicitation/",
+        "tasks/",
+        "server/",
+        "subscriptions/",
+    ];
+    matches!(method, "initialize" | "ping") || PREFIXES.iter().any(|p| method.starts_with(p))
+}
 
 fn intern_method(m: &str) -> Cow<'static, str> {
     match KNOWN_METHODS.iter().find(|k| **k == m) {

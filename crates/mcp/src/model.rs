@@ -394,6 +394,11 @@ pub struct Session {
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.
     pub finalized: bool,
+    /// Over by evidence (deleted, or forgotten by its server, with nothing open): a later
+    /// exchange naming it starts a new session record.
+    pub(crate) over: bool,
+    /// Its exchanges still open.
+    pub(crate) open: u32,
     /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
     /// many exchanges matched and the clock offset applied to that source.
     pub merged_sources: Vec<MergedSource>,

@@ -20,6 +20,8 @@ use mcpf_model::{FrameRef, Mark, Timestamp};
 pub(crate) struct PackedEvents {
     bytes: Vec<u8>,
     count: u32,
+    /// Some event carries an MCP message, or is the legacy transport's `endpoint` event.
+    pub(crate) mcp_evidence: bool,
     /// The previous event's time and frame: each event stores its difference from them.
     last_time: i64,
     last_frame: u64,
@@ -39,6 +41,8 @@ impl PackedEvents {
         debug_assert!(
             rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
         );
+        self.mcp_evidence |=
+            rec.endpoint.is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
         let w = &mut self.bytes;
         let flags = u8::from(rec.id.is_some())
             | u8::from(rec.event_type.is_some()) << 1
@@ -97,8 +101,10 @@ impl PackedEvents {
 pub(crate) struct PackedMessages {
     bytes: Box<[u8]>,
     count: u32,
-    /// Some message is JSON-RPC (not malformed): the exchange speaks MCP.
-    pub jsonrpc: bool,
+    /// Some message is JSON-RPC (not malformed).
+    pub(crate) jsonrpc: bool,
+    /// Some message proves the exchange is MCP (see [`Message::is_mcp_evidence`]).
+    pub(crate) mcp_evidence: bool,
 }
 
 impl PackedMessages {
@@ -111,6 +117,7 @@ impl PackedMessages {
             bytes: w.into_boxed_slice(),
             count: u32::try_from(messages.len()).unwrap_or(u32::MAX),
             jsonrpc: messages.iter().any(|m| m.kind != Kind::Malformed),
+            mcp_evidence: messages.iter().any(Message::is_mcp_evidence),
         }
     }
 

@@ -1,5 +1,11 @@
 //! What each HTTP event adds: a request opens a stream (or is found not to be MCP), a
 //! response head says where the stream belongs, SSE events are packed, the end closes it.
+//!
+//! Traffic is MCP only on MCP evidence: a request naming an `Mcp-Session-Id` or an
+//! `MCP-Protocol-Version`, calling an MCP method, or posting to a legacy endpoint; a response
+//! minting a session ID or answering `initialize`; an event stream opening with the legacy
+//! `endpoint` event or carrying MCP messages. Other JSON-RPC and other SSE feeds are counted as
+//! what they are.
 
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
@@ -7,10 +13,26 @@ use std::net::SocketAddr;
 use mcpf_http::{ExchangeId, Headers, Outcome};
 use mcpf_model::Mark;
 
+use super::sessions::stream_proves_mcp;
 use super::{Builder, Filing, Pending, RejectedInitialize};
 use crate::jsonrpc::{self, Kind};
-use crate::model::{self, Attribution, EventRec, Namespace, Stream, StreamTransport};
+use crate::model::{self, Attribution, EventRec, Namespace, SessionIdx, Stream, StreamTransport};
 use crate::packed;
+
+/// What a request itself says about being MCP.
+enum Says {
+    /// It names a session.
+    Session(String),
+    /// It posts to the endpoint of a legacy session.
+    Legacy(SessionIdx),
+    /// MCP by its method or headers, without a session.
+    Mcp,
+    /// A GET for an event stream: its events will tell.
+    EventStream,
+    /// JSON-RPC, or a body the source did not record: its response will tell.
+    Unproven,
+    NotMcp,
+}
 
 impl Builder {
     pub(super) fn on_request(&mut self, r: &mcpf_http::Request) {
@@ -21,78 +43,93 @@ impl Builder {
             jsonrpc::parse_payload(&r.body.data)
         };
         let legacy = self.legacy.get(&(r.server, r.target.clone())).copied();
-        if !speaks_mcp(r, &messages, legacy.is_some()) {
-            // A response that already arrived for it was kept as an orphan: drop it.
-            if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&r.exchange) {
-                self.open.remove(&r.exchange);
-            }
-            self.not_mcp.insert(r.exchange);
+        let says = what_request_says(r, &messages, legacy);
+        if let Says::NotMcp = says {
+            self.not_mcp_request(r, &messages);
             return;
         }
-        self.stats.exchanges_mcp += 1;
         let mut stream = request_stream(r, messages);
-        if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.open.remove(&r.exchange) {
+        if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.take_filing(r.exchange) {
             adopt_orphan(&mut stream, *orphan);
         }
-        if let Some(filing) = self.file_request(r, stream, legacy) {
-            self.open.insert(r.exchange, filing);
+        self.file_request(r, stream, says);
+    }
+
+    /// A request with no MCP evidence: counted, and its response will not be an orphan.
+    fn not_mcp_request(&mut self, r: &mcpf_http::Request, messages: &[jsonrpc::Message]) {
+        // A response that already arrived for it was kept as an orphan: drop it.
+        if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&r.exchange) {
+            self.take_filing(r.exchange);
         }
+        if messages.iter().any(|m| m.kind != Kind::Malformed) {
+            self.stats.jsonrpc_not_mcp += 1;
+        }
+        self.not_mcp.insert(r.exchange);
     }
 
     /// Where a request's stream goes: the legacy session whose endpoint it posts to, the session
-    /// it names, or pending until its response (or first event) says.
-    fn file_request(
-        &mut self,
-        r: &mcpf_http::Request,
-        mut stream: Stream,
-        legacy: Option<model::SessionIdx>,
-    ) -> Option<Filing> {
-        if let Some(session) = legacy {
-            stream.transport = StreamTransport::Post;
-            let (session, pos) = self.attach(session, stream);
-            return Some(Filing::Session(session, pos));
-        }
-        if let Some(id) = stream.session_id_sent.clone() {
-            let (ip, input) = (r.client.ip(), stream.input);
-            let session = self.session_for_id(r.server, &id, ip, &r.target, r.first, input);
-            let (session, pos) = self.attach(session, stream);
-            // After attach: a DELETE of a session already finalized ends its continuation.
-            if r.method.eq_ignore_ascii_case("DELETE")
-                && let Some(s) = self.live_mut(session)
-            {
-                s.deleted = Some(r.first);
+    /// it names, or pending until its response (or first events) say.
+    fn file_request(&mut self, r: &mcpf_http::Request, mut stream: Stream, says: Says) {
+        let pending = match says {
+            Says::Legacy(session) => {
+                self.note_mcp();
+                stream.transport = StreamTransport::Post;
+                self.file_open(session, stream);
+                return self.claim_rejected(session, r.exchange.conn);
             }
-            return Some(Filing::Session(session, pos));
-        }
-        let pending = if stream
-            .requests()
-            .any(|m| m.method.as_deref() == Some("initialize"))
-        {
-            Pending::Initialize
-        } else if r.method.eq_ignore_ascii_case("GET") {
-            Pending::Get
-        } else if r.method.eq_ignore_ascii_case("POST") {
-            Pending::Stateless
-        } else {
-            return None;
+            Says::Session(id) => {
+                self.note_mcp();
+                let resume = stream.resume.as_ref().map(|x| x.last_event_id.clone());
+                let session = self.session_for_id(&stream, &id);
+                self.file_open(session, stream);
+                let Some(session) = self.open_session(r.exchange) else {
+                    return;
+                };
+                // After filing: a DELETE of a session already over ends its continuation.
+                if r.method.eq_ignore_ascii_case("DELETE")
+                    && let Some(s) = self.live_mut(session)
+                {
+                    s.deleted = Some(r.first);
+                }
+                if let Some(lei) = resume {
+                    self.claim_unattributed(session, &lei);
+                }
+                return;
+            }
+            Says::Mcp if is_initialize(&stream) => Pending::Initialize,
+            Says::Mcp => Pending::Sessionless,
+            Says::EventStream => Pending::Get,
+            Says::Unproven => Pending::Unproven,
+            Says::NotMcp => return,
         };
-        Some(Filing::Pending(Box::new(stream), pending))
+        if matches!(pending, Pending::Initialize | Pending::Sessionless) {
+            self.note_mcp();
+        }
+        self.open_filing(r.exchange, Filing::Pending(Box::new(stream), pending));
+    }
+
+    /// The session of an exchange filed open.
+    fn open_session(&self, id: ExchangeId) -> Option<SessionIdx> {
+        match self.open.get(&id)? {
+            Filing::Session(s, _) => Some(*s),
+            Filing::Pending(..) => None,
+        }
     }
 
     pub(super) fn on_response_head(&mut self, h: &mcpf_http::ResponseHead) {
         self.stats.responses += 1;
-        let received = h.headers.get("mcp-session-id").map(str::to_string);
-        let mode = transport_mode(&h.headers);
         if self.not_mcp.contains(&h.exchange) {
             return;
         }
         if self.stream_mut(h.exchange).is_none() {
             let orphan = self.orphan(h.exchange, h.first);
-            self.open.insert(
+            self.open_filing(
                 h.exchange,
                 Filing::Pending(Box::new(orphan), Pending::Orphan),
             );
         }
+        let received = h.headers.get("mcp-session-id").map(str::to_string);
+        let mode = transport_mode(&h.headers);
         let Some(stream) = self.stream_mut(h.exchange) else {
             return;
         };
@@ -103,17 +140,22 @@ impl Builder {
         stream.session_id_received = received.clone();
         stream.transport_mode = mode.clone();
         let sent = stream.session_id_sent.is_some();
-        match self.open.remove(&h.exchange) {
-            Some(Filing::Pending(stream, Pending::Stateless))
-                if received.is_some() && stream.body_unknown =>
+        match self.take_filing(h.exchange) {
+            Some(Filing::Pending(stream, Pending::Sessionless | Pending::Unproven))
+                if received.is_some() =>
             {
-                // Only an initialize is answered with a new session ID: the request whose body
-                // the source did not record opened this session.
+                // Only an initialize is answered with a new session ID: the request (whose
+                // body the source may not have recorded) opened this session.
+                self.note_mcp();
                 let id = received.as_deref().unwrap_or_default();
-                self.file_under_id(h.exchange, *stream, id);
+                let session = self.session_for_id(&stream, id);
+                self.file_open(session, *stream);
             }
             Some(Filing::Pending(stream, Pending::Initialize)) => {
-                self.file_initialize(h.exchange, *stream, h.status, received.as_deref());
+                self.file_initialize(*stream, h.status, received.as_deref());
+            }
+            Some(Filing::Pending(stream, Pending::Sessionless)) => {
+                self.file_sessionless_open(*stream);
             }
             Some(Filing::Session(session, pos)) => {
                 if let Some(s) = self.live_mut(session) {
@@ -124,37 +166,21 @@ impl Builder {
                         s.forgotten.push(h.first);
                     }
                 }
-                self.open.insert(h.exchange, Filing::Session(session, pos));
+                self.open_filing(h.exchange, Filing::Session(session, pos));
             }
-            Some(other) => {
-                self.open.insert(h.exchange, other);
-            }
+            Some(other) => self.open_filing(h.exchange, other),
             None => {}
         }
     }
 
-    /// Files a stream under the session `id` names at its server.
-    fn file_under_id(&mut self, exchange: ExchangeId, stream: Stream, id: &str) {
-        let server = self.server_of(&stream);
-        let (ip, input) = (stream.client.ip(), stream.input);
-        let session = self.session_for_id(server, id, ip, &stream.target, stream.opened, input);
-        let (session, pos) = self.attach(session, stream);
-        self.open.insert(exchange, Filing::Session(session, pos));
-    }
-
-    /// An initialize was answered: it opens the session its response names, or a stateless
-    /// one; refused (4xx), the client may fall back to the legacy transport.
-    fn file_initialize(
-        &mut self,
-        exchange: ExchangeId,
-        stream: Stream,
-        status: u16,
-        received: Option<&str>,
-    ) {
+    /// An initialize was answered: it opens the session its response names, or a sessionless
+    /// one; refused (4xx), the client may fall back to the legacy transport over the same
+    /// connection.
+    fn file_initialize(&mut self, stream: Stream, status: u16, received: Option<&str>) {
         if (400..500).contains(&status) {
-            // Streamable HTTP refused: a client may now try the legacy transport.
+            let conn = stream.exchange.conn;
             self.rejected.insert(
-                (stream.client.ip(), self.server_of(&stream)),
+                conn,
                 RejectedInitialize {
                     stream: Box::new(stream),
                     status,
@@ -162,69 +188,60 @@ impl Builder {
             );
             return;
         }
-        if let Some(id) = received {
-            return self.file_under_id(exchange, stream, id);
+        match received {
+            Some(id) => {
+                let session = self.session_for_id(&stream, id);
+                self.file_open(session, stream);
+            }
+            None => self.file_sessionless_open(stream),
         }
-        let s = self.new_stateless_session(&stream);
-        let (session, pos) = self.attach(s, stream);
-        self.open.insert(exchange, Filing::Session(session, pos));
     }
 
     pub(super) fn on_event(&mut self, exchange: ExchangeId, ev: &mcpf_http::sse::SseEvent) {
         if self.not_mcp.contains(&exchange) {
             return;
         }
-        let messages = jsonrpc::parse_payload_str(&ev.data);
-        let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
-        let rec = EventRec {
-            id: ev.id.as_deref().map(Box::from),
-            mark: ev.mark,
-            data_hash: hash_data(&ev.data),
-            messages: if endpoint.is_some() {
-                Box::new([])
-            } else {
-                messages.into_boxed_slice()
-            },
-            event_type: (ev.event != "message").then(|| Box::from(&*ev.event)),
-            endpoint: endpoint.as_deref().map(Box::from),
-            index: ev.index,
-            data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
-            retry: ev.retry.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
-            namespace: Namespace::Unknown,
-            attribution: Attribution::Unknown,
-            priming: ev.priming,
-            after_gap: ev.after_gap,
-            estimated_time: ev.estimated,
-        };
-        match self.open.remove(&exchange) {
-            Some(Filing::Pending(mut stream, Pending::Get)) if rec.index == 0 => {
+        let rec = event_rec(ev);
+        match self.open.get_mut(&exchange) {
+            Some(Filing::Pending(stream, Pending::Get)) => {
                 stream.packed.push(&rec);
-                if let Some(uri) = endpoint {
-                    self.file_legacy(exchange, *stream, &uri);
-                } else {
-                    self.file_stateless(exchange, *stream);
-                }
+                self.resolve_get(exchange, rec.endpoint.as_deref());
             }
-            Some(Filing::Pending(mut stream, kind)) => {
-                stream.packed.push(&rec);
-                self.open.insert(exchange, Filing::Pending(stream, kind));
-            }
-            Some(Filing::Session(s, pos)) => {
+            Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
+            Some(&mut Filing::Session(s, pos)) => {
                 if let Some(stream) = self.live_mut(s).and_then(|x| x.streams.get_mut(pos)) {
                     if rec.after_gap {
                         stream.gap = true;
                     }
                     stream.packed.push(&rec);
                 }
-                self.open.insert(exchange, Filing::Session(s, pos));
             }
             None => {
                 let mut orphan = self.orphan(exchange, rec.mark);
                 orphan.event_stream = true;
                 orphan.packed.push(&rec);
-                self.open
-                    .insert(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
+                self.open_filing(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
             }
+        }
+    }
+
+    /// A sessionless GET stream proves what it is by its events: the legacy transport's
+    /// `endpoint` first, or MCP messages (a server without sessions); until then it waits.
+    fn resolve_get(&mut self, exchange: ExchangeId, endpoint: Option<&str>) {
+        let proven = match self.open.get(&exchange) {
+            Some(Filing::Pending(stream, Pending::Get)) => stream.packed.mcp_evidence,
+            _ => false,
+        };
+        if !proven {
+            return;
+        }
+        let Some(Filing::Pending(stream, _)) = self.take_filing(exchange) else {
+            return;
+        };
+        self.note_mcp();
+        match endpoint {
+            Some(uri) if stream.packed.len() == 1 => self.file_legacy(*stream, uri),
+            _ => self.file_sessionless_open(*stream),
         }
     }
 
@@ -243,48 +260,88 @@ impl Builder {
         let initialized = self
             .stream_mut(exchange)
             .and_then(|stream| record_end(stream, outcome, closed_by, mark, body, sse));
-        match self.open.remove(&exchange) {
-            Some(Filing::Session(s, pos)) => {
-                let Some(session) = self.live_mut(s) else {
-                    return;
-                };
-                if mark > session.end {
-                    session.end = mark;
-                }
-                if session.streams.get(pos).is_some()
-                    && let Some((pv, info)) = initialized
-                {
-                    if session.protocol_version.is_none() {
-                        session.protocol_version = pv;
-                    }
-                    if info.is_some() {
-                        session.server_info = info;
-                    }
-                }
-            }
-            Some(Filing::Pending(stream, Pending::Initialize)) => {
-                // Never answered: the client gets a session only if something follows; keep it
-                // where a stateless session of this client would go.
-                self.file_stateless(exchange, *stream);
-                self.open.remove(&exchange);
-            }
+        match self.take_filing(exchange) {
+            Some(Filing::Session(s, pos)) => self.session_exchange_ended(s, pos, mark, initialized),
             Some(Filing::Pending(stream, Pending::Orphan)) => {
-                // Wait: the request may still come (it is emitted when it ends); filed at finish.
-                self.open
-                    .insert(exchange, Filing::Pending(stream, Pending::Orphan));
+                // Wait: the request may still come (it is emitted when it ends); filed when
+                // the connection ends.
+                self.open_filing(exchange, Filing::Pending(stream, Pending::Orphan));
             }
-            Some(Filing::Pending(stream, _)) => {
-                let has_jsonrpc = stream
-                    .client_messages
-                    .iter()
-                    .any(|m| m.kind != Kind::Malformed);
-                let event_stream = stream.event_stream || stream.event_count() > 0;
-                if has_jsonrpc || event_stream {
-                    self.file_stateless(exchange, *stream);
-                    self.open.remove(&exchange);
-                }
-            }
+            Some(Filing::Pending(stream, pending)) => self.pending_ended(*stream, pending),
             None => {}
+        }
+    }
+
+    /// An exchange of a session ended: the session's end and what its initialize answer said.
+    fn session_exchange_ended(
+        &mut self,
+        s: SessionIdx,
+        pos: usize,
+        mark: Mark,
+        initialized: Option<Initialized>,
+    ) {
+        let Some(session) = self.live_mut(s) else {
+            return;
+        };
+        if mark > session.end {
+            session.end = mark;
+        }
+        if session.streams.get(pos).is_some()
+            && let Some((pv, info)) = initialized
+        {
+            if session.protocol_version.is_none() {
+                session.protocol_version = pv;
+            }
+            if info.is_some() {
+                session.server_info = info;
+            }
+        }
+        self.end_if_over(s);
+    }
+
+    /// An exchange ended before anything filed it under a session.
+    fn pending_ended(&mut self, stream: Stream, pending: Pending) {
+        match pending {
+            // Never answered, or answered without a session: the client gets one only if
+            // something follows; it stays with the connection's sessionless exchanges.
+            Pending::Initialize | Pending::Sessionless => self.file_sessionless(stream),
+            Pending::Get => {
+                self.stats.event_streams_not_mcp += 1;
+            }
+            Pending::Unproven if stream_proves_mcp(&stream) => {
+                self.note_mcp();
+                self.file_sessionless(stream);
+            }
+            Pending::Unproven => self.note_not_mcp(&stream),
+            Pending::Orphan => {}
+        }
+    }
+
+    /// An exchange proved to be MCP.
+    pub(super) fn note_mcp(&mut self) {
+        self.stats.exchanges_mcp += 1;
+    }
+
+    /// An exchange whose request or response was seen and proved nothing: counted as what it
+    /// is.
+    pub(super) fn note_not_mcp(&mut self, stream: &Stream) {
+        if stream.event_stream || stream.event_count() > 0 {
+            self.stats.event_streams_not_mcp += 1;
+        } else if stream.response_packed.jsonrpc
+            || stream
+                .client_messages
+                .iter()
+                .any(|m| m.kind != Kind::Malformed)
+        {
+            self.stats.jsonrpc_not_mcp += 1;
+        }
+    }
+
+    /// An MCP exchange nothing ties to a session.
+    pub(super) fn note_unattributed(&mut self, exchange: ExchangeId) {
+        self.stats.unattributed += 1;
+        if self.stats.unattributed_examples.len() < 10 {
+            self.stats.unattributed_examples.push(exchange.to_string());
         }
     }
 
@@ -300,28 +357,39 @@ impl Builder {
     }
 }
 
-fn event_stream_accepted(h: &Headers) -> bool {
-    h.get_all("accept")
-        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+fn is_initialize(stream: &Stream) -> bool {
+    stream
+        .requests()
+        .any(|m| m.method.as_deref() == Some("initialize"))
 }
 
-fn hash_data(data: &str) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    data.hash(&mut h);
-    h.finish()
-}
-
-/// Whether a request speaks MCP: it names a session, carries JSON-RPC, opens an event stream,
-/// posts to a legacy endpoint, or (a source without bodies) is a POST whose Accept names event
-/// streams, as the spec makes every MCP POST do.
-fn speaks_mcp(r: &mcpf_http::Request, messages: &[jsonrpc::Message], legacy: bool) -> bool {
+/// What a request's headers, method and body say of it.
+fn what_request_says(
+    r: &mcpf_http::Request,
+    messages: &[jsonrpc::Message],
+    legacy: Option<SessionIdx>,
+) -> Says {
+    if let Some(id) = r.headers.get("mcp-session-id") {
+        return Says::Session(id.to_string());
+    }
+    if let Some(session) = legacy {
+        return Says::Legacy(session);
+    }
+    if r.headers.has("mcp-protocol-version") || messages.iter().any(|m| m.is_mcp_evidence()) {
+        return Says::Mcp;
+    }
     let accept_sse = event_stream_accepted(&r.headers);
-    let is_post = r.method.eq_ignore_ascii_case("POST");
-    r.headers.has("mcp-session-id")
-        || messages.iter().any(|m| m.kind != Kind::Malformed)
-        || (r.method.eq_ignore_ascii_case("GET") && accept_sse)
-        || legacy
-        || (is_post && r.body.unknown && accept_sse)
+    if r.method.eq_ignore_ascii_case("GET") && accept_sse {
+        return Says::EventStream;
+    }
+    let jsonrpc = messages.iter().any(|m| m.kind != Kind::Malformed);
+    // A source without bodies (an access log) still shows a POST that may be MCP by its Accept
+    // header, which the spec makes name both JSON and event streams: its response decides.
+    let unseen_post = r.method.eq_ignore_ascii_case("POST") && r.body.unknown && accept_sse;
+    if jsonrpc || unseen_post {
+        return Says::Unproven;
+    }
+    Says::NotMcp
 }
 
 /// The stream an MCP request opens.
@@ -379,6 +447,32 @@ fn transport_mode(headers: &Headers) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
+/// The compact record of an SSE event.
+fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
+    let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
+    let messages = if endpoint.is_some() {
+        Box::new([])
+    } else {
+        jsonrpc::parse_payload_str(&ev.data).into_boxed_slice()
+    };
+    EventRec {
+        id: ev.id.as_deref().map(Box::from),
+        mark: ev.mark,
+        data_hash: hash_data(&ev.data),
+        messages,
+        event_type: (ev.event != "message").then(|| Box::from(&*ev.event)),
+        endpoint: endpoint.as_deref().map(Box::from),
+        index: ev.index,
+        data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
+        retry: ev.retry.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
+        namespace: Namespace::Unknown,
+        attribution: Attribution::Unknown,
+        priming: ev.priming,
+        after_gap: ev.after_gap,
+        estimated_time: ev.estimated,
+    }
+}
+
 /// What an initialize response tells about its session: protocol version and server info.
 type Initialized = (Option<String>, Option<String>);
 
@@ -424,4 +518,15 @@ fn record_end(
         }
     }
     initialized
+}
+
+fn event_stream_accepted(h: &Headers) -> bool {
+    h.get_all("accept")
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+fn hash_data(data: &str) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    data.hash(&mut h);
+    h.finish()
 }

@@ -1,5 +1,9 @@
-//! When a session is over: deleted, or idle with nothing open (early finalization), or at the
-//! end of the inputs; then it is analysed and handed to the session callback.
+//! When a session is over: on evidence only. A `DELETE` of it, or a `404` from its server for
+//! its ID, once nothing of it is open; else the end of the inputs. Silence is not an end: a
+//! client that resumes after 45 s, 10 min or 2 h is judged exactly as one that resumes after
+//! 1 s. A session over is analysed and handed to the session callback at once when sessions
+//! are finalized early, and in any case takes no more exchanges: one naming it later starts a
+//! new record, so what a session holds never depends on when it was finalized.
 
 use mcpf_http::ExchangeId;
 
@@ -8,6 +12,20 @@ use crate::analysis;
 use crate::model::{Session, SessionIdx};
 
 impl Builder {
+    /// A session whose last open exchange ended: over if it was deleted or forgotten.
+    pub(super) fn end_if_over(&mut self, idx: SessionIdx) {
+        let Some(s) = self.live_mut(idx) else {
+            return;
+        };
+        if s.open > 0 || s.finalized || (s.deleted.is_none() && s.forgotten.is_empty()) {
+            return;
+        }
+        s.over = true;
+        if self.early_finalize {
+            self.finalize(idx);
+        }
+    }
+
     pub(super) fn finalize(&mut self, idx: SessionIdx) {
         let Some(s) = self.sessions.get_mut(idx).and_then(|s| s.as_deref_mut()) else {
             return;
@@ -34,7 +52,7 @@ impl Builder {
                 s.same_session_as = others;
             }
         }
-        self.active.retain(|&a| a != idx);
+        self.active.remove(&idx);
         if let Some(cb) = self.on_finalized.as_mut()
             && let Some(slot) = self.sessions.get_mut(idx)
             && let Some(s) = slot.take()
@@ -50,104 +68,85 @@ impl Builder {
         }
     }
 
-    /// Sessions with nothing open that were deleted, or have been silent this long (capture
-    /// time), are over. 30 s covers the reconnection backoff of the official SDKs (1 s to 30 s):
-    /// a resume comes sooner than that or not at all.
-    const IDLE_NS: i64 = 30 * mcpf_model::Timestamp::NANOS_PER_SEC;
-
-    pub(super) fn check_idle(&mut self, now: mcpf_model::Timestamp) {
+    /// Ends the build: exchanges still open are filed, sources of the same traffic are merged,
+    /// and every session not yet finalized is analysed and handed to the session callback.
+    pub fn close_all(&mut self) {
+        self.file_leftovers();
         if !self.early_finalize {
-            return;
+            self.merge_recorded_sources();
         }
-        self.now = Some(self.now.map_or(now, |n| n.max(now)));
-        let now = self.now.unwrap_or(now);
-        match self.next_idle_check {
-            Some(t) if now < t => return,
-            _ => {}
-        }
-        self.next_idle_check = Some(now.add_nanos(mcpf_model::Timestamp::NANOS_PER_SEC));
-        let mut open: rustc_hash::FxHashSet<SessionIdx> = rustc_hash::FxHashSet::default();
-        for f in self.open.values() {
-            if let Filing::Session(s, _) = f {
-                open.insert(*s);
-            }
-        }
-        let done: Vec<SessionIdx> = self
-            .active
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let Some(s) = self.live(i) else { return true };
-                !open.contains(&i)
-                    && (s.deleted.is_some() || now.0.saturating_sub(s.end.time.0) > Self::IDLE_NS)
-            })
-            .collect();
-        for i in done {
+        let remaining: Vec<SessionIdx> = self.active.iter().copied().collect();
+        for i in remaining {
             self.finalize(i);
         }
     }
 
-    /// Ends the build: exchanges still open are filed, sources of the same traffic are merged,
-    /// and every session not yet finalized is analysed and handed to the session callback.
-    pub fn close_all(&mut self) {
-        let open: Vec<ExchangeId> = {
-            let mut v: Vec<ExchangeId> = self.open.keys().copied().collect();
-            v.sort();
-            v
-        };
+    /// Exchanges still open at the end, refused initializes no legacy session claimed, and
+    /// streams nothing tied to a session.
+    fn file_leftovers(&mut self) {
+        let mut open: Vec<ExchangeId> = self.open.keys().copied().collect();
+        open.sort();
         for id in open {
-            match self.open.remove(&id) {
-                Some(Filing::Pending(stream, Pending::Orphan)) => self.file_orphan(id, *stream),
-                Some(Filing::Pending(stream, _)) => self.file_stateless(id, *stream),
+            match self.take_filing(id) {
+                Some(Filing::Pending(stream, Pending::Orphan)) => self.file_orphan(*stream),
+                Some(Filing::Pending(stream, Pending::Get)) => {
+                    if stream.packed.mcp_evidence {
+                        self.note_mcp();
+                        self.file_sessionless(*stream);
+                    } else {
+                        self.stats.event_streams_not_mcp += 1;
+                    }
+                }
+                Some(Filing::Pending(stream, Pending::Unproven)) => self.note_not_mcp(&stream),
+                Some(Filing::Pending(stream, _)) => self.file_sessionless(*stream),
                 _ => {}
             }
         }
         self.open.clear();
+        self.orphans.clear();
         let mut rejected: Vec<RejectedInitialize> =
             std::mem::take(&mut self.rejected).into_values().collect();
         rejected.sort_by_key(|r| r.stream.exchange);
         for r in rejected {
-            let stream = *r.stream;
-            let exchange = stream.exchange;
-            self.file_stateless(exchange, stream);
-            self.open.remove(&exchange);
+            self.file_sessionless(*r.stream);
         }
-        if !self.early_finalize {
-            // A HAR or log of the same traffic as a capture is matched before analysis.
-            // Nothing was finalized yet (sessions are finalized early only without such sources).
-            let mut sessions: Vec<Session> = std::mem::take(&mut self.sessions)
-                .into_vec()
-                .into_iter()
-                .flatten()
-                .map(|s| *s)
-                .collect();
-            for st in sessions.iter_mut().flat_map(|s| s.streams.iter_mut()) {
-                st.unpack_events();
+        let left: Vec<ExchangeId> = self.unattributed.drain().map(|st| st.exchange).collect();
+        for exchange in left {
+            self.note_unattributed(exchange);
+        }
+    }
+
+    /// A HAR or log of the same traffic as a capture is matched before analysis. Nothing was
+    /// finalized yet (sessions are finalized early only without such sources).
+    fn merge_recorded_sources(&mut self) {
+        let mut sessions: Vec<Session> = std::mem::take(&mut self.sessions)
+            .into_vec()
+            .into_iter()
+            .flatten()
+            .map(|s| *s)
+            .collect();
+        for st in sessions.iter_mut().flat_map(|s| s.streams.iter_mut()) {
+            st.unpack_events();
+        }
+        let sources = &self.sources;
+        analysis::merge_sources(&mut sessions, |input| {
+            sources.get(input as usize).is_some_and(|f| f.is_recorded())
+        });
+        self.by_sid.clear();
+        for s in &sessions {
+            if let Some(id) = &s.session_id {
+                self.by_sid.entry(id.clone()).or_default().push(s.idx);
             }
-            let sources = &self.sources;
-            analysis::merge_sources(&mut sessions, |input| {
-                sources.get(input as usize).is_some_and(|f| f.is_recorded())
-            });
-            self.by_sid.clear();
-            for s in &sessions {
-                if let Some(id) = &s.session_id {
-                    self.by_sid.entry(id.clone()).or_default().push(s.idx);
-                }
-            }
-            self.active = sessions
-                .iter()
-                .filter(|s| !s.finalized)
-                .map(|s| s.idx)
-                .collect();
-            self.sessions = sessions
-                .into_iter()
-                .map(|s| Some(Box::new(s)))
-                .collect::<Vec<_>>()
-                .into();
         }
-        let remaining: Vec<SessionIdx> = self.active.clone();
-        for i in remaining {
-            self.finalize(i);
-        }
+        self.active = sessions
+            .iter()
+            .filter(|s| !s.finalized)
+            .map(|s| s.idx)
+            .collect();
+        self.sessions = sessions
+            .into_iter()
+            .map(|s| Some(Box::new(s)))
+            .collect::<Vec<_>>()
+            .into();
     }
 }

@@ -1,12 +1,21 @@
 //! The session builder: the state it keeps while exchanges are open, its construction, and
 //! the HTTP events it takes. Filing exchanges under sessions is in [`sessions`], what each
 //! HTTP event adds to its stream in [`exchanges`], and when a session is over in [`lifetime`].
+//!
+//! Who a client is and which session an exchange belongs to are decided by what the wire proves:
+//! the `Mcp-Session-Id` a request names or a response mints, the legacy transport's endpoint
+//! URL, the TCP connection an exchange shares with one already filed, the `Last-Event-ID` of a
+//! resume that names an event a stream delivered. Never by a client's address: behind a proxy
+//! every client has the proxy's. What nothing ties to a session stays unattributed, and is
+//! counted.
 
 mod exchanges;
 mod lifetime;
 mod sessions;
+mod unattributed;
 
-use std::net::{IpAddr, SocketAddr};
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -20,17 +29,24 @@ use crate::model::{Session, SessionIdx, Stream, Transport};
 enum Filing {
     /// Filed under a session, at this position of its stream list.
     Session(SessionIdx, usize),
-    /// Not yet known (an `initialize` awaiting its response, a GET awaiting its first event).
+    /// Not yet known: see [`Pending`].
     Pending(Box<Stream>, Pending),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
+    /// An `initialize` without a session ID: its response names the session, or none (a
+    /// server without sessions).
     Initialize,
-    /// A GET without a session ID: legacy if its first event is `endpoint`.
+    /// A GET without a session ID: MCP if its stream opens with an `endpoint` event (the
+    /// legacy transport) or carries MCP messages; any other event stream is not MCP.
     Get,
-    /// JSON-RPC without a session ID: a stateless server.
-    Stateless,
+    /// MCP requests without a session ID: a response may still name one; else they are
+    /// sessionless exchanges of their connection.
+    Sessionless,
+    /// JSON-RPC without MCP methods or headers (or a body the source did not record): MCP only
+    /// if the response proves it.
+    Unproven,
     /// A response (or events) whose request was not seen: the capture started late, or a gap
     /// took the request.
     Orphan,
@@ -51,15 +67,52 @@ pub struct HttpAnomaly {
     pub what: String,
 }
 
-/// Counters about what was not MCP.
+/// What the MCP stage saw of the HTTP traffic, MCP or not.
 #[derive(Debug, Clone, Default)]
 pub struct McpStats {
     pub exchanges_total: u64,
     /// Exchanges whose response head arrived (MCP or not).
     pub responses: u64,
     pub exchanges_mcp: u64,
+    /// Exchanges carrying JSON-RPC without any MCP evidence (another JSON-RPC API).
+    pub jsonrpc_not_mcp: u64,
+    /// Event streams without any MCP evidence (another SSE feed).
+    pub event_streams_not_mcp: u64,
+    /// MCP exchanges that nothing on the wire tied to a session, and the first few of them.
+    pub unattributed: u64,
+    pub unattributed_examples: Vec<String>,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
+}
+
+/// Exchanges found not to be MCP, by connection (a connection ending forgets its own at once).
+#[derive(Default)]
+struct NotMcp(HashMap<ConnId, Vec<u32>>);
+
+impl NotMcp {
+    fn insert(&mut self, id: ExchangeId) {
+        let v = self.0.entry(id.conn).or_default();
+        if !v.contains(&id.index) {
+            v.push(id.index);
+        }
+    }
+
+    fn contains(&self, id: &ExchangeId) -> bool {
+        self.0.get(&id.conn).is_some_and(|v| v.contains(&id.index))
+    }
+
+    fn remove(&mut self, id: &ExchangeId) -> bool {
+        let Some(v) = self.0.get_mut(&id.conn) else {
+            return false;
+        };
+        let before = v.len();
+        v.retain(|&i| i != id.index);
+        before != v.len()
+    }
+
+    fn forget(&mut self, conn: ConnId) {
+        self.0.remove(&conn);
+    }
 }
 
 /// What is kept of a session handed to the callback, for a later exchange that continues it
@@ -79,33 +132,40 @@ pub struct Builder {
     /// its identity stays in `retired`, so memory follows the sessions in progress.
     pub sessions: mcpf_model::PagedVec<Option<Box<Session>>>,
     retired: HashMap<SessionIdx, Identity>,
+    /// Streamable HTTP sessions by server and `Mcp-Session-Id`.
     by_id: HashMap<(SocketAddr, String), SessionIdx>,
-    stateless: HashMap<(IpAddr, SocketAddr), SessionIdx>,
+    /// Legacy (2024-11-05) sessions by server and POST endpoint.
     legacy: HashMap<(SocketAddr, String), SessionIdx>,
+    /// The sessionless exchanges of each TCP connection (servers that mint no session ID).
+    sessionless: HashMap<ConnId, SessionIdx>,
+    /// The session a connection's exchanges were last filed under by evidence (the ID they
+    /// named, the endpoint they posted to): where an orphan of that connection belongs.
+    by_conn: HashMap<ConnId, SessionIdx>,
     open: HashMap<ExchangeId, Filing>,
-    rejected: HashMap<(IpAddr, SocketAddr), RejectedInitialize>,
+    /// Open orphans by connection, filed when their connection ends.
+    orphans: HashMap<ConnId, Vec<ExchangeId>>,
+    /// Initializes refused 4xx, by connection: a legacy session that connection then opens or
+    /// posts to is where the client fell back to.
+    rejected: HashMap<ConnId, RejectedInitialize>,
+    /// MCP streams nothing tied to a session yet.
+    unattributed: unattributed::Pool,
     /// Endpoints of open connections.
     endpoints: HashMap<ConnId, (SocketAddr, SocketAddr)>,
     /// Exchanges whose request was seen and is not MCP: their responses are not orphans.
-    not_mcp: rustc_hash::FxHashSet<ExchangeId>,
-    /// The session a client last used at a server, for exchanges that name none.
-    last_session: HashMap<(IpAddr, SocketAddr), SessionIdx>,
+    not_mcp: NotMcp,
     /// The format of each input, by index: exchanges of a HAR file or access log are matched
     /// with a capture of the same traffic before analysis.
     sources: Vec<SourceFormat>,
     /// What each non-capture input could record (HAR files, access logs).
     capabilities: HashMap<InputId, mcpf_model::Capabilities>,
-    /// Finalize sessions as they end (deleted, or idle with nothing open) instead of all at the
-    /// end: memory then follows the sessions in progress, not the capture's length.
+    /// Finalize sessions as they end (deleted or forgotten, with nothing open) instead of all
+    /// at the end: memory then follows the sessions in progress, not the capture's length.
     early_finalize: bool,
     /// Called with each session once it is analysed: the next stage (detectors) runs there and
     /// may compact the session.
     on_finalized: Option<SessionCallback>,
-    /// Sessions not finalized yet.
-    active: Vec<SessionIdx>,
-    /// Latest capture time seen, and when idle sessions are next looked for.
-    now: Option<mcpf_model::Timestamp>,
-    next_idle_check: Option<mcpf_model::Timestamp>,
+    /// Sessions not finalized yet, in the order they began.
+    active: BTreeSet<SessionIdx>,
     /// Sessions by `Mcp-Session-Id`, to tie observations of one session at several endpoints.
     by_sid: HashMap<String, Vec<SessionIdx>>,
     pub anomalies: Vec<HttpAnomaly>,
@@ -125,7 +185,8 @@ impl Builder {
         Self::default()
     }
 
-    /// Finalizes sessions as soon as they are over (see [`Builder::take_ready`]).
+    /// Finalizes each session as soon as it is over by evidence: deleted, or forgotten by its
+    /// server (404), with nothing of it open. Silence never ends a session.
     pub fn with_early_finalize(mut self, on: bool) -> Self {
         self.early_finalize = on;
         self
@@ -157,8 +218,9 @@ impl Builder {
         self.sessions.get_mut(idx)?.as_deref_mut()
     }
 
-    pub(super) fn is_finalized(&self, idx: SessionIdx) -> bool {
-        self.live(idx).is_none_or(|s| s.finalized)
+    /// Finalized, or over by evidence: a new exchange naming it starts a new record.
+    pub(super) fn is_over(&self, idx: SessionIdx) -> bool {
+        self.live(idx).is_none_or(|s| s.finalized || s.over)
     }
 
     pub(super) fn stream_mut(&mut self, id: ExchangeId) -> Option<&mut Stream> {
@@ -173,6 +235,30 @@ impl Builder {
         }
     }
 
+    /// Files an open exchange; a session counts it as open.
+    fn open_filing(&mut self, id: ExchangeId, filing: Filing) {
+        if let Filing::Session(s, _) = filing
+            && let Some(s) = self.live_mut(s)
+        {
+            s.open += 1;
+        }
+        if let Filing::Pending(_, Pending::Orphan) = filing {
+            self.orphans.entry(id.conn).or_default().push(id);
+        }
+        self.open.insert(id, filing);
+    }
+
+    /// Takes an open exchange's filing; its session no longer counts it as open.
+    fn take_filing(&mut self, id: ExchangeId) -> Option<Filing> {
+        let filing = self.open.remove(&id)?;
+        if let Filing::Session(s, _) = filing
+            && let Some(s) = self.live_mut(s)
+        {
+            s.open = s.open.saturating_sub(1);
+        }
+        Some(filing)
+    }
+
     /// Ends the build: every session is analysed; returns them all.
     pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
         self.close_all();
@@ -185,6 +271,25 @@ impl Builder {
             .collect();
         (sessions, self.anomalies, self.stats)
     }
+
+    /// A connection ended: its orphans whose request never came are filed, and what was kept
+    /// of it goes.
+    fn on_connection_end(&mut self, conn: ConnId) {
+        self.endpoints.remove(&conn);
+        self.not_mcp.forget(conn);
+        for id in self.orphans.remove(&conn).unwrap_or_default() {
+            if let Some(Filing::Pending(stream, Pending::Orphan)) = self.take_filing(id) {
+                self.file_orphan(*stream);
+            }
+        }
+        if let Some(r) = self.rejected.remove(&conn) {
+            // No legacy session followed on this connection: the refused initialize stays a
+            // sessionless exchange of it.
+            self.file_sessionless(*r.stream);
+        }
+        self.sessionless.remove(&conn);
+        self.by_conn.remove(&conn);
+    }
 }
 
 impl HttpSink for Builder {
@@ -193,26 +298,20 @@ impl HttpSink for Builder {
             HttpEvent::Request(r) => self.on_request(&r),
             HttpEvent::ResponseHead(h) => self.on_response_head(&h),
             HttpEvent::SseEvent { exchange, event } => self.on_event(exchange, &event),
-            HttpEvent::ResponseEnd(end) => {
-                self.on_end(
-                    end.exchange,
-                    end.outcome,
-                    end.closed_by,
-                    end.last,
-                    Some(&end.body),
-                    end.sse.as_ref(),
-                );
-                self.check_idle(end.last.time);
-            }
+            HttpEvent::ResponseEnd(end) => self.on_end(
+                end.exchange,
+                end.outcome,
+                end.closed_by,
+                end.last,
+                Some(&end.body),
+                end.sse.as_ref(),
+            ),
             HttpEvent::NoResponse {
                 exchange,
                 outcome,
                 closed_by,
                 mark,
-            } => {
-                self.on_end(exchange, outcome, closed_by, mark, None, None);
-                self.check_idle(mark.time);
-            }
+            } => self.on_end(exchange, outcome, closed_by, mark, None, None),
             HttpEvent::Anomaly {
                 conn, mark, what, ..
             } => self.anomalies.push(HttpAnomaly { conn, mark, what }),
@@ -224,25 +323,7 @@ impl HttpSink for Builder {
             } => {
                 self.endpoints.insert(conn, (client, server));
             }
-            HttpEvent::ConnectionEnd { conn, .. } => {
-                self.endpoints.remove(&conn);
-                self.not_mcp.retain(|id| id.conn != conn);
-                // Orphans of this connection whose request never came are filed now.
-                let orphans: Vec<ExchangeId> = self
-                    .open
-                    .iter()
-                    .filter(|(id, f)| {
-                        id.conn == conn && matches!(f, Filing::Pending(_, Pending::Orphan))
-                    })
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in orphans {
-                    if let Some(Filing::Pending(stream, _)) = self.open.remove(&id) {
-                        self.file_orphan(id, *stream);
-                        self.open.remove(&id);
-                    }
-                }
-            }
+            HttpEvent::ConnectionEnd { conn, .. } => self.on_connection_end(conn),
         }
     }
 }

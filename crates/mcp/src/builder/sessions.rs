@@ -1,55 +1,71 @@
 //! Filing streams under sessions: by `Mcp-Session-Id`, by the legacy transport's endpoint, by
-//! client and server for stateless servers; orphans (responses whose request was not seen)
-//! under the session their response names.
+//! TCP connection for servers that mint no session ID; orphans (responses whose request was not
+//! seen) under the session their response names or their connection carried.
 
 use std::net::{IpAddr, SocketAddr};
 
-use mcpf_http::ExchangeId;
-use mcpf_model::{InputId, Mark};
+use mcpf_model::{ConnId, InputId, Mark};
 
-use super::{Builder, Filing, Identity};
+use super::{Builder, Filing, Identity, RejectedInitialize};
 use crate::jsonrpc::Kind;
 use crate::model::{
     self, EventIdScheme, Fallback, Session, SessionIdx, Stream, StreamTransport, Transport,
 };
 
+/// Who a new session record is: what the exchange that opens it carries.
+pub(super) struct Opening<'a> {
+    pub(super) session_id: Option<String>,
+    pub(super) server: SocketAddr,
+    pub(super) path: &'a str,
+    /// The address the first exchange came from: shown, never used to tie exchanges.
+    pub(super) client_ip: IpAddr,
+    pub(super) transport: Transport,
+    pub(super) mark: Mark,
+    pub(super) input: InputId,
+}
+
+impl<'a> Opening<'a> {
+    /// A Streamable HTTP session opened by `stream`.
+    pub(super) fn of(stream: &'a Stream, session_id: Option<String>) -> Opening<'a> {
+        Opening {
+            session_id,
+            server: stream.server,
+            path: &stream.target,
+            client_ip: stream.client.ip(),
+            transport: Transport::StreamableHttp,
+            mark: stream.opened,
+            input: stream.input,
+        }
+    }
+}
+
 impl Builder {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new_session(
-        &mut self,
-        session_id: Option<String>,
-        server: SocketAddr,
-        path: &str,
-        client_ip: IpAddr,
-        transport: Transport,
-        mark: Mark,
-        input: InputId,
-    ) -> SessionIdx {
+    pub(super) fn new_session(&mut self, o: Opening<'_>) -> SessionIdx {
         let idx = self.sessions.len();
-        self.active.push(idx);
-        if let Some(id) = &session_id {
+        self.active.insert(idx);
+        if let Some(id) = &o.session_id {
             self.by_sid.entry(id.clone()).or_default().push(idx);
         }
         self.sessions.push(Some(Box::new(Session {
             idx,
-            stateless: session_id.is_none() && transport == Transport::StreamableHttp,
-            session_id: session_id.clone(),
-            server,
-            path: path.split('?').next().unwrap_or("").to_string(),
-            client_ip,
-            transport,
+            stateless: o.session_id.is_none() && o.transport == Transport::StreamableHttp,
+            session_id: o.session_id.clone(),
+            server: o.server,
+            path: o.path.split('?').next().unwrap_or("").to_string(),
+            client_ip: o.client_ip,
+            transport: o.transport,
             protocol_version: None,
             client_info: None,
             server_info: None,
             initialize_seen: false,
             initializes: Vec::new(),
-            start: mark,
-            end: mark,
+            start: o.mark,
+            end: o.mark,
             streams: Vec::new(),
             fallbacks: Vec::new(),
             deleted: None,
             forgotten: Vec::new(),
-            inputs: vec![input],
+            inputs: vec![o.input],
             legacy_endpoint: None,
             transport_mode_header: None,
             event_id_scheme: EventIdScheme::None,
@@ -59,74 +75,58 @@ impl Builder {
             merged_sources: Vec::new(),
             counts: model::Counts::default(),
             finalized: false,
+            over: false,
+            open: 0,
         })));
-        if let Some(id) = session_id {
-            match transport {
-                Transport::StreamableHttp => {
-                    self.by_id.insert((server, id), idx);
-                }
-                Transport::LegacySse => {}
-            }
+        if let Some(id) = o.session_id
+            && o.transport == Transport::StreamableHttp
+        {
+            self.by_id.insert((o.server, id), idx);
         }
         idx
     }
 
-    pub(super) fn continuation(&mut self, old: SessionIdx, stream: &Stream) -> SessionIdx {
-        let (id, server, path, ip, transport, legacy, version, stateless) = match self.live(old) {
+    /// A new record for a session that was over (finalized, or deleted and done) and is named
+    /// again: the identity is the old one's, or what the new exchange carries.
+    fn continuation(&mut self, old: SessionIdx, stream: &Stream) -> SessionIdx {
+        let (mut opening, legacy, version, stateless) = match self.live(old) {
             Some(o) => (
-                o.session_id.clone(),
-                o.server,
-                o.path.clone(),
-                o.client_ip,
-                o.transport,
+                Opening {
+                    session_id: o.session_id.clone(),
+                    server: o.server,
+                    path: &stream.target,
+                    client_ip: o.client_ip,
+                    transport: o.transport,
+                    mark: stream.opened,
+                    input: stream.input,
+                },
                 o.legacy_endpoint.clone(),
                 o.protocol_version.clone(),
                 o.stateless,
             ),
-            None => {
-                let o = self.retired.get(&old).copied().unwrap_or(Identity {
-                    transport: Transport::StreamableHttp,
-                    stateless: stream.session_id_sent.is_none(),
-                });
-                // A legacy session is continued by a POST to its endpoint, which names it.
-                let (id, legacy) = match o.transport {
-                    Transport::LegacySse => (
-                        Some(legacy_session_id(&stream.target)),
-                        Some(stream.target.clone()),
-                    ),
-                    Transport::StreamableHttp => (stream.session_id_sent.clone(), None),
-                };
-                (
-                    id,
-                    stream.server,
-                    stream.target.clone(),
-                    stream.client.ip(),
-                    o.transport,
-                    legacy,
-                    stream.protocol_version_header.clone(),
-                    o.stateless,
-                )
-            }
+            None => self.continuation_of_retired(old, stream),
         };
-        let new = self.new_session(
-            id.clone(),
-            server,
-            &path,
-            ip,
-            transport,
-            stream.opened,
-            stream.input,
+        let path = self.live(old).map(|o| o.path.clone());
+        if let Some(p) = path.as_deref() {
+            opening.path = p;
+        }
+        let (transport, server, id) = (
+            opening.transport,
+            opening.server,
+            opening.session_id.clone(),
         );
+        let new = self.new_session(opening);
         if let Some(s) = self.live_mut(new) {
-            s.legacy_endpoint = legacy.clone();
+            s.legacy_endpoint = legacy;
             s.protocol_version = version;
             s.stateless = stateless;
         }
         for v in self
             .by_id
             .values_mut()
-            .chain(self.stateless.values_mut())
+            .chain(self.sessionless.values_mut())
             .chain(self.legacy.values_mut())
+            .chain(self.by_conn.values_mut())
         {
             if *v == old {
                 *v = new;
@@ -140,44 +140,55 @@ impl Builder {
         new
     }
 
-    pub(super) fn session_for_id(
-        &mut self,
-        server: SocketAddr,
-        id: &str,
-        client: IpAddr,
-        path: &str,
-        mark: Mark,
-        input: InputId,
-    ) -> SessionIdx {
-        if let Some(&idx) = self.by_id.get(&(server, id.to_string())) {
-            return idx;
-        }
-        self.new_session(
-            Some(id.to_string()),
-            server,
-            path,
-            client,
-            Transport::StreamableHttp,
-            mark,
-            input,
+    /// The identity of a session already handed to the callback: what was kept of it, and what
+    /// the exchange that names it again carries.
+    fn continuation_of_retired<'a>(
+        &self,
+        old: SessionIdx,
+        stream: &'a Stream,
+    ) -> (Opening<'a>, Option<String>, Option<String>, bool) {
+        let o = self.retired.get(&old).copied().unwrap_or(Identity {
+            transport: Transport::StreamableHttp,
+            stateless: stream.session_id_sent.is_none(),
+        });
+        // A legacy session is continued by a POST to its endpoint, which names it.
+        let (id, legacy) = match o.transport {
+            Transport::LegacySse => (
+                Some(legacy_session_id(&stream.target)),
+                Some(stream.target.clone()),
+            ),
+            Transport::StreamableHttp => (stream.session_id_sent.clone(), None),
+        };
+        let mut opening = Opening::of(stream, id);
+        opening.transport = o.transport;
+        (
+            opening,
+            legacy,
+            stream.protocol_version_header.clone(),
+            o.stateless,
         )
     }
 
+    /// The session `id` names at `server`, made on first sight.
+    pub(super) fn session_for_id(&mut self, stream: &Stream, id: &str) -> SessionIdx {
+        if let Some(&idx) = self.by_id.get(&(stream.server, id.to_string())) {
+            return idx;
+        }
+        self.new_session(Opening::of(stream, Some(id.to_string())))
+    }
+
     /// Files a stream under a session; returns the session it went to and its position there. A
-    /// session already finalized (it went idle or was deleted) is continued by a new session
-    /// record with the same identity.
+    /// session already over is continued by a new session record with the same identity.
     pub(super) fn attach(
         &mut self,
         session: SessionIdx,
         mut stream: Stream,
     ) -> (SessionIdx, usize) {
-        let session = if self.is_finalized(session) {
+        let session = if self.is_over(session) {
             self.continuation(session, &stream)
         } else {
             session
         };
-        self.last_session
-            .insert((stream.client.ip(), stream.server), session);
         let Some(s) = self.live_mut(session) else {
             // Not reachable: a finalized session was continued above.
             return (session, usize::MAX);
@@ -191,151 +202,193 @@ impl Builder {
         if stream.opened > s.end {
             s.end = stream.opened;
         }
-        for m in &stream.client_messages {
-            if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
-                s.initialize_seen = true;
-                s.initializes.push(stream.opened);
-                if m.mcp.protocol_version.is_some() && s.protocol_version.is_none() {
-                    s.protocol_version = m.mcp.protocol_version.clone();
-                }
-                if m.mcp.peer_info.is_some() {
-                    s.client_info = m.mcp.peer_info.clone();
-                }
-            }
-        }
-        if s.protocol_version.is_none() {
-            s.protocol_version = stream.protocol_version_header.clone();
-        }
+        note_initialize(s, &stream);
         stream.idx = s.streams.len();
         s.streams.push(stream);
         (session, s.streams.len() - 1)
     }
 
-    /// Files an orphan: under the session its response names, else the client's last session
-    /// at that server, else a stateless one.
-    pub(super) fn file_orphan(&mut self, exchange: ExchangeId, stream: Stream) {
-        let speaks_mcp = stream.session_id_received.is_some()
-            || stream.event_stream
-            || stream.event_count() > 0
-            || stream.response_packed.jsonrpc
-            || stream
-                .response_messages
-                .iter()
-                .any(|m| m.kind != Kind::Malformed);
-        if !speaks_mcp {
+    /// Files a stream under `session`, open until its exchange ends; the connection now carries
+    /// that session.
+    pub(super) fn file_open(&mut self, session: SessionIdx, stream: Stream) {
+        let (id, conn) = (stream.exchange, stream.exchange.conn);
+        let (session, pos) = self.attach(session, stream);
+        self.by_conn.insert(conn, session);
+        self.open_filing(id, Filing::Session(session, pos));
+    }
+
+    /// Files a stream whose exchange has ended.
+    pub(super) fn file_ended(&mut self, session: SessionIdx, stream: Stream) {
+        let conn = stream.exchange.conn;
+        let (session, _) = self.attach(session, stream);
+        self.by_conn.insert(conn, session);
+    }
+
+    /// Files an orphan whose connection ended: under the session its response names, else the
+    /// session its connection carried; with MCP evidence and nothing else, it waits unattributed
+    /// for a resume that names one of its events.
+    pub(super) fn file_orphan(&mut self, stream: Stream) {
+        if let Some(id) = stream.session_id_received.clone() {
+            let session = self.session_for_id(&stream, &id);
+            self.note_mcp();
+            return self.file_ended(session, stream);
+        }
+        if let Some(&session) = self.by_conn.get(&stream.exchange.conn) {
+            self.note_mcp();
+            return self.file_ended(session, stream);
+        }
+        if !stream_proves_mcp(&stream) {
+            self.note_not_mcp(&stream);
             return;
         }
-        let server = stream.server;
-        let ip = stream.client.ip();
-        let session = match &stream.session_id_received {
-            Some(id) => Some(self.session_for_id(
-                server,
-                id,
-                ip,
-                &stream.target,
-                stream.opened,
-                stream.input,
-            )),
-            None => self.last_session.get(&(ip, server)).copied(),
-        };
-        match session {
-            Some(s) => {
-                let (s, pos) = self.attach(s, stream);
-                self.open.insert(exchange, Filing::Session(s, pos));
-            }
-            None => self.file_stateless(exchange, stream),
+        self.note_mcp();
+        let exchange = stream.exchange;
+        if !self.unattributed.hold(stream) {
+            self.note_unattributed(exchange);
+        }
+    }
+
+    /// A resume in `session` whose `Last-Event-ID` a held stream delivered: that stream was
+    /// the session's.
+    pub(super) fn claim_unattributed(&mut self, session: SessionIdx, last_event_id: &str) {
+        for stream in self.unattributed.claim(last_event_id) {
+            self.file_ended(session, stream);
         }
     }
 
     /// A GET whose stream opened with an `endpoint` event: the 2024-11-05 transport.
-    pub(super) fn file_legacy(&mut self, exchange: ExchangeId, mut stream: Stream, uri: &str) {
-        let server = self.server_of(&stream);
-        let ip = stream.client.ip();
+    pub(super) fn file_legacy(&mut self, mut stream: Stream, uri: &str) {
         let post_target = path_and_query(uri);
-        let session = self.new_session(
-            Some(legacy_session_id(uri)),
-            server,
-            &stream.target,
-            ip,
-            Transport::LegacySse,
-            stream.opened,
-            stream.input,
-        );
+        let mut opening = Opening::of(&stream, Some(legacy_session_id(uri)));
+        opening.transport = Transport::LegacySse;
+        let session = self.new_session(opening);
         if let Some(s) = self.live_mut(session) {
             s.legacy_endpoint = Some(post_target.clone());
         }
-        self.legacy.insert((server, post_target), session);
+        self.legacy.insert((stream.server, post_target), session);
         stream.transport = StreamTransport::LegacySse;
+        let conn = stream.exchange.conn;
         let opened = stream.opened;
-        if let Some(rejected) = self.rejected.remove(&(ip, server)) {
-            // The client tried Streamable HTTP first, was refused, and fell back: the fallback at
-            // connect of the 2025-03-26 backwards-compatibility rules.
-            let status = rejected.status;
-            let request_id = rejected.stream.requests().next().and_then(|m| m.id.clone());
-            let refused_mark = rejected
-                .stream
-                .response_mark
-                .unwrap_or(rejected.stream.opened);
-            let (session, refused) = self.attach(session, *rejected.stream);
-            let (session, pos) = self.attach(session, stream);
-            if let Some(s) = self.live_mut(session) {
-                s.fallbacks.push(Fallback {
-                    mark: opened,
-                    from: "streamable-http".into(),
-                    to: "legacy-sse".into(),
-                    trigger: format!("POST initialize answered {status}"),
-                    request_id,
-                    abandoned_stream: Some(refused),
-                    to_stream: pos,
-                    confirmed: true,
-                    frames: vec![refused_mark, opened],
-                });
-            }
-            self.open.insert(exchange, Filing::Session(session, pos));
-        } else {
-            let (session, pos) = self.attach(session, stream);
-            self.open.insert(exchange, Filing::Session(session, pos));
+        let id = stream.exchange;
+        let (session, pos) = self.attach(session, stream);
+        self.by_conn.insert(conn, session);
+        self.open_filing(id, Filing::Session(session, pos));
+        if let Some(rejected) = self.rejected.remove(&conn) {
+            self.fallback_at_connect(session, rejected, pos, opened);
         }
     }
 
-    /// A sessionless exchange: filed under the client's current stateless session.
-    pub(super) fn file_stateless(&mut self, exchange: ExchangeId, stream: Stream) {
-        let server = self.server_of(&stream);
-        let ip = stream.client.ip();
-        let session = match self.stateless.get(&(ip, server)) {
-            Some(&s) => s,
-            None => self.new_stateless_session(&stream),
-        };
-        let (session, pos) = self.attach(session, stream);
-        self.open.insert(exchange, Filing::Session(session, pos));
+    /// A legacy session reached over a connection that had a Streamable HTTP initialize refused:
+    /// the client tried Streamable HTTP first, was refused, and fell back (the 2025-03-26
+    /// backwards-compatibility rules). The shared connection proves it was the same client.
+    pub(super) fn fallback_at_connect(
+        &mut self,
+        session: SessionIdx,
+        rejected: RejectedInitialize,
+        sse_stream: usize,
+        sse_opened: Mark,
+    ) {
+        let status = rejected.status;
+        let request_id = rejected.stream.requests().next().and_then(|m| m.id.clone());
+        let refused_mark = rejected
+            .stream
+            .response_mark
+            .unwrap_or(rejected.stream.opened);
+        let (session, refused) = self.attach(session, *rejected.stream);
+        if let Some(s) = self.live_mut(session) {
+            s.fallbacks.push(Fallback {
+                mark: sse_opened,
+                from: "streamable-http".into(),
+                to: "legacy-sse".into(),
+                trigger: format!("POST initialize answered {status}"),
+                request_id,
+                abandoned_stream: Some(refused),
+                to_stream: sse_stream,
+                confirmed: true,
+                frames: vec![refused_mark, sse_opened],
+            });
+        }
     }
 
-    /// A new session without an ID, from now on the current stateless session of the stream's
-    /// client at its server.
-    pub(super) fn new_stateless_session(&mut self, stream: &Stream) -> SessionIdx {
-        let server = self.server_of(stream);
-        let ip = stream.client.ip();
-        let s = self.new_session(
-            None,
-            server,
-            &stream.target,
-            ip,
-            Transport::StreamableHttp,
-            stream.opened,
-            stream.input,
-        );
-        self.stateless.insert((ip, server), s);
+    /// A POST to a legacy endpoint on a connection whose Streamable HTTP initialize was
+    /// refused: the session's SSE stream, opened on another connection, was the fallback.
+    pub(super) fn claim_rejected(&mut self, session: SessionIdx, conn: ConnId) {
+        let Some(rejected) = self.rejected.remove(&conn) else {
+            return;
+        };
+        let sse = self.live(session).and_then(|s| {
+            let has_fallback = s.fallbacks.iter().any(|f| f.to == "legacy-sse");
+            let st = s
+                .streams
+                .iter()
+                .find(|st| st.transport == StreamTransport::LegacySse)?;
+            (!has_fallback && rejected.stream.opened <= st.opened).then_some((st.idx, st.opened))
+        });
+        match sse {
+            Some((pos, opened)) => self.fallback_at_connect(session, rejected, pos, opened),
+            None => self.file_sessionless(*rejected.stream),
+        }
+    }
+
+    /// A sessionless exchange whose exchange has ended: filed under the sessionless session of
+    /// its connection.
+    pub(super) fn file_sessionless(&mut self, stream: Stream) {
+        let session = self.sessionless_session(&stream);
+        self.file_ended(session, stream);
+    }
+
+    /// A sessionless exchange still open.
+    pub(super) fn file_sessionless_open(&mut self, stream: Stream) {
+        let session = self.sessionless_session(&stream);
+        self.file_open(session, stream);
+    }
+
+    /// The session of the sessionless exchanges of the stream's connection, made on first
+    /// sight: a server that mints no session ID leaves nothing but the connection to tie a
+    /// client's exchanges.
+    fn sessionless_session(&mut self, stream: &Stream) -> SessionIdx {
+        let conn = stream.exchange.conn;
+        if let Some(&s) = self.sessionless.get(&conn)
+            && !self.is_over(s)
+        {
+            return s;
+        }
+        let s = self.new_session(Opening::of(stream, None));
+        self.sessionless.insert(conn, s);
         s
     }
+}
 
-    pub(super) fn server_of(&self, stream: &Stream) -> SocketAddr {
-        stream.server
+/// What an `initialize` in a stream tells about its session.
+fn note_initialize(s: &mut Session, stream: &Stream) {
+    for m in &stream.client_messages {
+        if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
+            s.initialize_seen = true;
+            s.initializes.push(stream.opened);
+            if m.mcp.protocol_version.is_some() && s.protocol_version.is_none() {
+                s.protocol_version = m.mcp.protocol_version.clone();
+            }
+            if m.mcp.peer_info.is_some() {
+                s.client_info = m.mcp.peer_info.clone();
+            }
+        }
     }
+    if s.protocol_version.is_none() {
+        s.protocol_version = stream.protocol_version_header.clone();
+    }
+}
+
+/// An orphan proves MCP by what its response says: a session ID, or MCP messages.
+pub(super) fn stream_proves_mcp(stream: &Stream) -> bool {
+    stream.session_id_received.is_some()
+        || stream.response_messages.iter().any(|m| m.is_mcp_evidence())
+        || stream.response_packed.mcp_evidence
+        || stream.packed.mcp_evidence
 }
 
 /// The session parameter of a legacy endpoint URI (`sessionId` in TypeScript, `session_id` in
 /// Python), or the whole URI when there is none.
-fn legacy_session_id(endpoint: &str) -> String {
+pub(super) fn legacy_session_id(endpoint: &str) -> String {
     let query = endpoint.split_once('?').map(|(_, q)| q).unwrap_or("");
     query
         .split('&')
