@@ -210,7 +210,12 @@ fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
     let Assembled { report, failed } = rep;
     if report.session_count() == 0 {
         // Nothing to analyse: say why, in words a newcomer can act on.
-        for h in mcpf_report::hints::no_session(&report.inputs, report.connections, &report.http) {
+        for h in mcpf_report::hints::no_session(
+            &report.inputs,
+            report.connections,
+            &report.http,
+            &report.mcp,
+        ) {
             eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
             eprintln!("  hint: {}", h.hint);
         }

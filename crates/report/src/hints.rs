@@ -2,6 +2,7 @@
 //! or HTTP that carried no MCP (with the ports, and `--server`).
 
 use mcpf_http::HttpStats;
+use mcpf_mcp::McpStats;
 use mcpf_model::InputReport;
 
 /// A one-line problem and what to do about it.
@@ -26,7 +27,12 @@ fn ports(p: &[u16]) -> String {
 }
 
 /// What to tell the user when no MCP session came out of the inputs.
-pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) -> Vec<Hint> {
+pub fn no_session(
+    inputs: &[InputReport],
+    connections: u64,
+    http: &HttpStats,
+    mcp: &McpStats,
+) -> Vec<Hint> {
     let mut out = Vec::new();
     let packets: u64 = inputs.iter().map(|i| i.packets).sum();
     if packets == 0 {
@@ -78,8 +84,9 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
     if http.connections_http > 0 {
         out.push(Hint {
             problem: format!(
-                "HTTP on {} carried no MCP (no Mcp-Session-Id, no JSON-RPC body, no event stream)",
-                ports(&http.http_ports)
+                "HTTP on {} carried no MCP{}",
+                ports(&http.http_ports),
+                what_it_carried(mcp)
             ),
             hint: "check that the capture covers the MCP endpoint; if the capture starts mid-connection, name the server with --server ADDR|PORT".into(),
         });
@@ -94,6 +101,38 @@ pub fn no_session(inputs: &[InputReport], connections: u64, http: &HttpStats) ->
         });
     }
     out
+}
+
+/// What the HTTP carried instead of MCP, when it was JSON-RPC or SSE.
+fn what_it_carried(mcp: &McpStats) -> String {
+    let mut parts = Vec::new();
+    if mcp.jsonrpc_not_mcp > 0 {
+        parts.push(format!(
+            "{} without an MCP method or session header",
+            super::table::count(
+                mcp.jsonrpc_not_mcp,
+                "JSON-RPC exchange",
+                "JSON-RPC exchanges"
+            )
+        ));
+    }
+    if mcp.event_streams_not_mcp > 0 {
+        parts.push(format!(
+            "{} without MCP messages",
+            super::table::count(mcp.event_streams_not_mcp, "event stream", "event streams")
+        ));
+    }
+    if mcp.unattributed > 0 {
+        parts.push(format!(
+            "{} nothing tied to a session",
+            super::table::count(mcp.unattributed, "MCP exchange", "MCP exchanges")
+        ));
+    }
+    if parts.is_empty() {
+        " (no Mcp-Session-Id, no MCP method, no MCP event stream)".into()
+    } else {
+        format!(": {}", parts.join("; "))
+    }
 }
 
 #[cfg(test)]
@@ -112,13 +151,14 @@ mod tests {
     #[test]
     fn explains_each_case() {
         let none = HttpStats::default();
+        let mcp = McpStats::default();
         assert!(
-            no_session(&[input(0)], 0, &none)[0]
+            no_session(&[input(0)], 0, &none, &mcp)[0]
                 .problem
                 .contains("no packets")
         );
         assert!(
-            no_session(&[input(5)], 0, &none)[0]
+            no_session(&[input(5)], 0, &none, &mcp)[0]
                 .problem
                 .contains("no TCP")
         );
@@ -127,21 +167,34 @@ mod tests {
             tls_ports: vec![443],
             ..Default::default()
         };
-        let h = no_session(&[input(5)], 2, &tls);
+        let h = no_session(&[input(5)], 2, &tls, &mcp);
         assert!(h[0].problem.contains("TLS") && h[0].problem.contains("443"));
         let http = HttpStats {
             connections_http: 1,
             http_ports: vec![8000],
             ..Default::default()
         };
-        let h = no_session(&[input(5)], 1, &http);
+        let h = no_session(&[input(5)], 1, &http, &mcp);
         assert!(h[0].problem.contains("8000") && h[0].hint.contains("--server"));
+        let other = McpStats {
+            jsonrpc_not_mcp: 22,
+            event_streams_not_mcp: 3,
+            ..Default::default()
+        };
+        let h = no_session(&[input(5)], 1, &http, &other);
+        assert!(
+            h[0].problem.ends_with(
+                "carried no MCP: 22 JSON-RPC exchanges without an MCP method or session header; 3 event streams without MCP messages"
+            ),
+            "{}",
+            h[0].problem
+        );
         let h2 = HttpStats {
             connections_http2: 1,
             ..Default::default()
         };
         assert!(
-            no_session(&[input(5)], 1, &h2)[0]
+            no_session(&[input(5)], 1, &h2, &mcp)[0]
                 .problem
                 .contains("HTTP/2")
         );

@@ -136,11 +136,23 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
     } else {
         "none lost data".to_string()
     };
-    let exchanges = format!(
+    let mut exchanges = format!(
         "{}, {} speaking MCP",
         count(rep.mcp.exchanges_total, "HTTP exchange", "HTTP exchanges"),
         rep.mcp.exchanges_mcp
     );
+    let not_mcp = rep.mcp.jsonrpc_not_mcp + rep.mcp.event_streams_not_mcp;
+    if not_mcp > 0 {
+        exchanges.push_str(&format!(
+            " ({} JSON-RPC and {} not MCP)",
+            rep.mcp.jsonrpc_not_mcp,
+            count(
+                rep.mcp.event_streams_not_mcp,
+                "event stream",
+                "event streams"
+            )
+        ));
+    }
     // Logs and HAR files have no TCP: the line speaks of connections only for captures.
     let captures = rep
         .inputs
@@ -157,6 +169,14 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
     }
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
+    }
+    if rep.mcp.unattributed > 0 {
+        writeln!(
+            out,
+            "  note: {} that nothing on the wire ties to a session (no session ID, no shared connection, no resume naming its events): {}",
+            count(rep.mcp.unattributed, "MCP exchange", "MCP exchanges"),
+            rep.mcp.unattributed_examples.join(", ")
+        )?;
     }
     Ok(())
 }

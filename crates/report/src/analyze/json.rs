@@ -356,6 +356,10 @@ fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
         "http_exchanges": rep.mcp.exchanges_total,
         "http_responses": rep.mcp.responses,
         "mcp_exchanges": rep.mcp.exchanges_mcp,
+        "jsonrpc_not_mcp": rep.mcp.jsonrpc_not_mcp,
+        "event_streams_not_mcp": rep.mcp.event_streams_not_mcp,
+        "mcp_unattributed": rep.mcp.unattributed,
+        "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.len(),
         "limits": rep.limits,
     })
