@@ -1,0 +1,442 @@
+//! Every sample gives exactly the findings its truth file records (written by the clients and
+//! servers during the run, never derived from the capture), on the right session; the same with
+//! and without `--events`; and the same when unrelated concurrent traffic shares the run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn analyze(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .current_dir(root())
+        .arg("analyze")
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: no JSON report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn truth(name: &str) -> Value {
+    let text = std::fs::read_to_string(root().join("samples").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What a sample must give: the finding kinds above info, by `Mcp-Session-Id` (`None` for a
+/// session without one), and how many sessions.
+struct Expect {
+    sessions: usize,
+    above_info: &'static [(Option<&'static str>, &'static [&'static str])],
+}
+
+const SEED_CHAIN: &[&str] = &[
+    "cross_namespace_replay",
+    "duplicate_response",
+    "event_id_reset",
+    "skipped_events",
+    "unanswered_request",
+    "unsafe_resumption_after_fallback",
+];
+
+const HEALTHY: &[(Option<&str>, &[&str])] = &[];
+
+/// The kinds above info in a report, by session ID.
+fn above_info(report: &Value) -> BTreeMap<Option<String>, BTreeSet<String>> {
+    let mut out: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
+    for f in report["findings"].as_array().unwrap() {
+        if f["severity"] == "info" {
+            continue;
+        }
+        let sid = f["session_id"].as_str().map(str::to_string);
+        out.entry(sid)
+            .or_default()
+            .insert(f["kind"].as_str().unwrap().to_string());
+    }
+    out
+}
+
+fn check(file: &str, want: &Expect) {
+    let report = analyze(&[&format!("samples/{file}")]);
+    assert_eq!(
+        report["summary"]["sessions"].as_u64().unwrap() as usize,
+        want.sessions,
+        "{file}: sessions"
+    );
+    let got = above_info(&report);
+    let wanted: BTreeMap<Option<String>, BTreeSet<String>> = want
+        .above_info
+        .iter()
+        .map(|(sid, kinds)| {
+            (
+                sid.map(str::to_string),
+                kinds.iter().map(|k| k.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(got, wanted, "{file}: findings above info by session");
+}
+
+#[test]
+fn the_seed_incident_and_its_back_off_copies_give_the_whole_chain() {
+    let t = truth("seed-incident-backoff.truth.json");
+    assert_eq!(t["expected_findings"]["identical_for_all_files"], true);
+    let sid = "52e742bf9479c815551f43ad3fcafec0";
+    assert_eq!(
+        t["client"]["session_id"]
+            .as_str()
+            .or(t["session_id"].as_str()),
+        Some(sid)
+    );
+    let want = Expect {
+        sessions: 1,
+        above_info: &[(Some("52e742bf9479c815551f43ad3fcafec0"), SEED_CHAIN)],
+    };
+    // 45 s of silence before the resume, and the same capture with 2 h of it: the session is
+    // neither split nor ended by silence.
+    for file in [
+        "seed-incident-backoff-client-leg.pcap",
+        "seed-incident-backoff-server-leg.pcap",
+        "seed-incident-backoff-2h.pcap",
+    ] {
+        check(file, &want);
+    }
+    check(
+        "seed-incident-client-leg.pcap",
+        &Expect {
+            sessions: 1,
+            above_info: &[(Some("2665c7c69224c221fa665378ef4692a9"), SEED_CHAIN)],
+        },
+    );
+}
+
+#[test]
+fn among_53_concurrent_sessions_behind_nginx_only_the_incident_has_findings() {
+    let t = truth("concurrent-nginx.truth.json");
+    let incident = t["expected_findings"]["sessions_with_findings_above_info"][0]
+        .as_str()
+        .unwrap();
+    assert_eq!(incident, "9b1651002e13a1fb4047dffc2760d7b8");
+    let want = Expect {
+        sessions: 53,
+        above_info: &[(Some("9b1651002e13a1fb4047dffc2760d7b8"), SEED_CHAIN)],
+    };
+    check("concurrent-nginx-client-leg.pcap", &want);
+    check("concurrent-nginx-server-leg.pcap", &want);
+    // Its access log keeps no bodies: the unsafe resumption is what it can show.
+    check(
+        "concurrent-nginx.nginx.jsonl",
+        &Expect {
+            sessions: 53,
+            above_info: &[(
+                Some("9b1651002e13a1fb4047dffc2760d7b8"),
+                &["unsafe_resumption_after_fallback"],
+            )],
+        },
+    );
+}
+
+#[test]
+fn healthy_traffic_of_the_sdks_gives_nothing_above_info() {
+    for (file, sessions) in [
+        ("python-sdk-healthy.pcap", 1),
+        ("python-sdk-healthy.pcapng", 1),
+        ("python-sdk-healthy-any.pcap", 1),
+        ("python-sdk-resume-many.pcap", 24),
+        ("python-sdk-resume-many-server-leg.pcap", 24),
+        ("ts-sdk-resumption.pcap", 1),
+        ("ts-sdk-resumption-server-leg.pcap", 1),
+        ("namespaced-ids-client-leg.pcap", 1),
+        ("namespaced-ids-server-leg.pcap", 1),
+        ("legacy-sse-fallback.pcap", 1),
+        ("legacy-sse-concurrent.pcap", 4),
+        ("mitmproxy-python-sdk.har", 1),
+        // A stateless (2026-07-28) server: no session IDs on the wire, so each connection's
+        // exchanges are one group; 4 clients over 12 connections.
+        ("stateless-concurrent.pcap", 12),
+    ] {
+        check(
+            file,
+            &Expect {
+                sessions,
+                above_info: HEALTHY,
+            },
+        );
+    }
+}
+
+#[test]
+fn the_sdks_own_resumes_after_a_standalone_get_are_not_fallbacks() {
+    // 24 sessions whose standalone GET (and some POST streams) were cut and resumed by the
+    // official client itself: no fallback, and every resume safe.
+    let report = analyze(&["samples/python-sdk-resume-many.pcap"]);
+    let fallbacks = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "sse_fallback")
+        .count();
+    assert_eq!(fallbacks, 0);
+    let truth = truth("python-sdk-resume-many.truth.json");
+    let per_session = truth["expected_findings"]["per_session"]
+        .as_object()
+        .unwrap();
+    for s in report["sessions"].as_array().unwrap() {
+        let sid = s["session_id"].as_str().unwrap();
+        assert!(per_session.contains_key(sid), "{sid} is in the truth");
+        let verdict = &s["resumption"]["verdict"];
+        assert!(
+            verdict == "safe" || verdict == "not_attempted",
+            "{sid}: {verdict}"
+        );
+    }
+}
+
+#[test]
+fn traffic_that_is_not_mcp_makes_no_session() {
+    let t = truth("not-mcp.truth.json");
+    assert_eq!(t["expected"]["mcp_sessions"], 0);
+    for file in ["not-mcp.pcap", "http-basic.pcap"] {
+        let report = analyze(&[&format!("samples/{file}")]);
+        assert_eq!(report["summary"]["sessions"], 0, "{file}");
+        assert_eq!(report["summary"]["mcp_exchanges"], 0, "{file}");
+        assert_eq!(report["findings"].as_array().unwrap().len(), 0, "{file}");
+    }
+    let report = analyze(&["samples/not-mcp.pcap"]);
+    assert!(report["summary"]["jsonrpc_not_mcp"].as_u64().unwrap() > 0);
+    assert!(report["summary"]["event_streams_not_mcp"].as_u64().unwrap() > 0);
+}
+
+/// Every input under samples/.
+fn samples() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join("samples"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            [".pcap", ".pcapng", ".har", ".jsonl"]
+                .iter()
+                .any(|x| n.ends_with(x))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn findings_do_not_depend_on_events_being_asked_for() {
+    for file in samples() {
+        let path = format!("samples/{file}");
+        let plain = analyze(&[&path]);
+        let with_events = analyze(&["--events", &path]);
+        assert_eq!(
+            plain["findings"], with_events["findings"],
+            "{file}: findings differ with --events"
+        );
+        assert_eq!(plain["summary"], with_events["summary"], "{file}");
+    }
+}
+
+/// `file` rewritten so that its first packet is at `start` (the rest keep their spacing).
+fn shifted_copy(file: &Path, start: mcpf_model::Timestamp, out: &Path) {
+    use mcpf_capture::reader::CaptureReader;
+    use mcpf_capture::writer::PcapWriter;
+    let input = std::fs::File::open(file).unwrap();
+    let mut reader = CaptureReader::open(Box::new(input), 1).unwrap();
+    let mut writer: Option<PcapWriter<std::fs::File>> = None;
+    let mut offset = None;
+    while let Some(frame) = reader.next_frame().unwrap() {
+        let off = *offset.get_or_insert(start.0 - frame.time.0);
+        let w = match writer.as_mut() {
+            Some(w) => w,
+            None => writer.insert(
+                PcapWriter::new(
+                    std::fs::File::create(out).unwrap(),
+                    frame.linktype,
+                    65535,
+                    true,
+                    false,
+                )
+                .unwrap(),
+            ),
+        };
+        w.packet(frame.time.add_nanos(off), frame.data, frame.orig_len)
+            .unwrap();
+    }
+}
+
+/// A finding as another run must give it again: everything but what names it among the run's
+/// other sessions and connections (its ID, its session label, TCP connection numbers, which
+/// count every connection of the run).
+fn incident_findings(report: &Value, sid: &str) -> Vec<Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["session_id"] == sid)
+        .map(|f| {
+            let mut f = f.clone();
+            f.as_object_mut().unwrap().remove("id");
+            f.as_object_mut().unwrap().remove("session");
+            f.as_object_mut().unwrap().remove("caused_by");
+            f.as_object_mut().unwrap().remove("exchanges");
+            strip_exchanges(&mut f);
+            f
+        })
+        .collect()
+}
+
+#[test]
+fn the_incidents_findings_are_the_same_beside_unrelated_concurrent_sessions() {
+    let dir = tempfile_dir();
+    let incident = "samples/seed-incident-client-leg.pcap";
+    let alone = analyze(&[incident]);
+    let start = first_time(&alone);
+    let others = dir.join("others.pcap");
+    // 24 other SDK sessions, moved to start with the incident, so they run alongside it.
+    shifted_copy(
+        &root().join("samples/python-sdk-resume-many.pcap"),
+        start,
+        &others,
+    );
+    let together = analyze(&[incident, others.to_str().unwrap()]);
+    assert_eq!(together["summary"]["sessions"], 25);
+    let sid = "2665c7c69224c221fa665378ef4692a9";
+    let a = incident_findings(&alone, sid);
+    let b = incident_findings(&together, sid);
+    assert!(!a.is_empty());
+    assert_eq!(a, b, "the incident's findings changed beside other traffic");
+    // And the other sessions gained nothing above info from it.
+    let above = above_info(&together);
+    assert_eq!(
+        above.keys().collect::<Vec<_>>(),
+        vec![&Some(sid.to_string())]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Drops every `exchange` field of an evidence tree (connection numbers).
+fn strip_exchanges(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("exchange");
+            o.values_mut().for_each(strip_exchanges);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_exchanges),
+        _ => {}
+    }
+}
+
+fn first_time(report: &Value) -> mcpf_model::Timestamp {
+    let t = report["sessions"][0]["start"].as_str().unwrap();
+    mcpf_model::Timestamp::parse_rfc3339(t).unwrap()
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpf-truth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Our label of the stream the truth names: `post(request id N)` is the POST stream that carried
+/// request N, `get` the first GET stream (the one the fallback opened).
+fn our_stream(session: &Value, truth_stream: &str) -> String {
+    let streams = session["streams"].as_array().unwrap();
+    if let Some(n) = truth_stream
+        .strip_prefix("post(request id ")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        let id: i64 = n.parse().unwrap();
+        return streams
+            .iter()
+            .find(|st| st["requests"].as_array().unwrap().iter().any(|r| r == id))
+            .map(|st| st["id"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no stream carried request {id}"));
+    }
+    assert_eq!(truth_stream, "get");
+    streams
+        .iter()
+        .find(|st| st["method"] == "GET" && st["resume"].is_null())
+        .map(|st| st["id"].as_str().unwrap().to_string())
+        .unwrap()
+}
+
+#[test]
+fn every_event_is_labelled_with_the_namespace_its_server_says_minted_it() {
+    for (file, truth_file) in [
+        ("seed-incident-client-leg.pcap", "seed-incident.truth.json"),
+        ("seed-incident-server-leg.pcap", "seed-incident.truth.json"),
+        (
+            "namespaced-ids-client-leg.pcap",
+            "namespaced-ids.truth.json",
+        ),
+        (
+            "seed-incident-backoff-client-leg.pcap",
+            "seed-incident-backoff.truth.json",
+        ),
+    ] {
+        let t = truth(truth_file);
+        let report = analyze(&["--events", &format!("samples/{file}")]);
+        let session = &report["sessions"][0];
+        let resume_streams: BTreeSet<String> = session["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|st| !st["resume"].is_null())
+            .map(|st| st["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(resume_streams.len(), 1, "{file}: one resume");
+        let replayed: BTreeMap<String, String> = t["server"]["resume"]["replayed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["written"] == true)
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_string(),
+                    our_stream(session, r["stream"].as_str().unwrap()),
+                )
+            })
+            .collect();
+        let mut checked = 0;
+        for ev in report["events"].as_array().unwrap() {
+            let stream = ev["stream"].as_str().unwrap();
+            let label = ev["namespace"].as_str().unwrap();
+            if resume_streams.contains(stream) {
+                let Some(id) = ev["id"].as_str() else {
+                    continue;
+                };
+                if let Some(want) = replayed.get(id) {
+                    assert_eq!(label, want, "{file}: event {id} on the resume");
+                    checked += 1;
+                }
+            } else {
+                // Delivered live: minted by the stream that carried it.
+                assert_eq!(label, stream, "{file}: event {} on {stream}", ev["id"]);
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{file}: only {checked} events compared");
+        assert!(
+            report["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| resume_streams.contains(e["stream"].as_str().unwrap()))
+                .filter(|e| e["id"].is_string())
+                .all(|e| replayed.contains_key(e["id"].as_str().unwrap())),
+            "{file}: the resume delivered an event the server did not replay"
+        );
+    }
+}
