@@ -161,6 +161,7 @@ fn assemble(
     if let Some(e) = &sessions.error {
         anyhow::bail!("{e}");
     }
+    let limits = mcp_stats.payload_error.iter().cloned().collect();
     let report = report::Report {
         inputs: fed.reports,
         sessions,
@@ -172,7 +173,7 @@ fn assemble(
         connections: tcp.connections,
         connections_with_gaps: tcp.connections_with_gaps,
         gap_bytes: tcp.gap_bytes,
-        limits: Vec::new(),
+        limits,
         tool: report::Tool {
             name: env!("CARGO_PKG_NAME"),
             version: env!("CARGO_PKG_VERSION"),

@@ -156,7 +156,12 @@ fn frames(
             s.streams[*ns]
                 .events
                 .iter()
-                .find(|e| e.id == ev.id && e.data_hash == ev.data_hash)
+                .find(|e| {
+                    // The hash picks candidates; the bytes decide.
+                    e.id == ev.id
+                        && e.data_hash == ev.data_hash
+                        && s.payloads.same(e.data, ev.data) == Some(true)
+                })
                 .map(|e| e.mark),
         );
     }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref};
 use mcpf_mcp::jsonrpc::{Message, RequestId};
 use mcpf_mcp::model::{Session, StreamIdx};
-use mcpf_mcp::{Answer, answers};
+use mcpf_mcp::{Answer, answers, same_answer};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -94,12 +94,8 @@ fn answer_ref(s: &Session, a: &Answer<'_>) -> Value {
 }
 
 fn finding(s: &Session, f: &Findings, id: &RequestId, first: &Answer<'_>, dup: &Answer<'_>) -> New {
-    let first_ev = first.event.map(|e| &s.streams[first.stream].events[e]);
     let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
-    let same_payload = match (first_ev, dup_ev) {
-        (Some(a), Some(b)) => a.data_hash == b.data_hash,
-        _ => first.message.mcp.result_hash == dup.message.mcp.result_hash,
-    };
+    let same_payload = same_answer(s, id, first, dup);
     let cause = f.find(
         s.idx,
         FindingKind::CrossNamespaceReplay,

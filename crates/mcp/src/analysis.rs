@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::ids;
 use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
 use crate::jsonrpc::{Kind, RequestId};
-use mcpf_model::InputId;
+use mcpf_model::{InputId, WireHasher, WireMap};
 
 /// Fills protocol version and server info from the answer to `initialize`.
 pub(crate) fn fill_initialize(s: &mut Session) {
@@ -433,13 +433,6 @@ fn resolve_resumes(s: &mut Session) {
     }
 }
 
-fn hash_str(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    s.hash(&mut h);
-    h.finish()
-}
-
 /// Labels every event with the namespace that minted its ID.
 fn attribute(s: &mut Session) {
     // Events in capture order across streams.
@@ -469,33 +462,46 @@ fn attribute(s: &mut Session) {
                 known.replayed(s, si, ev, id, continues, prev)
             }
         };
-        known.learn(ev, id, ns);
+        known.learn(s, (si, ei), id, ns);
         let ev = &mut s.streams[si].events[ei];
         ev.namespace = ns;
         ev.attribution = how;
     }
 }
 
-/// What the events delivered so far tell about who mints which IDs. Keys are hashes of the
-/// IDs and tokens: no string is copied per event.
+/// What the events delivered so far tell about who mints which IDs. A seeded hash of an ID,
+/// a token or an event's data picks the earlier events that may be the same; the IDs and the
+/// data bytes decide. Positions are kept, not strings: no string is copied per event.
 struct Delivered {
-    token_owner: HashMap<u64, StreamIdx>,
-    first_seen: HashMap<(u64, u64), Namespace>,
-    id_seen: HashSet<u64>,
+    hasher: WireHasher,
+    /// Stream token → the events that carried it first, and the stream that minted them.
+    token_owner: HashMap<u64, Vec<(Pos, StreamIdx)>>,
+    /// (ID, data) → the first delivery of that event and its namespace.
+    first_seen: HashMap<(u64, u64), Vec<(Pos, Namespace)>>,
+    /// ID → an event that carried it.
+    id_seen: HashMap<u64, Vec<Pos>>,
     /// Where each request's messages were last being delivered (its POST stream until then).
-    request_stream: HashMap<RequestId, StreamIdx>,
-    progress_owner: HashMap<String, RequestId>,
+    request_stream: WireMap<RequestId, StreamIdx>,
+    progress_owner: WireMap<String, RequestId>,
     last_integer: HashMap<StreamIdx, u64>,
+}
+
+/// An event of the session: stream, position in it.
+type Pos = (StreamIdx, usize);
+
+fn event_id(s: &Session, (si, ei): Pos) -> Option<&str> {
+    s.streams[si].events[ei].id.as_deref()
 }
 
 impl Delivered {
     fn new(s: &Session) -> Delivered {
         let mut d = Delivered {
+            hasher: WireHasher::default(),
             token_owner: HashMap::default(),
             first_seen: HashMap::default(),
-            id_seen: HashSet::default(),
-            request_stream: HashMap::default(),
-            progress_owner: HashMap::default(),
+            id_seen: HashMap::default(),
+            request_stream: WireMap::default(),
+            progress_owner: WireMap::default(),
             last_integer: HashMap::default(),
         };
         for st in &s.streams {
@@ -511,16 +517,37 @@ impl Delivered {
         d
     }
 
-    /// Learns from an event delivered in namespace `ns`.
-    fn learn(&mut self, ev: &super::model::EventRec, id: Option<&str>, ns: Namespace) {
+    fn hash(&self, text: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, text)
+    }
+
+    /// Learns from the event at `at`, delivered in namespace `ns`.
+    fn learn(&mut self, s: &Session, at: Pos, id: Option<&str>, ns: Namespace) {
+        let ev = &s.streams[at.0].events[at.1];
         if let Some(id) = id {
+            let h = self.hash(id);
             if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
-                self.token_owner.entry(hash_str(tok)).or_insert(owner);
+                let th = self.hash(tok);
+                let known = self.token_owner.entry(th).or_default();
+                let same_token = |p: &(Pos, StreamIdx)| {
+                    event_id(s, p.0).and_then(ids::stream_token) == Some(tok)
+                };
+                if !known.iter().any(same_token) {
+                    known.push((at, owner));
+                }
             }
-            self.first_seen
-                .entry((hash_str(id), ev.data_hash))
-                .or_insert(ns);
-            self.id_seen.insert(hash_str(id));
+            let first = self.first_seen.entry((h, ev.data_hash)).or_default();
+            let same_event = |(p, _): &(Pos, Namespace)| {
+                let e = &s.streams[p.0].events[p.1];
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true)
+            };
+            if !first.iter().any(same_event) {
+                first.push((at, ns));
+            }
+            let seen = self.id_seen.entry(h).or_default();
+            if !seen.iter().any(|p| event_id(s, *p) == Some(id)) {
+                seen.push(at);
+            }
             if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
                 self.last_integer.insert(owner, n);
             }
@@ -564,7 +591,10 @@ impl Delivered {
             // No ID: it was minted by no sequence; it belongs to the stream that delivered it.
             return (Namespace::Stream(si), Attribution::Own);
         };
-        let seen_before = self.id_seen.contains(&hash_str(id));
+        let seen_before = self
+            .id_seen
+            .get(&self.hash(id))
+            .is_some_and(|v| v.iter().any(|p| event_id(s, *p) == Some(id)));
         if ev.priming && !seen_before {
             // Python SDK servers prime every replay connection afresh.
             return (Namespace::Stream(si), Attribution::Own);
@@ -572,8 +602,8 @@ impl Delivered {
         if let Some(found) = self.by_token(s, id, continues) {
             return found;
         }
-        if let Some(ns) = self.first_seen.get(&(hash_str(id), ev.data_hash)) {
-            return (*ns, Attribution::IdenticalEvent);
+        if let Some(ns) = self.identical(s, id, ev) {
+            return (ns, Attribution::IdenticalEvent);
         }
         if let Some(owner) = self.by_request(ev) {
             return (Namespace::Stream(owner), Attribution::RequestStream);
@@ -599,8 +629,24 @@ impl Delivered {
         {
             return Some((Namespace::Stream(c), Attribution::IdToken));
         }
-        let owner = self.token_owner.get(&hash_str(tok))?;
+        let (_, owner) = self
+            .token_owner
+            .get(&self.hash(tok))?
+            .iter()
+            .find(|(p, _)| event_id(s, *p).and_then(ids::stream_token) == Some(tok))?;
         Some((Namespace::Stream(*owner), Attribution::IdToken))
+    }
+
+    /// The namespace of the first delivery of the same event: the same ID and the same data,
+    /// byte for byte.
+    fn identical(&self, s: &Session, id: &str, ev: &super::model::EventRec) -> Option<Namespace> {
+        let candidates = self.first_seen.get(&(self.hash(id), ev.data_hash))?;
+        candidates.iter().find_map(|(p, ns)| {
+            let e = &s.streams[p.0].events[p.1];
+            let same =
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true);
+            same.then_some(*ns)
+        })
     }
 
     /// The stream where the request an event's message answers (or reports progress on) was

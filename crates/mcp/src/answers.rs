@@ -2,7 +2,7 @@
 
 use mcpf_model::Mark;
 
-use crate::jsonrpc::{Kind, Message, RequestId};
+use crate::jsonrpc::{Kind, Message, RequestId, answer_text};
 use crate::model::Session;
 
 /// A request and where its answer came from, for detectors and the timeline.
@@ -43,4 +43,30 @@ pub fn answers<'a>(session: &'a Session, id: &RequestId) -> Vec<Answer<'a>> {
     }
     out.sort_by_key(|a| a.mark);
     out
+}
+
+impl Answer<'_> {
+    /// The bytes that carried the answer: its SSE event's data, or the JSON response body.
+    fn payload(&self, s: &Session) -> Option<Vec<u8>> {
+        let st = &s.streams[self.stream];
+        let at = match self.event {
+            Some(e) => st.events[e].data,
+            None => st.response_data,
+        }?;
+        s.payloads.read(at)
+    }
+}
+
+/// Whether two answers to `id` carry the same result (or error), compared as sent, byte for
+/// byte; `None` when the bytes of either were not kept.
+pub fn same_answer(s: &Session, id: &RequestId, a: &Answer<'_>, b: &Answer<'_>) -> Option<bool> {
+    if let (Some(x), Some(y)) = (a.event, b.event) {
+        let (x, y) = (
+            &s.streams[a.stream].events[x],
+            &s.streams[b.stream].events[y],
+        );
+        return s.payloads.same(x.data, y.data);
+    }
+    let text = |answer: &Answer<'_>| answer_text(&answer.payload(s)?, id);
+    Some(text(a)? == text(b)?)
 }

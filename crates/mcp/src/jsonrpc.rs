@@ -104,7 +104,6 @@ static NO_DETAILS: McpDetails = McpDetails {
     progress_token: None,
     progress: None,
     total: None,
-    result_hash: None,
     rare: None,
 };
 
@@ -144,8 +143,6 @@ pub struct McpDetails {
     /// `notifications/progress` values (numbers in the spec).
     pub progress: Option<serde_json::Number>,
     pub total: Option<serde_json::Number>,
-    /// A hash of a response's `result` text (to tell the same result delivered twice).
-    pub result_hash: Option<u64>,
     pub(crate) rare: Option<Box<RareDetails>>,
 }
 
@@ -315,6 +312,25 @@ pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
         };
     }
     vec![parse_one(text)]
+}
+
+/// The `result` (or `error`) text of the response to `id` in a payload, as sent: what "the same
+/// answer" compares, byte for byte.
+pub(crate) fn answer_text(bytes: &[u8], id: &RequestId) -> Option<String> {
+    let text = std::str::from_utf8(trim_ascii(bytes)).ok()?;
+    let one = |raw: &str| -> Option<String> {
+        let env: Envelope<'_> = serde_json::from_str(raw).ok()?;
+        let got = RequestId::from_raw(env.id?).ok()??;
+        if &got != id {
+            return None;
+        }
+        env.result.or(env.error).map(|r| r.get().to_string())
+    };
+    if text.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+        return items.iter().find_map(|raw| one(raw.get()));
+    }
+    one(text)
 }
 
 /// Method names of the MCP specification, shared by every message that uses them.
@@ -629,14 +645,10 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
 }
 
 fn extract_result(result: &str, details: &mut Details) {
-    let mcp = details.make_mut();
-    // A hash is enough to tell the same result delivered twice; the text is not kept.
-    let mut h = rustc_hash::FxHasher::default();
-    std::hash::Hasher::write(&mut h, result.as_bytes());
-    mcp.result_hash = Some(std::hash::Hasher::finish(&h));
     if !may_name(result, &["isError", "protocolVersion", "serverInfo"]) {
         return;
     }
+    let mcp = details.make_mut();
     let Ok(r) = serde_json::from_str::<ResultFields<'_>>(result) else {
         return;
     };
@@ -738,7 +750,6 @@ mod tests {
         let m =
             one(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"long"}]}}"#);
         assert!(!m.mcp.tool_error);
-        assert!(m.mcp.result_hash.is_some());
         let m = one(
             r#"{"jsonrpc":"2.0","method":"x/y","params":{"_meta":{"progr\u0065ssToken":"t"}}}"#,
         );

@@ -16,6 +16,8 @@ pub mod ids;
 pub mod jsonrpc;
 pub mod model;
 mod packed;
+mod payloads;
 
-pub use answers::{Answer, answers};
+pub use answers::{Answer, answers, same_answer};
 pub use builder::{Builder, HttpAnomaly, McpStats, SessionCallback};
+pub use payloads::{PayloadRef, Payloads};

@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde::Serialize;
 
 use crate::jsonrpc::{Message, RequestId};
+use crate::payloads::{PayloadRef, Payloads};
 use mcpf_http::{ExchangeId, Outcome};
 use mcpf_model::Direction;
 use mcpf_model::{InputId, Mark};
@@ -92,8 +93,10 @@ pub struct EventRec {
     /// The explicit `id` field, as on the wire.
     pub id: Option<Box<str>>,
     pub mark: Mark,
-    /// 64-bit hash of the data, to recognise the same event delivered twice.
+    /// A hash of the data: it picks the candidates for "the same event"; the bytes decide.
     pub data_hash: u64,
+    /// Where the data's bytes are kept (not when the payload file could not be written).
+    pub data: Option<PayloadRef>,
     pub messages: Box<[Message]>,
     /// The event type when it is not `message`.
     pub event_type: Option<Box<str>>,
@@ -177,6 +180,8 @@ pub struct Stream {
     /// Events in brief, filled when the session is finalized (the events themselves may then be
     /// dropped to keep memory flat).
     pub summary: EventSummary,
+    /// Where a JSON response body's bytes are kept.
+    pub response_data: Option<PayloadRef>,
 }
 
 /// What is kept of a stream's events once the session is finalized.
@@ -252,6 +257,7 @@ impl Stream {
             body_unknown: false,
             session_header_known: true,
             summary: EventSummary::default(),
+            response_data: None,
         }
     }
 
@@ -399,6 +405,8 @@ pub struct Session {
     pub(crate) over: bool,
     /// Its exchanges still open.
     pub(crate) open: u32,
+    /// Where its payload bytes are read from (set when it is finalized).
+    pub payloads: Payloads,
     /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
     /// many exchanges matched and the clock offset applied to that source.
     pub merged_sources: Vec<MergedSource>,

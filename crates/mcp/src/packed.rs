@@ -13,6 +13,7 @@ use std::borrow::Cow;
 
 use super::model::{Attribution, EventRec, Namespace};
 use crate::jsonrpc::{Details, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId};
+use crate::payloads::PayloadRef;
 use mcpf_model::{FrameRef, Mark, Timestamp};
 
 /// Packed events of one stream.
@@ -70,6 +71,8 @@ impl PackedEvents {
         w.extend_from_slice(&rec.data_hash.to_le_bytes());
         put_u64(w, u64::from(rec.index));
         put_u64(w, u64::from(rec.data_len));
+        // Where the data's bytes are, offset + 1 (0: not kept).
+        put_u64(w, rec.data.map_or(0, |d| d.offset + 1));
         put_u64(w, rec.messages.len() as u64);
         for m in rec.messages.iter() {
             put_message(w, m);
@@ -175,6 +178,13 @@ fn read_event(
     let data_hash = u64::from_le_bytes(r.take(8)?.try_into().ok()?);
     let index = u32::try_from(r.u64()?).ok()?;
     let data_len = u32::try_from(r.u64()?).ok()?;
+    let data = match r.u64()? {
+        0 => None,
+        at => Some(PayloadRef {
+            offset: at - 1,
+            len: data_len,
+        }),
+    };
     let n = r.u64()?;
     let mut messages = Vec::with_capacity(n.min(64) as usize);
     for _ in 0..n {
@@ -187,6 +197,7 @@ fn read_event(
             frame: FrameRef::new(*input, *frame),
         },
         data_hash,
+        data,
         messages: messages.into_boxed_slice(),
         event_type,
         endpoint,
@@ -303,15 +314,11 @@ fn put_details(w: &mut Vec<u8>, d: &McpDetails) {
     let flags = u8::from(d.progress_token.is_some())
         | u8::from(d.progress.is_some()) << 1
         | u8::from(d.total.is_some()) << 2
-        | u8::from(d.result_hash.is_some()) << 3
         | u8::from(rare.is_some()) << 4;
     w.push(flags);
     put_opt_str(w, d.progress_token.as_deref());
     for n in [&d.progress, &d.total].into_iter().flatten() {
         put_number(w, n);
-    }
-    if let Some(h) = d.result_hash {
-        w.extend_from_slice(&h.to_le_bytes());
     }
     if let Some(rare) = rare {
         let flags = u8::from(rare.tool_error) | u8::from(rare.truncated) << 1;
@@ -341,9 +348,6 @@ fn read_details(r: &mut Reader) -> Option<McpDetails> {
     }
     if flags & 4 != 0 {
         d.total = Some(read_number(r)?);
-    }
-    if flags & 8 != 0 {
-        d.result_hash = Some(u64::from_le_bytes(r.take(8)?.try_into().ok()?));
     }
     if flags & 16 != 0 {
         let bits = r.byte()?;
@@ -506,6 +510,10 @@ mod tests {
                 frame: FrameRef::new(0, frame),
             },
             data_hash: 0x0123_4567_89ab_cdef ^ time as u64,
+            data: (!frame.is_multiple_of(3)).then_some(PayloadRef {
+                offset: frame % 1_000_000 * 7,
+                len: payload.len() as u32,
+            }),
             messages: crate::jsonrpc::parse_payload(payload.as_bytes()).into_boxed_slice(),
             event_type: None,
             endpoint: None,
@@ -524,6 +532,7 @@ mod tests {
         assert_eq!(a.id, b.id);
         assert_eq!(a.mark, b.mark);
         assert_eq!(a.data_hash, b.data_hash);
+        assert_eq!(a.data, b.data);
         assert_eq!(a.messages, b.messages);
         assert_eq!(a.event_type, b.event_type);
         assert_eq!(a.endpoint, b.endpoint);

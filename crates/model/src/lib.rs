@@ -17,6 +17,17 @@ pub use input::{
 pub use paged::PagedVec;
 pub use timestamp::Timestamp;
 
+/// A map keyed by values taken from the wire (session IDs, event IDs, tokens, addresses): its
+/// hasher is seeded afresh in every run, so crafted traffic cannot make its keys collide.
+/// Nothing may depend on its iteration order.
+pub type WireMap<K, V> = std::collections::HashMap<K, V, WireHasher>;
+
+/// A set of values taken from the wire; see [`WireMap`].
+pub type WireSet<K> = std::collections::HashSet<K, WireHasher>;
+
+/// The seeded hasher of [`WireMap`], for hashes that pick candidates among wire values.
+pub type WireHasher = foldhash::fast::RandomState;
+
 /// Index of an input file in the order given on the command line (0-based).
 pub type InputId = u32;
 

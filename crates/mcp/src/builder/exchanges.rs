@@ -201,7 +201,8 @@ impl Builder {
         if self.not_mcp.contains(&exchange) {
             return;
         }
-        let rec = event_rec(ev);
+        let mut rec = event_rec(ev);
+        rec.data = self.payloads.append(ev.data.as_bytes());
         match self.open.get_mut(&exchange) {
             Some(Filing::Pending(stream, Pending::Get)) => {
                 stream.packed.push(&rec);
@@ -257,9 +258,21 @@ impl Builder {
         if self.not_mcp.remove(&exchange) {
             return;
         }
-        let initialized = self
-            .stream_mut(exchange)
-            .and_then(|stream| record_end(stream, outcome, closed_by, mark, body, sse));
+        let is_json = |st: &Stream| {
+            st.content_type
+                .as_deref()
+                .is_some_and(|c| c == "application/json" || c.ends_with("+json"))
+        };
+        let kept = match (self.stream_mut(exchange), body) {
+            (Some(st), Some(b)) if is_json(st) && !b.data.is_empty() => {
+                self.payloads.append(&b.data)
+            }
+            _ => None,
+        };
+        let initialized = self.stream_mut(exchange).and_then(|stream| {
+            stream.response_data = stream.response_data.or(kept);
+            record_end(stream, outcome, closed_by, mark, body, sse)
+        });
         match self.take_filing(exchange) {
             Some(Filing::Session(s, pos)) => self.session_exchange_ended(s, pos, mark, initialized),
             Some(Filing::Pending(stream, Pending::Orphan)) => {
@@ -459,6 +472,7 @@ fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
         id: ev.id.as_deref().map(Box::from),
         mark: ev.mark,
         data_hash: hash_data(&ev.data),
+        data: None,
         messages,
         event_type: (ev.event != "message").then(|| Box::from(&*ev.event)),
         endpoint: endpoint.as_deref().map(Box::from),

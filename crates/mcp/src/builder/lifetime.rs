@@ -27,6 +27,7 @@ impl Builder {
     }
 
     pub(super) fn finalize(&mut self, idx: SessionIdx) {
+        let payloads = self.payloads.reader();
         let Some(s) = self.sessions.get_mut(idx).and_then(|s| s.as_deref_mut()) else {
             return;
         };
@@ -39,6 +40,7 @@ impl Builder {
                 st.session_header_known = caps.knows_response_header("mcp-session-id");
             }
         }
+        s.payloads = payloads;
         analysis::fill_initialize(s);
         analysis::analyse(s);
         s.finalized = true;
@@ -79,6 +81,7 @@ impl Builder {
         for i in remaining {
             self.finalize(i);
         }
+        self.stats.payload_error = self.payloads.error().map(str::to_string);
     }
 
     /// Exchanges still open at the end, refused initializes no legacy session claimed, and

@@ -20,9 +20,10 @@ use std::net::SocketAddr;
 use rustc_hash::FxHashMap as HashMap;
 
 use mcpf_http::{ExchangeId, HttpEvent, HttpSink};
-use mcpf_model::{ConnId, InputId, Mark, SourceFormat};
+use mcpf_model::{ConnId, InputId, Mark, SourceFormat, WireMap};
 
 use crate::model::{Session, SessionIdx, Stream, Transport};
+use crate::payloads::PayloadWriter;
 
 /// Where an exchange is filed while it is open.
 #[derive(Debug)]
@@ -81,6 +82,9 @@ pub struct McpStats {
     /// MCP exchanges that nothing on the wire tied to a session, and the first few of them.
     pub unattributed: u64,
     pub unattributed_examples: Vec<String>,
+    /// Why payload bytes could not be kept, when they could not (comparisons that need them
+    /// then decide nothing).
+    pub payload_error: Option<String>,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
 }
@@ -133,9 +137,9 @@ pub struct Builder {
     pub sessions: mcpf_model::PagedVec<Option<Box<Session>>>,
     retired: HashMap<SessionIdx, Identity>,
     /// Streamable HTTP sessions by server and `Mcp-Session-Id`.
-    by_id: HashMap<(SocketAddr, String), SessionIdx>,
+    by_id: WireMap<(SocketAddr, String), SessionIdx>,
     /// Legacy (2024-11-05) sessions by server and POST endpoint.
-    legacy: HashMap<(SocketAddr, String), SessionIdx>,
+    legacy: WireMap<(SocketAddr, String), SessionIdx>,
     /// The sessionless exchanges of each TCP connection (servers that mint no session ID).
     sessionless: HashMap<ConnId, SessionIdx>,
     /// The session a connection's exchanges were last filed under by evidence (the ID they
@@ -167,7 +171,9 @@ pub struct Builder {
     /// Sessions not finalized yet, in the order they began.
     active: BTreeSet<SessionIdx>,
     /// Sessions by `Mcp-Session-Id`, to tie observations of one session at several endpoints.
-    by_sid: HashMap<String, Vec<SessionIdx>>,
+    by_sid: WireMap<String, Vec<SessionIdx>>,
+    /// The bytes of every event's data and JSON response body.
+    payloads: PayloadWriter,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }

@@ -77,6 +77,7 @@ impl Builder {
             finalized: false,
             over: false,
             open: 0,
+            payloads: Default::default(),
         })));
         if let Some(id) = o.session_id
             && o.transport == Transport::StreamableHttp

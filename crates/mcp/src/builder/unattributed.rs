@@ -3,7 +3,7 @@
 //! capture started mid-stream). A later resume whose `Last-Event-ID` names an event one of them
 //! delivered proves which session it belongs to; the rest stay unattributed and are counted.
 
-use rustc_hash::FxHashMap as HashMap;
+use mcpf_model::WireMap;
 
 use crate::model::Stream;
 
@@ -14,7 +14,7 @@ const MAX_STREAMS: usize = 4096;
 pub(super) struct Pool {
     streams: Vec<Option<Stream>>,
     /// Event ID → the streams that delivered it.
-    by_event_id: HashMap<String, Vec<usize>>,
+    by_event_id: WireMap<String, Vec<usize>>,
     held: usize,
 }
 
