@@ -161,7 +161,13 @@ fn assemble(
     if let Some(e) = &sessions.error {
         anyhow::bail!("{e}");
     }
-    let limits = mcp_stats.payload_error.iter().cloned().collect();
+    let mut limits: Vec<String> = mcp_stats.payload_error.iter().cloned().collect();
+    if mcp_stats.sessions_lost > 0 {
+        limits.push(format!(
+            "{} quiet sessions written to the spill file could not be read back",
+            mcp_stats.sessions_lost
+        ));
+    }
     let report = report::Report {
         inputs: fed.reports,
         sessions,

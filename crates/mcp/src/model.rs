@@ -403,8 +403,9 @@ pub struct Session {
     /// Over by evidence (deleted, or forgotten by its server, with nothing open): a later
     /// exchange naming it starts a new session record.
     pub(crate) over: bool,
-    /// Its exchanges still open.
+    /// Its exchanges still open, and since when none is (capture time).
     pub(crate) open: u32,
+    pub(crate) quiet_since: mcpf_model::Timestamp,
     /// Where its payload bytes are read from (set when it is finalized).
     pub payloads: Payloads,
     /// Sources merged into this session (a log or HAR of the same traffic as a capture): how

@@ -30,6 +30,33 @@ pub(crate) struct PackedEvents {
 }
 
 impl PackedEvents {
+    /// Writes it whole, for a spilled session.
+    pub(crate) fn encode(&self, w: &mut Vec<u8>) {
+        put_u64(w, u64::from(self.count));
+        w.push(u8::from(self.mcp_evidence));
+        put_i64(w, self.last_time);
+        put_u64(w, self.last_frame);
+        put_u64(w, u64::from(self.last_input));
+        put_u64(w, self.bytes.len() as u64);
+        w.extend_from_slice(&self.bytes);
+    }
+
+    pub(crate) fn decode(r: &mut Reader) -> Option<PackedEvents> {
+        let count = u32::try_from(r.u64()?).ok()?;
+        let mcp_evidence = r.byte()? != 0;
+        let last_time = r.i64()?;
+        let last_frame = r.u64()?;
+        let last_input = u32::try_from(r.u64()?).ok()?;
+        let n = usize::try_from(r.u64()?).ok()?;
+        Some(PackedEvents {
+            bytes: r.take(n)?.to_vec(),
+            count,
+            mcp_evidence,
+            last_time,
+            last_frame,
+            last_input,
+        })
+    }
     pub(crate) fn len(&self) -> usize {
         self.count as usize
     }
@@ -111,6 +138,26 @@ pub(crate) struct PackedMessages {
 }
 
 impl PackedMessages {
+    /// Writes it whole, for a spilled session.
+    pub(crate) fn encode(&self, w: &mut Vec<u8>) {
+        put_u64(w, u64::from(self.count));
+        w.push(u8::from(self.jsonrpc) | u8::from(self.mcp_evidence) << 1);
+        put_u64(w, self.bytes.len() as u64);
+        w.extend_from_slice(&self.bytes);
+    }
+
+    pub(crate) fn decode(r: &mut Reader) -> Option<PackedMessages> {
+        let count = u32::try_from(r.u64()?).ok()?;
+        let flags = r.byte()?;
+        let n = usize::try_from(r.u64()?).ok()?;
+        Some(PackedMessages {
+            bytes: r.take(n)?.into(),
+            count,
+            jsonrpc: flags & 1 != 0,
+            mcp_evidence: flags & 2 != 0,
+        })
+    }
+
     pub(crate) fn pack(messages: &[Message]) -> PackedMessages {
         let mut w = Vec::new();
         for m in messages {
@@ -220,7 +267,7 @@ const KINDS: [Kind; 5] = [
     Kind::Malformed,
 ];
 
-fn put_message(w: &mut Vec<u8>, m: &Message) {
+pub(crate) fn put_message(w: &mut Vec<u8>, m: &Message) {
     let kind = KINDS.iter().position(|k| *k == m.kind).unwrap_or(4) as u8;
     let details = m.mcp.0.as_deref();
     let flags = kind
@@ -247,7 +294,7 @@ fn put_message(w: &mut Vec<u8>, m: &Message) {
     }
 }
 
-fn read_message(r: &mut Reader) -> Option<Message> {
+pub(crate) fn read_message(r: &mut Reader) -> Option<Message> {
     let flags = r.byte()?;
     let kind = *KINDS.get(usize::from(flags & 7))?;
     let id = read_request_id(r)?;
@@ -377,7 +424,7 @@ fn read_details(r: &mut Reader) -> Option<McpDetails> {
     Some(d)
 }
 
-fn put_request_id(w: &mut Vec<u8>, id: Option<&RequestId>) {
+pub(crate) fn put_request_id(w: &mut Vec<u8>, id: Option<&RequestId>) {
     match id {
         None => w.push(0),
         Some(RequestId::Number(n)) => {
@@ -391,7 +438,7 @@ fn put_request_id(w: &mut Vec<u8>, id: Option<&RequestId>) {
     }
 }
 
-fn read_request_id(r: &mut Reader) -> Option<Option<RequestId>> {
+pub(crate) fn read_request_id(r: &mut Reader) -> Option<Option<RequestId>> {
     Some(match r.byte()? {
         0 => None,
         1 => Some(RequestId::Number(r.str()?.to_string())),
@@ -423,7 +470,7 @@ fn read_number(r: &mut Reader) -> Option<serde_json::Number> {
     }
 }
 
-fn put_u64(w: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_u64(w: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         w.push((v as u8) | 0x80);
         v >>= 7;
@@ -431,41 +478,45 @@ fn put_u64(w: &mut Vec<u8>, mut v: u64) {
     w.push(v as u8);
 }
 
-fn put_i64(w: &mut Vec<u8>, v: i64) {
+pub(crate) fn put_i64(w: &mut Vec<u8>, v: i64) {
     put_u64(w, ((v << 1) ^ (v >> 63)) as u64);
 }
 
-fn put_str(w: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(w: &mut Vec<u8>, s: &str) {
     put_u64(w, s.len() as u64);
     w.extend_from_slice(s.as_bytes());
 }
 
-fn put_opt_str(w: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn put_opt_str(w: &mut Vec<u8>, s: Option<&str>) {
     if let Some(s) = s {
         put_str(w, s);
     }
 }
 
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn byte(&mut self) -> Option<u8> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, pos: 0 }
+    }
+
+    pub(crate) fn byte(&mut self) -> Option<u8> {
         let b = *self.bytes.get(self.pos)?;
         self.pos += 1;
         Some(b)
     }
 
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let s = self.bytes.get(self.pos..end)?;
         self.pos = end;
         Some(s)
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -477,18 +528,18 @@ impl<'a> Reader<'a> {
         None
     }
 
-    fn i64(&mut self) -> Option<i64> {
+    pub(crate) fn i64(&mut self) -> Option<i64> {
         let u = self.u64()?;
         Some((u >> 1) as i64 ^ -((u & 1) as i64))
     }
 
-    fn str(&mut self) -> Option<&'a str> {
+    pub(crate) fn str(&mut self) -> Option<&'a str> {
         let n = usize::try_from(self.u64()?).ok()?;
         std::str::from_utf8(self.take(n)?).ok()
     }
 
     /// A string written by [`put_opt_str`], present when `present` says so.
-    fn opt_str(&mut self, present: bool) -> Option<Option<&'a str>> {
+    pub(crate) fn opt_str(&mut self, present: bool) -> Option<Option<&'a str>> {
         if present {
             self.str().map(Some)
         } else {

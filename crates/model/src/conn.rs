@@ -59,6 +59,12 @@ impl ConnId {
     pub fn number(self) -> u64 {
         self.0
     }
+
+    /// The connection whose [`number`](ConnId::number) this is: for a record read back from
+    /// storage, never to make up an identity.
+    pub fn from_number(n: u64) -> ConnId {
+        ConnId(n)
+    }
 }
 
 impl fmt::Display for ConnId {

@@ -37,6 +37,7 @@ enum Says {
 impl Builder {
     pub(super) fn on_request(&mut self, r: &mcpf_http::Request) {
         self.stats.exchanges_total += 1;
+        self.note_time(r.first.time);
         let messages = if r.body.data.is_empty() {
             Vec::new()
         } else {
@@ -255,6 +256,7 @@ impl Builder {
         body: Option<&mcpf_http::Body>,
         sse: Option<&mcpf_http::sse::SseStats>,
     ) {
+        self.note_time(mark.time);
         if self.not_mcp.remove(&exchange) {
             return;
         }

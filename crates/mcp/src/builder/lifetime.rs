@@ -6,8 +6,9 @@
 //! new record, so what a session holds never depends on when it was finalized.
 
 use mcpf_http::ExchangeId;
+use mcpf_model::Timestamp;
 
-use super::{Builder, Filing, Identity, Pending, RejectedInitialize};
+use super::{Builder, Filing, Identity, Pending, RejectedInitialize, spill};
 use crate::analysis;
 use crate::model::{Session, SessionIdx};
 
@@ -27,6 +28,7 @@ impl Builder {
     }
 
     pub(super) fn finalize(&mut self, idx: SessionIdx) {
+        self.restore(idx);
         let payloads = self.payloads.reader();
         let Some(s) = self.sessions.get_mut(idx).and_then(|s| s.as_deref_mut()) else {
             return;
@@ -122,6 +124,10 @@ impl Builder {
     /// A HAR or log of the same traffic as a capture is matched before analysis. Nothing was
     /// finalized yet (sessions are finalized early only without such sources).
     fn merge_recorded_sources(&mut self) {
+        let spilled: Vec<SessionIdx> = self.spilled.keys().copied().collect();
+        for idx in spilled {
+            self.restore(idx);
+        }
         let mut sessions: Vec<Session> = std::mem::take(&mut self.sessions)
             .into_vec()
             .into_iter()
@@ -151,5 +157,68 @@ impl Builder {
             .map(|s| Some(Box::new(s)))
             .collect::<Vec<_>>()
             .into();
+    }
+}
+
+/// Quiet this long (capture time) before a session is written to disk: longer than clients
+/// think between calls, so busy sessions stay in memory. It manages memory only: a spilled
+/// session is read back unchanged the moment anything names it.
+const SPILL_AFTER_NS: i64 = 30 * Timestamp::NANOS_PER_SEC;
+
+impl Builder {
+    /// Capture time moves on; sessions quiet for long enough go to disk.
+    pub(super) fn note_time(&mut self, t: Timestamp) {
+        if t <= self.now {
+            return;
+        }
+        self.now = t;
+        while let Some(&(since, idx)) = self.quiet.front() {
+            if self.now.0.saturating_sub(since.0) < SPILL_AFTER_NS {
+                break;
+            }
+            self.quiet.pop_front();
+            self.spill(idx, since);
+        }
+    }
+
+    /// Writes a session to the spill file if it is still quiet since `since`.
+    fn spill(&mut self, idx: SessionIdx, since: Timestamp) {
+        let Some(s) = self.live(idx) else {
+            return;
+        };
+        if s.open > 0 || s.finalized || s.over || s.quiet_since != since {
+            return;
+        }
+        let bytes = spill::encode(s);
+        if let Some(at) = self.spill_file.append(&bytes)
+            && let Some(slot) = self.sessions.get_mut(idx)
+        {
+            *slot = None;
+            self.spilled.insert(idx, at);
+        }
+    }
+
+    /// Reads a spilled session back, before anything uses it.
+    pub(super) fn restore(&mut self, idx: SessionIdx) {
+        let Some(at) = self.spilled.remove(&idx) else {
+            return;
+        };
+        let restored = self
+            .spill_file
+            .reader()
+            .read(at)
+            .and_then(|b| spill::decode(&b));
+        match (restored, self.sessions.get_mut(idx)) {
+            (Some(mut s), Some(slot)) => {
+                s.quiet_since = self.now;
+                *slot = Some(Box::new(s));
+            }
+            _ => {
+                // Not reachable unless the spill file became unreadable: the session is lost,
+                // and the report says so.
+                self.stats.sessions_lost += 1;
+                self.active.remove(&idx);
+            }
+        }
     }
 }

@@ -12,9 +12,10 @@
 mod exchanges;
 mod lifetime;
 mod sessions;
+mod spill;
 mod unattributed;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -23,7 +24,7 @@ use mcpf_http::{ExchangeId, HttpEvent, HttpSink};
 use mcpf_model::{ConnId, InputId, Mark, SourceFormat, WireMap};
 
 use crate::model::{Session, SessionIdx, Stream, Transport};
-use crate::payloads::PayloadWriter;
+use crate::payloads::{PayloadRef, PayloadWriter};
 
 /// Where an exchange is filed while it is open.
 #[derive(Debug)]
@@ -85,6 +86,8 @@ pub struct McpStats {
     /// Why payload bytes could not be kept, when they could not (comparisons that need them
     /// then decide nothing).
     pub payload_error: Option<String>,
+    /// Quiet sessions written to disk that could not be read back (the spill file failed).
+    pub sessions_lost: u64,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
 }
@@ -174,6 +177,14 @@ pub struct Builder {
     by_sid: WireMap<String, Vec<SessionIdx>>,
     /// The bytes of every event's data and JSON response body.
     payloads: PayloadWriter,
+    /// Sessions written to disk while quiet, and where.
+    spilled: HashMap<SessionIdx, PayloadRef>,
+    spill_file: PayloadWriter,
+    /// Sessions in the order they went quiet (nothing open), with when: spilled once quiet for
+    /// long enough. An entry is stale when its session was active again since.
+    quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,
+    /// The latest capture time seen.
+    now: mcpf_model::Timestamp,
     pub anomalies: Vec<HttpAnomaly>,
     pub stats: McpStats,
 }
@@ -226,6 +237,9 @@ impl Builder {
 
     /// Finalized, or over by evidence: a new exchange naming it starts a new record.
     pub(super) fn is_over(&self, idx: SessionIdx) -> bool {
+        if self.spilled.contains_key(&idx) {
+            return false;
+        }
         self.live(idx).is_none_or(|s| s.finalized || s.over)
     }
 
@@ -257,10 +271,15 @@ impl Builder {
     /// Takes an open exchange's filing; its session no longer counts it as open.
     fn take_filing(&mut self, id: ExchangeId) -> Option<Filing> {
         let filing = self.open.remove(&id)?;
-        if let Filing::Session(s, _) = filing
-            && let Some(s) = self.live_mut(s)
+        let now = self.now;
+        if let Filing::Session(idx, _) = filing
+            && let Some(s) = self.live_mut(idx)
         {
             s.open = s.open.saturating_sub(1);
+            if s.open == 0 && !s.finalized {
+                s.quiet_since = now;
+                self.quiet.push_back((now, idx));
+            }
         }
         Some(filing)
     }

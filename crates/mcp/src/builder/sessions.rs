@@ -77,6 +77,7 @@ impl Builder {
             finalized: false,
             over: false,
             open: 0,
+            quiet_since: o.mark.time,
             payloads: Default::default(),
         })));
         if let Some(id) = o.session_id
@@ -185,6 +186,7 @@ impl Builder {
         session: SessionIdx,
         mut stream: Stream,
     ) -> (SessionIdx, usize) {
+        self.restore(session);
         let session = if self.is_over(session) {
             self.continuation(session, &stream)
         } else {
