@@ -150,9 +150,29 @@ impl Capture {
             server: self.server,
             mark,
         });
+        self.send(
+            ExchangeId { conn, index: 0 },
+            client,
+            method,
+            target,
+            hs,
+            body,
+        )
+    }
+
+    /// A complete request of exchange `exchange`.
+    fn send(
+        &mut self,
+        exchange: ExchangeId,
+        client: SocketAddr,
+        method: &str,
+        target: &str,
+        hs: Vec<(String, String)>,
+        body: &str,
+    ) -> Ex {
         let first = self.tick();
         let req = Request {
-            exchange: ExchangeId { conn, index: 0 },
+            exchange,
             client,
             server: self.server,
             method: method.into(),
@@ -169,10 +189,9 @@ impl Capture {
             last: first,
             outcome: Outcome::Complete,
         };
-        let id = req.exchange;
         self.b.on_http(HttpEvent::Request(Box::new(req)));
         Ex {
-            id,
+            id: exchange,
             client,
             opened: first,
             headed: false,
@@ -326,38 +345,11 @@ impl Capture {
         hs: Vec<(String, String)>,
         body: &str,
     ) -> Ex {
-        let first = self.tick();
         let exchange = ExchangeId {
             conn: prev.id.conn,
             index: prev.id.index + 1,
         };
-        let req = Request {
-            exchange,
-            client: prev.client,
-            server: self.server,
-            method: method.into(),
-            target: target.into(),
-            version: 1,
-            headers: Headers(hs),
-            body: Body {
-                data: body.as_bytes().to_vec(),
-                wire_bytes: body.len() as u64,
-                decoded_bytes: body.len() as u64,
-                ..Body::default()
-            },
-            first,
-            last: first,
-            outcome: Outcome::Complete,
-        };
-        self.b.on_http(HttpEvent::Request(Box::new(req)));
-        Ex {
-            id: exchange,
-            client: prev.client,
-            opened: first,
-            headed: false,
-            events: 0,
-            last_id: String::new(),
-        }
+        self.send(exchange, prev.client, method, target, hs, body)
     }
 
     /// POST `initialize`, answered in JSON (with `Mcp-Session-Id` when `sid` is given). The
