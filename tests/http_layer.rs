@@ -107,6 +107,7 @@ impl Driver {
             client,
             server,
             mark,
+            handshake_seen: true,
         });
     }
 
@@ -126,6 +127,7 @@ impl Driver {
             dir,
             data,
             mark,
+            acked: None,
         });
         mark.frame.frame
     }
@@ -147,6 +149,7 @@ impl Driver {
             dir,
             len,
             mark,
+            snaplen: false,
         });
         mark.frame.frame
     }

@@ -331,6 +331,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 client,
                 server,
                 mark,
+                ..
             } => {
                 self.connections
                     .insert(conn, Box::new(Connection::new(conn, client, server, mark)));
@@ -346,6 +347,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 data,
                 mark,
+                ..
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
                     c.data(dir, data, mark, &mut self.sink);
@@ -356,6 +358,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 len,
                 mark,
+                ..
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
                     c.gap(dir, len, mark, &mut self.sink);
@@ -366,6 +369,7 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                     c.fin(dir, mark, &mut self.sink);
                 }
             }
+            TcpEvent::Inconsistent { .. } => {}
             TcpEvent::Closed { summary } => self.closed(summary),
         }
     }
