@@ -14,9 +14,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::net::SocketAddr;
 
+use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::reader::CaptureReader;
 use mcpf_capture::tcp::{
     CloseReason, ConnSummary, Direction, HalfStats, RoleBasis, TcpEvent, TcpSink,
 };
+use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
+use mcpf_capture::{CaptureStage, Settings};
 use mcpf_http::exchange::Collector;
 use support::Exchange;
 
@@ -191,7 +195,14 @@ impl Driver {
         for conn in open {
             self.close(conn, CloseReason::CaptureEnd);
         }
-        let collector = std::mem::take(&mut self.stage.sink);
+        Run::of(&mut self.stage, self.pieces)
+    }
+}
+
+impl Run {
+    /// What an HTTP stage reported once every connection ended.
+    fn of(stage: &mut Stage<Collector>, pieces: Vec<Piece>) -> Run {
+        let collector = std::mem::take(&mut stage.sink);
         let anomalies = collector
             .anomalies
             .iter()
@@ -200,8 +211,8 @@ impl Driver {
         Run {
             exchanges: support::with_messages(collector.into_exchanges()),
             anomalies,
-            stats: self.stage.stats.clone(),
-            pieces: self.pieces,
+            stats: stage.stats.clone(),
+            pieces,
         }
     }
 }
@@ -2400,4 +2411,97 @@ fn http_after_leading_noise_is_still_found() {
     assert_eq!(e.response.as_ref().unwrap().status, 200);
     assert!(run.stats.skipped_bytes > 0);
     assert_eq!(run.stats.connections_http, 1);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Through the capture stage: packets written to a pcap, read back, reassembled, parsed
+// ------------------------------------------------------------------------------------------------
+
+/// A segment between `CLIENT` and `SERVER` (`from_client` says which way), ACK set.
+fn seg(from_client: bool, seq: u32, ack: u32, payload: &[u8]) -> SegmentSpec<'_> {
+    let (c, s) = (addr(CLIENT), addr(SERVER));
+    let (src, dst) = if from_client { (c, s) } else { (s, c) };
+    SegmentSpec::new(src, dst, seq, ack, payload)
+}
+
+/// The three packets of a handshake: client ISN 100, server ISN 500.
+fn handshake() -> Vec<SegmentSpec<'static>> {
+    let syn = TcpFlags {
+        syn: true,
+        ..TcpFlags::default()
+    };
+    let syn_ack = TcpFlags {
+        syn: true,
+        ack: true,
+        ..TcpFlags::default()
+    };
+    vec![
+        seg(true, 100, 0, b"").flags(syn),
+        seg(false, 500, 101, b"").flags(syn_ack),
+        seg(true, 101, 501, b""),
+    ]
+}
+
+/// Packets (frame `i + 1`, each cut to `keep` bytes of frame when given, as `tcpdump -s` cuts
+/// them) written to a pcap, read back through the capture stage into an HTTP stage.
+fn through_capture(packets: &[(SegmentSpec<'_>, Option<usize>)]) -> Run {
+    let mut w = PcapWriter::new(Vec::new(), linktype::ETHERNET, 65_535, false, false).unwrap();
+    for (i, (spec, keep)) in packets.iter().enumerate() {
+        let frame = link_frame(linktype::ETHERNET, &ip_packet(spec), &[]);
+        let kept = &frame[..keep.unwrap_or(frame.len()).min(frame.len())];
+        let time = mark_of(i as u64 + 1).time;
+        w.packet(time, kept, frame.len() as u32).unwrap();
+    }
+    let pcap = w.into_inner();
+    let mut reader = CaptureReader::open(Box::new(std::io::Cursor::new(pcap)), 0).unwrap();
+    let mut capture = CaptureStage::new(Settings::default(), 1);
+    let mut http = Stage::new(Collector::default());
+    while let Some(frame) = reader.next_frame().unwrap() {
+        capture.frame(&frame, &mut http);
+    }
+    capture.finish(&mut http);
+    Run::of(&mut http, Vec::new())
+}
+
+fn whole(specs: Vec<SegmentSpec<'_>>) -> Vec<(SegmentSpec<'_>, Option<usize>)> {
+    specs.into_iter().map(|s| (s, None)).collect()
+}
+
+#[test]
+fn retransmission_with_different_bytes_marks_the_message_and_names_both_frames() {
+    let req = post("/mcp", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let body = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    let resp = json_response("200 OK", body);
+    let (head_and_half, rest) = resp.as_bytes().split_at(resp.len() - 10);
+    let mut altered = head_and_half.to_vec();
+    let last = altered.len() - 3;
+    altered[last] = b'X';
+    let r = 101 + req.len() as u32;
+    let mut packets = handshake();
+    packets.push(seg(true, 101, 501, req.as_bytes())); // 4
+    packets.push(seg(false, 501, r, head_and_half)); // 5
+    packets.push(seg(false, 501, r, &altered)); // 6: the same bytes again, one changed
+    packets.push(seg(false, 501 + head_and_half.len() as u32, r, rest)); // 7
+    let run = through_capture(&whole(packets));
+    let e = run.only();
+    let end = e.end.as_ref().unwrap();
+    assert_eq!(end.body.data, body.as_bytes(), "the first copy wins");
+    assert_eq!(end.body.inconsistent_bytes, 1);
+    assert_eq!(e.request.as_ref().unwrap().body.inconsistent_bytes, 0);
+    let at = head_and_half.len() - 3;
+    assert_eq!(
+        run.anomalies,
+        vec![(
+            0,
+            S2C,
+            6,
+            format!(
+                "retransmitted bytes differ from the first copy: 1 bytes at stream offset {at} \
+                 in the response of tcp0#1 (first copy in frame 5, retransmission in frame 6; \
+                 the first copy was kept)"
+            )
+        )]
+    );
+    assert_eq!(run.stats.inconsistent_retransmissions, 1);
+    assert_eq!(run.stats.inconsistent_bytes, 1);
 }

@@ -32,6 +32,9 @@ const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
 const MAX_HEADERS: usize = 128;
+/// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
+/// remembered until the message carrying them ends; more are counted, not tied to a message.
+const MAX_FUTURE_INCONSISTENT: usize = 16;
 
 #[derive(Debug)]
 enum State {
@@ -69,16 +72,22 @@ struct Message {
     sse: Option<SseParser>,
     first: Mark,
     last: Mark,
+    /// Stream offset of its first byte (its start line).
+    offset: u64,
 }
 
 #[derive(Debug)]
 struct Half {
     state: State,
-    /// Start-line search: the bytes of the line being examined, and where its first byte came.
+    /// Start-line search: the bytes of the line being examined, and where its first byte came
+    /// (capture mark and stream offset).
     line: Vec<u8>,
     line_first: Option<Mark>,
+    line_offset: u64,
     head: Vec<u8>,
     head_first: Option<Mark>,
+    /// Stream offset of the first byte of the head being read.
+    head_offset: u64,
     msg: Option<Message>,
     /// The next message found follows a gap.
     after_gap: bool,
@@ -91,8 +100,10 @@ impl Half {
             state: State::Start,
             line: Vec::new(),
             line_first: None,
+            line_offset: 0,
             head: Vec::new(),
             head_first: None,
+            head_offset: 0,
             msg: None,
             after_gap: false,
             skipped: 0,
@@ -105,6 +116,22 @@ struct Pending {
     index: u32,
     method: String,
     first: Mark,
+}
+
+/// What a connection counts for [`HttpStats`](super::HttpStats) beyond its kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) inconsistent_retransmissions: u64,
+    pub(crate) inconsistent_bytes: u64,
+    pub(crate) inconsistent_unattributed: u64,
+}
+
+/// A retransmission that disagreed with the first copy of bytes the parser had not reached yet.
+#[derive(Clone, Copy, Debug)]
+struct FutureInconsistent {
+    dir: Direction,
+    offset: u64,
+    len: u64,
 }
 
 /// HTTP state of one TCP connection.
@@ -131,6 +158,22 @@ pub(crate) struct Connection {
     /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
     probe: Vec<u8>,
     out_events: Vec<SseEvent>,
+    /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
+    /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
+    pos: [u64; 2],
+    /// ... and what the step in progress consumed past it before ending a message, so that a
+    /// message knows the offset it ended at.
+    step_used: [u64; 2],
+    future_inconsistent: Vec<FutureInconsistent>,
+    counts: Counts,
+}
+
+/// The index of a direction in per-direction arrays.
+fn di(dir: Direction) -> usize {
+    match dir {
+        Direction::ClientToServer => 0,
+        Direction::ServerToClient => 1,
+    }
 }
 
 impl Connection {
@@ -152,7 +195,15 @@ impl Connection {
             scanned_without_http: 0,
             probe: Vec::new(),
             out_events: Vec::new(),
+            pos: [0; 2],
+            step_used: [0; 2],
+            future_inconsistent: Vec::new(),
+            counts: Counts::default(),
         }
+    }
+
+    pub(crate) fn counts(&self) -> Counts {
+        self.counts
     }
 
     pub(crate) fn kind(&self) -> ConnKind {
@@ -201,9 +252,72 @@ impl Connection {
         }
         let mut rest = data;
         while !rest.is_empty() {
+            self.step_used[di(dir)] = 0;
             let used = self.step(dir, rest, mark, sink);
+            self.pos[di(dir)] += used as u64;
             rest = &rest[used..];
         }
+        self.step_used[di(dir)] = 0;
+    }
+
+    /// A retransmission of `len` bytes from `offset` on disagreed with the first copy, carried
+    /// by `first`; the copy in `second` was dropped by the capture stage. Reported, and the
+    /// message whose content rests on those bytes is marked, now or when it ends.
+    pub(crate) fn inconsistent(
+        &mut self,
+        dir: Direction,
+        offset: u64,
+        len: u64,
+        first: Mark,
+        second: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        self.counts.inconsistent_retransmissions += 1;
+        let parsed = self.pos[di(dir)];
+        let half = match dir {
+            Direction::ClientToServer => &mut self.req,
+            Direction::ServerToClient => &mut self.resp,
+        };
+        let mut carried_by = None;
+        match half.msg.as_mut() {
+            Some(m) if m.offset <= offset && offset < parsed => {
+                m.body.inconsistent_bytes += len;
+                carried_by = Some(m.exchange);
+            }
+            _ if offset >= parsed && self.future_inconsistent.len() < MAX_FUTURE_INCONSISTENT => {
+                self.future_inconsistent
+                    .push(FutureInconsistent { dir, offset, len });
+            }
+            _ => self.counts.inconsistent_unattributed += 1,
+        }
+        let within = carried_by.map_or(String::new(), |ex| {
+            format!(" in the {} of {ex}", message_kind(dir))
+        });
+        let what = format!(
+            "retransmitted bytes differ from the first copy: {len} bytes at stream offset \
+             {offset}{within} (first copy in {}, retransmission in {}; the first copy was kept)",
+            frame_name(first),
+            frame_name(second)
+        );
+        self.anomaly(dir, second, what, sink);
+    }
+
+    /// Inconsistent retransmissions of bytes a message that ends at `end` carried: its body is
+    /// marked. Ones before its start were in bytes no message used.
+    fn settle_inconsistent(&mut self, dir: Direction, msg: &mut Message, end: u64) {
+        let counts = &mut self.counts;
+        self.future_inconsistent.retain(|f| {
+            if f.dir != dir || f.offset >= end {
+                return true;
+            }
+            if f.offset >= msg.offset {
+                msg.body.inconsistent_bytes += f.len;
+            } else {
+                counts.inconsistent_unattributed += 1;
+            }
+            false
+        });
+        self.counts.inconsistent_bytes += msg.body.inconsistent_bytes;
     }
 
     fn half(&mut self, dir: Direction) -> &mut Half {
@@ -232,6 +346,7 @@ impl Connection {
     /// and counted.
     fn find_start(&mut self, dir: Direction, data: &[u8], mark: Mark) -> usize {
         let is_http = self.kind == Some(ConnKind::Http);
+        let pos = self.pos[di(dir)];
         let half = self.half(dir);
         let (chunk, complete) = match data.iter().position(|&b| b == b'\n') {
             Some(i) => (&data[..=i], true),
@@ -250,10 +365,16 @@ impl Connection {
         if !complete {
             if half.line.is_empty() {
                 half.line_first = Some(mark);
+                half.line_offset = pos;
             }
             half.line.extend_from_slice(chunk);
             return chunk.len();
         }
+        let line_offset = if half.line.is_empty() {
+            pos
+        } else {
+            half.line_offset
+        };
         let line_first = half
             .line_first
             .take()
@@ -288,6 +409,7 @@ impl Connection {
             half.head.clear();
             half.head.extend_from_slice(&line[at..]);
             half.head_first = Some(if at == 0 { line_first } else { mark });
+            half.head_offset = line_offset + at as u64;
             half.state = State::Head;
             self.kind = Some(ConnKind::Http);
         } else {
@@ -337,6 +459,8 @@ impl Connection {
             return data.len();
         };
         let used = end - before;
+        self.step_used[di(dir)] = used as u64;
+        let half = self.half(dir);
         half.head.truncate(end);
         let head = std::mem::take(&mut half.head);
         let first = half.head_first.take().unwrap_or(mark);
@@ -569,6 +693,7 @@ impl Connection {
     /// A head was read: its body (if any) follows.
     fn begin_body(&mut self, dir: Direction, mut msg: Message) {
         let half = self.half(dir);
+        msg.offset = half.head_offset;
         msg.gap = std::mem::take(&mut half.after_gap);
         half.msg = Some(msg);
         half.state = State::Body;
@@ -598,6 +723,7 @@ impl Connection {
                 let take = (msg.remaining.min(data.len() as u64)) as usize;
                 msg.remaining -= take as u64;
                 let done = msg.remaining == 0;
+                self.step_used[di(dir)] = take as u64;
                 self.body_bytes(dir, &data[..take], mark, sink);
                 if done {
                     self.end_message(dir, Outcome::Complete, None, mark, sink);
@@ -621,6 +747,8 @@ impl Connection {
                         ChunkOutput::End => ended = true,
                     }
                 }
+                let (Ok(used) | Err((used, _))) = &result;
+                self.step_used[di(dir)] = *used as u64;
                 match result {
                     Ok(used) => {
                         if ended {
@@ -727,6 +855,8 @@ impl Connection {
             msg.last = mark;
         }
         msg.finish_body(outcome, mark, &mut self.out_events);
+        let end = self.pos[di(dir)] + self.step_used[di(dir)];
+        self.settle_inconsistent(dir, &mut msg, end);
         let exchange = msg.exchange;
         for event in self.out_events.drain(..) {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
@@ -742,6 +872,7 @@ impl Connection {
 
     /// `len` bytes of `dir` are missing from the capture.
     pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        self.pos[di(dir)] += len;
         let half = self.half(dir);
         match half.state {
             State::Opaque => {}
@@ -865,6 +996,8 @@ impl Connection {
                 self.end_message(dir, o, closed_by, at, sink);
             }
         }
+        self.counts.inconsistent_unattributed += self.future_inconsistent.len() as u64;
+        self.future_inconsistent.clear();
         while let Some(p) = self.pending.pop_front() {
             let _ = p.first;
             sink.on_http(HttpEvent::NoResponse {
@@ -1031,12 +1164,21 @@ fn new_message(
         sse: None,
         first,
         last: head_end,
+        offset: 0,
     }
 }
 
 /// Bytes RFC 9110 forbids in a field value (CTLs other than HTAB, and DEL), outside line ends.
 fn is_forbidden(b: u8) -> bool {
     (b < 0x20 && b != b'\t' && b != b'\r' && b != b'\n') || b == 0x7f
+}
+
+/// A frame as anomaly text names it (with its input when there are several).
+fn frame_name(mark: Mark) -> String {
+    match mark.frame.input {
+        0 => format!("frame {}", mark.frame.frame),
+        i => format!("frame {} of input {i}", mark.frame.frame),
+    }
 }
 
 /// How a direction's messages are named in anomaly text.
@@ -1247,4 +1389,169 @@ fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
         return Some(ConnKind::Http2);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpf_model::{FrameRef, Timestamp};
+
+    use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+
+    fn mark(n: u64) -> Mark {
+        Mark {
+            time: Timestamp(n as i64 * 1_000_000),
+            frame: FrameRef::new(0, n),
+        }
+    }
+
+    /// What a connection reported, in order.
+    #[derive(Default)]
+    struct Events(Vec<HttpEvent>);
+
+    impl HttpSink for Events {
+        fn on_http(&mut self, event: HttpEvent) {
+            self.0.push(event);
+        }
+    }
+
+    /// One connection fed event by event, frame numbers from 1; what it reported.
+    struct Wire {
+        conn: Connection,
+        frame: u64,
+        events: Events,
+    }
+
+    impl Wire {
+        fn new() -> Wire {
+            let conn = Connection::new(
+                ConnId::tcp(0),
+                "10.0.0.1:40000".parse().unwrap(),
+                "10.0.0.2:9123".parse().unwrap(),
+                mark(0),
+            );
+            Wire {
+                conn,
+                frame: 0,
+                events: Events::default(),
+            }
+        }
+
+        fn tick(&mut self) -> Mark {
+            self.frame += 1;
+            mark(self.frame)
+        }
+
+        fn data(&mut self, dir: Direction, bytes: &[u8]) -> &mut Self {
+            let m = self.tick();
+            self.conn.data(dir, bytes, m, &mut self.events);
+            self
+        }
+
+        fn inconsistent(&mut self, dir: Direction, offset: u64, len: u64, first: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn
+                .inconsistent(dir, offset, len, mark(first), m, &mut self.events);
+            self
+        }
+
+        fn close(&mut self) -> &mut Self {
+            let m = self.tick();
+            self.conn
+                .close(Outcome::CutByCaptureEnd, None, m, &mut self.events);
+            self
+        }
+
+        fn requests(&self) -> Vec<&Request> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::Request(r) => Some(&**r),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn ends(&self) -> Vec<&ResponseEnd> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::ResponseEnd(r) => Some(&**r),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn anomalies(&self) -> Vec<&str> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::Anomaly { what, .. } => Some(what.as_str()),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    const POST: &[u8] = b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
+
+    #[test]
+    fn inconsistent_bytes_of_a_message_in_progress_mark_it() {
+        let mut w = Wire::new();
+        w.data(C2S, POST).data(C2S, b"{\"a\"");
+        // Bytes 3..5 of the body (stream offsets 46 and 47) were retransmitted differently.
+        let at = POST.len() as u64 + 2;
+        w.inconsistent(C2S, at, 2, 2).data(C2S, b":1234}");
+        let [req] = w.requests()[..] else {
+            panic!("{:?}", w.events.0)
+        };
+        assert_eq!(req.body.inconsistent_bytes, 2);
+        assert_eq!(
+            w.anomalies(),
+            [format!(
+                "retransmitted bytes differ from the first copy: 2 bytes at stream offset {at} \
+                 in the request of tcp0#1 (first copy in frame 2, retransmission in frame 3; \
+                 the first copy was kept)"
+            )]
+        );
+        assert_eq!(w.conn.counts().inconsistent_bytes, 2);
+    }
+
+    #[test]
+    fn inconsistent_bytes_not_parsed_yet_mark_the_message_that_carries_them() {
+        let mut w = Wire::new();
+        // TCP still buffers the first copy of the response's body when the retransmission
+        // comes: the mark waits for the message.
+        w.data(C2S, b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+        let first = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let second = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine";
+        w.inconsistent(S2C, (first.len() + second.len() - 2) as u64, 1, 9);
+        w.data(S2C, first).data(S2C, second);
+        let ends = w.ends();
+        assert_eq!(ends.len(), 2);
+        assert_eq!(ends[0].body.inconsistent_bytes, 0);
+        assert_eq!(ends[1].body.inconsistent_bytes, 1);
+        assert_eq!(w.anomalies().len(), 1);
+        assert!(w.anomalies()[0].contains("frame 9"), "{:?}", w.anomalies());
+    }
+
+    #[test]
+    fn inconsistent_bytes_of_a_message_already_reported_are_counted_apart() {
+        let mut w = Wire::new();
+        w.data(C2S, POST).data(C2S, b"0123456789");
+        w.inconsistent(C2S, 3, 1, 1).close();
+        assert_eq!(w.requests()[0].body.inconsistent_bytes, 0);
+        let counts = w.conn.counts();
+        assert_eq!(
+            (
+                counts.inconsistent_retransmissions,
+                counts.inconsistent_unattributed
+            ),
+            (1, 1)
+        );
+        assert_eq!(w.anomalies().len(), 1);
+    }
 }
