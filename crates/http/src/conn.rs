@@ -35,6 +35,12 @@ const MAX_HEADERS: usize = 128;
 /// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
 /// remembered until the message carrying them ends; more are counted, not tied to a message.
 const MAX_FUTURE_INCONSISTENT: usize = 16;
+/// Server bytes held for a response whose request is not parsed yet, per connection ...
+pub(crate) const MAX_HELD: usize = 256 << 10;
+/// ... and for how long (capture time): past it the request bytes its ACK covers are taken as
+/// lost, not late. Four times the capture stage's reorder window: a request captured after its
+/// response (`-i any`, merged interfaces) lags by microseconds to milliseconds.
+const HOLD_NS: i64 = 2_000_000_000;
 
 #[derive(Debug)]
 enum State {
@@ -124,6 +130,39 @@ pub(crate) struct Counts {
     pub(crate) inconsistent_retransmissions: u64,
     pub(crate) inconsistent_bytes: u64,
     pub(crate) inconsistent_unattributed: u64,
+    pub(crate) responses_held: u64,
+    pub(crate) held_paired: u64,
+    pub(crate) held_released_early: u64,
+}
+
+/// What the server sent while a response was held: replayed in order once it is released.
+#[derive(Debug)]
+enum Held {
+    Data {
+        bytes: Vec<u8>,
+        mark: Mark,
+        acked: Option<u64>,
+    },
+    Gap {
+        len: u64,
+        mark: Mark,
+    },
+    Fin {
+        mark: Mark,
+    },
+}
+
+/// A response that came before the request it answers: its ACK covers request bytes the parser
+/// has not seen yet (the capture put the server's segment first).
+#[derive(Debug)]
+struct Hold {
+    items: VecDeque<Held>,
+    bytes: usize,
+    /// When the first held segment was captured.
+    since: Mark,
+    /// The client stream offset the response's ACK covers: once the parser has read that far,
+    /// the requests it answers are parsed.
+    until: u64,
 }
 
 /// A retransmission that disagreed with the first copy of bytes the parser had not reached yet.
@@ -166,6 +205,10 @@ pub(crate) struct Connection {
     step_used: [u64; 2],
     future_inconsistent: Vec<FutureInconsistent>,
     counts: Counts,
+    hold: Option<Box<Hold>>,
+    /// A hold was given up on (too long, too large, the connection ending) although the client
+    /// stream was not parsed up to here: responses whose ACK covers no more are not held again.
+    hold_given_up: u64,
 }
 
 /// The index of a direction in per-direction arrays.
@@ -199,7 +242,14 @@ impl Connection {
             step_used: [0; 2],
             future_inconsistent: Vec::new(),
             counts: Counts::default(),
+            hold: None,
+            hold_given_up: 0,
         }
+    }
+
+    /// Server bytes held for a response whose request is not parsed yet.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.hold.as_ref().map_or(0, |h| h.bytes)
     }
 
     pub(crate) fn counts(&self) -> Counts {
@@ -232,13 +282,17 @@ impl Connection {
         });
     }
 
+    /// Bytes of `dir`; `acked` is the offset of the other direction their segment acknowledged,
+    /// when the capture stage knows it.
     pub(crate) fn data(
         &mut self,
         dir: Direction,
         data: &[u8],
         mark: Mark,
+        acked: Option<u64>,
         sink: &mut impl HttpSink,
     ) {
+        self.expire_hold(mark, sink);
         self.saw_data = true;
         if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
             let take = (PROBE_BYTES - self.probe.len()).min(data.len());
@@ -250,14 +304,141 @@ impl Connection {
                 self.resp.state = State::Opaque;
             }
         }
+        self.feed(dir, data, mark, acked, sink);
+        if dir == Direction::ClientToServer {
+            self.release_if_answered(sink);
+        }
+    }
+
+    /// Parses bytes of `dir`, unless they start a response to hold (or one is held already).
+    fn feed(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        acked: Option<u64>,
+        sink: &mut impl HttpSink,
+    ) {
         let mut rest = data;
         while !rest.is_empty() {
+            if dir == Direction::ServerToClient && self.holds(acked, mark) {
+                self.hold_item(Held::Data {
+                    bytes: rest.to_vec(),
+                    mark,
+                    acked,
+                });
+                self.limit_hold(sink);
+                return;
+            }
             self.step_used[di(dir)] = 0;
             let used = self.step(dir, rest, mark, sink);
             self.pos[di(dir)] += used as u64;
             rest = &rest[used..];
         }
         self.step_used[di(dir)] = 0;
+    }
+
+    /// Whether server bytes are to be held: a hold is on, or they start a response (between
+    /// messages, no request waiting for an answer) whose ACK covers client bytes the parser has
+    /// not read yet. The n-th response answers the n-th request (RFC 9112 §9.3), so a response
+    /// that arrives first, acknowledging a request still to come, waits for it rather than
+    /// being taken for the answer to a request the capture missed. Starts the hold when due.
+    fn holds(&mut self, acked: Option<u64>, mark: Mark) -> bool {
+        if self.hold.is_some() {
+            return true;
+        }
+        let Some(until) = acked else {
+            return false;
+        };
+        let read = self.pos[di(Direction::ClientToServer)];
+        let between = matches!(self.resp.state, State::Start)
+            && self.resp.line.is_empty()
+            && self.resp.msg.is_none();
+        if !between
+            || !self.pending.is_empty()
+            || until <= read
+            || until <= self.hold_given_up
+            || matches!(self.req.state, State::Opaque)
+        {
+            return false;
+        }
+        self.counts.responses_held += 1;
+        self.hold = Some(Box::new(Hold {
+            items: VecDeque::new(),
+            bytes: 0,
+            since: mark,
+            until,
+        }));
+        true
+    }
+
+    fn hold_item(&mut self, item: Held) {
+        if let Some(h) = self.hold.as_mut() {
+            if let Held::Data { bytes, .. } = &item {
+                h.bytes += bytes.len();
+            }
+            h.items.push_back(item);
+        }
+    }
+
+    /// A hold larger than [`MAX_HELD`] is given up on: the response is parsed without its
+    /// request.
+    fn limit_hold(&mut self, sink: &mut impl HttpSink) {
+        if self.held_bytes() > MAX_HELD {
+            self.release_hold(true, sink);
+        }
+    }
+
+    /// A hold older than [`HOLD_NS`] at the capture time `mark` is given up on.
+    #[inline]
+    fn expire_hold(&mut self, mark: Mark, sink: &mut impl HttpSink) {
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|h| mark.time.0.saturating_sub(h.since.time.0) > HOLD_NS)
+        {
+            self.release_hold(true, sink);
+        }
+    }
+
+    /// The parser read the client bytes the held response acknowledged, or a request it can
+    /// answer: the response goes on.
+    fn release_if_answered(&mut self, sink: &mut impl HttpSink) {
+        let read = self.pos[di(Direction::ClientToServer)];
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|h| read >= h.until || !self.pending.is_empty())
+        {
+            self.release_hold(false, sink);
+        }
+    }
+
+    /// Replays what was held (`early`: before the requests it acknowledged were read, which is
+    /// counted). A later response in the replay may start a hold of its own.
+    pub(crate) fn release_hold(&mut self, early: bool, sink: &mut impl HttpSink) {
+        let Some(hold) = self.hold.take() else {
+            return;
+        };
+        if early {
+            self.counts.held_released_early += 1;
+            self.hold_given_up = self.hold_given_up.max(hold.until);
+        }
+        if !self.pending.is_empty() {
+            self.counts.held_paired += 1;
+        }
+        let dir = Direction::ServerToClient;
+        for item in hold.items {
+            if self.hold.is_some() {
+                self.hold_item(item);
+                continue;
+            }
+            match item {
+                Held::Data { bytes, mark, acked } => self.feed(dir, &bytes, mark, acked, sink),
+                Held::Gap { len, mark } => self.lose(dir, len, mark, sink),
+                Held::Fin { mark } => self.fin_now(dir, mark, sink),
+            }
+        }
     }
 
     /// A retransmission of `len` bytes from `offset` on disagreed with the first copy, carried
@@ -872,6 +1053,20 @@ impl Connection {
 
     /// `len` bytes of `dir` are missing from the capture.
     pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        self.expire_hold(mark, sink);
+        match dir {
+            Direction::ServerToClient if self.hold.is_some() => {
+                self.hold_item(Held::Gap { len, mark });
+            }
+            Direction::ServerToClient => self.lose(dir, len, mark, sink),
+            Direction::ClientToServer => {
+                self.lose(dir, len, mark, sink);
+                self.release_if_answered(sink);
+            }
+        }
+    }
+
+    fn lose(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
         self.pos[di(dir)] += len;
         let half = self.half(dir);
         match half.state {
@@ -912,9 +1107,25 @@ impl Connection {
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
     /// cut short.
     pub(crate) fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        self.expire_hold(mark, sink);
+        // The order the FINs were captured in says who gave up first, held or not.
         if self.first_fin.is_none() {
             self.first_fin = Some((dir, mark));
         }
+        match dir {
+            Direction::ServerToClient if self.hold.is_some() => {
+                self.hold_item(Held::Fin { mark });
+            }
+            Direction::ServerToClient => self.fin_now(dir, mark, sink),
+            Direction::ClientToServer => {
+                self.fin_now(dir, mark, sink);
+                // Every client byte is in: nothing more to wait for.
+                self.release_hold(false, sink);
+            }
+        }
+    }
+
+    fn fin_now(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
         let half = self.half(dir);
         match half.state {
             State::Body => {
@@ -968,6 +1179,8 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
+        // What was held goes first: the connection ends after it.
+        self.release_hold(true, sink);
         let closed_by = by.or(self.first_fin.map(|f| f.0));
         // A request left unanswered is reported at the moment its connection was given up: the
         // first FIN, when the connection ended that way.
@@ -1444,7 +1657,25 @@ mod tests {
 
         fn data(&mut self, dir: Direction, bytes: &[u8]) -> &mut Self {
             let m = self.tick();
-            self.conn.data(dir, bytes, m, &mut self.events);
+            self.conn.data(dir, bytes, m, None, &mut self.events);
+            self
+        }
+
+        fn acking(&mut self, dir: Direction, bytes: &[u8], acked: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn.data(dir, bytes, m, Some(acked), &mut self.events);
+            self
+        }
+
+        fn gap(&mut self, dir: Direction, len: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn.gap(dir, len, m, &mut self.events);
+            self
+        }
+
+        fn fin(&mut self, dir: Direction) -> &mut Self {
+            let m = self.tick();
+            self.conn.fin(dir, m, &mut self.events);
             self
         }
 
@@ -1553,5 +1784,43 @@ mod tests {
             (1, 1)
         );
         assert_eq!(w.anomalies().len(), 1);
+    }
+
+    #[test]
+    fn a_held_response_replays_its_gaps_and_fin_in_order_once_its_request_is_read() {
+        let mut w = Wire::new();
+        let req = b"GET /sse HTTP/1.1\r\n\r\n";
+        let n = req.len() as u64;
+        w.acking(
+            S2C,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+            n,
+        )
+        .acking(S2C, b"data: 1\n\n", n)
+        .gap(S2C, 5)
+        .acking(S2C, b"data: 3\n\n", n)
+        .fin(S2C);
+        assert!(w.events.0.is_empty(), "all held");
+        assert_eq!(w.conn.held_bytes(), 52 + 9 + 9);
+        // The request in two pieces: the response goes on once it is read.
+        w.data(C2S, &req[..10]);
+        assert!(w.events.0.is_empty());
+        w.data(C2S, &req[10..]);
+        let ends = w.ends();
+        let [end] = ends[..] else {
+            panic!("{:?}", w.events.0)
+        };
+        assert_eq!(end.exchange.index, 0);
+        assert_eq!(end.outcome, Outcome::Gap);
+        assert_eq!(end.closed_by, Some(S2C));
+        // The event after the gap cannot be told from the tail of a cut one: skipped.
+        assert_eq!(end.sse.as_ref().unwrap().events, 1);
+        assert_eq!(w.requests()[0].exchange.index, 0);
+        let c = w.conn.counts();
+        assert_eq!(
+            (c.responses_held, c.held_paired, c.held_released_early),
+            (1, 1, 0)
+        );
+        assert_eq!(w.conn.held_bytes(), 0);
     }
 }

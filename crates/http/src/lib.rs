@@ -276,6 +276,18 @@ pub struct HttpStats {
     /// already reported when the retransmission came).
     #[serde(skip)]
     pub inconsistent_unattributed: u64,
+    /// Responses captured before the request they answer (their ACK covered client bytes not
+    /// parsed yet): held until those bytes were, then paired in order (RFC 9112 §9.3).
+    #[serde(skip)]
+    pub responses_held: u64,
+    /// Of those, responses paired with a request once it was parsed (the rest answered requests
+    /// lost from the capture: orphans).
+    #[serde(skip)]
+    pub held_paired: u64,
+    /// Holds given up before the acknowledged bytes were parsed: too long (2 s of capture time),
+    /// too large (256 KiB, or 16 MiB over all connections), or the connection ended.
+    #[serde(skip)]
+    pub held_released_early: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -285,7 +297,13 @@ pub struct Stage<S: HttpSink> {
     connections: HashMap<ConnId, Box<Connection>>,
     pub sink: S,
     pub stats: HttpStats,
+    /// Server bytes held over all connections for responses whose requests are not parsed yet.
+    held: usize,
 }
+
+/// Server bytes held over all connections for responses whose requests are not parsed yet: past
+/// it, the connection that holds more gives its hold up (64 connections' worth).
+const MAX_HELD_TOTAL: usize = 64 * conn::MAX_HELD;
 
 impl<S: HttpSink> Stage<S> {
     pub fn new(sink: S) -> Self {
@@ -293,6 +311,7 @@ impl<S: HttpSink> Stage<S> {
             connections: HashMap::default(),
             sink,
             stats: HttpStats::default(),
+            held: 0,
         }
     }
 
@@ -301,6 +320,7 @@ impl<S: HttpSink> Stage<S> {
         let Some(mut c) = self.connections.remove(&summary.conn) else {
             return;
         };
+        self.held -= c.held_bytes().min(self.held);
         let (outcome, by) = match summary.close {
             CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
             CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
@@ -329,6 +349,9 @@ impl<S: HttpSink> Stage<S> {
         self.stats.inconsistent_retransmissions += n.inconsistent_retransmissions;
         self.stats.inconsistent_bytes += n.inconsistent_bytes;
         self.stats.inconsistent_unattributed += n.inconsistent_unattributed;
+        self.stats.responses_held += n.responses_held;
+        self.stats.held_paired += n.held_paired;
+        self.stats.held_released_early += n.held_released_early;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
@@ -370,10 +393,17 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 data,
                 mark,
-                ..
+                acked,
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
-                    c.data(dir, data, mark, &mut self.sink);
+                    let before = c.held_bytes();
+                    c.data(dir, data, mark, acked, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
+                    if self.held > MAX_HELD_TOTAL {
+                        // Over the budget: this connection's hold is given up on (counted).
+                        self.held -= c.held_bytes().min(self.held);
+                        c.release_hold(true, &mut self.sink);
+                    }
                 }
             }
             TcpEvent::Gap {
@@ -384,12 +414,16 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 ..
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
+                    let before = c.held_bytes();
                     c.gap(dir, len, mark, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
                 }
             }
             TcpEvent::Fin { conn, dir, mark } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
+                    let before = c.held_bytes();
                     c.fin(dir, mark, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
                 }
             }
             TcpEvent::Inconsistent {
