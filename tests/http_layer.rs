@@ -23,7 +23,7 @@ use mcpf_capture::tcp::{
     CloseReason, ConnSummary, Direction, HalfStats, RoleBasis, TcpEvent, TcpSink,
 };
 use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
-use mcpf_capture::{CaptureStage, Settings};
+use mcpf_capture::{CaptureStage, Settings, open_capture, run};
 use mcpf_http::exchange::Collector;
 use support::Exchange;
 
@@ -114,6 +114,15 @@ impl Driver {
     }
 
     fn open(&mut self, conn: u64, client: &str, server: &str) {
+        self.open_as(conn, client, server, true);
+    }
+
+    /// Opens a connection the capture picked up mid-stream (no handshake).
+    fn open_midstream(&mut self, conn: u64, client: &str, server: &str) {
+        self.open_as(conn, client, server, false);
+    }
+
+    fn open_as(&mut self, conn: u64, client: &str, server: &str, handshake_seen: bool) {
         let mark = self.tick();
         let (client, server) = (addr(client), addr(server));
         self.open.insert(conn, (client, server, mark));
@@ -122,7 +131,7 @@ impl Driver {
             client,
             server,
             mark,
-            handshake_seen: true,
+            handshake_seen,
         });
     }
 
@@ -963,8 +972,13 @@ proptest! {
     /// Whatever the bytes, gaps and FINs, the stage never panics, and every exchange it reports
     /// is on the connection it was fed.
     #[test]
-    fn hostile_streams_never_panic(ops in proptest::collection::vec(op(), 1..60), end in 0u8..4) {
-        let mut d = Driver::conn0();
+    fn hostile_streams_never_panic(
+        ops in proptest::collection::vec(op(), 1..60),
+        end in 0u8..4,
+        midstream in any::<bool>(),
+    ) {
+        let mut d = Driver::new();
+        d.open_as(0, CLIENT, SERVER, !midstream);
         for op in &ops {
             let dir = |c: bool| if c { C2S } else { S2C };
             match op {
@@ -2537,6 +2551,213 @@ fn http_after_leading_noise_is_still_found() {
     assert_eq!(e.response.as_ref().unwrap().status, 200);
     assert!(run.stats.skipped_bytes > 0);
     assert_eq!(run.stats.connections_http, 1);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Connections picked up in the middle of an event stream
+// ------------------------------------------------------------------------------------------------
+
+/// A connection picked up mid-stream whose server bytes (`s2c`) arrive in pieces of at most
+/// `max` bytes, then the server closes.
+fn midstream_run(s2c: &[u8], max: usize) -> Run {
+    let mut d = Driver::new();
+    d.open_midstream(0, CLIENT, SERVER);
+    for piece in s2c.chunks(max) {
+        d.s2c(piece);
+    }
+    d.fin(0, S2C);
+    d.close(0, CloseReason::Fin);
+    d.finish()
+}
+
+/// An event, as a chunk of the chunked coding (one chunk per event, as nginx forwards them).
+fn event_chunk(event: &str) -> String {
+    format!("{:x}\r\n{event}\r\n", event.len())
+}
+
+/// Checks a resynchronised stream: one exchange with neither request nor head, these event ids
+/// (the first after a gap), one anomaly naming the framing and the bytes skipped, and how it
+/// ended (a body whose start is not in the capture never ends `Complete`: `Gap` instead).
+fn check_resync(run: &Run, ids: &[&str], framing: &str, skipped: usize, outcome: Outcome) {
+    let e = run.only();
+    assert!(
+        e.request.is_none() && e.response.is_none(),
+        "{}",
+        run.dump()
+    );
+    let got: Vec<&str> = e.events.iter().map(|ev| &*ev.last_event_id).collect();
+    assert_eq!(got, ids, "{}", run.dump());
+    assert!(e.events[0].after_gap);
+    assert!(e.events[1..].iter().all(|ev| !ev.after_gap));
+    assert!(e.no_response.is_none());
+    let end = e
+        .end
+        .as_ref()
+        .expect("the response ends with the connection");
+    assert_eq!(end.outcome, outcome);
+    assert_eq!(
+        run.anomalies
+            .iter()
+            .map(|a| a.3.as_str())
+            .collect::<Vec<_>>(),
+        [format!(
+            "response picked up in the middle of its body (no request or head in the capture): \
+             resynchronised on {framing} after skipping {skipped} bytes"
+        )]
+    );
+    assert_eq!(run.stats.midstream_resyncs, 1);
+    assert_eq!(run.stats.connections_http, 1);
+    assert_eq!(run.stats.connections_other, 0);
+}
+
+const IN_CHUNKS: &str = "SSE framing inside chunked transfer coding";
+const UNTIL_CLOSE: &str = "SSE framing (a close-delimited body)";
+
+#[test]
+fn midstream_chunked_sse_with_crlf_lines() {
+    // The capture starts inside the data line of an event, in the middle of a chunk.
+    let cut = "\"progress\":3}}\r\n\r\n\r\n";
+    let mut wire = cut.to_string();
+    for n in 4..=6 {
+        wire += &event_chunk(&format!(
+            "event: message\r\nid: {n}\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{n}}}}}\r\n\r\n"
+        ));
+    }
+    wire += "0\r\n\r\n";
+    for max in [wire.len(), 7, 1] {
+        let run = midstream_run(wire.as_bytes(), max);
+        check_resync(&run, &["4", "5", "6"], IN_CHUNKS, cut.len(), Outcome::Gap);
+        let e = run.only();
+        assert_eq!(
+            e.event_messages.iter().map(|m| rpc(m)).collect::<Vec<_>>(),
+            vec![
+                vec![(
+                    Kind::Notification,
+                    None,
+                    Some("notifications/progress".into())
+                )];
+                3
+            ]
+        );
+        assert!(e.end.as_ref().unwrap().body.chunked);
+    }
+}
+
+#[test]
+fn midstream_close_delimited_sse_with_lf_lines() {
+    let wire = "ing\"}\n\nid: 7\ndata: seven\n\n: keep-alive\n\nid: 8\ndata: eight\n\n";
+    for max in [wire.len(), 5, 1] {
+        let run = midstream_run(wire.as_bytes(), max);
+        check_resync(&run, &["7", "8"], UNTIL_CLOSE, 7, Outcome::Gap);
+        let e = run.only();
+        assert_eq!(datas(e), ["seven", "eight"]);
+        assert_eq!(e.end.as_ref().unwrap().sse.as_ref().unwrap().comments, 1);
+    }
+}
+
+#[test]
+fn midstream_resync_point_in_the_middle_of_a_chunk() {
+    // Inside a chunk that holds two events: the second is read from its first line, the chunk's
+    // end found from the chunk-size line that follows it.
+    let first = "id: 1\ndata: one\n\nid: 2\ndata: two\n\n";
+    let chunk = event_chunk(first);
+    let start = chunk.find("ne\n\nid: 2").unwrap();
+    let mut wire = chunk[start..].to_string();
+    wire += &event_chunk("id: 3\r\ndata: three\r\n\r\n");
+    for max in [wire.len(), 3, 1] {
+        let run = midstream_run(wire.as_bytes(), max);
+        // No last chunk before the FIN: cut short.
+        check_resync(&run, &["2", "3"], IN_CHUNKS, 4, Outcome::ClosedEarly);
+        assert_eq!(datas(run.only()), ["two", "three"]);
+    }
+}
+
+#[test]
+fn midstream_connection_then_a_whole_exchange() {
+    // The stream picked up mid-body ends; the client asks again on the same connection.
+    let mut d = Driver::new();
+    d.open_midstream(0, CLIENT, SERVER);
+    d.s2c(format!("{}0\r\n\r\n", event_chunk("id: 9\ndata: x\n\n")));
+    d.c2s(post("/mcp", INIT));
+    d.s2c(ACCEPTED);
+    let run = d.finish();
+    assert_eq!(run.exchanges.len(), 2, "{}", run.dump());
+    let orphan = run.ex(0, 0);
+    assert!(orphan.request.is_none() && orphan.events.len() == 1);
+    let next = run.ex(0, 1);
+    assert_eq!(next.response.as_ref().unwrap().status, 202);
+    assert!(next.request.is_some());
+}
+
+#[test]
+fn midstream_bytes_that_are_not_sse_are_not_read_as_sse() {
+    // JSON with "data:" inside, HTML, binary, an SSE-looking line with no event after it: no
+    // resync, the bytes are skipped as before.
+    let json = "e\": 1}\n{\"data: x\": \"id: 4\"}\n\n";
+    let html = "<p>\ndata: not an event\n<p>\n\n";
+    let lone_field = "junk\ndata: a\nmore junk\n\n";
+    let binary = random_bytes(20_000, 11);
+    for wire in [
+        json.as_bytes(),
+        html.as_bytes(),
+        lone_field.as_bytes(),
+        &binary,
+    ] {
+        let run = midstream_run(wire, 1400);
+        assert!(run.exchanges.is_empty(), "{}", run.dump());
+        assert_eq!(run.stats.midstream_resyncs, 0);
+        assert_eq!(run.stats.skipped_bytes, wire.len() as u64);
+    }
+    // With its handshake captured, a connection is never read from the middle.
+    let mut d = Driver::conn0();
+    d.s2c("id: 1\ndata: a\n\nid: 2\ndata: b\n\n");
+    let run = d.finish();
+    assert!(run.exchanges.is_empty());
+}
+
+#[test]
+fn midstream_connection_starting_at_a_head_is_parsed_as_usual() {
+    let mut d = Driver::new();
+    d.open_midstream(0, CLIENT, SERVER);
+    d.c2s(get("/mcp"));
+    d.s2c(format!("{SSE_CLOSE_DELIMITED}id: 1\ndata: a\n\n"));
+    let run = d.finish();
+    let e = run.only();
+    assert!(e.request.is_some() && e.response.is_some());
+    assert_eq!(run.stats.midstream_resyncs, 0);
+    assert!(run.anomalies.is_empty());
+}
+
+#[test]
+fn midstream_incident_sample_get_stream_is_read_from_event_1() {
+    // samples/midstream-incident.pcap: the capture began inside the fallback GET's chunked body.
+    let mut inputs = vec![open_capture("samples/midstream-incident.pcap", 0).unwrap()];
+    let mut capture = CaptureStage::new(Settings::default(), 1);
+    let mut http = Stage::new(Collector::default());
+    run(&mut inputs, &mut capture, &mut http);
+    let run = Run::of(&mut http, Vec::new());
+    let get = run
+        .exchanges
+        .iter()
+        .find(|e| e.request.is_none())
+        .expect("the GET stream");
+    let ids: Vec<String> = get
+        .events
+        .iter()
+        .map(|e| e.last_event_id.to_string())
+        .collect();
+    let want: Vec<String> = (1..=41).map(|n| n.to_string()).collect();
+    assert_eq!(ids, want);
+    assert!(get.events[0].after_gap);
+    assert_eq!(get.end.as_ref().unwrap().outcome, Outcome::Reset);
+    assert_eq!(run.stats.midstream_resyncs, 1);
+    assert_eq!(run.stats.connections_other, 0);
+    assert_eq!(run.stats.skipped_bytes, 0, "it starts at a chunk-size line");
+    assert!(
+        run.anomalies
+            .iter()
+            .any(|a| a.3.contains("after skipping 0 bytes"))
+    );
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
+use super::resync::{self, Search};
 use super::sse::{SseEvent, SseParser};
 use super::{
     Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
@@ -41,6 +42,12 @@ pub(crate) const MAX_HELD: usize = 256 << 10;
 /// lost, not late. Four times the capture stage's reorder window: a request captured after its
 /// response (`-i any`, merged interfaces) lags by microseconds to milliseconds.
 const HOLD_NS: i64 = 2_000_000_000;
+/// The first server bytes of a connection picked up mid-stream, kept while they may be the
+/// middle of an event stream whose head the capture missed: at most this many bytes, ...
+const MAX_SSE_PROBE: usize = 64 << 10;
+/// ... from at most this many packets, searched at most this many times.
+const MAX_SSE_PROBE_PIECES: usize = 1024;
+const MAX_SSE_SEARCHES: u32 = 64;
 
 #[derive(Debug)]
 enum State {
@@ -133,6 +140,31 @@ pub(crate) struct Counts {
     pub(crate) responses_held: u64,
     pub(crate) held_paired: u64,
     pub(crate) held_released_early: u64,
+    pub(crate) midstream_resyncs: u64,
+}
+
+/// The server's first bytes on a connection picked up mid-stream, while they are searched for a
+/// point to read an event stream from ([`resync::find_sse_sync`]).
+#[derive(Debug)]
+struct SseProbe {
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    offset: u64,
+    /// Where each packet's bytes end in `buf`, and its mark.
+    pieces: Vec<(usize, Mark)>,
+    /// Candidates before this are ruled out.
+    from: usize,
+    searches: u32,
+    /// A blank line came since the last search (an event can only be whole after one).
+    due: bool,
+}
+
+impl SseProbe {
+    /// The packet that carried byte `at` of `buf`.
+    fn mark_at(&self, at: usize) -> Option<Mark> {
+        let i = self.pieces.partition_point(|&(end, _)| end <= at);
+        self.pieces.get(i).map(|&(_, m)| m)
+    }
 }
 
 /// What the server sent while a response was held: replayed in order once it is released.
@@ -209,6 +241,9 @@ pub(crate) struct Connection {
     /// A hold was given up on (too long, too large, the connection ending) although the client
     /// stream was not parsed up to here: responses whose ACK covers no more are not held again.
     hold_given_up: u64,
+    /// Set on a connection picked up mid-stream until its server side shows a head, an event
+    /// stream, or neither within the probe's bounds.
+    sse_probe: Option<Box<SseProbe>>,
 }
 
 /// The index of a direction in per-direction arrays.
@@ -220,7 +255,15 @@ fn di(dir: Direction) -> usize {
 }
 
 impl Connection {
-    pub(crate) fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
+    /// `midstream`: the capture has no handshake for it, so its first bytes may be in the
+    /// middle of a message.
+    pub(crate) fn new(
+        id: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        _opened: Mark,
+        midstream: bool,
+    ) -> Self {
         Connection {
             id,
             client,
@@ -244,6 +287,16 @@ impl Connection {
             counts: Counts::default(),
             hold: None,
             hold_given_up: 0,
+            sse_probe: midstream.then(|| {
+                Box::new(SseProbe {
+                    buf: Vec::new(),
+                    offset: 0,
+                    pieces: Vec::new(),
+                    from: 0,
+                    searches: 0,
+                    due: false,
+                })
+            }),
         }
     }
 
@@ -334,8 +387,134 @@ impl Connection {
             let used = self.step(dir, rest, mark, sink);
             self.pos[di(dir)] += used as u64;
             rest = &rest[used..];
+            if dir == Direction::ServerToClient && self.sse_probe.as_ref().is_some_and(|p| p.due) {
+                self.search_sse(false, sink);
+            }
         }
         self.step_used[di(dir)] = 0;
+    }
+
+    /// Takes server bytes the start-line search consumed without finding a head (`blank`: they
+    /// ended a blank line) into the probe of a mid-stream connection.
+    fn probe_push(&mut self, bytes: &[u8], mark: Mark, blank: bool) {
+        let pos = self.pos[di(Direction::ServerToClient)];
+        let Some(p) = self.sse_probe.as_mut() else {
+            return;
+        };
+        if p.buf.len() + bytes.len() > MAX_SSE_PROBE || p.pieces.len() >= MAX_SSE_PROBE_PIECES {
+            self.end_probe();
+            return;
+        }
+        if p.buf.is_empty() {
+            p.offset = pos;
+        }
+        p.buf.extend_from_slice(bytes);
+        match p.pieces.last_mut() {
+            Some((end, m)) if *m == mark => *end = p.buf.len(),
+            _ => p.pieces.push((p.buf.len(), mark)),
+        }
+        p.due |= blank;
+    }
+
+    /// No event stream here: what the probe held was skipped.
+    fn end_probe(&mut self) {
+        if let Some(p) = self.sse_probe.take() {
+            self.resp.skipped += p.buf.len() as u64;
+        }
+    }
+
+    /// Searches the probe for a point to read an event stream from (`ended`: no more server
+    /// bytes will join these), and resynchronises there when found.
+    fn search_sse(&mut self, ended: bool, sink: &mut impl HttpSink) {
+        if matches!(self.resp.state, State::Opaque) {
+            self.end_probe();
+        }
+        let Some(p) = self.sse_probe.as_mut() else {
+            return;
+        };
+        p.due = false;
+        p.searches += 1;
+        match resync::find_sse_sync(&p.buf, p.from, ended) {
+            Search::Found { at, framing } => self.resync_sse(at, framing, sink),
+            Search::NeedMore { from } => {
+                p.from = from;
+                if ended || p.searches >= MAX_SSE_SEARCHES {
+                    self.end_probe();
+                }
+            }
+        }
+    }
+
+    /// The server's bytes read as an event stream from byte `at` of the probe: they are the body
+    /// of a response whose request and head the capture missed. It is reported with no request
+    /// and no head (an orphan the MCP stage ties to a session by later evidence), its first event
+    /// after a gap, and one anomaly; the probe's bytes from `at` on are parsed as that body.
+    fn resync_sse(&mut self, at: usize, framing: resync::Framing, sink: &mut impl HttpSink) {
+        let Some(p) = self.sse_probe.take() else {
+            return;
+        };
+        let dir = Direction::ServerToClient;
+        let first = p.mark_at(at).unwrap_or(Mark {
+            time: mcpf_model::Timestamp(0),
+            frame: mcpf_model::FrameRef::new(0, 0),
+        });
+        self.resp.skipped += at as u64;
+        self.resp.line.clear();
+        self.resp.line_first = None;
+        self.resp.head_offset = p.offset + at as u64;
+        self.kind = Some(ConnKind::Http);
+        self.counts.midstream_resyncs += 1;
+        let (index, _) = self.response_index(first);
+        let exchange = ExchangeId {
+            conn: self.id,
+            index,
+        };
+        let (body_framing, decoder, how) = match framing {
+            resync::Framing::Chunked { in_chunk } => (
+                Framing::Chunked,
+                Some(in_chunk.map_or_else(ChunkedDecoder::new, ChunkedDecoder::in_chunk)),
+                "SSE framing inside chunked transfer coding",
+            ),
+            resync::Framing::UntilClose => (
+                Framing::UntilClose,
+                None,
+                "SSE framing (a close-delimited body)",
+            ),
+        };
+        let headers = Headers::default();
+        let mut msg = new_message(
+            Start::Response,
+            headers,
+            exchange,
+            body_framing,
+            first,
+            first,
+        );
+        msg.chunked = decoder;
+        let mut sse = SseParser::new();
+        sse.gap_at_boundary();
+        msg.sse = Some(sse);
+        self.begin_body(dir, msg);
+        if let Some(m) = self.resp.msg.as_mut() {
+            // Its start is not in the capture: it cannot end complete.
+            m.gap = true;
+        }
+        let what = format!(
+            "response picked up in the middle of its body (no request or head in the capture): \
+             resynchronised on {how} after skipping {at} bytes"
+        );
+        self.anomaly(dir, first, what, sink);
+        // The probe's bytes were consumed by the start-line search; they are read again, each
+        // with its packet's mark, as the body.
+        self.pos[di(dir)] = p.offset + at as u64;
+        let mut begin = 0;
+        for &(end, mark) in &p.pieces {
+            let from = begin.max(at);
+            if from < end {
+                self.feed(dir, &p.buf[from..end], mark, None, sink);
+            }
+            begin = end;
+        }
     }
 
     /// Whether server bytes are to be held: a hold is on, or they start a response (between
@@ -526,6 +705,29 @@ impl Connection {
     /// allowed before a message (RFC 9112 §2.2); anything else before a start line is skipped
     /// and counted.
     fn find_start(&mut self, dir: Direction, data: &[u8], mark: Mark) -> usize {
+        let probing = dir == Direction::ServerToClient && self.sse_probe.is_some();
+        let (used, found, blank) = self.find_start_line(dir, data, mark, !probing);
+        if probing {
+            if found {
+                // A head: not a body picked up in the middle.
+                self.end_probe();
+            } else {
+                self.probe_push(&data[..used], mark, blank);
+            }
+        }
+        used
+    }
+
+    /// [`Self::find_start`] on one line (or what there is of it): returns the bytes consumed,
+    /// whether they started a head, and whether they ended a blank line. `count`: bytes
+    /// skipped are counted (not while a probe holds them).
+    fn find_start_line(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        count: bool,
+    ) -> (usize, bool, bool) {
         let is_http = self.kind == Some(ConnKind::Http);
         let pos = self.pos[di(dir)];
         let half = self.half(dir);
@@ -535,13 +737,15 @@ impl Connection {
         };
         if half.line.len() + chunk.len() > MAX_RESYNC_LINE {
             // Too long to be a start line: drop what we hold and this chunk.
-            half.skipped += (half.line.len() + chunk.len()) as u64;
+            if count {
+                half.skipped += (half.line.len() + chunk.len()) as u64;
+            }
             half.line.clear();
             if !is_http {
                 self.scanned_without_http += chunk.len() as u64;
                 self.maybe_give_up();
             }
-            return chunk.len();
+            return (chunk.len(), false, false);
         }
         if !complete {
             if half.line.is_empty() {
@@ -549,7 +753,7 @@ impl Connection {
                 half.line_offset = pos;
             }
             half.line.extend_from_slice(chunk);
-            return chunk.len();
+            return (chunk.len(), false, false);
         }
         let line_offset = if half.line.is_empty() {
             pos
@@ -571,7 +775,7 @@ impl Connection {
         let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
         let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
         if trimmed.is_empty() {
-            return chunk.len();
+            return (chunk.len(), false, true);
         }
         let plausible = match dir {
             Direction::ClientToServer => is_request_line(trimmed),
@@ -593,14 +797,16 @@ impl Connection {
             half.head_offset = line_offset + at as u64;
             half.state = State::Head;
             self.kind = Some(ConnKind::Http);
-        } else {
-            half.skipped += line.len() as u64;
-            if !is_http {
-                self.scanned_without_http += line.len() as u64;
-                self.maybe_give_up();
-            }
+            return (chunk.len(), true, false);
         }
-        chunk.len()
+        if count {
+            half.skipped += line.len() as u64;
+        }
+        if !is_http {
+            self.scanned_without_http += line.len() as u64;
+            self.maybe_give_up();
+        }
+        (chunk.len(), false, false)
     }
 
     fn maybe_give_up(&mut self) {
@@ -1067,6 +1273,18 @@ impl Connection {
     }
 
     fn lose(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        if dir == Direction::ServerToClient && self.sse_probe.is_some() {
+            // What came before the gap is all there is of it: a stream found in it goes on
+            // (and loses these bytes); if none, the search starts again after them.
+            let found = self.probe_before_gap(sink);
+            if !found && let Some(p) = self.sse_probe.as_mut() {
+                self.resp.skipped += p.buf.len() as u64;
+                p.buf.clear();
+                p.pieces.clear();
+                p.from = 0;
+                p.due = false;
+            }
+        }
         self.pos[di(dir)] += len;
         let half = self.half(dir);
         match half.state {
@@ -1125,7 +1343,25 @@ impl Connection {
         }
     }
 
+    /// Searches the probe as if its bytes were all (a gap or the end follows them); returns
+    /// whether it resynchronised. An unfinished search is kept.
+    fn probe_before_gap(&mut self, sink: &mut impl HttpSink) -> bool {
+        let Some(p) = self.sse_probe.as_ref() else {
+            return false;
+        };
+        match resync::find_sse_sync(&p.buf, p.from, true) {
+            Search::Found { at, framing } => {
+                self.resync_sse(at, framing, sink);
+                true
+            }
+            Search::NeedMore { .. } => false,
+        }
+    }
+
     fn fin_now(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        if dir == Direction::ServerToClient && self.sse_probe.is_some() {
+            self.search_sse(true, sink);
+        }
         let half = self.half(dir);
         match half.state {
             State::Body => {
@@ -1181,6 +1417,9 @@ impl Connection {
     ) {
         // What was held goes first: the connection ends after it.
         self.release_hold(true, sink);
+        if self.sse_probe.is_some() {
+            self.search_sse(true, sink);
+        }
         let closed_by = by.or(self.first_fin.map(|f| f.0));
         // A request left unanswered is reported at the moment its connection was given up: the
         // first FIN, when the connection ended that way.
@@ -1642,6 +1881,7 @@ mod tests {
                 "10.0.0.1:40000".parse().unwrap(),
                 "10.0.0.2:9123".parse().unwrap(),
                 mark(0),
+                false,
             );
             Wire {
                 conn,

@@ -28,6 +28,7 @@
 mod body;
 mod conn;
 pub mod exchange;
+mod resync;
 pub mod sse;
 pub mod threaded;
 
@@ -288,6 +289,12 @@ pub struct HttpStats {
     /// too large (256 KiB, or 16 MiB over all connections), or the connection ended.
     #[serde(skip)]
     pub held_released_early: u64,
+    /// Responses picked up in the middle of their body on connections captured mid-stream (no
+    /// request, no head), read from the first point their bytes make a whole Server-Sent Event
+    /// (after a chunk-size line, or at a field line): reported as exchanges with neither request
+    /// nor head, whose first event is `after_gap`, with an anomaly giving the bytes skipped.
+    #[serde(skip)]
+    pub midstream_resyncs: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -352,6 +359,7 @@ impl<S: HttpSink> Stage<S> {
         self.stats.responses_held += n.responses_held;
         self.stats.held_paired += n.held_paired;
         self.stats.held_released_early += n.held_released_early;
+        self.stats.midstream_resyncs += n.midstream_resyncs;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
@@ -377,10 +385,10 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 client,
                 server,
                 mark,
-                ..
+                handshake_seen,
             } => {
-                self.connections
-                    .insert(conn, Box::new(Connection::new(conn, client, server, mark)));
+                let c = Connection::new(conn, client, server, mark, !handshake_seen);
+                self.connections.insert(conn, Box::new(c));
                 self.sink.on_http(HttpEvent::ConnectionStart {
                     conn,
                     client,
