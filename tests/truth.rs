@@ -122,6 +122,30 @@ fn the_seed_incident_and_its_back_off_copies_give_the_whole_chain() {
 }
 
 #[test]
+fn a_capture_started_mid_stream_still_shows_the_replay() {
+    // The capture begins inside the fallback GET's body: no SYN, no request, no response head,
+    // no initialize. The replay, the duplicate answer and the skipped range are in the file;
+    // the fallback and the unanswered request are not determinable from it.
+    let t = truth("midstream-incident.truth.json");
+    let want: BTreeSet<String> = t["expected_findings"]["client_leg"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    let sid = t["session_id"].as_str().unwrap();
+    let report = analyze(&["samples/midstream-incident.pcap"]);
+    assert_eq!(report["summary"]["sessions"], 1);
+    let got = above_info(&report);
+    assert_eq!(got.get(&Some(sid.to_string())), Some(&want), "{got:?}");
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        report["summary"]["mcp_unattributed"], 0,
+        "the resume tied the stream"
+    );
+}
+
+#[test]
 fn among_53_concurrent_sessions_behind_nginx_only_the_incident_has_findings() {
     let t = truth("concurrent-nginx.truth.json");
     let incident = t["expected_findings"]["sessions_with_findings_above_info"][0]

@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use etherparse::{IpNumber, LaxIpSlice, TcpSlice};
+use etherparse::{IpNumber, LaxIpSlice, TcpOptionElement, TcpSlice};
 
 /// Link types we decode (the LINKTYPE_* values of the tcpdump registry).
 pub mod linktype {
@@ -49,6 +49,11 @@ pub(crate) struct TcpSegment<'a> {
     pub(crate) seq: u32,
     pub(crate) ack: u32,
     pub(crate) flags: TcpFlags,
+    /// The receive window the sender advertises, as on the wire (not yet scaled).
+    pub(crate) window: u16,
+    /// The window scale option (RFC 7323 §2), read from SYN segments only: the shift the
+    /// sender will apply to the windows it advertises once both sides offered it.
+    pub(crate) wscale: Option<u8>,
     pub(crate) payload: &'a [u8],
     pub(crate) missing: u32,
 }
@@ -200,6 +205,17 @@ fn ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
     } else {
         0
     };
+    // Options are read only where they matter to us: the window scale a SYN offers.
+    let wscale = if tcp.syn() {
+        tcp.options_iterator()
+            .map_while(Result::ok)
+            .find_map(|o| match o {
+                TcpOptionElement::WindowScale(shift) => Some(shift),
+                _ => None,
+            })
+    } else {
+        None
+    };
     Ok(TcpSegment {
         src: SocketAddr::new(src_ip, tcp.source_port()),
         dst: SocketAddr::new(dst_ip, tcp.destination_port()),
@@ -211,6 +227,8 @@ fn ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
             fin: tcp.fin(),
             rst: tcp.rst(),
         },
+        window: tcp.window_size(),
+        wscale,
         payload: captured_payload,
         missing: u32::try_from(missing).unwrap_or(u32::MAX),
     })

@@ -65,6 +65,7 @@
 //!         TcpEvent::Data { dir, data, .. } => format!("{dir:?}: {} bytes", data.len()),
 //!         TcpEvent::Gap { len, .. } => format!("{len} bytes lost"),
 //!         TcpEvent::Fin { dir, .. } => format!("{dir:?}: FIN"),
+//!         TcpEvent::Inconsistent { offset, len, .. } => format!("{len} bytes at {offset} differ"),
 //!         TcpEvent::Closed { summary } => format!("closed: {}", summary.close.name()),
 //!     };
 //!     println!("{line}");

@@ -19,6 +19,8 @@ pub struct SegmentSpec<'a> {
     pub(crate) ack: u32,
     pub flags: TcpFlags,
     pub window: u16,
+    /// A window scale option (RFC 7323 §2.2) to put in the header, for SYN segments.
+    pub wscale: Option<u8>,
     pub(crate) payload: &'a [u8],
     /// IPv4 options (a multiple of 4 bytes) or, for IPv6, a hop-by-hop extension header's
     /// option bytes (6 + 8n bytes): lets tests exercise variable-length headers.
@@ -37,6 +39,7 @@ impl<'a> SegmentSpec<'a> {
                 ..TcpFlags::default()
             },
             window: 65_535,
+            wscale: None,
             payload,
             ip_options: &[],
         }
@@ -89,10 +92,20 @@ fn tcp_bytes(spec: &SegmentSpec<'_>, pseudo: u32) -> Vec<u8> {
     if spec.flags.ack {
         flags |= 0x10;
     }
-    tcp.push(5 << 4);
+    // Window scale: kind 3, length 3, the shift, then a NOP to fill the 32-bit word.
+    let wscale_option;
+    let options: &[u8] = match spec.wscale {
+        Some(shift) => {
+            wscale_option = [3, 3, shift, 1];
+            &wscale_option
+        }
+        None => &[],
+    };
+    tcp.push((((20 + options.len()) / 4) as u8) << 4);
     tcp.push(flags);
     tcp.extend_from_slice(&spec.window.to_be_bytes());
     tcp.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+    tcp.extend_from_slice(options);
     tcp.extend_from_slice(spec.payload);
     let sum = checksum_add(pseudo + tcp.len() as u32, &tcp);
     let c = checksum_finish(sum);

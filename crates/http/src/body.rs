@@ -70,6 +70,20 @@ impl ChunkedDecoder {
         }
     }
 
+    /// A decoder that starts inside a chunk with `left` data bytes still to come: a body picked
+    /// up in the middle, where the distance to the next chunk boundary was found.
+    pub(crate) fn in_chunk(left: u64) -> Self {
+        let state = if left == 0 {
+            ChunkState::DataEnd { seen_cr: false }
+        } else {
+            ChunkState::Data(left)
+        };
+        ChunkedDecoder {
+            state,
+            ..ChunkedDecoder::new()
+        }
+    }
+
     /// Bytes still owed by the chunk being read, if inside chunk data (lets a capture gap of a
     /// known size be skipped without losing the framing).
     pub(crate) fn remaining_in_chunk(&self) -> Option<u64> {

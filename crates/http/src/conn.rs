@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
+use super::resync::{self, Search};
 use super::sse::{SseEvent, SseParser};
 use super::{
     Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
@@ -32,6 +33,21 @@ const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
 const MAX_HEADERS: usize = 128;
+/// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
+/// remembered until the message carrying them ends; more are counted, not tied to a message.
+const MAX_FUTURE_INCONSISTENT: usize = 16;
+/// Server bytes held for a response whose request is not parsed yet, per connection ...
+pub(crate) const MAX_HELD: usize = 256 << 10;
+/// ... and for how long (capture time): past it the request bytes its ACK covers are taken as
+/// lost, not late. Four times the capture stage's reorder window: a request captured after its
+/// response (`-i any`, merged interfaces) lags by microseconds to milliseconds.
+const HOLD_NS: i64 = 2_000_000_000;
+/// The first server bytes of a connection picked up mid-stream, kept while they may be the
+/// middle of an event stream whose head the capture missed: at most this many bytes, ...
+const MAX_SSE_PROBE: usize = 64 << 10;
+/// ... from at most this many packets, searched at most this many times.
+const MAX_SSE_PROBE_PIECES: usize = 1024;
+const MAX_SSE_SEARCHES: u32 = 64;
 
 #[derive(Debug)]
 enum State {
@@ -69,16 +85,22 @@ struct Message {
     sse: Option<SseParser>,
     first: Mark,
     last: Mark,
+    /// Stream offset of its first byte (its start line).
+    offset: u64,
 }
 
 #[derive(Debug)]
 struct Half {
     state: State,
-    /// Start-line search: the bytes of the line being examined, and where its first byte came.
+    /// Start-line search: the bytes of the line being examined, and where its first byte came
+    /// (capture mark and stream offset).
     line: Vec<u8>,
     line_first: Option<Mark>,
+    line_offset: u64,
     head: Vec<u8>,
     head_first: Option<Mark>,
+    /// Stream offset of the first byte of the head being read.
+    head_offset: u64,
     msg: Option<Message>,
     /// The next message found follows a gap.
     after_gap: bool,
@@ -91,8 +113,10 @@ impl Half {
             state: State::Start,
             line: Vec::new(),
             line_first: None,
+            line_offset: 0,
             head: Vec::new(),
             head_first: None,
+            head_offset: 0,
             msg: None,
             after_gap: false,
             skipped: 0,
@@ -105,6 +129,80 @@ struct Pending {
     index: u32,
     method: String,
     first: Mark,
+}
+
+/// What a connection counts for [`HttpStats`](super::HttpStats) beyond its kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) inconsistent_retransmissions: u64,
+    pub(crate) inconsistent_bytes: u64,
+    pub(crate) inconsistent_unattributed: u64,
+    pub(crate) responses_held: u64,
+    pub(crate) held_paired: u64,
+    pub(crate) held_released_early: u64,
+    pub(crate) midstream_resyncs: u64,
+}
+
+/// The server's first bytes on a connection picked up mid-stream, while they are searched for a
+/// point to read an event stream from ([`resync::find_sse_sync`]).
+#[derive(Debug)]
+struct SseProbe {
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    offset: u64,
+    /// Where each packet's bytes end in `buf`, and its mark.
+    pieces: Vec<(usize, Mark)>,
+    /// Candidates before this are ruled out.
+    from: usize,
+    searches: u32,
+    /// A blank line came since the last search (an event can only be whole after one).
+    due: bool,
+}
+
+impl SseProbe {
+    /// The packet that carried byte `at` of `buf`.
+    fn mark_at(&self, at: usize) -> Option<Mark> {
+        let i = self.pieces.partition_point(|&(end, _)| end <= at);
+        self.pieces.get(i).map(|&(_, m)| m)
+    }
+}
+
+/// What the server sent while a response was held: replayed in order once it is released.
+#[derive(Debug)]
+enum Held {
+    Data {
+        bytes: Vec<u8>,
+        mark: Mark,
+        acked: Option<u64>,
+    },
+    Gap {
+        len: u64,
+        mark: Mark,
+    },
+    Fin {
+        mark: Mark,
+    },
+}
+
+/// A response that came before the request it answers: its ACK covers request bytes the parser
+/// has not seen yet (the capture put the server's segment first).
+#[derive(Debug)]
+struct Hold {
+    items: VecDeque<Held>,
+    bytes: usize,
+    /// When the first held segment was captured.
+    since: Mark,
+    /// The client stream offset the response's ACK covers: once the parser has read that far,
+    /// the requests it answers are parsed.
+    until: u64,
+}
+
+/// A retransmission that disagreed with the first copy of bytes the parser had not reached yet.
+#[derive(Clone, Copy, Debug)]
+struct FutureInconsistent {
+    dir: Direction,
+    offset: u64,
+    len: u64,
 }
 
 /// HTTP state of one TCP connection.
@@ -131,10 +229,41 @@ pub(crate) struct Connection {
     /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
     probe: Vec<u8>,
     out_events: Vec<SseEvent>,
+    /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
+    /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
+    pos: [u64; 2],
+    /// ... and what the step in progress consumed past it before ending a message, so that a
+    /// message knows the offset it ended at.
+    step_used: [u64; 2],
+    future_inconsistent: Vec<FutureInconsistent>,
+    counts: Counts,
+    hold: Option<Box<Hold>>,
+    /// A hold was given up on (too long, too large, the connection ending) although the client
+    /// stream was not parsed up to here: responses whose ACK covers no more are not held again.
+    hold_given_up: u64,
+    /// Set on a connection picked up mid-stream until its server side shows a head, an event
+    /// stream, or neither within the probe's bounds.
+    sse_probe: Option<Box<SseProbe>>,
+}
+
+/// The index of a direction in per-direction arrays.
+fn di(dir: Direction) -> usize {
+    match dir {
+        Direction::ClientToServer => 0,
+        Direction::ServerToClient => 1,
+    }
 }
 
 impl Connection {
-    pub(crate) fn new(id: ConnId, client: SocketAddr, server: SocketAddr, _opened: Mark) -> Self {
+    /// `midstream`: the capture has no handshake for it, so its first bytes may be in the
+    /// middle of a message.
+    pub(crate) fn new(
+        id: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        _opened: Mark,
+        midstream: bool,
+    ) -> Self {
         Connection {
             id,
             client,
@@ -152,7 +281,32 @@ impl Connection {
             scanned_without_http: 0,
             probe: Vec::new(),
             out_events: Vec::new(),
+            pos: [0; 2],
+            step_used: [0; 2],
+            future_inconsistent: Vec::new(),
+            counts: Counts::default(),
+            hold: None,
+            hold_given_up: 0,
+            sse_probe: midstream.then(|| {
+                Box::new(SseProbe {
+                    buf: Vec::new(),
+                    offset: 0,
+                    pieces: Vec::new(),
+                    from: 0,
+                    searches: 0,
+                    due: false,
+                })
+            }),
         }
+    }
+
+    /// Server bytes held for a response whose request is not parsed yet.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.hold.as_ref().map_or(0, |h| h.bytes)
+    }
+
+    pub(crate) fn counts(&self) -> Counts {
+        self.counts
     }
 
     pub(crate) fn kind(&self) -> ConnKind {
@@ -181,13 +335,17 @@ impl Connection {
         });
     }
 
+    /// Bytes of `dir`; `acked` is the offset of the other direction their segment acknowledged,
+    /// when the capture stage knows it.
     pub(crate) fn data(
         &mut self,
         dir: Direction,
         data: &[u8],
         mark: Mark,
+        acked: Option<u64>,
         sink: &mut impl HttpSink,
     ) {
+        self.expire_hold(mark, sink);
         self.saw_data = true;
         if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
             let take = (PROBE_BYTES - self.probe.len()).min(data.len());
@@ -199,11 +357,327 @@ impl Connection {
                 self.resp.state = State::Opaque;
             }
         }
+        self.feed(dir, data, mark, acked, sink);
+        if dir == Direction::ClientToServer {
+            self.release_if_answered(sink);
+        }
+    }
+
+    /// Parses bytes of `dir`, unless they start a response to hold (or one is held already).
+    fn feed(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        acked: Option<u64>,
+        sink: &mut impl HttpSink,
+    ) {
         let mut rest = data;
         while !rest.is_empty() {
+            if dir == Direction::ServerToClient && self.holds(acked, mark) {
+                self.hold_item(Held::Data {
+                    bytes: rest.to_vec(),
+                    mark,
+                    acked,
+                });
+                self.limit_hold(sink);
+                return;
+            }
+            self.step_used[di(dir)] = 0;
             let used = self.step(dir, rest, mark, sink);
+            self.pos[di(dir)] += used as u64;
             rest = &rest[used..];
+            if dir == Direction::ServerToClient && self.sse_probe.as_ref().is_some_and(|p| p.due) {
+                self.search_sse(false, sink);
+            }
         }
+        self.step_used[di(dir)] = 0;
+    }
+
+    /// Takes server bytes the start-line search consumed without finding a head (`blank`: they
+    /// ended a blank line) into the probe of a mid-stream connection.
+    fn probe_push(&mut self, bytes: &[u8], mark: Mark, blank: bool) {
+        let pos = self.pos[di(Direction::ServerToClient)];
+        let Some(p) = self.sse_probe.as_mut() else {
+            return;
+        };
+        if p.buf.len() + bytes.len() > MAX_SSE_PROBE || p.pieces.len() >= MAX_SSE_PROBE_PIECES {
+            self.end_probe();
+            return;
+        }
+        if p.buf.is_empty() {
+            p.offset = pos;
+        }
+        p.buf.extend_from_slice(bytes);
+        match p.pieces.last_mut() {
+            Some((end, m)) if *m == mark => *end = p.buf.len(),
+            _ => p.pieces.push((p.buf.len(), mark)),
+        }
+        p.due |= blank;
+    }
+
+    /// No event stream here: what the probe held was skipped.
+    fn end_probe(&mut self) {
+        if let Some(p) = self.sse_probe.take() {
+            self.resp.skipped += p.buf.len() as u64;
+        }
+    }
+
+    /// Searches the probe for a point to read an event stream from (`ended`: no more server
+    /// bytes will join these), and resynchronises there when found.
+    fn search_sse(&mut self, ended: bool, sink: &mut impl HttpSink) {
+        if matches!(self.resp.state, State::Opaque) {
+            self.end_probe();
+        }
+        let Some(p) = self.sse_probe.as_mut() else {
+            return;
+        };
+        p.due = false;
+        p.searches += 1;
+        match resync::find_sse_sync(&p.buf, p.from, ended) {
+            Search::Found { at, framing } => self.resync_sse(at, framing, sink),
+            Search::NeedMore { from } => {
+                p.from = from;
+                if ended || p.searches >= MAX_SSE_SEARCHES {
+                    self.end_probe();
+                }
+            }
+        }
+    }
+
+    /// The server's bytes read as an event stream from byte `at` of the probe: they are the body
+    /// of a response whose request and head the capture missed. It is reported with no request
+    /// and no head (an orphan the MCP stage ties to a session by later evidence), its first event
+    /// after a gap, and one anomaly; the probe's bytes from `at` on are parsed as that body.
+    fn resync_sse(&mut self, at: usize, framing: resync::Framing, sink: &mut impl HttpSink) {
+        let Some(p) = self.sse_probe.take() else {
+            return;
+        };
+        let dir = Direction::ServerToClient;
+        let first = p.mark_at(at).unwrap_or(Mark {
+            time: mcpf_model::Timestamp(0),
+            frame: mcpf_model::FrameRef::new(0, 0),
+        });
+        self.resp.skipped += at as u64;
+        self.resp.line.clear();
+        self.resp.line_first = None;
+        self.resp.head_offset = p.offset + at as u64;
+        self.kind = Some(ConnKind::Http);
+        self.counts.midstream_resyncs += 1;
+        let (index, _) = self.response_index(first);
+        let exchange = ExchangeId {
+            conn: self.id,
+            index,
+        };
+        let (body_framing, decoder, how) = match framing {
+            resync::Framing::Chunked { in_chunk } => (
+                Framing::Chunked,
+                Some(in_chunk.map_or_else(ChunkedDecoder::new, ChunkedDecoder::in_chunk)),
+                "SSE framing inside chunked transfer coding",
+            ),
+            resync::Framing::UntilClose => (
+                Framing::UntilClose,
+                None,
+                "SSE framing (a close-delimited body)",
+            ),
+        };
+        let headers = Headers::default();
+        let mut msg = new_message(
+            Start::Response,
+            headers,
+            exchange,
+            body_framing,
+            first,
+            first,
+        );
+        msg.chunked = decoder;
+        let mut sse = SseParser::new();
+        sse.gap_at_boundary();
+        msg.sse = Some(sse);
+        self.begin_body(dir, msg);
+        if let Some(m) = self.resp.msg.as_mut() {
+            // Its start is not in the capture: it cannot end complete.
+            m.gap = true;
+        }
+        let what = format!(
+            "response picked up in the middle of its body (no request or head in the capture): \
+             resynchronised on {how} after skipping {at} bytes"
+        );
+        self.anomaly(dir, first, what, sink);
+        // The probe's bytes were consumed by the start-line search; they are read again, each
+        // with its packet's mark, as the body.
+        self.pos[di(dir)] = p.offset + at as u64;
+        let mut begin = 0;
+        for &(end, mark) in &p.pieces {
+            let from = begin.max(at);
+            if from < end {
+                self.feed(dir, &p.buf[from..end], mark, None, sink);
+            }
+            begin = end;
+        }
+    }
+
+    /// Whether server bytes are to be held: a hold is on, or they start a response (between
+    /// messages, no request waiting for an answer) whose ACK covers client bytes the parser has
+    /// not read yet. The n-th response answers the n-th request (RFC 9112 §9.3), so a response
+    /// that arrives first, acknowledging a request still to come, waits for it rather than
+    /// being taken for the answer to a request the capture missed. Starts the hold when due.
+    fn holds(&mut self, acked: Option<u64>, mark: Mark) -> bool {
+        if self.hold.is_some() {
+            return true;
+        }
+        let Some(until) = acked else {
+            return false;
+        };
+        let read = self.pos[di(Direction::ClientToServer)];
+        let between = matches!(self.resp.state, State::Start)
+            && self.resp.line.is_empty()
+            && self.resp.msg.is_none();
+        if !between
+            || !self.pending.is_empty()
+            || until <= read
+            || until <= self.hold_given_up
+            || matches!(self.req.state, State::Opaque)
+        {
+            return false;
+        }
+        self.counts.responses_held += 1;
+        self.hold = Some(Box::new(Hold {
+            items: VecDeque::new(),
+            bytes: 0,
+            since: mark,
+            until,
+        }));
+        true
+    }
+
+    fn hold_item(&mut self, item: Held) {
+        if let Some(h) = self.hold.as_mut() {
+            if let Held::Data { bytes, .. } = &item {
+                h.bytes += bytes.len();
+            }
+            h.items.push_back(item);
+        }
+    }
+
+    /// A hold larger than [`MAX_HELD`] is given up on: the response is parsed without its
+    /// request.
+    fn limit_hold(&mut self, sink: &mut impl HttpSink) {
+        if self.held_bytes() > MAX_HELD {
+            self.release_hold(true, sink);
+        }
+    }
+
+    /// A hold older than [`HOLD_NS`] at the capture time `mark` is given up on.
+    #[inline]
+    fn expire_hold(&mut self, mark: Mark, sink: &mut impl HttpSink) {
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|h| mark.time.0.saturating_sub(h.since.time.0) > HOLD_NS)
+        {
+            self.release_hold(true, sink);
+        }
+    }
+
+    /// The parser read the client bytes the held response acknowledged, or a request it can
+    /// answer: the response goes on.
+    fn release_if_answered(&mut self, sink: &mut impl HttpSink) {
+        let read = self.pos[di(Direction::ClientToServer)];
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|h| read >= h.until || !self.pending.is_empty())
+        {
+            self.release_hold(false, sink);
+        }
+    }
+
+    /// Replays what was held (`early`: before the requests it acknowledged were read, which is
+    /// counted). A later response in the replay may start a hold of its own.
+    pub(crate) fn release_hold(&mut self, early: bool, sink: &mut impl HttpSink) {
+        let Some(hold) = self.hold.take() else {
+            return;
+        };
+        if early {
+            self.counts.held_released_early += 1;
+            self.hold_given_up = self.hold_given_up.max(hold.until);
+        }
+        if !self.pending.is_empty() {
+            self.counts.held_paired += 1;
+        }
+        let dir = Direction::ServerToClient;
+        for item in hold.items {
+            if self.hold.is_some() {
+                self.hold_item(item);
+                continue;
+            }
+            match item {
+                Held::Data { bytes, mark, acked } => self.feed(dir, &bytes, mark, acked, sink),
+                Held::Gap { len, mark } => self.lose(dir, len, mark, sink),
+                Held::Fin { mark } => self.fin_now(dir, mark, sink),
+            }
+        }
+    }
+
+    /// A retransmission of `len` bytes from `offset` on disagreed with the first copy, carried
+    /// by `first`; the copy in `second` was dropped by the capture stage. Reported, and the
+    /// message whose content rests on those bytes is marked, now or when it ends.
+    pub(crate) fn inconsistent(
+        &mut self,
+        dir: Direction,
+        offset: u64,
+        len: u64,
+        first: Mark,
+        second: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        self.counts.inconsistent_retransmissions += 1;
+        let parsed = self.pos[di(dir)];
+        let half = match dir {
+            Direction::ClientToServer => &mut self.req,
+            Direction::ServerToClient => &mut self.resp,
+        };
+        let mut carried_by = None;
+        match half.msg.as_mut() {
+            Some(m) if m.offset <= offset && offset < parsed => {
+                m.body.inconsistent_bytes += len;
+                carried_by = Some(m.exchange);
+            }
+            _ if offset >= parsed && self.future_inconsistent.len() < MAX_FUTURE_INCONSISTENT => {
+                self.future_inconsistent
+                    .push(FutureInconsistent { dir, offset, len });
+            }
+            _ => self.counts.inconsistent_unattributed += 1,
+        }
+        let within = carried_by.map_or(String::new(), |ex| {
+            format!(" in the {} of {ex}", message_kind(dir))
+        });
+        let what = format!(
+            "retransmitted bytes differ from the first copy: {len} bytes at stream offset \
+             {offset}{within} (first copy in {}, retransmission in {}; the first copy was kept)",
+            frame_name(first),
+            frame_name(second)
+        );
+        self.anomaly(dir, second, what, sink);
+    }
+
+    /// Inconsistent retransmissions of bytes a message that ends at `end` carried: its body is
+    /// marked. Ones before its start were in bytes no message used.
+    fn settle_inconsistent(&mut self, dir: Direction, msg: &mut Message, end: u64) {
+        let counts = &mut self.counts;
+        self.future_inconsistent.retain(|f| {
+            if f.dir != dir || f.offset >= end {
+                return true;
+            }
+            if f.offset >= msg.offset {
+                msg.body.inconsistent_bytes += f.len;
+            } else {
+                counts.inconsistent_unattributed += 1;
+            }
+            false
+        });
+        self.counts.inconsistent_bytes += msg.body.inconsistent_bytes;
     }
 
     fn half(&mut self, dir: Direction) -> &mut Half {
@@ -231,7 +705,31 @@ impl Connection {
     /// allowed before a message (RFC 9112 §2.2); anything else before a start line is skipped
     /// and counted.
     fn find_start(&mut self, dir: Direction, data: &[u8], mark: Mark) -> usize {
+        let probing = dir == Direction::ServerToClient && self.sse_probe.is_some();
+        let (used, found, blank) = self.find_start_line(dir, data, mark, !probing);
+        if probing {
+            if found {
+                // A head: not a body picked up in the middle.
+                self.end_probe();
+            } else {
+                self.probe_push(&data[..used], mark, blank);
+            }
+        }
+        used
+    }
+
+    /// [`Self::find_start`] on one line (or what there is of it): returns the bytes consumed,
+    /// whether they started a head, and whether they ended a blank line. `count`: bytes
+    /// skipped are counted (not while a probe holds them).
+    fn find_start_line(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        count: bool,
+    ) -> (usize, bool, bool) {
         let is_http = self.kind == Some(ConnKind::Http);
+        let pos = self.pos[di(dir)];
         let half = self.half(dir);
         let (chunk, complete) = match data.iter().position(|&b| b == b'\n') {
             Some(i) => (&data[..=i], true),
@@ -239,21 +737,29 @@ impl Connection {
         };
         if half.line.len() + chunk.len() > MAX_RESYNC_LINE {
             // Too long to be a start line: drop what we hold and this chunk.
-            half.skipped += (half.line.len() + chunk.len()) as u64;
+            if count {
+                half.skipped += (half.line.len() + chunk.len()) as u64;
+            }
             half.line.clear();
             if !is_http {
                 self.scanned_without_http += chunk.len() as u64;
                 self.maybe_give_up();
             }
-            return chunk.len();
+            return (chunk.len(), false, false);
         }
         if !complete {
             if half.line.is_empty() {
                 half.line_first = Some(mark);
+                half.line_offset = pos;
             }
             half.line.extend_from_slice(chunk);
-            return chunk.len();
+            return (chunk.len(), false, false);
         }
+        let line_offset = if half.line.is_empty() {
+            pos
+        } else {
+            half.line_offset
+        };
         let line_first = half
             .line_first
             .take()
@@ -269,7 +775,7 @@ impl Connection {
         let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
         let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
         if trimmed.is_empty() {
-            return chunk.len();
+            return (chunk.len(), false, true);
         }
         let plausible = match dir {
             Direction::ClientToServer => is_request_line(trimmed),
@@ -288,16 +794,19 @@ impl Connection {
             half.head.clear();
             half.head.extend_from_slice(&line[at..]);
             half.head_first = Some(if at == 0 { line_first } else { mark });
+            half.head_offset = line_offset + at as u64;
             half.state = State::Head;
             self.kind = Some(ConnKind::Http);
-        } else {
-            half.skipped += line.len() as u64;
-            if !is_http {
-                self.scanned_without_http += line.len() as u64;
-                self.maybe_give_up();
-            }
+            return (chunk.len(), true, false);
         }
-        chunk.len()
+        if count {
+            half.skipped += line.len() as u64;
+        }
+        if !is_http {
+            self.scanned_without_http += line.len() as u64;
+            self.maybe_give_up();
+        }
+        (chunk.len(), false, false)
     }
 
     fn maybe_give_up(&mut self) {
@@ -337,6 +846,8 @@ impl Connection {
             return data.len();
         };
         let used = end - before;
+        self.step_used[di(dir)] = used as u64;
+        let half = self.half(dir);
         half.head.truncate(end);
         let head = std::mem::take(&mut half.head);
         let first = half.head_first.take().unwrap_or(mark);
@@ -569,6 +1080,7 @@ impl Connection {
     /// A head was read: its body (if any) follows.
     fn begin_body(&mut self, dir: Direction, mut msg: Message) {
         let half = self.half(dir);
+        msg.offset = half.head_offset;
         msg.gap = std::mem::take(&mut half.after_gap);
         half.msg = Some(msg);
         half.state = State::Body;
@@ -598,6 +1110,7 @@ impl Connection {
                 let take = (msg.remaining.min(data.len() as u64)) as usize;
                 msg.remaining -= take as u64;
                 let done = msg.remaining == 0;
+                self.step_used[di(dir)] = take as u64;
                 self.body_bytes(dir, &data[..take], mark, sink);
                 if done {
                     self.end_message(dir, Outcome::Complete, None, mark, sink);
@@ -621,6 +1134,8 @@ impl Connection {
                         ChunkOutput::End => ended = true,
                     }
                 }
+                let (Ok(used) | Err((used, _))) = &result;
+                self.step_used[di(dir)] = *used as u64;
                 match result {
                     Ok(used) => {
                         if ended {
@@ -727,6 +1242,8 @@ impl Connection {
             msg.last = mark;
         }
         msg.finish_body(outcome, mark, &mut self.out_events);
+        let end = self.pos[di(dir)] + self.step_used[di(dir)];
+        self.settle_inconsistent(dir, &mut msg, end);
         let exchange = msg.exchange;
         for event in self.out_events.drain(..) {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
@@ -742,6 +1259,33 @@ impl Connection {
 
     /// `len` bytes of `dir` are missing from the capture.
     pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        self.expire_hold(mark, sink);
+        match dir {
+            Direction::ServerToClient if self.hold.is_some() => {
+                self.hold_item(Held::Gap { len, mark });
+            }
+            Direction::ServerToClient => self.lose(dir, len, mark, sink),
+            Direction::ClientToServer => {
+                self.lose(dir, len, mark, sink);
+                self.release_if_answered(sink);
+            }
+        }
+    }
+
+    fn lose(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+        if dir == Direction::ServerToClient && self.sse_probe.is_some() {
+            // What came before the gap is all there is of it: a stream found in it goes on
+            // (and loses these bytes); if none, the search starts again after them.
+            let found = self.probe_before_gap(sink);
+            if !found && let Some(p) = self.sse_probe.as_mut() {
+                self.resp.skipped += p.buf.len() as u64;
+                p.buf.clear();
+                p.pieces.clear();
+                p.from = 0;
+                p.due = false;
+            }
+        }
+        self.pos[di(dir)] += len;
         let half = self.half(dir);
         match half.state {
             State::Opaque => {}
@@ -781,8 +1325,42 @@ impl Connection {
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
     /// cut short.
     pub(crate) fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        self.expire_hold(mark, sink);
+        // The order the FINs were captured in says who gave up first, held or not.
         if self.first_fin.is_none() {
             self.first_fin = Some((dir, mark));
+        }
+        match dir {
+            Direction::ServerToClient if self.hold.is_some() => {
+                self.hold_item(Held::Fin { mark });
+            }
+            Direction::ServerToClient => self.fin_now(dir, mark, sink),
+            Direction::ClientToServer => {
+                self.fin_now(dir, mark, sink);
+                // Every client byte is in: nothing more to wait for.
+                self.release_hold(false, sink);
+            }
+        }
+    }
+
+    /// Searches the probe as if its bytes were all (a gap or the end follows them); returns
+    /// whether it resynchronised. An unfinished search is kept.
+    fn probe_before_gap(&mut self, sink: &mut impl HttpSink) -> bool {
+        let Some(p) = self.sse_probe.as_ref() else {
+            return false;
+        };
+        match resync::find_sse_sync(&p.buf, p.from, true) {
+            Search::Found { at, framing } => {
+                self.resync_sse(at, framing, sink);
+                true
+            }
+            Search::NeedMore { .. } => false,
+        }
+    }
+
+    fn fin_now(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        if dir == Direction::ServerToClient && self.sse_probe.is_some() {
+            self.search_sse(true, sink);
         }
         let half = self.half(dir);
         match half.state {
@@ -837,6 +1415,11 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
+        // What was held goes first: the connection ends after it.
+        self.release_hold(true, sink);
+        if self.sse_probe.is_some() {
+            self.search_sse(true, sink);
+        }
         let closed_by = by.or(self.first_fin.map(|f| f.0));
         // A request left unanswered is reported at the moment its connection was given up: the
         // first FIN, when the connection ended that way.
@@ -865,6 +1448,8 @@ impl Connection {
                 self.end_message(dir, o, closed_by, at, sink);
             }
         }
+        self.counts.inconsistent_unattributed += self.future_inconsistent.len() as u64;
+        self.future_inconsistent.clear();
         while let Some(p) = self.pending.pop_front() {
             let _ = p.first;
             sink.on_http(HttpEvent::NoResponse {
@@ -1031,12 +1616,21 @@ fn new_message(
         sse: None,
         first,
         last: head_end,
+        offset: 0,
     }
 }
 
 /// Bytes RFC 9110 forbids in a field value (CTLs other than HTAB, and DEL), outside line ends.
 fn is_forbidden(b: u8) -> bool {
     (b < 0x20 && b != b'\t' && b != b'\r' && b != b'\n') || b == 0x7f
+}
+
+/// A frame as anomaly text names it (with its input when there are several).
+fn frame_name(mark: Mark) -> String {
+    match mark.frame.input {
+        0 => format!("frame {}", mark.frame.frame),
+        i => format!("frame {} of input {i}", mark.frame.frame),
+    }
 }
 
 /// How a direction's messages are named in anomaly text.
@@ -1247,4 +1841,226 @@ fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
         return Some(ConnKind::Http2);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpf_model::{FrameRef, Timestamp};
+
+    use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+
+    fn mark(n: u64) -> Mark {
+        Mark {
+            time: Timestamp(n as i64 * 1_000_000),
+            frame: FrameRef::new(0, n),
+        }
+    }
+
+    /// What a connection reported, in order.
+    #[derive(Default)]
+    struct Events(Vec<HttpEvent>);
+
+    impl HttpSink for Events {
+        fn on_http(&mut self, event: HttpEvent) {
+            self.0.push(event);
+        }
+    }
+
+    /// One connection fed event by event, frame numbers from 1; what it reported.
+    struct Wire {
+        conn: Connection,
+        frame: u64,
+        events: Events,
+    }
+
+    impl Wire {
+        fn new() -> Wire {
+            let conn = Connection::new(
+                ConnId::tcp(0),
+                "10.0.0.1:40000".parse().unwrap(),
+                "10.0.0.2:9123".parse().unwrap(),
+                mark(0),
+                false,
+            );
+            Wire {
+                conn,
+                frame: 0,
+                events: Events::default(),
+            }
+        }
+
+        fn tick(&mut self) -> Mark {
+            self.frame += 1;
+            mark(self.frame)
+        }
+
+        fn data(&mut self, dir: Direction, bytes: &[u8]) -> &mut Self {
+            let m = self.tick();
+            self.conn.data(dir, bytes, m, None, &mut self.events);
+            self
+        }
+
+        fn acking(&mut self, dir: Direction, bytes: &[u8], acked: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn.data(dir, bytes, m, Some(acked), &mut self.events);
+            self
+        }
+
+        fn gap(&mut self, dir: Direction, len: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn.gap(dir, len, m, &mut self.events);
+            self
+        }
+
+        fn fin(&mut self, dir: Direction) -> &mut Self {
+            let m = self.tick();
+            self.conn.fin(dir, m, &mut self.events);
+            self
+        }
+
+        fn inconsistent(&mut self, dir: Direction, offset: u64, len: u64, first: u64) -> &mut Self {
+            let m = self.tick();
+            self.conn
+                .inconsistent(dir, offset, len, mark(first), m, &mut self.events);
+            self
+        }
+
+        fn close(&mut self) -> &mut Self {
+            let m = self.tick();
+            self.conn
+                .close(Outcome::CutByCaptureEnd, None, m, &mut self.events);
+            self
+        }
+
+        fn requests(&self) -> Vec<&Request> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::Request(r) => Some(&**r),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn ends(&self) -> Vec<&ResponseEnd> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::ResponseEnd(r) => Some(&**r),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn anomalies(&self) -> Vec<&str> {
+            self.events
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    HttpEvent::Anomaly { what, .. } => Some(what.as_str()),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    const POST: &[u8] = b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
+
+    #[test]
+    fn inconsistent_bytes_of_a_message_in_progress_mark_it() {
+        let mut w = Wire::new();
+        w.data(C2S, POST).data(C2S, b"{\"a\"");
+        // Bytes 3..5 of the body (stream offsets 46 and 47) were retransmitted differently.
+        let at = POST.len() as u64 + 2;
+        w.inconsistent(C2S, at, 2, 2).data(C2S, b":1234}");
+        let [req] = w.requests()[..] else {
+            panic!("{:?}", w.events.0)
+        };
+        assert_eq!(req.body.inconsistent_bytes, 2);
+        assert_eq!(
+            w.anomalies(),
+            [format!(
+                "retransmitted bytes differ from the first copy: 2 bytes at stream offset {at} \
+                 in the request of tcp0#1 (first copy in frame 2, retransmission in frame 3; \
+                 the first copy was kept)"
+            )]
+        );
+        assert_eq!(w.conn.counts().inconsistent_bytes, 2);
+    }
+
+    #[test]
+    fn inconsistent_bytes_not_parsed_yet_mark_the_message_that_carries_them() {
+        let mut w = Wire::new();
+        // TCP still buffers the first copy of the response's body when the retransmission
+        // comes: the mark waits for the message.
+        w.data(C2S, b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+        let first = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let second = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine";
+        w.inconsistent(S2C, (first.len() + second.len() - 2) as u64, 1, 9);
+        w.data(S2C, first).data(S2C, second);
+        let ends = w.ends();
+        assert_eq!(ends.len(), 2);
+        assert_eq!(ends[0].body.inconsistent_bytes, 0);
+        assert_eq!(ends[1].body.inconsistent_bytes, 1);
+        assert_eq!(w.anomalies().len(), 1);
+        assert!(w.anomalies()[0].contains("frame 9"), "{:?}", w.anomalies());
+    }
+
+    #[test]
+    fn inconsistent_bytes_of_a_message_already_reported_are_counted_apart() {
+        let mut w = Wire::new();
+        w.data(C2S, POST).data(C2S, b"0123456789");
+        w.inconsistent(C2S, 3, 1, 1).close();
+        assert_eq!(w.requests()[0].body.inconsistent_bytes, 0);
+        let counts = w.conn.counts();
+        assert_eq!(
+            (
+                counts.inconsistent_retransmissions,
+                counts.inconsistent_unattributed
+            ),
+            (1, 1)
+        );
+        assert_eq!(w.anomalies().len(), 1);
+    }
+
+    #[test]
+    fn a_held_response_replays_its_gaps_and_fin_in_order_once_its_request_is_read() {
+        let mut w = Wire::new();
+        let req = b"GET /sse HTTP/1.1\r\n\r\n";
+        let n = req.len() as u64;
+        w.acking(
+            S2C,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+            n,
+        )
+        .acking(S2C, b"data: 1\n\n", n)
+        .gap(S2C, 5)
+        .acking(S2C, b"data: 3\n\n", n)
+        .fin(S2C);
+        assert!(w.events.0.is_empty(), "all held");
+        assert_eq!(w.conn.held_bytes(), 52 + 9 + 9);
+        // The request in two pieces: the response goes on once it is read.
+        w.data(C2S, &req[..10]);
+        assert!(w.events.0.is_empty());
+        w.data(C2S, &req[10..]);
+        let ends = w.ends();
+        let [end] = ends[..] else {
+            panic!("{:?}", w.events.0)
+        };
+        assert_eq!(end.exchange.index, 0);
+        assert_eq!(end.outcome, Outcome::Gap);
+        assert_eq!(end.closed_by, Some(S2C));
+        // The event after the gap cannot be told from the tail of a cut one: skipped.
+        assert_eq!(end.sse.as_ref().unwrap().events, 1);
+        assert_eq!(w.requests()[0].exchange.index, 0);
+        let c = w.conn.counts();
+        assert_eq!(
+            (c.responses_held, c.held_paired, c.held_released_early),
+            (1, 1, 0)
+        );
+        assert_eq!(w.conn.held_bytes(), 0);
+    }
 }

@@ -28,6 +28,7 @@
 mod body;
 mod conn;
 pub mod exchange;
+mod resync;
 pub mod sse;
 pub mod threaded;
 
@@ -131,6 +132,13 @@ pub struct Body {
     pub unknown: bool,
     /// Bytes of the body missing from the capture.
     pub gap_bytes: u64,
+    /// Bytes of this message that TCP saw retransmitted with different content (counted from
+    /// the first to the last differing byte of each such retransmission). The message was
+    /// parsed from the first copy (`mcpf_capture::tcp::TcpEvent::Inconsistent`, reported as an
+    /// [`HttpEvent::Anomaly`] naming both frames): what rests on these bytes rests on one of two
+    /// versions the wire carried, so findings built on it deserve less confidence. 0 for inputs
+    /// other than captures.
+    pub inconsistent_bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -257,6 +265,36 @@ pub struct HttpStats {
     /// Bytes skipped while looking for the next message after a gap or on a non-HTTP stream.
     pub skipped_bytes: u64,
     pub anomalies: u64,
+    // Counters the JSON report does not carry yet (its schema lists the keys above): the report
+    // decides how to show them.
+    /// Retransmissions TCP saw disagree with the first copy (each also an anomaly).
+    #[serde(skip)]
+    pub inconsistent_retransmissions: u64,
+    /// Bytes marked as [`Body::inconsistent_bytes`] over all messages.
+    #[serde(skip)]
+    pub inconsistent_bytes: u64,
+    /// Inconsistent retransmissions of bytes no message used (skipped bytes, or a message
+    /// already reported when the retransmission came).
+    #[serde(skip)]
+    pub inconsistent_unattributed: u64,
+    /// Responses captured before the request they answer (their ACK covered client bytes not
+    /// parsed yet): held until those bytes were, then paired in order (RFC 9112 §9.3).
+    #[serde(skip)]
+    pub responses_held: u64,
+    /// Of those, responses paired with a request once it was parsed (the rest answered requests
+    /// lost from the capture: orphans).
+    #[serde(skip)]
+    pub held_paired: u64,
+    /// Holds given up before the acknowledged bytes were parsed: too long (2 s of capture time),
+    /// too large (256 KiB, or 16 MiB over all connections), or the connection ended.
+    #[serde(skip)]
+    pub held_released_early: u64,
+    /// Responses picked up in the middle of their body on connections captured mid-stream (no
+    /// request, no head), read from the first point their bytes make a whole Server-Sent Event
+    /// (after a chunk-size line, or at a field line): reported as exchanges with neither request
+    /// nor head, whose first event is `after_gap`, with an anomaly giving the bytes skipped.
+    #[serde(skip)]
+    pub midstream_resyncs: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -266,7 +304,13 @@ pub struct Stage<S: HttpSink> {
     connections: HashMap<ConnId, Box<Connection>>,
     pub sink: S,
     pub stats: HttpStats,
+    /// Server bytes held over all connections for responses whose requests are not parsed yet.
+    held: usize,
 }
+
+/// Server bytes held over all connections for responses whose requests are not parsed yet: past
+/// it, the connection that holds more gives its hold up (64 connections' worth).
+const MAX_HELD_TOTAL: usize = 64 * conn::MAX_HELD;
 
 impl<S: HttpSink> Stage<S> {
     pub fn new(sink: S) -> Self {
@@ -274,6 +318,7 @@ impl<S: HttpSink> Stage<S> {
             connections: HashMap::default(),
             sink,
             stats: HttpStats::default(),
+            held: 0,
         }
     }
 
@@ -282,6 +327,7 @@ impl<S: HttpSink> Stage<S> {
         let Some(mut c) = self.connections.remove(&summary.conn) else {
             return;
         };
+        self.held -= c.held_bytes().min(self.held);
         let (outcome, by) = match summary.close {
             CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
             CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
@@ -306,6 +352,14 @@ impl<S: HttpSink> Stage<S> {
         }
         self.stats.skipped_bytes += c.skipped_bytes();
         self.stats.anomalies += c.anomalies();
+        let n = c.counts();
+        self.stats.inconsistent_retransmissions += n.inconsistent_retransmissions;
+        self.stats.inconsistent_bytes += n.inconsistent_bytes;
+        self.stats.inconsistent_unattributed += n.inconsistent_unattributed;
+        self.stats.responses_held += n.responses_held;
+        self.stats.held_paired += n.held_paired;
+        self.stats.held_released_early += n.held_released_early;
+        self.stats.midstream_resyncs += n.midstream_resyncs;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
@@ -331,9 +385,10 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 client,
                 server,
                 mark,
+                handshake_seen,
             } => {
-                self.connections
-                    .insert(conn, Box::new(Connection::new(conn, client, server, mark)));
+                let c = Connection::new(conn, client, server, mark, !handshake_seen);
+                self.connections.insert(conn, Box::new(c));
                 self.sink.on_http(HttpEvent::ConnectionStart {
                     conn,
                     client,
@@ -346,9 +401,17 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 data,
                 mark,
+                acked,
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
-                    c.data(dir, data, mark, &mut self.sink);
+                    let before = c.held_bytes();
+                    c.data(dir, data, mark, acked, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
+                    if self.held > MAX_HELD_TOTAL {
+                        // Over the budget: this connection's hold is given up on (counted).
+                        self.held -= c.held_bytes().min(self.held);
+                        c.release_hold(true, &mut self.sink);
+                    }
                 }
             }
             TcpEvent::Gap {
@@ -356,14 +419,31 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 len,
                 mark,
+                ..
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
+                    let before = c.held_bytes();
                     c.gap(dir, len, mark, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
                 }
             }
             TcpEvent::Fin { conn, dir, mark } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
+                    let before = c.held_bytes();
                     c.fin(dir, mark, &mut self.sink);
+                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
+                }
+            }
+            TcpEvent::Inconsistent {
+                conn,
+                dir,
+                offset,
+                len,
+                first,
+                second,
+            } => {
+                if let Some(c) = self.connections.get_mut(&conn) {
+                    c.inconsistent(dir, offset, len, first, second, &mut self.sink);
                 }
             }
             TcpEvent::Closed { summary } => self.closed(summary),

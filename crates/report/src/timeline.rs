@@ -204,6 +204,9 @@ impl<'a> StreamMessages<'a> {
 /// response, and whether the stream answered every request.
 fn opening_entry(s: &Session, msgs: &StreamMessages) -> Entry {
     let st = msgs.st;
+    if st.method.is_empty() {
+        return headless_entry(s, st);
+    }
     let mut text = opening_text(s, msgs);
     text.push_str(&format!("  {}", response_kind(st)));
     if msgs.answered_here() {
@@ -226,6 +229,28 @@ fn opening_entry(s: &Session, msgs: &StreamMessages) -> Entry {
         text,
         findings: Vec::new(),
         request_ids: msgs.requests.iter().filter_map(|m| m.id.clone()).collect(),
+        event_ids: None,
+        frames: vec![st.opened],
+    }
+}
+
+/// A response whose request (and maybe head) the capture does not hold: it began before the
+/// capture, or a gap took its request.
+fn headless_entry(s: &Session, st: &Stream) -> Entry {
+    let what = if st.status.is_some() {
+        format!("{} (its request is not in the capture)", response_kind(st))
+    } else {
+        "response picked up mid-body (its request and head are not in the capture)".to_string()
+    };
+    Entry {
+        time: st.opened,
+        session: s.idx,
+        stream: Some(st.label()),
+        arrow: "s→c",
+        kind: "response",
+        text: format!("{} {what}", st.label()),
+        findings: Vec::new(),
+        request_ids: Vec::new(),
         event_ids: None,
         frames: vec![st.opened],
     }

@@ -231,6 +231,8 @@ impl Builder {
     /// session its connection carried; with MCP evidence and nothing else, it waits unattributed
     /// for a resume that names one of its events.
     pub(super) fn file_orphan(&mut self, stream: Stream) {
+        // An exchange whose request never came is counted here, once.
+        self.stats.exchanges_total += 1;
         if let Some(id) = stream.session_id_received.clone() {
             let session = self.session_for_id(&stream, &id);
             self.note_mcp();
