@@ -233,10 +233,17 @@ fn confidence(
     };
     let damaged = labels_where(|st| st.gap);
     let unknown = labels_where(|st| st.body_unknown);
+    let two_versions = labels_where(|st| st.inconsistent_bytes > 0);
     if !damaged.is_empty() && kind != FindingKind::CaptureGap {
         let note = format!(
             "bytes are missing from the capture under {}",
             damaged.join(", ")
+        );
+        (Confidence::Reduced, Some(note))
+    } else if !two_versions.is_empty() {
+        let note = format!(
+            "TCP retransmitted bytes of {} with other content (the first copy was used)",
+            two_versions.join(", ")
         );
         (Confidence::Reduced, Some(note))
     } else if !unknown.is_empty() {

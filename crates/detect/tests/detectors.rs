@@ -48,6 +48,8 @@ enum Cut {
     CaptureEnd,
     /// Bytes of the response are missing from the capture.
     Gap(u64),
+    /// Complete, but TCP retransmitted this many of its bytes with other content.
+    TwoVersions(u64),
 }
 
 /// An open exchange.
@@ -296,6 +298,11 @@ impl Capture {
             Cut::ServerClose => (Outcome::ClosedEarly, Some(Direction::ServerToClient), 0),
             Cut::CaptureEnd => (Outcome::CutByCaptureEnd, None, 0),
             Cut::Gap(n) => (Outcome::Gap, None, n),
+            Cut::TwoVersions(_) => (Outcome::Complete, None, 0),
+        };
+        let inconsistent_bytes = match cut {
+            Cut::TwoVersions(n) => n,
+            _ => 0,
         };
         if ex.headed {
             self.b.on_http(HttpEvent::ResponseEnd(Box::new(ResponseEnd {
@@ -305,6 +312,7 @@ impl Capture {
                     wire_bytes: body.len() as u64 + gap_bytes,
                     decoded_bytes: body.len() as u64,
                     gap_bytes,
+                    inconsistent_bytes,
                     ..Body::default()
                 },
                 last: mark,
@@ -849,6 +857,26 @@ fn capture_gap_is_low_and_reduces_the_confidence_of_what_rests_on_it() {
         skipped.confidence_note
     );
     assert_eq!(frames(skipped), frames_of(&[m1[1], after]));
+}
+
+#[test]
+fn bytes_retransmitted_with_other_content_reduce_the_confidence_of_what_rests_on_them() {
+    // Issue 11: a retransmission that disagrees with the first copy leaves two versions of the
+    // bytes; findings on the exchange that carried them say so.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("1", log("a")), ("2", log("b")), ("5", log("e"))]);
+    c.end(g, Cut::TwoVersions(17));
+    let run = c.finish();
+    let skipped = run.one("skipped_events");
+    assert_eq!(skipped.confidence, Confidence::Reduced);
+    let note = skipped.confidence_note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("retransmitted") && note.contains("get:s3"),
+        "{note}"
+    );
 }
 
 #[test]

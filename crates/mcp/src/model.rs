@@ -169,6 +169,9 @@ pub struct Stream {
     pub gap: bool,
     /// How many, when known.
     pub gap_bytes: u64,
+    /// Bytes of this exchange that TCP saw retransmitted with other content (the first copy
+    /// was kept): what rests on them rests on one of two versions.
+    pub inconsistent_bytes: u64,
     /// A transport-mode header the client sent (echoing the server's).
     pub transport_mode_sent: Option<String>,
     pub comments: u64,
@@ -251,6 +254,7 @@ impl Stream {
             packed: Default::default(),
             gap: false,
             gap_bytes: 0,
+            inconsistent_bytes: 0,
             transport_mode_sent: None,
             comments: 0,
             last_retry: None,

@@ -428,6 +428,7 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
     stream.client_messages = messages;
     stream.gap = r.outcome == Outcome::Gap;
     stream.gap_bytes = r.body.gap_bytes;
+    stream.inconsistent_bytes = r.body.inconsistent_bytes;
     stream.transport_mode_sent = transport_mode(&r.headers);
     stream.body_unknown = r.body.unknown;
     stream
@@ -451,6 +452,7 @@ fn adopt_orphan(stream: &mut Stream, o: Stream) {
     stream.response_packed = o.response_packed;
     stream.gap |= o.gap_bytes > 0;
     stream.gap_bytes += o.gap_bytes;
+    stream.inconsistent_bytes += o.inconsistent_bytes;
 }
 
 /// A transport-mode header (a server's token that the client echoes to resume safely).
@@ -513,6 +515,7 @@ fn record_end(
     if let Some(b) = body {
         stream.body_unknown |= b.unknown;
         stream.gap_bytes += b.gap_bytes;
+        stream.inconsistent_bytes += b.inconsistent_bytes;
         let json = stream
             .content_type
             .as_deref()
