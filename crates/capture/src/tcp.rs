@@ -1753,6 +1753,8 @@ mod tests {
         frames: Vec<(u64, Direction, u64)>,
         /// Connection number, direction, offset, length, first and second frame.
         inconsistent: Vec<(u64, Direction, u64, u64, u64, u64)>,
+        /// Whether each gap came from the snap length, in order.
+        snaplen: Vec<bool>,
     }
 
     impl TcpSink for Collector {
@@ -1779,11 +1781,19 @@ mod tests {
                         _ => items.push(Item::Bytes(data.to_vec())),
                     }
                 }
-                TcpEvent::Gap { conn, dir, len, .. } => self
-                    .streams
-                    .entry((conn, dir))
-                    .or_default()
-                    .push(Item::Gap(len)),
+                TcpEvent::Gap {
+                    conn,
+                    dir,
+                    len,
+                    snaplen,
+                    ..
+                } => {
+                    self.snaplen.push(snaplen);
+                    self.streams
+                        .entry((conn, dir))
+                        .or_default()
+                        .push(Item::Gap(len))
+                }
                 TcpEvent::Fin { conn, dir, .. } => {
                     self.streams.entry((conn, dir)).or_default().push(Item::Fin)
                 }
@@ -2136,6 +2146,35 @@ mod tests {
                 Item::Bytes(b"next".to_vec())
             ]
         );
+        assert_eq!(k.snaplen, [true]);
+        assert_eq!(k.closed[0].c2s.snaplen_bytes, 6);
+        assert_eq!(k.closed[0].c2s.gap_bytes, 6);
+    }
+
+    #[test]
+    fn snaplen_cut_of_a_buffered_segment_is_still_told_from_a_loss() {
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        // Out of order: a segment cut by the snap length waits behind a hole that is lost.
+        segs.push(Seg {
+            missing: 6,
+            ..data(true, 11, b"abcd")
+        });
+        segs.push(data(true, 1, b"12345"));
+        feed(&mut r, &mut k, &segs);
+        r.finish(&mut k);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![
+                Item::Bytes(b"12345".to_vec()),
+                Item::Gap(5),
+                Item::Bytes(b"abcd".to_vec()),
+                Item::Gap(6)
+            ]
+        );
+        assert_eq!(k.snaplen, [false, true]);
+        assert_eq!(k.closed[0].c2s.snaplen_bytes, 6);
     }
 
     #[test]

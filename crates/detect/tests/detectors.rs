@@ -143,6 +143,7 @@ impl Capture {
             first,
             last: first,
             outcome: Outcome::Complete,
+            head_complete: true,
         };
         let id = req.exchange;
         self.b.on_http(HttpEvent::Request(Box::new(req)));
@@ -180,6 +181,7 @@ impl Capture {
                 interim: Vec::new(),
                 first,
                 event_stream,
+                head_complete: true,
             })));
         ex.headed = true;
         first

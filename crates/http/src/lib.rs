@@ -155,6 +155,12 @@ pub struct Request {
     pub first: Mark,
     pub last: Mark,
     pub outcome: Outcome,
+    /// The whole head was captured. `false`: a capture gap (often the snap length: see
+    /// [`HttpStats::heads_cut_by_snaplen`]) cut it, and only its request line and the header
+    /// lines before the cut are here; the body is then unknown (`body.unknown`) and the outcome
+    /// [`Outcome::Gap`]. Sources other than captures record whole heads (`true`), whatever
+    /// headers they keep.
+    pub head_complete: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +175,10 @@ pub struct ResponseHead {
     pub first: Mark,
     /// The body is an event stream (`Content-Type: text/event-stream`).
     pub event_stream: bool,
+    /// The whole head was captured. `false`: a capture gap cut it after its status line, and
+    /// only the header lines before the cut are here (a header not here may have been sent);
+    /// its [`ResponseEnd`] follows at once, with an unknown body and [`Outcome::Gap`].
+    pub head_complete: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -295,6 +305,14 @@ pub struct HttpStats {
     /// nor head, whose first event is `after_gap`, with an anomaly giving the bytes skipped.
     #[serde(skip)]
     pub midstream_resyncs: u64,
+    /// Request and response heads cut by a capture gap of which the start line survived:
+    /// reported with `head_complete: false` and what header lines survived whole.
+    #[serde(skip)]
+    pub heads_cut: u64,
+    /// Of those, heads whose gap was the capture's snap length cutting the frame
+    /// (`tcpdump -s`): the traffic was captured, its bytes were not kept (capture with `-s 0`).
+    #[serde(skip)]
+    pub heads_cut_by_snaplen: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -360,6 +378,8 @@ impl<S: HttpSink> Stage<S> {
         self.stats.held_paired += n.held_paired;
         self.stats.held_released_early += n.held_released_early;
         self.stats.midstream_resyncs += n.midstream_resyncs;
+        self.stats.heads_cut += n.heads_cut;
+        self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
@@ -419,11 +439,11 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 dir,
                 len,
                 mark,
-                ..
+                snaplen,
             } => {
                 if let Some(c) = self.connections.get_mut(&conn) {
                     let before = c.held_bytes();
-                    c.gap(dir, len, mark, &mut self.sink);
+                    c.gap(dir, len, snaplen, mark, &mut self.sink);
                     self.held = (self.held + c.held_bytes()).saturating_sub(before);
                 }
             }
