@@ -2655,17 +2655,13 @@ fn midstream_chunked_sse_with_crlf_lines() {
         let run = midstream_run(wire.as_bytes(), max);
         check_resync(&run, &["4", "5", "6"], IN_CHUNKS, cut.len(), Outcome::Gap);
         let e = run.only();
-        assert_eq!(
-            e.event_messages.iter().map(|m| rpc(m)).collect::<Vec<_>>(),
-            vec![
-                vec![(
-                    Kind::Notification,
-                    None,
-                    Some("notifications/progress".into())
-                )];
-                3
-            ]
+        let progress = (
+            Kind::Notification,
+            None,
+            Some("notifications/progress".into()),
         );
+        let per_event: Vec<_> = e.event_messages.iter().map(|m| rpc(m)).collect();
+        assert_eq!(per_event, vec![vec![progress]; 3]);
         assert!(e.end.as_ref().unwrap().body.chunked);
     }
 }

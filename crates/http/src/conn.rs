@@ -6,7 +6,15 @@
 //! capture gap the message it touched is marked, and parsing picks up at the next plausible
 //! request or status line; bytes from both sides of a gap are never joined into one message. When
 //! the framing is known (a `Content-Length`, or the inside of a chunk), a gap is skipped over and
-//! the following messages keep their framing.
+//! the following messages keep their framing. A gap inside a head keeps what was whole of it.
+//!
+//! Pairing trusts TCP over capture order: a response that starts while no request waits, but
+//! whose segment acknowledges client bytes not parsed yet, is held (with what follows it) until
+//! those bytes are, then paired; with nothing unseen acknowledged it answers a request the
+//! capture missed (an orphan). On a connection picked up mid-stream, the server's first bytes
+//! are searched for an event stream to resynchronise on (`resync`). Every byte is numbered by its
+//! stream offset, as the capture stage numbers it, so that TCP's reports (ACKs, inconsistent
+//! retransmissions) find the message they concern.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -1965,6 +1973,21 @@ mod tests {
         }
     }
 
+    /// `fn $name(&self) -> Vec<&$ty>`: what the events of one kind carry, in order.
+    macro_rules! events_of {
+        ($name:ident, $ty:ty, $pat:pat => $out:expr) => {
+            fn $name(&self) -> Vec<&$ty> {
+                let events = self.events.0.iter();
+                events
+                    .filter_map(|e| match e {
+                        $pat => Some(&**$out),
+                        _ => None,
+                    })
+                    .collect()
+            }
+        };
+    }
+
     /// One connection fed event by event, frame numbers from 1; what it reported.
     struct Wire {
         conn: Connection,
@@ -2031,38 +2054,10 @@ mod tests {
             self
         }
 
-        fn requests(&self) -> Vec<&Request> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::Request(r) => Some(&**r),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        fn ends(&self) -> Vec<&ResponseEnd> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::ResponseEnd(r) => Some(&**r),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        fn anomalies(&self) -> Vec<&str> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::Anomaly { what, .. } => Some(what.as_str()),
-                    _ => None,
-                })
-                .collect()
-        }
+        events_of!(requests, Request, HttpEvent::Request(r) => r);
+        events_of!(heads, ResponseHead, HttpEvent::ResponseHead(h) => h);
+        events_of!(ends, ResponseEnd, HttpEvent::ResponseEnd(e) => e);
+        events_of!(anomalies, str, HttpEvent::Anomaly { what, .. } => what);
     }
 
     const POST: &[u8] = b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
@@ -2172,15 +2167,9 @@ mod tests {
         );
         let m = w.tick();
         w.conn.gap(S2C, 300, true, m, &mut w.events);
-        let head = w
-            .events
-            .0
-            .iter()
-            .find_map(|e| match e {
-                HttpEvent::ResponseHead(h) => Some(h),
-                _ => None,
-            })
-            .expect("the head that survives");
+        let [head] = w.heads()[..] else {
+            panic!("the head that survives: {:?}", w.events.0)
+        };
         assert_eq!(head.status, 200);
         assert!(!head.head_complete && head.event_stream);
         assert_eq!(head.headers.0.len(), 1, "the cut line is not a header");

@@ -20,6 +20,14 @@
 //! framing (RFC 9112: `Content-Length`, chunked, until close), content decoding (gzip, deflate,
 //! brotli) and the in-order pairing of responses with requests.
 //!
+//! What TCP knows is used where capture order or capture loss would mislead: a response whose
+//! segment acknowledges request bytes not parsed yet waits for them (bounded) before it is
+//! paired; a connection picked up mid-stream is resynchronised on Server-Sent Events framing
+//! when its server bytes start inside an event stream; a head cut by a gap (the snap length,
+//! often) keeps its start line and whole header lines; a retransmission that disagreed with the
+//! first copy marks the message it touched ([`Body::inconsistent_bytes`]). Each is counted in
+//! [`HttpStats`] and reported as an [`HttpEvent::Anomaly`] where a reader should know.
+//!
 //! What it never does: know anything of JSON-RPC or MCP. Bodies and SSE data are handed on as
 //! decoded bytes and text; the MCP stage reads them. Nor does it see packets: it knows the bytes,
 //! gaps and closes that `mcpf-capture` reassembled, and HAR files and logs reach the same events
@@ -390,6 +398,25 @@ impl<S: HttpSink> Stage<S> {
     }
 }
 
+impl<S: HttpSink> Stage<S> {
+    /// Hands an event to its connection's parser, keeping the count of server bytes held over
+    /// all connections: past [`MAX_HELD_TOTAL`], this connection's hold is given up on (which
+    /// it counts).
+    #[inline]
+    fn on_conn(&mut self, conn: ConnId, event: impl FnOnce(&mut Connection, &mut S)) {
+        let Some(c) = self.connections.get_mut(&conn) else {
+            return;
+        };
+        let before = c.held_bytes();
+        event(c, &mut self.sink);
+        self.held = (self.held + c.held_bytes()).saturating_sub(before);
+        if self.held > MAX_HELD_TOTAL {
+            self.held -= c.held_bytes().min(self.held);
+            c.release_hold(true, &mut self.sink);
+        }
+    }
+}
+
 fn note_port(ports: &mut Vec<u16>, port: u16) {
     if !ports.contains(&port) && ports.len() < 64 {
         ports.push(port);
@@ -422,37 +449,16 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 data,
                 mark,
                 acked,
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.data(dir, data, mark, acked, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                    if self.held > MAX_HELD_TOTAL {
-                        // Over the budget: this connection's hold is given up on (counted).
-                        self.held -= c.held_bytes().min(self.held);
-                        c.release_hold(true, &mut self.sink);
-                    }
-                }
-            }
+            } => self.on_conn(conn, |c, sink| c.data(dir, data, mark, acked, sink)),
             TcpEvent::Gap {
                 conn,
                 dir,
                 len,
                 mark,
                 snaplen,
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.gap(dir, len, snaplen, mark, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                }
-            }
+            } => self.on_conn(conn, |c, sink| c.gap(dir, len, snaplen, mark, sink)),
             TcpEvent::Fin { conn, dir, mark } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.fin(dir, mark, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                }
+                self.on_conn(conn, |c, sink| c.fin(dir, mark, sink))
             }
             TcpEvent::Inconsistent {
                 conn,
@@ -461,11 +467,9 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 len,
                 first,
                 second,
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    c.inconsistent(dir, offset, len, first, second, &mut self.sink);
-                }
-            }
+            } => self.on_conn(conn, |c, sink| {
+                c.inconsistent(dir, offset, len, first, second, sink)
+            }),
             TcpEvent::Closed { summary } => self.closed(summary),
         }
     }
