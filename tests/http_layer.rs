@@ -2062,28 +2062,48 @@ fn gap_in_the_request_direction() {
 }
 
 #[test]
-fn gap_in_request_headers_is_reported() {
+fn gap_in_request_headers_keeps_what_survives() {
     let mut d = Driver::conn0();
-    d.c2s("POST /mcp HTTP/1.1\r\nHost: x\r\n");
+    d.c2s("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Ty");
     d.gap(0, C2S, 25);
     d.c2s(format!("\r\n{}", get("/after")));
     let run = d.finish();
     assert!(
-        run.has_anomaly("headers of a message lost"),
+        run.has_anomaly(
+            "request head cut by a 25-byte capture gap: its start line and 1 whole header lines kept"
+        ),
         "{}",
         run.dump()
     );
-    assert!(
-        run.exchanges
-            .iter()
-            .any(|e| e.request.as_ref().is_some_and(|r| r.target == "/after"))
+    let cut = run.ex(0, 0).request.as_ref().unwrap();
+    assert_eq!((cut.method.as_str(), cut.target.as_str()), ("POST", "/mcp"));
+    assert_eq!(cut.headers.0, [("Host".to_string(), "x".to_string())]);
+    assert!(!cut.head_complete && cut.body.unknown);
+    assert_eq!(cut.outcome, Outcome::Gap);
+    let after = run.ex(0, 1).request.as_ref().unwrap();
+    assert_eq!(after.target, "/after");
+    assert!(after.head_complete);
+    assert_eq!(
+        (run.stats.heads_cut, run.stats.heads_cut_by_snaplen),
+        (1, 0)
     );
+    // With no whole start line, nothing survives.
+    let mut d = Driver::conn0();
+    d.c2s("POST /mcp HTTP/1.1\r\nHost: x\r\n");
+    d.gap(0, C2S, 25);
+    let run = d.finish();
+    assert_eq!(run.exchanges.len(), 1, "the start line was whole");
+    let mut d = Driver::conn0();
+    d.c2s("POST /mcp HT");
+    d.gap(0, C2S, 25);
+    let run = d.finish();
+    assert!(run.exchanges.is_empty());
 }
 
 #[test]
 fn resync_finds_a_request_glued_to_the_previous_body() {
-    // The head of request 1 is lost. Its JSON body has no final newline, so the next request
-    // line follows it on the same "line": the scanner never sees it, nor the one after.
+    // The end of request 1's head is lost (what survives of it is reported). Its JSON body has
+    // no final newline, so the next request line follows it on the same "line".
     let mut d = Driver::conn0();
     d.c2s("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n");
     d.gap(0, C2S, 22); // "Content-Length: 41\r\n\r\n"
@@ -2102,7 +2122,14 @@ fn resync_finds_a_request_glued_to_the_previous_body() {
                 .map(|r| format!("{} {}", r.method, r.target))
         })
         .collect();
-    assert_eq!(targets, ["POST /mcp", "GET /mcp"], "{}", run.dump());
+    assert_eq!(
+        targets,
+        ["POST /mcp", "POST /mcp", "GET /mcp"],
+        "{}",
+        run.dump()
+    );
+    assert!(!run.ex(0, 0).request.as_ref().unwrap().head_complete);
+    assert!(run.ex(0, 1).request.as_ref().unwrap().head_complete);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2628,17 +2655,13 @@ fn midstream_chunked_sse_with_crlf_lines() {
         let run = midstream_run(wire.as_bytes(), max);
         check_resync(&run, &["4", "5", "6"], IN_CHUNKS, cut.len(), Outcome::Gap);
         let e = run.only();
-        assert_eq!(
-            e.event_messages.iter().map(|m| rpc(m)).collect::<Vec<_>>(),
-            vec![
-                vec![(
-                    Kind::Notification,
-                    None,
-                    Some("notifications/progress".into())
-                )];
-                3
-            ]
+        let progress = (
+            Kind::Notification,
+            None,
+            Some("notifications/progress".into()),
         );
+        let per_event: Vec<_> = e.event_messages.iter().map(|m| rpc(m)).collect();
+        assert_eq!(per_event, vec![vec![progress]; 3]);
         assert!(e.end.as_ref().unwrap().body.chunked);
     }
 }
@@ -2874,4 +2897,88 @@ fn a_response_captured_before_its_request_is_paired_by_its_ack() {
     assert_eq!((run.stats.responses_held, run.stats.held_paired), (1, 1));
     // Its frame is still the one that carried it.
     assert_eq!(e.response.as_ref().unwrap().first.frame.frame, 4);
+}
+
+/// Frame bytes before the TCP payload in `through_capture`: Ethernet, IPv4 and TCP headers.
+const HEADERS: usize = 14 + 20 + 20;
+
+#[test]
+fn heads_cut_by_the_snap_length_keep_their_start_line_and_whole_header_lines() {
+    let req = post("/mcp", INIT);
+    let resp = json_response("200 OK", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    let r = 101 + req.len() as u32;
+    // Every frame cut to 50 bytes of TCP payload, as `tcpdump -s 104` would.
+    let keep = Some(HEADERS + 50);
+    let mut packets: Vec<_> = handshake().into_iter().map(|s| (s, None)).collect();
+    packets.push((seg(true, 101, 501, req.as_bytes()), keep));
+    packets.push((seg(false, 501, r, resp.as_bytes()), keep));
+    let run = through_capture(&packets);
+    let e = run.only();
+    let q = e.request.as_ref().unwrap();
+    assert_eq!((q.method.as_str(), q.target.as_str()), ("POST", "/mcp"));
+    // "POST /mcp HTTP/1.1\r\n" and "Host: 10.0.0.2:9123\r\n" are whole within 50 bytes.
+    assert_eq!(q.headers.get("host"), Some(SERVER));
+    assert!(!q.head_complete && q.body.unknown);
+    assert_eq!(q.outcome, Outcome::Gap);
+    let h = e.response.as_ref().unwrap();
+    assert_eq!(h.status, 200);
+    assert!(!h.head_complete);
+    assert_eq!(h.headers.get("content-type"), Some("application/json"));
+    let end = e.end.as_ref().unwrap();
+    assert_eq!(end.outcome, Outcome::Gap);
+    assert!(end.body.unknown);
+    assert_eq!(
+        (run.stats.heads_cut, run.stats.heads_cut_by_snaplen),
+        (2, 2)
+    );
+    assert!(
+        run.has_anomaly(&format!(
+            "request head cut by a {}-byte capture gap (cut by the capture's snap length): its \
+             start line and 1 whole header lines kept",
+            req.len() - 50
+        )),
+        "{}",
+        run.dump()
+    );
+}
+
+#[test]
+fn snaplen_sample_has_its_seven_exchanges() {
+    // samples/snaplen-mcp.pcap: python-sdk-healthy.pcap with 62 bytes of TCP payload per frame.
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("samples/snaplen-mcp.truth.json").unwrap())
+            .unwrap();
+    let want: Vec<(String, String, u16)> = truth["source_truth"]["http_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap().to_string(),
+                r["path"].as_str().unwrap().to_string(),
+                r["status"].as_u64().unwrap() as u16,
+            )
+        })
+        .collect();
+    let mut inputs = vec![open_capture("samples/snaplen-mcp.pcap", 0).unwrap()];
+    let mut capture = CaptureStage::new(Settings::default(), 1);
+    let mut http = Stage::new(Collector::default());
+    run(&mut inputs, &mut capture, &mut http);
+    let run = Run::of(&mut http, Vec::new());
+    let got: Vec<(String, String, u16)> = run
+        .exchanges
+        .iter()
+        .map(|e| {
+            let q = e.request.as_ref().expect("request line survives");
+            let h = e.response.as_ref().expect("status line survives");
+            (q.method.clone(), q.target.clone(), h.status)
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert!(run.exchanges.iter().all(|e| {
+        let q = e.request.as_ref().unwrap();
+        !q.head_complete && q.outcome == Outcome::Gap
+    }));
+    assert!(run.stats.heads_cut >= 7);
+    assert_eq!(run.stats.heads_cut, run.stats.heads_cut_by_snaplen);
 }

@@ -14,7 +14,10 @@
 //!   [`CaptureStage::report`] says per input what was read, skipped and why.
 //! - [`tcp`]: what reassembly reports ([`tcp::TcpEvent`], [`tcp::ConnSummary`]), its
 //!   [`tcp::Limits`] and counters. Loss is explicit: missing bytes become a gap of their exact
-//!   size, never silently joined data.
+//!   size (saying whether the snap length cut them), never silently joined data; a
+//!   retransmission that disagrees with the first copy is reported with both frames; a reused
+//!   4-tuple is a new connection unless its segments fall in the old one's final window; data
+//!   carries what its segment's ACK acknowledged of the other direction.
 //! - [`writer`]: writes pcap and pcapng, for the tests and the benchmark capture generator.
 //!
 //! What it never does: parse what TCP carries (only the first bytes of a connection are looked

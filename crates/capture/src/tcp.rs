@@ -1753,6 +1753,10 @@ mod tests {
         frames: Vec<(u64, Direction, u64)>,
         /// Connection number, direction, offset, length, first and second frame.
         inconsistent: Vec<(u64, Direction, u64, u64, u64, u64)>,
+        /// Whether each gap came from the snap length, in order.
+        snaplen: Vec<bool>,
+        /// What each data event's segment acknowledged of the other direction.
+        acks: Vec<(Direction, Option<u64>)>,
     }
 
     impl TcpSink for Collector {
@@ -1769,9 +1773,10 @@ mod tests {
                     dir,
                     data,
                     mark,
-                    ..
+                    acked,
                 } => {
                     assert!(self.opened.iter().any(|o| o.0 == conn), "data before open");
+                    self.acks.push((dir, acked));
                     self.frames.push((conn.number(), dir, mark.frame.frame));
                     let items = self.streams.entry((conn, dir)).or_default();
                     match items.last_mut() {
@@ -1779,11 +1784,19 @@ mod tests {
                         _ => items.push(Item::Bytes(data.to_vec())),
                     }
                 }
-                TcpEvent::Gap { conn, dir, len, .. } => self
-                    .streams
-                    .entry((conn, dir))
-                    .or_default()
-                    .push(Item::Gap(len)),
+                TcpEvent::Gap {
+                    conn,
+                    dir,
+                    len,
+                    snaplen,
+                    ..
+                } => {
+                    self.snaplen.push(snaplen);
+                    self.streams
+                        .entry((conn, dir))
+                        .or_default()
+                        .push(Item::Gap(len))
+                }
                 TcpEvent::Fin { conn, dir, .. } => {
                     self.streams.entry((conn, dir)).or_default().push(Item::Fin)
                 }
@@ -1843,6 +1856,15 @@ mod tests {
             window: 65_535,
             wscale: None,
         }
+    }
+
+    /// The segments through a new reassembler, to the end of the capture.
+    fn reassemble(limits: Limits, segs: &[Seg]) -> (Reassembler, Collector) {
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        feed(&mut r, &mut k, segs);
+        r.finish(&mut k);
+        (r, k)
     }
 
     fn feed(r: &mut Reassembler, sink: &mut Collector, segs: &[Seg]) {
@@ -2136,6 +2158,32 @@ mod tests {
                 Item::Bytes(b"next".to_vec())
             ]
         );
+        assert_eq!(k.snaplen, [true]);
+        assert_eq!(k.closed[0].c2s.snaplen_bytes, 6);
+        assert_eq!(k.closed[0].c2s.gap_bytes, 6);
+    }
+
+    #[test]
+    fn snaplen_cut_of_a_buffered_segment_is_still_told_from_a_loss() {
+        let mut segs = handshake(0, 0);
+        // Out of order: a segment cut by the snap length waits behind a hole that is lost.
+        segs.push(Seg {
+            missing: 6,
+            ..data(true, 11, b"abcd")
+        });
+        segs.push(data(true, 1, b"12345"));
+        let (_, k) = reassemble(Limits::default(), &segs);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![
+                Item::Bytes(b"12345".to_vec()),
+                Item::Gap(5),
+                Item::Bytes(b"abcd".to_vec()),
+                Item::Gap(6)
+            ]
+        );
+        assert_eq!(k.snaplen, [false, true]);
+        assert_eq!(k.closed[0].c2s.snaplen_bytes, 6);
     }
 
     #[test]
@@ -2248,8 +2296,6 @@ mod tests {
 
     #[test]
     fn reused_four_tuple_without_syn_is_a_new_connection_picked_up_mid_stream() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = closed_connection(10, 20);
         // The next connection on the same ports; the capture missed its handshake.
         segs.push(Seg {
@@ -2260,8 +2306,7 @@ mod tests {
             ack: Some(7_000_021),
             ..data(false, 9_000_001, b"HTTP/1.1 200 OK\r\n")
         });
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.opened.len(), 2);
         assert_eq!(
             k.stream(1, C2S),
@@ -2281,18 +2326,13 @@ mod tests {
     #[test]
     fn reused_four_tuple_with_a_syn_or_only_its_syn_ack() {
         // With the SYN: a new connection, whatever its sequence numbers.
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = closed_connection(10, 20);
         segs.extend(handshake(12, 30));
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.opened.len(), 2);
         assert!(k.closed[1].handshake_seen);
         assert_eq!(r.stats.reused_without_syn, 0);
         // The SYN missed, its SYN-ACK captured: the SYN-ACK tells the roles of the new one.
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = closed_connection(10, 20);
         segs.push(Seg {
             syn: true,
@@ -2300,8 +2340,7 @@ mod tests {
             ..data(false, 3_000_000, b"")
         });
         segs.push(data(true, 5_000_001, b"two"));
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (_, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.opened.len(), 2);
         assert_eq!(k.closed[1].role_basis, RoleBasis::SynAck);
         assert_eq!(k.stream(1, C2S), vec![Item::Bytes(b"two".to_vec())]);
@@ -2309,8 +2348,6 @@ mod tests {
 
     #[test]
     fn late_retransmissions_of_a_closed_connection_are_absorbed() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = closed_connection(10, 20);
         // The client's FIN and its data again (their ACK was lost), and the server's FIN.
         segs.push(Seg {
@@ -2327,8 +2364,7 @@ mod tests {
             ack: Some(15),
             ..data(false, 21, b"")
         });
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.opened.len(), 1, "no connection made of late segments");
         // The last ACK of the close, then the three.
         assert_eq!(r.stats.packets_after_close, 4);
@@ -2337,8 +2373,6 @@ mod tests {
 
     #[test]
     fn port_reused_after_sequence_wraparound() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         // The old connection's client sequence space crosses 2^32 ("one" ends 1 byte past it).
         let isn_c = u32::MAX - 3;
         let mut segs = closed_connection(isn_c, 20);
@@ -2357,8 +2391,7 @@ mod tests {
             ack: Some(0x9000_0000),
             ..data(true, 0x8000_0000, b"two")
         });
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.opened.len(), 2);
         assert_eq!(
             k.stream(0, C2S),
@@ -2375,8 +2408,6 @@ mod tests {
         // A late retransmission from 100 KB before the end is in the window of a connection that
         // agreed on a scale (512 << 8 = 128 KiB), not of one that did not (64 KiB at most).
         for (wscale, absorbed) in [(Some(8), true), (None, false)] {
-            let mut r = Reassembler::new(Limits::default());
-            let mut k = Collector::default();
             let mut segs = handshake(0, 0);
             segs[0].wscale = wscale;
             segs[1].wscale = wscale;
@@ -2395,22 +2426,18 @@ mod tests {
                 ..data(true, 1, b"")
             });
             segs.push(data(false, 100_001, b"late"));
-            feed(&mut r, &mut k, &segs);
-            r.finish(&mut k);
+            let (_, k) = reassemble(Limits::default(), &segs);
             assert_eq!(k.opened.len() == 1, absorbed, "wscale {wscale:?}");
         }
     }
 
     #[test]
     fn retransmission_of_delivered_bytes_that_differs_names_both_frames() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = handshake(0, 0);
         segs.push(data(false, 1, b"data: {\"ok\":true}\n\n")); // frame 4
         segs.push(data(false, 1, b"data: {\"ok\":true}\n\n")); // frame 5, the same
         segs.push(data(false, 13, b"fals}")); // frame 6, differs
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(Limits::default(), &segs);
         assert_eq!(
             k.stream(0, S2C),
             vec![Item::Bytes(b"data: {\"ok\":true}\n\n".to_vec())],
@@ -2427,14 +2454,11 @@ mod tests {
 
     #[test]
     fn retransmission_overlapping_delivered_and_new_bytes() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut k = Collector::default();
         let mut segs = handshake(0, 0);
         segs.push(data(true, 1, b"abc")); // frame 4
         segs.push(data(true, 4, b"def")); // frame 5
         segs.push(data(true, 3, b"XdeFGH")); // frame 6: "c" and "f" differ; "GH" is new
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (_, k) = reassemble(Limits::default(), &segs);
         assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"abcdefGH".to_vec())]);
         // From the first differing byte (offset 2, first carried by frame 4) to the last (5).
         assert_eq!(k.inconsistent, vec![(0, C2S, 2, 4, 4, 6)]);
@@ -2447,8 +2471,6 @@ mod tests {
             recent_per_direction: 512,
             ..Limits::default()
         };
-        let mut r = Reassembler::new(limits);
-        let mut k = Collector::default();
         let mut segs = handshake(0, 0);
         let body: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
         segs.push(data(true, 1, &body));
@@ -2456,8 +2478,7 @@ mod tests {
         segs.push(data(true, 1, &[0u8; 100]));
         // The last 10 again, altered: still held.
         segs.push(data(true, 1991, &[0u8; 10]));
-        feed(&mut r, &mut k, &segs);
-        r.finish(&mut k);
+        let (r, k) = reassemble(limits, &segs);
         let s = &k.closed[0].c2s;
         assert_eq!(s.uncompared_bytes, 100);
         assert_eq!(s.compared, 1);
@@ -2523,13 +2544,6 @@ mod tests {
 
     #[test]
     fn data_says_what_its_segment_acknowledged() {
-        let mut r = Reassembler::new(Limits::default());
-        let mut acks = Vec::new();
-        let mut sink = |e: TcpEvent<'_>| {
-            if let TcpEvent::Data { dir, acked, .. } = e {
-                acks.push((dir, acked));
-            }
-        };
         let mut segs = handshake(100, 500);
         segs.push(Seg {
             ack: Some(501),
@@ -2546,33 +2560,9 @@ mod tests {
             ..data(true, 124, b"!")
         });
         segs.push(data(true, 119, b"abcde"));
-        let (c, s) = (C.parse().unwrap(), S.parse().unwrap());
-        for (i, seg) in segs.iter().enumerate() {
-            let (src, dst) = if seg.from_client { (c, s) } else { (s, c) };
-            let ts = TcpSegment {
-                src,
-                dst,
-                seq: seg.seq,
-                ack: seg.ack.unwrap_or(0),
-                flags: TcpFlags {
-                    syn: seg.syn,
-                    ack: seg.ack.is_some(),
-                    fin: seg.fin,
-                    rst: seg.rst,
-                },
-                window: seg.window,
-                wscale: None,
-                payload: &seg.payload,
-                missing: 0,
-            };
-            let mark = Mark {
-                time: Timestamp(i as i64),
-                frame: FrameRef::new(0, i as u64 + 1),
-            };
-            r.segment(&ts, mark, &mut sink);
-        }
+        let (_, k) = reassemble(Limits::default(), &segs);
         assert_eq!(
-            acks,
+            k.acks,
             vec![
                 (C2S, Some(0)),
                 (S2C, Some(18)),

@@ -190,6 +190,7 @@ impl Capture {
             first,
             last: first,
             outcome: Outcome::Complete,
+            head_complete: true,
         };
         self.b.on_http(HttpEvent::Request(Box::new(req)));
         Ex {
@@ -226,6 +227,7 @@ impl Capture {
                 interim: Vec::new(),
                 first,
                 event_stream,
+                head_complete: true,
             })));
         ex.headed = true;
         first

@@ -268,7 +268,7 @@ pub(crate) enum ChunkedError {
 }
 
 /// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
-fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
+pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let end = line
         .iter()

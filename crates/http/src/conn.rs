@@ -6,7 +6,15 @@
 //! capture gap the message it touched is marked, and parsing picks up at the next plausible
 //! request or status line; bytes from both sides of a gap are never joined into one message. When
 //! the framing is known (a `Content-Length`, or the inside of a chunk), a gap is skipped over and
-//! the following messages keep their framing.
+//! the following messages keep their framing. A gap inside a head keeps what was whole of it.
+//!
+//! Pairing trusts TCP over capture order: a response that starts while no request waits, but
+//! whose segment acknowledges client bytes not parsed yet, is held (with what follows it) until
+//! those bytes are, then paired; with nothing unseen acknowledged it answers a request the
+//! capture missed (an orphan). On a connection picked up mid-stream, the server's first bytes
+//! are searched for an event stream to resynchronise on (`resync`). Every byte is numbered by its
+//! stream offset, as the capture stage numbers it, so that TCP's reports (ACKs, inconsistent
+//! retransmissions) find the message they concern.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -87,6 +95,8 @@ struct Message {
     last: Mark,
     /// Stream offset of its first byte (its start line).
     offset: u64,
+    /// Its head was not cut by a gap.
+    head_complete: bool,
 }
 
 #[derive(Debug)]
@@ -141,6 +151,8 @@ pub(crate) struct Counts {
     pub(crate) held_paired: u64,
     pub(crate) held_released_early: u64,
     pub(crate) midstream_resyncs: u64,
+    pub(crate) heads_cut: u64,
+    pub(crate) heads_cut_by_snaplen: u64,
 }
 
 /// The server's first bytes on a connection picked up mid-stream, while they are searched for a
@@ -177,6 +189,7 @@ enum Held {
     },
     Gap {
         len: u64,
+        snaplen: bool,
         mark: Mark,
     },
     Fin {
@@ -614,7 +627,7 @@ impl Connection {
             }
             match item {
                 Held::Data { bytes, mark, acked } => self.feed(dir, &bytes, mark, acked, sink),
-                Held::Gap { len, mark } => self.lose(dir, len, mark, sink),
+                Held::Gap { len, snaplen, mark } => self.lose(dir, len, snaplen, mark, sink),
                 Held::Fin { mark } => self.fin_now(dir, mark, sink),
             }
         }
@@ -883,24 +896,26 @@ impl Connection {
                 let mut req = httparse::Request::new(&mut slots);
                 let parsed = req.parse(&head);
                 if self.head_parsed(dir, parsed, head.len(), mark, sink) {
-                    self.request_head(&req, first, mark, sink);
+                    self.request_head(&req, first, mark, true, sink);
                 }
             }
             Direction::ServerToClient => {
                 let mut resp = httparse::Response::new(&mut slots);
                 let parsed = resp.parse(&head);
                 if self.head_parsed(dir, parsed, head.len(), mark, sink) {
-                    self.response_head(&resp, first, mark, sink);
+                    self.response_head(&resp, first, mark, true, sink);
                 }
             }
         }
     }
 
+    /// Starts the message of a request head (`complete`: not cut by a gap).
     fn request_head(
         &mut self,
         req: &httparse::Request<'_, '_>,
         first: Mark,
         mark: Mark,
+        complete: bool,
         sink: &mut impl HttpSink,
     ) {
         let method = req.method.unwrap_or("").to_string();
@@ -921,15 +936,18 @@ impl Connection {
             target,
             version,
         };
-        let msg = new_message(start, headers, exchange, framing, first, mark);
+        let mut msg = new_message(start, headers, exchange, framing, first, mark);
+        msg.head_complete = complete;
         self.begin_body(Direction::ClientToServer, msg);
     }
 
+    /// Reports a response head (`complete`: not cut by a gap) and starts its message.
     fn response_head(
         &mut self,
         resp: &httparse::Response<'_, '_>,
         first: Mark,
         mark: Mark,
+        complete: bool,
         sink: &mut impl HttpSink,
     ) {
         let dir = Direction::ServerToClient;
@@ -963,6 +981,7 @@ impl Connection {
             interim: std::mem::take(&mut self.interim),
             first,
             event_stream,
+            head_complete: complete,
         };
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
         let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
@@ -1257,22 +1276,112 @@ impl Connection {
         sink.on_http(msg.into_event(outcome, closed_by, client, server));
     }
 
-    /// `len` bytes of `dir` are missing from the capture.
-    pub(crate) fn gap(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+    /// `len` bytes of `dir` are missing from the capture (`snaplen`: cut from a captured frame by
+    /// the snap length).
+    pub(crate) fn gap(
+        &mut self,
+        dir: Direction,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.expire_hold(mark, sink);
         match dir {
             Direction::ServerToClient if self.hold.is_some() => {
-                self.hold_item(Held::Gap { len, mark });
+                self.hold_item(Held::Gap { len, snaplen, mark });
             }
-            Direction::ServerToClient => self.lose(dir, len, mark, sink),
+            Direction::ServerToClient => self.lose(dir, len, snaplen, mark, sink),
             Direction::ClientToServer => {
-                self.lose(dir, len, mark, sink);
+                self.lose(dir, len, snaplen, mark, sink);
                 self.release_if_answered(sink);
             }
         }
     }
 
-    fn lose(&mut self, dir: Direction, len: u64, mark: Mark, sink: &mut impl HttpSink) {
+    /// A gap cut the head being read (`head`, its first byte captured at `first`): what
+    /// survives of it is reported, the start line and every header line before the cut (RFC
+    /// 9112 §2.1: a head is lines, each usable once whole), as a request or response head that
+    /// says it is not complete, ended at once with an unknown body (its framing may be among
+    /// the lines lost). A start line alone is enough; with none, the head is lost.
+    #[allow(clippy::too_many_arguments)]
+    fn cut_head(
+        &mut self,
+        dir: Direction,
+        head: &[u8],
+        first: Mark,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let whole = head
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(&head[..0], |i| &head[..=i]);
+        let lines = whole.iter().filter(|&&b| b == b'\n').count();
+        let mut ended = whole.to_vec();
+        ended.extend_from_slice(b"\r\n");
+        let ended = self
+            .without_control_bytes(dir, &ended, mark, sink)
+            .into_owned();
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let kind = message_kind(dir);
+        let parsed = match dir {
+            Direction::ClientToServer => {
+                let mut req = httparse::Request::new(&mut slots);
+                let ok = matches!(req.parse(&ended), Ok(httparse::Status::Complete(_)));
+                if ok {
+                    self.request_head(&req, first, mark, false, sink);
+                }
+                ok
+            }
+            Direction::ServerToClient => {
+                let mut resp = httparse::Response::new(&mut slots);
+                let ok = matches!(resp.parse(&ended), Ok(httparse::Status::Complete(_)));
+                if ok {
+                    self.response_head(&resp, first, mark, false, sink);
+                }
+                ok
+            }
+        };
+        let cause = if snaplen {
+            " (cut by the capture's snap length)"
+        } else {
+            ""
+        };
+        if !parsed {
+            let what = format!("headers of a message lost in a {len}-byte capture gap{cause}");
+            self.anomaly(dir, mark, what, sink);
+            return;
+        }
+        self.counts.heads_cut += 1;
+        if snaplen {
+            self.counts.heads_cut_by_snaplen += 1;
+        }
+        let what = format!(
+            "{kind} head cut by a {len}-byte capture gap{cause}: its start line and {} whole \
+             header lines kept",
+            lines.saturating_sub(1)
+        );
+        self.anomaly(dir, mark, what, sink);
+        if let Some(msg) = self.half(dir).msg.as_mut() {
+            msg.body.unknown = true;
+            msg.holed = true;
+            msg.gap = true;
+            msg.body.gap_bytes += len;
+        }
+        self.end_message(dir, Outcome::Gap, None, mark, sink);
+    }
+
+    fn lose(
+        &mut self,
+        dir: Direction,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         if dir == Direction::ServerToClient && self.sse_probe.is_some() {
             // What came before the gap is all there is of it: a stream found in it goes on
             // (and loses these bytes); if none, the search starts again after them.
@@ -1294,16 +1403,11 @@ impl Connection {
                 half.after_gap = true;
             }
             State::Head => {
-                half.head.clear();
-                half.head_first = None;
+                let head = std::mem::take(&mut half.head);
+                let first = half.head_first.take().unwrap_or(mark);
                 half.state = State::Start;
-                half.after_gap = true;
-                self.anomaly(
-                    dir,
-                    mark,
-                    format!("headers of a message lost in a {len}-byte capture gap"),
-                    sink,
-                );
+                self.cut_head(dir, &head, first, len, snaplen, mark, sink);
+                self.half(dir).after_gap = true;
             }
             State::Body => {
                 let Some(msg) = half.msg.as_mut() else {
@@ -1572,6 +1676,7 @@ impl Message {
                 first: self.first,
                 last: self.last,
                 outcome,
+                head_complete: self.head_complete,
             })),
             Start::Response => HttpEvent::ResponseEnd(Box::new(ResponseEnd {
                 exchange: self.exchange,
@@ -1617,6 +1722,7 @@ fn new_message(
         first,
         last: head_end,
         offset: 0,
+        head_complete: true,
     }
 }
 
@@ -1867,6 +1973,21 @@ mod tests {
         }
     }
 
+    /// `fn $name(&self) -> Vec<&$ty>`: what the events of one kind carry, in order.
+    macro_rules! events_of {
+        ($name:ident, $ty:ty, $pat:pat => $out:expr) => {
+            fn $name(&self) -> Vec<&$ty> {
+                let events = self.events.0.iter();
+                events
+                    .filter_map(|e| match e {
+                        $pat => Some(&**$out),
+                        _ => None,
+                    })
+                    .collect()
+            }
+        };
+    }
+
     /// One connection fed event by event, frame numbers from 1; what it reported.
     struct Wire {
         conn: Connection,
@@ -1909,7 +2030,7 @@ mod tests {
 
         fn gap(&mut self, dir: Direction, len: u64) -> &mut Self {
             let m = self.tick();
-            self.conn.gap(dir, len, m, &mut self.events);
+            self.conn.gap(dir, len, false, m, &mut self.events);
             self
         }
 
@@ -1933,38 +2054,10 @@ mod tests {
             self
         }
 
-        fn requests(&self) -> Vec<&Request> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::Request(r) => Some(&**r),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        fn ends(&self) -> Vec<&ResponseEnd> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::ResponseEnd(r) => Some(&**r),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        fn anomalies(&self) -> Vec<&str> {
-            self.events
-                .0
-                .iter()
-                .filter_map(|e| match e {
-                    HttpEvent::Anomaly { what, .. } => Some(what.as_str()),
-                    _ => None,
-                })
-                .collect()
-        }
+        events_of!(requests, Request, HttpEvent::Request(r) => r);
+        events_of!(heads, ResponseHead, HttpEvent::ResponseHead(h) => h);
+        events_of!(ends, ResponseEnd, HttpEvent::ResponseEnd(e) => e);
+        events_of!(anomalies, str, HttpEvent::Anomaly { what, .. } => what);
     }
 
     const POST: &[u8] = b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
@@ -2062,5 +2155,37 @@ mod tests {
             (1, 1, 0)
         );
         assert_eq!(w.conn.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_head_cut_by_the_snap_length_keeps_its_whole_lines() {
+        let mut w = Wire::new();
+        w.data(C2S, b"GET /mcp HTTP/1.1\r\n\r\n");
+        w.data(
+            S2C,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Sess",
+        );
+        let m = w.tick();
+        w.conn.gap(S2C, 300, true, m, &mut w.events);
+        let [head] = w.heads()[..] else {
+            panic!("the head that survives: {:?}", w.events.0)
+        };
+        assert_eq!(head.status, 200);
+        assert!(!head.head_complete && head.event_stream);
+        assert_eq!(head.headers.0.len(), 1, "the cut line is not a header");
+        let [end] = w.ends()[..] else {
+            panic!("{:?}", w.events.0)
+        };
+        assert_eq!(end.outcome, Outcome::Gap);
+        assert!(end.body.unknown);
+        assert_eq!(
+            w.anomalies(),
+            [
+                "response head cut by a 300-byte capture gap (cut by the capture's snap length): \
+              its start line and 1 whole header lines kept"
+            ]
+        );
+        let c = w.conn.counts();
+        assert_eq!((c.heads_cut, c.heads_cut_by_snaplen), (1, 1));
     }
 }

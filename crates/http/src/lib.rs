@@ -20,6 +20,14 @@
 //! framing (RFC 9112: `Content-Length`, chunked, until close), content decoding (gzip, deflate,
 //! brotli) and the in-order pairing of responses with requests.
 //!
+//! What TCP knows is used where capture order or capture loss would mislead: a response whose
+//! segment acknowledges request bytes not parsed yet waits for them (bounded) before it is
+//! paired; a connection picked up mid-stream is resynchronised on Server-Sent Events framing
+//! when its server bytes start inside an event stream; a head cut by a gap (the snap length,
+//! often) keeps its start line and whole header lines; a retransmission that disagreed with the
+//! first copy marks the message it touched ([`Body::inconsistent_bytes`]). Each is counted in
+//! [`HttpStats`] and reported as an [`HttpEvent::Anomaly`] where a reader should know.
+//!
 //! What it never does: know anything of JSON-RPC or MCP. Bodies and SSE data are handed on as
 //! decoded bytes and text; the MCP stage reads them. Nor does it see packets: it knows the bytes,
 //! gaps and closes that `mcpf-capture` reassembled, and HAR files and logs reach the same events
@@ -155,6 +163,12 @@ pub struct Request {
     pub first: Mark,
     pub last: Mark,
     pub outcome: Outcome,
+    /// The whole head was captured. `false`: a capture gap (often the snap length: see
+    /// [`HttpStats::heads_cut_by_snaplen`]) cut it, and only its request line and the header
+    /// lines before the cut are here; the body is then unknown (`body.unknown`) and the outcome
+    /// [`Outcome::Gap`]. Sources other than captures record whole heads (`true`), whatever
+    /// headers they keep.
+    pub head_complete: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +183,10 @@ pub struct ResponseHead {
     pub first: Mark,
     /// The body is an event stream (`Content-Type: text/event-stream`).
     pub event_stream: bool,
+    /// The whole head was captured. `false`: a capture gap cut it after its status line, and
+    /// only the header lines before the cut are here (a header not here may have been sent);
+    /// its [`ResponseEnd`] follows at once, with an unknown body and [`Outcome::Gap`].
+    pub head_complete: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -295,6 +313,14 @@ pub struct HttpStats {
     /// nor head, whose first event is `after_gap`, with an anomaly giving the bytes skipped.
     #[serde(skip)]
     pub midstream_resyncs: u64,
+    /// Request and response heads cut by a capture gap of which the start line survived:
+    /// reported with `head_complete: false` and what header lines survived whole.
+    #[serde(skip)]
+    pub heads_cut: u64,
+    /// Of those, heads whose gap was the capture's snap length cutting the frame
+    /// (`tcpdump -s`): the traffic was captured, its bytes were not kept (capture with `-s 0`).
+    #[serde(skip)]
+    pub heads_cut_by_snaplen: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -360,6 +386,8 @@ impl<S: HttpSink> Stage<S> {
         self.stats.held_paired += n.held_paired;
         self.stats.held_released_early += n.held_released_early;
         self.stats.midstream_resyncs += n.midstream_resyncs;
+        self.stats.heads_cut += n.heads_cut;
+        self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
@@ -367,6 +395,25 @@ impl<S: HttpSink> Stage<S> {
             kind,
             mark: summary.end,
         });
+    }
+}
+
+impl<S: HttpSink> Stage<S> {
+    /// Hands an event to its connection's parser, keeping the count of server bytes held over
+    /// all connections: past [`MAX_HELD_TOTAL`], this connection's hold is given up on (which
+    /// it counts).
+    #[inline]
+    fn on_conn(&mut self, conn: ConnId, event: impl FnOnce(&mut Connection, &mut S)) {
+        let Some(c) = self.connections.get_mut(&conn) else {
+            return;
+        };
+        let before = c.held_bytes();
+        event(c, &mut self.sink);
+        self.held = (self.held + c.held_bytes()).saturating_sub(before);
+        if self.held > MAX_HELD_TOTAL {
+            self.held -= c.held_bytes().min(self.held);
+            c.release_hold(true, &mut self.sink);
+        }
     }
 }
 
@@ -402,37 +449,16 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 data,
                 mark,
                 acked,
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.data(dir, data, mark, acked, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                    if self.held > MAX_HELD_TOTAL {
-                        // Over the budget: this connection's hold is given up on (counted).
-                        self.held -= c.held_bytes().min(self.held);
-                        c.release_hold(true, &mut self.sink);
-                    }
-                }
-            }
+            } => self.on_conn(conn, |c, sink| c.data(dir, data, mark, acked, sink)),
             TcpEvent::Gap {
                 conn,
                 dir,
                 len,
                 mark,
-                ..
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.gap(dir, len, mark, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                }
-            }
+                snaplen,
+            } => self.on_conn(conn, |c, sink| c.gap(dir, len, snaplen, mark, sink)),
             TcpEvent::Fin { conn, dir, mark } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    let before = c.held_bytes();
-                    c.fin(dir, mark, &mut self.sink);
-                    self.held = (self.held + c.held_bytes()).saturating_sub(before);
-                }
+                self.on_conn(conn, |c, sink| c.fin(dir, mark, sink))
             }
             TcpEvent::Inconsistent {
                 conn,
@@ -441,11 +467,9 @@ impl<S: HttpSink> TcpSink for Stage<S> {
                 len,
                 first,
                 second,
-            } => {
-                if let Some(c) = self.connections.get_mut(&conn) {
-                    c.inconsistent(dir, offset, len, first, second, &mut self.sink);
-                }
-            }
+            } => self.on_conn(conn, |c, sink| {
+                c.inconsistent(dir, offset, len, first, second, sink)
+            }),
             TcpEvent::Closed { summary } => self.closed(summary),
         }
     }

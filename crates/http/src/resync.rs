@@ -15,7 +15,7 @@
 //! the end of the connection after one, mean a close-delimited body. Lines are ended by LF (CRLF
 //! included); a stream cut into lone-CR lines is not resynchronised.
 
-use super::body::{ChunkOutput, ChunkedDecoder};
+use super::body::{ChunkOutput, ChunkedDecoder, parse_chunk_size};
 
 /// How the body continues from the point found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,15 +80,7 @@ fn line_at(buf: &[u8], at: usize) -> Option<Line<'_>> {
 
 /// The size a chunk-size line announces (`1a`, `1a;ext=v`), if the line is one.
 fn chunk_size(line: &[u8]) -> Option<u64> {
-    let end = line
-        .iter()
-        .position(|&b| b == b';' || b == b' ' || b == b'\t')
-        .unwrap_or(line.len());
-    let hex = &line[..end];
-    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    parse_chunk_size(line).ok()
 }
 
 /// A line an event stream carries: a comment, or one of the four fields the standard defines

@@ -142,6 +142,7 @@ impl Exchanges<'_> {
                 first: mark,
                 last: mark,
                 outcome: Outcome::Complete,
+                head_complete: true,
             })),
         );
     }
@@ -170,6 +171,7 @@ impl Exchanges<'_> {
                 interim: Vec::new(),
                 first: mark(r.head),
                 event_stream,
+                head_complete: true,
             })),
         );
         let (outcome, closed_by) = match r.ending {

@@ -69,6 +69,7 @@ impl<'a> Exchanges<'a> {
                 first: mark(e.req_first),
                 last: mark(e.req_last),
                 outcome: Outcome::Complete,
+                head_complete: true,
             })),
         );
         let ending = e
@@ -122,6 +123,7 @@ impl<'a> Exchanges<'a> {
                 interim: Vec::new(),
                 first: mark(e.head),
                 event_stream: r.event_stream,
+                head_complete: true,
             })),
         );
         // An empty event stream is a hole when this writer stores no stream bytes.
