@@ -185,6 +185,8 @@ struct InputState {
     skipped: BTreeMap<&'static str, u64>,
     unknown_linktypes: Vec<i32>,
     truncated_frames: u64,
+    /// The longest captured length of a cut frame: the snap length the capture used.
+    cut_at: usize,
 }
 
 /// What the capture stage is told, once, when it is made.
@@ -212,6 +214,7 @@ impl CaptureStage {
                     skipped: BTreeMap::new(),
                     unknown_linktypes: Vec::new(),
                     truncated_frames: 0,
+                    cut_at: 0,
                 })
                 .collect(),
             frames: Arc::new(AtomicU64::new(0)),
@@ -227,6 +230,7 @@ impl CaptureStage {
         }
         if (frame.data.len() as u32) < frame.orig_len {
             state.truncated_frames += 1;
+            state.cut_at = state.cut_at.max(frame.data.len());
         }
         match decode::tcp_segment(frame.linktype, frame.data) {
             Ok(seg) => {
@@ -273,8 +277,8 @@ impl CaptureStage {
         }
         if state.truncated_frames > 0 {
             warnings.push(format!(
-                "{} frames were cut by the capture's snap length: their missing bytes are reported as gaps (capture with -s 0)",
-                state.truncated_frames
+                "{} frames were cut by the capture's snap length ({} bytes): their missing bytes are reported as gaps (capture with -s 0)",
+                state.truncated_frames, state.cut_at
             ));
         }
         if notes.interface_drops > 0 {

@@ -215,9 +215,10 @@ pub struct Limits {
     /// power of two; 0 turns the comparison of delivered bytes off).
     pub recent_per_direction: usize,
     /// Memory for delivered bytes kept over all connections (with the marks of the packets that
-    /// carried them): past it, a direction's window stops growing (4 KiB, or none) and the
-    /// refusal is counted. 8 MiB is 128 full windows, and 12% more peak memory on the
-    /// benchmark capture (2,500 connections at once), where it is reached.
+    /// carried them): past it, a direction's window stops growing (small, or none) and the
+    /// refusal is counted. 2 MiB is 128 full windows (or 1,000 small ones): a retransmission
+    /// overlaps the last bytes sent, and on the benchmark capture (2,500 connections at once),
+    /// where the budget is reached, each MiB of it costs 1.5 MB of peak memory.
     pub recent_total: usize,
 }
 
@@ -228,8 +229,8 @@ impl Default for Limits {
             max_buffered_total: 256 << 20,
             idle_timeout_secs: 900,
             hole_timeout_secs: 30,
-            recent_per_direction: 64 << 10,
-            recent_total: 8 << 20,
+            recent_per_direction: 16 << 10,
+            recent_total: 2 << 20,
         }
     }
 }
@@ -316,7 +317,7 @@ const MIN_RECENT_MARKS: usize = 8;
 /// [`Limits::recent_per_direction`]. Two sizes, not a doubling series: windows are freed and
 /// reallocated all the time, and blocks of many sizes would fragment the heap (twice the memory
 /// the budget counts, measured on the benchmark capture).
-const SMALL_RECENT: usize = 4096;
+const SMALL_RECENT: usize = 2048;
 
 /// Memory a window of recent bytes of `size` bytes takes, with its marks: what the global
 /// budget counts.

@@ -81,6 +81,17 @@ pub fn no_session(
                     .into(),
         });
     }
+    if http.heads_cut_by_snaplen > 0 {
+        out.push(Hint {
+            problem: format!(
+                "the capture's snap length cut {} on {}: the bodies behind them were not captured, so whether the traffic is MCP cannot be told",
+                super::table::count(http.heads_cut_by_snaplen, "HTTP head", "HTTP heads"),
+                ports(&http.http_ports)
+            ),
+            hint: "capture again with every byte of every packet: tcpdump -s 0 (the default of recent tcpdump; the input's warning gives the length it was cut at)".into(),
+        });
+        return out;
+    }
     if http.connections_http > 0 {
         out.push(Hint {
             problem: format!(
