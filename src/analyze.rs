@@ -179,6 +179,7 @@ fn assemble(
         connections: tcp.connections,
         connections_with_gaps: tcp.connections_with_gaps,
         gap_bytes: tcp.gap_bytes,
+        snaplen_bytes: tcp.snaplen_bytes,
         limits,
         tool: report::Tool {
             name: env!("CARGO_PKG_NAME"),

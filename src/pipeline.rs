@@ -190,6 +190,8 @@ pub struct TcpLoss {
     pub connections: u64,
     pub connections_with_gaps: u64,
     pub gap_bytes: u64,
+    /// Of `gap_bytes`, those the snap length cut from captured frames.
+    pub snaplen_bytes: u64,
 }
 
 impl<S: http::HttpSink> Pipeline<S> {
@@ -209,6 +211,7 @@ impl<S: http::HttpSink> TcpSink for Pipeline<S> {
             if gap > 0 {
                 self.tcp.connections_with_gaps += 1;
                 self.tcp.gap_bytes += gap;
+                self.tcp.snaplen_bytes += summary.c2s.snaplen_bytes + summary.s2c.snaplen_bytes;
             }
         }
         self.http.on_tcp(event);

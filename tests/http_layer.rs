@@ -2943,6 +2943,80 @@ fn heads_cut_by_the_snap_length_keep_their_start_line_and_whole_header_lines() {
 }
 
 #[test]
+fn a_request_head_cut_by_the_snap_length_keeps_the_first_bytes_of_its_body() {
+    // The client writes head and body apart (the Python SDK does): the cut takes the end of the
+    // head's segment, the body's segment is cut in turn, and the next request on the connection
+    // starts a segment of its own, whole.
+    let first = post("/mcp", INIT);
+    let (head, body) = first.split_at(first.len() - INIT.len());
+    let second = post("/mcp", r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    let ok = json_response("200 OK", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    let keep = Some(HEADERS + 40);
+    let c2 = 101 + first.len() as u32;
+    let s1 = 501 + ok.len() as u32;
+    let packets = [
+        (seg(true, 101, 501, head.as_bytes()), keep),
+        (
+            seg(true, 101 + head.len() as u32, 501, body.as_bytes()),
+            keep,
+        ),
+        (seg(false, 501, c2, ok.as_bytes()), None),
+        (seg(true, c2, s1, second.as_bytes()), None),
+        (
+            seg(false, s1, c2 + second.len() as u32, ok.as_bytes()),
+            None,
+        ),
+    ];
+    let mut all: Vec<_> = handshake().into_iter().map(|s| (s, None)).collect();
+    all.extend(packets);
+    let run = through_capture(&all);
+    let cut = run.ex(0, 0).request.as_ref().unwrap();
+    assert!(!cut.head_complete && !cut.body.unknown, "{}", run.dump());
+    assert_eq!(cut.body.data, &INIT.as_bytes()[..40]);
+    let cut_bytes = (head.len() - 40 + INIT.len() - 40) as u64;
+    assert_eq!(
+        (cut.body.gap_bytes, cut.body.snaplen_bytes),
+        (cut_bytes, cut_bytes)
+    );
+    // The next request lost nothing of itself: it is whole, not marked as after a gap.
+    let next = run.ex(0, 1).request.as_ref().unwrap();
+    assert!(next.head_complete);
+    assert_eq!(next.outcome, Outcome::Complete, "{}", run.dump());
+    assert_eq!(run.ex(0, 1).response.as_ref().unwrap().status, 200);
+}
+
+#[test]
+fn a_chunked_response_whose_end_was_lost_does_not_swallow_the_next_response() {
+    // Keep-alive: the first answer's last chunk is in a gap; the next segment starts the second
+    // answer. Its status line must be read as one, or every later answer pairs one request off.
+    let (q1, q2) = (get("/mcp"), post("/mcp", INIT));
+    let events = "4\r\nid:1\r\n3\r\n\n\n\r\n";
+    let lost = "0\r\n\r\n";
+    let first = format!("{SSE_CHUNKED}{events}");
+    let second = json_response("202 Accepted", "");
+    let c2 = 101 + q1.len() as u32;
+    let c3 = c2 + q2.len() as u32;
+    let s_lost = 501 + first.len() as u32;
+    let s2 = s_lost + lost.len() as u32;
+    let mut packets = handshake();
+    packets.push(seg(true, 101, 501, q1.as_bytes()));
+    packets.push(seg(false, 501, c2, first.as_bytes()));
+    packets.push(seg(true, c2, s_lost, q2.as_bytes()));
+    // Bytes s_lost..s2 never captured.
+    packets.push(seg(false, s2, c3, second.as_bytes()));
+    let run = through_capture(&whole(packets));
+    assert_eq!(
+        run.ex(0, 0).response.as_ref().unwrap().status,
+        200,
+        "{}",
+        run.dump()
+    );
+    let answer = run.ex(0, 1).response.as_ref().unwrap();
+    assert_eq!(answer.status, 202, "{}", run.dump());
+    assert_eq!(run.exchanges.len(), 2, "{}", run.dump());
+}
+
+#[test]
 fn snaplen_sample_has_its_seven_exchanges() {
     // samples/snaplen-mcp.pcap: python-sdk-healthy.pcap with 62 bytes of TCP payload per frame.
     let truth: serde_json::Value =

@@ -274,6 +274,17 @@ fn findings_do_not_depend_on_events_being_asked_for() {
 
 /// `file` rewritten so that its first packet is at `start` (the rest keep their spacing).
 fn shifted_copy(file: &Path, start: mcpf_model::Timestamp, out: &Path) {
+    rewritten_copy(file, out, Some(start), None);
+}
+
+/// `file` written again as a pcap: moved to begin at `start`, and each frame cut to `snap`
+/// bytes as `tcpdump -s` cuts them, when given.
+fn rewritten_copy(
+    file: &Path,
+    out: &Path,
+    start: Option<mcpf_model::Timestamp>,
+    snap: Option<usize>,
+) {
     use mcpf_capture::reader::CaptureReader;
     use mcpf_capture::writer::PcapWriter;
     let input = std::fs::File::open(file).unwrap();
@@ -281,21 +292,22 @@ fn shifted_copy(file: &Path, start: mcpf_model::Timestamp, out: &Path) {
     let mut writer: Option<PcapWriter<std::fs::File>> = None;
     let mut offset = None;
     while let Some(frame) = reader.next_frame().unwrap() {
-        let off = *offset.get_or_insert(start.0 - frame.time.0);
+        let off = *offset.get_or_insert(start.map_or(0, |s| s.0 - frame.time.0));
         let w = match writer.as_mut() {
             Some(w) => w,
             None => writer.insert(
                 PcapWriter::new(
                     std::fs::File::create(out).unwrap(),
                     frame.linktype,
-                    65535,
+                    snap.map_or(65535, |s| s as u32),
                     true,
                     false,
                 )
                 .unwrap(),
             ),
         };
-        w.packet(frame.time.add_nanos(off), frame.data, frame.orig_len)
+        let kept = &frame.data[..snap.unwrap_or(usize::MAX).min(frame.data.len())];
+        w.packet(frame.time.add_nanos(off), kept, frame.orig_len)
             .unwrap();
     }
 }
@@ -323,7 +335,7 @@ fn incident_findings(report: &Value, sid: &str) -> Vec<Value> {
 
 #[test]
 fn the_incidents_findings_are_the_same_beside_unrelated_concurrent_sessions() {
-    let dir = tempfile_dir();
+    let dir = tempfile_dir("merged");
     let incident = "samples/seed-incident-client-leg.pcap";
     let alone = analyze(&[incident]);
     let start = first_time(&alone);
@@ -367,8 +379,9 @@ fn first_time(report: &Value) -> mcpf_model::Timestamp {
     mcpf_model::Timestamp::parse_rfc3339(t).unwrap()
 }
 
-fn tempfile_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpf-truth-{}", std::process::id()));
+/// A directory of the test named `name` (tests run in parallel, each removes its own).
+fn tempfile_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpf-truth-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -463,4 +476,74 @@ fn every_event_is_labelled_with_the_namespace_its_server_says_minted_it() {
             "{file}: the resume delivered an event the server did not replay"
         );
     }
+}
+
+#[test]
+fn a_snap_length_only_takes_evidence_away() {
+    // Cutting every frame, as `tcpdump -s N` does, hides bytes: it may cost findings, never add
+    // one. Every capture, cut at lengths that cut heads, bodies or only large segments, gives
+    // no more sessions than whole, and above info only kinds it gives whole, on those sessions.
+    let dir = tempfile_dir("snaplen");
+    let captures = samples()
+        .into_iter()
+        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
+    for file in captures {
+        let path = format!("samples/{file}");
+        let whole = analyze(&[&path]);
+        let whole_above = above_info(&whole);
+        for snap in [128, 256, 600, 1400] {
+            let out = dir.join(format!("cut-{snap}-{file}.pcap"));
+            rewritten_copy(&root().join(&path), &out, None, Some(snap));
+            let cut = analyze(&[out.to_str().unwrap()]);
+            let what = format!("{file} cut at {snap}");
+            assert!(
+                cut["summary"]["sessions"].as_u64() <= whole["summary"]["sessions"].as_u64(),
+                "{what}: more sessions than whole"
+            );
+            for (sid, kinds) in above_info(&cut) {
+                let had = whole_above.get(&sid).cloned().unwrap_or_default();
+                assert!(
+                    kinds.is_subset(&had),
+                    "{what}: {sid:?} gained {kinds:?} (whole: {had:?})"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_capture_cut_by_its_snap_length_is_still_known_for_mcp() {
+    let t = truth("snaplen-mcp.truth.json");
+    assert_eq!(t["expected_analysis"]["is_mcp"], true);
+    let sent: BTreeSet<String> = t["source_truth"]["http_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["jsonrpc"]["method"].as_str().map(str::to_string))
+        .collect();
+    let report = analyze(&["samples/snaplen-mcp.pcap"]);
+    let summary = &report["summary"];
+    assert_eq!(summary["sessions"], 0);
+    assert_eq!(
+        summary["snaplen_bytes"], summary["gap_bytes"],
+        "cut, not lost"
+    );
+    assert!(summary["mcp_requests_cut"].as_u64().unwrap() > 0);
+    let shown: BTreeSet<String> = summary["mcp_requests_cut_methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        shown.contains("initialize") && shown.is_subset(&sent),
+        "{shown:?} vs {sent:?}"
+    );
+    assert!(above_info(&report).is_empty());
+    let warning = report["inputs"][0]["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains(&format!("snap length ({} bytes)", t["snaplen"])),
+        "{warning}"
+    );
 }

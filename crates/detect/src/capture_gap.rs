@@ -9,7 +9,7 @@ use mcpf_mcp::model::Session;
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CaptureGap,
     severity: Severity::Low,
-    when: "packets are missing from the capture under an MCP stream or exchange",
+    when: "packets are missing from the capture under an MCP stream or exchange (info when the snap length cut them: recorded short, not lost)",
     meaning: "The capture lost bytes that the client or server really sent (dropped by the capturing host, cut by the snap length, or taken mid-connection). The analyzer skips past the hole and says so instead of joining the bytes around it.",
     why: "Events, responses or requests may have been in the missing bytes: a finding that rests on this stream (a skipped range, an unanswered request) may be an artefact of the capture rather than of the server.",
     fix: "Capture with tcpdump -s 0 -U on a host that is not overloaded (or with a larger -B buffer), on the leg closest to the component you suspect, and compare with the capture of the other leg if you have it.",
@@ -21,15 +21,22 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let first_after = st.events.iter().find(|e| e.after_gap).map(|e| e.mark);
         let time = first_after.or(st.ended).unwrap_or(st.opened);
         let bytes = (st.gap_bytes > 0).then_some(st.gap_bytes);
+        // Bytes the snap length cut crossed the wire whole: a property of the capture, not a
+        // loss, and said once for the input; here only a note of what it hides.
+        let cut = st.cut_by_snaplen_only();
         f.add(
             s,
             New {
                 kind: FindingKind::CaptureGap,
-                severity: INFO.severity,
+                severity: if cut { Severity::Info } else { INFO.severity },
                 time,
                 frames: vec![st.opened, time],
                 streams: vec![st.idx],
                 summary: match bytes {
+                    Some(b) if cut => format!(
+                        "{b} bytes of {} not recorded: the capture's snap length cut them",
+                        st.label()
+                    ),
                     Some(b) => format!("{b} bytes missing from the capture under {}", st.label()),
                     None => format!("bytes missing from the capture under {}", st.label()),
                 },
@@ -37,6 +44,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "stream": st.label(),
                     "exchange": st.exchange.to_string(),
                     "bytes": bytes,
+                    "cut_by_snap_length": st.snaplen_bytes,
                     "events_dropped_at_gap": st.events.iter().filter(|e| e.after_gap).count(),
                 }),
                 caused_by: vec![],

@@ -49,6 +49,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let gave_up = st.abandoned_by_client()
             || s.streams[channel].abandoned_by_client()
             || s.deleted.is_some();
+        let hidden = answer_may_be_missing(s, st, channel);
         let u = Unanswered {
             st,
             req,
@@ -56,6 +57,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             channel,
             went_on,
             gave_up,
+            hidden,
             waited: s.end.time.seconds_since(st.opened.time).max(0.0),
             progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
             cause: cause(s, f, channel),
@@ -75,6 +77,8 @@ struct Unanswered<'a> {
     went_on: bool,
     /// The client gave up: it cut the stream the answer would come on, or deleted the session.
     gave_up: bool,
+    /// Bytes are missing where the answer would have come: it may be among them.
+    hidden: bool,
     waited: f64,
     progress: Option<Value>,
     cause: Option<usize>,
@@ -89,6 +93,16 @@ fn answered(s: &Session, st: &Stream, id: &RequestId, later: &[(StreamIdx, &Mess
     answers(s, id)
         .iter()
         .any(|a| a.mark >= st.opened && next_same.is_none_or(|n| a.mark < n))
+}
+
+/// Bytes are missing where the answer could have come: its own stream, the one its progress
+/// moved to, or any event stream of the session still open once it was sent.
+fn answer_may_be_missing(s: &Session, st: &Stream, channel: StreamIdx) -> bool {
+    st.gap
+        || s.streams[channel].gap
+        || s.streams
+            .iter()
+            .any(|o| o.gap && o.event_stream && o.ended.is_none_or(|e| e >= st.opened))
 }
 
 /// The last event that reported progress on `token`: (stream, event, mark).
@@ -143,26 +157,38 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
         (Some(m), None) => m.to_string(),
         _ => "request".into(),
     };
-    // A request the capture ended on may simply not be answered yet.
+    // A request the capture ended on may simply not be answered yet; one whose answer may be
+    // in bytes the capture lacks is not determinable.
     let young = !u.went_on && !u.gave_up;
     let waited = u.waited;
+    let summary = if u.hidden {
+        format!(
+            "request {} {what}: no answer in the capture, but bytes are missing from {} where it would have come (not determinable)",
+            id.label(),
+            s.streams[u.channel].label()
+        )
+    } else if young {
+        format!(
+            "request {} {what} still unanswered when the capture ended ({waited:.1} s)",
+            id.label()
+        )
+    } else {
+        format!(
+            "request {} {what} never answered (waited {waited:.1} s)",
+            id.label()
+        )
+    };
     New {
         kind: FindingKind::UnansweredRequest,
-        severity: if young { Severity::Info } else { INFO.severity },
+        severity: if young || u.hidden {
+            Severity::Info
+        } else {
+            INFO.severity
+        },
         time: s.end,
         frames: vec![st.opened, s.end],
         streams: vec![st.idx, u.channel],
-        summary: if young {
-            format!(
-                "request {} {what} still unanswered when the capture ended ({waited:.1} s)",
-                id.label()
-            )
-        } else {
-            format!(
-                "request {} {what} never answered (waited {waited:.1} s)",
-                id.label()
-            )
-        },
+        summary,
         evidence: json!({
             "request_id": id.to_value(),
             "method": req.method,
@@ -173,6 +199,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
             "last_progress": u.progress,
             "client_gave_up": u.gave_up,
             "session_went_on": u.went_on,
+            "answer_may_be_in_missing_bytes": u.hidden,
         }),
         caused_by: u.cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),

@@ -21,6 +21,10 @@ pub(crate) enum Framing {
     UntilClose,
     /// The connection stopped carrying HTTP (CONNECT 2xx, 101 Switching Protocols).
     Tunnel,
+    /// The snap length cut the request's head, and its framing with it: what the client sent
+    /// next, up to the next cut or start line, is the start of its body (clients write the head
+    /// and the body apart), and may be all that shows what the request was.
+    UntilCut,
 }
 
 #[derive(Debug)]
@@ -218,8 +222,12 @@ impl ChunkedDecoder {
             }
         })?;
         if complete {
-            let size =
-                parse_chunk_size(&self.line).map_err(|_| ChunkedError::NoBoundaryAfterGap)?;
+            let Ok(size) = parse_chunk_size(&self.line) else {
+                // Not a chunk boundary: the line is left unread, for it may start the next
+                // message (a response whose body's end the gap took is followed by the next).
+                *pos = at;
+                return Err(ChunkedError::NoBoundaryAfterGap);
+            };
             self.begin_chunk(size);
         }
         Ok(())

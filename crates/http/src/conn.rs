@@ -90,6 +90,8 @@ struct Message {
     /// Body bytes after a gap are not kept (they would be joined across the hole).
     holed: bool,
     gap: bool,
+    /// A gap of it was bytes lost, not only bytes the snap length cut.
+    lost: bool,
     sse: Option<SseParser>,
     first: Mark,
     last: Mark,
@@ -1091,8 +1093,10 @@ impl Connection {
                 .front()
                 .is_some_and(|p| msg.exchange.index == p.index)
         {
+            // A head the snap length cut lost only its own bytes: the next request is whole.
+            let lost = msg.framing != Framing::UntilCut;
             self.end_message(Direction::ClientToServer, Outcome::Gap, None, mark, sink);
-            self.req.after_gap = true;
+            self.req.after_gap |= lost;
         }
     }
 
@@ -1140,6 +1144,16 @@ impl Connection {
                 self.body_bytes(dir, data, mark, sink);
                 data.len()
             }
+            // Each call starts a segment: one that starts a request is the next message.
+            Framing::UntilCut if starts_request(data) => {
+                self.end_message(dir, Outcome::Gap, None, mark, sink);
+                0
+            }
+            Framing::UntilCut => {
+                msg.body.unknown = false;
+                self.body_bytes(dir, data, mark, sink);
+                data.len()
+            }
             Framing::Chunked => {
                 let mut out = Vec::new();
                 let result = msg
@@ -1163,19 +1177,28 @@ impl Connection {
                         used
                     }
                     Err((used, e)) => {
-                        self.anomaly(
-                            dir,
-                            mark,
-                            format!("bad chunked framing: {e}; message cut"),
-                            sink,
-                        );
+                        // After a cut of the snap length, the framing ends where the next
+                        // message begins: the cut took only this one's bytes.
+                        let cut_only = self
+                            .half(dir)
+                            .msg
+                            .as_ref()
+                            .is_some_and(|m| m.gap && !m.lost);
+                        let what = if cut_only {
+                            format!(
+                                "chunked framing not found after a snap-length cut ({e}): message ended there"
+                            )
+                        } else {
+                            format!("bad chunked framing: {e}; message cut")
+                        };
+                        self.anomaly(dir, mark, what, sink);
                         if let Some(m) = self.half(dir).msg.as_mut() {
                             m.gap = true;
                         }
                         // The rest of the packet may hold the next message: it is scanned from
                         // the start state (and counted if skipped).
                         self.end_message(dir, Outcome::Gap, None, mark, sink);
-                        self.half(dir).after_gap = true;
+                        self.half(dir).after_gap |= !cut_only;
                         used
                     }
                 }
@@ -1365,11 +1388,24 @@ impl Connection {
             lines.saturating_sub(1)
         );
         self.anomaly(dir, mark, what, sink);
-        if let Some(msg) = self.half(dir).msg.as_mut() {
+        let keep_body = snaplen && dir == Direction::ClientToServer;
+        let half = self.half(dir);
+        if let Some(msg) = half.msg.as_mut() {
+            // Unknown until bytes come after the cut: those are the body's first, with no hole
+            // before them yet.
             msg.body.unknown = true;
-            msg.holed = true;
+            msg.holed = !keep_body;
             msg.gap = true;
+            msg.lost |= !snaplen;
             msg.body.gap_bytes += len;
+            if snaplen {
+                msg.body.snaplen_bytes += len;
+            }
+            if keep_body {
+                msg.framing = Framing::UntilCut;
+                half.state = State::Body;
+                return;
+            }
         }
         self.end_message(dir, Outcome::Gap, None, mark, sink);
     }
@@ -1395,30 +1431,33 @@ impl Connection {
             }
         }
         self.pos[di(dir)] += len;
+        // Bytes the snap length cut are the end of their own segment: a message found at the
+        // start of a later one lost nothing of itself.
+        let lost = !snaplen;
         let half = self.half(dir);
         match half.state {
             State::Opaque => {}
             State::Start => {
                 half.line.clear();
-                half.after_gap = true;
+                half.after_gap |= lost;
             }
             State::Head => {
                 let head = std::mem::take(&mut half.head);
                 let first = half.head_first.take().unwrap_or(mark);
                 half.state = State::Start;
                 self.cut_head(dir, &head, first, len, snaplen, mark, sink);
-                self.half(dir).after_gap = true;
+                self.half(dir).after_gap |= lost;
             }
             State::Body => {
                 let Some(msg) = half.msg.as_mut() else {
                     half.state = State::Start;
                     return;
                 };
-                let survives = msg.lose(len);
+                let survives = msg.lose(len, snaplen);
                 let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
                 if !survives {
                     self.end_message(dir, Outcome::Gap, None, mark, sink);
-                    self.half(dir).after_gap = true;
+                    self.half(dir).after_gap |= lost;
                 } else if done {
                     self.end_message(dir, Outcome::Gap, None, mark, sink);
                 }
@@ -1469,10 +1508,12 @@ impl Connection {
         let half = self.half(dir);
         match half.state {
             State::Body => {
-                let until_close = half
-                    .msg
-                    .as_ref()
-                    .is_some_and(|m| m.framing == Framing::UntilClose);
+                let framing = half.msg.as_ref().map(|m| m.framing);
+                let until_close = framing == Some(Framing::UntilClose);
+                if framing == Some(Framing::UntilCut) {
+                    self.end_message(dir, Outcome::Gap, None, mark, sink);
+                    return;
+                }
                 // A close-delimited response ends at the server's FIN, unless the client had
                 // already closed its side: then the client walked away from it (a proxy whose own
                 // client gave up closes upstream like this).
@@ -1606,10 +1647,14 @@ impl Message {
 
     /// `len` bytes of the body are missing from the capture. Returns whether the framing
     /// survives them (the next message can still be found where it starts).
-    fn lose(&mut self, len: u64) -> bool {
+    fn lose(&mut self, len: u64, snaplen: bool) -> bool {
         self.gap = true;
+        self.lost |= !snaplen;
         self.holed = true;
         self.body.gap_bytes += len;
+        if snaplen {
+            self.body.snaplen_bytes += len;
+        }
         self.body
             .decode_error
             .get_or_insert_with(|| "bytes missing from the capture".into());
@@ -1648,6 +1693,7 @@ impl Message {
             }
             Framing::UntilClose => true,
             Framing::None | Framing::Tunnel => true,
+            Framing::UntilCut => false,
         }
     }
 
@@ -1717,6 +1763,7 @@ fn new_message(
             ..Body::default()
         },
         holed: false,
+        lost: false,
         gap: false,
         sse: None,
         first,
@@ -1903,6 +1950,15 @@ fn quick_method_prefix(rest: &[u8]) -> bool {
 }
 
 /// `METHOD SP target SP HTTP/1.x`.
+/// `data` begins with a whole request line.
+fn starts_request(data: &[u8]) -> bool {
+    let Some(end) = data.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let line = &data[..end];
+    is_request_line(line.strip_suffix(b"\r").unwrap_or(line))
+}
+
 pub(crate) fn is_request_line(line: &[u8]) -> bool {
     let Some(sp1) = line.iter().position(|&b| b == b' ') else {
         return false;

@@ -140,6 +140,9 @@ pub struct Body {
     pub unknown: bool,
     /// Bytes of the body missing from the capture.
     pub gap_bytes: u64,
+    /// Of `gap_bytes`, the bytes the capture's snap length cut from frames it did capture: not
+    /// lost on the wire or by the capturing host, only not recorded.
+    pub snaplen_bytes: u64,
     /// Bytes of this message that TCP saw retransmitted with different content (counted from
     /// the first to the last differing byte of each such retransmission). The message was
     /// parsed from the first copy (`mcpf_capture::tcp::TcpEvent::Inconsistent`, reported as an

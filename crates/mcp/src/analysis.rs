@@ -319,6 +319,8 @@ fn detect_fallbacks(s: &mut Session) {
                     && !used.contains(&p.idx)
                     && (p.requests().next().is_some() || p.body_unknown)
                     && p.abandoned_by_client()
+                    // With bytes missing, the answer may have come before the client left.
+                    && !p.gap
                     && !answered_on(p)
                     && !s.streams.iter().any(|r| {
                         r.opened <= get.opened

@@ -17,6 +17,7 @@ pub mod jsonrpc;
 pub mod model;
 mod packed;
 mod payloads;
+mod prefix;
 
 pub use answers::{Answer, answers, same_answer};
 pub use builder::{Builder, HttpAnomaly, McpStats, SessionCallback};

@@ -169,6 +169,8 @@ pub struct Stream {
     pub gap: bool,
     /// How many, when known.
     pub gap_bytes: u64,
+    /// Of `gap_bytes`, those the capture's snap length cut (recorded short, not lost).
+    pub snaplen_bytes: u64,
     /// Bytes of this exchange that TCP saw retransmitted with other content (the first copy
     /// was kept): what rests on them rests on one of two versions.
     pub inconsistent_bytes: u64,
@@ -254,6 +256,7 @@ impl Stream {
             packed: Default::default(),
             gap: false,
             gap_bytes: 0,
+            snaplen_bytes: 0,
             inconsistent_bytes: 0,
             transport_mode_sent: None,
             comments: 0,
@@ -273,6 +276,12 @@ impl Stream {
     /// early, or the capture.
     pub fn interrupted(&self) -> bool {
         !matches!(self.outcome, Some(Outcome::Complete))
+    }
+
+    /// Every byte missing from it was cut by the capture's snap length: the wire carried them,
+    /// the capture only did not record them.
+    pub fn cut_by_snaplen_only(&self) -> bool {
+        self.gap_bytes > 0 && self.snaplen_bytes == self.gap_bytes
     }
 
     /// The client gave up on it: closed or reset the connection before the response ended.

@@ -84,9 +84,10 @@ pub fn no_session(
     if http.heads_cut_by_snaplen > 0 {
         out.push(Hint {
             problem: format!(
-                "the capture's snap length cut {} on {}: the bodies behind them were not captured, so whether the traffic is MCP cannot be told",
+                "the capture's snap length cut {} on {}: {}",
                 super::table::count(http.heads_cut_by_snaplen, "HTTP head", "HTTP heads"),
-                ports(&http.http_ports)
+                ports(&http.http_ports),
+                what_was_cut(mcp)
             ),
             hint: "capture again with every byte of every packet: tcpdump -s 0 (the default of recent tcpdump; the input's warning gives the length it was cut at)".into(),
         });
@@ -112,6 +113,18 @@ pub fn no_session(
         });
     }
     out
+}
+
+/// Whether what the snap length left shows MCP.
+fn what_was_cut(mcp: &McpStats) -> String {
+    if mcp.requests_cut == 0 {
+        return "the bodies behind them were not captured, so whether the traffic is MCP cannot be told".into();
+    }
+    format!(
+        "this is MCP whose heads and bodies were cut ({} show {} in their first bytes), too little left to tell sessions apart",
+        super::table::count(mcp.requests_cut, "request", "requests"),
+        mcp.requests_cut_methods.join(", ")
+    )
 }
 
 /// What the HTTP carried instead of MCP, when it was JSON-RPC or SSE.

@@ -31,6 +31,8 @@ enum Says {
     EventStream,
     /// JSON-RPC, or a body the source did not record: its response will tell.
     Unproven,
+    /// Cut before it named a session, MCP by this method: its response may name one.
+    Cut(Box<str>),
     NotMcp,
 }
 
@@ -44,7 +46,14 @@ impl Builder {
             jsonrpc::parse_payload(&r.body.data)
         };
         let legacy = self.legacy.get(&(r.server, r.target.clone())).copied();
-        let says = what_request_says(r, &messages, legacy);
+        let cut = legacy
+            .is_none()
+            .then(|| Self::cut_mcp_method(r, &messages))
+            .flatten();
+        let says = match cut {
+            Some(method) => Says::Cut(method),
+            None => what_request_says(r, &messages, legacy),
+        };
         if let Says::NotMcp = says {
             self.not_mcp_request(r, &messages);
             return;
@@ -56,21 +65,57 @@ impl Builder {
         self.file_request(r, stream, says);
     }
 
+    /// The method that shows a request cut before it named a session to be MCP: by what is
+    /// left of its body (a message parsed whole, or the first bytes of one).
+    fn cut_mcp_method(r: &mcpf_http::Request, messages: &[jsonrpc::Message]) -> Option<Box<str>> {
+        if r.head_complete || r.headers.has("mcp-session-id") {
+            return None;
+        }
+        match messages.iter().find(|m| m.is_mcp_evidence()) {
+            Some(m) => m.method.as_deref().map(Into::into),
+            None => crate::prefix::method_in_prefix(&r.body.data)
+                .filter(|m| jsonrpc::is_mcp_method(m))
+                .map(Into::into),
+        }
+    }
+
+    /// A cut MCP request nothing filed under a session: counted, with its method.
+    pub(super) fn note_cut(&mut self, method: &str) {
+        const METHODS_KEPT: usize = 8;
+        self.stats.requests_cut += 1;
+        let seen = &mut self.stats.requests_cut_methods;
+        if seen.len() < METHODS_KEPT && !seen.iter().any(|m| m == method) {
+            seen.push(method.to_string());
+        }
+    }
+
+    /// Nothing more of `exchange` is filed; a response that already arrived for it (kept as an
+    /// orphan) is dropped.
+    fn ignore(&mut self, exchange: ExchangeId) {
+        if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&exchange) {
+            self.take_filing(exchange);
+        }
+        self.not_mcp.insert(exchange);
+    }
+
     /// A request with no MCP evidence: counted, and its response will not be an orphan.
     fn not_mcp_request(&mut self, r: &mcpf_http::Request, messages: &[jsonrpc::Message]) {
-        // A response that already arrived for it was kept as an orphan: drop it.
-        if let Some(Filing::Pending(_, Pending::Orphan)) = self.open.get(&r.exchange) {
-            self.take_filing(r.exchange);
-        }
         if messages.iter().any(|m| m.kind != Kind::Malformed) {
             self.stats.jsonrpc_not_mcp += 1;
         }
-        self.not_mcp.insert(r.exchange);
+        self.ignore(r.exchange);
     }
 
     /// Where a request's stream goes: the legacy session whose endpoint it posts to, the session
     /// it names, or pending until its response (or first events) say.
     fn file_request(&mut self, r: &mcpf_http::Request, mut stream: Stream, says: Says) {
+        let says = match says {
+            Says::Mcp | Says::Cut(_) => match self.legacy_of_target(&stream) {
+                Some(session) => Says::Legacy(session),
+                None => says,
+            },
+            other => other,
+        };
         let pending = match says {
             Says::Legacy(session) => {
                 self.note_mcp();
@@ -101,6 +146,7 @@ impl Builder {
             Says::Mcp => Pending::Sessionless,
             Says::EventStream => Pending::Get,
             Says::Unproven => Pending::Unproven,
+            Says::Cut(method) => Pending::Cut(method),
             Says::NotMcp => return,
         };
         if matches!(pending, Pending::Initialize | Pending::Sessionless) {
@@ -142,9 +188,10 @@ impl Builder {
         stream.transport_mode = mode.clone();
         let sent = stream.session_id_sent.is_some();
         match self.take_filing(h.exchange) {
-            Some(Filing::Pending(stream, Pending::Sessionless | Pending::Unproven))
-                if received.is_some() =>
-            {
+            Some(Filing::Pending(
+                stream,
+                Pending::Sessionless | Pending::Unproven | Pending::Cut(_),
+            )) if received.is_some() => {
                 // Only an initialize is answered with a new session ID: the request (whose
                 // body the source may not have recorded) opened this session.
                 self.note_mcp();
@@ -328,6 +375,7 @@ impl Builder {
                 self.file_sessionless(stream);
             }
             Pending::Unproven => self.note_not_mcp(&stream),
+            Pending::Cut(method) => self.note_cut(&method),
             Pending::Orphan => {}
         }
     }
@@ -428,6 +476,7 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
     stream.client_messages = messages;
     stream.gap = r.outcome == Outcome::Gap;
     stream.gap_bytes = r.body.gap_bytes;
+    stream.snaplen_bytes = r.body.snaplen_bytes;
     stream.inconsistent_bytes = r.body.inconsistent_bytes;
     stream.transport_mode_sent = transport_mode(&r.headers);
     stream.body_unknown = r.body.unknown;
@@ -452,6 +501,7 @@ fn adopt_orphan(stream: &mut Stream, o: Stream) {
     stream.response_packed = o.response_packed;
     stream.gap |= o.gap_bytes > 0;
     stream.gap_bytes += o.gap_bytes;
+    stream.snaplen_bytes += o.snaplen_bytes;
     stream.inconsistent_bytes += o.inconsistent_bytes;
 }
 
@@ -515,6 +565,7 @@ fn record_end(
     if let Some(b) = body {
         stream.body_unknown |= b.unknown;
         stream.gap_bytes += b.gap_bytes;
+        stream.snaplen_bytes += b.snaplen_bytes;
         stream.inconsistent_bytes += b.inconsistent_bytes;
         let json = stream
             .content_type

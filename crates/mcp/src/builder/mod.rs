@@ -35,7 +35,7 @@ enum Filing {
     Pending(Box<Stream>, Pending),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Pending {
     /// An `initialize` without a session ID: its response names the session, or none (a
     /// server without sessions).
@@ -52,6 +52,9 @@ enum Pending {
     /// A response (or events) whose request was not seen: the capture started late, or a gap
     /// took the request.
     Orphan,
+    /// A request whose head the snap length cut before it named a session, MCP by the method
+    /// its first bytes show: filed if its response names the session, else counted.
+    Cut(Box<str>),
 }
 
 /// An initialize answered 4xx: the client may now fall back to the legacy transport.
@@ -90,6 +93,11 @@ pub struct McpStats {
     pub sessions_lost: u64,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
+    /// MCP requests whose head was cut (by the snap length) before it named a session: MCP by
+    /// the method their first bytes show, too little to file under any session. Counted, and the
+    /// methods seen (the first few).
+    pub requests_cut: u64,
+    pub requests_cut_methods: Vec<String>,
 }
 
 /// Exchanges found not to be MCP, by connection (a connection ending forgets its own at once).

@@ -261,6 +261,25 @@ impl Builder {
         }
     }
 
+    /// The legacy session an MCP POST names in its endpoint URI when the `endpoint` event that
+    /// gave that URI is not in the capture (cut, or before it began): the URI is the session's
+    /// as much as the event is, and the POSTs to it are grouped by it.
+    pub(super) fn legacy_of_target(&mut self, stream: &Stream) -> Option<SessionIdx> {
+        if stream.session_id_sent.is_some() || !stream.method.eq_ignore_ascii_case("POST") {
+            return None;
+        }
+        let id = query_session_id(&stream.target)?;
+        let mut opening = Opening::of(stream, Some(id));
+        opening.transport = Transport::LegacySse;
+        let session = self.new_session(opening);
+        if let Some(s) = self.live_mut(session) {
+            s.legacy_endpoint = Some(stream.target.clone());
+        }
+        self.legacy
+            .insert((stream.server, stream.target.clone()), session);
+        Some(session)
+    }
+
     /// A GET whose stream opened with an `endpoint` event: the 2024-11-05 transport.
     pub(super) fn file_legacy(&mut self, mut stream: Stream, uri: &str) {
         let post_target = path_and_query(uri);
@@ -394,15 +413,18 @@ pub(super) fn stream_proves_mcp(stream: &Stream) -> bool {
 /// The session parameter of a legacy endpoint URI (`sessionId` in TypeScript, `session_id` in
 /// Python), or the whole URI when there is none.
 pub(super) fn legacy_session_id(endpoint: &str) -> String {
-    let query = endpoint.split_once('?').map(|(_, q)| q).unwrap_or("");
-    query
-        .split('&')
-        .find_map(|kv| {
-            let (k, v) = kv.split_once('=')?;
-            (k.eq_ignore_ascii_case("sessionid") || k.eq_ignore_ascii_case("session_id"))
-                .then(|| v.to_string())
-        })
-        .unwrap_or_else(|| endpoint.to_string())
+    query_session_id(endpoint).unwrap_or_else(|| endpoint.to_string())
+}
+
+/// The session a legacy endpoint URI names in its query (`session_id` for the Python SDK,
+/// `sessionId` for the TypeScript one).
+pub(super) fn query_session_id(uri: &str) -> Option<String> {
+    let query = uri.split_once('?').map(|(_, q)| q)?;
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.eq_ignore_ascii_case("sessionid") || k.eq_ignore_ascii_case("session_id"))
+            .then(|| v.to_string())
+    })
 }
 
 /// Path and query of an endpoint URI that may be absolute.

@@ -192,6 +192,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
         put_str(w, &resume.last_event_id);
     }
     put_u64(w, st.gap_bytes);
+    put_u64(w, st.snaplen_bytes);
     put_u64(w, st.inconsistent_bytes);
     put_u64(w, st.comments);
     put_u64(w, st.last_retry.map_or(0, |r| r + 1));
@@ -266,6 +267,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         });
     }
     st.gap_bytes = r.u64()?;
+    st.snaplen_bytes = r.u64()?;
     st.inconsistent_bytes = r.u64()?;
     st.comments = r.u64()?;
     st.last_retry = r.u64()?.checked_sub(1);
@@ -500,6 +502,7 @@ mod tests {
             PackedMessages::pack(&parse_payload(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
         st.gap = true;
         st.gap_bytes = 97;
+        st.snaplen_bytes = 40;
         st.inconsistent_bytes = 12;
         st.comments = 3;
         st.last_retry = Some(0);

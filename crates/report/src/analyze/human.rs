@@ -127,7 +127,20 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
     for input in &rep.inputs {
         crate::write_input_line(out, input)?;
     }
-    let lost = if rep.connections_with_gaps > 0 {
+    let lost = if rep.connections_with_gaps > 0 && rep.snaplen_bytes == rep.gap_bytes {
+        format!(
+            "{} with bytes cut by the snap length ({}), none lost",
+            rep.connections_with_gaps,
+            bytes(rep.gap_bytes)
+        )
+    } else if rep.connections_with_gaps > 0 && rep.snaplen_bytes > 0 {
+        format!(
+            "{} lost data ({}, of it {} cut by the snap length)",
+            rep.connections_with_gaps,
+            bytes(rep.gap_bytes),
+            bytes(rep.snaplen_bytes)
+        )
+    } else if rep.connections_with_gaps > 0 {
         format!(
             "{} lost data ({})",
             rep.connections_with_gaps,
@@ -151,6 +164,12 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
                 "event stream",
                 "event streams"
             )
+        ));
+    }
+    if rep.mcp.requests_cut > 0 {
+        exchanges.push_str(&format!(
+            " ({} MCP but cut before naming a session)",
+            rep.mcp.requests_cut
         ));
     }
     // Logs and HAR files have no TCP: the line speaks of connections only for captures.

@@ -89,6 +89,8 @@ pub struct Report {
     pub anomalies: Vec<HttpAnomaly>,
     pub connections: u64,
     pub gap_bytes: u64,
+    /// Of `gap_bytes`, those the capture's snap length cut (recorded short, not lost).
+    pub snaplen_bytes: u64,
     pub connections_with_gaps: u64,
     /// Notes about what an input format could not support.
     pub limits: Vec<String>,
