@@ -3017,6 +3017,52 @@ fn a_chunked_response_whose_end_was_lost_does_not_swallow_the_next_response() {
 }
 
 #[test]
+fn a_response_whose_head_was_lost_does_not_shift_the_pairing_of_the_next() {
+    // Keep-alive: the second answer's first segment (its head) is not in the capture, its last
+    // one is. Those bytes start no message: the answer to request 2 was lost, and the third
+    // answer is request 3's.
+    let (q1, q2, q3) = (get("/a"), get("/b"), get("/c"));
+    let a1 = json_response("200 OK", "one");
+    let a2 = format!("{SSE_CHUNKED}4\r\nid:2\r\n");
+    let a2_tail = "3\r\n\n\n\r\n0\r\n\r\n";
+    let a3 = json_response("201 Created", "three");
+    let c = [
+        101,
+        101 + q1.len() as u32,
+        101 + (q1.len() + q2.len()) as u32,
+    ];
+    let c_end = c[2] + q3.len() as u32;
+    let s2 = 501 + a1.len() as u32;
+    let s2_tail = s2 + a2.len() as u32;
+    let s3 = s2_tail + a2_tail.len() as u32;
+    let mut packets = handshake();
+    packets.push(seg(true, c[0], 501, q1.as_bytes()));
+    packets.push(seg(false, 501, c[1], a1.as_bytes()));
+    packets.push(seg(true, c[1], s2, q2.as_bytes()));
+    packets.push(seg(true, c[2], s2, q3.as_bytes()));
+    // s2..s2_tail (the head of answer 2) never captured.
+    packets.push(seg(false, s2_tail, c_end, a2_tail.as_bytes()));
+    packets.push(seg(false, s3, c_end, a3.as_bytes()));
+    let run = through_capture(&whole(packets));
+    assert_eq!(run.ex(0, 0).response.as_ref().unwrap().status, 200);
+    let lost = run.ex(0, 1);
+    assert!(lost.response.is_none(), "{}", run.dump());
+    assert_eq!(
+        lost.no_response.as_ref().map(|n| n.0),
+        Some(Outcome::Gap),
+        "{}",
+        run.dump()
+    );
+    assert_eq!(
+        run.ex(0, 2).response.as_ref().unwrap().status,
+        201,
+        "{}",
+        run.dump()
+    );
+    assert!(run.has_anomaly("the response to request 2 (GET) was lost in a capture gap"));
+}
+
+#[test]
 fn snaplen_sample_has_its_seven_exchanges() {
     // samples/snaplen-mcp.pcap: python-sdk-healthy.pcap with 62 bytes of TCP payload per frame.
     let truth: serde_json::Value =

@@ -274,24 +274,46 @@ fn findings_do_not_depend_on_events_being_asked_for() {
 
 /// `file` rewritten so that its first packet is at `start` (the rest keep their spacing).
 fn shifted_copy(file: &Path, start: mcpf_model::Timestamp, out: &Path) {
-    rewritten_copy(file, out, Some(start), None);
+    rewritten_copy(
+        file,
+        out,
+        Rewrite {
+            start: Some(start),
+            ..Rewrite::default()
+        },
+    );
 }
 
-/// `file` written again as a pcap: moved to begin at `start`, and each frame cut to `snap`
-/// bytes as `tcpdump -s` cuts them, when given.
-fn rewritten_copy(
-    file: &Path,
-    out: &Path,
+/// How [`rewritten_copy`] changes a capture.
+#[derive(Default)]
+struct Rewrite {
+    /// Its first packet moved to this time, the rest keeping their spacing.
     start: Option<mcpf_model::Timestamp>,
+    /// Every frame cut to this many bytes, as `tcpdump -s` cuts them.
     snap: Option<usize>,
-) {
+    /// Only this many frames kept: the capture stopped early.
+    frames: Option<usize>,
+}
+
+/// `file` written again as a pcap, changed as `how` says.
+fn rewritten_copy(file: &Path, out: &Path, how: Rewrite) {
+    let Rewrite {
+        start,
+        snap,
+        frames,
+    } = how;
     use mcpf_capture::reader::CaptureReader;
     use mcpf_capture::writer::PcapWriter;
     let input = std::fs::File::open(file).unwrap();
     let mut reader = CaptureReader::open(Box::new(input), 1).unwrap();
     let mut writer: Option<PcapWriter<std::fs::File>> = None;
     let mut offset = None;
+    let mut left = frames.unwrap_or(usize::MAX);
     while let Some(frame) = reader.next_frame().unwrap() {
+        if left == 0 {
+            break;
+        }
+        left -= 1;
         let off = *offset.get_or_insert(start.map_or(0, |s| s.0 - frame.time.0));
         let w = match writer.as_mut() {
             Some(w) => w,
@@ -493,7 +515,11 @@ fn a_snap_length_only_takes_evidence_away() {
         let whole_above = above_info(&whole);
         for snap in [128, 256, 600, 1400] {
             let out = dir.join(format!("cut-{snap}-{file}.pcap"));
-            rewritten_copy(&root().join(&path), &out, None, Some(snap));
+            let how = Rewrite {
+                snap: Some(snap),
+                ..Rewrite::default()
+            };
+            rewritten_copy(&root().join(&path), &out, how);
             let cut = analyze(&[out.to_str().unwrap()]);
             let what = format!("{file} cut at {snap}");
             assert!(
@@ -546,4 +572,38 @@ fn a_capture_cut_by_its_snap_length_is_still_known_for_mcp() {
         warning.contains(&format!("snap length ({} bytes)", t["snaplen"])),
         "{warning}"
     );
+}
+
+#[test]
+fn a_capture_stopped_early_only_takes_evidence_away() {
+    // A capture stopped while sessions run leaves requests whose streams are still open: they
+    // may be answered after it, so they are pending (info), never "never answered".
+    let dir = tempfile_dir("stopped");
+    let captures = samples()
+        .into_iter()
+        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
+    for file in captures {
+        let path = format!("samples/{file}");
+        let whole = analyze(&[&path]);
+        let whole_above = above_info(&whole);
+        let packets = whole["inputs"][0]["packets"].as_u64().unwrap() as usize;
+        for part in [4, 2] {
+            let kept = packets * (part - 1) / part;
+            let out = dir.join(format!("stopped-{kept}-{file}.pcap"));
+            let how = Rewrite {
+                frames: Some(kept),
+                ..Rewrite::default()
+            };
+            rewritten_copy(&root().join(&path), &out, how);
+            let cut = analyze(&[out.to_str().unwrap()]);
+            for (sid, kinds) in above_info(&cut) {
+                let had = whole_above.get(&sid).cloned().unwrap_or_default();
+                assert!(
+                    kinds.is_subset(&had),
+                    "{file} stopped after {kept} frames: {sid:?} gained {kinds:?} (whole: {had:?})"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

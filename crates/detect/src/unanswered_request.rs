@@ -4,9 +4,10 @@
 use serde_json::{Value, json};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected};
+use mcpf_http::Outcome;
 use mcpf_mcp::answers;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
-use mcpf_mcp::model::{Session, Stream, StreamIdx};
+use mcpf_mcp::model::{Session, Stream, StreamIdx, Transport};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -49,6 +50,9 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let gave_up = st.abandoned_by_client()
             || s.streams[channel].abandoned_by_client()
             || s.deleted.is_some();
+        let cause = cause(s, f, channel);
+        // An answer a replay skipped past is lost even if the stream stayed open.
+        let still_open = cause.is_none() && open_at_end(s, st, channel);
         let hidden = answer_may_be_missing(s, st, channel);
         let u = Unanswered {
             st,
@@ -57,10 +61,11 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             channel,
             went_on,
             gave_up,
+            still_open,
             hidden,
             waited: s.end.time.seconds_since(st.opened.time).max(0.0),
             progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
-            cause: cause(s, f, channel),
+            cause,
         };
         f.add(s, finding(s, u));
     }
@@ -77,6 +82,8 @@ struct Unanswered<'a> {
     went_on: bool,
     /// The client gave up: it cut the stream the answer would come on, or deleted the session.
     gave_up: bool,
+    /// The answer could still come when the capture stopped.
+    still_open: bool,
     /// Bytes are missing where the answer would have come: it may be among them.
     hidden: bool,
     waited: f64,
@@ -95,14 +102,34 @@ fn answered(s: &Session, st: &Stream, id: &RequestId, later: &[(StreamIdx, &Mess
         .any(|a| a.mark >= st.opened && next_same.is_none_or(|n| a.mark < n))
 }
 
+/// The session was not ended and a stream the answer could still come on was open when the
+/// capture stopped: its own, the one its progress moved to, or an event stream of the session.
+fn open_at_end(s: &Session, st: &Stream, channel: StreamIdx) -> bool {
+    let open = |o: &Stream| o.ended.is_none() || o.outcome == Some(Outcome::CutByCaptureEnd);
+    s.deleted.is_none()
+        && s.forgotten.is_empty()
+        && (open(st)
+            || open(&s.streams[channel])
+            || s.streams.iter().any(|o| o.event_stream && open(o)))
+}
+
 /// Bytes are missing where the answer could have come: its own stream, the one its progress
-/// moved to, or any event stream of the session still open once it was sent.
+/// moved to, or any event stream of the session still open once it was sent; or, on the legacy
+/// transport (answers on the event stream only), no event stream of the session was captured.
 fn answer_may_be_missing(s: &Session, st: &Stream, channel: StreamIdx) -> bool {
-    st.gap
+    let legacy_unseen =
+        s.transport == Transport::LegacySse && !s.streams.iter().any(|o| o.event_stream);
+    legacy_unseen
+        || st.gap
         || s.streams[channel].gap
         || s.streams
             .iter()
-            .any(|o| o.gap && o.event_stream && o.ended.is_none_or(|e| e >= st.opened))
+            .any(|o| o.gap && may_stream(o) && o.ended.is_none_or(|e| e >= st.opened))
+}
+
+/// An event stream, or a stream whose response head the capture lost (it may have been one).
+fn may_stream(o: &Stream) -> bool {
+    o.event_stream || o.status.is_none() || o.resume.is_some()
 }
 
 /// The last event that reported progress on `token`: (stream, event, mark).
@@ -159,7 +186,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
     };
     // A request the capture ended on may simply not be answered yet; one whose answer may be
     // in bytes the capture lacks is not determinable.
-    let young = !u.went_on && !u.gave_up;
+    let young = u.still_open || (!u.went_on && !u.gave_up);
     let waited = u.waited;
     let summary = if u.hidden {
         format!(
@@ -199,6 +226,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
             "last_progress": u.progress,
             "client_gave_up": u.gave_up,
             "session_went_on": u.went_on,
+            "still_open_at_capture_end": u.still_open,
             "answer_may_be_in_missing_bytes": u.hidden,
         }),
         caused_by: u.cause.into_iter().collect(),

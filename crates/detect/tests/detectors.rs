@@ -1881,12 +1881,34 @@ fn unanswered_request_is_high_when_the_session_went_on() {
         json!({}),
         &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
     );
-    c.end(p, Cut::CaptureEnd);
+    c.end(p, Cut::ServerClose);
     let run = c.finish();
     let f = run.one("unanswered_request");
     assert_eq!(f.severity, Severity::High);
     assert_eq!(f.evidence["request_id"], json!(2));
     assert_eq!(f.evidence["session_went_on"], true);
+}
+
+#[test]
+fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_went_on() {
+    // A long tool call beside quick ones: the capture stopped, not the server.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.wait(1.0);
+    c.post_json(
+        json!(3),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
+    );
+    c.end(p, Cut::CaptureEnd);
+    let run = c.finish();
+    let f = run.one("unanswered_request");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.evidence["still_open_at_capture_end"], true);
+    run.nothing_above_info();
 }
 
 #[test]

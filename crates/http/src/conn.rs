@@ -116,6 +116,13 @@ struct Half {
     msg: Option<Message>,
     /// The next message found follows a gap.
     after_gap: bool,
+    /// A gap fell between two messages: bytes after it that start no message are the rest of
+    /// one whose head the gap took.
+    gap_between: bool,
+    /// Such bytes were found: a message was lost in the gap.
+    lost_in_gap: bool,
+    /// Bytes were lost since the last head was read: a message may be among them.
+    gap_since_head: bool,
     skipped: u64,
 }
 
@@ -131,6 +138,9 @@ impl Half {
             head_offset: 0,
             msg: None,
             after_gap: false,
+            gap_between: false,
+            lost_in_gap: false,
+            gap_since_head: false,
             skipped: 0,
         }
     }
@@ -710,7 +720,13 @@ impl Connection {
                 self.half(dir).skipped += data.len() as u64;
                 data.len()
             }
-            State::Start => self.find_start(dir, data, mark),
+            State::Start => {
+                let used = self.find_start(dir, data, mark);
+                if std::mem::take(&mut self.half(dir).lost_in_gap) {
+                    self.lost_in_gap(dir, mark, sink);
+                }
+                used
+            }
             State::Head => self.read_head(dir, data, mark, sink),
             State::Body => self.read_body(dir, data, mark, sink),
         }
@@ -805,6 +821,7 @@ impl Connection {
         };
         if plausible || embedded.is_some() {
             let at = embedded.unwrap_or(0);
+            half.gap_between = false;
             half.skipped += at as u64;
             half.head.clear();
             half.head.extend_from_slice(&line[at..]);
@@ -816,6 +833,7 @@ impl Connection {
         }
         if count {
             half.skipped += line.len() as u64;
+            half.lost_in_gap |= std::mem::take(&mut half.gap_between);
         }
         if !is_http {
             self.scanned_without_http += line.len() as u64;
@@ -1081,6 +1099,36 @@ impl Connection {
         (index, String::new())
     }
 
+    /// Bytes after a gap between two messages started none: the gap took the head of a message
+    /// whose rest they are. A response answers the oldest request still waiting (HTTP/1.1
+    /// answers in order): that request's answer was lost, and the next response is the next
+    /// request's, not its.
+    fn lost_in_gap(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        if dir != Direction::ServerToClient {
+            return;
+        }
+        self.end_request_lost_in_gap(mark, sink);
+        let Some(p) = self.pending.pop_front() else {
+            return;
+        };
+        let exchange = ExchangeId {
+            conn: self.id,
+            index: p.index,
+        };
+        let what = format!(
+            "the response to request {} ({}) was lost in a capture gap: its head is missing and the rest of it skipped",
+            p.index + 1,
+            p.method
+        );
+        self.anomaly(dir, mark, what, sink);
+        sink.on_http(HttpEvent::NoResponse {
+            exchange,
+            outcome: Outcome::Gap,
+            closed_by: None,
+            mark,
+        });
+    }
+
     /// The server answered: a request still waiting for bytes lost in a gap is as complete as
     /// it will ever be.
     fn end_request_lost_in_gap(&mut self, mark: Mark, sink: &mut impl HttpSink) {
@@ -1105,6 +1153,7 @@ impl Connection {
         let half = self.half(dir);
         msg.offset = half.head_offset;
         msg.gap = std::mem::take(&mut half.after_gap);
+        half.gap_since_head = false;
         half.msg = Some(msg);
         half.state = State::Body;
     }
@@ -1435,11 +1484,13 @@ impl Connection {
         // start of a later one lost nothing of itself.
         let lost = !snaplen;
         let half = self.half(dir);
+        half.gap_since_head |= lost;
         match half.state {
             State::Opaque => {}
             State::Start => {
                 half.line.clear();
                 half.after_gap |= lost;
+                half.gap_between = true;
             }
             State::Head => {
                 let head = std::mem::take(&mut half.head);
@@ -1595,6 +1646,12 @@ impl Connection {
         }
         self.counts.inconsistent_unattributed += self.future_inconsistent.len() as u64;
         self.future_inconsistent.clear();
+        // Answers may have been in bytes the server sent that the capture lost.
+        let outcome = if self.resp.gap_since_head {
+            Outcome::Gap
+        } else {
+            outcome
+        };
         while let Some(p) = self.pending.pop_front() {
             let _ = p.first;
             sink.on_http(HttpEvent::NoResponse {

@@ -357,6 +357,14 @@ impl Builder {
     /// A sessionless exchange whose exchange has ended: filed under the sessionless session of
     /// its connection.
     pub(super) fn file_sessionless(&mut self, stream: Stream) {
+        // An initialize whose answer the capture lost may have been answered with a session
+        // ID: sessionless is not proved, and nothing else ties it.
+        let opens = stream
+            .requests()
+            .any(|m| m.method.as_deref() == Some("initialize"));
+        if opens && stream.status.is_none() && stream.gap {
+            return self.note_unattributed(stream.exchange);
+        }
         let session = self.sessionless_session(&stream);
         self.file_ended(session, stream);
     }
