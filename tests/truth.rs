@@ -293,6 +293,8 @@ struct Rewrite {
     snap: Option<usize>,
     /// Only this many frames kept: the capture stopped early.
     frames: Option<usize>,
+    /// These frames (numbered from 1) left out: the capturing host dropped them.
+    dropped: Vec<usize>,
 }
 
 /// `file` written again as a pcap, changed as `how` says.
@@ -301,6 +303,7 @@ fn rewritten_copy(file: &Path, out: &Path, how: Rewrite) {
         start,
         snap,
         frames,
+        dropped,
     } = how;
     use mcpf_capture::reader::CaptureReader;
     use mcpf_capture::writer::PcapWriter;
@@ -309,11 +312,16 @@ fn rewritten_copy(file: &Path, out: &Path, how: Rewrite) {
     let mut writer: Option<PcapWriter<std::fs::File>> = None;
     let mut offset = None;
     let mut left = frames.unwrap_or(usize::MAX);
+    let mut number = 0;
     while let Some(frame) = reader.next_frame().unwrap() {
         if left == 0 {
             break;
         }
         left -= 1;
+        number += 1;
+        if dropped.contains(&number) {
+            continue;
+        }
         let off = *offset.get_or_insert(start.map_or(0, |s| s.0 - frame.time.0));
         let w = match writer.as_mut() {
             Some(w) => w,
@@ -601,6 +609,51 @@ fn a_capture_stopped_early_only_takes_evidence_away() {
                 assert!(
                     kinds.is_subset(&had),
                     "{file} stopped after {kept} frames: {sid:?} gained {kinds:?} (whole: {had:?})"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn packets_the_capture_dropped_only_take_evidence_away() {
+    // Frames the capturing host dropped leave holes TCP reports as gaps: the answers, events or
+    // heads in them are unknown, which lowers confidence or makes a question not determinable,
+    // never a finding above info that the whole capture does not give (capture_gap aside).
+    let dir = tempfile_dir("dropped");
+    let captures = samples()
+        .into_iter()
+        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
+    for file in captures {
+        let path = format!("samples/{file}");
+        let whole = analyze(&[&path]);
+        let whole_above = above_info(&whole);
+        let packets = whole["inputs"][0]["packets"].as_u64().unwrap() as usize;
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ packets as u64;
+        for round in 0..8 {
+            let dropped: Vec<usize> = (0..3)
+                .map(|_| {
+                    // xorshift: the same frames on every run.
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    4 + (rng % (packets as u64 - 3)) as usize
+                })
+                .collect();
+            let out = dir.join(format!("dropped-{round}-{file}.pcap"));
+            let how = Rewrite {
+                dropped: dropped.clone(),
+                ..Rewrite::default()
+            };
+            rewritten_copy(&root().join(&path), &out, how);
+            let report = analyze(&[out.to_str().unwrap()]);
+            for (sid, mut kinds) in above_info(&report) {
+                kinds.remove("capture_gap");
+                let had = whole_above.get(&sid).cloned().unwrap_or_default();
+                assert!(
+                    kinds.is_subset(&had),
+                    "{file} without frames {dropped:?}: {sid:?} gained {kinds:?} (whole: {had:?})"
                 );
             }
         }

@@ -2,7 +2,7 @@
 //! stream's integer sequence (41 then 48), or, after a cross-namespace replay, everything after
 //! `Last-Event-ID` in the namespace the client was really resuming.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 use serde_json::json;
 
@@ -13,7 +13,7 @@ use mcpf_mcp::model::Session;
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SkippedEvents,
     severity: Severity::High,
-    when: "events of a namespace never delivered: an integer gap within a namespace (41 then 48: from 42 to 47), or after a cross-namespace replay everything after Last-Event-ID in the namespace being resumed",
+    when: "events of a namespace never delivered: an integer gap within a namespace (41 then 48: from 42 to 47), or after a cross-namespace replay everything after Last-Event-ID in the namespace being resumed (info when the jump crosses bytes missing from the capture)",
     meaning: "The server minted events the client never received: inside one stream the IDs jump, or a resume continued the wrong namespace so the events the client was waiting for were never replayed.",
     why: "Skipped events often hold progress and the final response of a long request: the client waits for an answer that was sent into the void.",
     fix: "See caused_by. Server: replay strictly from the namespace and position the client names; keep enough history; answer 400 when you cannot. Client: after a suspicious resume, re-send in-flight requests (with an idempotency key) instead of waiting.",
@@ -89,7 +89,7 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
 }
 
 fn inside_streams(s: &Session, f: &mut Findings) {
-    let seen: HashSet<u64> = s
+    let seen: BTreeSet<u64> = s
         .streams
         .iter()
         .flat_map(|st| st.events.iter())
@@ -106,53 +106,71 @@ fn inside_streams(s: &Session, f: &mut Findings) {
             })
             .collect();
         for pair in numbered.windows(2) {
-            let (_, a, ta) = pair[0];
+            let (ai, a, ta) = pair[0];
             let (bi, b, tb) = pair[1];
             if ta != tb || b <= a + 1 {
                 continue;
             }
             // IDs of a shared counter delivered on another stream are not skipped.
-            let missing: Vec<u64> = (a + 1..b)
-                .filter(|n| ta.is_some() || !seen.contains(n))
-                .take(1_000_000)
-                .collect();
-            if missing.is_empty() {
+            let delivered_elsewhere = if ta.is_some() {
+                0
+            } else {
+                seen.range(a + 1..b).count() as u64
+            };
+            let missing = b - a - 1 - delivered_elsewhere;
+            if missing == 0 {
                 continue;
             }
-            let ev = &st.events[bi];
-            let cause = if st.gap {
-                f.find(s.idx, FindingKind::CaptureGap, &Subject::Stream(st.idx))
-            } else {
-                None
-            };
-            let (from, to) = (a + 1, b - 1);
-            f.add(
-                s,
-                New {
-                    kind: FindingKind::SkippedEvents,
-                    severity: INFO.severity,
-                    time: ev.mark,
-                    frames: vec![st.events[pair[0].0].mark, ev.mark],
-                    streams: vec![st.idx],
-                    summary: format!(
-                        "{} jumped from event {} to {}: {} events never delivered",
-                        st.label(),
-                        a,
-                        b,
-                        missing.len()
-                    ),
-                    evidence: json!({
-                        "namespace": st.label(),
-                        "from": from.to_string(),
-                        "to": to.to_string(),
-                        "count": missing.len(),
-                        "after": null,
-                        "resume_stream": null,
-                    }),
-                    caused_by: cause.into_iter().collect(),
-                    subject: Subject::Namespace(st.idx),
-                },
-            );
+            // Bytes the capture lost between the two: the events may be in them.
+            let lost = st.events[ai + 1..=bi].iter().any(|e| e.after_gap);
+            f.add(s, jump(s, f, st, (ai, a), (bi, b), missing, lost));
         }
+    }
+}
+
+/// The finding of a jump from event `a` (at index `ai`) to `b` on `st`.
+fn jump(
+    s: &Session,
+    f: &Findings,
+    st: &mcpf_mcp::model::Stream,
+    (ai, a): (usize, u64),
+    (bi, b): (usize, u64),
+    missing: u64,
+    lost: bool,
+) -> New {
+    let ev = &st.events[bi];
+    let cause = if st.gap {
+        f.find(s.idx, FindingKind::CaptureGap, &Subject::Stream(st.idx))
+    } else {
+        None
+    };
+    let summary = if lost {
+        format!(
+            "{} jumped from event {a} to {b} across bytes missing from the capture: whether the server skipped {missing} events is not determinable",
+            st.label()
+        )
+    } else {
+        format!(
+            "{} jumped from event {a} to {b}: {missing} events never delivered",
+            st.label()
+        )
+    };
+    New {
+        kind: FindingKind::SkippedEvents,
+        severity: if lost { Severity::Info } else { INFO.severity },
+        time: ev.mark,
+        frames: vec![st.events[ai].mark, ev.mark],
+        streams: vec![st.idx],
+        summary,
+        evidence: json!({
+            "namespace": st.label(),
+            "from": (a + 1).to_string(),
+            "to": (b - 1).to_string(),
+            "count": missing,
+            "after": null,
+            "resume_stream": null,
+        }),
+        caused_by: cause.into_iter().collect(),
+        subject: Subject::Namespace(st.idx),
     }
 }

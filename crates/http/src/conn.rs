@@ -116,11 +116,14 @@ struct Half {
     msg: Option<Message>,
     /// The next message found follows a gap.
     after_gap: bool,
-    /// A gap fell between two messages: bytes after it that start no message are the rest of
-    /// one whose head the gap took.
+    /// A gap fell between two messages (or ran past the end of one): the bytes it took began at
+    /// least one more, whose head is lost with them.
     gap_between: bool,
     /// Such bytes were found: a message was lost in the gap.
     lost_in_gap: bool,
+    /// The last message ended where its framing said: what follows starts another one (after
+    /// one cut short, what follows may be the rest of it).
+    framed_end: bool,
     /// Bytes were lost since the last head was read: a message may be among them.
     gap_since_head: bool,
     skipped: u64,
@@ -140,6 +143,7 @@ impl Half {
             after_gap: false,
             gap_between: false,
             lost_in_gap: false,
+            framed_end: true,
             gap_since_head: false,
             skipped: 0,
         }
@@ -821,7 +825,8 @@ impl Connection {
         };
         if plausible || embedded.is_some() {
             let at = embedded.unwrap_or(0);
-            half.gap_between = false;
+            // A connection carries nothing but messages: lost bytes before this head were one.
+            half.lost_in_gap |= std::mem::take(&mut half.gap_between);
             half.skipped += at as u64;
             half.head.clear();
             half.head.extend_from_slice(&line[at..]);
@@ -1327,6 +1332,7 @@ impl Connection {
         let Some(mut msg) = half.msg.take() else {
             return;
         };
+        half.framed_end = outcome == Outcome::Complete;
         // A message cut short ended when its connection was given up (`mark`), not at its last
         // byte: a client that closes 1.5 s after the last event waited those 1.5 s.
         if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
@@ -1490,7 +1496,7 @@ impl Connection {
             State::Start => {
                 half.line.clear();
                 half.after_gap |= lost;
-                half.gap_between = true;
+                half.gap_between |= half.framed_end;
             }
             State::Head => {
                 let head = std::mem::take(&mut half.head);
@@ -1504,11 +1510,13 @@ impl Connection {
                     half.state = State::Start;
                     return;
                 };
+                let overran = matches!(msg.framing, Framing::Length(_)) && len > msg.remaining;
                 let survives = msg.lose(len, snaplen);
                 let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
                 if !survives {
                     self.end_message(dir, Outcome::Gap, None, mark, sink);
                     self.half(dir).after_gap |= lost;
+                    self.half(dir).gap_between |= overran;
                 } else if done {
                     self.end_message(dir, Outcome::Gap, None, mark, sink);
                 }

@@ -564,6 +564,7 @@ fn record_end(
     }
     if let Some(b) = body {
         stream.body_unknown |= b.unknown;
+        stream.gap |= b.gap_bytes > 0;
         stream.gap_bytes += b.gap_bytes;
         stream.snaplen_bytes += b.snaplen_bytes;
         stream.inconsistent_bytes += b.inconsistent_bytes;

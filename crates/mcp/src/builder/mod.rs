@@ -159,6 +159,9 @@ pub struct Builder {
     open: HashMap<ExchangeId, Filing>,
     /// Open orphans by connection, filed when their connection ends.
     orphans: HashMap<ConnId, Vec<ExchangeId>>,
+    /// Open orphans whose response names a session: that session counts them as open, so it is
+    /// not ended (and handed on) before they are filed into it.
+    orphan_holds: HashMap<ExchangeId, SessionIdx>,
     /// Initializes refused 4xx, by connection: a legacy session that connection then opens or
     /// posts to is where the client fell back to.
     rejected: HashMap<ConnId, RejectedInitialize>,
@@ -270,8 +273,16 @@ impl Builder {
         {
             s.open += 1;
         }
-        if let Filing::Pending(_, Pending::Orphan) = filing {
+        if let Filing::Pending(stream, Pending::Orphan) = &filing {
             self.orphans.entry(id.conn).or_default().push(id);
+            let named = stream.session_id_received.as_ref();
+            let session = named.and_then(|n| self.by_id.get(&(stream.server, n.clone())));
+            if let Some(&session) = session
+                && let Some(s) = self.live_mut(session)
+            {
+                s.open += 1;
+                self.orphan_holds.insert(id, session);
+            }
         }
         self.open.insert(id, filing);
     }
@@ -280,8 +291,11 @@ impl Builder {
     fn take_filing(&mut self, id: ExchangeId) -> Option<Filing> {
         let filing = self.open.remove(&id)?;
         let now = self.now;
-        if let Filing::Session(idx, _) = filing
-            && let Some(s) = self.live_mut(idx)
+        let held = self.orphan_holds.remove(&id);
+        if let Some(idx) = held.or(match filing {
+            Filing::Session(idx, _) => Some(idx),
+            Filing::Pending(..) => None,
+        }) && let Some(s) = self.live_mut(idx)
         {
             s.open = s.open.saturating_sub(1);
             if s.open == 0 && !s.finalized {

@@ -159,7 +159,14 @@ impl Builder {
                 Some(legacy_session_id(&stream.target)),
                 Some(stream.target.clone()),
             ),
-            Transport::StreamableHttp => (stream.session_id_sent.clone(), None),
+            // An orphan (its request not captured) names it only in its response.
+            Transport::StreamableHttp => (
+                stream
+                    .session_id_sent
+                    .clone()
+                    .or_else(|| stream.session_id_received.clone()),
+                None,
+            ),
         };
         let mut opening = Opening::of(stream, id);
         opening.transport = o.transport;
