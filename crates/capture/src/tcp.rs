@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 
 use super::decode::TcpSegment;
 pub use mcpf_model::{ConnId, Direction};
-use mcpf_model::{Mark, Timestamp};
+use mcpf_model::{Mark, Timestamp, WireMap};
 
 /// How the client and server of a connection were told apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -729,11 +729,6 @@ impl Conn {
 
 type FlowKey = (SocketAddr, SocketAddr);
 
-fn flow_hash(key: &FlowKey) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(key)
-}
-
 fn flow_key(a: SocketAddr, b: SocketAddr) -> FlowKey {
     if a <= b { (a, b) } else { (b, a) }
 }
@@ -783,14 +778,15 @@ impl Tombstone {
 
 pub(crate) struct Reassembler {
     limits: Limits,
-    table: HashMap<FlowKey, usize>,
+    /// Seeded: the 4-tuples are the sender's to choose, and must not collide on purpose.
+    table: WireMap<FlowKey, usize>,
     /// Boxed: a slot is 8 bytes whether or not a connection is in it.
     slots: Vec<Option<Box<Conn>>>,
     free: Vec<usize>,
     /// Connections closed in the last [`TOMBSTONE_NS`]. A few bytes each, not a whole
     /// connection, because a busy capture closes thousands a minute. Keyed by a 64-bit hash of
-    /// the 4-tuple: a collision would only make one stray packet be judged against another
-    /// connection's window.
+    /// the 4-tuple, seeded as [`Self::table`] is: a collision (which no sender can aim for)
+    /// would only make one stray packet be judged against another connection's window.
     tombstones: HashMap<u64, Tombstone>,
     next_id: u64,
     total_pending: usize,
@@ -819,11 +815,17 @@ impl ServerSpec {
     }
 }
 
+/// A 4-tuple's hash under the table's seed.
+fn flow_hash(table: &WireMap<FlowKey, usize>, key: &FlowKey) -> u64 {
+    use std::hash::BuildHasher;
+    table.hasher().hash_one(key)
+}
+
 impl Reassembler {
     pub(crate) fn new(limits: Limits) -> Self {
         Reassembler {
             limits,
-            table: HashMap::default(),
+            table: WireMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             tombstones: HashMap::default(),
@@ -904,7 +906,7 @@ impl Reassembler {
                 self.retire(idx, None, sink);
             }
             None => {
-                let hash = flow_hash(&key);
+                let hash = flow_hash(&self.table, &key);
                 if let Some(tomb) = self.tombstones.get_mut(&hash) {
                     // The last ACKs and retransmissions of a closed connection, inside the window
                     // it ended with; a SYN, or a segment from elsewhere in sequence space, opens
@@ -1051,7 +1053,8 @@ impl Reassembler {
             if reason != CloseReason::Superseded && reason != CloseReason::Idle {
                 let key = flow_key(conn.a, conn.b);
                 let tomb = conn.tombstone(key);
-                self.tombstones.insert(flow_hash(&key), tomb);
+                let hash = flow_hash(&self.table, &key);
+                self.tombstones.insert(hash, tomb);
             }
         }
         for half in &mut conn.halves {
