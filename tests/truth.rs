@@ -508,42 +508,71 @@ fn every_event_is_labelled_with_the_namespace_its_server_says_minted_it() {
     }
 }
 
-#[test]
-fn a_snap_length_only_takes_evidence_away() {
-    // Cutting every frame, as `tcpdump -s N` does, hides bytes: it may cost findings, never add
-    // one. Every capture, cut at lengths that cut heads, bodies or only large segments, gives
-    // no more sessions than whole, and above info only kinds it gives whole, on those sessions.
-    let dir = tempfile_dir("snaplen");
+/// Every capture under samples/, changed each way `ways` gives (a name and how, from the
+/// capture's packet count): whatever the change hides may cost findings, never add one. Above
+/// info, each session of the changed capture has only kinds the whole capture gives it
+/// (`capture_gap` aside when `losing`: bytes really are missing). Returns the runs, to check
+/// more of them.
+fn only_takes_evidence_away(
+    dir: &str,
+    losing: bool,
+    ways: impl Fn(usize) -> Vec<(String, Rewrite)>,
+) -> Vec<(String, Value, Value)> {
+    let dir = tempfile_dir(dir);
     let captures = samples()
         .into_iter()
         .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
+    let mut runs = Vec::new();
     for file in captures {
         let path = format!("samples/{file}");
         let whole = analyze(&[&path]);
         let whole_above = above_info(&whole);
-        for snap in [128, 256, 600, 1400] {
-            let out = dir.join(format!("cut-{snap}-{file}.pcap"));
-            let how = Rewrite {
-                snap: Some(snap),
-                ..Rewrite::default()
-            };
+        let packets = whole["inputs"][0]["packets"].as_u64().unwrap() as usize;
+        for (i, (what, how)) in ways(packets).into_iter().enumerate() {
+            let out = dir.join(format!("{i}-{file}.pcap"));
             rewritten_copy(&root().join(&path), &out, how);
-            let cut = analyze(&[out.to_str().unwrap()]);
-            let what = format!("{file} cut at {snap}");
-            assert!(
-                cut["summary"]["sessions"].as_u64() <= whole["summary"]["sessions"].as_u64(),
-                "{what}: more sessions than whole"
-            );
-            for (sid, kinds) in above_info(&cut) {
+            let changed = analyze(&[out.to_str().unwrap()]);
+            let what = format!("{file} {what}");
+            for (sid, mut kinds) in above_info(&changed) {
+                if losing {
+                    kinds.remove("capture_gap");
+                }
                 let had = whole_above.get(&sid).cloned().unwrap_or_default();
                 assert!(
                     kinds.is_subset(&had),
                     "{what}: {sid:?} gained {kinds:?} (whole: {had:?})"
                 );
             }
+            runs.push((what, whole.clone(), changed));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    runs
+}
+
+#[test]
+fn a_snap_length_only_takes_evidence_away() {
+    // Cutting every frame, as `tcpdump -s N` does, at lengths that cut heads, bodies or only
+    // large segments; the bytes cut were not lost, so no capture_gap above info either, and
+    // no session more than whole.
+    let runs = only_takes_evidence_away("snaplen", false, |_| {
+        [128, 256, 600, 1400]
+            .into_iter()
+            .map(|snap| {
+                let how = Rewrite {
+                    snap: Some(snap),
+                    ..Rewrite::default()
+                };
+                (format!("cut at {snap}"), how)
+            })
+            .collect()
+    });
+    for (what, whole, cut) in runs {
+        assert!(
+            cut["summary"]["sessions"].as_u64() <= whole["summary"]["sessions"].as_u64(),
+            "{what}: more sessions than whole"
+        );
+    }
 }
 
 #[test]
@@ -586,34 +615,19 @@ fn a_capture_cut_by_its_snap_length_is_still_known_for_mcp() {
 fn a_capture_stopped_early_only_takes_evidence_away() {
     // A capture stopped while sessions run leaves requests whose streams are still open: they
     // may be answered after it, so they are pending (info), never "never answered".
-    let dir = tempfile_dir("stopped");
-    let captures = samples()
-        .into_iter()
-        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
-    for file in captures {
-        let path = format!("samples/{file}");
-        let whole = analyze(&[&path]);
-        let whole_above = above_info(&whole);
-        let packets = whole["inputs"][0]["packets"].as_u64().unwrap() as usize;
-        for part in [4, 2] {
-            let kept = packets * (part - 1) / part;
-            let out = dir.join(format!("stopped-{kept}-{file}.pcap"));
-            let how = Rewrite {
-                frames: Some(kept),
-                ..Rewrite::default()
-            };
-            rewritten_copy(&root().join(&path), &out, how);
-            let cut = analyze(&[out.to_str().unwrap()]);
-            for (sid, kinds) in above_info(&cut) {
-                let had = whole_above.get(&sid).cloned().unwrap_or_default();
-                assert!(
-                    kinds.is_subset(&had),
-                    "{file} stopped after {kept} frames: {sid:?} gained {kinds:?} (whole: {had:?})"
-                );
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    only_takes_evidence_away("stopped", false, |packets| {
+        [4, 2]
+            .into_iter()
+            .map(|part| {
+                let kept = packets * (part - 1) / part;
+                let how = Rewrite {
+                    frames: Some(kept),
+                    ..Rewrite::default()
+                };
+                (format!("stopped after {kept} frames"), how)
+            })
+            .collect()
+    });
 }
 
 #[test]
@@ -621,42 +635,25 @@ fn packets_the_capture_dropped_only_take_evidence_away() {
     // Frames the capturing host dropped leave holes TCP reports as gaps: the answers, events or
     // heads in them are unknown, which lowers confidence or makes a question not determinable,
     // never a finding above info that the whole capture does not give (capture_gap aside).
-    let dir = tempfile_dir("dropped");
-    let captures = samples()
-        .into_iter()
-        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
-    for file in captures {
-        let path = format!("samples/{file}");
-        let whole = analyze(&[&path]);
-        let whole_above = above_info(&whole);
-        let packets = whole["inputs"][0]["packets"].as_u64().unwrap() as usize;
+    only_takes_evidence_away("dropped", true, |packets| {
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ packets as u64;
-        for round in 0..8 {
-            let dropped: Vec<usize> = (0..3)
-                .map(|_| {
-                    // xorshift: the same frames on every run.
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    4 + (rng % (packets as u64 - 3)) as usize
-                })
-                .collect();
-            let out = dir.join(format!("dropped-{round}-{file}.pcap"));
-            let how = Rewrite {
-                dropped: dropped.clone(),
-                ..Rewrite::default()
-            };
-            rewritten_copy(&root().join(&path), &out, how);
-            let report = analyze(&[out.to_str().unwrap()]);
-            for (sid, mut kinds) in above_info(&report) {
-                kinds.remove("capture_gap");
-                let had = whole_above.get(&sid).cloned().unwrap_or_default();
-                assert!(
-                    kinds.is_subset(&had),
-                    "{file} without frames {dropped:?}: {sid:?} gained {kinds:?} (whole: {had:?})"
-                );
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+        let mut next = move || {
+            // xorshift: the same frames on every run.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            4 + (rng % (packets as u64 - 3)) as usize
+        };
+        (0..8)
+            .map(|_| {
+                let dropped: Vec<usize> = (0..3).map(|_| next()).collect();
+                let what = format!("without frames {dropped:?}");
+                let how = Rewrite {
+                    dropped,
+                    ..Rewrite::default()
+                };
+                (what, how)
+            })
+            .collect()
+    });
 }

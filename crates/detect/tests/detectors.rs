@@ -1868,8 +1868,9 @@ fn unanswered_request_is_high_when_the_client_gave_up() {
     assert_eq!(frames(f), frames_of(&[sent, s.end]));
 }
 
-#[test]
-fn unanswered_request_is_high_when_the_session_went_on() {
+/// A call left without an answer (its stream ended as `cut` says) while a later request of the
+/// session was answered.
+fn call_beside_an_answered_one(cut: Cut) -> Run {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
@@ -1881,8 +1882,13 @@ fn unanswered_request_is_high_when_the_session_went_on() {
         json!({}),
         &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
     );
-    c.end(p, Cut::ServerClose);
-    let run = c.finish();
+    c.end(p, cut);
+    c.finish()
+}
+
+#[test]
+fn unanswered_request_is_high_when_the_session_went_on() {
+    let run = call_beside_an_answered_one(Cut::ServerClose);
     let f = run.one("unanswered_request");
     assert_eq!(f.severity, Severity::High);
     assert_eq!(f.evidence["request_id"], json!(2));
@@ -1892,19 +1898,7 @@ fn unanswered_request_is_high_when_the_session_went_on() {
 #[test]
 fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_went_on() {
     // A long tool call beside quick ones: the capture stopped, not the server.
-    let mut c = Capture::new();
-    c.initialize(json!(1), Some("sess-A"));
-    c.initialized();
-    let p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
-    c.wait(1.0);
-    c.post_json(
-        json!(3),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
-    );
-    c.end(p, Cut::CaptureEnd);
-    let run = c.finish();
+    let run = call_beside_an_answered_one(Cut::CaptureEnd);
     let f = run.one("unanswered_request");
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(f.evidence["still_open_at_capture_end"], true);
@@ -2600,4 +2594,6 @@ fn a_deleted_session_named_again_continues_under_a_new_record() {
     assert_eq!(s1.len(), 2, "{}", run.sessions.len());
     assert!(s1[0].deleted.is_some());
     assert_eq!(s1[1].streams.len(), 1);
+    // One session in two records: the second says which it continues.
+    assert_eq!((s1[0].continues, s1[1].continues), (None, Some(s1[0].idx)));
 }

@@ -410,6 +410,9 @@ pub struct Session {
     pub not_determinable: Vec<(&'static str, String)>,
     /// Other sessions with the same ID observed at another endpoint (proxy legs).
     pub same_session_as: Vec<SessionIdx>,
+    /// The record this one continues: the same session named again after it ended (DELETE or
+    /// 404) and was handed on. One session, two records: counted once.
+    pub continues: Option<SessionIdx>,
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.
     pub finalized: bool,
@@ -446,6 +449,8 @@ pub struct SessionHead {
     pub event_id_scheme: EventIdScheme,
     /// Finding kinds the inputs cannot support for this session, with the reason.
     pub not_determinable: Vec<(&'static str, String)>,
+    /// See [`Session::continues`].
+    pub continues: Option<SessionIdx>,
 }
 
 impl SessionHead {
@@ -477,6 +482,7 @@ impl Session {
             fell_back: self.fallbacks.first().map(|f| f.mark),
             event_id_scheme: self.event_id_scheme,
             not_determinable: self.not_determinable.clone(),
+            continues: self.continues,
         }
     }
 

@@ -72,6 +72,7 @@ impl Builder {
             event_id_scheme_from: "events",
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
+            continues: None,
             merged_sources: Vec::new(),
             counts: model::Counts::default(),
             finalized: false,
@@ -122,6 +123,7 @@ impl Builder {
             s.legacy_endpoint = legacy;
             s.protocol_version = version;
             s.stateless = stateless;
+            s.continues = Some(old);
         }
         for v in self
             .by_id

@@ -56,6 +56,7 @@ pub(super) fn encode(s: &Session) -> Vec<u8> {
         put_u64(w, u64::from(*i));
     }
     put_u64(w, u64::from(s.open));
+    put_u64(w, s.continues.map_or(0, |c| c as u64 + 1));
     put_u64(w, s.fallbacks.len() as u64);
     for f in &s.fallbacks {
         fallback(w, f);
@@ -96,6 +97,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         .map(|_| r.u64().and_then(|i| u32::try_from(i).ok()))
         .collect::<Option<Vec<_>>>()?;
     let open = u32::try_from(r.u64()?).ok()?;
+    let continues = r.u64()?.checked_sub(1).map(|c| c as usize);
     let fallbacks = (0..r.u64()?)
         .map(|_| read_fallback(r))
         .collect::<Option<Vec<_>>>()?;
@@ -132,6 +134,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         event_id_scheme_from: "events",
         not_determinable: Vec::new(),
         same_session_as: Vec::new(),
+        continues,
         counts: model::Counts::default(),
         finalized: false,
         merged_sources: Vec::new(),
@@ -550,6 +553,7 @@ mod tests {
             event_id_scheme_from: "events",
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
+            continues: Some(2),
             counts: model::Counts::default(),
             finalized: false,
             merged_sources: Vec::new(),

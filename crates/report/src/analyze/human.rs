@@ -283,7 +283,12 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
         endpoint(s.head.server),
         terminal_truncated(&s.head.path, 20)
     );
-    if !s.same_session_as.is_empty() {
+    if let Some(c) = s.head.continues {
+        server.push_str(&format!(
+            " (continues {})",
+            mcpf_mcp::model::session_label(c)
+        ));
+    } else if !s.same_session_as.is_empty() {
         server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
     }
     vec![

@@ -160,6 +160,7 @@ struct SessionRecord<'a> {
     deleted: Option<String>,
     forgotten_by_server: Vec<String>,
     same_session_as: &'a [String],
+    continues: Option<String>,
     sources: Vec<&'a str>,
     merged_sources: Value,
     counts: Value,
@@ -214,6 +215,7 @@ fn session_json<'a>(
         deleted: s.deleted.map(|m| m.time.rfc3339()),
         forgotten_by_server: s.forgotten.iter().map(|m| m.time.rfc3339()).collect(),
         same_session_as: &h.same_session_as,
+        continues: s.continues.map(mcpf_mcp::model::session_label),
         sources: s
             .inputs
             .iter()
@@ -410,7 +412,8 @@ pub fn write_json(
     out.write_all(b",\n  \"inputs\": ")?;
     out.write_all(&pretty_at(&rep.inputs, 2))?;
     out.write_all(b",\n  \"summary\": ")?;
-    out.write_all(&pretty_at(&summary_json(rep, selected.len(), &shown), 2))?;
+    let count = rep.selected_count(sel);
+    out.write_all(&pretty_at(&summary_json(rep, count, &shown), 2))?;
     out.write_all(b",\n")?;
     let sessions = &mut rep.sessions;
     let mut records = selected
@@ -488,7 +491,8 @@ pub fn write_ndjson(
             }
         }
     }
-    let summary = json!({ "summary": summary_json(rep, selected.len(), &shown), "tool": rep.tool });
+    let count = rep.selected_count(sel);
+    let summary = json!({ "summary": summary_json(rep, count, &shown), "tool": rep.tool });
     write_line(out, "summary", &serde_json::to_vec(&summary)?)
 }
 

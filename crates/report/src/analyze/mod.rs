@@ -172,6 +172,13 @@ impl Report {
         self.headers().filter(|h| self.session_selected(h, sel))
     }
 
+    /// How many sessions are shown: records that continue another are the same session.
+    fn selected_count(&self, sel: &Selection) -> usize {
+        self.selected_headers(sel)
+            .filter(|h| h.head.continues.is_none())
+            .count()
+    }
+
     /// Where the records of the sessions shown went: the formats copy them from the spills,
     /// which needs the report mutably.
     fn selected_spills(&self, sel: &Selection) -> Vec<Ranges> {
