@@ -657,3 +657,50 @@ fn packets_the_capture_dropped_only_take_evidence_away() {
             .collect()
     });
 }
+
+/// The time of a capture's first frame.
+fn first_frame_time(file: &Path) -> mcpf_model::Timestamp {
+    let input = std::fs::File::open(file).unwrap();
+    let mut reader = mcpf_capture::reader::CaptureReader::open(Box::new(input), 1).unwrap();
+    reader.next_frame().unwrap().unwrap().time
+}
+
+#[test]
+fn every_capture_gives_its_findings_beside_other_traffic() {
+    // Each capture analysed together with other sessions running at the same time (the 24 of
+    // python-sdk-resume-many, or the seed incident beside that capture's own legs): the sessions
+    // add up, and each session's findings above info are its own alone.
+    let dir = tempfile_dir("beside");
+    let captures = samples()
+        .into_iter()
+        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"));
+    for file in captures {
+        let other = if file.starts_with("python-sdk-resume-many") {
+            "seed-incident-client-leg.pcap"
+        } else {
+            "python-sdk-resume-many.pcap"
+        };
+        let path = root().join("samples").join(&file);
+        let moved = dir.join(format!("beside-{file}.pcap"));
+        shifted_copy(
+            &root().join("samples").join(other),
+            first_frame_time(&path),
+            &moved,
+        );
+        let alone = analyze(&[path.to_str().unwrap()]);
+        let other_alone = analyze(&[moved.to_str().unwrap()]);
+        let together = analyze(&[path.to_str().unwrap(), moved.to_str().unwrap()]);
+        let count = |r: &Value| r["summary"]["sessions"].as_u64().unwrap();
+        assert_eq!(
+            count(&together),
+            count(&alone) + count(&other_alone),
+            "{file} beside {other}: sessions"
+        );
+        let mut want = above_info(&alone);
+        for (sid, kinds) in above_info(&other_alone) {
+            want.entry(sid).or_default().extend(kinds);
+        }
+        assert_eq!(above_info(&together), want, "{file} beside {other}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
