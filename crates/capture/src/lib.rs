@@ -292,14 +292,26 @@ impl CaptureStage {
         } else {
             input.reader.format.name().to_string()
         };
+        let packets = input.reader.frames();
+        let bytes = input.bytes_read.load(Ordering::Relaxed);
+        let mut accounting = mcpf_model::Accounting::default();
+        let skipped_packets: u64 = skipped.values().sum();
+        for (reason, n) in &skipped {
+            accounting.packets.skip(reason, *n);
+        }
+        accounting
+            .packets
+            .analyse(packets.saturating_sub(skipped_packets));
+        accounting.bytes.analyse(bytes);
         InputReport {
             index: input.reader.input_id(),
             path: input.path.clone(),
             format,
-            packets: input.reader.frames(),
-            bytes: input.bytes_read.load(Ordering::Relaxed),
+            packets,
+            bytes,
             skipped,
             warnings,
+            accounting,
             error: None,
         }
     }

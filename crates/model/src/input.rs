@@ -18,6 +18,8 @@ pub struct InputReport {
     /// Packets not decoded down to TCP, by reason.
     pub skipped: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// Where every packet and byte went (see [`crate::Accounting`]).
+    pub accounting: crate::Accounting,
     /// Why the input could not be read at all; the rest of the entry is then empty.
     pub error: Option<String>,
 }

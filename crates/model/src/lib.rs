@@ -5,11 +5,13 @@
 //! Nothing here knows about a protocol; it only gives later stages the vocabulary they need to
 //! cite evidence (which input, which frame, when) and to say where it came from.
 
+mod accounting;
 mod conn;
 pub mod input;
 mod paged;
 mod timestamp;
 
+pub use accounting::{Accounting, Ledger, bucket};
 pub use conn::{ConnId, Direction, endpoint};
 pub use input::{
     Capabilities, Coverage, HeaderCoverage, InputReport, LogFlavor, OpenError, SourceFormat,
