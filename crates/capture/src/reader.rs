@@ -309,7 +309,8 @@ impl Legacy {
         let time_ok = prev_secs
             .is_none_or(|p| (i64::from(h.ts_sec) - i64::from(p)).abs() <= MAX_TIME_JUMP_SECS);
         let snap_ok = self.snaplen == 0 || h.caplen <= self.snaplen;
-        if frac_ok && time_ok && snap_ok && h.orig_len >= h.caplen {
+        // A packet on the wire has at least one byte: a run of zeros is not a record.
+        if frac_ok && time_ok && snap_ok && h.orig_len >= h.caplen && h.orig_len > 0 {
             Judgement::Plausible
         } else {
             Judgement::Doubtful
