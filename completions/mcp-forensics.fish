@@ -36,7 +36,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l fo
 json\t'One JSON document'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s V -l version -d 'Print version'
@@ -49,7 +49,7 @@ log\t'A JSON Lines access log'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l show-secrets -d 'Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -81,7 +81,7 @@ log\t'A JSON Lines access log'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l idle-timeout -d 'Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l threads -d 'Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default: 2 when the machine has two cores or more' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l events -d 'Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l all-events -d 'Show every event in the timeline instead of condensed runs'
