@@ -106,10 +106,8 @@ pub const SYN_ACK: u8 = 0x12;
 
 /// An Ethernet/IPv4/TCP frame with valid IP and TCP checksums.
 pub fn tcp_frame(
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
+    (src, sport): ([u8; 4], u16),
+    (dst, dport): ([u8; 4], u16),
     seq: u32,
     ack: u32,
     flags: u8,
@@ -193,12 +191,10 @@ impl Conn {
     }
 
     pub fn client_frame(&self, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-        let s = [127, 0, 0, 1];
+        let server = ([127, 0, 0, 1], SERVER_PORT);
         tcp_frame(
-            self.client,
-            s,
-            self.port,
-            SERVER_PORT,
+            (self.client, self.port),
+            server,
             seq,
             self.sseq,
             flags,
@@ -207,12 +203,10 @@ impl Conn {
     }
 
     pub fn server_frame(&self, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-        let s = [127, 0, 0, 1];
+        let server = ([127, 0, 0, 1], SERVER_PORT);
         tcp_frame(
-            s,
-            self.client,
-            SERVER_PORT,
-            self.port,
+            server,
+            (self.client, self.port),
             seq,
             self.cseq,
             flags,
