@@ -283,6 +283,16 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 256 << 20, help_heading = "Reassembly")]
     pub max_buffer_total: usize,
 
+    /// Connections tracked at once; past it the least recently active is evicted (half-open
+    /// ones first), counted and reported.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        help_heading = "Reassembly"
+    )]
+    pub max_connections: usize,
+
     /// Seconds of capture time after which a silent connection is closed and forgotten (at most
     /// 100 years).
     #[arg(

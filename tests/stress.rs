@@ -280,7 +280,6 @@ fn one_byte_pieces_out_of_order() {
 }
 
 #[test]
-#[ignore = "until bytes of out-of-order pieces cut by the snap length are counted"]
 fn snap_length_cuts_of_out_of_order_pieces_are_counted() {
     let n = 2_000;
     let doc = analyze("snaplen_ooo", n, &[]);

@@ -330,6 +330,8 @@ impl CaptureStage {
                 notes.interface_drops
             ));
         }
+        let caps = self.reassembler.cap_counts(input.reader.input_id());
+        warnings.extend(tcp::cap_warnings(&caps, &self.reassembler.limits));
         let format = if notes.gzip {
             format!("{}+gzip", input.reader.format.name())
         } else {
