@@ -211,3 +211,57 @@ impl Spills {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(spills: &mut Spills, range: Option<Range>) -> Vec<String> {
+        let mut out = Vec::new();
+        spills
+            .lines(Records::Events, range, &mut |l| {
+                out.push(String::from_utf8_lossy(l).into_owned());
+                Ok(())
+            })
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn records_written_piece_by_piece_read_back_between_appends() {
+        let mut spills = Spills::default();
+        let a = spills.append_with(Records::Events, &mut |w| {
+            (0..3).try_for_each(|i| writeln!(w, "a{i}"))
+        });
+        let mut copied = Vec::new();
+        spills.copy(Records::Events, a, &mut copied).unwrap();
+        let b = spills.append(Records::Events, b"b0\n\nb1\n");
+        assert_eq!(copied, b"a0\na1\na2\n");
+        assert_eq!(lines(&mut spills, a), ["a0", "a1", "a2"]);
+        assert_eq!(lines(&mut spills, b), ["b0", "b1"]);
+        assert_eq!(b.map(|r| r.0), Some(9));
+        assert!(spills.error.is_none());
+    }
+
+    #[test]
+    fn a_session_without_records_spills_nothing() {
+        let mut spills = Spills::default();
+        let none = spills.append_with(Records::Events, &mut |_| Ok(()));
+        assert_eq!(none, None);
+        assert!(lines(&mut spills, none).is_empty());
+        let mut copied = Vec::new();
+        spills.copy(Records::Events, none, &mut copied).unwrap();
+        assert!(copied.is_empty());
+    }
+
+    #[test]
+    fn a_record_larger_than_the_buffer_is_whole() {
+        let mut spills = Spills::default();
+        let line = "x".repeat(3 * COPY_BUFFER + 5);
+        let r = spills.append_with(Records::Events, &mut |w| {
+            writeln!(w, "{line}")?;
+            writeln!(w, "y")
+        });
+        assert_eq!(lines(&mut spills, r), [line.as_str(), "y"]);
+    }
+}
