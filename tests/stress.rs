@@ -27,7 +27,7 @@ fn input(class: &str, n: u64) -> PathBuf {
 /// Runs the binary with `args` under the memory limit and a timeout.
 fn run(args: &[&str]) -> Output {
     let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -s KILL {TIMEOUT_S} \"$@\"");
+    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
     let out = Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -39,7 +39,7 @@ fn run(args: &[&str]) -> Output {
     let code = out.status.code();
     assert!(
         matches!(code, Some(0..=2)),
-        "{args:?} ended with {:?} (124: timeout; 134/137: killed): {}",
+        "{args:?} ended with {:?} (124: timeout; 134: abort): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
