@@ -201,7 +201,7 @@ struct Assembled {
 fn write(rep: &mut Assembled, job: &config::Analyze, redactor: &Redactor) -> anyhow::Result<()> {
     let sel = &job.selection;
     let rep = &mut rep.report;
-    let mut out = stdout();
+    let mut out = stdout(*redactor);
     match job.format {
         ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,

@@ -58,10 +58,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Standard output, buffered: a locked stdout flushes at every newline, which costs a syscall
-/// per line of a pretty-printed report.
-pub fn stdout() -> io::BufWriter<io::StdoutLock<'static>> {
-    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
+/// Standard output, buffered (a locked stdout flushes at every newline, which costs a syscall
+/// per line of a pretty-printed report) and redacted unless `--show-secrets`: every command
+/// writes through this one boundary, so no output path can print a credential by forgetting
+/// to redact it.
+pub fn stdout(
+    redactor: report::redact::Redactor,
+) -> report::redact::Redacting<io::BufWriter<io::StdoutLock<'static>>> {
+    let out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    report::redact::Redacting::new(out, redactor)
 }
 
 fn flows(job: config::Flows) -> anyhow::Result<Exit> {
@@ -86,7 +91,7 @@ fn flows(job: config::Flows) -> anyhow::Result<Exit> {
         .iter()
         .map(report::flows::FlowRow::from_summary)
         .collect();
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(true));
     match job.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &reports, &stats)?,
         Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
@@ -111,7 +116,7 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
     let anomalies = collector.anomalies.clone();
     let exchanges = collector.into_exchanges();
     let redactor = report::redact::Redactor::new(job.redact);
-    let mut out = stdout();
+    let mut out = stdout(redactor);
     match job.format {
         Format::Json => report::http::write_json(
             &mut out,
@@ -130,7 +135,7 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
 }
 
 fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(false));
     match kind {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
@@ -168,7 +173,7 @@ fn generate(what: Generated) -> anyhow::Result<Exit> {
         Generated::Man => crate::manpage::render(),
         Generated::Completions(shell) => crate::manpage::completions(shell),
     };
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(false));
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Exit::Clean)

@@ -147,8 +147,12 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "ADDR|PORT")]
     pub server: Vec<String>,
 
-    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
-    /// them.
+    /// Show credentials instead of redacting them. By default every output redacts credential
+    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
+    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
+    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
+    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
+    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 
@@ -188,8 +192,12 @@ pub struct HttpArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 
-    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
-    /// them.
+    /// Show credentials instead of redacting them. By default every output redacts credential
+    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
+    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
+    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
+    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
+    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 
