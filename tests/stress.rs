@@ -150,13 +150,27 @@ fn lost(doc: &Value, bucket: &str) -> u64 {
 fn brotli_generator_writes_a_valid_stream() {
     // 2 meta-blocks of 16 MiB in 27 bytes: the HTTP stage decodes them (up to its cap).
     assert!(stress::brotli_zeros(2).len() < 30);
-    let path = input("brotli_bomb", 1);
-    let out = run(&["http", "--format", "json", path.to_str().unwrap()]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = http_json_of_brotli_bomb(&["--show-secrets"]);
     let last = doc["exchanges"].as_array().unwrap().last().unwrap();
     assert_eq!(last["response_body"]["content_encoding"], "br");
     assert_eq!(last["response_body"]["decoded_bytes"], 16 << 20);
     assert_eq!(last["response_body"]["decode_error"], Value::Null);
+}
+
+fn http_json_of_brotli_bomb(extra: &[&str]) -> Value {
+    let path = input("brotli_bomb", 1);
+    let mut args = vec!["http", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    serde_json::from_slice(&run(&args).stdout).unwrap()
+}
+
+#[test]
+#[ignore = "until redaction of a 16 MiB body of NUL bytes (96 MB of \\u0000 escapes) is linear"]
+fn redacting_a_body_of_nul_bytes_ends_in_time() {
+    // 1 s with --show-secrets; more than 100 s with redaction on the main of 2026-12-01.
+    let doc = http_json_of_brotli_bomb(&[]);
+    assert!(doc["exchanges"].as_array().unwrap().len() >= 3);
 }
 
 #[test]
@@ -279,7 +293,6 @@ fn one_byte_pieces_out_of_order() {
 }
 
 #[test]
-#[ignore = "until bytes of out-of-order pieces cut by the snap length are counted"]
 fn snap_length_cuts_of_out_of_order_pieces_are_counted() {
     let n = 2_000;
     let doc = analyze("snaplen_ooo", n, &[]);
@@ -398,7 +411,6 @@ fn the_secrets_input_carries_its_secrets() {
 }
 
 #[test]
-#[ignore = "until redaction covers legacy SSE URLs, endpoint events, SSE and JSON-RPC text"]
 fn no_secret_is_printed() {
     let all = outputs_of_secrets(false);
     let leaked: Vec<&&str> = stress::SECRETS
@@ -412,7 +424,6 @@ fn no_secret_is_printed() {
 }
 
 #[test]
-#[ignore = "until the pcap reader resynchronises after a corrupt record"]
 fn a_corrupt_pcap_record_is_skipped_and_reported() {
     let n = 5;
     let doc = analyze("corrupt_pcap", n, &[]);
@@ -422,7 +433,6 @@ fn a_corrupt_pcap_record_is_skipped_and_reported() {
 }
 
 #[test]
-#[ignore = "until the pcapng reader resynchronises after a corrupt block"]
 fn a_corrupt_pcapng_block_is_skipped_and_reported() {
     let n = 5;
     let doc = analyze("corrupt_pcapng", n, &[]);
@@ -432,7 +442,7 @@ fn a_corrupt_pcapng_block_is_skipped_and_reported() {
 }
 
 #[test]
-#[ignore = "until a truncated gzip stream is salvaged like a truncated file"]
+#[ignore = "until a gzip stream cut inside the head read to detect the format is salvaged (ingest read_head)"]
 fn a_truncated_pcap_gz_is_salvaged() {
     // Small: 2 KB of gzip, cut in its last quarter.
     let n = 3;
