@@ -159,8 +159,8 @@ impl Scan {
             }
             Err(why) => {
                 self.malformed += 1;
-                self.accounting.packets.lose(bucket::CORRUPT_RECORD, 1);
-                self.accounting.bytes.lose(bucket::CORRUPT_RECORD, bytes);
+                self.accounting.packets.skip(bucket::NOT_RECOGNISED, 1);
+                self.accounting.bytes.skip(bucket::NOT_RECOGNISED, bytes);
                 self.warnings.push(format!("entry {number} skipped: {why}"));
                 self.metas.push(None);
             }
