@@ -3,8 +3,8 @@
 //!
 //! An access log line is written when a request ENDS: the request's start is end − duration
 //! (Envoy logs its start, so there end = start + duration). Lines therefore come in end order;
-//! they are reduced to compact records, sorted by start, and emitted in time order (memory
-//! follows the size of the log).
+//! they are reduced to compact records (a few hundred bytes each, the line itself is not kept),
+//! sorted by start, and emitted in time order, holding only the events of exchanges in flight.
 //!
 //! Per line: a [`Request`] at the start, a [`ResponseHead`] at the (estimated) first byte, a
 //! [`ResponseEnd`] at the end, all with bodies [`Body::unknown`] (a log keeps no content; a
@@ -47,7 +47,6 @@ use std::net::SocketAddr;
 use serde_json::{Map, Value};
 
 use self::times::{DurationUnit, parse_duration};
-use crate::timeline::Timeline;
 use crate::{FirstRecord, Warnings, open_text};
 use mcpf_http::{Headers, HttpSink, Outcome};
 use mcpf_model::{Accounting, Capabilities, Direction, LogFlavor, bucket};
@@ -120,12 +119,11 @@ pub(crate) fn read_access_log_as(
             }
         }
     }
-    let (mut report, caps, timeline) = reader.finish();
+    let (mut report, caps) = reader.finish(sink);
     report.bytes = text.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
     if text.gzip {
         report.format.push_str("+gzip");
     }
-    timeline.emit(sink);
     Ok((report, caps))
 }
 
@@ -145,9 +143,8 @@ pub fn read_access_log_text(
             reader.line(line.as_bytes())?;
         }
     }
-    let (mut report, caps, timeline) = reader.finish();
+    let (mut report, caps) = reader.finish(sink);
     report.bytes = text.len() as u64;
-    timeline.emit(sink);
     Ok((report, caps))
 }
 
@@ -499,7 +496,7 @@ impl<'a> LogReader<'a> {
         }
     }
 
-    fn finish(self) -> (InputReport, Capabilities, Timeline) {
+    fn finish(self, sink: &mut impl HttpSink) -> (InputReport, Capabilities) {
         let flavor = self.flavor.unwrap_or(LogFlavor::Nginx);
         let mut report = InputReport {
             path: self.name.clone(),
@@ -518,9 +515,9 @@ impl<'a> LogReader<'a> {
                 .insert("lines over the line cap".into(), self.too_long);
         }
         report.accounting = self.accounting.clone();
-        let (caps, timeline) = exchanges::assemble(self.records, &self.facts, flavor, self.input);
+        let caps = exchanges::assemble(self.records, &self.facts, flavor, self.input, sink);
         report.warnings = self.warnings.finish("malformed lines");
-        (report, caps, timeline)
+        (report, caps)
     }
 }
 
