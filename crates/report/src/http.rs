@@ -14,7 +14,7 @@ use mcpf_model::InputReport;
 use mcpf_model::{Mark, endpoint};
 
 use super::redact::Redactor;
-use super::sanitize::{terminal, terminal_truncated};
+use super::sanitize::terminal;
 use super::table::{bytes, new_table};
 
 fn headers_json(h: &Headers, r: &Redactor) -> Value {
@@ -267,7 +267,7 @@ pub fn write_table(
         let target = e
             .request
             .as_ref()
-            .map(|q| terminal_truncated(&r.target(&q.target), 48))
+            .map(|q| r.cell(&q.target, 48))
             .unwrap_or_default();
         let status = e
             .response
@@ -278,7 +278,7 @@ pub fn write_table(
             .response
             .as_ref()
             .and_then(|h| h.headers.media_type())
-            .map(|m| terminal_truncated(&m, 24))
+            .map(|m| r.cell(&m, 24))
             .unwrap_or_default();
         let req_bytes = e
             .request
@@ -304,7 +304,7 @@ pub fn write_table(
             } else {
                 e.events.len().to_string()
             },
-            terminal_truncated(&r.text(&jsonrpc_summary(e)), 60),
+            r.cell(&jsonrpc_summary(e), 60),
             flags(e).join(" "),
         ]);
     }

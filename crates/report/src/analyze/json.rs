@@ -93,7 +93,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         exchange: st.exchange.to_string(),
         input: st.input,
         method: &st.method,
-        target: r.target(&st.target),
+        target: r.target(&st.target).into_owned(),
         client: endpoint(st.client),
         status: st.status,
         content_type: st.content_type.as_deref(),
