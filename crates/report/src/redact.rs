@@ -278,22 +278,38 @@ fn query_param(b: &[u8], i: usize) -> Option<Hit> {
     })
 }
 
-/// The secret starting at `i`, if one does.
-fn hit_at(b: &[u8], i: usize) -> Option<Hit> {
-    let c = b[i];
-    if c == b'?' || c == b'&' {
-        return query_param(b, i);
+/// What a byte can begin: nothing, only a word, a token (at the start of a word), a query
+/// parameter. A table, because every byte of every report passes here.
+const NOTHING: u8 = 0;
+const WORD: u8 = 1;
+
+const TOKEN: u8 = 2;
+const QUERY: u8 = 3;
+
+static CLASS: [u8; 256] = {
+    let mut t = [NOTHING; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = match b {
+            b'?' | b'&' => QUERY,
+            b's' | b'A' | b'e' | b'b' | b'B' | b'g' | b'x' => TOKEN,
+            b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' | b'-' | b'_' => WORD,
+            _ => NOTHING,
+        };
+        i += 1;
     }
-    // A token starts a word: `task-…` holds no `sk-` key.
-    if i > 0 && is_token_byte(b[i - 1]) {
-        return None;
-    }
-    match c {
+    t
+};
+
+/// The token starting a word at `i`, if one does (`task-…` holds no `sk-` key).
+fn token_at(b: &[u8], i: usize) -> Option<Hit> {
+    match b[i] {
         b's' => sk_key(b, i),
         b'A' => aws_key(b, i),
         b'e' => jwt(b, i),
         b'b' | b'B' => bearer(b, i),
-        b'g' | b'x' => PREFIXED.iter().find_map(|&(prefix, min, allowed)| {
+        _ => PREFIXED.iter().find_map(|&(prefix, min, allowed)| {
             if !b[i..].starts_with(prefix) {
                 return None;
             }
@@ -304,35 +320,48 @@ fn hit_at(b: &[u8], i: usize) -> Option<Hit> {
                 secret: prefix.len() + body,
             })
         }),
-        _ => None,
     }
+}
+
+/// The first position from `from` where a secret may start: a query separator, or a token's
+/// first byte at the start of a word. A loop of its own, tight, since most bytes are skipped.
+fn candidate(b: &[u8], from: usize, mut in_word: bool) -> Option<usize> {
+    for (k, &c) in b.get(from..)?.iter().enumerate() {
+        let class = CLASS[c as usize];
+        if class == QUERY || (class == TOKEN && !in_word) {
+            return Some(from + k);
+        }
+        in_word = class != NOTHING;
+    }
+    None
 }
 
 /// The bytes with every secret redacted, or `None` when there is none.
 fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if !matches!(
-            b[i],
-            b'?' | b'&' | b's' | b'A' | b'e' | b'b' | b'B' | b'g' | b'x'
-        ) {
-            i += 1;
-            continue;
-        }
-        let Some(hit) = hit_at(b, i) else {
-            i += 1;
+    let mut from = 0;
+    // Whether the byte before `from` is part of a word.
+    let mut in_word = false;
+    while let Some(i) = candidate(b, from, in_word) {
+        let hit = match b[i] {
+            b'?' | b'&' => query_param(b, i),
+            _ => token_at(b, i),
+        };
+        let Some(hit) = hit else {
+            in_word = CLASS[b[i] as usize] == TOKEN;
+            from = i + 1;
             continue;
         };
         let o = out.get_or_insert_with(|| Vec::with_capacity(b.len() + 32));
         o.extend_from_slice(&b[copied..i + hit.keep]);
-        if hit.keep > 0 && !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
+        if !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
             o.extend_from_slice("…".as_bytes());
         }
         o.extend_from_slice(marker(hit.secret).as_bytes());
-        i += hit.len;
-        copied = i;
+        from = i + hit.len;
+        copied = from;
+        in_word = is_token_byte(b[from - 1]);
     }
     let mut o = out?;
     o.extend_from_slice(&b[copied..]);
