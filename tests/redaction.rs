@@ -443,3 +443,40 @@ fn a_har_is_redacted_like_a_capture() {
     }
     assert_eq!(shown.len(), secrets.len(), "--show-secrets shows {shown:?}");
 }
+
+/// The nginx log sample with a token in the request URI and an Authorization header logged.
+fn access_log(name: &str) -> TempPath {
+    let text = std::fs::read_to_string("samples/seed-incident.nginx.jsonl").unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let uri = v["request_uri"].as_str().unwrap().to_string();
+            v["request_uri"] = Value::from(format!("{uri}?access_token={SSE_QUERY}"));
+            v["http_authorization"] = Value::from(format!("Bearer {JWT}"));
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!(
+        "mcpf-redaction-{}-{name}.jsonl",
+        std::process::id()
+    ));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    TempPath(path)
+}
+
+#[test]
+fn an_access_log_is_redacted_like_a_capture() {
+    let file = access_log("log");
+    let path = file.0.to_str().unwrap();
+    let mut shown = false;
+    for args in runs(path) {
+        let text = run(&args);
+        assert!(!text.contains(SSE_QUERY), "{}: leaked", args.join(" "));
+        assert!(!text.contains(JWT), "{}: leaked", args.join(" "));
+        let mut with = args.clone();
+        with.insert(1, "--show-secrets");
+        shown |= run(&with).contains(SSE_QUERY);
+    }
+    assert!(shown, "--show-secrets shows the URI's token");
+}
