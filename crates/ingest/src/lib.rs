@@ -21,8 +21,9 @@
 //! numbered by the connection an entry or line names (else one per exchange); marks cite the
 //! HAR entry or the log line (`FrameRef::frame`, from 1).
 //! Each input's events are emitted in time order (a request at its start, the response head at
-//! its first byte, its events, its end); the whole input is read first to sort them, so memory
-//! follows the size of the file.
+//! its first byte, its events, its end). A HAR file is read twice, entry by entry, so only the
+//! exchanges in flight are held (see `har`); an access log's lines are read one by one into
+//! compact records (a few hundred bytes a line), sorted, then emitted.
 
 mod accesslog;
 mod connections;
