@@ -371,13 +371,35 @@ fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
 /// Output buffered before it is redacted and passed on, unless a safe cut is found sooner.
 const REDACT_CHUNK: usize = 64 << 10;
 
+/// Output held at most while no byte that ends every secret comes (a base64 body, a long run of
+/// escaped control bytes). Past it the text is cut between two runs of token bytes, which
+/// splits no token of a known shape (they are made of such bytes) and no query value that
+/// holds none; only a bearer token or query value with a `/`, `+`, `%` at the cut could be split.
+const REDACT_HOLD: usize = 4 << 20;
+
+/// Bytes that end every secret the rules find: a cut after one splits none.
+fn ends_every_secret(b: u8) -> bool {
+    matches!(b, b'\n' | b'"' | b'\\' | b'\'' | b'<' | b'>' | b';' | b'#')
+}
+
+/// Where output held this long without a byte that ends every secret is cut: after the last
+/// byte outside a token, or all of it when it is one run of token bytes.
+fn forced_cut(pending: &[u8]) -> usize {
+    pending
+        .iter()
+        .rposition(|&b| !(is_token_byte(b) || b == b'.'))
+        .map_or(pending.len(), |at| at + 1)
+}
+
 /// A writer that redacts everything written through it (see the module doc). Text is held
-/// until a byte no secret can span (`\n` or `"`), so a secret split across two writes is still
-/// found; a run without such a byte is held whole (it was in memory to be written anyway).
+/// until a byte no secret can span (`\n`, `"`, `\`...), so a secret split across two writes is
+/// still found; at most [`REDACT_HOLD`] bytes are held.
 pub struct Redacting<W: Write> {
     inner: W,
     redactor: Redactor,
     pending: Vec<u8>,
+    /// Where `pending` may be cut: just after its last byte that ends every secret.
+    safe: Option<usize>,
 }
 
 impl<W: Write> Redacting<W> {
@@ -386,6 +408,7 @@ impl<W: Write> Redacting<W> {
             inner,
             redactor,
             pending: Vec::new(),
+            safe: None,
         }
     }
 
@@ -397,6 +420,10 @@ impl<W: Write> Redacting<W> {
             None => self.inner.write_all(chunk)?,
         }
         self.pending.drain(..end);
+        self.safe = self
+            .safe
+            .and_then(|at| at.checked_sub(end))
+            .filter(|&at| at > 0);
         Ok(())
     }
 }
@@ -406,11 +433,19 @@ impl<W: Write> Write for Redacting<W> {
         if !self.redactor.enabled {
             return self.inner.write(buf);
         }
+        // Only the new bytes are searched: a write costs its own length, never the held text's.
+        if let Some(at) = buf.iter().rposition(|&b| ends_every_secret(b)) {
+            self.safe = Some(self.pending.len() + at + 1);
+        }
         self.pending.extend_from_slice(buf);
-        if self.pending.len() >= REDACT_CHUNK
-            && let Some(cut) = memchr::memrchr2(b'\n', b'"', &self.pending)
-        {
-            self.pass(cut + 1)?;
+        if self.pending.len() >= REDACT_CHUNK {
+            match self.safe {
+                Some(cut) => self.pass(cut)?,
+                None if self.pending.len() >= REDACT_HOLD => {
+                    self.pass(forced_cut(&self.pending))?
+                }
+                None => {}
+            }
         }
         Ok(buf.len())
     }
@@ -536,6 +571,16 @@ mod tests {
         }
         let once = on("Bearer abc sk-ant-api03-abcdefghijklmnop /x?token=t eyJabcdefghijk.ab.cd");
         assert_eq!(on(&once), once);
+    }
+
+    #[test]
+    fn the_writer_holds_a_run_without_a_safe_byte_only_so_long() {
+        let mut out = Redacting::new(Vec::new(), Redactor::new(true));
+        let blob = "QUJD+/".repeat(REDACT_HOLD / 6 + 1);
+        out.write_all(blob.as_bytes()).unwrap();
+        assert!(out.pending.len() < 8, "held {}", out.pending.len());
+        out.flush().unwrap();
+        assert_eq!(out.inner, blob.as_bytes());
     }
 
     #[test]
