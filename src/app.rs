@@ -61,10 +61,16 @@ pub fn run(cli: Cli) -> ExitCode {
             if is_broken_pipe(&e) {
                 return Exit::Clean.into();
             }
-            eprintln!("mcp-forensics: {e:#}");
+            eprintln!("mcp-forensics: {}", diagnostic(&format!("{e:#}")));
             Exit::Error.into()
         }
     }
+}
+
+/// A message for standard error. Always redacted, `--show-secrets` or not: a diagnostic is never
+/// where the analyst reads a credential, and it may quote an input or a flag.
+pub fn diagnostic(text: &str) -> String {
+    report::redact::Redactor::new(true).text(text).into_owned()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -11,10 +11,13 @@ use crate::config;
 
 /// Prints a per-file error the ripgrep way: the run goes on, the exit code says it happened.
 fn report_open_error(e: &OpenError) {
-    let path = mcpf_report::sanitize::terminal(&e.path);
-    eprintln!("mcp-forensics: {path}: {}", e.message);
+    let path = crate::app::diagnostic(&mcpf_report::sanitize::terminal(&e.path));
+    eprintln!(
+        "mcp-forensics: {path}: {}",
+        crate::app::diagnostic(&e.message)
+    );
     if let Some(hint) = &e.hint {
-        eprintln!("  hint: {hint}");
+        eprintln!("  hint: {}", crate::app::diagnostic(hint));
     }
 }
 
