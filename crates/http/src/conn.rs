@@ -169,6 +169,7 @@ pub(crate) struct Counts {
     pub(crate) midstream_resyncs: u64,
     pub(crate) heads_cut: u64,
     pub(crate) heads_cut_by_snaplen: u64,
+    pub(crate) bodies_not_decoded_past_budget: u64,
 }
 
 /// The server's first bytes on a connection picked up mid-stream, while they are searched for a
@@ -1265,7 +1266,6 @@ impl Connection {
             return;
         }
         let mut decode_error = None;
-        let mut decoded = Vec::new();
         {
             let (half, out_events) = match dir {
                 Direction::ClientToServer => (&mut self.req, &mut self.out_events),
@@ -1279,21 +1279,17 @@ impl Connection {
             if msg.holed && msg.sse.is_none() {
                 return;
             }
-            let plain = msg.decoder.is_identity();
-            let input: &[u8] = if plain {
-                bytes
-            } else {
-                if let Err(e) = msg.decoder.write(bytes, &mut decoded) {
-                    decode_error = Some(e.to_string());
+            let Message {
+                decoder, body, sse, ..
+            } = msg;
+            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, out_events);
+            if let Err(e) = decoder.write(bytes, &mut keep) {
+                if e.is_bomb() {
+                    msg.body.truncated = true;
+                    self.counts.bodies_not_decoded_past_budget += 1;
                 }
-                &decoded
-            };
-            msg.body.decoded_bytes += input.len() as u64;
-            if msg.keep(input, mark, out_events) {
-                msg.body.truncated = true;
-            }
-            if let Some(e) = &decode_error {
-                msg.body.decode_error = Some(e.clone());
+                msg.body.decode_error = Some(e.to_string());
+                decode_error = Some(e.to_string());
             }
         }
         self.flush_events(dir, sink);
@@ -1675,35 +1671,40 @@ impl Connection {
     }
 }
 
-impl Message {
-    /// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up
-    /// to [`MAX_BODY`]. Returns whether bytes were cut at that limit.
-    #[inline]
-    fn keep(&mut self, decoded: &[u8], mark: Mark, events: &mut Vec<SseEvent>) -> bool {
-        if let Some(sse) = self.sse.as_mut() {
-            sse.feed(decoded, mark, events);
-            return false;
-        }
-        let room = MAX_BODY.saturating_sub(self.body.data.len());
-        self.body
-            .data
-            .extend_from_slice(&decoded[..decoded.len().min(room)]);
-        decoded.len() > room
+/// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
+/// [`MAX_BODY`] (the rest counted, and the body marked truncated).
+#[inline]
+fn keep(
+    body: &mut Body,
+    sse: &mut Option<SseParser>,
+    decoded: &[u8],
+    mark: Mark,
+    events: &mut Vec<SseEvent>,
+) {
+    body.decoded_bytes += decoded.len() as u64;
+    if let Some(sse) = sse.as_mut() {
+        sse.feed(decoded, mark, events);
+        return;
     }
+    let room = MAX_BODY.saturating_sub(body.data.len());
+    body.data
+        .extend_from_slice(&decoded[..decoded.len().min(room)]);
+    body.truncated |= decoded.len() > room;
+}
 
+impl Message {
     /// The end of the body: what the content decoder still holds, and the end of the event
-    /// stream. A tail cut at the size limit does not mark the body truncated.
+    /// stream.
     fn finish_body(&mut self, outcome: Outcome, mark: Mark, events: &mut Vec<SseEvent>) {
-        let mut tail = Vec::new();
-        if outcome == Outcome::Complete
-            && !self.holed
-            && let Err(e) = self.decoder.finish(&mut tail)
-        {
-            self.body.decode_error = Some(e.to_string());
-        }
-        if !tail.is_empty() {
-            self.body.decoded_bytes += tail.len() as u64;
-            self.keep(&tail, mark, events);
+        if outcome == Outcome::Complete && !self.holed {
+            let Message {
+                decoder, body, sse, ..
+            } = self;
+            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, events);
+            if let Err(e) = decoder.finish(&mut keep) {
+                self.body.truncated |= e.is_bomb();
+                self.body.decode_error = Some(e.to_string());
+            }
         }
         if let Some(sse) = self.sse.as_mut() {
             sse.finish();
