@@ -194,3 +194,27 @@ fn decompression_bombs_stop_at_the_budget_and_the_message_is_reported() {
         assert!(text.contains("tools/call"), "{enc}: the call is reported");
     }
 }
+
+#[test]
+fn a_head_of_200_fields_is_reported_with_its_tools_call() {
+    let pad: String = (0..200).map(|i| format!("X-Pad-{i}: {i}\r\n")).collect();
+    let call = post(CALL.as_bytes(), &pad);
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+    let file = TempPath::new("headers-200.pcap");
+    write_capture(
+        &file.0,
+        &session(vec![
+            (true, call),
+            (false, response("application/json", None, answer.as_bytes())),
+        ]),
+    );
+    let http = run_json(&["http", "--format", "json", file.as_str()]).to_string();
+    assert!(
+        http.contains("past the first 128 dropped"),
+        "the dropped fields are said: {http:.3000}"
+    );
+    let report = run_json(&["analyze", "--format", "json", "--events", file.as_str()]);
+    let text = report.to_string();
+    assert!(text.contains("\"tools/call\""), "{report:#}");
+    assert!(text.contains("screenshot"), "the call's tool is reported");
+}
