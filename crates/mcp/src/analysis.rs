@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::ids;
 use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
 use crate::jsonrpc::{Kind, RequestId};
-use mcpf_model::{InputId, WireHasher, WireMap};
+use mcpf_model::{InputId, WireHasher, WireMap, WireSet};
 
 /// Fills protocol version and server info from the answer to `initialize`.
 pub(crate) fn fill_initialize(s: &mut Session) {
@@ -407,14 +407,15 @@ fn detect_fallbacks(s: &mut Session) {
 /// a stream has what it waited for (the Python SDK closes it at once), and the standalone GET
 /// every SDK opens next is ordinary, not a fallback.
 fn answered_on(p: &super::model::Stream) -> bool {
-    let answered = |id: &RequestId| {
-        p.response_messages
-            .iter()
-            .chain(p.events.iter().flat_map(|e| e.messages.iter()))
-            .any(|m| matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id))
-    };
+    let answered: WireSet<&RequestId> = p
+        .response_messages
+        .iter()
+        .chain(p.events.iter().flat_map(|e| e.messages.iter()))
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id.as_ref())
+        .collect();
     let mut ids = p.requests().filter_map(|m| m.id.as_ref()).peekable();
-    ids.peek().is_some() && ids.all(answered)
+    ids.peek().is_some() && ids.all(|id| answered.contains(id))
 }
 
 /// A client abandons a stream and opens the fallback in quick succession; the connection close
