@@ -23,6 +23,22 @@ pub enum Exit {
     Findings = 1,
     /// An input could not be analysed.
     Error = 2,
+    /// Every input was analysed and nothing reached `--fail-on`, but part of an input could not
+    /// be read: corrupt records were skipped, or the file or its gzip stream was cut. Findings
+    /// (1) and unreadable inputs (2) take precedence: the warnings on standard error and the
+    /// inputs' `accounting.*.lost` say what was lost in every case.
+    DataLost = 3,
+}
+
+impl Exit {
+    /// `Clean` becomes `DataLost` when a read input lost part of its file.
+    pub fn or_data_lost(self, reports: &[mcpf_model::InputReport]) -> Exit {
+        if self == Exit::Clean && pipeline::lost_data(reports) {
+            Exit::DataLost
+        } else {
+            self
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
@@ -45,10 +61,16 @@ pub fn run(cli: Cli) -> ExitCode {
             if is_broken_pipe(&e) {
                 return Exit::Clean.into();
             }
-            eprintln!("mcp-forensics: {e:#}");
+            eprintln!("mcp-forensics: {}", diagnostic(&format!("{e:#}")));
             Exit::Error.into()
         }
     }
+}
+
+/// A message for standard error. Always redacted, `--show-secrets` or not: a diagnostic is never
+/// where the analyst reads a credential, and it may quote an input or a flag.
+pub fn diagnostic(text: &str) -> String {
+    report::redact::Redactor::new(true).text(text).into_owned()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -87,6 +109,7 @@ fn flows(job: config::Flows) -> anyhow::Result<Exit> {
     let mut reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
     reports.extend(unreadable);
     reports.sort_by_key(|r| r.index);
+    pipeline::print_warnings(&reports);
     let rows: Vec<_> = summaries
         .iter()
         .map(report::flows::FlowRow::from_summary)
@@ -97,7 +120,7 @@ fn flows(job: config::Flows) -> anyhow::Result<Exit> {
         Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
     }
     out.flush()?;
-    Ok(if failed { Exit::Error } else { Exit::Clean })
+    Ok(if failed { Exit::Error } else { Exit::Clean }.or_data_lost(&reports))
 }
 
 fn http_view(job: config::Http) -> anyhow::Result<Exit> {
@@ -111,6 +134,7 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
     if fed.reports.is_empty() {
         return Ok(Exit::Error);
     }
+    pipeline::print_warnings(&fed.reports);
     let stats = pipeline.http.stats.clone();
     let collector = pipeline.http.sink;
     let anomalies = collector.anomalies.clone();
@@ -131,7 +155,7 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
         }
     }
     out.flush()?;
-    Ok(if fed.failed { Exit::Error } else { Exit::Clean })
+    Ok(if fed.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&fed.reports))
 }
 
 fn explain(kind: Option<String>) -> anyhow::Result<Exit> {

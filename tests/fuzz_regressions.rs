@@ -63,7 +63,11 @@ fn check_ledgers(doc: &Value, name: &str) {
                     .map_or(0, |m| m.values().map(|v| v.as_u64().unwrap()).sum())
             };
             let parts = l["analysed"].as_u64().unwrap() + sum("skipped") + sum("lost");
-            assert_eq!(parts, l["total"].as_u64().unwrap(), "{name}: {unit} ledger {l}");
+            assert_eq!(
+                parts,
+                l["total"].as_u64().unwrap(),
+                "{name}: {unit} ledger {l}"
+            );
         }
     }
 }
@@ -86,7 +90,10 @@ fn replay(target: &str, file: &Path) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let code = out.status.code();
     assert!(!stderr.contains("panicked"), "{name}: {stderr}");
-    assert!(matches!(code, Some(0..=3)), "{name}: exit {code:?}: {stderr}");
+    assert!(
+        matches!(code, Some(0..=3)),
+        "{name}: exit {code:?}: {stderr}"
+    );
     if !out.stdout.is_empty() {
         let doc: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{name}: not JSON ({e})"));
@@ -111,5 +118,9 @@ fn every_input_a_fuzz_target_failed_on_is_analysed() {
     }
     // The directory holds the hostile inputs of issue 12 as well: an empty one means the
     // inputs were lost, not that nothing ever failed.
-    assert!(replayed > 0, "no regression inputs under {}", root.display());
+    assert!(
+        replayed > 0,
+        "no regression inputs under {}",
+        root.display()
+    );
 }

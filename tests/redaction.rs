@@ -400,3 +400,83 @@ fn redaction_never_changes_a_finding() {
     }
     assert!(redacted_somewhere, "some report was redacted");
 }
+
+/// The HAR sample with a secret added in the URL, a header and the SSE data.
+fn har(name: &str) -> TempPath {
+    let text = std::fs::read_to_string("samples/mitmproxy-python-sdk.har").unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let entry = &mut doc["log"]["entries"][0];
+    let url = entry["request"]["url"].as_str().unwrap().to_string();
+    entry["request"]["url"] = Value::from(format!("{url}?access_token={SSE_QUERY}"));
+    let headers = entry["request"]["headers"].as_array_mut().unwrap();
+    headers.push(serde_json::json!({ "name": "X-Api-Key", "value": API_KEY }));
+    let body = entry["response"]["content"]["text"].as_str().unwrap();
+    let body = body.replace("mcpf-har-python", &format!("mcpf-har-python {SK_ANT}"));
+    entry["response"]["content"]["text"] = Value::from(body);
+    let path =
+        std::env::temp_dir().join(format!("mcpf-redaction-{}-{name}.har", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    TempPath(path)
+}
+
+#[test]
+fn a_har_is_redacted_like_a_capture() {
+    let file = har("har");
+    let path = file.0.to_str().unwrap();
+    let secrets = [
+        SSE_QUERY,
+        API_KEY,
+        SK_ANT,
+        "mcpf-har-token-DO-NOT-LEAK",
+        "mcpf-har-cookie-DO-NOT-LEAK",
+    ];
+    let mut shown: std::collections::BTreeSet<&str> = Default::default();
+    for args in runs(path) {
+        let text = run(&args);
+        for s in secrets {
+            assert!(!text.contains(s), "{}: leaked {s}", args.join(" "));
+        }
+        let mut with = args.clone();
+        with.insert(1, "--show-secrets");
+        let text = run(&with);
+        shown.extend(secrets.iter().filter(|s| text.contains(*s)));
+    }
+    assert_eq!(shown.len(), secrets.len(), "--show-secrets shows {shown:?}");
+}
+
+/// The nginx log sample with a token in the request URI and an Authorization header logged.
+fn access_log(name: &str) -> TempPath {
+    let text = std::fs::read_to_string("samples/seed-incident.nginx.jsonl").unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let uri = v["request_uri"].as_str().unwrap().to_string();
+            v["request_uri"] = Value::from(format!("{uri}?access_token={SSE_QUERY}"));
+            v["http_authorization"] = Value::from(format!("Bearer {JWT}"));
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!(
+        "mcpf-redaction-{}-{name}.jsonl",
+        std::process::id()
+    ));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    TempPath(path)
+}
+
+#[test]
+fn an_access_log_is_redacted_like_a_capture() {
+    let file = access_log("log");
+    let path = file.0.to_str().unwrap();
+    let mut shown = false;
+    for args in runs(path) {
+        let text = run(&args);
+        assert!(!text.contains(SSE_QUERY), "{}: leaked", args.join(" "));
+        assert!(!text.contains(JWT), "{}: leaked", args.join(" "));
+        let mut with = args.clone();
+        with.insert(1, "--show-secrets");
+        shown |= run(&with).contains(SSE_QUERY);
+    }
+    assert!(shown, "--show-secrets shows the URI's token");
+}

@@ -27,7 +27,7 @@ fn input(class: &str, n: u64) -> PathBuf {
 /// Runs the binary with `args` under the memory limit and a timeout.
 fn run(args: &[&str]) -> Output {
     let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -s KILL {TIMEOUT_S} \"$@\"");
+    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
     let out = Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -39,7 +39,7 @@ fn run(args: &[&str]) -> Output {
     let code = out.status.code();
     assert!(
         matches!(code, Some(0..=2)),
-        "{args:?} ended with {:?} (124: timeout; 134/137: killed): {}",
+        "{args:?} ended with {:?} (124: timeout; 134: abort): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -151,13 +151,27 @@ fn lost(doc: &Value, bucket: &str) -> u64 {
 fn brotli_generator_writes_a_valid_stream() {
     // 2 meta-blocks of 16 MiB in 27 bytes: the HTTP stage decodes them (up to its cap).
     assert!(stress::brotli_zeros(2).len() < 30);
-    let path = input("brotli_bomb", 1);
-    let out = run(&["http", "--format", "json", path.to_str().unwrap()]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = http_json_of_brotli_bomb(&["--show-secrets"]);
     let last = doc["exchanges"].as_array().unwrap().last().unwrap();
     assert_eq!(last["response_body"]["content_encoding"], "br");
     assert_eq!(last["response_body"]["decoded_bytes"], 16 << 20);
     assert_eq!(last["response_body"]["decode_error"], Value::Null);
+}
+
+fn http_json_of_brotli_bomb(extra: &[&str]) -> Value {
+    let path = input("brotli_bomb", 1);
+    let mut args = vec!["http", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    serde_json::from_slice(&run(&args).stdout).unwrap()
+}
+
+#[test]
+#[ignore = "until redaction of a 16 MiB body of NUL bytes (96 MB of \\u0000 escapes) is linear"]
+fn redacting_a_body_of_nul_bytes_ends_in_time() {
+    // 1 s with --show-secrets; more than 100 s with redaction on the main of 2026-12-01.
+    let doc = http_json_of_brotli_bomb(&[]);
+    assert!(doc["exchanges"].as_array().unwrap().len() >= 3);
 }
 
 #[test]
@@ -429,7 +443,7 @@ fn a_corrupt_pcapng_block_is_skipped_and_reported() {
 }
 
 #[test]
-#[ignore = "until a truncated gzip stream is salvaged like a truncated file"]
+#[ignore = "until a gzip stream cut inside the head read to detect the format is salvaged (ingest read_head)"]
 fn a_truncated_pcap_gz_is_salvaged() {
     // Small: 2 KB of gzip, cut in its last quarter.
     let n = 3;

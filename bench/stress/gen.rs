@@ -380,13 +380,17 @@ fn access_log<W: Write>(n: u64, mut w: W) -> io::Result<()> {
 }
 
 /// `n` connections that each send a request whose first segment the capture never saw: the
-/// second one waits out of order until the end.
+/// second one (1.4 KB, so 190,000 of them fill a 256 MiB out-of-order budget) waits out of
+/// order until the end.
 fn ooo_conns<W: Write>(n: u64, w: W) -> io::Result<()> {
     let mut cap = Capture::pcap(w, 262_144)?;
     healthy_session(&mut cap, 0, &session_id(0), 2)?;
-    let body = tools_call(2);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"write_file","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(1_100)
+    );
     let req = post("/mcp", Some(SESSION), &[], body.as_bytes());
-    let (first, second) = req.split_at(100);
+    let (first, second) = req.split_at(req.len() - MSS);
     for k in 0..n {
         let port = 1024 + (k % 64_512) as u16;
         let host = 2 + k / 64_512;

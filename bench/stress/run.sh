@@ -8,7 +8,7 @@
 # Environment:
 #   CLASSES    classes to run (default: all, in the order of the table below)
 #   SCALE      multiplies every size (default 1; SCALE=0.1 for a quick look, rounded up to 1)
-#   TIMEOUT    seconds per analysis before it is killed (default 120; shown as exit 124)
+#   TIMEOUT    seconds per analysis before it is stopped (default 120; shown as exit 124)
 #   MEM_LIMIT  address-space limit per analysis in KiB, `ulimit -v` (default 4194304 = 4 GiB);
 #              an allocation failure beyond it shows as exit 134 (SIGABRT) or 137
 #   STRESS_DIR where inputs and reports go (default: a new temporary directory; never the repo)
@@ -108,13 +108,15 @@ if fmt == "json" and docs:
     cells = [s.get("sessions", "-"), above_info, s.get("http_anomalies", "-"),
              len(limits), events, ("yes" if ok else "NO") if has_acc else "-"]
 elif fmt == "ndjson" and docs:
-    cells = ["-", "-", "-", "-", len(docs), "-"]
+    events = sum(1 for d in docs if d.get("type") == "event")
+    cells = ["-", "-", "-", "-", events, "-"]
 print(f"{secs:.2f}\t{rss:.0f}\t" + "\t".join(str(c) for c in cells))
 EOF
 }
 
-printf '| class | n | input | wall s | peak RSS MiB | exit | sessions | findings > info | anomalies | limits hit | events | ledger balanced |\n'
-printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+printf '| class | n | input | wall s | peak RSS MiB | exit | time × | RSS × | sessions | findings > info | anomalies | limits hit | events | ledger balanced |\n'
+printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+declare -A small_wall small_rss
 echo "$PLAN" | while read -r class small flags; do
     [ -n "$class" ] || continue
     case " $(echo $CLASSES) " in *" $class "*) ;; *) continue ;; esac
@@ -130,7 +132,7 @@ echo "$PLAN" | while read -r class small flags; do
             log "$class n=$n: analyze --format $fmt $flags"
             (
                 ulimit -v "$MEM_LIMIT"
-                /usr/bin/time -v -o "$report.time" timeout -s KILL "$TIMEOUT" \
+                /usr/bin/time -v -o "$report.time" timeout -k 5 "$TIMEOUT" \
                     "$BIN" analyze --format "$fmt" $flags "$input" >"$report" 2>"$report.stderr"
             )
             status=$?
@@ -143,8 +145,16 @@ echo "$PLAN" | while read -r class small flags; do
             [ "$fmt" = ndjson ] && label="$class (ndjson $flags)"
             [ "$fmt" = json ] && [ -n "$flags" ] && label="$class (json $flags)"
             IFS=$'\t' read -r wall rss c1 c2 c3 c4 c5 c6 <<<"$cells"
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-                "$label" "$n" "$size" "$wall" "$rss" "$status" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6"
+            # The big row compares itself with the small one (time and RSS ratios).
+            if [ "$n" = "$small" ]; then
+                small_wall[$fmt]=$wall small_rss[$fmt]=$rss tx="" rx=""
+            else
+                tx=$(python3 -c "print(f'{max($wall, 0.01) / max(${small_wall[$fmt]}, 0.01):.1f}')")
+                rx=$(python3 -c "print(f'{max($rss, 1) / max(${small_rss[$fmt]}, 1):.1f}')")
+            fi
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$label" "$n" "$size" "$wall" "$rss" "$status" "$tx" "$rx" \
+                "$c1" "$c2" "$c3" "$c4" "$c5" "$c6"
             rm -f "$report"
         done
         rm -f "$input"

@@ -459,3 +459,42 @@ fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
             .push(format!("reading stopped: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_and_framing_add_up_to_the_file() {
+        let mut state = InputState {
+            skipped: BTreeMap::new(),
+            unknown_linktypes: Vec::new(),
+            truncated_frames: 0,
+            cut_at: 0,
+            accounting: Accounting::default(),
+        };
+        state.count(None, 1500);
+        state.count(Some(bucket::NOT_TCP), 60);
+        state.count(Some(bucket::UNKNOWN_LINK_TYPE), 40);
+        let notes = reader::ReadNotes {
+            framing_bytes: 24 + 16 * 3,
+            corrupt_stretches: 2,
+            corrupt_bytes: 77,
+            truncated_bytes: 9,
+            ..Default::default()
+        };
+        let file = 1500 + 60 + 40 + 24 + 48 + 77 + 9;
+        let a = file_accounting(&state, &notes, file);
+        assert!(a.balanced(), "{a:?}");
+        assert_eq!(a.bytes.total, file);
+        assert_eq!(a.bytes.analysed, 1500);
+        assert_eq!(a.bytes.skipped[bucket::FILE_FRAMING], 72);
+        assert_eq!(a.bytes.lost[bucket::CORRUPT_RECORD], 77);
+        assert_eq!(
+            a.packets.total,
+            3 + 2 + 1,
+            "a stretch and a cut record count as one each"
+        );
+        assert_eq!(a.packets.lost[bucket::TRUNCATED], 1);
+    }
+}

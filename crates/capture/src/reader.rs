@@ -1086,3 +1086,90 @@ fn ng_time(raw: u64, iface: &Interface) -> Timestamp {
         .saturating_add(iface.offset_secs);
     Timestamp::from_secs_nanos(secs, nanos)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn legacy(snaplen: u32) -> Legacy {
+        Legacy {
+            big_endian: false,
+            nanos: false,
+            record_header: 16,
+            linktype: 1,
+            snaplen,
+            prev_secs: None,
+        }
+    }
+
+    fn header(ts_sec: u32, ts_frac: u32, caplen: u32, orig_len: u32) -> RecordHeader {
+        RecordHeader {
+            ts_sec,
+            ts_frac,
+            caplen,
+            orig_len,
+        }
+    }
+
+    #[test]
+    fn record_headers_are_judged_before_their_data_is_trusted() {
+        let f = legacy(65_535);
+        let ok = header(1_790_000_000, 5, 60, 60);
+        assert_eq!(f.judge(&ok, Some(1_790_000_000)), Judgement::Plausible);
+        // No real record is this long, whatever the file header says.
+        let huge = header(1_790_000_000, 5, 3_000_000, 3_000_000);
+        assert_eq!(f.judge(&huge, None), Judgement::Corrupt);
+        for doubtful in [
+            header(1_790_000_000, 1_000_000, 60, 60),
+            header(1_790_000_000, 5, 60, 59),
+            header(1_790_000_000, 5, 0, 0),
+            header(1_790_000_000, 5, 70_000, 70_000),
+        ] {
+            assert_eq!(
+                f.judge(&doubtful, None),
+                Judgement::Doubtful,
+                "{doubtful:?}"
+            );
+        }
+        let jump = header(1_790_000_000 + 31 * 86_400, 5, 60, 60);
+        assert_eq!(f.judge(&jump, Some(1_790_000_000)), Judgement::Doubtful);
+        assert_eq!(f.judge(&jump, None), Judgement::Plausible);
+    }
+
+    #[test]
+    fn pcapng_framing_needs_sane_lengths_and_a_byte_order_magic() {
+        let mut shb = Vec::new();
+        for w in [SHB_TYPE, 28, BYTE_ORDER_MAGIC] {
+            shb.extend_from_slice(&w.to_be_bytes());
+        }
+        assert_eq!(ng_frame(&shb, false), Some((SHB_TYPE, 28, true)));
+        let mut epb = Vec::new();
+        for w in [EPB_TYPE, 32, 0] {
+            epb.extend_from_slice(&w.to_le_bytes());
+        }
+        assert_eq!(ng_frame(&epb, false), Some((EPB_TYPE, 32, false)));
+        epb[4] = 30;
+        assert_eq!(ng_frame(&epb, false), None, "not a multiple of 4");
+        epb[4] = 8;
+        assert_eq!(ng_frame(&epb, false), None, "shorter than its own framing");
+        shb[8] = 0;
+        assert_eq!(ng_frame(&shb, false), None, "no byte-order magic");
+    }
+
+    #[test]
+    fn the_window_scans_a_byte_at_a_time_without_holding_more_than_it_needs() {
+        let data: Vec<u8> = (0..5_000_000u32).map(|i| i as u8).collect();
+        let mut w = Window::new(Box::new(io::Cursor::new(data)));
+        let mut seen = 0u64;
+        while w.fill(300_000) > 0 {
+            assert_eq!(w.data()[0], w.offset() as u8);
+            w.consume(1);
+            seen += 1;
+            if seen == 1_000_000 {
+                break;
+            }
+        }
+        assert!(w.buf.len() <= 300_000 + INITIAL_BUFFER, "{}", w.buf.len());
+        assert_eq!(w.offset(), 1_000_000);
+    }
+}

@@ -203,14 +203,18 @@ pub(crate) fn read_all_text(path: &str, input: &mut TextInput) -> Result<String,
 fn read_head(path: &str) -> Result<(Vec<u8>, bool), OpenError> {
     let mut input = open_text(path)?;
     let mut head = Vec::with_capacity(HEAD);
-    (&mut input.reader)
-        .take(HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| OpenError {
+    // A gzip stream cut short fails only after the bytes before the cut: those are enough to
+    // tell the format, and the capture reader salvages them (a small cut .pcap.gz was once
+    // rejected whole here, because the error came before HEAD bytes did).
+    if let Err(e) = (&mut input.reader).take(HEAD as u64).read_to_end(&mut head)
+        && head.is_empty()
+    {
+        return Err(OpenError {
             path: path.to_string(),
             message: format!("cannot read: {e}"),
             hint: None,
-        })?;
+        });
+    }
     Ok((head, input.gzip))
 }
 
@@ -269,6 +273,12 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
     let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
     match FirstRecord::deserialize(&mut de) {
         Ok(first) => Ok(Sniff::Json(first)),
+        // A HAR cut short (a full disk, a killed exporter): what it has is still read.
+        Err(whole) if whole.is_eof() && cut_har(text) => Ok(Sniff::Json(FirstRecord {
+            keys: vec!["log".into()],
+            log: Some(vec!["entries".into()]),
+            ..FirstRecord::default()
+        })),
         Err(whole) => {
             // A log whose first line is damaged (cut by rotation): look at the next lines.
             for line in text.split(|&b| b == b'\n').skip(1).take(50) {
@@ -285,6 +295,20 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
             })
         }
     }
+}
+
+/// Whether a document that ends early begins as a HAR does: `{"log":` then, within the head,
+/// `"entries":[`.
+fn cut_har(head: &[u8]) -> bool {
+    let squeezed: Vec<u8> = head
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    squeezed.starts_with(br#"{"log":"#)
+        && squeezed
+            .windows(br#""entries":["#.len())
+            .any(|w| w == br#""entries":["#)
 }
 
 const EXPECTED_HINT: &str = "expected a pcap/pcapng capture (optionally gzip), a HAR file \

@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::ids;
 use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
 use crate::jsonrpc::{Kind, RequestId};
-use mcpf_model::{InputId, WireHasher, WireMap};
+use mcpf_model::{InputId, WireHasher, WireMap, WireSet};
 
 /// Fills protocol version and server info from the answer to `initialize`.
 pub(crate) fn fill_initialize(s: &mut Session) {
@@ -119,22 +119,7 @@ fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Optio
 /// offset between the sources is the median difference of matched request times; the source's
 /// unmatched exchanges join the session on the capture's clock.
 pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
-    // Whether a session comes from logs only is fixed before any merging: a target keeps its
-    // captured streams, and a source's streams are taken only as it is absorbed.
-    let from_logs: Vec<bool> = sessions
-        .iter()
-        .map(|s| s.streams.iter().all(|st| recorded(st.input)))
-        .collect();
-    // The captured sessions by session ID, built once: a log of n sessions is merged in O(n),
-    // not by scanning every session for each of its own.
-    let mut captured: HashMap<String, Vec<usize>> = HashMap::default();
-    for (b, s) in sessions.iter().enumerate() {
-        if let Some(id) = &s.session_id
-            && !from_logs[b]
-        {
-            captured.entry(id.clone()).or_default().push(b);
-        }
-    }
+    let (from_logs, captured) = captured_by_id(sessions, recorded);
     let mut absorbed: HashSet<usize> = HashSet::default();
     for a in 0..sessions.len() {
         if !from_logs[a] {
@@ -218,6 +203,29 @@ pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(Input
         s.end = end;
     }
     *sessions = kept;
+}
+
+/// Which sessions come from logs only, and the others by session ID, built once: a log of n
+/// sessions is merged in O(n), not by scanning every session for each of its own. Whether a
+/// session comes from logs only is fixed before any merging: a target keeps its captured
+/// streams, and a source's streams are taken only as it is absorbed.
+fn captured_by_id(
+    sessions: &[Session],
+    recorded: impl Fn(InputId) -> bool,
+) -> (Vec<bool>, HashMap<String, Vec<usize>>) {
+    let from_logs: Vec<bool> = sessions
+        .iter()
+        .map(|s| s.streams.iter().all(|st| recorded(st.input)))
+        .collect();
+    let mut captured: HashMap<String, Vec<usize>> = HashMap::default();
+    for (b, s) in sessions.iter().enumerate() {
+        if let Some(id) = &s.session_id
+            && !from_logs[b]
+        {
+            captured.entry(id.clone()).or_default().push(b);
+        }
+    }
+    (from_logs, captured)
 }
 
 fn shift(st: &mut super::model::Stream, offset: i64) {
@@ -399,14 +407,15 @@ fn detect_fallbacks(s: &mut Session) {
 /// a stream has what it waited for (the Python SDK closes it at once), and the standalone GET
 /// every SDK opens next is ordinary, not a fallback.
 fn answered_on(p: &super::model::Stream) -> bool {
-    let answered = |id: &RequestId| {
-        p.response_messages
-            .iter()
-            .chain(p.events.iter().flat_map(|e| e.messages.iter()))
-            .any(|m| matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id))
-    };
+    let answered: WireSet<&RequestId> = p
+        .response_messages
+        .iter()
+        .chain(p.events.iter().flat_map(|e| e.messages.iter()))
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id.as_ref())
+        .collect();
     let mut ids = p.requests().filter_map(|m| m.id.as_ref()).peekable();
-    ids.peek().is_some() && ids.all(answered)
+    ids.peek().is_some() && ids.all(|id| answered.contains(id))
 }
 
 /// A client abandons a stream and opens the fallback in quick succession; the connection close

@@ -278,22 +278,38 @@ fn query_param(b: &[u8], i: usize) -> Option<Hit> {
     })
 }
 
-/// The secret starting at `i`, if one does.
-fn hit_at(b: &[u8], i: usize) -> Option<Hit> {
-    let c = b[i];
-    if c == b'?' || c == b'&' {
-        return query_param(b, i);
+/// What a byte can begin: nothing, only a word, a token (at the start of a word), a query
+/// parameter. A table, because every byte of every report passes here.
+const NOTHING: u8 = 0;
+const WORD: u8 = 1;
+
+const TOKEN: u8 = 2;
+const QUERY: u8 = 3;
+
+static CLASS: [u8; 256] = {
+    let mut t = [NOTHING; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = match b {
+            b'?' | b'&' => QUERY,
+            b's' | b'A' | b'e' | b'b' | b'B' | b'g' | b'x' => TOKEN,
+            b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' | b'-' | b'_' => WORD,
+            _ => NOTHING,
+        };
+        i += 1;
     }
-    // A token starts a word: `task-…` holds no `sk-` key.
-    if i > 0 && is_token_byte(b[i - 1]) {
-        return None;
-    }
-    match c {
+    t
+};
+
+/// The token starting a word at `i`, if one does (`task-…` holds no `sk-` key).
+fn token_at(b: &[u8], i: usize) -> Option<Hit> {
+    match b[i] {
         b's' => sk_key(b, i),
         b'A' => aws_key(b, i),
         b'e' => jwt(b, i),
         b'b' | b'B' => bearer(b, i),
-        b'g' | b'x' => PREFIXED.iter().find_map(|&(prefix, min, allowed)| {
+        _ => PREFIXED.iter().find_map(|&(prefix, min, allowed)| {
             if !b[i..].starts_with(prefix) {
                 return None;
             }
@@ -304,35 +320,48 @@ fn hit_at(b: &[u8], i: usize) -> Option<Hit> {
                 secret: prefix.len() + body,
             })
         }),
-        _ => None,
     }
+}
+
+/// The first position from `from` where a secret may start: a query separator, or a token's
+/// first byte at the start of a word. A loop of its own, tight, since most bytes are skipped.
+fn candidate(b: &[u8], from: usize, mut in_word: bool) -> Option<usize> {
+    for (k, &c) in b.get(from..)?.iter().enumerate() {
+        let class = CLASS[c as usize];
+        if class == QUERY || (class == TOKEN && !in_word) {
+            return Some(from + k);
+        }
+        in_word = class != NOTHING;
+    }
+    None
 }
 
 /// The bytes with every secret redacted, or `None` when there is none.
 fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if !matches!(
-            b[i],
-            b'?' | b'&' | b's' | b'A' | b'e' | b'b' | b'B' | b'g' | b'x'
-        ) {
-            i += 1;
-            continue;
-        }
-        let Some(hit) = hit_at(b, i) else {
-            i += 1;
+    let mut from = 0;
+    // Whether the byte before `from` is part of a word.
+    let mut in_word = false;
+    while let Some(i) = candidate(b, from, in_word) {
+        let hit = match b[i] {
+            b'?' | b'&' => query_param(b, i),
+            _ => token_at(b, i),
+        };
+        let Some(hit) = hit else {
+            in_word = CLASS[b[i] as usize] == TOKEN;
+            from = i + 1;
             continue;
         };
         let o = out.get_or_insert_with(|| Vec::with_capacity(b.len() + 32));
         o.extend_from_slice(&b[copied..i + hit.keep]);
-        if hit.keep > 0 && !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
+        if !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
             o.extend_from_slice("…".as_bytes());
         }
         o.extend_from_slice(marker(hit.secret).as_bytes());
-        i += hit.len;
-        copied = i;
+        from = i + hit.len;
+        copied = from;
+        in_word = is_token_byte(b[from - 1]);
     }
     let mut o = out?;
     o.extend_from_slice(&b[copied..]);
@@ -342,13 +371,35 @@ fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
 /// Output buffered before it is redacted and passed on, unless a safe cut is found sooner.
 const REDACT_CHUNK: usize = 64 << 10;
 
+/// Output held at most while no byte that ends every secret comes (a base64 body, a long run of
+/// escaped control bytes). Past it the text is cut between two runs of token bytes, which
+/// splits no token of a known shape (they are made of such bytes) and no query value that
+/// holds none; only a bearer token or query value with a `/`, `+`, `%` at the cut could be split.
+const REDACT_HOLD: usize = 4 << 20;
+
+/// Bytes that end every secret the rules find: a cut after one splits none.
+fn ends_every_secret(b: u8) -> bool {
+    matches!(b, b'\n' | b'"' | b'\\' | b'\'' | b'<' | b'>' | b';' | b'#')
+}
+
+/// Where output held this long without a byte that ends every secret is cut: after the last
+/// byte outside a token, or all of it when it is one run of token bytes.
+fn forced_cut(pending: &[u8]) -> usize {
+    pending
+        .iter()
+        .rposition(|&b| !(is_token_byte(b) || b == b'.'))
+        .map_or(pending.len(), |at| at + 1)
+}
+
 /// A writer that redacts everything written through it (see the module doc). Text is held
-/// until a byte no secret can span (`\n` or `"`), so a secret split across two writes is still
-/// found; a run without such a byte is held whole (it was in memory to be written anyway).
+/// until a byte no secret can span (`\n`, `"`, `\`...), so a secret split across two writes is
+/// still found; at most [`REDACT_HOLD`] bytes are held.
 pub struct Redacting<W: Write> {
     inner: W,
     redactor: Redactor,
     pending: Vec<u8>,
+    /// Where `pending` may be cut: just after its last byte that ends every secret.
+    safe: Option<usize>,
 }
 
 impl<W: Write> Redacting<W> {
@@ -357,6 +408,7 @@ impl<W: Write> Redacting<W> {
             inner,
             redactor,
             pending: Vec::new(),
+            safe: None,
         }
     }
 
@@ -368,6 +420,10 @@ impl<W: Write> Redacting<W> {
             None => self.inner.write_all(chunk)?,
         }
         self.pending.drain(..end);
+        self.safe = self
+            .safe
+            .and_then(|at| at.checked_sub(end))
+            .filter(|&at| at > 0);
         Ok(())
     }
 }
@@ -377,11 +433,19 @@ impl<W: Write> Write for Redacting<W> {
         if !self.redactor.enabled {
             return self.inner.write(buf);
         }
+        // Only the new bytes are searched: a write costs its own length, never the held text's.
+        if let Some(at) = buf.iter().rposition(|&b| ends_every_secret(b)) {
+            self.safe = Some(self.pending.len() + at + 1);
+        }
         self.pending.extend_from_slice(buf);
-        if self.pending.len() >= REDACT_CHUNK
-            && let Some(cut) = memchr::memrchr2(b'\n', b'"', &self.pending)
-        {
-            self.pass(cut + 1)?;
+        if self.pending.len() >= REDACT_CHUNK {
+            match self.safe {
+                Some(cut) => self.pass(cut)?,
+                None if self.pending.len() >= REDACT_HOLD => {
+                    self.pass(forced_cut(&self.pending))?
+                }
+                None => {}
+            }
         }
         Ok(buf.len())
     }
@@ -507,6 +571,16 @@ mod tests {
         }
         let once = on("Bearer abc sk-ant-api03-abcdefghijklmnop /x?token=t eyJabcdefghijk.ab.cd");
         assert_eq!(on(&once), once);
+    }
+
+    #[test]
+    fn the_writer_holds_a_run_without_a_safe_byte_only_so_long() {
+        let mut out = Redacting::new(Vec::new(), Redactor::new(true));
+        let blob = "QUJD+/".repeat(REDACT_HOLD / 6 + 1);
+        out.write_all(blob.as_bytes()).unwrap();
+        assert!(out.pending.len() < 8, "held {}", out.pending.len());
+        out.flush().unwrap();
+        assert_eq!(out.inner, blob.as_bytes());
     }
 
     #[test]

@@ -159,12 +159,37 @@ impl Scan {
             }
             Err(why) => {
                 self.malformed += 1;
-                self.accounting.packets.lose(bucket::CORRUPT_RECORD, 1);
-                self.accounting.bytes.lose(bucket::CORRUPT_RECORD, bytes);
+                self.accounting.packets.skip(bucket::NOT_RECOGNISED, 1);
+                self.accounting.bytes.skip(bucket::NOT_RECOGNISED, bytes);
                 self.warnings.push(format!("entry {number} skipped: {why}"));
                 self.metas.push(None);
             }
         }
+    }
+}
+
+impl Scan {
+    /// Counts what no whole entry covers: the document around the entries (framing), or after
+    /// a JSON error the entry it cut and the rest of the file (lost: truncated when the file
+    /// ends early, else corrupt).
+    fn settle(&mut self, error: &Option<serde_json::Error>, entries: u64, bytes: u64, at: u64) {
+        let around = bytes.saturating_sub(self.accounting.bytes.total);
+        let Some(e) = error else {
+            self.accounting.bytes.skip(bucket::FILE_FRAMING, around);
+            return;
+        };
+        let reason = if e.is_eof() {
+            bucket::TRUNCATED
+        } else {
+            bucket::CORRUPT_RECORD
+        };
+        let rest = bytes.saturating_sub(at);
+        self.warnings.push(format!(
+            "reading stopped in entry {} at byte {at} ({e}): the rest of the file ({rest} bytes) was not read",
+            entries + 1
+        ));
+        self.accounting.packets.lose(reason, 1);
+        self.accounting.bytes.lose(reason, around);
     }
 }
 
@@ -282,22 +307,6 @@ fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenE
         Some(e) if streamed.entries == 0 => {
             return Err(err(format!("is not a valid HAR file: {e}")));
         }
-        Some(e) => {
-            // The entries before the error are analysed; the entry it cut and the rest of the
-            // file are lost.
-            let reason = if e.is_eof() {
-                bucket::TRUNCATED
-            } else {
-                bucket::CORRUPT_RECORD
-            };
-            let rest = streamed.bytes.saturating_sub(streamed.error_at);
-            scan.warnings.push(format!(
-                "reading stopped in entry {} at byte {} ({e}): the rest of the file ({rest} bytes) was not read",
-                streamed.entries + 1,
-                streamed.error_at
-            ));
-            scan.accounting.packets.lose(reason, 1);
-        }
         None if !head.saw_log => {
             return Err(err(
                 "is JSON but has no \"log\" object, so it is not a HAR file".into(),
@@ -306,22 +315,14 @@ fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenE
         None if !head.saw_entries => {
             return Err(err("has no log.entries, so it is not a HAR file".into()));
         }
-        None => {}
+        _ => {}
     }
-    // What no entry covers: the document around the entries, and after an error the rest.
-    let covered = scan.accounting.bytes.total;
-    let around = streamed.bytes.saturating_sub(covered);
-    match &streamed.error {
-        Some(e) => {
-            let reason = if e.is_eof() {
-                bucket::TRUNCATED
-            } else {
-                bucket::CORRUPT_RECORD
-            };
-            scan.accounting.bytes.lose(reason, around);
-        }
-        None => scan.accounting.bytes.skip(bucket::FILE_FRAMING, around),
-    }
+    scan.settle(
+        &streamed.error,
+        streamed.entries,
+        streamed.bytes,
+        streamed.error_at,
+    );
     let version = head.version.as_ref().and_then(Value::as_str).unwrap_or("");
     let mut warnings = Warnings::new(20);
     if !version.is_empty() && !version.starts_with("1.") {
