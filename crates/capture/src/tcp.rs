@@ -2798,6 +2798,26 @@ mod tests {
     }
 
     #[test]
+    fn tombstones_are_no_more_than_the_table_holds() {
+        let limits = Limits {
+            max_connections: 2,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        for n in 0..5 {
+            let reset = Seg {
+                rst: true,
+                ..data(true, 8, b"")
+            };
+            feed_with(&mut r, &mut k, &[syn(7), reset], &client(n), S);
+        }
+        assert_eq!(closed_as(&k, CloseReason::Reset { by: C2S }).len(), 5);
+        assert_eq!(r.tombstones.len(), 2);
+        assert_eq!(r.tombstone_order.len(), 2);
+    }
+
+    #[test]
     fn closed_tells_the_frames_and_bytes_that_carried_the_connection() {
         let mut segs = handshake(0, 0);
         segs.push(data(true, 1, b"hello"));
