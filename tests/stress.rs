@@ -24,10 +24,11 @@ fn input(class: &str, n: u64) -> PathBuf {
     path
 }
 
-/// Runs the binary with `args` under the memory limit and a timeout.
+/// Runs the binary with `args` under the memory limit and a timeout; the exit status must be a
+/// documented one (0 to 3, see the man page).
 fn run(args: &[&str]) -> Output {
     let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -s KILL {TIMEOUT_S} \"$@\"");
+    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
     let out = Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -38,9 +39,8 @@ fn run(args: &[&str]) -> Output {
         .unwrap();
     let code = out.status.code();
     assert!(
-        // 3: analysed, but part of the input was lost reading it (corrupt records skipped).
         matches!(code, Some(0..=3)),
-        "{args:?} ended with {:?} (124: timeout; 134/137: killed): {}",
+        "{args:?} ended with {:?} (124: timeout; 134: abort): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -148,21 +148,39 @@ fn lost(doc: &Value, bucket: &str) -> u64 {
 }
 
 #[test]
-#[ignore = "until the decode cap is checked inside the decoder's output loop (http decodes the bomb whole)"]
 fn brotli_generator_writes_a_valid_stream() {
     // 2 meta-blocks of 16 MiB in 27 bytes: the HTTP stage decodes them (up to its cap).
     assert!(stress::brotli_zeros(2).len() < 30);
-    let path = input("brotli_bomb", 1);
-    let out = run(&["http", "--format", "json", path.to_str().unwrap()]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = http_json_of_brotli_bomb(&["--show-secrets"]);
     let last = doc["exchanges"].as_array().unwrap().last().unwrap();
-    assert_eq!(last["response_body"]["content_encoding"], "br");
-    assert_eq!(last["response_body"]["decoded_bytes"], 16 << 20);
-    assert_eq!(last["response_body"]["decode_error"], Value::Null);
+    let body = &last["response_body"];
+    assert_eq!(body["content_encoding"], "br");
+    // All 16 MiB, or as much as the decoding budget allows (a stream the decoder rejects stops
+    // at its first bytes with another error).
+    let decoded = body["decoded_bytes"].as_u64().unwrap();
+    let error = body["decode_error"].as_str().unwrap_or_default();
+    assert!(
+        decoded == 16 << 20 || (decoded >= 1 << 20 && error.contains("budget")),
+        "{body}"
+    );
+}
+
+fn http_json_of_brotli_bomb(extra: &[&str]) -> Value {
+    let path = input("brotli_bomb", 1);
+    let mut args = vec!["http", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    serde_json::from_slice(&run(&args).stdout).unwrap()
 }
 
 #[test]
-#[ignore = "until the decode cap is checked inside the decoder's output loop"]
+fn redacting_a_body_of_nul_bytes_ends_in_time() {
+    // 1 s with --show-secrets; it took more than 100 s with the first redaction.
+    let doc = http_json_of_brotli_bomb(&[]);
+    assert!(doc["exchanges"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
 fn brotli_bomb_is_capped_and_reported() {
     // 200 meta-blocks: 3.2 GiB decoded from 2.6 KB, more than the memory limit allows.
     let doc = analyze("brotli_bomb", 200, &[]);
@@ -183,7 +201,6 @@ fn gzip_bomb_is_no_crash_and_no_false_finding() {
 }
 
 #[test]
-#[ignore = "until a body truncated by the decode cap is reported as an anomaly"]
 fn gzip_bomb_is_capped_and_reported() {
     let doc = analyze("gzip_bomb", 40, &[]);
     assert!(
@@ -281,7 +298,6 @@ fn one_byte_pieces_out_of_order() {
 }
 
 #[test]
-#[ignore = "until bytes of out-of-order pieces cut by the snap length are counted"]
 fn snap_length_cuts_of_out_of_order_pieces_are_counted() {
     let n = 2_000;
     let doc = analyze("snaplen_ooo", n, &[]);
@@ -326,7 +342,6 @@ fn a_result_over_16_mib_is_an_answer() {
 }
 
 #[test]
-#[ignore = "until answers stamped before their request are matched"]
 fn a_clock_stepping_back_leaves_no_call_unanswered() {
     let n = 20;
     let doc = analyze("ts_backwards", n, &[]);
@@ -339,7 +354,6 @@ fn a_clock_stepping_back_leaves_no_call_unanswered() {
 }
 
 #[test]
-#[ignore = "until a request over the header cap is reported truncated with an anomaly"]
 fn a_tools_call_behind_200_headers_is_not_hidden() {
     let doc = analyze("many_headers", 200, &[]);
     assert_eq!(
@@ -431,7 +445,6 @@ fn a_corrupt_pcapng_block_is_skipped_and_reported() {
 }
 
 #[test]
-#[ignore = "until a truncated gzip stream is salvaged like a truncated file"]
 fn a_truncated_pcap_gz_is_salvaged() {
     // Small: 2 KB of gzip, cut in its last quarter.
     let n = 3;
