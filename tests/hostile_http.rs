@@ -218,3 +218,56 @@ fn a_head_of_200_fields_is_reported_with_its_tools_call() {
     assert!(text.contains("\"tools/call\""), "{report:#}");
     assert!(text.contains("screenshot"), "the call's tool is reported");
 }
+
+/// A tools/call result carrying `len` bytes of base64 (a screenshot), with its `id` after it.
+fn screenshot_result(len: usize) -> String {
+    let b64 = "iVBORw0KGgoAAAANSUhEUgAA".repeat(len / 24 + 1);
+    format!(
+        r#"{{"jsonrpc":"2.0","result":{{"content":[{{"type":"image","mimeType":"image/png","data":"{}"}}]}},"id":2}}"#,
+        &b64[..len]
+    )
+}
+
+/// Every finding of `report` is `info`, and no request is unanswered.
+fn assert_no_finding_above_info(report: &serde_json::Value, what: &str) {
+    for f in report["findings"].as_array().unwrap() {
+        assert_eq!(f["severity"], "info", "{what}: {f:#}");
+        assert_ne!(f["kind"], "unanswered_request", "{what}: {f:#}");
+    }
+}
+
+#[test]
+fn huge_tool_results_are_no_finding() {
+    let sse_event = |data: &str| format!("event: message\ndata: {data}\n\n").into_bytes();
+    let cases = [
+        (
+            "sse-10mb",
+            "text/event-stream",
+            sse_event(&screenshot_result(10 << 20)),
+        ),
+        (
+            "sse-20mb",
+            "text/event-stream",
+            sse_event(&screenshot_result(20 << 20)),
+        ),
+        (
+            "json-20mb",
+            "application/json",
+            screenshot_result(20 << 20).into_bytes(),
+        ),
+    ];
+    for (name, content_type, body) in cases {
+        let file = TempPath::new(&format!("{name}.pcap"));
+        write_capture(
+            &file.0,
+            &session(vec![
+                (true, post(CALL.as_bytes(), "")),
+                (false, response(content_type, None, &body)),
+            ]),
+        );
+        let report = run_json(&["analyze", "--format", "json", file.as_str()]);
+        assert_no_finding_above_info(&report, name);
+        let text = report.to_string();
+        assert!(text.contains("\"tools/call\""), "{name}: {report:#}");
+    }
+}

@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 
 use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
 use super::resync::{self, Search};
+use super::shrink::{JsonShrinker, KEEP_STRING};
 use super::sse::{SseEvent, SseParser};
 use super::{
     Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
@@ -103,6 +104,7 @@ struct Message {
     chunked: Option<ChunkedDecoder>,
     decoder: ContentDecoder,
     body: Body,
+    shrink: Shrink,
     /// Body bytes after a gap are not kept (they would be joined across the hole).
     holed: bool,
     gap: bool,
@@ -115,6 +117,17 @@ struct Message {
     offset: u64,
     /// Its head was not cut by a gap.
     head_complete: bool,
+}
+
+/// How a body past [`MAX_BODY`] is kept.
+#[derive(Debug)]
+enum Shrink {
+    /// Cut at the limit.
+    NotJson,
+    /// JSON: kept with its strings cut ([`JsonShrinker`]) once past the limit...
+    Json,
+    /// ... as it now is.
+    Shrinking(Box<JsonShrinker>),
 }
 
 #[derive(Debug)]
@@ -187,6 +200,7 @@ pub(crate) struct Counts {
     pub(crate) heads_cut_by_snaplen: u64,
     pub(crate) bodies_not_decoded_past_budget: u64,
     pub(crate) headers_dropped: u64,
+    pub(crate) json_bodies_shrunk: u64,
 }
 
 /// The server's first bytes on a connection picked up mid-stream, while they are searched for a
@@ -1320,9 +1334,13 @@ impl Connection {
                 return;
             }
             let Message {
-                decoder, body, sse, ..
+                decoder,
+                body,
+                sse,
+                shrink,
+                ..
             } = msg;
-            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, out_events);
+            let mut keep = |piece: &[u8]| keep(body, sse, shrink, piece, mark, out_events);
             if let Err(e) = decoder.write(bytes, &mut keep) {
                 if e.is_bomb() {
                     msg.body.truncated = true;
@@ -1375,6 +1393,18 @@ impl Connection {
             msg.last = mark;
         }
         msg.finish_body(outcome, mark, &mut self.out_events);
+        if let Shrink::Shrinking(s) = &msg.shrink {
+            self.counts.json_bodies_shrunk += 1;
+            let what = format!(
+                "JSON body of {} bytes, over the {} MiB a message keeps: kept with every string \
+                 cut to {} KiB ({} bytes dropped), so that its JSON-RPC envelope is whole",
+                msg.body.decoded_bytes,
+                MAX_BODY >> 20,
+                KEEP_STRING >> 10,
+                s.dropped
+            );
+            self.anomaly(dir, mark, what, sink);
+        }
         let end = self.pos[di(dir)] + self.step_used[di(dir)];
         self.settle_inconsistent(dir, &mut msg, end);
         let exchange = msg.exchange;
@@ -1712,11 +1742,14 @@ impl Connection {
 }
 
 /// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
-/// [`MAX_BODY`] (the rest counted, and the body marked truncated).
+/// [`MAX_BODY`] (the rest counted, and the body marked truncated). A JSON body past it is kept
+/// shrunk: what was kept and what follows with every string cut ([`JsonShrinker`]), so that its
+/// JSON-RPC envelope is still read whole.
 #[inline]
 fn keep(
     body: &mut Body,
     sse: &mut Option<SseParser>,
+    shrink: &mut Shrink,
     decoded: &[u8],
     mark: Mark,
     events: &mut Vec<SseEvent>,
@@ -1727,9 +1760,24 @@ fn keep(
         return;
     }
     let room = MAX_BODY.saturating_sub(body.data.len());
-    body.data
-        .extend_from_slice(&decoded[..decoded.len().min(room)]);
-    body.truncated |= decoded.len() > room;
+    match shrink {
+        Shrink::Json if decoded.len() > room => {
+            let mut s = Box::new(JsonShrinker::default());
+            let head = std::mem::take(&mut body.data);
+            s.feed(&head, &mut body.data);
+            s.feed(decoded, &mut body.data);
+            *shrink = Shrink::Shrinking(s);
+            body.truncated = true;
+        }
+        Shrink::Shrinking(s) => s.feed(decoded, &mut body.data),
+        _ => {
+            body.data
+                .extend_from_slice(&decoded[..decoded.len().min(room)]);
+            body.truncated |= decoded.len() > room;
+        }
+    }
+    // Shrunk, it may still be too large (many strings, or none): then it is cut.
+    body.data.truncate(MAX_BODY);
 }
 
 impl Message {
@@ -1738,9 +1786,13 @@ impl Message {
     fn finish_body(&mut self, outcome: Outcome, mark: Mark, events: &mut Vec<SseEvent>) {
         if outcome == Outcome::Complete && !self.holed {
             let Message {
-                decoder, body, sse, ..
+                decoder,
+                body,
+                sse,
+                shrink,
+                ..
             } = self;
-            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, events);
+            let mut keep = |piece: &[u8]| keep(body, sse, shrink, piece, mark, events);
             if let Err(e) = decoder.finish(&mut keep) {
                 self.body.truncated |= e.is_bomb();
                 self.body.decode_error = Some(e.to_string());
@@ -1852,6 +1904,10 @@ fn new_message(
 ) -> Message {
     let decoder = ContentDecoder::for_encoding(headers.get("content-encoding"));
     let content_encoding = headers.get("content-encoding").map(str::to_string);
+    let shrink = match headers.media_type().as_deref() {
+        Some(t) if t == "application/json" || t.ends_with("+json") => Shrink::Json,
+        _ => Shrink::NotJson,
+    };
     let remaining = match framing {
         Framing::Length(n) => n,
         _ => 0,
@@ -1868,6 +1924,7 @@ fn new_message(
             content_encoding,
             ..Body::default()
         },
+        shrink,
         holed: false,
         lost: false,
         gap: false,

@@ -37,6 +37,7 @@ mod body;
 mod conn;
 pub mod exchange;
 mod resync;
+mod shrink;
 pub mod sse;
 pub mod threaded;
 
@@ -333,6 +334,11 @@ pub struct HttpStats {
     /// message is reported with the rest).
     #[serde(skip)]
     pub headers_dropped: u64,
+    /// JSON bodies over 16 MiB kept with their strings cut to 64 KiB, so that their envelope is
+    /// read whole (each an anomaly; SSE lines over 16 MiB are kept the same way, their events
+    /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
+    #[serde(skip)]
+    pub json_bodies_shrunk: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -403,6 +409,7 @@ impl<S: HttpSink> Stage<S> {
         self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
         self.stats.bodies_not_decoded_past_budget += n.bodies_not_decoded_past_budget;
         self.stats.headers_dropped += n.headers_dropped;
+        self.stats.json_bodies_shrunk += n.json_bodies_shrunk;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,

@@ -50,11 +50,14 @@ use std::sync::Arc;
 
 use mcpf_model::Mark;
 
-/// A line longer than this is cut (and the cut counted): a crafted stream cannot make us buffer
-/// without bound.
-const MAX_LINE: usize = 1 << 20;
+use crate::shrink::JsonShrinker;
+
 /// Most data one event may accumulate.
 const MAX_DATA: usize = 16 << 20;
+/// A line longer than this is kept shrunk, its JSON strings cut ([`JsonShrinker`]: a tool result
+/// of any size keeps its JSON-RPC envelope), and cut here if still longer; the event is marked
+/// `truncated` and the line counted: a crafted stream cannot make us buffer without bound.
+const MAX_LINE: usize = MAX_DATA;
 
 /// One event as dispatched by the stream (or kept as priming).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +109,8 @@ pub struct SseStats {
 pub struct SseParser {
     line: Vec<u8>,
     line_oversized: bool,
+    /// The line in progress passed [`MAX_LINE`]: kept shrunk.
+    line_shrink: Option<Box<JsonShrinker>>,
     /// The previous byte was CR: a following LF belongs to the same line end.
     after_cr: bool,
     /// Bytes seen before the BOM decision (the BOM may arrive split).
@@ -140,6 +145,7 @@ impl SseParser {
         SseParser {
             line: Vec::new(),
             line_oversized: false,
+            line_shrink: None,
             after_cr: false,
             start: Vec::new(),
             bom_decided: false,
@@ -198,11 +204,9 @@ impl SseParser {
             match memchr::memchr2(b'\n', b'\r', rest) {
                 Some(i) => {
                     self.after_cr = rest[i] == b'\r';
-                    if self.line.is_empty() && !self.line_oversized {
+                    if self.line.is_empty() && !self.line_oversized && i <= MAX_LINE {
                         // The whole line is in this chunk: read it where it lies.
-                        let line = &rest[..i.min(MAX_LINE)];
-                        self.line_oversized = i > MAX_LINE;
-                        self.end_line(line, mark, out);
+                        self.end_line(&rest[..i], mark, out);
                     } else {
                         self.push_line_bytes(&rest[..i]);
                         let line = std::mem::take(&mut self.line);
@@ -222,17 +226,26 @@ impl SseParser {
     }
 
     fn push_line_bytes(&mut self, b: &[u8]) {
-        let room = MAX_LINE.saturating_sub(self.line.len());
-        if b.len() > room {
+        if self.line_shrink.is_none() && self.line.len() + b.len() > MAX_LINE {
+            let mut s = Box::new(JsonShrinker::default());
+            let head = std::mem::take(&mut self.line);
+            s.feed(&head, &mut self.line);
+            self.line_shrink = Some(s);
+        }
+        match self.line_shrink.as_mut() {
+            Some(s) => s.feed(b, &mut self.line),
+            None => self.line.extend_from_slice(b),
+        }
+        if self.line.len() > MAX_LINE {
+            self.line.truncate(MAX_LINE);
             self.line_oversized = true;
         }
-        self.line.extend_from_slice(&b[..b.len().min(room)]);
     }
 
     fn end_line(&mut self, line: &[u8], mark: Mark, out: &mut Vec<SseEvent>) {
-        if self.line_oversized {
+        let cut = std::mem::take(&mut self.line_oversized) | self.line_shrink.take().is_some();
+        if cut {
             self.stats.oversized_lines += 1;
-            self.line_oversized = false;
         }
         if self.resyncing {
             if std::mem::take(&mut self.resync_first_line) {
@@ -271,6 +284,7 @@ impl SseParser {
             }
             "data" => {
                 self.has_data_field = true;
+                self.data_truncated |= cut;
                 if self.data.len() + value.len() + 1 > MAX_DATA {
                     self.data_truncated = true;
                 } else {
@@ -341,6 +355,8 @@ impl SseParser {
             self.stats.dropped_at_gaps += 1;
         }
         self.line.clear();
+        self.line_shrink = None;
+        self.line_oversized = false;
         self.data.clear();
         self.event_type.clear();
         self.id_field = None;
@@ -403,6 +419,25 @@ mod tests {
 
     fn parse(s: &str) -> Vec<SseEvent> {
         parse_chunks(&[s.as_bytes()]).0
+    }
+
+    #[test]
+    fn an_event_over_the_line_limit_is_delivered_shrunk_and_marked() {
+        let json = |len: usize| format!(r#"{{"result":{{"data":"{}"}},"id":9}}"#, "A".repeat(len));
+        for (len, cut) in [(2 << 20, false), (MAX_LINE + 1, true), (MAX_LINE * 2, true)] {
+            let stream = format!("data: {}\n\ndata: next\n\n", json(len));
+            for piece in [64 << 10, stream.len()] {
+                let chunks: Vec<&[u8]> = stream.as_bytes().chunks(piece).collect();
+                let (ev, p) = parse_chunks(&chunks);
+                assert_eq!(ev.len(), 2, "{len} {piece}");
+                assert_eq!(ev[0].truncated, cut, "{len} {piece}");
+                assert_eq!(p.stats.oversized_lines, u64::from(cut));
+                let v: serde_json::Value = serde_json::from_str(&ev[0].data).unwrap();
+                assert_eq!(v["id"], 9, "{len} {piece}");
+                assert!(ev[0].data.len() <= MAX_LINE);
+                assert_eq!((ev[1].data.as_str(), ev[1].truncated), ("next", false));
+            }
+        }
     }
 
     #[test]
