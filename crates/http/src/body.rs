@@ -6,8 +6,6 @@
 //! and brotli, flushed after every write; the connection keeps at most `MAX_BODY` decoded bytes
 //! of a body, so a crafted body cannot exhaust memory.
 
-use std::io::Write;
-
 /// A chunk-size or trailer line longer than this is not HTTP.
 const MAX_CHUNK_LINE: usize = 4096;
 
@@ -292,43 +290,301 @@ pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
         .map_err(|_| ChunkedError::SizeOutOfRange)
 }
 
-/// Streaming decoder for one `Content-Encoding`.
-pub(crate) enum ContentDecoder {
+/// How far one body may be decoded. Real bodies (JSON, text, base64 images) compress by
+/// tens to a hundred times and deflate cannot pass 1032:1, while a brotli bomb decodes a few
+/// bytes into gigabytes: past `floor` decoded bytes, a body that decodes to more than `ratio`
+/// bytes per compressed byte read is not decoded further, nor any body past `max` decoded
+/// bytes. The time spent decoding stays linear in the capture, whatever the codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Budget {
+    pub(crate) floor: u64,
+    pub(crate) ratio: u64,
+    pub(crate) max: u64,
+}
+
+/// The budget of every body: 1 MiB at any ratio, then 1024 decoded bytes per compressed byte,
+/// and 4 GiB in all (an event stream compressed 10:1 that ran for days).
+pub(crate) const BUDGET: Budget = Budget {
+    floor: 1 << 20,
+    ratio: 1024,
+    max: 4 << 30,
+};
+
+/// Decoded bytes handed out at a time: the budget is checked after each piece.
+const PIECE: usize = 32 << 10;
+
+/// Streaming decoder for one `Content-Encoding`. Output is handed out in pieces of at most a
+/// few tens of KiB, and the [`Budget`] is checked after each: no codec can make one packet
+/// allocate more than a piece.
+pub(crate) struct ContentDecoder {
+    codec: Codec,
+    budget: Budget,
+    /// Compressed bytes the codec has read, and decoded bytes it has handed out.
+    read: u64,
+    out: u64,
+}
+
+enum Codec {
     Identity,
     Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
     /// Undecided until the first byte says zlib or raw deflate.
     DeflatePending,
     Zlib(Box<flate2::write::ZlibDecoder<Vec<u8>>>),
     RawDeflate(Box<flate2::write::DeflateDecoder<Vec<u8>>>),
-    Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+    Brotli(Box<BrotliStream>),
     /// An encoding we do not decode; the body is kept as sent.
     Unsupported(String),
-    /// Decoding failed; the rest is not decoded.
+    /// Decoding failed, or stopped at the budget; the rest is not decoded.
     Failed,
+}
+
+type BrotliState = brotli_decompressor::BrotliState<
+    brotli_decompressor::StandardAlloc,
+    brotli_decompressor::StandardAlloc,
+    brotli_decompressor::StandardAlloc,
+>;
+
+/// Takes a decoded piece and how many compressed bytes of the write are read by then; an error
+/// stops decoding.
+type Emit<'a> = dyn FnMut(&[u8], usize) -> Result<(), DecodeError> + 'a;
+
+/// Brotli driven by hand: the library's writer decodes a whole write at once.
+struct BrotliStream {
+    state: BrotliState,
+    buf: Box<[u8]>,
+    /// The stream's last metablock was read.
+    done: bool,
+}
+
+impl BrotliStream {
+    fn new() -> Self {
+        use brotli_decompressor::StandardAlloc;
+        // Strict: `br` is RFC 7932 (a window of at most 16 MiB), not the large-window
+        // extension, whose 1 GiB ring buffer a few crafted bytes could ask for.
+        let state = BrotliState::new_strict(
+            StandardAlloc::default(),
+            StandardAlloc::default(),
+            StandardAlloc::default(),
+        );
+        BrotliStream {
+            state,
+            buf: vec![0u8; PIECE].into_boxed_slice(),
+            done: false,
+        }
+    }
+
+    /// Decodes `input`, each piece to `emit` (which may stop it); returns the bytes read.
+    fn write(&mut self, input: &[u8], emit: &mut Emit<'_>) -> Result<(), DecodeError> {
+        use brotli_decompressor::{BrotliDecompressStream, BrotliResult};
+        let (mut avail_in, mut at) = (input.len(), 0usize);
+        loop {
+            if self.done {
+                return match avail_in {
+                    0 => Ok(()),
+                    _ => Err(DecodeError::Corrupt(write_zero())),
+                };
+            }
+            let (mut avail_out, mut produced, mut total) = (self.buf.len(), 0usize, 0usize);
+            let result = BrotliDecompressStream(
+                &mut avail_in,
+                &mut at,
+                input,
+                &mut avail_out,
+                &mut produced,
+                &mut self.buf,
+                &mut total,
+                &mut self.state,
+            );
+            emit(&self.buf[..produced], at)?;
+            match result {
+                BrotliResult::NeedsMoreOutput => {}
+                BrotliResult::NeedsMoreInput => return Ok(()),
+                BrotliResult::ResultSuccess => self.done = true,
+                BrotliResult::ResultFailure => {
+                    let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "Invalid Data");
+                    return Err(DecodeError::Corrupt(e));
+                }
+            }
+        }
+    }
+}
+
+/// What `write_all` says of a writer that takes no more: bytes after the end of the stream.
+fn write_zero() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::WriteZero,
+        "failed to write whole buffer",
+    )
 }
 
 impl std::fmt::Debug for ContentDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self {
-            ContentDecoder::Identity => "identity",
-            ContentDecoder::Gzip(_) => "gzip",
-            ContentDecoder::DeflatePending
-            | ContentDecoder::Zlib(_)
-            | ContentDecoder::RawDeflate(_) => "deflate",
-            ContentDecoder::Brotli(_) => "br",
-            ContentDecoder::Unsupported(e) => e.as_str(),
-            ContentDecoder::Failed => "failed",
+        let name = match &self.codec {
+            Codec::Identity => "identity",
+            Codec::Gzip(_) => "gzip",
+            Codec::DeflatePending | Codec::Zlib(_) | Codec::RawDeflate(_) => "deflate",
+            Codec::Brotli(_) => "br",
+            Codec::Unsupported(e) => e.as_str(),
+            Codec::Failed => "failed",
         };
         f.write_str(name)
     }
+}
+
+/// A flate2 writer, one `write` at a time: each decodes at most its 32 KiB buffer, handed to
+/// the inner `Vec` by the next call (or the flush), so what it holds is taken after each.
+macro_rules! flate_write {
+    ($d:expr, $input:expr, $emit:expr) => {{
+        let d = $d;
+        let input: &[u8] = $input;
+        let mut at = 0;
+        while at < input.len() {
+            let n = d.write(&input[at..]).map_err(DecodeError::Corrupt)?;
+            at += n;
+            let piece = std::mem::take(d.get_mut());
+            $emit(&piece, at)?;
+            *d.get_mut() = reuse(piece);
+            if n == 0 {
+                return Err(DecodeError::Corrupt(write_zero()));
+            }
+        }
+        // Flushing hands out what this packet decoded now, not with the next packet: SSE
+        // events must come with the packet that completed them.
+        d.flush().map_err(DecodeError::Corrupt)?;
+        let piece = std::mem::take(d.get_mut());
+        $emit(&piece, at)?;
+        *d.get_mut() = reuse(piece);
+        Ok(())
+    }};
+}
+
+/// A buffer emptied for the next piece, keeping its allocation.
+fn reuse(mut piece: Vec<u8>) -> Vec<u8> {
+    piece.clear();
+    piece
 }
 
 impl ContentDecoder {
     /// The decoder for a `Content-Encoding` header value (the last coding applied is listed last;
     /// a single coding is what proxies and servers send in practice).
     pub(crate) fn for_encoding(value: Option<&str>) -> ContentDecoder {
+        ContentDecoder {
+            codec: Codec::for_encoding(value),
+            budget: BUDGET,
+            read: 0,
+            out: 0,
+        }
+    }
+
+    #[cfg(test)]
+    fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    pub(crate) fn is_identity(&self) -> bool {
+        matches!(self.codec, Codec::Identity | Codec::Unsupported(_))
+    }
+
+    /// Decodes `input`, handing the decoded bytes to `out` piece by piece. On failure, or at
+    /// the budget, the decoder stops and says why; it then stays quiet.
+    pub(crate) fn write(
+        &mut self,
+        input: &[u8],
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), DecodeError> {
+        let result = self.run(input, false, out);
+        if result.is_err() {
+            self.codec = Codec::Failed;
+        }
+        result
+    }
+
+    /// Flushes what the decoder still holds at the end of the body.
+    pub(crate) fn finish(&mut self, out: &mut dyn FnMut(&[u8])) -> Result<(), DecodeError> {
+        let result = self.run(&[], true, out).map_err(|e| match e {
+            DecodeError::Corrupt(e) => DecodeError::EndsEarly(e),
+            other => other,
+        });
+        if result.is_err() {
+            self.codec = Codec::Failed;
+        }
+        result
+    }
+
+    fn run(
+        &mut self,
+        input: &[u8],
+        end: bool,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), DecodeError> {
+        if let Codec::DeflatePending = self.codec {
+            let Some(&first) = input.first() else {
+                return Ok(());
+            };
+            // RFC 9110 says "deflate" is zlib-wrapped, but some servers send raw deflate: a zlib
+            // stream starts with a CMF byte whose method nibble is 8.
+            self.codec = if first & 0x0f == 8 {
+                Codec::Zlib(Box::new(flate2::write::ZlibDecoder::new(Vec::new())))
+            } else {
+                Codec::RawDeflate(Box::new(flate2::write::DeflateDecoder::new(Vec::new())))
+            };
+        }
+        if self.is_identity() {
+            out(input);
+            return Ok(());
+        }
+        let (budget, read0) = (self.budget, self.read);
+        let (read, produced) = (&mut self.read, &mut self.out);
+        let mut emit = |piece: &[u8], at: usize| -> Result<(), DecodeError> {
+            *read = read0 + at as u64;
+            *produced += piece.len() as u64;
+            out(piece);
+            let bomb = *produced > budget.floor && *produced > budget.ratio.saturating_mul(*read);
+            if bomb || *produced > budget.max {
+                return Err(DecodeError::Bomb {
+                    decoded: *produced,
+                    read: *read,
+                    ratio: budget.ratio,
+                });
+            }
+            Ok(())
+        };
+        use std::io::Write;
+        match &mut self.codec {
+            Codec::Identity | Codec::Unsupported(_) | Codec::Failed | Codec::DeflatePending => {
+                Ok(())
+            }
+            Codec::Gzip(d) if end => finish_flate(d.try_finish(), d.get_mut(), &mut emit),
+            Codec::Zlib(d) if end => finish_flate(d.try_finish(), d.get_mut(), &mut emit),
+            Codec::RawDeflate(d) if end => finish_flate(d.try_finish(), d.get_mut(), &mut emit),
+            Codec::Gzip(d) => flate_write!(d, input, emit),
+            Codec::Zlib(d) => flate_write!(d, input, emit),
+            Codec::RawDeflate(d) => flate_write!(d, input, emit),
+            Codec::Brotli(b) if end && !b.done => Err(DecodeError::EndsEarly(
+                std::io::ErrorKind::UnexpectedEof.into(),
+            )),
+            Codec::Brotli(_) if end => Ok(()),
+            Codec::Brotli(b) => b.write(input, &mut emit),
+        }
+    }
+}
+
+/// The end of a deflate body: what `try_finish` flushed, or why the stream is incomplete.
+fn finish_flate(
+    result: std::io::Result<()>,
+    held: &mut Vec<u8>,
+    emit: &mut Emit<'_>,
+) -> Result<(), DecodeError> {
+    result.map_err(DecodeError::Corrupt)?;
+    let piece = std::mem::take(held);
+    emit(&piece, 0)
+}
+
+impl Codec {
+    fn for_encoding(value: Option<&str>) -> Codec {
         let Some(value) = value else {
-            return ContentDecoder::Identity;
+            return Codec::Identity;
         };
         let codings: Vec<String> = value
             .split(',')
@@ -336,86 +592,17 @@ impl ContentDecoder {
             .filter(|c| !c.is_empty() && c != "identity")
             .collect();
         match codings.as_slice() {
-            [] => ContentDecoder::Identity,
+            [] => Codec::Identity,
             [one] => match one.as_str() {
                 "gzip" | "x-gzip" => {
-                    ContentDecoder::Gzip(Box::new(flate2::write::MultiGzDecoder::new(Vec::new())))
+                    Codec::Gzip(Box::new(flate2::write::MultiGzDecoder::new(Vec::new())))
                 }
-                "deflate" => ContentDecoder::DeflatePending,
-                "br" => ContentDecoder::Brotli(Box::new(
-                    brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
-                )),
-                other => ContentDecoder::Unsupported(other.to_string()),
+                "deflate" => Codec::DeflatePending,
+                "br" => Codec::Brotli(Box::new(BrotliStream::new())),
+                other => Codec::Unsupported(other.to_string()),
             },
-            _ => ContentDecoder::Unsupported(value.to_string()),
+            _ => Codec::Unsupported(value.to_string()),
         }
-    }
-
-    pub(crate) fn is_identity(&self) -> bool {
-        matches!(
-            self,
-            ContentDecoder::Identity | ContentDecoder::Unsupported(_)
-        )
-    }
-
-    /// Decodes `input`, appending to `out`. On failure the decoder stops and says why.
-    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        if let ContentDecoder::DeflatePending = self {
-            let Some(&first) = input.first() else {
-                return Ok(());
-            };
-            // RFC 9110 says "deflate" is zlib-wrapped, but some servers send raw deflate: a zlib
-            // stream starts with a CMF byte whose method nibble is 8.
-            *self = if first & 0x0f == 8 {
-                ContentDecoder::Zlib(Box::new(flate2::write::ZlibDecoder::new(Vec::new())))
-            } else {
-                ContentDecoder::RawDeflate(Box::new(flate2::write::DeflateDecoder::new(Vec::new())))
-            };
-        }
-        let result = match self {
-            ContentDecoder::Identity | ContentDecoder::Unsupported(_) => {
-                out.extend_from_slice(input);
-                return Ok(());
-            }
-            ContentDecoder::Failed | ContentDecoder::DeflatePending => return Ok(()),
-            // Flushing after every write hands out what this packet decoded now, not with the
-            // next packet: SSE events must come with the packet that completed them.
-            ContentDecoder::Gzip(d) => d
-                .write_all(input)
-                .and_then(|_| d.flush())
-                .map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Zlib(d) => d
-                .write_all(input)
-                .and_then(|_| d.flush())
-                .map(|_| take(d.get_mut(), out)),
-            ContentDecoder::RawDeflate(d) => d
-                .write_all(input)
-                .and_then(|_| d.flush())
-                .map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Brotli(d) => d
-                .write_all(input)
-                .and_then(|_| d.flush())
-                .map(|_| take(d.get_mut(), out)),
-        };
-        result.map_err(|e| {
-            *self = ContentDecoder::Failed;
-            DecodeError::Corrupt(e)
-        })
-    }
-
-    /// Flushes what the decoder still holds at the end of the body.
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        let result = match self {
-            ContentDecoder::Gzip(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Zlib(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
-            ContentDecoder::RawDeflate(d) => d.try_finish().map(|_| take(d.get_mut(), out)),
-            ContentDecoder::Brotli(d) => d.flush().map(|_| take(d.get_mut(), out)),
-            _ => Ok(()),
-        };
-        result.map_err(|e| {
-            *self = ContentDecoder::Failed;
-            DecodeError::EndsEarly(e)
-        })
     }
 }
 
@@ -427,15 +614,34 @@ pub(crate) enum DecodeError {
     Corrupt(std::io::Error),
     #[error("the compressed body ends early: {0}")]
     EndsEarly(std::io::Error),
+    #[error(
+        "decoding stopped at {decoded} bytes decoded from {read} compressed bytes (past the \
+         decoding budget: more than {ratio} per byte past the first MiB, a decompression bomb, \
+         or 4 GiB in all); the rest of the body is not decoded"
+    )]
+    Bomb { decoded: u64, read: u64, ratio: u64 },
 }
 
-fn take(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
-    out.append(buf);
+impl DecodeError {
+    /// Decoding stopped at the budget (the body was not damaged, only too large to decode).
+    pub(crate) fn is_bomb(&self) -> bool {
+        matches!(self, DecodeError::Bomb { .. })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl ContentDecoder {
+        fn write_to(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+            self.write(input, &mut |p| out.extend_from_slice(p))
+        }
+
+        fn finish_to(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+            self.finish(&mut |p| out.extend_from_slice(p))
+        }
+    }
 
     fn dechunk(chunks: &[&[u8]]) -> (Vec<u8>, bool, usize) {
         let mut d = ChunkedDecoder::new();
@@ -522,12 +728,12 @@ mod tests {
         }
         let mut d = ContentDecoder::for_encoding(Some("gzip"));
         let err = d
-            .write(b"this is not gzip at all", &mut Vec::new())
+            .write_to(b"this is not gzip at all", &mut Vec::new())
             .unwrap_err();
         assert!(err.to_string().starts_with("cannot decode the body: "));
         let mut d = ContentDecoder::for_encoding(Some("gzip"));
-        d.write(&[0x1f, 0x8b], &mut Vec::new()).unwrap();
-        let err = d.finish(&mut Vec::new()).unwrap_err();
+        d.write_to(&[0x1f, 0x8b], &mut Vec::new()).unwrap();
+        let err = d.finish_to(&mut Vec::new()).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("the compressed body ends early: ")
@@ -553,17 +759,17 @@ mod tests {
             let mut d = ContentDecoder::for_encoding(Some(enc));
             let mut out = Vec::new();
             for piece in bytes.chunks(7) {
-                d.write(piece, &mut out).unwrap();
+                d.write_to(piece, &mut out).unwrap();
             }
-            d.finish(&mut out).unwrap();
+            d.finish_to(&mut out).unwrap();
             assert_eq!(out, text, "{enc}");
         }
         // A small brotli stream of "hello" (quality 0, from the reference encoder).
         let br: &[u8] = &[0x0b, 0x02, 0x80, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x03];
         let mut d = ContentDecoder::for_encoding(Some("br"));
         let mut out = Vec::new();
-        d.write(br, &mut out).unwrap();
-        d.finish(&mut out).unwrap();
+        d.write_to(br, &mut out).unwrap();
+        d.finish_to(&mut out).unwrap();
         assert_eq!(out, b"hello");
     }
 
@@ -571,15 +777,128 @@ mod tests {
     fn bad_compressed_data_is_reported_not_fatal() {
         let mut d = ContentDecoder::for_encoding(Some("gzip"));
         let mut out = Vec::new();
-        let err = d.write(b"this is not gzip at all", &mut out);
+        let err = d.write_to(b"this is not gzip at all", &mut out);
         assert!(err.is_err());
         assert!(
-            d.write(b"more", &mut out).is_ok(),
+            d.write_to(b"more", &mut out).is_ok(),
             "a failed decoder stays quiet"
         );
         assert!(matches!(
-            ContentDecoder::for_encoding(Some("zstd")),
-            ContentDecoder::Unsupported(_)
+            ContentDecoder::for_encoding(Some("zstd")).codec,
+            Codec::Unsupported(_)
         ));
+    }
+
+    /// `len` zero bytes, compressed by `enc` as a body's bytes on the wire.
+    pub(crate) fn bomb(enc: &str, len: usize) -> Vec<u8> {
+        use std::io::Write;
+        let zeros = vec![0u8; 1 << 20];
+        let mut out = Vec::new();
+        {
+            let mut w: Box<dyn Write + '_> = match enc {
+                "gzip" => Box::new(flate2::write::GzEncoder::new(
+                    &mut out,
+                    flate2::Compression::best(),
+                )),
+                "deflate" => Box::new(flate2::write::ZlibEncoder::new(
+                    &mut out,
+                    flate2::Compression::best(),
+                )),
+                "br" => Box::new(brotli::CompressorWriter::new(&mut out, 1 << 16, 5, 22)),
+                _ => unreachable!(),
+            };
+            for _ in 0..len >> 20 {
+                w.write_all(&zeros).unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_bomb_stops_at_the_budget_in_small_pieces() {
+        for (enc, len) in [
+            ("br", 1usize << 30),
+            ("gzip", 256 << 20),
+            ("deflate", 256 << 20),
+        ] {
+            let wire = bomb(enc, len);
+            let mut d = ContentDecoder::for_encoding(Some(enc));
+            let (mut total, mut largest, mut err) = (0u64, 0usize, None);
+            // Fed as 64 KiB segments: no piece handed out may be larger than PIECE.
+            for seg in wire.chunks(64 << 10) {
+                let r = d.write(seg, &mut |p| {
+                    total += p.len() as u64;
+                    largest = largest.max(p.len());
+                });
+                if let Err(e) = r {
+                    err = Some(e);
+                    break;
+                }
+            }
+            let err = err.unwrap_or_else(|| panic!("{enc}: a {len}-byte bomb decoded whole"));
+            assert!(err.is_bomb(), "{enc}: {err}");
+            assert!(largest <= PIECE, "{enc}: a {largest}-byte piece");
+            let bound = BUDGET.floor.max(BUDGET.ratio * wire.len() as u64) + PIECE as u64;
+            assert!(
+                total <= bound,
+                "{enc}: {total} bytes decoded from {}",
+                wire.len()
+            );
+            assert!(total > BUDGET.floor, "{enc}");
+        }
+    }
+
+    #[test]
+    fn large_real_bodies_decode_whole() {
+        // 8 MiB of JSON-like text compresses by tens, not a thousand, to one.
+        let mut text = Vec::new();
+        let mut n = 0u64;
+        while text.len() < 8 << 20 {
+            text.extend_from_slice(
+                format!(r#"{{"row":{n},"name":"item-{}"}},"#, n * 7919 % 100_003).as_bytes(),
+            );
+            n += 1;
+        }
+        for enc in ["gzip", "br"] {
+            let mut wire = Vec::new();
+            {
+                use std::io::Write;
+                let mut w: Box<dyn Write + '_> = match enc {
+                    "gzip" => Box::new(flate2::write::GzEncoder::new(
+                        &mut wire,
+                        flate2::Compression::default(),
+                    )),
+                    _ => Box::new(brotli::CompressorWriter::new(&mut wire, 1 << 16, 5, 22)),
+                };
+                w.write_all(&text).unwrap();
+            }
+            let mut d = ContentDecoder::for_encoding(Some(enc));
+            let mut out = Vec::new();
+            for seg in wire.chunks(64 << 10) {
+                d.write_to(seg, &mut out).unwrap();
+            }
+            d.finish_to(&mut out).unwrap();
+            assert!(out == text, "{enc}: {} of {} bytes", out.len(), text.len());
+        }
+    }
+
+    #[test]
+    fn a_smaller_budget_is_the_one_applied() {
+        let wire = bomb("gzip", 8 << 20);
+        let budget = Budget {
+            floor: 1 << 16,
+            ratio: 1 << 20,
+            max: 1 << 20,
+        };
+        let mut d = ContentDecoder::for_encoding(Some("gzip")).with_budget(budget);
+        let mut total = 0u64;
+        let err = d
+            .write(&wire, &mut |p| total += p.len() as u64)
+            .unwrap_err();
+        assert!(err.is_bomb());
+        assert!(
+            total > 1 << 20 && total <= (1 << 20) + PIECE as u64,
+            "{total}"
+        );
     }
 }

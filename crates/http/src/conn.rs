@@ -40,7 +40,23 @@ const MAX_RESYNC_LINE: usize = 8 * 1024;
 const GIVE_UP_NON_HTTP: u64 = 256 * 1024;
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
+/// Header fields kept per message; past it only the fields the pipeline reads
+/// ([`READ_PAST_MAX_HEADERS`]) are, and the others are counted and dropped, with an anomaly.
+/// The head is still parsed whole (any number of lines within [`MAX_HEAD`]).
 const MAX_HEADERS: usize = 128;
+/// The fields that frame a message or place it in an MCP session: never dropped, wherever a
+/// crafted head puts them.
+const READ_PAST_MAX_HEADERS: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "content-encoding",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "accept",
+    "host",
+];
 /// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
 /// remembered until the message carrying them ends; more are counted, not tied to a message.
 const MAX_FUTURE_INCONSISTENT: usize = 16;
@@ -169,6 +185,8 @@ pub(crate) struct Counts {
     pub(crate) midstream_resyncs: u64,
     pub(crate) heads_cut: u64,
     pub(crate) heads_cut_by_snaplen: u64,
+    pub(crate) bodies_not_decoded_past_budget: u64,
+    pub(crate) headers_dropped: u64,
 }
 
 /// The server's first bytes on a connection picked up mid-stream, while they are searched for a
@@ -915,7 +933,7 @@ impl Connection {
         sink: &mut impl HttpSink,
     ) {
         let head = self.without_control_bytes(dir, head, mark, sink);
-        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut slots = header_slots(&head);
         match dir {
             Direction::ClientToServer => {
                 let mut req = httparse::Request::new(&mut slots);
@@ -934,6 +952,29 @@ impl Connection {
         }
     }
 
+    /// The fields of a head as [`kept_headers`] keeps them; the dropped ones are counted, with an
+    /// anomaly.
+    fn headers_of(
+        &mut self,
+        dir: Direction,
+        raw: &[httparse::Header<'_>],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> Headers {
+        let (headers, dropped) = kept_headers(raw);
+        if dropped > 0 {
+            self.counts.headers_dropped += dropped as u64;
+            let what = format!(
+                "{} head has {} header fields: {dropped} past the first {MAX_HEADERS} dropped \
+                 (those that frame the message or name its session kept)",
+                message_kind(dir),
+                headers.0.len() + dropped
+            );
+            self.anomaly(dir, mark, what, sink);
+        }
+        headers
+    }
+
     /// Starts the message of a request head (`complete`: not cut by a gap).
     fn request_head(
         &mut self,
@@ -946,7 +987,7 @@ impl Connection {
         let method = req.method.unwrap_or("").to_string();
         let target = req.path.unwrap_or("").to_string();
         let version = req.version.unwrap_or(1);
-        let headers = headers_of(req.headers);
+        let headers = self.headers_of(Direction::ClientToServer, req.headers, mark, sink);
         let (framing, problem) = request_framing(&headers);
         if let Some(p) = problem {
             self.anomaly(Direction::ClientToServer, mark, p, sink);
@@ -979,7 +1020,7 @@ impl Connection {
         let status = resp.code.unwrap_or(0);
         let reason = resp.reason.unwrap_or("").to_string();
         let version = resp.version.unwrap_or(1);
-        let headers = headers_of(resp.headers);
+        let headers = self.headers_of(dir, resp.headers, mark, sink);
         if (100..200).contains(&status) && status != 101 {
             // Interim response (100 Continue, 103 Early Hints): the final one follows.
             self.interim.push(status);
@@ -1265,7 +1306,6 @@ impl Connection {
             return;
         }
         let mut decode_error = None;
-        let mut decoded = Vec::new();
         {
             let (half, out_events) = match dir {
                 Direction::ClientToServer => (&mut self.req, &mut self.out_events),
@@ -1279,21 +1319,17 @@ impl Connection {
             if msg.holed && msg.sse.is_none() {
                 return;
             }
-            let plain = msg.decoder.is_identity();
-            let input: &[u8] = if plain {
-                bytes
-            } else {
-                if let Err(e) = msg.decoder.write(bytes, &mut decoded) {
-                    decode_error = Some(e.to_string());
+            let Message {
+                decoder, body, sse, ..
+            } = msg;
+            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, out_events);
+            if let Err(e) = decoder.write(bytes, &mut keep) {
+                if e.is_bomb() {
+                    msg.body.truncated = true;
+                    self.counts.bodies_not_decoded_past_budget += 1;
                 }
-                &decoded
-            };
-            msg.body.decoded_bytes += input.len() as u64;
-            if msg.keep(input, mark, out_events) {
-                msg.body.truncated = true;
-            }
-            if let Some(e) = &decode_error {
-                msg.body.decode_error = Some(e.clone());
+                msg.body.decode_error = Some(e.to_string());
+                decode_error = Some(e.to_string());
             }
         }
         self.flush_events(dir, sink);
@@ -1403,7 +1439,7 @@ impl Connection {
         let ended = self
             .without_control_bytes(dir, &ended, mark, sink)
             .into_owned();
-        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut slots = header_slots(&ended);
         let kind = message_kind(dir);
         let parsed = match dir {
             Direction::ClientToServer => {
@@ -1675,35 +1711,40 @@ impl Connection {
     }
 }
 
-impl Message {
-    /// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up
-    /// to [`MAX_BODY`]. Returns whether bytes were cut at that limit.
-    #[inline]
-    fn keep(&mut self, decoded: &[u8], mark: Mark, events: &mut Vec<SseEvent>) -> bool {
-        if let Some(sse) = self.sse.as_mut() {
-            sse.feed(decoded, mark, events);
-            return false;
-        }
-        let room = MAX_BODY.saturating_sub(self.body.data.len());
-        self.body
-            .data
-            .extend_from_slice(&decoded[..decoded.len().min(room)]);
-        decoded.len() > room
+/// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
+/// [`MAX_BODY`] (the rest counted, and the body marked truncated).
+#[inline]
+fn keep(
+    body: &mut Body,
+    sse: &mut Option<SseParser>,
+    decoded: &[u8],
+    mark: Mark,
+    events: &mut Vec<SseEvent>,
+) {
+    body.decoded_bytes += decoded.len() as u64;
+    if let Some(sse) = sse.as_mut() {
+        sse.feed(decoded, mark, events);
+        return;
     }
+    let room = MAX_BODY.saturating_sub(body.data.len());
+    body.data
+        .extend_from_slice(&decoded[..decoded.len().min(room)]);
+    body.truncated |= decoded.len() > room;
+}
 
+impl Message {
     /// The end of the body: what the content decoder still holds, and the end of the event
-    /// stream. A tail cut at the size limit does not mark the body truncated.
+    /// stream.
     fn finish_body(&mut self, outcome: Outcome, mark: Mark, events: &mut Vec<SseEvent>) {
-        let mut tail = Vec::new();
-        if outcome == Outcome::Complete
-            && !self.holed
-            && let Err(e) = self.decoder.finish(&mut tail)
-        {
-            self.body.decode_error = Some(e.to_string());
-        }
-        if !tail.is_empty() {
-            self.body.decoded_bytes += tail.len() as u64;
-            self.keep(&tail, mark, events);
+        if outcome == Outcome::Complete && !self.holed {
+            let Message {
+                decoder, body, sse, ..
+            } = self;
+            let mut keep = |piece: &[u8]| keep(body, sse, piece, mark, events);
+            if let Err(e) = decoder.finish(&mut keep) {
+                self.body.truncated |= e.is_bomb();
+                self.body.decode_error = Some(e.to_string());
+            }
         }
         if let Some(sse) = self.sse.as_mut() {
             sse.finish();
@@ -1869,18 +1910,32 @@ fn replace_control_bytes(head: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-fn headers_of(raw: &[httparse::Header<'_>]) -> Headers {
-    Headers(
-        raw.iter()
-            .filter(|h| !h.name.is_empty())
-            .map(|h| {
-                (
-                    h.name.to_string(),
-                    String::from_utf8_lossy(h.value).into_owned(),
-                )
-            })
-            .collect(),
-    )
+/// Room for every header line of `head`: a field takes a line, so the parser never runs out
+/// of slots (it would reject the whole head), and a usual head of a dozen fields takes a dozen.
+fn header_slots(head: &[u8]) -> Vec<httparse::Header<'_>> {
+    let lines = memchr::memchr_iter(b'\n', head).count();
+    vec![httparse::EMPTY_HEADER; lines.min(MAX_HEAD) + 1]
+}
+
+/// The fields of a head: the first [`MAX_HEADERS`], and past them those the pipeline reads;
+/// returns how many were dropped.
+fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
+    let mut kept = Vec::with_capacity(raw.len().min(MAX_HEADERS));
+    let mut dropped = 0;
+    for h in raw.iter().filter(|h| !h.name.is_empty()) {
+        let read = || {
+            READ_PAST_MAX_HEADERS
+                .iter()
+                .any(|n| h.name.eq_ignore_ascii_case(n))
+        };
+        if kept.len() < MAX_HEADERS || read() {
+            let value = String::from_utf8_lossy(h.value).into_owned();
+            kept.push((h.name.to_string(), value));
+        } else {
+            dropped += 1;
+        }
+    }
+    (Headers(kept), dropped)
 }
 
 /// RFC 9112 §6.3 for requests: chunked, else Content-Length, else no body.

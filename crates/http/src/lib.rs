@@ -324,6 +324,15 @@ pub struct HttpStats {
     /// (`tcpdump -s`): the traffic was captured, its bytes were not kept (capture with `-s 0`).
     #[serde(skip)]
     pub heads_cut_by_snaplen: u64,
+    /// Compressed bodies whose decoding stopped at the decoding budget (`body::BUDGET`: past
+    /// 1 MiB decoded, more than 1024 bytes per compressed byte: a decompression bomb), each
+    /// reported truncated with an anomaly.
+    #[serde(skip)]
+    pub bodies_not_decoded_past_budget: u64,
+    /// Header fields dropped past the first 128 of a head (each such head an anomaly; the
+    /// message is reported with the rest).
+    #[serde(skip)]
+    pub headers_dropped: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -360,7 +369,8 @@ impl<S: HttpSink> Stage<S> {
         let (outcome, by) = match summary.close {
             CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
             CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
-            CloseReason::Idle => (Outcome::Idle, None),
+            // Both leave what was open cut: the connection was forgotten, not ended.
+            CloseReason::Idle | CloseReason::Evicted => (Outcome::Idle, None),
             CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
         };
         c.close(outcome, by, summary.end, &mut self.sink);
@@ -391,6 +401,8 @@ impl<S: HttpSink> Stage<S> {
         self.stats.midstream_resyncs += n.midstream_resyncs;
         self.stats.heads_cut += n.heads_cut;
         self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
+        self.stats.bodies_not_decoded_past_budget += n.bodies_not_decoded_past_budget;
+        self.stats.headers_dropped += n.headers_dropped;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,

@@ -119,22 +119,29 @@ fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Optio
 /// offset between the sources is the median difference of matched request times; the source's
 /// unmatched exchanges join the session on the capture's clock.
 pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
-    let from_logs = |s: &Session| s.streams.iter().all(|st| recorded(st.input));
+    let (from_logs, captured) = captured_by_id(sessions, recorded);
     let mut absorbed: HashSet<usize> = HashSet::default();
     for a in 0..sessions.len() {
-        if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
+        if !from_logs[a] {
             continue;
         }
+        let Some(candidates) = sessions[a]
+            .session_id
+            .as_deref()
+            .and_then(|id| captured.get(id))
+        else {
+            continue;
+        };
         // The same session may have been captured on several legs (client side and upstream
         // of a proxy): the source joins the one whose exchanges it matches best.
         let log_server_unknown =
             sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
-        let best = (0..sessions.len())
+        let best = candidates
+            .iter()
+            .copied()
             .filter(|&b| {
                 b != a
                     && !absorbed.contains(&b)
-                    && !from_logs(&sessions[b])
-                    && sessions[b].session_id == sessions[a].session_id
                     && (sessions[a].server == sessions[b].server || log_server_unknown)
             })
             .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
@@ -196,6 +203,29 @@ pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(Input
         s.end = end;
     }
     *sessions = kept;
+}
+
+/// Which sessions come from logs only, and the others by session ID, built once: a log of n
+/// sessions is merged in O(n), not by scanning every session for each of its own. Whether a
+/// session comes from logs only is fixed before any merging: a target keeps its captured
+/// streams, and a source's streams are taken only as it is absorbed.
+fn captured_by_id(
+    sessions: &[Session],
+    recorded: impl Fn(InputId) -> bool,
+) -> (Vec<bool>, HashMap<String, Vec<usize>>) {
+    let from_logs: Vec<bool> = sessions
+        .iter()
+        .map(|s| s.streams.iter().all(|st| recorded(st.input)))
+        .collect();
+    let mut captured: HashMap<String, Vec<usize>> = HashMap::default();
+    for (b, s) in sessions.iter().enumerate() {
+        if let Some(id) = &s.session_id
+            && !from_logs[b]
+        {
+            captured.entry(id.clone()).or_default().push(b);
+        }
+    }
+    (from_logs, captured)
 }
 
 fn shift(st: &mut super::model::Stream, offset: i64) {
