@@ -306,7 +306,7 @@ fn note_what_inputs_lack(s: &mut Session) {
 /// Streams are numbered in the order their requests began.
 fn order_streams(s: &mut Session) {
     let mut order: Vec<usize> = (0..s.streams.len()).collect();
-    order.sort_by_key(|&i| (s.streams[i].opened, s.streams[i].exchange));
+    order.sort_by_key(|&i| (s.seq(s.streams[i].opened), s.streams[i].exchange));
     let mut new_pos = vec![0; order.len()];
     for (new, &old) in order.iter().enumerate() {
         new_pos[old] = new;
@@ -353,15 +353,17 @@ fn detect_fallbacks(s: &mut Session) {
                     && !p.gap
                     && !answered_on(p)
                     && !s.streams.iter().any(|r| {
-                        r.opened <= get.opened
+                        s.seq(r.opened) <= s.seq(get.opened)
                             && r.resume
                                 .as_ref()
                                 .is_some_and(|x| x.continues == Some(p.idx))
                     })
-                    && p.ended
-                        .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
+                    && p.ended.is_some_and(|end| {
+                        s.seq(end) <= s.seq(get.opened)
+                            || end.time.0 <= get.opened.time.0 + TOLERANCE_NS
+                    })
             })
-            .max_by_key(|p| p.ended);
+            .max_by_key(|p| p.ended.map(|e| s.seq(e)));
         let Some(p) = candidate else {
             continue;
         };
@@ -400,7 +402,9 @@ fn detect_fallbacks(s: &mut Session) {
         used.insert(p.idx);
     }
     s.fallbacks.extend(found);
-    s.fallbacks.sort_by_key(|f| f.mark);
+    let mut fallbacks = std::mem::take(&mut s.fallbacks);
+    fallbacks.sort_by_key(|f| s.seq(f.mark));
+    s.fallbacks = fallbacks;
 }
 
 /// Every request of a POST stream was answered on it before it ended: a client that closes such
@@ -434,20 +438,20 @@ fn resolve_resumes(s: &mut Session) {
         else {
             continue;
         };
-        let opened = s.streams[r].opened;
+        let opened = s.seq(s.streams[r].opened);
         let delivered: Vec<StreamIdx> = (0..r)
             .filter(|&t| {
                 s.streams[t]
                     .events
                     .iter()
-                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && e.mark <= opened)
+                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && s.seq(e.mark) <= opened)
             })
             .collect();
         let last_is = |t: &StreamIdx| {
             s.streams[*t]
                 .events
                 .iter()
-                .filter(|e| e.mark <= opened)
+                .filter(|e| s.seq(e.mark) <= opened)
                 .rev()
                 .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
                 == Some(lei.as_str())
@@ -455,7 +459,7 @@ fn resolve_resumes(s: &mut Session) {
         let pick = delivered
             .iter()
             .filter(|t| last_is(t) && s.streams[**t].interrupted())
-            .max_by_key(|t| s.streams[**t].ended)
+            .max_by_key(|t| s.streams[**t].ended.map(|e| s.seq(e)))
             .or_else(|| delivered.iter().filter(|t| last_is(t)).max())
             .or_else(|| delivered.iter().max())
             .copied();
@@ -469,14 +473,15 @@ fn resolve_resumes(s: &mut Session) {
 /// Labels every event with the namespace that minted its ID.
 fn attribute(s: &mut Session) {
     // Events in capture order across streams.
-    let mut order: Vec<(mcpf_model::Mark, StreamIdx, usize)> = s
+    let view: &Session = s;
+    let mut order: Vec<(super::model::Seq, StreamIdx, usize)> = view
         .streams
         .iter()
         .flat_map(|st| {
             st.events
                 .iter()
                 .enumerate()
-                .map(move |(i, e)| (e.mark, st.idx, i))
+                .map(move |(i, e)| (view.seq(e.mark), st.idx, i))
         })
         .collect();
     order.sort();

@@ -550,15 +550,16 @@ impl Session {
 
     /// Whether a fallback happened before `mark` and after the last `initialize` before it.
     pub fn fallback_before(&self, mark: Mark) -> Option<&Fallback> {
+        let at = self.seq(mark);
         let last_init = self
             .initializes
             .iter()
-            .filter(|m| **m <= mark)
-            .max()
-            .copied();
+            .map(|m| self.seq(*m))
+            .filter(|m| *m <= at)
+            .max();
         self.fallbacks
             .iter()
-            .filter(|f| f.mark <= mark && last_init.is_none_or(|i| f.mark >= i))
-            .min_by_key(|f| f.mark)
+            .filter(|f| self.seq(f.mark) <= at && last_init.is_none_or(|i| self.seq(f.mark) >= i))
+            .min_by_key(|f| self.seq(f.mark))
     }
 }
