@@ -113,7 +113,7 @@ fn run_threaded(
         let mut pipeline = Pipeline::new(forwarder);
         let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
         pipeline.http.sink.flush();
-        let tcp = pipeline.tcp;
+        let tcp = std::mem::take(&mut pipeline.tcp);
         let http = pipeline.http.stats.clone();
         // Dropping the forwarder closes the channel: the consumer drains it and returns.
         drop(pipeline);
@@ -168,8 +168,10 @@ fn assemble(
             mcp_stats.sessions_lost
         ));
     }
+    let mut inputs = fed.reports;
+    account_not_carried(&mut inputs, &mcp_stats.carried_nothing);
     let report = report::Report {
-        inputs: fed.reports,
+        inputs,
         sessions,
         findings,
         timelines,
@@ -190,6 +192,27 @@ fn assemble(
         report,
         failed: fed.failed,
     })
+}
+
+/// Moves the frames of connections that carried no HTTP, or no MCP, from each input's
+/// analysed bucket to the skipped one that says so.
+fn account_not_carried(
+    inputs: &mut [mcpf_model::InputReport],
+    carried: &std::collections::BTreeMap<mcpf_model::InputId, mcpf_mcp::NotCarried>,
+) {
+    use mcpf_model::bucket;
+    for (input, n) in carried {
+        let Some(rep) = inputs.iter_mut().find(|r| r.index == *input) else {
+            continue;
+        };
+        let a = &mut rep.accounting;
+        for (reason, (packets, bytes)) in
+            [(bucket::NOT_HTTP, n.not_http), (bucket::NOT_MCP, n.not_mcp)]
+        {
+            a.packets.reclassify_skipped(reason, packets);
+            a.bytes.reclassify_skipped(reason, bytes);
+        }
+    }
 }
 
 /// The report, and whether an input could not be read.

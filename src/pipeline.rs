@@ -154,12 +154,13 @@ pub fn feed<S: http::HttpSink>(
         let bar = crate::progress::Progress::start(progress, total, counters, stage.frames.clone());
         capture::run(&mut inputs.captures, stage, pipeline);
         bar.finish();
-        reports.extend(
-            inputs
-                .captures
-                .iter()
-                .map(|i| (i.reader.input_id(), stage.report(i))),
-        );
+        reports.extend(inputs.captures.iter().map(|i| {
+            let mut rep = stage.report(i);
+            let unseen = pipeline.tcp.unseen_by_input.get(&rep.index);
+            rep.accounting
+                .missing(mcpf_model::bucket::GAP, unseen.copied().unwrap_or(0));
+            (i.reader.input_id(), rep)
+        }));
     }
     let mut capabilities = Vec::new();
     let mut failed = inputs.failed;
@@ -216,13 +217,16 @@ pub struct Pipeline<S: http::HttpSink> {
 }
 
 /// Connections the capture stage closed, and the bytes missing from them.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TcpLoss {
     pub connections: u64,
     pub connections_with_gaps: u64,
     pub gap_bytes: u64,
     /// Of `gap_bytes`, those the snap length cut from captured frames.
     pub snaplen_bytes: u64,
+    /// Bytes of sequence space no frame carried (gaps less snap-length cuts), by the input of
+    /// the connection's last frame: the input's `missing_bytes.gap`.
+    pub unseen_by_input: std::collections::BTreeMap<InputId, u64>,
 }
 
 impl<S: http::HttpSink> Pipeline<S> {
@@ -242,7 +246,13 @@ impl<S: http::HttpSink> TcpSink for Pipeline<S> {
             if gap > 0 {
                 self.tcp.connections_with_gaps += 1;
                 self.tcp.gap_bytes += gap;
-                self.tcp.snaplen_bytes += summary.c2s.snaplen_bytes + summary.s2c.snaplen_bytes;
+                let snaplen = summary.c2s.snaplen_bytes + summary.s2c.snaplen_bytes;
+                self.tcp.snaplen_bytes += snaplen;
+                *self
+                    .tcp
+                    .unseen_by_input
+                    .entry(summary.end.frame.input)
+                    .or_default() += gap.saturating_sub(snaplen);
             }
         }
         self.http.on_tcp(event);

@@ -528,3 +528,26 @@ fn unreadable_input_keeps_its_index() {
         "samples/seed-incident-client-leg.pcap"
     );
 }
+
+/// The packets of a connection land where the stage that understood them says: HTTP that is
+/// not MCP under `not_mcp`, MCP under analysed, and the ledger still adds up.
+#[test]
+fn packets_are_accounted_to_the_protocol_their_connection_carried() {
+    let skipped = |doc: &Value, reason: &str| {
+        doc["inputs"][0]["accounting"]["packets"]["skipped"][reason]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let (doc, _) = analyze(&["samples/not-mcp.pcap"]);
+    let packets = &doc["inputs"][0]["accounting"]["packets"];
+    let total = packets["total"].as_u64().unwrap();
+    assert!(skipped(&doc, "not_mcp") * 10 > total * 9, "{packets}");
+    let (doc, _) = analyze(&["samples/python-sdk-healthy.pcap"]);
+    let packets = &doc["inputs"][0]["accounting"]["packets"];
+    assert_eq!(skipped(&doc, "not_mcp"), 0, "{packets}");
+    assert_eq!(packets["analysed"], packets["total"]);
+    let (doc, _) = analyze(&["samples/legacy-sse-fallback.pcap"]);
+    let packets = &doc["inputs"][0]["accounting"]["packets"];
+    assert!(skipped(&doc, "not_http") > 0, "{packets}");
+    assert_eq!(skipped(&doc, "not_mcp"), 0, "{packets}");
+}

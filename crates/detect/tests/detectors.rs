@@ -343,6 +343,8 @@ impl Capture {
             server: self.server,
             kind: ConnKind::Http,
             mark,
+            packets: 0,
+            frame_bytes: 0,
         });
     }
 

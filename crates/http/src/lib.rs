@@ -246,6 +246,11 @@ pub enum HttpEvent {
         server: SocketAddr,
         kind: ConnKind,
         mark: Mark,
+        /// Frames that carried the connection and their captured bytes (0 for HAR files and
+        /// logs): what the input's accounting moves to `not_http` or `not_mcp` when the
+        /// connection carried neither.
+        packets: u64,
+        frame_bytes: u64,
     },
 }
 
@@ -416,6 +421,8 @@ impl<S: HttpSink> Stage<S> {
             server: summary.server,
             kind,
             mark: summary.end,
+            packets: summary.packets,
+            frame_bytes: summary.frame_bytes,
         });
     }
 }

@@ -115,6 +115,8 @@ impl Ends {
                     server,
                     kind: ConnKind::Http,
                     mark,
+                    packets: 0,
+                    frame_bytes: 0,
                 },
             );
         }

@@ -20,5 +20,5 @@ mod payloads;
 mod prefix;
 
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
-pub use builder::{Builder, HttpAnomaly, McpStats, SessionCallback};
+pub use builder::{Builder, HttpAnomaly, McpStats, NotCarried, SessionCallback};
 pub use payloads::{PayloadRef, Payloads};

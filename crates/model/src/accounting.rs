@@ -14,8 +14,6 @@ pub mod bucket {
     pub const UNKNOWN_LINK_TYPE: &str = "unknown_link_type";
     /// Skipped: not IP, or IP but not TCP.
     pub const NOT_TCP: &str = "not_tcp";
-    /// Skipped: a retransmission whose bytes were already delivered.
-    pub const RETRANSMISSION: &str = "retransmission";
     /// Skipped: TCP that does not carry HTTP/1.1 (TLS, other protocols, nothing at all).
     pub const NOT_HTTP: &str = "not_http";
     /// Skipped: HTTP that carries no MCP exchange.

@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
 use mcpf_http::{ExchangeId, Headers, Outcome};
-use mcpf_model::Mark;
+use mcpf_model::{ConnId, Mark};
 
 use super::sessions::stream_proves_mcp;
 use super::{Builder, Filing, Pending, RejectedInitialize};
@@ -80,7 +80,8 @@ impl Builder {
     }
 
     /// A cut MCP request nothing filed under a session: counted, with its method.
-    pub(super) fn note_cut(&mut self, method: &str) {
+    pub(super) fn note_cut(&mut self, conn: ConnId, method: &str) {
+        self.carried_mcp.insert(conn);
         const METHODS_KEPT: usize = 8;
         self.stats.requests_cut += 1;
         let seen = &mut self.stats.requests_cut_methods;
@@ -375,7 +376,7 @@ impl Builder {
                 self.file_sessionless(stream);
             }
             Pending::Unproven => self.note_not_mcp(&stream),
-            Pending::Cut(method) => self.note_cut(&method),
+            Pending::Cut(method) => self.note_cut(stream.exchange.conn, &method),
             Pending::Orphan => {}
         }
     }
@@ -402,6 +403,7 @@ impl Builder {
 
     /// An MCP exchange nothing ties to a session.
     pub(super) fn note_unattributed(&mut self, exchange: ExchangeId) {
+        self.carried_mcp.insert(exchange.conn);
         self.stats.unattributed += 1;
         if self.stats.unattributed_examples.len() < 10 {
             self.stats.unattributed_examples.push(exchange.to_string());

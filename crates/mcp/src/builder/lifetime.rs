@@ -108,7 +108,7 @@ impl Builder {
                     }
                 }
                 Some(Filing::Pending(stream, Pending::Unproven)) => self.note_not_mcp(&stream),
-                Some(Filing::Pending(_, Pending::Cut(method))) => self.note_cut(&method),
+                Some(Filing::Pending(_, Pending::Cut(method))) => self.note_cut(id.conn, &method),
                 Some(Filing::Pending(stream, _)) => self.file_sessionless(*stream),
                 _ => {}
             }

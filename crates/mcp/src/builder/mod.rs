@@ -72,6 +72,13 @@ pub struct HttpAnomaly {
     pub what: String,
 }
 
+/// Frames and captured bytes of one input's connections that carried no MCP.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotCarried {
+    pub not_http: (u64, u64),
+    pub not_mcp: (u64, u64),
+}
+
 /// What the MCP stage saw of the HTTP traffic, MCP or not.
 #[derive(Debug, Clone, Default)]
 pub struct McpStats {
@@ -98,6 +105,9 @@ pub struct McpStats {
     /// methods seen (the first few).
     pub requests_cut: u64,
     pub requests_cut_methods: Vec<String>,
+    /// Frames (and their captured bytes) of connections that carried no HTTP, or HTTP but no
+    /// MCP, by input: the input's accounting moves them from analysed to `not_http`/`not_mcp`.
+    pub carried_nothing: std::collections::BTreeMap<InputId, NotCarried>,
 }
 
 /// Exchanges found not to be MCP, by connection (a connection ending forgets its own at once).
@@ -171,6 +181,8 @@ pub struct Builder {
     endpoints: HashMap<ConnId, (SocketAddr, SocketAddr)>,
     /// Exchanges whose request was seen and is not MCP: their responses are not orphans.
     not_mcp: NotMcp,
+    /// Open connections an MCP exchange was filed from (into a session, or unattributed).
+    carried_mcp: rustc_hash::FxHashSet<ConnId>,
     /// The format of each input, by index: exchanges of a HAR file or access log are matched
     /// with a capture of the same traffic before analysis.
     sources: Vec<SourceFormat>,
@@ -321,6 +333,29 @@ impl Builder {
 
     /// A connection ended: its orphans whose request never came are filed, and what was kept
     /// of it goes.
+    /// Counts a connection that ended without carrying MCP under its input's `not_http` or
+    /// `not_mcp`; one whose exchanges are still pending (filed at the end of input) counts as
+    /// MCP only if one was filed by now, which is when its connection's frames are judged.
+    fn account_connection(
+        &mut self,
+        conn: ConnId,
+        kind: mcpf_http::ConnKind,
+        input: InputId,
+        (packets, bytes): (u64, u64),
+    ) {
+        let carried = self.carried_mcp.remove(&conn);
+        if carried || packets == 0 {
+            return;
+        }
+        let tally = self.stats.carried_nothing.entry(input).or_default();
+        let slot = match kind {
+            mcpf_http::ConnKind::Http => &mut tally.not_mcp,
+            _ => &mut tally.not_http,
+        };
+        slot.0 += packets;
+        slot.1 += bytes;
+    }
+
     fn on_connection_end(&mut self, conn: ConnId) {
         self.endpoints.remove(&conn);
         self.not_mcp.forget(conn);
@@ -370,7 +405,17 @@ impl HttpSink for Builder {
             } => {
                 self.endpoints.insert(conn, (client, server));
             }
-            HttpEvent::ConnectionEnd { conn, .. } => self.on_connection_end(conn),
+            HttpEvent::ConnectionEnd {
+                conn,
+                kind,
+                mark,
+                packets,
+                frame_bytes,
+                ..
+            } => {
+                self.on_connection_end(conn);
+                self.account_connection(conn, kind, mark.frame.input, (packets, frame_bytes));
+            }
         }
     }
 }

@@ -202,6 +202,7 @@ impl Builder {
         } else {
             session
         };
+        self.carried_mcp.insert(stream.exchange.conn);
         let Some(s) = self.live_mut(session) else {
             // Not reachable: a finalized session was continued above.
             return (session, usize::MAX);
@@ -258,6 +259,7 @@ impl Builder {
         }
         self.note_mcp();
         let exchange = stream.exchange;
+        self.carried_mcp.insert(exchange.conn);
         if !self.unattributed.hold(stream) {
             self.note_unattributed(exchange);
         }
