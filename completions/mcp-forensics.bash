@@ -73,7 +73,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --input-format --log-map --max-buffer-per-direction --max-buffer-total --idle-timeout --threads --help --version"
+            opts="-h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --input-format --log-map --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -127,6 +127,10 @@ _mcp__forensics() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --idle-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -157,7 +161,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__flows)
-            opts="-h -V --format --max-buffer-per-direction --max-buffer-total --idle-timeout --threads --help --version"
+            opts="-h -V --format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -172,6 +176,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --max-buffer-total)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-connections)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -303,7 +311,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --max-buffer-per-direction --max-buffer-total --idle-timeout --threads --help --version"
+            opts="-h -V --format --show-secrets --input-format --log-map --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -326,6 +334,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --max-buffer-total)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-connections)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

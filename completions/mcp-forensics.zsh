@@ -34,7 +34,8 @@ _arguments "${_arguments_options[@]}" : \
 json\:"One JSON document"))' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
-'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -54,9 +55,10 @@ log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
-'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
-'--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \
+'--show-secrets[Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -85,11 +87,12 @@ log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
-'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten]:SECS:_default' \
+'--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[Threads\: 2 reads and reassembles packets on one core while the rest of the analysis runs on another (and JSON records are rendered on a third); 1 runs everything on one. The output is the same either way. Default\: 2 when the machine has two cores or more]:N:_default' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
-'--show-secrets[Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting them]' \
+'--show-secrets[Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \

@@ -201,7 +201,7 @@ struct Assembled {
 fn write(rep: &mut Assembled, job: &config::Analyze, redactor: &Redactor) -> anyhow::Result<()> {
     let sel = &job.selection;
     let rep = &mut rep.report;
-    let mut out = stdout();
+    let mut out = stdout(*redactor);
     match job.format {
         ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
@@ -216,6 +216,7 @@ fn write(rep: &mut Assembled, job: &config::Analyze, redactor: &Redactor) -> any
 
 fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
     let Assembled { report, failed } = rep;
+    pipeline::print_warnings(&report.inputs);
     if report.session_count() == 0 {
         // Nothing to analyse: say why, in words a newcomer can act on.
         for h in mcpf_report::hints::no_session(
@@ -237,6 +238,7 @@ fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
         .any(|f| f.severity.at_least(job.fail_on));
     // The process ends here: freeing every record of a large analysis one by one would only
     // cost time.
+    let exit = if failing { Exit::Findings } else { Exit::Clean }.or_data_lost(&report.inputs);
     std::mem::forget(report);
-    if failing { Exit::Findings } else { Exit::Clean }
+    exit
 }

@@ -23,6 +23,22 @@ pub enum Exit {
     Findings = 1,
     /// An input could not be analysed.
     Error = 2,
+    /// Every input was analysed and nothing reached `--fail-on`, but part of an input could not
+    /// be read: corrupt records were skipped, or the file or its gzip stream was cut. Findings
+    /// (1) and unreadable inputs (2) take precedence: the warnings on standard error and the
+    /// inputs' `accounting.*.lost` say what was lost in every case.
+    DataLost = 3,
+}
+
+impl Exit {
+    /// `Clean` becomes `DataLost` when a read input lost part of its file.
+    pub fn or_data_lost(self, reports: &[mcpf_model::InputReport]) -> Exit {
+        if self == Exit::Clean && pipeline::lost_data(reports) {
+            Exit::DataLost
+        } else {
+            self
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
@@ -45,10 +61,16 @@ pub fn run(cli: Cli) -> ExitCode {
             if is_broken_pipe(&e) {
                 return Exit::Clean.into();
             }
-            eprintln!("mcp-forensics: {e:#}");
+            eprintln!("mcp-forensics: {}", diagnostic(&format!("{e:#}")));
             Exit::Error.into()
         }
     }
+}
+
+/// A message for standard error. Always redacted, `--show-secrets` or not: a diagnostic is never
+/// where the analyst reads a credential, and it may quote an input or a flag.
+pub fn diagnostic(text: &str) -> String {
+    report::redact::Redactor::new(true).text(text).into_owned()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -58,10 +80,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Standard output, buffered: a locked stdout flushes at every newline, which costs a syscall
-/// per line of a pretty-printed report.
-pub fn stdout() -> io::BufWriter<io::StdoutLock<'static>> {
-    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
+/// Standard output, buffered (a locked stdout flushes at every newline, which costs a syscall
+/// per line of a pretty-printed report) and redacted unless `--show-secrets`: every command
+/// writes through this one boundary, so no output path can print a credential by forgetting
+/// to redact it.
+pub fn stdout(
+    redactor: report::redact::Redactor,
+) -> report::redact::Redacting<io::BufWriter<io::StdoutLock<'static>>> {
+    let out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    report::redact::Redacting::new(out, redactor)
 }
 
 fn flows(job: config::Flows) -> anyhow::Result<Exit> {
@@ -82,17 +109,18 @@ fn flows(job: config::Flows) -> anyhow::Result<Exit> {
     let mut reports: Vec<_> = inputs.iter().map(|i| stage.report(i)).collect();
     reports.extend(unreadable);
     reports.sort_by_key(|r| r.index);
+    pipeline::print_warnings(&reports);
     let rows: Vec<_> = summaries
         .iter()
         .map(report::flows::FlowRow::from_summary)
         .collect();
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(true));
     match job.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &reports, &stats)?,
         Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
     }
     out.flush()?;
-    Ok(if failed { Exit::Error } else { Exit::Clean })
+    Ok(if failed { Exit::Error } else { Exit::Clean }.or_data_lost(&reports))
 }
 
 fn http_view(job: config::Http) -> anyhow::Result<Exit> {
@@ -106,12 +134,13 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
     if fed.reports.is_empty() {
         return Ok(Exit::Error);
     }
+    pipeline::print_warnings(&fed.reports);
     let stats = pipeline.http.stats.clone();
     let collector = pipeline.http.sink;
     let anomalies = collector.anomalies.clone();
     let exchanges = collector.into_exchanges();
     let redactor = report::redact::Redactor::new(job.redact);
-    let mut out = stdout();
+    let mut out = stdout(redactor);
     match job.format {
         Format::Json => report::http::write_json(
             &mut out,
@@ -126,11 +155,11 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
         }
     }
     out.flush()?;
-    Ok(if fed.failed { Exit::Error } else { Exit::Clean })
+    Ok(if fed.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&fed.reports))
 }
 
 fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(false));
     match kind {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
@@ -168,7 +197,7 @@ fn generate(what: Generated) -> anyhow::Result<Exit> {
         Generated::Man => crate::manpage::render(),
         Generated::Completions(shell) => crate::manpage::completions(shell),
     };
-    let mut out = stdout();
+    let mut out = stdout(report::redact::Redactor::new(false));
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Exit::Clean)

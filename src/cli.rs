@@ -40,7 +40,8 @@ pub enum Command {
     /// events and requests never answered, each with the frames that prove it.
     ///
     /// Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 when an input
-    /// could not be analysed.
+    /// could not be analysed, 3 when nothing reached --fail-on but part of an input was lost
+    /// reading it (corrupt records skipped, a cut file or gzip stream).
     Analyze(AnalyzeArgs),
 
     /// Explain a finding kind: what it means, why it matters, what to change.
@@ -147,8 +148,12 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "ADDR|PORT")]
     pub server: Vec<String>,
 
-    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
-    /// them.
+    /// Show credentials instead of redacting them. By default every output redacts credential
+    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
+    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
+    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
+    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
+    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 
@@ -188,8 +193,12 @@ pub struct HttpArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 
-    /// Show credentials (Authorization, cookies, API keys, tokens in URLs) instead of redacting
-    /// them.
+    /// Show credentials instead of redacting them. By default every output redacts credential
+    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
+    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
+    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
+    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
+    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 
@@ -257,6 +266,11 @@ pub struct FlowsArgs {
     pub capture: CaptureArgs,
 }
 
+/// The largest `--idle-timeout`: 100 years, longer than any capture. Reassembly counts time in
+/// nanoseconds in an `i64`, where a larger number of seconds does not fit (2^63 once wrapped
+/// round to a timeout of nothing, closing every connection at once), so it is refused here.
+pub const MAX_IDLE_TIMEOUT_SECS: u64 = 100 * 365 * 86_400;
+
 /// Limits of TCP reassembly; the defaults suit captures of any size.
 #[derive(Debug, Args, Clone)]
 pub struct CaptureArgs {
@@ -269,11 +283,23 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 256 << 20, help_heading = "Reassembly")]
     pub max_buffer_total: usize,
 
-    /// Seconds of capture time after which a silent connection is closed and forgotten.
+    /// Connections tracked at once; past it the least recently active is evicted (half-open
+    /// ones first), counted and reported.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        help_heading = "Reassembly"
+    )]
+    pub max_connections: usize,
+
+    /// Seconds of capture time after which a silent connection is closed and forgotten (at most
+    /// 100 years).
     #[arg(
         long,
         value_name = "SECS",
         default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(..=MAX_IDLE_TIMEOUT_SECS),
         help_heading = "Reassembly"
     )]
     pub idle_timeout: u64,
@@ -293,5 +319,26 @@ mod tests {
     #[test]
     fn command_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn idle_timeout_beyond_a_century_is_refused_not_wrapped() {
+        let parse = |v: &str| {
+            Cli::try_parse_from(["mcp-forensics", "flows", "x.pcap", "--idle-timeout", v])
+        };
+        let huge = (1u64 << 63).to_string();
+        let Err(err) = parse(&huge) else {
+            panic!("2^63 is refused");
+        };
+        assert!(err.to_string().contains("--idle-timeout"), "{err}");
+        assert!(parse(&(MAX_IDLE_TIMEOUT_SECS + 1).to_string()).is_err());
+        let max = MAX_IDLE_TIMEOUT_SECS.to_string();
+        assert!(parse(&max).is_ok());
+        // The largest accepted value still fits the nanoseconds reassembly counts in.
+        assert!(
+            MAX_IDLE_TIMEOUT_SECS
+                .checked_mul(1_000_000_000)
+                .is_some_and(|n| n <= i64::MAX as u64)
+        );
     }
 }

@@ -182,6 +182,7 @@ fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_capture::
             max_buffered_per_direction: a.max_buffer_per_direction,
             max_buffered_total: a.max_buffer_total,
             idle_timeout_secs: a.idle_timeout,
+            max_connections: a.max_connections,
             ..Default::default()
         },
         servers,

@@ -144,6 +144,10 @@ fn exit_status() -> Roff {
             "2",
             "An input could not be analysed: missing, unreadable, not a capture, HAR or log, or no MCP session in it.",
         ),
+        (
+            "3",
+            "Every input was analysed and no finding reached --fail-on, but part of an input was lost reading it: corrupt records skipped, or the file or its gzip stream cut short (each said in a warning on standard error). 1 and 2 take precedence.",
+        ),
     ] {
         x.control("TP", []);
         x.text([bold(code)]);

@@ -11,11 +11,42 @@ use crate::config;
 
 /// Prints a per-file error the ripgrep way: the run goes on, the exit code says it happened.
 fn report_open_error(e: &OpenError) {
-    let path = mcpf_report::sanitize::terminal(&e.path);
-    eprintln!("mcp-forensics: {path}: {}", e.message);
+    let path = crate::app::diagnostic(&mcpf_report::sanitize::terminal(&e.path));
+    eprintln!(
+        "mcp-forensics: {path}: {}",
+        crate::app::diagnostic(&e.message)
+    );
     if let Some(hint) = &e.hint {
-        eprintln!("  hint: {hint}");
+        eprintln!("  hint: {}", crate::app::diagnostic(hint));
     }
+}
+
+/// Prints every capture input's warnings on standard error (they are in the report's `inputs`
+/// entries too): what was skipped, cut or lost reading a file is said where a script or a
+/// terminal sees it. A HAR file's or log's warnings are mostly what such a source never records
+/// (`lacks …`), the same for every file of its kind: they stay in the report.
+pub fn print_warnings(reports: &[InputReport]) {
+    for r in reports.iter().filter(|r| r.format.starts_with("pcap")) {
+        let path = mcpf_report::sanitize::terminal(&r.path);
+        for w in &r.warnings {
+            eprintln!(
+                "mcp-forensics: {path}: warning: {}",
+                mcpf_report::sanitize::terminal(w)
+            );
+        }
+    }
+}
+
+/// Whether a read input lost part of its file: corrupt records skipped, or a cut file or gzip
+/// stream. (Bytes the wire had and the file never held, gaps and snap length, are not lost
+/// reading the input.)
+pub fn lost_data(reports: &[InputReport]) -> bool {
+    use mcpf_model::bucket::{CORRUPT_RECORD, TRUNCATED};
+    reports.iter().any(|r| {
+        let lost = &r.accounting.bytes.lost;
+        lost.get(CORRUPT_RECORD).is_some_and(|&n| n > 0)
+            || lost.get(TRUNCATED).is_some_and(|&n| n > 0)
+    })
 }
 
 /// Opens every capture named; those that fail are reported, and listed as unreadable.

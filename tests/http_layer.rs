@@ -205,6 +205,7 @@ impl Driver {
             start,
             end: mark,
             packets: self.frame,
+            frame_bytes: 0,
             c2s: HalfStats::default(),
             s2c: HalfStats::default(),
             close,

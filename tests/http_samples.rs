@@ -905,7 +905,8 @@ fn bearer_token_is_redacted_unless_asked() {
         7,
         "the header is still listed, its value redacted"
     );
-    assert!(auth.iter().all(|h| h[1] == "Bearer [redacted]"), "{auth:?}");
+    let kept = format!("Bearer [redacted, {} chars]", SECRET.len());
+    assert!(auth.iter().all(|h| h[1] == kept.as_str()), "{auth:?}");
 
     let (stdout, _) = mcp_forensics(&["http", "--format", "json", "--show-secrets", path]);
     assert!(stdout.contains(&format!("Bearer {SECRET}")));

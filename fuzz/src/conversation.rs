@@ -86,32 +86,70 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
     let mut segs: Vec<(bool, u32, u32, &[u8], TcpFlags)> = Vec::new();
     let (isn_c, isn_s) = (1000u32, 5000u32);
     if mode & 1 == 0 {
-        let syn = TcpFlags { syn: true, ..TcpFlags::default() };
-        let syn_ack = TcpFlags { syn: true, ack: true, ..TcpFlags::default() };
+        let syn = TcpFlags {
+            syn: true,
+            ..TcpFlags::default()
+        };
+        let syn_ack = TcpFlags {
+            syn: true,
+            ack: true,
+            ..TcpFlags::default()
+        };
         segs.push((true, isn_c - 1, 0, &[], syn));
         segs.push((false, isn_s - 1, isn_c, &[], syn_ack));
     }
-    let ack = TcpFlags { ack: true, ..TcpFlags::default() };
+    let ack = TcpFlags {
+        ack: true,
+        ..TcpFlags::default()
+    };
     // Client and server pieces alternate, as a request and its answer would.
     let (mut ci, mut si) = (0usize, 0usize);
     while ci < c2s.len() || si < s2c.len() {
         let n = cut.min(c2s.len() - ci);
         if n > 0 {
             let seq = isn_c.wrapping_add(ci as u32);
-            segs.push((true, seq, isn_s.wrapping_add(si as u32), &c2s[ci..ci + n], ack));
+            segs.push((
+                true,
+                seq,
+                isn_s.wrapping_add(si as u32),
+                &c2s[ci..ci + n],
+                ack,
+            ));
             ci += n;
         }
         let m = (cut * 2).min(s2c.len() - si);
         if m > 0 {
             let seq = isn_s.wrapping_add(si as u32);
-            segs.push((false, seq, isn_c.wrapping_add(ci as u32), &s2c[si..si + m], ack));
+            segs.push((
+                false,
+                seq,
+                isn_c.wrapping_add(ci as u32),
+                &s2c[si..si + m],
+                ack,
+            ));
             si += m;
         }
     }
     if mode & 2 != 0 {
-        let fin = TcpFlags { fin: true, ack: true, ..TcpFlags::default() };
-        segs.push((true, isn_c.wrapping_add(c2s.len() as u32), isn_s.wrapping_add(s2c.len() as u32), &[], fin));
-        segs.push((false, isn_s.wrapping_add(s2c.len() as u32), isn_c.wrapping_add(c2s.len() as u32 + 1), &[], fin));
+        let fin = TcpFlags {
+            fin: true,
+            ack: true,
+            ..TcpFlags::default()
+        };
+        segs.push((
+            true,
+            isn_c.wrapping_add(c2s.len() as u32),
+            isn_s.wrapping_add(s2c.len() as u32),
+            &[],
+            fin,
+        ));
+        segs.push((
+            false,
+            isn_s.wrapping_add(s2c.len() as u32),
+            isn_c.wrapping_add(c2s.len() as u32 + 1),
+            &[],
+            fin,
+        ));
     }
     // The mode's high bits disturb the order: swap neighbours, repeat one, lose one.
     let n = segs.len();
@@ -130,10 +168,15 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
     }
     let mut w = PcapWriter::new(Vec::new(), linktype::ETHERNET, 65_535, false, false).unwrap();
     for (i, (from_client, seq, ackn, payload, flags)) in segs.into_iter().enumerate() {
-        let (src, dst) = if from_client { (client, server) } else { (server, client) };
+        let (src, dst) = if from_client {
+            (client, server)
+        } else {
+            (server, client)
+        };
         let spec = SegmentSpec::new(src, dst, seq, ackn, payload).flags(flags);
         let frame = link_frame(linktype::ETHERNET, &ip_packet(&spec), &[]);
-        let time = mcpf_model::Timestamp::from_secs_nanos(1_796_000_000, 0).add_nanos(i as i64 * 1_000_000);
+        let time = mcpf_model::Timestamp::from_secs_nanos(1_796_000_000, 0)
+            .add_nanos(i as i64 * 1_000_000);
         w.packet(time, &frame, frame.len() as u32).unwrap();
     }
     w.into_inner()

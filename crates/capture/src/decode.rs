@@ -56,6 +56,8 @@ pub(crate) struct TcpSegment<'a> {
     pub(crate) wscale: Option<u8>,
     pub(crate) payload: &'a [u8],
     pub(crate) missing: u32,
+    /// Captured length of the frame that carried it, for the connection's byte count.
+    pub(crate) frame_len: u32,
 }
 
 /// Why a frame did not yield a TCP segment. The names are shown to users in skip counts.
@@ -87,7 +89,9 @@ impl Skip {
 /// Decodes a frame of the given link type down to its TCP segment.
 pub(crate) fn tcp_segment(linktype: i32, frame: &[u8]) -> Result<TcpSegment<'_>, Skip> {
     let ip = network_layer(linktype, frame)?;
-    ip_to_tcp(ip)
+    let mut seg = ip_to_tcp(ip)?;
+    seg.frame_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+    Ok(seg)
 }
 
 /// Strips the link layer, returning the IP packet it carries.
@@ -231,5 +235,6 @@ fn ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
         wscale,
         payload: captured_payload,
         missing: u32::try_from(missing).unwrap_or(u32::MAX),
+        frame_len: 0,
     })
 }

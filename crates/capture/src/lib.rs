@@ -104,7 +104,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use decode::Skip;
-use mcpf_model::{InputId, InputReport, Mark, OpenError, Timestamp};
+use mcpf_model::{Accounting, InputId, InputReport, Mark, OpenError, Timestamp, bucket};
 use reader::{CaptureReader, CountingReader, Frame, ReadError};
 use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
 
@@ -187,6 +187,25 @@ struct InputState {
     truncated_frames: u64,
     /// The longest captured length of a cut frame: the snap length the capture used.
     cut_at: usize,
+    /// The frames' packets and captured bytes, each in the bucket its decoding put it in.
+    accounting: Accounting,
+}
+
+impl InputState {
+    /// Counts one frame of `bytes` captured bytes: analysed, or skipped for `reason`.
+    fn count(&mut self, reason: Option<&str>, bytes: u64) {
+        let a = &mut self.accounting;
+        match reason {
+            None => {
+                a.packets.analyse(1);
+                a.bytes.analyse(bytes);
+            }
+            Some(r) => {
+                a.packets.skip(r, 1);
+                a.bytes.skip(r, bytes);
+            }
+        }
+    }
 }
 
 /// What the capture stage is told, once, when it is made.
@@ -215,6 +234,7 @@ impl CaptureStage {
                     unknown_linktypes: Vec::new(),
                     truncated_frames: 0,
                     cut_at: 0,
+                    accounting: Accounting::default(),
                 })
                 .collect(),
             frames: Arc::new(AtomicU64::new(0)),
@@ -225,15 +245,25 @@ impl CaptureStage {
     pub fn frame(&mut self, frame: &Frame<'_>, sink: &mut impl TcpSink) {
         self.frames.fetch_add(1, Ordering::Relaxed);
         let state = &mut self.states[frame.frame.input as usize];
-        if frame.linktype == reader::UNDECLARED_INTERFACE {
-            return;
-        }
-        if (frame.data.len() as u32) < frame.orig_len {
+        let captured = frame.data.len() as u64;
+        if captured < u64::from(frame.orig_len) {
             state.truncated_frames += 1;
             state.cut_at = state.cut_at.max(frame.data.len());
+            state
+                .accounting
+                .missing(bucket::SNAP_LENGTH, u64::from(frame.orig_len) - captured);
+        }
+        if frame.linktype == reader::UNDECLARED_INTERFACE {
+            *state
+                .skipped
+                .entry("packet for an undeclared pcapng interface")
+                .or_default() += 1;
+            state.count(Some(bucket::UNKNOWN_LINK_TYPE), captured);
+            return;
         }
         match decode::tcp_segment(frame.linktype, frame.data) {
             Ok(seg) => {
+                state.count(None, captured);
                 let mark = Mark {
                     time: frame.time,
                     frame: frame.frame,
@@ -241,11 +271,17 @@ impl CaptureStage {
                 self.reassembler.segment(&seg, mark, sink);
             }
             Err(skip) => {
-                if let Skip::UnknownLinkType(lt) = skip
-                    && !state.unknown_linktypes.contains(&lt)
-                {
-                    state.unknown_linktypes.push(lt);
-                }
+                let reason = if let Skip::UnknownLinkType(lt) = skip {
+                    if !state.unknown_linktypes.contains(&lt) {
+                        state.unknown_linktypes.push(lt);
+                    }
+                    bucket::UNKNOWN_LINK_TYPE
+                } else {
+                    // Not IP, not TCP, a fragment or a header too damaged to reach TCP: none of
+                    // it can carry the HTTP this tool reads.
+                    bucket::NOT_TCP
+                };
+                state.count(Some(reason), captured);
                 *state.skipped.entry(skip.reason()).or_default() += 1;
             }
         }
@@ -281,12 +317,21 @@ impl CaptureStage {
                 state.truncated_frames, state.cut_at
             ));
         }
+        if notes.over_snaplen > 0 {
+            warnings.push(format!(
+                "{} records claim more captured bytes than the file's snap length; they were read as they are",
+                notes.over_snaplen
+            ));
+        }
+        warnings.extend(notes.corrupt_summary());
         if notes.interface_drops > 0 {
             warnings.push(format!(
                 "the capturing interface reported {} dropped packets",
                 notes.interface_drops
             ));
         }
+        let caps = self.reassembler.cap_counts(input.reader.input_id());
+        warnings.extend(tcp::cap_warnings(&caps, &self.reassembler.limits));
         let format = if notes.gzip {
             format!("{}+gzip", input.reader.format.name())
         } else {
@@ -294,15 +339,7 @@ impl CaptureStage {
         };
         let packets = input.reader.frames();
         let bytes = input.bytes_read.load(Ordering::Relaxed);
-        let mut accounting = mcpf_model::Accounting::default();
-        let skipped_packets: u64 = skipped.values().sum();
-        for (reason, n) in &skipped {
-            accounting.packets.skip(reason, *n);
-        }
-        accounting
-            .packets
-            .analyse(packets.saturating_sub(skipped_packets));
-        accounting.bytes.analyse(bytes);
+        let accounting = file_accounting(state, notes, input.reader.bytes_read());
         InputReport {
             index: input.reader.input_id(),
             path: input.path.clone(),
@@ -315,6 +352,25 @@ impl CaptureStage {
             error: None,
         }
     }
+}
+
+/// The input's ledger: the frames as the stage counted them, and what the reader counted of the
+/// file around them (its framing, corrupt stretches skipped, an incomplete last record).
+fn file_accounting(state: &InputState, notes: &reader::ReadNotes, file_bytes: u64) -> Accounting {
+    let mut a = state.accounting.clone();
+    a.bytes.skip(bucket::FILE_FRAMING, notes.framing_bytes);
+    a.bytes.lose(bucket::CORRUPT_RECORD, notes.corrupt_bytes);
+    a.packets
+        .lose(bucket::CORRUPT_RECORD, notes.corrupt_stretches);
+    if notes.truncated_bytes > 0 {
+        a.bytes.lose(bucket::TRUNCATED, notes.truncated_bytes);
+        a.packets.lose(bucket::TRUNCATED, 1);
+    }
+    debug_assert_eq!(
+        a.bytes.total, file_bytes,
+        "every byte of the file is in one bucket"
+    );
+    a
 }
 
 /// A frame copied out of its reader, so several inputs can be merged by time.
@@ -401,5 +457,44 @@ fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
             .notes
             .warnings
             .push(format!("reading stopped: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_and_framing_add_up_to_the_file() {
+        let mut state = InputState {
+            skipped: BTreeMap::new(),
+            unknown_linktypes: Vec::new(),
+            truncated_frames: 0,
+            cut_at: 0,
+            accounting: Accounting::default(),
+        };
+        state.count(None, 1500);
+        state.count(Some(bucket::NOT_TCP), 60);
+        state.count(Some(bucket::UNKNOWN_LINK_TYPE), 40);
+        let notes = reader::ReadNotes {
+            framing_bytes: 24 + 16 * 3,
+            corrupt_stretches: 2,
+            corrupt_bytes: 77,
+            truncated_bytes: 9,
+            ..Default::default()
+        };
+        let file = 1500 + 60 + 40 + 24 + 48 + 77 + 9;
+        let a = file_accounting(&state, &notes, file);
+        assert!(a.balanced(), "{a:?}");
+        assert_eq!(a.bytes.total, file);
+        assert_eq!(a.bytes.analysed, 1500);
+        assert_eq!(a.bytes.skipped[bucket::FILE_FRAMING], 72);
+        assert_eq!(a.bytes.lost[bucket::CORRUPT_RECORD], 77);
+        assert_eq!(
+            a.packets.total,
+            3 + 2 + 1,
+            "a stretch and a cut record count as one each"
+        );
+        assert_eq!(a.packets.lost[bucket::TRUNCATED], 1);
     }
 }

@@ -1,25 +1,42 @@
 //! Streaming pcap / pcapng reader: turns a byte source into timestamped, numbered link-layer
 //! frames without ever holding more than one read buffer.
 //!
-//! Built on `pcap-parser`'s pull readers (`next` → `consume` / `refill`). The format is sniffed
-//! from magic bytes, never from the file name, and gzip is unwrapped the same way.
+//! The framing (pcap record headers, pcapng block lengths) is read here, over one window of the
+//! source that is consumed as it goes, so that a corrupt record can be stepped over: the reader
+//! scans forward to the next plausible record or block, the way pcapfix and Wireshark do, and
+//! counts what it skipped. `pcap-parser` parses the file header and each pcapng block's body.
+//! The format is sniffed from magic bytes, never from the file name, and gzip is unwrapped the
+//! same way; a gzip stream that ends early is read up to its cut, like a truncated file.
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pcap_parser::pcapng::{Block, InterfaceDescriptionBlock, InterfaceStatisticsBlock};
-use pcap_parser::traits::PcapReaderIterator;
-use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
+use pcap_parser::pcapng::{self, Block, InterfaceDescriptionBlock, InterfaceStatisticsBlock};
 
 use mcpf_model::{FrameRef, InputId, Timestamp};
 
-/// Read buffer of the pull reader. A record larger than [`MAX_RECORD`] is corrupt by our
-/// definition (the largest real link-layer frames are 256 KiB), so the buffer grows up to that and
-/// no further: a crafted length field cannot make us allocate gigabytes.
+/// Read buffer. A record larger than [`MAX_RECORD`] is corrupt by our definition (the largest
+/// real link-layer frames are 256 KiB), so the buffer grows up to that (plus this margin) and no
+/// further: a crafted length field cannot make us allocate gigabytes.
 const INITIAL_BUFFER: usize = 1 << 20;
 pub(crate) const MAX_RECORD: usize = 16 << 20;
+
+/// A pcap record claiming more captured bytes than this, and than the file's snap length, is
+/// corrupt (tcpdump's largest snap length is 262144).
+const MAX_PLAUSIBLE_CAPLEN: u32 = 262_144;
+
+/// A pcap record whose timestamp is further than this from the previous record's is doubtful:
+/// believed only when the record after it is plausible.
+const MAX_TIME_JUMP_SECS: i64 = 30 * 86_400;
+
+/// The largest pcapng block a resynchronisation lands on: the scan after a damaged block looks
+/// at most this far ahead from each offset (real packet blocks are at most 256 KiB).
+const MAX_RESYNC_BLOCK: usize = 1 << 20;
+
+/// Corrupt stretches that get a warning of their own; the rest are summed in one line.
+pub(crate) const MAX_CORRUPT_WARNINGS: u64 = 10;
 
 /// The container format of a capture file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,23 +180,238 @@ struct Interface {
 
 type BoxedRead = Box<dyn Read + Send>;
 
-enum Inner {
-    Legacy(Legacy),
-    Ng(Ng),
+/// The read buffer over the (decompressed) source: bytes are looked at in place and consumed;
+/// only what is not consumed yet is ever held.
+struct Window {
+    source: BoxedRead,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Bytes consumed before `buf[start]`: the file offset of the first byte of `data()`.
+    consumed: u64,
+    eof: bool,
+    /// Why the source stopped early (a cut gzip stream, a read error), and at which offset.
+    failure: Option<(u64, io::Error)>,
+}
+
+impl Window {
+    fn new(source: BoxedRead) -> Self {
+        Window {
+            source,
+            buf: vec![0; INITIAL_BUFFER],
+            start: 0,
+            end: 0,
+            consumed: 0,
+            eof: false,
+            failure: None,
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn offset(&self) -> u64 {
+        self.consumed
+    }
+
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.end - self.start);
+        self.start += n;
+        self.consumed += n as u64;
+    }
+
+    /// Makes `n` bytes available unless the source ends first; returns how many are. The buffer
+    /// is compacted only when fewer than `n` bytes of room are left and is sized `n` plus a
+    /// margin, so scanning forward a byte at a time copies each byte a bounded number of times.
+    fn fill(&mut self, n: usize) -> usize {
+        while self.end - self.start < n && !self.eof {
+            if self.buf.len() < n {
+                self.buf.resize(n + INITIAL_BUFFER, 0);
+            }
+            if self.buf.len() - self.start < n {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            match self.source.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let at = self.consumed + (self.end - self.start) as u64;
+                    self.failure = Some((at, e));
+                    self.eof = true;
+                }
+            }
+        }
+        self.end - self.start
+    }
 }
 
 /// A classic pcap file: one link type and one timestamp precision for every record.
 struct Legacy {
-    reader: Box<LegacyPcapReader<BoxedRead>>,
+    big_endian: bool,
+    nanos: bool,
+    /// 16 bytes, or 24 in the old "modified" (Kuznetzov) format.
+    record_header: usize,
     linktype: i32,
     snaplen: u32,
-    nanos: bool,
+    /// Seconds of the last record read, against which the next one's timestamp is judged.
+    prev_secs: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RecordHeader {
+    ts_sec: u32,
+    ts_frac: u32,
+    caplen: u32,
+    orig_len: u32,
+}
+
+/// What a pcap record header says of itself, before any byte of its data is trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Judgement {
+    Plausible,
+    /// Possible in a real file (a wrong snap length in the file header, a clock that jumped, a
+    /// writer that swapped the lengths) but also what corruption looks like: believed only when
+    /// the record after it is plausible.
+    Doubtful,
+    /// A length no real record has.
+    Corrupt,
+}
+
+impl Legacy {
+    fn header(&self, b: &[u8]) -> RecordHeader {
+        let u32_at = |o: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&b[o..o + 4]);
+            if self.big_endian {
+                u32::from_be_bytes(w)
+            } else {
+                u32::from_le_bytes(w)
+            }
+        };
+        RecordHeader {
+            ts_sec: u32_at(0),
+            ts_frac: u32_at(4),
+            caplen: u32_at(8),
+            orig_len: u32_at(12),
+        }
+    }
+
+    fn judge(&self, h: &RecordHeader, prev_secs: Option<u32>) -> Judgement {
+        let hard_max = MAX_PLAUSIBLE_CAPLEN.max(self.snaplen.min(MAX_RECORD as u32));
+        if h.caplen > hard_max {
+            return Judgement::Corrupt;
+        }
+        let frac_ok = h.ts_frac < if self.nanos { 1_000_000_000 } else { 1_000_000 };
+        let time_ok = prev_secs
+            .is_none_or(|p| (i64::from(h.ts_sec) - i64::from(p)).abs() <= MAX_TIME_JUMP_SECS);
+        let snap_ok = self.snaplen == 0 || h.caplen <= self.snaplen;
+        // A packet on the wire has at least one byte: a run of zeros is not a record.
+        if frac_ok && time_ok && snap_ok && h.orig_len >= h.caplen && h.orig_len > 0 {
+            Judgement::Plausible
+        } else {
+            Judgement::Doubtful
+        }
+    }
+
+    /// Whether the record whose header starts the window is followed by a plausible record
+    /// header, or ends where the file does.
+    fn confirmed(&self, window: &mut Window, h: &RecordHeader) -> bool {
+        let end = self.record_header + h.caplen as usize;
+        let avail = window.fill(end + self.record_header);
+        if avail < end {
+            return false;
+        }
+        if avail < end + self.record_header {
+            return true;
+        }
+        let next = self.header(&window.data()[end..end + self.record_header]);
+        self.judge(&next, Some(h.ts_sec)) == Judgement::Plausible
+    }
+
+    fn step(&mut self, w: &mut Window, notes: &mut ReadNotes) -> Step {
+        let hl = self.record_header;
+        loop {
+            let avail = w.fill(hl);
+            if avail == 0 {
+                return Step::End;
+            }
+            if avail < hl {
+                notes.truncate(w, avail);
+                return Step::End;
+            }
+            let h = self.header(&w.data()[..hl]);
+            match self.judge(&h, self.prev_secs) {
+                Judgement::Plausible => {}
+                Judgement::Doubtful if self.confirmed(w, &h) => {
+                    if self.snaplen > 0 && h.caplen > self.snaplen {
+                        notes.over_snaplen += 1;
+                    }
+                }
+                _ => {
+                    self.resync(w, notes);
+                    continue;
+                }
+            }
+            let len = hl + h.caplen as usize;
+            let avail = w.fill(len);
+            if avail < len {
+                notes.truncate(w, avail);
+                return Step::End;
+            }
+            self.prev_secs = Some(h.ts_sec);
+            let sub = if self.nanos {
+                h.ts_frac.min(999_999_999)
+            } else {
+                h.ts_frac.min(999_999).saturating_mul(1000)
+            };
+            notes.framing_bytes += hl as u64;
+            return Step::Frame(PacketMeta {
+                time: Timestamp::from_secs_nanos(i64::from(h.ts_sec), sub),
+                linktype: self.linktype,
+                orig_len: h.orig_len,
+                data_offset: hl,
+                data_len: h.caplen as usize,
+                consume: len,
+            });
+        }
+    }
+
+    /// Skips a corrupt record: forward a byte at a time to the next offset where a record header
+    /// is plausible and the record after it is too (or the file ends there), the test pcapfix
+    /// and Wireshark use. Each offset costs a constant amount of work.
+    fn resync(&mut self, w: &mut Window, notes: &mut ReadNotes) {
+        let start = w.offset();
+        let hl = self.record_header;
+        w.consume(1);
+        let mut skipped = 1u64;
+        loop {
+            let avail = w.fill(hl);
+            if avail < hl {
+                w.consume(avail);
+                skipped += avail as u64;
+                break;
+            }
+            let h = self.header(&w.data()[..hl]);
+            if h.caplen <= MAX_PLAUSIBLE_CAPLEN
+                && self.judge(&h, self.prev_secs) == Judgement::Plausible
+                && self.confirmed(w, &h)
+            {
+                break;
+            }
+            w.consume(1);
+            skipped += 1;
+        }
+        notes.corrupt(start, skipped, "pcap record");
+    }
 }
 
 /// A pcapng file: its link types and timestamp units come from the interfaces each section
 /// declares.
 struct Ng {
-    reader: Box<PcapNGReader<BoxedRead>>,
     section: Section,
 }
 
@@ -191,50 +423,200 @@ struct Section {
     big_endian: bool,
 }
 
+const SHB_TYPE: u32 = 0x0A0D_0D0A;
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+const EPB_TYPE: u32 = 6;
+
+/// Block types of the pcapng specification, the only ones a resynchronisation may land on.
+const KNOWN_BLOCK_TYPES: [u32; 12] = [
+    SHB_TYPE,
+    1,
+    OBSOLETE_PACKET_BLOCK,
+    3,
+    4,
+    5,
+    EPB_TYPE,
+    9,
+    0x0A,
+    0x0BAD,
+    0x4000_0BAD,
+    0x8000_0001,
+];
+
+/// The framing of a pcapng block: type, total length and the byte order it is read in (a
+/// section header tells its own by its byte-order magic). `None` when not even that is sane.
+fn ng_frame(b: &[u8], big_endian: bool) -> Option<(u32, usize, bool)> {
+    let word = |o: usize, be: bool| -> Option<u32> {
+        let w: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
+        Some(if be {
+            u32::from_be_bytes(w)
+        } else {
+            u32::from_le_bytes(w)
+        })
+    };
+    let ty = word(0, big_endian)?;
+    let be = if ty == SHB_TYPE {
+        match word(8, false)? {
+            BYTE_ORDER_MAGIC => false,
+            m if m == BYTE_ORDER_MAGIC.swap_bytes() => true,
+            _ => return None,
+        }
+    } else {
+        big_endian
+    };
+    let len = word(4, be)? as usize;
+    let sane = len >= 12 && len.is_multiple_of(4) && len <= MAX_RECORD;
+    sane.then_some((ty, len, be))
+}
+
+fn ng_trailer_ok(b: &[u8], len: usize, be: bool) -> bool {
+    let Some(w) = b.get(len - 4..len) else {
+        return false;
+    };
+    let w: [u8; 4] = [w[0], w[1], w[2], w[3]];
+    let trailer = if be {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    };
+    trailer as usize == len
+}
+
+impl Ng {
+    fn step(&mut self, w: &mut Window, notes: &mut ReadNotes) -> Step {
+        loop {
+            let avail = w.fill(12);
+            if avail == 0 {
+                return Step::End;
+            }
+            if avail < 12 {
+                notes.truncate(w, avail);
+                return Step::End;
+            }
+            let Some((_, len, be)) = ng_frame(w.data(), self.section.big_endian) else {
+                self.resync(w, notes);
+                continue;
+            };
+            let avail = w.fill(len);
+            if avail < len {
+                notes.truncate(w, avail);
+                return Step::End;
+            }
+            if !ng_trailer_ok(w.data(), len, be) {
+                self.resync(w, notes);
+                continue;
+            }
+            let start = w.offset();
+            let bytes = &w.data()[..len];
+            let parsed = if be {
+                pcapng::parse_block_be(bytes)
+            } else {
+                pcapng::parse_block_le(bytes)
+            };
+            let base = bytes.as_ptr() as usize;
+            let packet = match parsed {
+                Ok((_, block)) => match self.section.read(block, notes) {
+                    BlockRead::Packet(p) => Some((p.if_id, p.raw_ts, p.orig_len, p.data)),
+                    BlockRead::Other => None,
+                    BlockRead::Malformed(what) => {
+                        w.consume(len);
+                        notes.corrupt(start, len as u64, what);
+                        continue;
+                    }
+                },
+                Err(_) => {
+                    w.consume(len);
+                    notes.corrupt(start, len as u64, "pcapng block whose body does not parse");
+                    continue;
+                }
+            };
+            let Some((if_id, raw_ts, orig_len, data)) = packet else {
+                w.consume(len);
+                notes.framing_bytes += len as u64;
+                continue;
+            };
+            let data_offset = data.as_ptr() as usize - base;
+            let data_len = data.len();
+            notes.framing_bytes += (len - data_len) as u64;
+            let (time, linktype) = match self.section.interfaces.get(if_id) {
+                Some(iface) => (raw_ts.map(|raw| ng_time(raw, iface)), iface.linktype),
+                None => (None, UNDECLARED_INTERFACE),
+            };
+            return Step::NgFrame(
+                time,
+                PacketMeta {
+                    time: Timestamp(0),
+                    linktype,
+                    orig_len,
+                    data_offset,
+                    data_len,
+                    consume: len,
+                },
+            );
+        }
+    }
+
+    /// Skips a damaged block: forward a byte at a time (not only at 4-byte boundaries, so that
+    /// garbage of any length between blocks is stepped over) to the next block of a known type
+    /// whose leading and trailing lengths agree.
+    fn resync(&mut self, w: &mut Window, notes: &mut ReadNotes) {
+        let start = w.offset();
+        w.consume(1);
+        let mut skipped = 1u64;
+        loop {
+            let avail = w.fill(12);
+            if avail < 12 {
+                w.consume(avail);
+                skipped += avail as u64;
+                break;
+            }
+            if let Some((ty, len, be)) = ng_frame(w.data(), self.section.big_endian)
+                && len <= MAX_RESYNC_BLOCK
+                && KNOWN_BLOCK_TYPES.contains(&ty)
+                && self.declared(ty, w.data(), be)
+                && w.fill(len) >= len
+                && ng_trailer_ok(w.data(), len, be)
+            {
+                break;
+            }
+            w.consume(1);
+            skipped += 1;
+        }
+        notes.corrupt(start, skipped, "pcapng block");
+    }
+
+    /// A packet block found while resynchronising must name an interface the section declared.
+    fn declared(&self, ty: u32, b: &[u8], be: bool) -> bool {
+        if ty != EPB_TYPE {
+            return true;
+        }
+        let Some(w) = b.get(8..12) else {
+            return false;
+        };
+        let w: [u8; 4] = [w[0], w[1], w[2], w[3]];
+        let if_id = if be {
+            u32::from_be_bytes(w)
+        } else {
+            u32::from_le_bytes(w)
+        };
+        (if_id as usize) < self.section.interfaces.len()
+    }
+}
+
+enum Inner {
+    Legacy(Legacy),
+    Ng(Ng),
+}
+
 /// Where a read stands, whatever the container format.
 struct Cursor {
     frames: u64,
-    /// The packet block handed out last stays in the buffer, borrowed by its frame, and is
-    /// consumed on the next call.
+    /// The record handed out last stays in the buffer, borrowed by its frame, and is consumed
+    /// on the next call.
     pending_consume: usize,
     /// The time of the previous packet, which a packet without a timestamp inherits.
     last_time: Timestamp,
     done: bool,
-}
-
-impl Cursor {
-    fn new() -> Self {
-        Cursor {
-            frames: 0,
-            pending_consume: 0,
-            last_time: Timestamp(0),
-            done: false,
-        }
-    }
-
-    /// Consumes the block handed out last and waits for the next one. Returns its size and the
-    /// address the read buffer starts at (packets are described by offsets from it), or `None`
-    /// at the end.
-    #[inline]
-    fn advance<R: PcapReaderIterator + ?Sized>(
-        &mut self,
-        reader: &mut R,
-        notes: &mut ReadNotes,
-    ) -> Result<Option<(usize, usize)>, ReadError> {
-        reader.consume(std::mem::take(&mut self.pending_consume));
-        let Some(consumed) = next_block(reader, notes, &mut self.done)? else {
-            return Ok(None);
-        };
-        Ok(Some((consumed, reader.data().as_ptr() as usize)))
-    }
-
-    /// A packet block of `consumed` bytes was read: hand its frame out.
-    #[inline]
-    fn frame(&mut self, consumed: usize, meta: PacketMeta) -> Step {
-        self.last_time = meta.time;
-        self.pending_consume = consumed;
-        Step::Frame(meta)
-    }
 }
 
 /// Things noticed while reading that do not stop the read.
@@ -247,6 +629,17 @@ pub(crate) struct ReadNotes {
     pub(crate) interface_drops: u64,
     pub(crate) truncated: bool,
     pub(crate) gzip: bool,
+    /// Bytes of the file's own structure: file header, record headers, non-packet blocks, the
+    /// parts of packet blocks around the frame.
+    pub(crate) framing_bytes: u64,
+    /// Corrupt stretches skipped while resynchronising (or whole blocks that did not parse),
+    /// and their bytes.
+    pub(crate) corrupt_stretches: u64,
+    pub(crate) corrupt_bytes: u64,
+    /// Bytes of the incomplete record the file (or its gzip stream) ends in.
+    pub(crate) truncated_bytes: u64,
+    /// pcap records that claimed more captured bytes than the file's snap length.
+    pub(crate) over_snaplen: u64,
 }
 
 impl ReadNotes {
@@ -256,11 +649,45 @@ impl ReadNotes {
             None => self.skipped.push((reason, 1)),
         }
     }
+
+    /// Counts a stretch of `len` bytes from `offset` that was skipped as corrupt; the first
+    /// [`MAX_CORRUPT_WARNINGS`] get their own warning, the total is reported at the end.
+    fn corrupt(&mut self, offset: u64, len: u64, what: &str) {
+        self.corrupt_stretches += 1;
+        self.corrupt_bytes += len;
+        if self.corrupt_stretches <= MAX_CORRUPT_WARNINGS {
+            self.warnings.push(format!(
+                "corrupt {what} at byte {offset}: {len} bytes skipped to the next valid one"
+            ));
+        }
+    }
+
+    /// The file ends `avail` bytes into a record: they are consumed and counted as truncated.
+    fn truncate(&mut self, w: &mut Window, avail: usize) {
+        let at = w.offset();
+        w.consume(avail);
+        self.truncated = true;
+        self.truncated_bytes += avail as u64;
+        self.warnings.push(format!(
+            "the capture is truncated: its last record (at byte {at}, {avail} bytes) is incomplete and was ignored"
+        ));
+    }
+
+    /// The warning that sums up the corrupt stretches when there were more than were listed.
+    pub(crate) fn corrupt_summary(&self) -> Option<String> {
+        (self.corrupt_stretches > MAX_CORRUPT_WARNINGS).then(|| {
+            format!(
+                "{} corrupt stretches in all ({} bytes skipped); only the first {} are listed",
+                self.corrupt_stretches, self.corrupt_bytes, MAX_CORRUPT_WARNINGS
+            )
+        })
+    }
 }
 
 /// A pull reader over one capture file, yielding [`Frame`]s that borrow its buffer.
 pub struct CaptureReader {
     inner: Inner,
+    window: Window,
     input: InputId,
     cursor: Cursor,
     pub(crate) notes: ReadNotes,
@@ -270,82 +697,69 @@ pub struct CaptureReader {
 impl CaptureReader {
     /// Opens a capture from any byte source, unwrapping gzip when the magic bytes say so.
     pub fn open(source: BoxedRead, input: InputId) -> Result<Self, ReadError> {
-        let mut buffered = BufReader::with_capacity(64 * 1024, source);
-        let head = fill_head(&mut buffered)?;
+        let mut window = Window::new(source);
+        window.fill(64);
         let mut gzip = false;
-        let (source, head): (BoxedRead, Vec<u8>) = match sniff(&head) {
-            Sniffed::Gzip => {
-                gzip = true;
-                let mut unzipped = BufReader::new(flate2::read::MultiGzDecoder::new(buffered));
-                let head = fill_head(&mut unzipped).map_err(|e| match e {
-                    ReadError::Io(e) => {
-                        ReadError::NotACapture(format!("gzip data that does not decompress: {e}"))
-                    }
-                    other => other,
-                })?;
-                (Box::new(unzipped), head)
+        if sniff(window.data()) == Sniffed::Gzip {
+            gzip = true;
+            let compressed = std::mem::replace(&mut window, Window::new(Box::new(io::empty())));
+            window = Window::new(Box::new(flate2::read::MultiGzDecoder::new(Unread(
+                compressed,
+            ))));
+            window.fill(64);
+            if window.data().is_empty()
+                && let Some((_, e)) = window.failure.take()
+            {
+                return Err(ReadError::NotACapture(format!(
+                    "gzip data that does not decompress: {e}"
+                )));
             }
-            _ => (Box::new(buffered), head),
-        };
-        let mut reader = match sniff(&head) {
-            Sniffed::Pcap => Self::legacy(source, input)?,
-            Sniffed::PcapNg => Self::pcapng(source, input)?,
+        }
+        if window.data().is_empty()
+            && let Some((_, e)) = window.failure.take()
+        {
+            return Err(ReadError::Io(e));
+        }
+        let head = window.data();
+        let (inner, format) = match sniff(head) {
+            Sniffed::Pcap => (
+                Inner::Legacy(open_legacy(&mut window)?),
+                CaptureFormat::Pcap,
+            ),
+            Sniffed::PcapNg => (Inner::Ng(open_ng(&window)?), CaptureFormat::PcapNg),
             Sniffed::Empty => return Err(ReadError::Empty),
             Sniffed::Json => {
                 return Err(ReadError::NotACapture(format!(
                     "it starts like JSON ({}), perhaps a HAR file or a JSON access log",
-                    describe_bytes(&head)
+                    describe_bytes(head)
                 )));
             }
             Sniffed::Gzip | Sniffed::Unknown => {
                 return Err(ReadError::NotACapture(format!(
                     "its first bytes are {}",
-                    describe_bytes(&head)
+                    describe_bytes(head)
                 )));
             }
         };
-        reader.notes.gzip = gzip;
-        Ok(reader)
-    }
-
-    fn legacy(source: BoxedRead, input: InputId) -> Result<Self, ReadError> {
-        let mut reader = LegacyPcapReader::new(INITIAL_BUFFER, source)
-            .map_err(|e| ReadError::BadHeader(pcap_error_text(&e)))?;
-        // The first `next` returns the file header, which tells the link type and precision.
-        let (linktype, snaplen, nanos, consumed) = match reader.next() {
-            Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
-                (h.network.0, h.snaplen, h.is_nanosecond_precision(), n)
-            }
-            Ok(_) => return Err(ReadError::BadHeader("no pcap file header".into())),
-            Err(e) => return Err(ReadError::BadHeader(pcap_error_text(&e))),
+        let mut notes = ReadNotes {
+            gzip,
+            ..ReadNotes::default()
         };
-        reader.consume(consumed);
+        if format == CaptureFormat::Pcap {
+            notes.framing_bytes = PCAP_FILE_HEADER as u64;
+        }
         Ok(CaptureReader {
-            inner: Inner::Legacy(Legacy {
-                reader: Box::new(reader),
-                linktype,
-                snaplen,
-                nanos,
-            }),
+            inner,
+            window,
             input,
-            cursor: Cursor::new(),
-            notes: ReadNotes::default(),
-            format: CaptureFormat::Pcap,
-        })
-    }
-
-    fn pcapng(source: BoxedRead, input: InputId) -> Result<Self, ReadError> {
-        let reader = PcapNGReader::new(INITIAL_BUFFER, source)
-            .map_err(|e| ReadError::BadHeader(pcap_error_text(&e)))?;
-        Ok(CaptureReader {
-            inner: Inner::Ng(Ng {
-                reader: Box::new(reader),
-                section: Section::default(),
-            }),
-            input,
-            cursor: Cursor::new(),
-            notes: ReadNotes::default(),
-            format: CaptureFormat::PcapNg,
+            cursor: Cursor {
+                frames: 0,
+                pending_consume: 0,
+                last_time: Timestamp(0),
+                done: false,
+            },
+            notes,
+            format,
         })
     }
 
@@ -358,25 +772,41 @@ impl CaptureReader {
         self.cursor.frames
     }
 
-    /// The next frame, or `None` at the end of the capture. A damaged tail ends the read with a
-    /// warning (in the input's [report](crate::CaptureStage::report)) rather than an error: what
-    /// was read before it stays valid.
+    /// Bytes of the (decompressed) file read so far, the frame handed out last included.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.window.offset() + self.cursor.pending_consume as u64
+    }
+
+    /// The next frame, or `None` at the end of the capture. Corrupt records are skipped and a
+    /// damaged tail ends the read, each with a warning (in the input's
+    /// [report](crate::CaptureStage::report)) rather than an error: what was read stays valid.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, ReadError> {
-        let meta = loop {
-            if self.cursor.done {
+        if self.cursor.done {
+            return Ok(None);
+        }
+        self.window
+            .consume(std::mem::take(&mut self.cursor.pending_consume));
+        let step = match &mut self.inner {
+            Inner::Legacy(legacy) => legacy.step(&mut self.window, &mut self.notes),
+            Inner::Ng(ng) => ng.step(&mut self.window, &mut self.notes),
+        };
+        let meta = match step {
+            Step::Frame(meta) => meta,
+            Step::NgFrame(time, mut meta) => {
+                meta.time = time.unwrap_or(self.cursor.last_time);
+                meta
+            }
+            Step::End => {
+                self.end();
                 return Ok(None);
             }
-            match self.step()? {
-                Step::Frame(meta) => break meta,
-                Step::Other => continue,
-                Step::End => return Ok(None),
-            }
         };
-        let buffer = match &self.inner {
-            Inner::Legacy(legacy) => legacy.reader.data(),
-            Inner::Ng(ng) => ng.reader.data(),
-        };
-        let data = buffer
+        self.cursor.frames += 1;
+        self.cursor.last_time = meta.time;
+        self.cursor.pending_consume = meta.consume;
+        let data = self
+            .window
+            .data()
             .get(meta.data_offset..meta.data_offset + meta.data_len)
             .unwrap_or(&[]);
         Ok(Some(Frame {
@@ -388,86 +818,80 @@ impl CaptureReader {
         }))
     }
 
-    /// Parses one block. Packet blocks are left in the buffer (consumed on the next call) and
-    /// described by offsets, so the caller can borrow their bytes without parsing them twice.
-    fn step(&mut self) -> Result<Step, ReadError> {
-        match &mut self.inner {
-            Inner::Legacy(legacy) => legacy.step(&mut self.cursor, &mut self.notes),
-            Inner::Ng(ng) => ng.step(&mut self.cursor, &mut self.notes),
+    /// The read is over: say why the source stopped, when it stopped early.
+    fn end(&mut self) {
+        self.cursor.done = true;
+        if let Some((at, e)) = self.window.failure.take() {
+            self.notes.truncated = true;
+            self.notes.warnings.push(if self.notes.gzip {
+                format!(
+                    "the gzip stream is cut or damaged at decompressed byte {at} ({e}): the frames before it were analysed"
+                )
+            } else {
+                format!("reading failed at byte {at} ({e}): the frames before it were analysed")
+            });
         }
     }
 }
 
-impl Legacy {
-    #[inline]
-    fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
-        let reader = self.reader.as_mut();
-        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
-            return Ok(Step::End);
-        };
-        let Ok((_, PcapBlockOwned::Legacy(block))) = reader.next() else {
-            reader.consume(consumed);
-            return Ok(Step::Other);
-        };
-        cursor.frames += 1;
-        if self.snaplen > 0 && block.caplen > self.snaplen.max(MAX_SANE_SNAPLEN) {
-            notes.warnings.push(format!(
-                "frame {} claims {} captured bytes, more than the snap length {}",
-                cursor.frames, block.caplen, self.snaplen
-            ));
+/// Hands the bytes a window already holds back to a reader, then the rest of its source: the
+/// gzip decoder starts on the bytes that were sniffed.
+struct Unread(Window);
+
+impl Read for Unread {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let w = &mut self.0;
+        if w.data().is_empty() {
+            if let Some((_, e)) = w.failure.take() {
+                return Err(e);
+            }
+            return w.source.read(buf);
         }
-        let sub = if self.nanos {
-            block.ts_usec.min(999_999_999)
-        } else {
-            block.ts_usec.min(999_999).saturating_mul(1000)
-        };
-        let meta = PacketMeta {
-            time: Timestamp::from_secs_nanos(i64::from(block.ts_sec), sub),
-            linktype: self.linktype,
-            orig_len: block.origlen,
-            data_offset: block.data.as_ptr() as usize - base,
-            data_len: block.data.len(),
-        };
-        Ok(cursor.frame(consumed, meta))
+        let n = w.data().len().min(buf.len());
+        buf[..n].copy_from_slice(&w.data()[..n]);
+        w.consume(n);
+        Ok(n)
     }
 }
 
-impl Ng {
-    #[inline]
-    fn step(&mut self, cursor: &mut Cursor, notes: &mut ReadNotes) -> Result<Step, ReadError> {
-        let reader = self.reader.as_mut();
-        let Some((consumed, base)) = cursor.advance(reader, notes)? else {
-            return Ok(Step::End);
-        };
-        let packet = match reader.next() {
-            Ok((_, PcapBlockOwned::NG(block))) => self.section.read(block, notes),
-            _ => None,
-        };
-        let Some(packet) = packet else {
-            reader.consume(consumed);
-            return Ok(Step::Other);
-        };
-        cursor.frames += 1;
-        let (time, linktype) = match self.section.interfaces.get(packet.if_id) {
-            Some(iface) => {
-                let time = packet
-                    .raw_ts
-                    .map_or(cursor.last_time, |raw| ng_time(raw, iface));
-                (time, iface.linktype)
-            }
-            None => {
-                notes.skip("packet for an undeclared pcapng interface");
-                (cursor.last_time, UNDECLARED_INTERFACE)
-            }
-        };
-        let meta = PacketMeta {
-            time,
-            linktype,
-            orig_len: packet.orig_len,
-            data_offset: packet.data.as_ptr() as usize - base,
-            data_len: packet.data.len(),
-        };
-        Ok(cursor.frame(consumed, meta))
+const PCAP_FILE_HEADER: usize = 24;
+
+fn open_legacy(w: &mut Window) -> Result<Legacy, ReadError> {
+    if w.fill(PCAP_FILE_HEADER) < PCAP_FILE_HEADER {
+        return Err(ReadError::BadHeader(
+            "the file ends inside its header".into(),
+        ));
+    }
+    let header = match pcap_parser::parse_pcap_header(w.data()) {
+        Ok((_, h)) => h,
+        Err(e) => return Err(ReadError::BadHeader(format!("invalid header ({e:?})"))),
+    };
+    let big_endian = w.data()[0] == 0xa1;
+    let modified = header.magic_number == 0xa1b2_cd34;
+    w.consume(PCAP_FILE_HEADER);
+    Ok(Legacy {
+        big_endian,
+        nanos: header.is_nanosecond_precision(),
+        record_header: if modified { 24 } else { 16 },
+        linktype: header.network.0,
+        snaplen: header.snaplen,
+        prev_secs: None,
+    })
+}
+
+/// A pcapng file must open with a section header block; everything after it is read block by
+/// block.
+fn open_ng(w: &Window) -> Result<Ng, ReadError> {
+    match ng_frame(w.data(), false) {
+        Some((SHB_TYPE, _, be)) => Ok(Ng {
+            section: Section {
+                interfaces: Vec::new(),
+                big_endian: be,
+            },
+        }),
+        _ => Err(ReadError::BadHeader(
+            "the section header block has no valid byte-order magic or length".into(),
+        )),
     }
 }
 
@@ -480,22 +904,29 @@ struct NgPacket<'b> {
     data: &'b [u8],
 }
 
+/// What one pcapng block turned out to be.
+enum BlockRead<'b> {
+    Packet(NgPacket<'b>),
+    Other,
+    Malformed(&'static str),
+}
+
 impl Section {
     /// Takes one pcapng block: the packet it carries, if any; the other blocks change the section
     /// or the notes.
-    fn read<'b>(&mut self, block: Block<'b>, notes: &mut ReadNotes) -> Option<NgPacket<'b>> {
+    fn read<'b>(&mut self, block: Block<'b>, notes: &mut ReadNotes) -> BlockRead<'b> {
         match block {
             Block::SectionHeader(shb) => {
                 // Interface numbering starts again in every section.
                 self.interfaces.clear();
                 self.big_endian = shb.big_endian();
-                None
+                BlockRead::Other
             }
             Block::InterfaceDescription(idb) => {
                 self.declare(&idb, notes);
-                None
+                BlockRead::Other
             }
-            Block::EnhancedPacket(epb) => Some(NgPacket {
+            Block::EnhancedPacket(epb) => BlockRead::Packet(NgPacket {
                 if_id: epb.if_id as usize,
                 raw_ts: Some((u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low)),
                 orig_len: epb.origlen,
@@ -509,7 +940,7 @@ impl Section {
                 if snap > 0 {
                     cap = cap.min(snap as usize);
                 }
-                Some(NgPacket {
+                BlockRead::Packet(NgPacket {
                     if_id: 0,
                     raw_ts: None,
                     orig_len: spb.origlen,
@@ -520,23 +951,22 @@ impl Section {
                 if ub.block_type == OBSOLETE_PACKET_BLOCK
                     || ub.block_type == OBSOLETE_PACKET_BLOCK.swap_bytes() =>
             {
-                let packet = parse_obsolete_packet(ub.data, self.big_endian);
-                if packet.is_none() {
-                    notes.skip("malformed obsolete pcapng packet block");
+                match parse_obsolete_packet(ub.data, self.big_endian) {
+                    Some(p) => BlockRead::Packet(p),
+                    None => BlockRead::Malformed("obsolete pcapng packet block"),
                 }
-                packet
             }
             Block::InterfaceStatistics(isb) => {
                 if let Some(n) = self.interface_drops(&isb) {
                     notes.interface_drops = notes.interface_drops.max(n);
                 }
-                None
+                BlockRead::Other
             }
             Block::DecryptionSecrets(_) => {
                 notes.skip("pcapng decryption secrets block (TLS is not decrypted)");
-                None
+                BlockRead::Other
             }
-            _ => None,
+            _ => BlockRead::Other,
         }
     }
 
@@ -581,20 +1011,21 @@ impl Section {
 /// decoder counts it as undecodable.
 pub(crate) const UNDECLARED_INTERFACE: i32 = -1;
 
-/// Snap lengths above this are treated as "no limit" (tcpdump writes 262144).
-const MAX_SANE_SNAPLEN: u32 = 262_144;
-
 struct PacketMeta {
     time: Timestamp,
     linktype: i32,
     orig_len: u32,
+    /// Where the frame's bytes lie in the window, from the start of its record.
     data_offset: usize,
     data_len: usize,
+    /// Bytes of the whole record, consumed once the frame is done with.
+    consume: usize,
 }
 
 enum Step {
     Frame(PacketMeta),
-    Other,
+    /// A pcapng packet, with its time when the block has one.
+    NgFrame(Option<Timestamp>, PacketMeta),
     End,
 }
 
@@ -656,119 +1087,89 @@ fn ng_time(raw: u64, iface: &Interface) -> Timestamp {
     Timestamp::from_secs_nanos(secs, nanos)
 }
 
-/// Advances the pull reader until a complete block is available. Returns the size of the block to
-/// consume, or `None` at the end (clean or damaged; damage is noted).
-fn next_block<R: PcapReaderIterator + ?Sized>(
-    reader: &mut R,
-    notes: &mut ReadNotes,
-    done: &mut bool,
-) -> Result<Option<usize>, ReadError> {
-    loop {
-        let outcome = match reader.next() {
-            Ok((consumed, _)) => Ok(consumed),
-            Err(e) => Err(owned(&e)),
-        };
-        match outcome {
-            Ok(consumed) => return Ok(Some(consumed)),
-            Err(Owned::Eof) => {
-                *done = true;
-                return Ok(None);
-            }
-            Err(Owned::Incomplete) => {
-                if reader.refill().is_err() {
-                    return Err(ReadError::Io(io::Error::other(
-                        "the underlying reader failed",
-                    )));
-                }
-            }
-            Err(Owned::UnexpectedEof) => {
-                notes.truncated = true;
-                notes.warnings.push(
-                    "the capture is truncated: its last record is incomplete and was ignored"
-                        .into(),
-                );
-                *done = true;
-                return Ok(None);
-            }
-            Err(Owned::TooBig) => {
-                let current = reader.data().len().max(INITIAL_BUFFER);
-                if current < MAX_RECORD && reader.grow(MAX_RECORD) {
-                    if reader.refill().is_err() {
-                        return Err(ReadError::Io(io::Error::other(
-                            "the underlying reader failed",
-                        )));
-                    }
-                    continue;
-                }
-                notes.truncated = true;
-                notes.warnings.push(format!(
-                    "a record after byte {} claims more than {} MiB: the length field is corrupt; reading stopped there",
-                    reader.consumed(),
-                    MAX_RECORD >> 20
-                ));
-                *done = true;
-                return Ok(None);
-            }
-            Err(Owned::Corrupt(what)) => {
-                notes.truncated = true;
-                notes.warnings.push(format!(
-                    "corrupt record after byte {}: {what}; reading stopped there",
-                    reader.consumed()
-                ));
-                *done = true;
-                return Ok(None);
-            }
-            Err(Owned::Io) => {
-                return Err(ReadError::Io(io::Error::other(
-                    "read error (for gzip input: the compressed data is damaged)",
-                )));
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn legacy(snaplen: u32) -> Legacy {
+        Legacy {
+            big_endian: false,
+            nanos: false,
+            record_header: 16,
+            linktype: 1,
+            snaplen,
+            prev_secs: None,
         }
     }
-}
 
-enum Owned {
-    Eof,
-    Incomplete,
-    UnexpectedEof,
-    TooBig,
-    Corrupt(String),
-    Io,
-}
-
-fn owned(e: &PcapError<&[u8]>) -> Owned {
-    match e {
-        PcapError::Eof => Owned::Eof,
-        PcapError::Incomplete(_) => Owned::Incomplete,
-        PcapError::UnexpectedEof => Owned::UnexpectedEof,
-        PcapError::BufferTooSmall => Owned::TooBig,
-        PcapError::ReadError => Owned::Io,
-        PcapError::HeaderNotRecognized => Owned::Corrupt("header not recognised".into()),
-        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
-            Owned::Corrupt(format!("{kind:?}"))
+    fn header(ts_sec: u32, ts_frac: u32, caplen: u32, orig_len: u32) -> RecordHeader {
+        RecordHeader {
+            ts_sec,
+            ts_frac,
+            caplen,
+            orig_len,
         }
     }
-}
 
-fn pcap_error_text(e: &PcapError<&[u8]>) -> String {
-    match e {
-        PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
-            "the file ends inside its header".into()
+    #[test]
+    fn record_headers_are_judged_before_their_data_is_trusted() {
+        let f = legacy(65_535);
+        let ok = header(1_790_000_000, 5, 60, 60);
+        assert_eq!(f.judge(&ok, Some(1_790_000_000)), Judgement::Plausible);
+        // No real record is this long, whatever the file header says.
+        let huge = header(1_790_000_000, 5, 3_000_000, 3_000_000);
+        assert_eq!(f.judge(&huge, None), Judgement::Corrupt);
+        for doubtful in [
+            header(1_790_000_000, 1_000_000, 60, 60),
+            header(1_790_000_000, 5, 60, 59),
+            header(1_790_000_000, 5, 0, 0),
+            header(1_790_000_000, 5, 70_000, 70_000),
+        ] {
+            assert_eq!(
+                f.judge(&doubtful, None),
+                Judgement::Doubtful,
+                "{doubtful:?}"
+            );
         }
-        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
-            format!("invalid header ({kind:?})")
-        }
-        other => other.to_string(),
+        let jump = header(1_790_000_000 + 31 * 86_400, 5, 60, 60);
+        assert_eq!(f.judge(&jump, Some(1_790_000_000)), Judgement::Doubtful);
+        assert_eq!(f.judge(&jump, None), Judgement::Plausible);
     }
-}
 
-/// Reads up to 64 bytes without consuming them (a short read is fine: it may be a small file).
-fn fill_head<R: BufRead>(reader: &mut R) -> Result<Vec<u8>, ReadError> {
-    loop {
-        match reader.fill_buf() {
-            Ok(buf) => return Ok(buf[..buf.len().min(64)].to_vec()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ReadError::Io(e)),
+    #[test]
+    fn pcapng_framing_needs_sane_lengths_and_a_byte_order_magic() {
+        let mut shb = Vec::new();
+        for w in [SHB_TYPE, 28, BYTE_ORDER_MAGIC] {
+            shb.extend_from_slice(&w.to_be_bytes());
         }
+        assert_eq!(ng_frame(&shb, false), Some((SHB_TYPE, 28, true)));
+        let mut epb = Vec::new();
+        for w in [EPB_TYPE, 32, 0] {
+            epb.extend_from_slice(&w.to_le_bytes());
+        }
+        assert_eq!(ng_frame(&epb, false), Some((EPB_TYPE, 32, false)));
+        epb[4] = 30;
+        assert_eq!(ng_frame(&epb, false), None, "not a multiple of 4");
+        epb[4] = 8;
+        assert_eq!(ng_frame(&epb, false), None, "shorter than its own framing");
+        shb[8] = 0;
+        assert_eq!(ng_frame(&shb, false), None, "no byte-order magic");
+    }
+
+    #[test]
+    fn the_window_scans_a_byte_at_a_time_without_holding_more_than_it_needs() {
+        let data: Vec<u8> = (0..5_000_000u32).map(|i| i as u8).collect();
+        let mut w = Window::new(Box::new(io::Cursor::new(data)));
+        let mut seen = 0u64;
+        while w.fill(300_000) > 0 {
+            assert_eq!(w.data()[0], w.offset() as u8);
+            w.consume(1);
+            seen += 1;
+            if seen == 1_000_000 {
+                break;
+            }
+        }
+        assert!(w.buf.len() <= 300_000 + INITIAL_BUFFER, "{}", w.buf.len());
+        assert_eq!(w.offset(), 1_000_000);
     }
 }

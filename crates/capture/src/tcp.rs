@@ -21,7 +21,7 @@
 //! SYN was not captured (RFC 9293 §3.4.1 and §3.10.7.4: a new incarnation starts from a sequence
 //! number unrelated to the old one).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -69,6 +69,10 @@ pub enum CloseReason {
     Idle,
     /// A new SYN reused the 4-tuple.
     Superseded,
+    /// The connection table was full ([`Limits::max_connections`]): the least recently active
+    /// connection made room for a new one, half-open ones (nothing but a handshake) first. What
+    /// it had open is cut, as at the end of the capture.
+    Evicted,
 }
 
 impl CloseReason {
@@ -84,6 +88,7 @@ impl CloseReason {
             CloseReason::CaptureEnd => "open at capture end",
             CloseReason::Idle => "idle, evicted",
             CloseReason::Superseded => "superseded by a new SYN",
+            CloseReason::Evicted => "evicted, connection table full",
         }
     }
 }
@@ -126,7 +131,12 @@ pub struct ConnSummary {
     pub handshake_seen: bool,
     pub start: Mark,
     pub end: Mark,
+    /// Frames of this connection (both directions, from its first to its last), with
+    /// [`Self::frame_bytes`] their captured bytes: what a later stage moves to a skipped bucket
+    /// of the input's accounting when the connection turns out not to carry its protocol. A
+    /// connection of several merged inputs counts them all here.
     pub packets: u64,
+    pub frame_bytes: u64,
     pub c2s: HalfStats,
     pub s2c: HalfStats,
     pub close: CloseReason,
@@ -207,6 +217,20 @@ pub struct Limits {
     pub max_buffered_per_direction: usize,
     /// Out-of-order bytes buffered over all connections.
     pub max_buffered_total: usize,
+    /// Out-of-order pieces (segments, or the part of one no other copy covers) buffered for one
+    /// direction: what bounds the bookkeeping of tiny segments, which the byte limits do not
+    /// (each piece costs about 100 bytes whatever its length, a cut frame's piece holds none).
+    /// 65,536 is 4 MiB of 64-byte segments, more than a window of a real sender holds.
+    pub max_pieces_per_direction: usize,
+    /// Out-of-order pieces buffered over all connections: 1M pieces is about 100 MiB.
+    pub max_pieces_total: usize,
+    /// Connections tracked at once. Past it, the least recently active one is evicted
+    /// ([`CloseReason::Evicted`]), half-open ones first. 100,000 open at once (not in total:
+    /// connections that end with FIN or RST, or stay silent for the idle timeout, leave the
+    /// table) is more than a busy proxy holds; each costs about 3.5 KiB through the whole
+    /// analysis (1 KiB of it here, the rest HTTP and MCP state; measured on a SYN flood), so a
+    /// full table is about 350 MiB.
+    pub max_connections: usize,
     /// A connection silent for this long (capture time) is closed and forgotten.
     pub idle_timeout_secs: u64,
     /// A hole older than this (capture time) is declared lost even without an ACK past it.
@@ -227,6 +251,9 @@ impl Default for Limits {
         Limits {
             max_buffered_per_direction: 4 << 20,
             max_buffered_total: 256 << 20,
+            max_pieces_per_direction: 1 << 16,
+            max_pieces_total: 1 << 20,
+            max_connections: 100_000,
             idle_timeout_secs: 900,
             hole_timeout_secs: 30,
             recent_per_direction: 16 << 10,
@@ -242,8 +269,20 @@ pub struct ReassemblyStats {
     pub direction_limit_hits: u64,
     pub total_limit_hits: u64,
     pub idle_evictions: u64,
+    /// Connections evicted because the table was full ([`Limits::max_connections`]), and of
+    /// those, how many had carried bytes (the others were half-open or empty).
+    pub table_evictions: u64,
+    pub table_evictions_with_payload: u64,
+    /// Times a direction reached [`Limits::max_pieces_per_direction`], and times all
+    /// connections together reached [`Limits::max_pieces_total`]: each time the oldest holes
+    /// were declared lost and the pieces after them delivered.
+    pub direction_piece_limit_hits: u64,
+    pub total_piece_limit_hits: u64,
     pub(crate) packets_after_close: u64,
+    /// The most out-of-order bytes and pieces held at once, over all connections (once the
+    /// limits were enforced: at most the limits).
     pub peak_buffered: usize,
+    pub peak_pieces: usize,
     /// Segments on the 4-tuple of a closed connection that fell outside its final sequence
     /// window, and so started a new connection although no SYN was captured.
     pub reused_without_syn: u64,
@@ -521,6 +560,10 @@ struct Half {
     /// handshake agreed on a scale): how far the peer's segments may run ahead of its ACKs.
     max_window: u32,
     recent: Recent,
+    /// While pieces wait: when the hole before them last made progress, and `next` then. The
+    /// reassembler keeps the same time in its set of waiting directions, so that stale holes are
+    /// found without looking at the others.
+    waiting: Option<(Timestamp, u64)>,
     stats: HalfStats,
 }
 
@@ -545,10 +588,6 @@ impl Half {
         let end = self.fin_at.map_or(self.next, |f| self.next.max(f + 1));
         Some(base.add(end as u32))
     }
-
-    fn oldest_pending(&self) -> Option<Timestamp> {
-        self.pending.values().map(|p| p.mark.time).min()
-    }
 }
 
 #[derive(Debug)]
@@ -565,6 +604,12 @@ struct Conn {
     start: Mark,
     last: Mark,
     packets: u64,
+    frame_bytes: u64,
+    /// A segment carried bytes (or bytes the capture cut) in either direction: the connection is
+    /// no longer half-open, and is evicted after those that are.
+    carried: bool,
+    /// Its place in the reassembler's order of last activity.
+    link: Link,
     closed: bool,
     syn_seen: [bool; 2],
     /// The window scale each side's SYN offered (RFC 7323 §2.2).
@@ -656,6 +701,10 @@ impl Conn {
         self.halves[0].pending_bytes + self.halves[1].pending_bytes
     }
 
+    fn pending_pieces(&self) -> usize {
+        self.halves[0].pending.len() + self.halves[1].pending.len()
+    }
+
     /// Client and server, once the roles are decided.
     fn endpoints(&self) -> (SocketAddr, SocketAddr) {
         if self.a_is_client == Some(true) {
@@ -720,6 +769,7 @@ impl Conn {
             start: self.start,
             end: self.last,
             packets: self.packets,
+            frame_bytes: self.frame_bytes,
             c2s: self.halves[c].stats.clone(),
             s2c: self.halves[s].stats.clone(),
             close,
@@ -777,7 +827,7 @@ impl Tombstone {
 }
 
 pub(crate) struct Reassembler {
-    limits: Limits,
+    pub(crate) limits: Limits,
     /// Seeded: the 4-tuples are the sender's to choose, and must not collide on purpose.
     table: WireMap<FlowKey, usize>,
     /// Boxed: a slot is 8 bytes whether or not a connection is in it.
@@ -788,13 +838,96 @@ pub(crate) struct Reassembler {
     /// the 4-tuple, seeded as [`Self::table`] is: a collision (which no sender can aim for)
     /// would only make one stray packet be judged against another connection's window.
     tombstones: HashMap<u64, Tombstone>,
+    /// Tombstones in the order they were made (or last absorbed a packet), so that expiring
+    /// them looks at the expired ones only.
+    tombstone_order: VecDeque<(Timestamp, u64)>,
+    /// Connections by last activity, oldest first: `order[0]` the half-open ones (nothing but a
+    /// handshake yet), `order[1]` those that carried bytes.
+    order: [Order; 2],
+    /// Directions with pieces waiting for a hole, by when the hole last made progress: the
+    /// stale ones are the first, and so is the victim when a total limit is reached.
+    waiting: BTreeSet<(Timestamp, usize, usize)>,
     next_id: u64,
     total_pending: usize,
+    /// Pieces buffered over all connections.
+    total_pieces: usize,
     /// Bytes held in the windows of recent bytes of all connections.
     total_recent: usize,
     next_sweep: Option<Timestamp>,
     servers: Vec<ServerSpec>,
     pub(crate) stats: ReassemblyStats,
+    /// The caps each input's packets reached, by input.
+    per_input: Vec<CapCounts>,
+}
+
+/// The caps one input's packets reached: what [`crate::CaptureStage::report`] warns about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapCounts {
+    /// Connections evicted from the full table to make room for one this input's packet opened,
+    /// and of those, how many had carried bytes.
+    pub table_evictions: u64,
+    pub table_evictions_with_payload: u64,
+    /// Times one of this input's packets took a direction, or all connections, over an
+    /// out-of-order limit (pieces or bytes): holes were declared lost early.
+    pub buffer_limit_hits: u64,
+}
+
+/// What an input's report says of the caps its packets reached.
+pub(crate) fn cap_warnings(caps: &CapCounts, limits: &Limits) -> Vec<String> {
+    let mut out = Vec::new();
+    if caps.table_evictions > 0 {
+        out.push(format!(
+            "the connection table was full ({} connections): {} connections were evicted ({} of them had carried bytes, whose open messages are cut)",
+            limits.max_connections, caps.table_evictions, caps.table_evictions_with_payload
+        ));
+    }
+    if caps.buffer_limit_hits > 0 {
+        out.push(format!(
+            "the out-of-order limits (pieces or bytes) were reached {} times: holes were declared lost early and reported as gaps",
+            caps.buffer_limit_hits
+        ));
+    }
+    out
+}
+
+/// No slot: the end of a list.
+const NIL: usize = usize::MAX;
+
+/// A connection's neighbours in its list of [`Reassembler::order`].
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    prev: usize,
+    next: usize,
+    list: usize,
+    linked: bool,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link {
+            prev: NIL,
+            next: NIL,
+            list: 0,
+            linked: false,
+        }
+    }
+}
+
+/// A list of connections through their slots, oldest activity first: moving one to the back
+/// (every packet) and taking the oldest (eviction, the idle sweep) cost O(1).
+#[derive(Clone, Copy, Debug)]
+struct Order {
+    head: usize,
+    tail: usize,
+}
+
+impl Default for Order {
+    fn default() -> Self {
+        Order {
+            head: NIL,
+            tail: NIL,
+        }
+    }
 }
 
 /// An endpoint the user says is a server (`--server`): it wins over every heuristic.
@@ -829,13 +962,34 @@ impl Reassembler {
             slots: Vec::new(),
             free: Vec::new(),
             tombstones: HashMap::default(),
+            tombstone_order: VecDeque::new(),
+            order: [Order::default(); 2],
+            waiting: BTreeSet::new(),
             next_id: 0,
             total_pending: 0,
+            total_pieces: 0,
             total_recent: 0,
             next_sweep: None,
             servers: Vec::new(),
             stats: ReassemblyStats::default(),
+            per_input: Vec::new(),
         }
+    }
+
+    /// The caps the packets of input `input` reached so far.
+    pub(crate) fn cap_counts(&self, input: mcpf_model::InputId) -> CapCounts {
+        self.per_input
+            .get(input as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn caps_of(&mut self, mark: Mark) -> &mut CapCounts {
+        let i = mark.frame.input as usize;
+        if self.per_input.len() <= i {
+            self.per_input.resize(i + 1, CapCounts::default());
+        }
+        &mut self.per_input[i]
     }
 
     /// Endpoints to treat as servers whatever the packets suggest.
@@ -855,7 +1009,13 @@ impl Reassembler {
             return;
         };
         conn.packets += 1;
+        conn.frame_bytes += u64::from(seg.frame_len);
         conn.last = mark;
+        conn.carried |= !seg.payload.is_empty() || seg.missing > 0;
+        self.touch(idx);
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
         if conn.closed {
             self.stats.packets_after_close += 1;
             return;
@@ -872,15 +1032,17 @@ impl Reassembler {
         let Some(conn) = self.slots[idx].as_mut() else {
             return;
         };
-        let before = conn.pending_bytes();
+        let (bytes, pieces) = (conn.pending_bytes(), conn.pending_pieces());
         conn.sent(side, seg, mark, sink);
         // The ACK tells what the peer received: holes it acknowledged are lost from the capture.
         if seg.flags.ack {
             conn.acked(1 - side, seg.ack, mark.time, sink);
         }
-        let after = conn.pending_bytes();
-        self.total_pending = (self.total_pending + after).saturating_sub(before);
-        self.enforce_limits(idx, side, sink);
+        self.total_pending = (self.total_pending + conn.pending_bytes()).saturating_sub(bytes);
+        self.total_pieces = (self.total_pieces + conn.pending_pieces()).saturating_sub(pieces);
+        self.sync_waiting(idx, 0, mark.time);
+        self.sync_waiting(idx, 1, mark.time);
+        self.enforce_limits(idx, side, mark, sink);
         self.close_if_ended(idx, side, seg.flags.rst, sink);
     }
 
@@ -925,11 +1087,20 @@ impl Reassembler {
                 }
             }
         }
-        Some(self.open(key, seg, mark))
+        Some(self.open(key, seg, mark, sink))
     }
 
     /// Starts tracking a connection whose first captured packet is `seg`; returns its slot.
-    fn open(&mut self, key: FlowKey, seg: &TcpSegment<'_>, mark: Mark) -> usize {
+    fn open(
+        &mut self,
+        key: FlowKey,
+        seg: &TcpSegment<'_>,
+        mark: Mark,
+        sink: &mut impl TcpSink,
+    ) -> usize {
+        if self.slots.len() - self.free.len() >= self.limits.max_connections.max(1) {
+            self.evict(mark, sink);
+        }
         let conn = Box::new(Conn {
             id: ConnId::tcp(self.next_id),
             a: seg.src,
@@ -941,6 +1112,9 @@ impl Reassembler {
             start: mark,
             last: mark,
             packets: 0,
+            frame_bytes: 0,
+            carried: false,
+            link: Link::default(),
             closed: false,
             syn_seen: [false; 2],
             wscale: [None; 2],
@@ -958,7 +1132,124 @@ impl Reassembler {
             }
         };
         self.table.insert(key, idx);
+        self.touch(idx);
         idx
+    }
+
+    /// Makes room in a full table: the least recently active half-open connection goes, or,
+    /// when every connection carried bytes, the least recently active one.
+    fn evict(&mut self, mark: Mark, sink: &mut impl TcpSink) {
+        let list = if self.order[0].head != NIL { 0 } else { 1 };
+        let idx = self.order[list].head;
+        let Some(conn) = self.slots.get(idx).and_then(|c| c.as_ref()) else {
+            return;
+        };
+        let carried = conn.carried;
+        self.stats.table_evictions += 1;
+        self.stats.table_evictions_with_payload += u64::from(carried);
+        let caps = self.caps_of(mark);
+        caps.table_evictions += 1;
+        caps.table_evictions_with_payload += u64::from(carried);
+        self.retire(idx, Some(CloseReason::Evicted), sink);
+    }
+
+    /// Moves a connection to the back of its list of [`Self::order`]: it was just active.
+    #[inline]
+    fn touch(&mut self, idx: usize) {
+        let Some(conn) = self.slots[idx].as_ref() else {
+            return;
+        };
+        let list = usize::from(conn.carried);
+        if conn.link.linked && conn.link.list == list && self.order[list].tail == idx {
+            return;
+        }
+        self.unlink(idx);
+        let tail = self.order[list].tail;
+        if let Some(conn) = self.slots[idx].as_mut() {
+            conn.link = Link {
+                prev: tail,
+                next: NIL,
+                list,
+                linked: true,
+            };
+        }
+        match self.slots.get_mut(tail).and_then(|c| c.as_mut()) {
+            Some(prev) => prev.link.next = idx,
+            None => self.order[list].head = idx,
+        }
+        self.order[list].tail = idx;
+    }
+
+    /// Takes a connection out of its list of [`Self::order`].
+    fn unlink(&mut self, idx: usize) {
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        let link = conn.link;
+        if !link.linked {
+            return;
+        }
+        conn.link = Link::default();
+        match self.slots.get_mut(link.prev).and_then(|c| c.as_mut()) {
+            Some(prev) => prev.link.next = link.next,
+            None => self.order[link.list].head = link.next,
+        }
+        match self.slots.get_mut(link.next).and_then(|c| c.as_mut()) {
+            Some(next) => next.link.prev = link.prev,
+            None => self.order[link.list].tail = link.prev,
+        }
+    }
+
+    /// Keeps [`Self::waiting`] in step with one direction's buffer: a direction waits from when
+    /// pieces are first buffered, and again from each time its hole makes progress.
+    fn sync_waiting(&mut self, idx: usize, side: usize, now: Timestamp) {
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        let half = &mut conn.halves[side];
+        let want = match half.waiting {
+            _ if half.pending.is_empty() => None,
+            Some((since, next)) if next == half.next => Some((since, next)),
+            _ => Some((now, half.next)),
+        };
+        if want == half.waiting {
+            return;
+        }
+        if let Some((since, _)) = half.waiting {
+            self.waiting.remove(&(since, idx, side));
+        }
+        if let Some((since, _)) = want {
+            self.waiting.insert((since, idx, side));
+        }
+        half.waiting = want;
+    }
+
+    /// Declares the holes of one direction lost, oldest first, until at most `keep_bytes` bytes
+    /// and `keep_pieces` pieces wait; the pieces after each hole are delivered.
+    fn release(
+        &mut self,
+        idx: usize,
+        side: usize,
+        keep: (usize, usize),
+        now: Timestamp,
+        sink: &mut impl TcpSink,
+    ) {
+        let Some(conn) = self.slots[idx].as_mut() else {
+            return;
+        };
+        let (id, dir) = (conn.id, conn.dir_of(side));
+        let half = &mut conn.halves[side];
+        let (bytes, pieces) = (half.pending_bytes, half.pending.len());
+        while (half.pending_bytes > keep.0 || half.pending.len() > keep.1)
+            && !half.pending.is_empty()
+        {
+            declare_gap(half, id, dir, sink);
+        }
+        let freed = bytes.saturating_sub(half.pending_bytes);
+        self.total_pending -= freed.min(self.total_pending);
+        let freed = pieces.saturating_sub(half.pending.len());
+        self.total_pieces -= freed.min(self.total_pieces);
+        self.sync_waiting(idx, side, now);
     }
 
     /// A reset ends the connection at once; so does the second FIN once every byte before it
@@ -978,45 +1269,48 @@ impl Reassembler {
         }
     }
 
-    fn enforce_limits(&mut self, idx: usize, side: usize, sink: &mut impl TcpSink) {
-        let per_dir = self.limits.max_buffered_per_direction;
-        let Some(conn) = self.slots[idx].as_mut() else {
+    /// Holds out-of-order data within [`Limits`]: a direction over its limit declares its oldest
+    /// holes lost until it holds half; all connections over theirs free whole directions, the
+    /// one whose hole has waited longest first (found at once in [`Self::waiting`]).
+    fn enforce_limits(&mut self, idx: usize, side: usize, mark: Mark, sink: &mut impl TcpSink) {
+        let l = self.limits;
+        let Some(conn) = self.slots[idx].as_ref() else {
             return;
         };
-        let id = conn.id;
-        if conn.halves[side].pending_bytes > per_dir {
+        let half = &conn.halves[side];
+        let (bytes, pieces) = (half.pending_bytes, half.pending.len());
+        let mut hit = false;
+        if bytes > l.max_buffered_per_direction {
             self.stats.direction_limit_hits += 1;
-            let dir = conn.dir_of(side);
-            let half = &mut conn.halves[side];
-            let freed = half.pending_bytes;
-            while half.pending_bytes > per_dir / 2 && !half.pending.is_empty() {
-                declare_gap(half, id, dir, sink);
-            }
-            self.total_pending -= (freed - half.pending_bytes).min(self.total_pending);
+            hit = true;
+            let keep = (l.max_buffered_per_direction / 2, usize::MAX);
+            self.release(idx, side, keep, mark.time, sink);
         }
-        self.stats.peak_buffered = self.stats.peak_buffered.max(self.total_pending);
-        if self.total_pending > self.limits.max_buffered_total {
+        if pieces > l.max_pieces_per_direction {
+            self.stats.direction_piece_limit_hits += 1;
+            hit = true;
+            let keep = (usize::MAX, l.max_pieces_per_direction / 2);
+            self.release(idx, side, keep, mark.time, sink);
+        }
+        if self.total_pending > l.max_buffered_total {
             self.stats.total_limit_hits += 1;
-            // Free the connection holding the most, which is where the loss most likely is.
-            let victim = self
-                .slots
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
-                .flat_map(|(i, c)| (0..2).map(move |s| (i, s, c.halves[s].pending_bytes)))
-                .max_by_key(|&(i, s, n)| (n, std::cmp::Reverse((i, s))));
-            if let Some((vi, vs, _)) = victim
-                && let Some(conn) = self.slots[vi].as_mut()
-            {
-                let id = conn.id;
-                let dir = conn.dir_of(vs);
-                let half = &mut conn.halves[vs];
-                let freed = half.pending_bytes;
-                while !half.pending.is_empty() {
-                    declare_gap(half, id, dir, sink);
-                }
-                self.total_pending -= freed.min(self.total_pending);
-            }
+            hit = true;
+        }
+        if self.total_pieces > l.max_pieces_total {
+            self.stats.total_piece_limit_hits += 1;
+            hit = true;
+        }
+        while self.total_pending > l.max_buffered_total || self.total_pieces > l.max_pieces_total {
+            let Some((_, vi, vs)) = self.waiting.pop_first() else {
+                break;
+            };
+            self.release(vi, vs, (0, 0), mark.time, sink);
+        }
+        // What stays held, which the limits bound.
+        self.stats.peak_buffered = self.stats.peak_buffered.max(self.total_pending);
+        self.stats.peak_pieces = self.stats.peak_pieces.max(self.total_pieces);
+        if hit {
+            self.caps_of(mark).buffer_limit_hits += 1;
         }
     }
 
@@ -1037,9 +1331,10 @@ impl Reassembler {
             for side in 0..2 {
                 let dir = conn.dir_of(side);
                 let half = &mut conn.halves[side];
-                let freed = half.pending_bytes;
+                let (bytes, pieces) = (half.pending_bytes, half.pending.len());
                 flush_all(half, id, dir, sink);
-                self.total_pending -= freed.min(self.total_pending);
+                self.total_pending -= bytes.min(self.total_pending);
+                self.total_pieces -= pieces.min(self.total_pieces);
             }
             conn.closed = true;
             let summary = conn.summary(reason);
@@ -1050,11 +1345,15 @@ impl Reassembler {
                 self.stats.rexmit_evicted_bytes += h.uncompared_bytes;
             }
             sink.on_tcp(TcpEvent::Closed { summary: &summary });
-            if reason != CloseReason::Superseded && reason != CloseReason::Idle {
+            if !matches!(
+                reason,
+                CloseReason::Superseded | CloseReason::Idle | CloseReason::Evicted
+            ) {
                 let key = flow_key(conn.a, conn.b);
                 let tomb = conn.tombstone(key);
                 let hash = flow_hash(&self.table, &key);
                 self.tombstones.insert(hash, tomb);
+                self.tombstone_order.push_back((tomb.last, hash));
             }
         }
         for half in &mut conn.halves {
@@ -1065,10 +1364,51 @@ impl Reassembler {
         if self.table.get(&key) == Some(&idx) {
             self.table.remove(&key);
         }
+        for side in 0..2 {
+            if let Some((since, _)) = conn.halves[side].waiting.take() {
+                self.waiting.remove(&(since, idx, side));
+            }
+        }
+        self.unlink(idx);
         self.slots[idx] = None;
         self.free.push(idx);
+        self.bound_tombstones();
     }
 
+    /// Keeps at most as many tombstones as connections: a flood of connections that close at
+    /// once (SYN then RST) must not grow them past what the table itself may hold.
+    fn bound_tombstones(&mut self) {
+        while self.tombstone_order.len() > self.limits.max_connections.max(1) {
+            if let Some((_, hash)) = self.tombstone_order.pop_front() {
+                self.tombstones.remove(&hash);
+            }
+        }
+    }
+
+    /// Forgets the tombstones older than [`TOMBSTONE_NS`], looking at those only: one that
+    /// absorbed a packet since it was queued is queued again at its new time.
+    fn expire_tombstones(&mut self, now: Timestamp) {
+        while let Some(&(queued, hash)) = self.tombstone_order.front() {
+            if now.0.saturating_sub(queued.0) <= TOMBSTONE_NS {
+                break;
+            }
+            self.tombstone_order.pop_front();
+            match self.tombstones.get(&hash) {
+                Some(t) if now.0.saturating_sub(t.last.0) <= TOMBSTONE_NS => {
+                    self.tombstone_order.push_back((t.last, hash));
+                }
+                Some(_) => {
+                    self.tombstones.remove(&hash);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Once a second of capture time: forgets old tombstones, closes idle connections and
+    /// declares stale holes lost. Each looks at what expired and one more, never at every
+    /// connection: the lists are in order of activity, so the first one not idle ends the look
+    /// (capture time that goes backwards only delays an eviction).
     fn maybe_sweep(&mut self, mark: Mark, sink: &mut impl TcpSink) {
         let now = mark.time;
         match self.next_sweep {
@@ -1080,38 +1420,30 @@ impl Reassembler {
             _ => {}
         }
         self.next_sweep = Some(now.add_nanos(SWEEP_INTERVAL_NS));
-        self.tombstones
-            .retain(|_, t| now.0.saturating_sub(t.last.0) <= TOMBSTONE_NS);
+        self.expire_tombstones(now);
         let idle_ns =
             (self.limits.idle_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
         let hole_ns =
             (self.limits.hole_timeout_secs as i64).saturating_mul(Timestamp::NANOS_PER_SEC);
-        for idx in 0..self.slots.len() {
-            let Some(conn) = self.slots[idx].as_mut() else {
-                continue;
-            };
-            let silent = now.0.saturating_sub(conn.last.time.0);
-            if silent > idle_ns {
-                self.stats.idle_evictions += 1;
-                self.retire(idx, Some(CloseReason::Idle), sink);
-                self.retire(idx, None, sink);
-                continue;
-            }
-            let id = conn.id;
-            for side in 0..2 {
-                let stale = conn.halves[side]
-                    .oldest_pending()
-                    .is_some_and(|t| now.0.saturating_sub(t.0) > hole_ns);
-                if stale && conn.a_is_client.is_some() {
-                    let dir = conn.dir_of(side);
-                    let half = &mut conn.halves[side];
-                    let freed = half.pending_bytes;
-                    while !half.pending.is_empty() {
-                        declare_gap(half, id, dir, sink);
-                    }
-                    self.total_pending -= freed.min(self.total_pending);
+        for list in 0..2 {
+            while let Some(conn) = self
+                .slots
+                .get(self.order[list].head)
+                .and_then(|c| c.as_ref())
+            {
+                if now.0.saturating_sub(conn.last.time.0) <= idle_ns {
+                    break;
                 }
+                self.stats.idle_evictions += 1;
+                self.retire(self.order[list].head, Some(CloseReason::Idle), sink);
             }
+        }
+        while let Some(&(since, idx, side)) = self.waiting.first() {
+            if now.0.saturating_sub(since.0) <= hole_ns {
+                break;
+            }
+            self.waiting.pop_first();
+            self.release(idx, side, (0, 0), now, sink);
         }
     }
 
@@ -1132,7 +1464,11 @@ impl Reassembler {
         self.slots.clear();
         self.free.clear();
         self.tombstones.clear();
+        self.tombstone_order.clear();
+        self.order = [Order::default(); 2];
+        self.waiting.clear();
         self.total_pending = 0;
+        self.total_pieces = 0;
         self.total_recent = 0;
     }
 
@@ -1905,6 +2241,7 @@ mod tests {
                 wscale: seg.wscale,
                 payload: &seg.payload,
                 missing: seg.missing,
+                frame_len: 54 + seg.payload.len() as u32,
             };
             let mark = Mark {
                 time: Timestamp::from_secs_nanos(1000, 0).add_nanos(step_ns * i as i64),
@@ -2270,6 +2607,225 @@ mod tests {
         let evicted = k.closed.iter().find(|s| s.conn == ConnId::tcp(0)).unwrap();
         assert_eq!(evicted.close, CloseReason::Idle);
         assert_eq!(r.stats.idle_evictions, 1);
+    }
+
+    fn syn(seq: u32) -> Seg {
+        Seg {
+            syn: true,
+            ..data(true, seq, b"")
+        }
+    }
+
+    fn client(n: u32) -> String {
+        format!(
+            "10.0.{}.{}:{}",
+            n >> 16,
+            (n >> 8) & 0xff,
+            20_000 + (n & 0xff)
+        )
+    }
+
+    /// The connections closed as `reason`, by number, in the order they were closed.
+    fn closed_as(k: &Collector, reason: CloseReason) -> Vec<u64> {
+        k.closed
+            .iter()
+            .filter(|s| s.close == reason)
+            .map(|s| s.conn.number())
+            .collect()
+    }
+
+    #[test]
+    fn a_full_table_evicts_half_open_connections_first_by_last_activity() {
+        let limits = Limits {
+            max_connections: 3,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, b"GET / HTTP/1.1\r\n"));
+        feed_with(&mut r, &mut k, &segs, &client(0), S);
+        for n in [1, 2, 1, 3, 4] {
+            // Connection 1 sends its SYN again after 2 opened: 2 is the older.
+            feed_with(&mut r, &mut k, &[syn(7)], &client(n), S);
+        }
+        // 3 carries bytes now: of the half-open ones only 4 is left, then 5.
+        feed_with(&mut r, &mut k, &[data(true, 8, b"x")], &client(3), S);
+        for n in [5, 6] {
+            feed_with(&mut r, &mut k, &[syn(7)], &client(n), S);
+        }
+        assert_eq!(closed_as(&k, CloseReason::Evicted), vec![2, 1, 4, 5]);
+        assert_eq!(r.stats.table_evictions, 4);
+        assert_eq!(r.stats.table_evictions_with_payload, 0);
+        assert_eq!(r.cap_counts(0).table_evictions, 4);
+        r.finish(&mut k);
+        assert_eq!(closed_as(&k, CloseReason::CaptureEnd), vec![0, 3, 6]);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Bytes(b"GET / HTTP/1.1\r\n".to_vec())]
+        );
+    }
+
+    #[test]
+    fn a_full_table_of_busy_connections_evicts_the_least_recently_active() {
+        let limits = Limits {
+            max_connections: 2,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        for n in [0, 1, 0] {
+            feed_with(&mut r, &mut k, &[data(true, 1, b"abc")], &client(n), S);
+        }
+        feed_with(&mut r, &mut k, &[syn(7)], &client(2), S);
+        assert_eq!(closed_as(&k, CloseReason::Evicted), vec![1]);
+        assert_eq!(r.stats.table_evictions_with_payload, 1);
+        assert_eq!(
+            cap_warnings(&r.cap_counts(0), &r.limits).len(),
+            1,
+            "an eviction is a warning of the input"
+        );
+    }
+
+    #[test]
+    fn an_exchange_beside_a_flood_of_syns_is_reassembled_whole() {
+        let limits = Limits {
+            max_connections: 100,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let request = b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+        let response = b"HTTP/1.1 202 Accepted\r\n\r\n";
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, request));
+        feed(&mut r, &mut k, &segs);
+        for n in 1..=1000 {
+            feed_with(&mut r, &mut k, &[syn(n)], &client(n), S);
+        }
+        feed(&mut r, &mut k, &[data(false, 1, response)]);
+        r.finish(&mut k);
+        assert_eq!(k.stream(0, C2S), vec![Item::Bytes(request.to_vec())]);
+        assert_eq!(k.stream(0, S2C), vec![Item::Bytes(response.to_vec())]);
+        assert_eq!(k.closed[0].conn, ConnId::tcp(1), "a SYN went first");
+        assert_eq!(closed_as(&k, CloseReason::CaptureEnd)[0], 0);
+        assert_eq!(r.stats.table_evictions, 1000 - 99);
+        assert_eq!(r.stats.table_evictions_with_payload, 0);
+    }
+
+    #[test]
+    fn out_of_order_pieces_are_capped_by_count_whatever_their_size() {
+        let limits = Limits {
+            max_pieces_per_direction: 8,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        // Every other byte, never filled; half of them cut to nothing by the snap length, which
+        // the byte limits would not see.
+        for i in 0..20u32 {
+            let mut seg = data(true, 3 + 2 * i, b"p");
+            if i % 2 == 1 {
+                seg.payload.clear();
+                seg.missing = 1;
+            }
+            segs.push(seg);
+        }
+        feed(&mut r, &mut k, &segs);
+        // 9 pieces go down to 4, three times (at the 9th, 14th and 19th).
+        assert_eq!(r.stats.direction_piece_limit_hits, 3);
+        assert_eq!(r.stats.peak_pieces, 8);
+        assert_eq!(r.total_pieces, 5);
+        assert_eq!(r.cap_counts(0).buffer_limit_hits, 3);
+        r.finish(&mut k);
+        assert_eq!(r.total_pieces, 0);
+        let closed = &k.closed[0].c2s;
+        assert_eq!((closed.bytes, closed.snaplen_bytes), (10, 10));
+        assert_eq!(closed.gap_bytes, 2 + 19 + 10, "the holes and the cut bytes");
+    }
+
+    #[test]
+    fn all_connections_over_the_piece_limit_free_the_longest_waiting_direction() {
+        let limits = Limits {
+            max_pieces_total: 5,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        for n in 0..3 {
+            let mut segs = handshake(0, 0);
+            segs.extend([data(true, 3, b"a"), data(true, 5, b"b")]);
+            feed_with(&mut r, &mut k, &segs, &client(n), S);
+        }
+        // The sixth piece: connection 0, waiting longest, is freed, and nothing else.
+        assert_eq!(r.stats.total_piece_limit_hits, 1);
+        assert_eq!(r.total_pieces, 4);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![
+                Item::Gap(2),
+                Item::Bytes(b"a".to_vec()),
+                Item::Gap(1),
+                Item::Bytes(b"b".to_vec())
+            ]
+        );
+        assert!(k.stream(1, C2S).is_empty() && k.stream(2, C2S).is_empty());
+    }
+
+    #[test]
+    fn a_hole_without_progress_for_the_hole_timeout_is_lost() {
+        let limits = Limits {
+            hole_timeout_secs: 5,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 3, b"late"));
+        feed(&mut r, &mut k, &segs);
+        // Another connection's packets move time on, one a second.
+        let other: Vec<Seg> = (0..10).map(|i| data(true, 1 + i, b"y")).collect();
+        let second = Timestamp::NANOS_PER_SEC;
+        feed_timed(&mut r, &mut k, &other[..4], &client(9), S, second);
+        assert!(k.stream(0, C2S).is_empty(), "4 s: still waiting");
+        feed_timed(&mut r, &mut k, &other, &client(9), S, second);
+        assert_eq!(
+            k.stream(0, C2S),
+            vec![Item::Gap(2), Item::Bytes(b"late".to_vec())]
+        );
+        assert!(r.waiting.is_empty());
+    }
+
+    #[test]
+    fn tombstones_are_no_more_than_the_table_holds() {
+        let limits = Limits {
+            max_connections: 2,
+            ..Limits::default()
+        };
+        let mut r = Reassembler::new(limits);
+        let mut k = Collector::default();
+        for n in 0..5 {
+            let reset = Seg {
+                rst: true,
+                ..data(true, 8, b"")
+            };
+            feed_with(&mut r, &mut k, &[syn(7), reset], &client(n), S);
+        }
+        assert_eq!(closed_as(&k, CloseReason::Reset { by: C2S }).len(), 5);
+        assert_eq!(r.tombstones.len(), 2);
+        assert_eq!(r.tombstone_order.len(), 2);
+    }
+
+    #[test]
+    fn closed_tells_the_frames_and_bytes_that_carried_the_connection() {
+        let mut segs = handshake(0, 0);
+        segs.push(data(true, 1, b"hello"));
+        segs.push(data(false, 1, b"hi"));
+        let (_, k) = reassemble(Limits::default(), &segs);
+        let s = &k.closed[0];
+        assert_eq!(s.packets, 5);
+        assert_eq!(s.frame_bytes, 5 * 54 + 5 + 2);
     }
 
     /// One connection from `handshake(isn_c, isn_s)`: "one" from the client, then both FINs and

@@ -385,3 +385,298 @@ fn several_inputs_merge_by_time() {
     // Request was packet 4 overall: the 2nd of input 1; response the 3rd of input 0.
     assert_eq!(frames, vec![(1, 2), (0, 3)]);
 }
+
+/// The Ethernet frames of one exchange.
+fn eth_conversation() -> Vec<Vec<u8>> {
+    conversation("10.0.0.1:40000", "10.0.0.2:8000")
+        .iter()
+        .map(|ip| link_frame(linktype::ETHERNET, ip, &[]))
+        .collect()
+}
+
+/// A pcap of `frames` with `garbage` written after the first `at` records; returns the file and
+/// the offset the garbage starts at.
+fn pcap_with_garbage(frames: &[Vec<u8>], at: usize, garbage: &[u8]) -> (Vec<u8>, usize) {
+    let mut w = PcapWriter::new(Vec::new(), linktype::ETHERNET, 262_144, false, false).unwrap();
+    for (i, f) in frames[..at].iter().enumerate() {
+        w.packet(t(i as i64), f, f.len() as u32).unwrap();
+    }
+    let mut bytes = w.into_inner();
+    let offset = bytes.len();
+    bytes.extend_from_slice(garbage);
+    let mut w = PcapWriter::new(Vec::new(), linktype::ETHERNET, 262_144, false, false).unwrap();
+    for (i, f) in frames.iter().enumerate().skip(at) {
+        w.packet(t(i as i64), f, f.len() as u32).unwrap();
+    }
+    bytes.extend_from_slice(&w.into_inner()[24..]);
+    (bytes, offset)
+}
+
+/// Deterministic bytes that do not compress.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn assert_balanced(report: &InputReport, file_len: usize) {
+    let a = &report.accounting;
+    assert!(a.balanced(), "{a:?}");
+    assert_eq!(a.bytes.total, file_len as u64, "{a:?}");
+}
+
+#[test]
+fn pcap_corrupt_record_in_the_middle_is_skipped_and_the_exchange_after_it_found() {
+    let frames = eth_conversation();
+    // A record header claiming 3 GB, then bytes that are no record: the request comes after.
+    let mut garbage = Vec::new();
+    for v in [1u32, 0, 3_000_000_000, 3_000_000_000] {
+        garbage.extend_from_slice(&v.to_le_bytes());
+    }
+    garbage.extend_from_slice(&noise(37, 7));
+    let (bytes, offset) = pcap_with_garbage(&frames, 3, &garbage);
+    let len = bytes.len();
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST, "{:?}", report.warnings);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(seen.gaps, 0);
+    assert_eq!(report.packets, 8);
+    let expected = format!("at byte {offset}: {} bytes skipped", garbage.len());
+    assert!(
+        report.warnings.iter().any(|w| w.contains(&expected)),
+        "{expected} in {:?}",
+        report.warnings
+    );
+    let a = &report.accounting;
+    assert_eq!(a.bytes.lost["corrupt_record"], garbage.len() as u64);
+    assert_eq!(a.packets.lost["corrupt_record"], 1);
+    assert_balanced(&report, len);
+}
+
+#[test]
+fn pcap_record_with_a_damaged_length_is_skipped_up_to_the_next_record() {
+    let frames = eth_conversation();
+    let (mut bytes, _) = pcap_with_garbage(&frames, 8, &[]);
+    // The third record (the handshake's last ACK) claims more captured bytes than any record.
+    let third = 24 + (16 + frames[0].len()) + (16 + frames[1].len());
+    bytes[third + 8..third + 12].copy_from_slice(&300_000u32.to_le_bytes());
+    let len = bytes.len();
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(report.packets, 7);
+    let lost = (16 + frames[2].len()) as u64;
+    assert_eq!(report.accounting.bytes.lost["corrupt_record"], lost);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains(&format!("at byte {third}: {lost} bytes skipped"))),
+        "{:?}",
+        report.warnings
+    );
+    assert_balanced(&report, len);
+}
+
+#[test]
+fn pcap_clock_jump_confirmed_by_the_next_record_is_not_corruption() {
+    let frames = eth_conversation();
+    let mut w = PcapWriter::new(Vec::new(), linktype::ETHERNET, 262_144, false, false).unwrap();
+    // A device that booted with its clock at 1970 and was set by NTP before the exchange.
+    for i in 0..3 {
+        let f = noise(60, i);
+        let time = Timestamp::from_secs_nanos(10, 0).add_nanos(i as i64 * 1_000_000);
+        w.packet(time, &f, f.len() as u32).unwrap();
+    }
+    for (i, f) in frames.iter().enumerate() {
+        w.packet(t(i as i64), f, f.len() as u32).unwrap();
+    }
+    let bytes = w.into_inner();
+    let len = bytes.len();
+    let (seen, report) = analyse(bytes);
+    assert_eq!((seen.connections, seen.gaps), (1, 0));
+    assert_eq!(seen.c2s, REQUEST);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(report.packets, 11);
+    assert!(report.accounting.bytes.lost.is_empty(), "{report:?}");
+    assert_balanced(&report, len);
+}
+
+#[test]
+fn many_corrupt_stretches_warn_ten_times_and_sum_up_the_rest() {
+    let frames = eth_conversation();
+    let (mut bytes, _) = pcap_with_garbage(&frames, 0, &[]);
+    bytes.truncate(24);
+    // A record after garbage is believed when the record after it is plausible too: the
+    // garbage comes between pairs of records.
+    for pair in 0..40 {
+        if pair > 0 {
+            bytes.extend_from_slice(&[0xff; 5]);
+        }
+        let (records, _) = pcap_with_garbage(&frames[..2], 2, &[]);
+        bytes.extend_from_slice(&records[24..]);
+    }
+    let len = bytes.len();
+    let (_, report) = analyse(bytes);
+    let listed = report
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("corrupt pcap record at byte"))
+        .count();
+    assert_eq!(listed, 10, "{:?}", report.warnings);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("39 corrupt stretches in all (195 bytes skipped)")),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(report.packets, 80);
+    assert_eq!(report.accounting.packets.lost["corrupt_record"], 39);
+    assert_balanced(&report, len);
+}
+
+/// The blocks of a little-endian pcapng of `frames` (section header, interface, packets), each
+/// as its own bytes.
+fn pcapng_blocks(frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut w = PcapNgWriter::new(Vec::new(), false).unwrap();
+    let eth = w.interface(linktype::ETHERNET, 0, 6).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        w.packet(eth, t(i as i64), f, f.len() as u32).unwrap();
+    }
+    let bytes = w.into_inner();
+    let mut blocks = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        blocks.push(bytes[at..at + len].to_vec());
+        at += len;
+    }
+    blocks
+}
+
+#[test]
+fn pcapng_garbage_between_blocks_and_a_bad_trailer_are_stepped_over() {
+    let frames = eth_conversation();
+    let mut blocks = pcapng_blocks(&frames);
+    // The block of frames[2] (the handshake's last ACK) ends in a length that differs from the
+    // one it starts with; 13 bytes of garbage (not a multiple of 4) come before it.
+    let bad = &mut blocks[4];
+    let n = bad.len();
+    bad[n - 4..].copy_from_slice(&999u32.to_le_bytes());
+    let bad_len = n;
+    let mut bytes = Vec::new();
+    let mut offset = 0;
+    for (i, b) in blocks.iter().enumerate() {
+        if i == 4 {
+            offset = bytes.len();
+            bytes.extend_from_slice(&noise(13, 3));
+        }
+        bytes.extend_from_slice(b);
+    }
+    let len = bytes.len();
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST, "{:?}", report.warnings);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(report.packets, 7);
+    let skipped = 13 + bad_len;
+    assert!(
+        report.warnings.iter().any(|w| w.contains(&format!(
+            "corrupt pcapng block at byte {offset}: {skipped} bytes skipped"
+        ))),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(
+        report.accounting.bytes.lost["corrupt_record"],
+        skipped as u64
+    );
+    assert_eq!(report.accounting.packets.lost["corrupt_record"], 1);
+    assert_balanced(&report, len);
+}
+
+#[test]
+fn pcapng_block_with_an_impossible_length_is_skipped() {
+    let frames = eth_conversation();
+    let mut blocks = pcapng_blocks(&frames);
+    // frames[2]'s block claims a length that is not a multiple of 4.
+    blocks[4][4..8].copy_from_slice(&61u32.to_le_bytes());
+    let lost = blocks[4].len();
+    let bytes = blocks.concat();
+    let len = bytes.len();
+    let (seen, report) = analyse(bytes);
+    assert_eq!(seen.c2s, REQUEST, "{:?}", report.warnings);
+    assert_eq!(seen.s2c, RESPONSE);
+    assert_eq!(report.accounting.bytes.lost["corrupt_record"], lost as u64);
+    assert_balanced(&report, len);
+}
+
+#[test]
+fn small_truncated_gzip_is_read_up_to_its_cut() {
+    let mut frames = eth_conversation();
+    // Frames that do not compress after the exchange, so the cut falls among them.
+    frames.extend((0..8).map(|i| noise(200, i + 10)));
+    let plain = pcap(linktype::ETHERNET, false, false, &frames);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let mut compressed = gz.finish().unwrap();
+    assert!(
+        compressed.len() < 4096,
+        "a small file: {}",
+        compressed.len()
+    );
+    compressed.truncate(compressed.len() - 300);
+    let reader = CaptureReader::open(Box::new(Cursor::new(compressed.clone())), 0);
+    assert!(reader.is_ok(), "a cut gzip stream is not rejected whole");
+    let (seen, report) = analyse(compressed);
+    assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
+    assert_eq!(report.format, "pcap+gzip");
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("gzip stream is cut or damaged at decompressed byte")),
+        "{:?}",
+        report.warnings
+    );
+    let a = &report.accounting;
+    assert!(a.bytes.lost["truncated"] > 0, "{a:?}");
+    assert!(a.balanced(), "{a:?}");
+    assert!(a.bytes.total < plain.len() as u64 && a.bytes.total > 0);
+}
+
+#[test]
+fn a_megabyte_of_garbage_is_scanned_in_linear_time() {
+    let frames = eth_conversation();
+    // Record headers whose lengths are plausible but whose successors never are make every
+    // offset a candidate that has to be looked at twice.
+    let mut garbage = Vec::new();
+    while garbage.len() < 1 << 20 {
+        for v in [1_790_000_000u32, 0, 40, 40] {
+            garbage.extend_from_slice(&v.to_le_bytes());
+        }
+        garbage.extend_from_slice(&[0xee; 24]);
+    }
+    garbage.extend_from_slice(&[0xee; 56]);
+    let (bytes, _) = pcap_with_garbage(&frames, 3, &garbage);
+    let len = bytes.len();
+    let started = std::time::Instant::now();
+    let (seen, report) = analyse(bytes);
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert_eq!(seen.c2s, REQUEST);
+    // The first fake record follows a good one and is plausible, so it is read as a record (of
+    // no TCP); the one it points to is not, and from there on everything is skipped.
+    assert_eq!(report.packets, 9);
+    assert_eq!(
+        report.accounting.bytes.lost["corrupt_record"],
+        garbage.len() as u64 - 56
+    );
+    assert_balanced(&report, len);
+}

@@ -4,11 +4,12 @@
 
 use serde_json::{Value, json};
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, event_ref};
-use mcpf_mcp::jsonrpc::{Message, RequestId};
-use mcpf_mcp::model::{Session, StreamIdx};
-use mcpf_mcp::{Answer, answers, same_answer};
-use mcpf_model::Mark;
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, event_ref};
+use crate::index::Index;
+use mcpf_mcp::jsonrpc::RequestId;
+use mcpf_mcp::model::Session;
+use mcpf_mcp::{Answer, AnswerTexts};
+use mcpf_model::WireSet;
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::DuplicateResponse,
@@ -20,23 +21,22 @@ pub(crate) const INFO: KindInfo = KindInfo {
     evidence: &["request_id", "first", "duplicate", "same_payload"],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    let requests = client_requests(s);
-    let mut done: Vec<RequestId> = Vec::new();
-    for (_, req) in &requests {
-        let Some(id) = req.id.clone() else { continue };
-        if done.contains(&id) {
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
+    let mut done: WireSet<&RequestId> = WireSet::default();
+    let mut texts = AnswerTexts::new();
+    for (_, req) in &ix.requests {
+        let Some(id) = &req.id else { continue };
+        if !done.insert(id) {
             continue;
         }
-        done.push(id.clone());
-        let all = answers(s, &id);
-        for group in per_request(s, &requests, &id, &all) {
+        for group in per_request(s, ix, id) {
             let Some((first, rest)) = group.split_first() else {
                 continue;
             };
             for dup in rest {
                 if !legitimate_replay(s, first, dup) {
-                    f.add(s, finding(s, f, &id, first, dup));
+                    let new = finding(s, f, &mut texts, id, first, dup);
+                    f.add(s, new);
                 }
             }
         }
@@ -46,22 +46,19 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
 /// The answers to `id` grouped by the request they answer: when the client reused the ID,
 /// each request has its own answer, so only answers that arrive while no newer request with
 /// this ID was sent count against one request.
-fn per_request<'a, 'b>(
-    s: &Session,
-    requests: &[(StreamIdx, &Message)],
-    id: &RequestId,
-    all: &'b [Answer<'a>],
-) -> Vec<Vec<&'b Answer<'a>>> {
-    let sends: Vec<Mark> = requests
-        .iter()
-        .filter(|(_, m)| m.id.as_ref() == Some(id))
-        .map(|(st, _)| s.streams[*st].opened)
-        .collect();
-    let mut groups: Vec<Vec<&Answer<'_>>> = vec![Vec::new(); sends.len().max(1)];
-    for a in all {
-        let g = sends.iter().rposition(|m| *m <= a.mark).unwrap_or(0);
-        groups[g].push(a);
+fn per_request<'a, 'b>(s: &Session, ix: &'b Index<'a>, id: &RequestId) -> Vec<&'b [Answer<'a>]> {
+    let all = ix.answers.of(id);
+    let sends = ix.sends(id);
+    let mut groups = Vec::with_capacity(sends.len().max(1));
+    let mut start = 0;
+    // Answers before the second send belong to the first request (or to none: still the first).
+    for &next in sends.iter().skip(1) {
+        let at = ix.sent(s, next);
+        let end = start + all[start..].partition_point(|a| a.seq < at);
+        groups.push(&all[start..end]);
+        start = end;
     }
+    groups.push(&all[start..]);
     groups
 }
 
@@ -93,9 +90,16 @@ fn answer_ref(s: &Session, a: &Answer<'_>) -> Value {
     }
 }
 
-fn finding(s: &Session, f: &Findings, id: &RequestId, first: &Answer<'_>, dup: &Answer<'_>) -> New {
+fn finding(
+    s: &Session,
+    f: &Findings,
+    texts: &mut AnswerTexts,
+    id: &RequestId,
+    first: &Answer<'_>,
+    dup: &Answer<'_>,
+) -> New {
     let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
-    let same_payload = same_answer(s, id, first, dup);
+    let same_payload = texts.same_answer(s, id, first, dup);
     let cause = f.find(
         s.idx,
         FindingKind::CrossNamespaceReplay,

@@ -26,7 +26,7 @@ fn highest_before(s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, 
         .iter()
         .filter(|st| st.idx != except)
         .flat_map(|st| st.events.iter().map(move |e| (st, e)))
-        .filter(|(_, e)| e.mark < before)
+        .filter(|(_, e)| s.seq(e.mark) < s.seq(before))
         .filter_map(|(st, e)| {
             e.id.as_deref()
                 .and_then(ids::integer)

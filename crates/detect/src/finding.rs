@@ -7,7 +7,7 @@ use serde_json::Value;
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
 use mcpf_model::{FrameRef, Mark};
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::FindingKind;
 
@@ -114,6 +114,8 @@ pub struct Findings {
     pub list: Vec<Finding>,
     /// The frames of the session whose findings are being added.
     frames: Option<(SessionIdx, HashSet<FrameRef>)>,
+    /// Handles by session and kind, in creation order: what a detector naming a cause asks.
+    by_kind: HashMap<(SessionIdx, FindingKind), Vec<usize>>,
 }
 
 /// What a detector says of a new finding.
@@ -157,6 +159,10 @@ impl Findings {
             .into_iter()
             .filter(|&c| self.list.get(c).is_some_and(|f| f.session == s.idx))
             .collect();
+        self.by_kind
+            .entry((s.idx, new.kind))
+            .or_default()
+            .push(handle);
         self.list.push(Finding {
             handle,
             kind: new.kind,
@@ -190,9 +196,11 @@ impl Findings {
 
     /// Findings of a kind in a session.
     pub fn of(&self, session: SessionIdx, kind: FindingKind) -> impl Iterator<Item = &Finding> {
-        self.list
-            .iter()
-            .filter(move |f| f.session == session && f.kind == kind)
+        self.by_kind
+            .get(&(session, kind))
+            .into_iter()
+            .flatten()
+            .map(|&h| &self.list[h])
     }
 
     /// The handle of the finding of `kind` about `subject` in a session.

@@ -24,6 +24,7 @@ mod unsafe_resumption_after_fallback;
 pub mod verdict;
 
 mod finding;
+mod index;
 mod kind;
 
 pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
@@ -72,6 +73,7 @@ impl Detector {
 
 /// Every detector of one session, in the order that lets a consequence name its cause.
 fn run_detectors(s: &Session, f: &mut Findings) {
+    let ix = index::Index::new(s);
     capture_gap::detect(s, f);
     sse_fallback::detect(s, f);
     unsafe_resumption_after_fallback::detect(s, f);
@@ -80,11 +82,11 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     resume_gap::detect(s, f);
     session_not_reaffirmed::detect(s, f);
     session_id_changed::detect(s, f);
-    duplicate_response::detect(s, f);
-    request_id_reused::detect(s, f);
+    duplicate_response::detect(s, &ix, f);
+    request_id_reused::detect(s, &ix, f);
     skipped_events::detect(s, f);
-    unanswered_request::detect(s, f);
-    retry_without_idempotency_key::detect(s, f);
+    unanswered_request::detect(s, &ix, f);
+    retry_without_idempotency_key::detect(s, &ix, f);
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.
@@ -141,17 +143,6 @@ pub(crate) fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
         "time": ev.mark.time.rfc3339(),
         "frame": ev.mark.frame.frame,
     })
-}
-
-/// The client's JSON-RPC requests in a session, in the order they were sent.
-pub(crate) fn client_requests(s: &Session) -> Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Message)> {
-    let mut v: Vec<(StreamIdx, &mcpf_mcp::jsonrpc::Message)> = s
-        .streams
-        .iter()
-        .flat_map(|st| st.requests().map(move |m| (st.idx, m)))
-        .collect();
-    v.sort_by_key(|(i, _)| (s.streams[*i].opened, *i));
-    v
 }
 
 /// The exchange was refused at the HTTP level (4xx/5xx): its requests were never processed.

@@ -4,9 +4,11 @@
 
 use serde_json::json;
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected};
-use mcpf_mcp::answers;
-use mcpf_mcp::model::Session;
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
+use crate::index::Index;
+use mcpf_mcp::jsonrpc::RequestId;
+use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_model::WireMap;
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::RequestIdReused,
@@ -22,25 +24,31 @@ fn is_2026_or_later(version: Option<&str>) -> bool {
     version.is_some_and(|v| v >= "2026-07-28")
 }
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    let requests: Vec<_> = client_requests(s)
-        .into_iter()
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
+    let requests: Vec<_> = ix
+        .requests
+        .iter()
         .filter(|(st, _)| !rejected(s, *st))
         .collect();
+    let mut previous: WireMap<&RequestId, Previous> = WireMap::default();
     for (i, (st2, m2)) in requests.iter().enumerate() {
         let Some(id) = &m2.id else { continue };
-        let Some((st1, m1)) = requests[..i]
-            .iter()
-            .rev()
-            .find(|(st1, m)| m.id.as_ref() == Some(id) && st1 != st2)
-        else {
+        let prior = match previous.get_mut(id) {
+            Some(p) => p.on_other_than(*st2, i),
+            None => {
+                previous.insert(id, Previous::new(*st2, i));
+                None
+            }
+        };
+        let Some((st1, m1)) = prior.map(|p| requests[p]) else {
             continue;
         };
         let first = &s.streams[*st1];
         let second = &s.streams[*st2];
-        let in_flight = !answers(s, id)
-            .iter()
-            .any(|a| a.mark > first.opened && a.mark < second.opened);
+        let after_first = ix
+            .answers
+            .between(id, s.seq(first.opened), Some(s.seq(second.opened)));
+        let in_flight = !after_first.iter().any(|a| a.seq > s.seq(first.opened));
         if is_2026_or_later(s.protocol_version.as_deref()) && !in_flight {
             continue;
         }
@@ -71,5 +79,39 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                 subject: Subject::RequestOn(id.clone(), *st2),
             },
         );
+    }
+}
+
+/// The latest earlier requests with one ID: the last, and the last on another stream than it.
+struct Previous {
+    stream: StreamIdx,
+    last: usize,
+    other: Option<usize>,
+}
+
+impl Previous {
+    fn new(stream: StreamIdx, at: usize) -> Self {
+        Previous {
+            stream,
+            last: at,
+            other: None,
+        }
+    }
+
+    /// The latest earlier request on a stream other than `stream`; then records the request at
+    /// `at` on `stream` as the latest.
+    fn on_other_than(&mut self, stream: StreamIdx, at: usize) -> Option<usize> {
+        if self.stream == stream {
+            self.last = at;
+            self.other
+        } else {
+            let found = self.last;
+            *self = Previous {
+                stream,
+                last: at,
+                other: Some(found),
+            };
+            Some(found)
+        }
     }
 }

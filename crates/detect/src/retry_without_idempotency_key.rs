@@ -9,12 +9,14 @@
 
 use serde_json::json;
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests};
+use std::collections::BTreeSet;
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use crate::index::Index;
 use mcpf_http::Outcome;
-use mcpf_mcp::answers;
 use mcpf_mcp::jsonrpc::Message;
-use mcpf_mcp::model::{Session, Stream, StreamIdx};
-use mcpf_model::Mark;
+use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx};
+use mcpf_model::{Mark, WireMap};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::RetryWithoutIdempotencyKey,
@@ -41,67 +43,106 @@ impl Call<'_> {
         self.message.mcp.tool.as_deref()
     }
 
-    /// The same call: the same tool with the same arguments, byte for byte (both whole).
-    fn same_as(&self, other: &Call<'_>) -> bool {
-        let (a, b) = (&self.message.mcp, &other.message.mcp);
-        self.tool().is_some()
-            && a.tool == b.tool
-            && a.arguments == b.arguments
-            && !a.truncated
-            && !b.truncated
+    /// What the call is: the same tool with the same arguments, byte for byte, is the same
+    /// call; `None` for one with no tool or with arguments cut short.
+    fn key(&self) -> Option<(&str, Option<&str>)> {
+        let d = &self.message.mcp;
+        (!d.truncated).then_some((self.tool()?, d.arguments.as_deref()))
     }
 }
 
 /// The session's `tools/call`s in the order they were sent.
-fn calls(s: &Session) -> Vec<Call<'_>> {
-    client_requests(s)
-        .into_iter()
-        .filter(|(_, m)| m.method.as_deref() == Some("tools/call"))
-        .map(|(st, message)| {
+fn calls<'a>(s: &'a Session, ix: &Index<'a>) -> Vec<Call<'a>> {
+    ix.requests
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, m))| m.method.as_deref() == Some("tools/call"))
+        .map(|(pos, &(st, message))| {
             let stream = &s.streams[st];
             Call {
                 stream: st,
                 opened: stream.opened,
                 message,
-                abandoned: abandoned(s, stream, message),
+                abandoned: abandoned(s, ix, stream, message, pos),
             }
         })
         .collect()
 }
 
-/// When the client was left without an answer to `m` on `stream`, if it was.
-fn abandoned(s: &Session, stream: &Stream, m: &Message) -> Option<Mark> {
+/// When the client was left without an answer to `m` (at `pos`) on `stream`, if it was.
+fn abandoned(
+    s: &Session,
+    ix: &Index<'_>,
+    stream: &Stream,
+    m: &Message,
+    pos: usize,
+) -> Option<Mark> {
     let lost = match (stream.status, stream.outcome) {
         (Some(404), _) => stream.response_mark,
         (_, Some(Outcome::Reset | Outcome::ClosedEarly | Outcome::Gap)) => stream.ended,
         _ => None,
     }?;
     let id = m.id.as_ref()?;
-    let answered_before = answers(s, id)
-        .iter()
-        .any(|a| a.mark <= lost && a.mark >= stream.opened);
+    let answered_before = ix
+        .answers
+        .between(id, ix.sent(s, pos), None)
+        .first()
+        .is_some_and(|a| a.seq <= s.seq(lost));
     (!answered_before).then_some(lost)
 }
 
-/// What made the session start over between `lost` and `retry`: a resume (with the unsafe
-/// resumption found on it, if any) or a new `initialize`.
-fn restart_between(s: &Session, f: &Findings, lost: Mark, retry: Mark) -> Option<Restart> {
-    let resume = s
-        .streams
-        .iter()
-        .find(|st| st.resume.is_some() && st.opened > lost && st.opened < retry);
-    if let Some(r) = resume {
-        let cause = f.find(
-            s.idx,
-            FindingKind::UnsafeResumptionAfterFallback,
-            &Subject::Resume(r.idx),
-        );
-        return Some(Restart::Resume { cause });
+/// What can make a session start over, in session order: resumes (by stream) and
+/// `initialize`s.
+struct Restarts {
+    resumes: Vec<(Seq, StreamIdx)>,
+    initializes: Vec<Seq>,
+}
+
+impl Restarts {
+    fn new(s: &Session) -> Self {
+        let mut resumes: Vec<(Seq, StreamIdx)> = s
+            .streams
+            .iter()
+            .filter(|st| st.resume.is_some())
+            .map(|st| (s.seq(st.opened), st.idx))
+            .collect();
+        resumes.sort();
+        let mut initializes: Vec<Seq> = s.initializes.iter().map(|m| s.seq(*m)).collect();
+        initializes.sort();
+        Restarts {
+            resumes,
+            initializes,
+        }
     }
-    s.initializes
-        .iter()
-        .any(|m| *m > lost && *m < retry)
-        .then_some(Restart::Initialize)
+
+    /// The first restart after `lost`: any call sent after it follows a restart.
+    fn first_after(&self, lost: Seq) -> Option<Seq> {
+        let resume = self
+            .resumes
+            .get(self.resumes.partition_point(|r| r.0 <= lost));
+        let init = self
+            .initializes
+            .get(self.initializes.partition_point(|m| *m <= lost));
+        resume.map(|r| r.0).into_iter().chain(init.copied()).min()
+    }
+
+    /// What made the session start over between `lost` and `retry`: a resume (the first
+    /// stream, with the unsafe resumption found on it, if any) or a new `initialize`.
+    fn between(&self, s: &Session, f: &Findings, lost: Seq, retry: Seq) -> Option<Restart> {
+        let from = self.resumes.partition_point(|r| r.0 <= lost);
+        let to = self.resumes.partition_point(|r| r.0 < retry);
+        let resume = self.resumes[from..to.max(from)].iter().map(|r| r.1).min();
+        if let Some(r) = resume {
+            let cause = f.find(
+                s.idx,
+                FindingKind::UnsafeResumptionAfterFallback,
+                &Subject::Resume(r),
+            );
+            return Some(Restart::Resume { cause });
+        }
+        let init = self.initializes.partition_point(|m| *m <= lost);
+        (self.initializes.get(init).is_some_and(|m| *m < retry)).then_some(Restart::Initialize)
+    }
 }
 
 enum Restart {
@@ -109,24 +150,42 @@ enum Restart {
     Initialize,
 }
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    let calls = calls(s);
-    let mut retried = vec![false; calls.len()];
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
+    let calls = calls(s, ix);
+    let restarts = Restarts::new(s);
+    // The keyless calls not yet matched, by what they call: a retry is one of them.
+    let mut open: WireMap<(&str, Option<&str>), BTreeSet<usize>> = WireMap::default();
+    for (j, c) in calls.iter().enumerate() {
+        if let Some(key) = c.key()
+            && c.message.mcp.idempotency_key.is_none()
+        {
+            open.entry(key).or_default().insert(j);
+        }
+    }
     for (i, first) in calls.iter().enumerate() {
-        let Some(lost) = first.abandoned else {
+        let (Some(lost), Some(key)) = (first.abandoned, first.key()) else {
             continue;
         };
-        // The first later identical call without a key, after a restart, not yet matched.
-        let hit = calls.iter().enumerate().skip(i + 1).find_map(|(j, c)| {
-            let keyless = c.message.mcp.idempotency_key.is_none();
-            if retried[j] || !keyless || c.opened <= lost || !c.same_as(first) {
-                return None;
-            }
-            restart_between(s, f, lost, c.opened).map(|r| (j, r))
-        });
-        let Some((j, restart)) = hit else { continue };
-        retried[j] = true;
-        let new = finding(s, first, &calls[j], restart);
+        let Some(restart) = restarts.first_after(s.seq(lost)) else {
+            continue;
+        };
+        // The first later identical call without a key, after a restart, not yet matched:
+        // calls are in session order, so the first one sent after the first restart.
+        let Some(candidates) = open.get_mut(&key) else {
+            continue;
+        };
+        let from = calls
+            .partition_point(|c| s.seq(c.opened) <= restart)
+            .max(i + 1);
+        let Some(&j) = candidates.range(from..).next() else {
+            continue;
+        };
+        let (lost, retry) = (s.seq(lost), s.seq(calls[j].opened));
+        let Some(why) = restarts.between(s, f, lost, retry) else {
+            continue;
+        };
+        candidates.remove(&j);
+        let new = finding(s, first, &calls[j], why);
         f.add(s, new);
     }
 }

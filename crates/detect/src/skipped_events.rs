@@ -44,7 +44,10 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             .streams
             .iter()
             .flat_map(|x| x.events.iter())
-            .filter(|e| e.mark > st.opened && e.namespace == mcpf_mcp::model::Namespace::Stream(ns))
+            .filter(|e| {
+                s.seq(e.mark) > s.seq(st.opened)
+                    && e.namespace == mcpf_mcp::model::Namespace::Stream(ns)
+            })
             .filter_map(|e| e.id.as_deref().and_then(ids::counter))
             .filter(|n| from.is_some_and(|f| *n >= f))
             .min();

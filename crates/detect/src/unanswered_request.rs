@@ -3,12 +3,12 @@
 
 use serde_json::{Value, json};
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, client_requests, rejected};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
+use crate::index::Index;
 use mcpf_http::Outcome;
-use mcpf_mcp::answers;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
-use mcpf_mcp::model::{Session, Stream, StreamIdx, Transport};
-use mcpf_model::Mark;
+use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx, Transport};
+use mcpf_model::{Mark, WireMap, WireSet};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnansweredRequest,
@@ -20,40 +20,41 @@ pub(crate) const INFO: KindInfo = KindInfo {
     evidence: &["request_id", "method", "waited_s"],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    let requests = client_requests(s);
-    let cancelled: Vec<&RequestId> = s
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
+    let cancelled: WireSet<&RequestId> = s
         .streams
         .iter()
         .flat_map(|st| st.client_messages.iter())
         .filter(|m| m.kind == Kind::Notification)
         .filter_map(|m| m.mcp.cancels.as_ref())
         .collect();
-    for (i, (si, req)) in requests.iter().enumerate() {
+    let ctx = Context::new(s);
+    for (i, (si, req)) in ix.requests.iter().enumerate() {
         let Some(id) = &req.id else { continue };
         if rejected(s, *si) || cancelled.contains(&id) {
             continue;
         }
         let st = &s.streams[*si];
-        let later = &requests[i + 1..];
-        if answered(s, st, id, later) || st.body_unknown {
+        if answered(s, ix, i, id) || st.body_unknown {
             continue;
         }
         // Where its messages were last being delivered: its progress may have moved to a GET
         // stream after a fallback.
-        let last_progress = last_progress(s, req.mcp.progress_token.as_ref());
+        let last_progress = req
+            .mcp
+            .progress_token
+            .as_ref()
+            .and_then(|t| ctx.progress.get(t).copied());
         let channel = last_progress.map_or(st.idx, |(other, _, _)| other);
-        let went_on = later.iter().any(|(j, _)| s.streams[*j].opened > st.opened)
-            || s.streams
-                .iter()
-                .any(|o| o.idx != st.idx && o.opened > st.opened);
+        // Another stream opened later: later requests, later exchanges.
+        let went_on = ctx.last_opened.is_some_and(|l| l > s.seq(st.opened));
         let gave_up = st.abandoned_by_client()
             || s.streams[channel].abandoned_by_client()
             || s.deleted.is_some();
         let cause = cause(s, f, channel);
         // An answer a replay skipped past is lost even if the stream stayed open.
-        let still_open = cause.is_none() && open_at_end(s, st, channel);
-        let hidden = answer_may_be_missing(s, st, channel);
+        let still_open = cause.is_none() && ctx.open_at_end(s, st, channel);
+        let hidden = ctx.answer_may_be_missing(s, st, channel);
         let u = Unanswered {
             st,
             req,
@@ -71,6 +72,21 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
+/// What every unanswered request of a session is weighed against, worked out once.
+struct Context<'a> {
+    /// Where the latest stream of the session was opened.
+    last_opened: Option<Seq>,
+    /// The session was not ended and an event stream of it was open when the capture stopped.
+    event_stream_open: bool,
+    /// The legacy transport (answers on the event stream only) and no event stream captured.
+    legacy_unseen: bool,
+    /// Streams that may have carried answers and lost bytes: one still open, or where the
+    /// last of them ended.
+    gap_open: bool,
+    gap_ended: Option<Seq>,
+    /// The last event that reported progress on each token: (stream, event, mark).
+    progress: WireMap<&'a String, (StreamIdx, usize, Mark)>,
+}
 /// A request left without an answer, and what is known of the wait.
 struct Unanswered<'a> {
     st: &'a Stream,
@@ -91,40 +107,53 @@ struct Unanswered<'a> {
     cause: Option<usize>,
 }
 
-/// An answer to `id` arrived on any stream after the request, before it was sent again.
-fn answered(s: &Session, st: &Stream, id: &RequestId, later: &[(StreamIdx, &Message)]) -> bool {
-    let next_same = later
-        .iter()
-        .find(|(_, m)| m.id.as_ref() == Some(id))
-        .map(|(j, _)| s.streams[*j].opened);
-    answers(s, id)
-        .iter()
-        .any(|a| a.mark >= st.opened && next_same.is_none_or(|n| a.mark < n))
+/// An answer to `id` arrived on any stream after the request at `pos`, before it was sent
+/// again.
+fn answered(s: &Session, ix: &Index<'_>, pos: usize, id: &RequestId) -> bool {
+    let next_same = ix.next_send(id, pos).map(|n| ix.sent(s, n));
+    !ix.answers
+        .between(id, ix.sent(s, pos), next_same)
+        .is_empty()
 }
 
-/// The session was not ended and a stream the answer could still come on was open when the
-/// capture stopped: its own, the one its progress moved to, or an event stream of the session.
-fn open_at_end(s: &Session, st: &Stream, channel: StreamIdx) -> bool {
-    let open = |o: &Stream| o.ended.is_none() || o.outcome == Some(Outcome::CutByCaptureEnd);
-    s.deleted.is_none()
-        && s.forgotten.is_empty()
-        && (open(st)
-            || open(&s.streams[channel])
-            || s.streams.iter().any(|o| o.event_stream && open(o)))
+fn open(o: &Stream) -> bool {
+    o.ended.is_none() || o.outcome == Some(Outcome::CutByCaptureEnd)
 }
 
-/// Bytes are missing where the answer could have come: its own stream, the one its progress
-/// moved to, or any event stream of the session still open once it was sent; or, on the legacy
-/// transport (answers on the event stream only), no event stream of the session was captured.
-fn answer_may_be_missing(s: &Session, st: &Stream, channel: StreamIdx) -> bool {
-    let legacy_unseen =
-        s.transport == Transport::LegacySse && !s.streams.iter().any(|o| o.event_stream);
-    legacy_unseen
-        || st.gap
-        || s.streams[channel].gap
-        || s.streams
-            .iter()
-            .any(|o| o.gap && may_stream(o) && o.ended.is_none_or(|e| e >= st.opened))
+impl<'a> Context<'a> {
+    fn new(s: &'a Session) -> Self {
+        let gaps = s.streams.iter().filter(|o| o.gap && may_stream(o));
+        Context {
+            last_opened: s.streams.iter().map(|o| s.seq(o.opened)).max(),
+            event_stream_open: s.streams.iter().any(|o| o.event_stream && open(o)),
+            legacy_unseen: s.transport == Transport::LegacySse
+                && !s.streams.iter().any(|o| o.event_stream),
+            gap_open: gaps.clone().any(|o| o.ended.is_none()),
+            gap_ended: gaps.filter_map(|o| o.ended).map(|e| s.seq(e)).max(),
+            progress: progress_reports(s),
+        }
+    }
+
+    /// The session was not ended and a stream the answer could still come on was open when
+    /// the capture stopped: its own, the one its progress moved to, or an event stream of the
+    /// session.
+    fn open_at_end(&self, s: &Session, st: &Stream, channel: StreamIdx) -> bool {
+        s.deleted.is_none()
+            && s.forgotten.is_empty()
+            && (open(st) || open(&s.streams[channel]) || self.event_stream_open)
+    }
+
+    /// Bytes are missing where the answer could have come: its own stream, the one its
+    /// progress moved to, or any event stream of the session still open once it was sent; or,
+    /// on the legacy transport (answers on the event stream only), no event stream of the
+    /// session was captured.
+    fn answer_may_be_missing(&self, s: &Session, st: &Stream, channel: StreamIdx) -> bool {
+        self.legacy_unseen
+            || st.gap
+            || s.streams[channel].gap
+            || self.gap_open
+            || self.gap_ended.is_some_and(|e| e >= s.seq(st.opened))
+    }
 }
 
 /// An event stream, or a stream whose response head the capture lost (it may have been one).
@@ -132,17 +161,21 @@ fn may_stream(o: &Stream) -> bool {
     o.event_stream || o.status.is_none() || o.resume.is_some()
 }
 
-/// The last event that reported progress on `token`: (stream, event, mark).
-fn last_progress(s: &Session, token: Option<&String>) -> Option<(StreamIdx, usize, Mark)> {
-    let token = token?;
-    let mut last: Option<(StreamIdx, usize, Mark)> = None;
+/// The last event that reported progress on each token: (stream, event, mark).
+fn progress_reports(s: &Session) -> WireMap<&String, (StreamIdx, usize, Mark)> {
+    let mut last: WireMap<&String, (StreamIdx, usize, Mark)> = WireMap::default();
     for other in &s.streams {
         for (ei, ev) in other.events.iter().enumerate() {
-            let reports = ev.messages.iter().any(|m| {
-                m.kind == Kind::Notification && m.mcp.progress_token.as_ref() == Some(token)
-            });
-            if reports && last.is_none_or(|(_, _, mark)| ev.mark > mark) {
-                last = Some((other.idx, ei, ev.mark));
+            let tokens = ev
+                .messages
+                .iter()
+                .filter(|m| m.kind == Kind::Notification)
+                .filter_map(|m| m.mcp.progress_token.as_ref());
+            for token in tokens {
+                let at = last.entry(token).or_insert((other.idx, ei, ev.mark));
+                if s.seq(ev.mark) > s.seq(at.2) {
+                    *at = (other.idx, ei, ev.mark);
+                }
             }
         }
     }

@@ -375,7 +375,8 @@ impl<S: HttpSink> Stage<S> {
         let (outcome, by) = match summary.close {
             CloseReason::CaptureEnd => (Outcome::CutByCaptureEnd, None),
             CloseReason::Reset { by } => (Outcome::Reset, Some(by)),
-            CloseReason::Idle => (Outcome::Idle, None),
+            // Both leave what was open cut: the connection was forgotten, not ended.
+            CloseReason::Idle | CloseReason::Evicted => (Outcome::Idle, None),
             CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
         };
         c.close(outcome, by, summary.end, &mut self.sink);

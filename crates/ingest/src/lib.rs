@@ -21,8 +21,9 @@
 //! numbered by the connection an entry or line names (else one per exchange); marks cite the
 //! HAR entry or the log line (`FrameRef::frame`, from 1).
 //! Each input's events are emitted in time order (a request at its start, the response head at
-//! its first byte, its events, its end); the whole input is read first to sort them, so memory
-//! follows the size of the file.
+//! its first byte, its events, its end). A HAR file is read twice, entry by entry, so only the
+//! exchanges in flight are held (see `har`); an access log's lines are read one by one into
+//! compact records (a few hundred bytes a line), sorted, then emitted.
 
 mod accesslog;
 mod connections;
@@ -202,14 +203,18 @@ pub(crate) fn read_all_text(path: &str, input: &mut TextInput) -> Result<String,
 fn read_head(path: &str) -> Result<(Vec<u8>, bool), OpenError> {
     let mut input = open_text(path)?;
     let mut head = Vec::with_capacity(HEAD);
-    (&mut input.reader)
-        .take(HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| OpenError {
+    // A gzip stream cut short fails only after the bytes before the cut: those are enough to
+    // tell the format, and the capture reader salvages them (a small cut .pcap.gz was once
+    // rejected whole here, because the error came before HEAD bytes did).
+    if let Err(e) = (&mut input.reader).take(HEAD as u64).read_to_end(&mut head)
+        && head.is_empty()
+    {
+        return Err(OpenError {
             path: path.to_string(),
             message: format!("cannot read: {e}"),
             hint: None,
-        })?;
+        });
+    }
     Ok((head, input.gzip))
 }
 
@@ -268,6 +273,12 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
     let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
     match FirstRecord::deserialize(&mut de) {
         Ok(first) => Ok(Sniff::Json(first)),
+        // A HAR cut short (a full disk, a killed exporter): what it has is still read.
+        Err(whole) if whole.is_eof() && cut_har(text) => Ok(Sniff::Json(FirstRecord {
+            keys: vec!["log".into()],
+            log: Some(vec!["entries".into()]),
+            ..FirstRecord::default()
+        })),
         Err(whole) => {
             // A log whose first line is damaged (cut by rotation): look at the next lines.
             for line in text.split(|&b| b == b'\n').skip(1).take(50) {
@@ -284,6 +295,20 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
             })
         }
     }
+}
+
+/// Whether a document that ends early begins as a HAR does: `{"log":` then, within the head,
+/// `"entries":[`.
+fn cut_har(head: &[u8]) -> bool {
+    let squeezed: Vec<u8> = head
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    squeezed.starts_with(br#"{"log":"#)
+        && squeezed
+            .windows(br#""entries":["#.len())
+            .any(|w| w == br#""entries":["#)
 }
 
 const EXPECTED_HINT: &str = "expected a pcap/pcapng capture (optionally gzip), a HAR file \

@@ -1,32 +1,136 @@
-//! The HTTP events of one non-capture input, sorted by time before they are emitted.
+//! The HTTP events of one non-capture input, emitted in time order.
 //!
 //! HAR entries and log lines are not in time order (a log line is written when its request
-//! ends; a HAR may list entries by completion), so an input is buffered whole, then emitted in
+//! ends; an entry's response ends after later entries start), so events wait here and leave in
 //! the order a capture of the same traffic would have produced: by time, and within one
 //! exchange request → response head → events → end (times are made monotonic per exchange
-//! before they are pushed, and ties keep the order of pushing). A connection's
-//! `ConnectionStart` and `ConnectionEnd` are pushed like any other event, so they come before
-//! its first request and after its last event, as TCP connections' do.
+//! before they are pushed). Ties: a connection's `ConnectionStart` before every other event of
+//! the same time and its `ConnectionEnd` after them (as TCP connections' come), the rest in the
+//! order of their exchange's rank ([`Timeline::begin`]) and then of pushing.
+//!
+//! A reader that knows no later event can come before a time `w` calls
+//! [`Timeline::flush_before`], so only the events still in flight are held; at most
+//! [`MAX_REORDER_BYTES`] are, beyond which the earliest leave anyway and those that then come
+//! out of order are counted ([`Timeline::out_of_order`]).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use mcpf_http::{HttpEvent, HttpSink};
 use mcpf_model::Timestamp;
 
+/// Bytes of held events (bodies, event data, plus [`EVENT_OVERHEAD`] each) beyond which the
+/// earliest are emitted without waiting: a HAR whose entries are far out of start order is then
+/// emitted nearly in order, with a counted warning, instead of being held whole.
+pub(crate) const MAX_REORDER_BYTES: usize = 256 << 20;
+
+/// What an event costs beside its bytes, for [`MAX_REORDER_BYTES`].
+const EVENT_OVERHEAD: usize = 256;
+
+/// (time, 0 start / 1 other / 2 end, rank or push order, order within the rank).
+type Key = (Timestamp, u8, u64, u64);
+
+struct Held {
+    key: Key,
+    bytes: usize,
+    event: HttpEvent,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Timeline {
-    items: Vec<(Timestamp, usize, HttpEvent)>,
+    held: BinaryHeap<Reverse<Held>>,
+    held_bytes: usize,
+    seq: u64,
+    rank: Option<u64>,
+    sub: u64,
+    last: Option<Key>,
+    /// Events emitted after one that sorts later (the reorder window was full).
+    pub(crate) out_of_order: u64,
 }
 
 impl Timeline {
-    pub(crate) fn push(&mut self, time: Timestamp, event: HttpEvent) {
-        let seq = self.items.len();
-        self.items.push((time, seq, event));
+    /// The events pushed next belong to the exchange of this rank (its place in start order),
+    /// whatever the order they are pushed in.
+    pub(crate) fn begin(&mut self, rank: u64) {
+        self.rank = Some(rank);
+        self.sub = 0;
     }
 
-    /// Emits every event in time order (ties in the order they were pushed).
+    pub(crate) fn push(&mut self, time: Timestamp, event: HttpEvent) {
+        let class = match event {
+            HttpEvent::ConnectionStart { .. } => 0,
+            HttpEvent::ConnectionEnd { .. } => 2,
+            _ => 1,
+        };
+        let (a, b) = match self.rank {
+            Some(rank) if class == 1 => {
+                self.sub += 1;
+                (rank, self.sub)
+            }
+            _ => {
+                self.seq += 1;
+                (self.seq, 0)
+            }
+        };
+        let bytes = EVENT_OVERHEAD
+            + match &event {
+                HttpEvent::Request(r) => r.body.data.len(),
+                HttpEvent::ResponseEnd(r) => r.body.data.len(),
+                HttpEvent::SseEvent { event, .. } => event.data.len(),
+                _ => 0,
+            };
+        self.held_bytes += bytes;
+        self.held.push(Reverse(Held {
+            key: (time, class, a, b),
+            bytes,
+            event,
+        }));
+    }
+
+    /// Emits the events before `w` (no later push comes before it), then the earliest beyond
+    /// [`MAX_REORDER_BYTES`].
+    pub(crate) fn flush_before(&mut self, w: Timestamp, sink: &mut impl HttpSink) {
+        while self.held.peek().is_some_and(|h| h.0.key.0 < w) {
+            self.pop(sink);
+        }
+        while self.held_bytes > MAX_REORDER_BYTES {
+            self.pop(sink);
+        }
+    }
+
+    fn pop(&mut self, sink: &mut impl HttpSink) {
+        let Some(Reverse(h)) = self.held.pop() else {
+            return;
+        };
+        self.held_bytes -= h.bytes;
+        match self.last {
+            Some(last) if h.key < last => self.out_of_order += 1,
+            _ => self.last = Some(h.key),
+        }
+        sink.on_http(h.event);
+    }
+
+    /// Emits every event still held, in order.
     pub(crate) fn emit(mut self, sink: &mut impl HttpSink) {
-        self.items.sort_by_key(|(t, seq, _)| (*t, *seq));
-        for (_, _, event) in self.items {
-            sink.on_http(event);
+        while !self.held.is_empty() {
+            self.pop(sink);
         }
     }
 }

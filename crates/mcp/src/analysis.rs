@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::ids;
 use super::model::{Attribution, Fallback, Namespace, Session, StreamIdx, StreamTransport};
 use crate::jsonrpc::{Kind, RequestId};
-use mcpf_model::{InputId, WireHasher, WireMap};
+use mcpf_model::{InputId, WireHasher, WireMap, WireSet};
 
 /// Fills protocol version and server info from the answer to `initialize`.
 pub(crate) fn fill_initialize(s: &mut Session) {
@@ -119,22 +119,29 @@ fn pair_exchanges(source: &Session, capture: &Session, offset: i64) -> Vec<Optio
 /// offset between the sources is the median difference of matched request times; the source's
 /// unmatched exchanges join the session on the capture's clock.
 pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(InputId) -> bool) {
-    let from_logs = |s: &Session| s.streams.iter().all(|st| recorded(st.input));
+    let (from_logs, captured) = captured_by_id(sessions, recorded);
     let mut absorbed: HashSet<usize> = HashSet::default();
     for a in 0..sessions.len() {
-        if !from_logs(&sessions[a]) || sessions[a].session_id.is_none() {
+        if !from_logs[a] {
             continue;
         }
+        let Some(candidates) = sessions[a]
+            .session_id
+            .as_deref()
+            .and_then(|id| captured.get(id))
+        else {
+            continue;
+        };
         // The same session may have been captured on several legs (client side and upstream
         // of a proxy): the source joins the one whose exchanges it matches best.
         let log_server_unknown =
             sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
-        let best = (0..sessions.len())
+        let best = candidates
+            .iter()
+            .copied()
             .filter(|&b| {
                 b != a
                     && !absorbed.contains(&b)
-                    && !from_logs(&sessions[b])
-                    && sessions[b].session_id == sessions[a].session_id
                     && (sessions[a].server == sessions[b].server || log_server_unknown)
             })
             .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
@@ -196,6 +203,29 @@ pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(Input
         s.end = end;
     }
     *sessions = kept;
+}
+
+/// Which sessions come from logs only, and the others by session ID, built once: a log of n
+/// sessions is merged in O(n), not by scanning every session for each of its own. Whether a
+/// session comes from logs only is fixed before any merging: a target keeps its captured
+/// streams, and a source's streams are taken only as it is absorbed.
+fn captured_by_id(
+    sessions: &[Session],
+    recorded: impl Fn(InputId) -> bool,
+) -> (Vec<bool>, HashMap<String, Vec<usize>>) {
+    let from_logs: Vec<bool> = sessions
+        .iter()
+        .map(|s| s.streams.iter().all(|st| recorded(st.input)))
+        .collect();
+    let mut captured: HashMap<String, Vec<usize>> = HashMap::default();
+    for (b, s) in sessions.iter().enumerate() {
+        if let Some(id) = &s.session_id
+            && !from_logs[b]
+        {
+            captured.entry(id.clone()).or_default().push(b);
+        }
+    }
+    (from_logs, captured)
 }
 
 fn shift(st: &mut super::model::Stream, offset: i64) {
@@ -276,7 +306,7 @@ fn note_what_inputs_lack(s: &mut Session) {
 /// Streams are numbered in the order their requests began.
 fn order_streams(s: &mut Session) {
     let mut order: Vec<usize> = (0..s.streams.len()).collect();
-    order.sort_by_key(|&i| (s.streams[i].opened, s.streams[i].exchange));
+    order.sort_by_key(|&i| (s.seq(s.streams[i].opened), s.streams[i].exchange));
     let mut new_pos = vec![0; order.len()];
     for (new, &old) in order.iter().enumerate() {
         new_pos[old] = new;
@@ -323,15 +353,17 @@ fn detect_fallbacks(s: &mut Session) {
                     && !p.gap
                     && !answered_on(p)
                     && !s.streams.iter().any(|r| {
-                        r.opened <= get.opened
+                        s.seq(r.opened) <= s.seq(get.opened)
                             && r.resume
                                 .as_ref()
                                 .is_some_and(|x| x.continues == Some(p.idx))
                     })
-                    && p.ended
-                        .is_some_and(|end| end.time.0 <= get.opened.time.0 + TOLERANCE_NS)
+                    && p.ended.is_some_and(|end| {
+                        s.seq(end) <= s.seq(get.opened)
+                            || end.time.0 <= get.opened.time.0 + TOLERANCE_NS
+                    })
             })
-            .max_by_key(|p| p.ended);
+            .max_by_key(|p| p.ended.map(|e| s.seq(e)));
         let Some(p) = candidate else {
             continue;
         };
@@ -370,21 +402,24 @@ fn detect_fallbacks(s: &mut Session) {
         used.insert(p.idx);
     }
     s.fallbacks.extend(found);
-    s.fallbacks.sort_by_key(|f| f.mark);
+    let mut fallbacks = std::mem::take(&mut s.fallbacks);
+    fallbacks.sort_by_key(|f| s.seq(f.mark));
+    s.fallbacks = fallbacks;
 }
 
 /// Every request of a POST stream was answered on it before it ended: a client that closes such
 /// a stream has what it waited for (the Python SDK closes it at once), and the standalone GET
 /// every SDK opens next is ordinary, not a fallback.
 fn answered_on(p: &super::model::Stream) -> bool {
-    let answered = |id: &RequestId| {
-        p.response_messages
-            .iter()
-            .chain(p.events.iter().flat_map(|e| e.messages.iter()))
-            .any(|m| matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id))
-    };
+    let answered: WireSet<&RequestId> = p
+        .response_messages
+        .iter()
+        .chain(p.events.iter().flat_map(|e| e.messages.iter()))
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id.as_ref())
+        .collect();
     let mut ids = p.requests().filter_map(|m| m.id.as_ref()).peekable();
-    ids.peek().is_some() && ids.all(answered)
+    ids.peek().is_some() && ids.all(|id| answered.contains(id))
 }
 
 /// A client abandons a stream and opens the fallback in quick succession; the connection close
@@ -403,20 +438,20 @@ fn resolve_resumes(s: &mut Session) {
         else {
             continue;
         };
-        let opened = s.streams[r].opened;
+        let opened = s.seq(s.streams[r].opened);
         let delivered: Vec<StreamIdx> = (0..r)
             .filter(|&t| {
                 s.streams[t]
                     .events
                     .iter()
-                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && e.mark <= opened)
+                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && s.seq(e.mark) <= opened)
             })
             .collect();
         let last_is = |t: &StreamIdx| {
             s.streams[*t]
                 .events
                 .iter()
-                .filter(|e| e.mark <= opened)
+                .filter(|e| s.seq(e.mark) <= opened)
                 .rev()
                 .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
                 == Some(lei.as_str())
@@ -424,7 +459,7 @@ fn resolve_resumes(s: &mut Session) {
         let pick = delivered
             .iter()
             .filter(|t| last_is(t) && s.streams[**t].interrupted())
-            .max_by_key(|t| s.streams[**t].ended)
+            .max_by_key(|t| s.streams[**t].ended.map(|e| s.seq(e)))
             .or_else(|| delivered.iter().filter(|t| last_is(t)).max())
             .or_else(|| delivered.iter().max())
             .copied();
@@ -438,14 +473,15 @@ fn resolve_resumes(s: &mut Session) {
 /// Labels every event with the namespace that minted its ID.
 fn attribute(s: &mut Session) {
     // Events in capture order across streams.
-    let mut order: Vec<(mcpf_model::Mark, StreamIdx, usize)> = s
+    let view: &Session = s;
+    let mut order: Vec<(super::model::Seq, StreamIdx, usize)> = view
         .streams
         .iter()
         .flat_map(|st| {
             st.events
                 .iter()
                 .enumerate()
-                .map(move |(i, e)| (e.mark, st.idx, i))
+                .map(move |(i, e)| (view.seq(e.mark), st.idx, i))
         })
         .collect();
     order.sort();

@@ -314,23 +314,32 @@ pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
     vec![parse_one(text)]
 }
 
-/// The `result` (or `error`) text of the response to `id` in a payload, as sent: what "the same
-/// answer" compares, byte for byte.
-pub(crate) fn answer_text(bytes: &[u8], id: &RequestId) -> Option<String> {
-    let text = std::str::from_utf8(trim_ascii(bytes)).ok()?;
-    let one = |raw: &str| -> Option<String> {
-        let env: Envelope<'_> = serde_json::from_str(raw).ok()?;
-        let got = RequestId::from_raw(env.id?).ok()??;
-        if &got != id {
-            return None;
+/// The `result` (or `error`) text of each response in a payload, by ID, as sent: what "the
+/// same answer" compares, byte for byte. In a batch the first response to an ID counts.
+pub(crate) fn answer_texts(bytes: &[u8]) -> mcpf_model::WireMap<RequestId, String> {
+    let mut out = mcpf_model::WireMap::default();
+    let Ok(text) = std::str::from_utf8(trim_ascii(bytes)) else {
+        return out;
+    };
+    let mut one = |raw: &str| {
+        let Ok(env) = serde_json::from_str::<Envelope<'_>>(raw) else {
+            return;
+        };
+        let Some(Ok(Some(id))) = env.id.map(RequestId::from_raw) else {
+            return;
+        };
+        if let Some(r) = env.result.or(env.error) {
+            out.entry(id).or_insert_with(|| r.get().to_string());
         }
-        env.result.or(env.error).map(|r| r.get().to_string())
     };
     if text.starts_with('[') {
-        let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-        return items.iter().find_map(|raw| one(raw.get()));
+        if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
+            items.iter().for_each(|raw| one(raw.get()));
+        }
+        return out;
     }
-    one(text)
+    one(text);
+    out
 }
 
 /// Method names of the MCP specification, shared by every message that uses them.

@@ -19,6 +19,6 @@ mod packed;
 mod payloads;
 mod prefix;
 
-pub use answers::{Answer, answers, same_answer};
+pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{Builder, HttpAnomaly, McpStats, SessionCallback};
 pub use payloads::{PayloadRef, Payloads};

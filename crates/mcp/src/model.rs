@@ -12,7 +12,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::payloads::{PayloadRef, Payloads};
 use mcpf_http::{ExchangeId, Outcome};
 use mcpf_model::Direction;
-use mcpf_model::{InputId, Mark};
+use mcpf_model::{FrameRef, InputId, Mark};
 
 /// Index of a session in the analysis (shown as `S1`, `S2`, ... from 1).
 pub type SessionIdx = usize;
@@ -427,6 +427,9 @@ pub struct Session {
     /// Sources merged into this session (a log or HAR of the same traffic as a capture): how
     /// many exchanges matched and the clock offset applied to that source.
     pub merged_sources: Vec<MergedSource>,
+    /// Every mark of it comes from one capture file, whose frame numbers say what came after
+    /// what even when its clock stepped back (set when it is finalized).
+    pub frame_order: bool,
 }
 
 /// What a session leaves behind once it is analysed and its streams and events are dropped:
@@ -460,7 +463,18 @@ impl SessionHead {
     }
 }
 
+/// Where a mark stands in a session's order of events: see [`Session::seq`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seq(Option<mcpf_model::Timestamp>, FrameRef);
+
 impl Session {
+    /// What decides "after" in the session: the frame number when it all comes from one
+    /// capture (a clock that stepped back does not reorder what was captured), else the time,
+    /// ties broken by frame. Times are only shown.
+    pub fn seq(&self, m: Mark) -> Seq {
+        Seq((!self.frame_order).then_some(m.time), m.frame)
+    }
+
     pub fn label(&self) -> String {
         session_label(self.idx)
     }
@@ -536,15 +550,16 @@ impl Session {
 
     /// Whether a fallback happened before `mark` and after the last `initialize` before it.
     pub fn fallback_before(&self, mark: Mark) -> Option<&Fallback> {
+        let at = self.seq(mark);
         let last_init = self
             .initializes
             .iter()
-            .filter(|m| **m <= mark)
-            .max()
-            .copied();
+            .map(|m| self.seq(*m))
+            .filter(|m| *m <= at)
+            .max();
         self.fallbacks
             .iter()
-            .filter(|f| f.mark <= mark && last_init.is_none_or(|i| f.mark >= i))
-            .min_by_key(|f| f.mark)
+            .filter(|f| self.seq(f.mark) <= at && last_init.is_none_or(|i| self.seq(f.mark) >= i))
+            .min_by_key(|f| self.seq(f.mark))
     }
 }

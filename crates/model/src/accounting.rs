@@ -20,6 +20,9 @@ pub mod bucket {
     pub const NOT_HTTP: &str = "not_http";
     /// Skipped: HTTP that carries no MCP exchange.
     pub const NOT_MCP: &str = "not_mcp";
+    /// Skipped: a record of a text source (HAR entry, access-log line) that is valid JSON but
+    /// not one its reader recognises (no request, keys of no known log format, a missing time).
+    pub const NOT_RECOGNISED: &str = "not_recognised";
     /// Lost: bytes of a record or block that could not be parsed, skipped while resynchronising.
     pub const CORRUPT_RECORD: &str = "corrupt_record";
     /// Lost: the file (or its gzip stream) ends in the middle of a record.

@@ -77,7 +77,12 @@ struct ReassemblyJson {
     direction_buffer_limit_hits: u64,
     total_buffer_limit_hits: u64,
     idle_evictions: u64,
+    table_evictions: u64,
+    table_evictions_with_payload: u64,
+    direction_piece_limit_hits: u64,
+    total_piece_limit_hits: u64,
     peak_buffered_bytes: usize,
+    peak_buffered_pieces: usize,
 }
 
 fn reassembly_json(stats: &ReassemblyStats) -> ReassemblyJson {
@@ -86,7 +91,12 @@ fn reassembly_json(stats: &ReassemblyStats) -> ReassemblyJson {
         direction_buffer_limit_hits: stats.direction_limit_hits,
         total_buffer_limit_hits: stats.total_limit_hits,
         idle_evictions: stats.idle_evictions,
+        table_evictions: stats.table_evictions,
+        table_evictions_with_payload: stats.table_evictions_with_payload,
+        direction_piece_limit_hits: stats.direction_piece_limit_hits,
+        total_piece_limit_hits: stats.total_piece_limit_hits,
         peak_buffered_bytes: stats.peak_buffered,
+        peak_buffered_pieces: stats.peak_pieces,
     }
 }
 
@@ -162,6 +172,20 @@ pub fn write_table(
             out,
             "warning: the reassembly buffer limit was reached {} times; holes were declared lost early (raise --max-buffer-per-direction / --max-buffer-total)",
             stats.direction_limit_hits + stats.total_limit_hits
+        )?;
+    }
+    let piece_hits = stats.direction_piece_limit_hits + stats.total_piece_limit_hits;
+    if piece_hits > 0 {
+        writeln!(
+            out,
+            "warning: the limit of out-of-order pieces was reached {piece_hits} times; holes were declared lost early"
+        )?;
+    }
+    if stats.table_evictions > 0 {
+        writeln!(
+            out,
+            "warning: the connection table was full: {} connections were evicted ({} had carried bytes)",
+            stats.table_evictions, stats.table_evictions_with_payload
         )?;
     }
     if stats.idle_evictions > 0 {

@@ -14,7 +14,7 @@ use mcpf_model::InputReport;
 use mcpf_model::{Mark, endpoint};
 
 use super::redact::Redactor;
-use super::sanitize::{terminal, terminal_truncated};
+use super::sanitize::terminal;
 use super::table::{bytes, new_table};
 
 fn headers_json(h: &Headers, r: &Redactor) -> Value {
@@ -25,10 +25,12 @@ fn headers_json(h: &Headers, r: &Redactor) -> Value {
     )
 }
 
-/// A body as JSON: text when it is UTF-8, base64 otherwise (never lossily replaced).
-fn body_json(b: &Body, r: &Redactor) -> Value {
+/// A body as JSON: text when it is UTF-8, base64 otherwise (never lossily replaced). Its
+/// secrets are redacted where every output is, at standard output (`redact::Redacting`): a
+/// body is the bulk of the document, and scanning it twice would double the cost.
+fn body_json(b: &Body) -> Value {
     let (encoding, text) = match std::str::from_utf8(&b.data) {
-        Ok(t) => ("utf-8", r.text(t).into_owned()),
+        Ok(t) => ("utf-8", t.to_string()),
         Err(_) => (
             "base64",
             base64::engine::general_purpose::STANDARD.encode(&b.data),
@@ -139,7 +141,7 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
                 "id": ev.id,
                 "last_event_id": ev.last_event_id,
                 "event": ev.event,
-                "data": r.text(&ev.data),
+                "data": ev.data,
                 "retry": ev.retry,
                 "priming": ev.priming,
                 "after_gap": ev.after_gap,
@@ -173,8 +175,8 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
         "flags": flags(e),
         "request_headers": e.request.as_ref().map(|q| headers_json(&q.headers, r)),
         "response_headers": e.response.as_ref().map(|h| headers_json(&h.headers, r)),
-        "request_body": e.request.as_ref().map(|q| body_json(&q.body, r)),
-        "response_body": e.end.as_ref().filter(|_| e.events.is_empty()).map(|x| body_json(&x.body, r)),
+        "request_body": e.request.as_ref().map(|q| body_json(&q.body)),
+        "response_body": e.end.as_ref().filter(|_| e.events.is_empty()).map(|x| body_json(&x.body)),
         "sse_events": events,
         "jsonrpc": {
             "request": m.request.iter().map(message_json).collect::<Vec<_>>(),
@@ -267,7 +269,7 @@ pub fn write_table(
         let target = e
             .request
             .as_ref()
-            .map(|q| terminal_truncated(&r.target(&q.target), 48))
+            .map(|q| r.cell(&q.target, 48))
             .unwrap_or_default();
         let status = e
             .response
@@ -278,7 +280,7 @@ pub fn write_table(
             .response
             .as_ref()
             .and_then(|h| h.headers.media_type())
-            .map(|m| terminal_truncated(&m, 24))
+            .map(|m| r.cell(&m, 24))
             .unwrap_or_default();
         let req_bytes = e
             .request
@@ -304,7 +306,7 @@ pub fn write_table(
             } else {
                 e.events.len().to_string()
             },
-            terminal_truncated(&r.text(&jsonrpc_summary(e)), 60),
+            r.cell(&jsonrpc_summary(e), 60),
             flags(e).join(" "),
         ]);
     }

@@ -4,7 +4,7 @@
 use mcpf_detect::Finding;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{EventRec, Namespace, Session, Stream, StreamTransport};
-use mcpf_model::Mark;
+use mcpf_model::{Mark, WireSet};
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -157,11 +157,14 @@ struct StreamMessages<'a> {
     notes: Vec<&'a Message>,
     /// Responses and errors on the stream itself, in its events or its response body.
     answers: Vec<&'a Message>,
+    /// Every request the stream carried was answered on it (worked out once: a batch can
+    /// hold 100,000 requests).
+    answered: bool,
 }
 
 impl<'a> StreamMessages<'a> {
     fn of(st: &'a Stream) -> Self {
-        StreamMessages {
+        let mut msgs = StreamMessages {
             st,
             requests: st.requests().collect(),
             notes: st
@@ -176,16 +179,20 @@ impl<'a> StreamMessages<'a> {
                 .chain(st.response_messages.iter())
                 .filter(|m| is_answer(m))
                 .collect(),
-        }
+            answered: false,
+        };
+        let ids: WireSet<&RequestId> = msgs.answers.iter().filter_map(|a| a.id.as_ref()).collect();
+        msgs.answered = !msgs.requests.is_empty()
+            && msgs
+                .requests
+                .iter()
+                .all(|r| r.id.as_ref().is_some_and(|id| ids.contains(id)));
+        msgs
     }
 
     /// Every request the stream carried was answered on it.
     fn answered_here(&self) -> bool {
-        !self.requests.is_empty()
-            && self
-                .requests
-                .iter()
-                .all(|r| self.answers.iter().any(|a| a.id.is_some() && a.id == r.id))
+        self.answered
     }
 
     /// Answered on its own stream, quickly and quietly: the request row says it all, and its

@@ -1,10 +1,13 @@
 //! Log records assembled into exchanges and connections: sorted by start, given connection
-//! ids, and pushed onto the input's timeline as a `Request` at the start, a `ResponseHead` at
+//! ids, and pushed onto the input's timeline (which emits them as soon as no later record can
+//! precede them) as a `Request` at the start, a `ResponseHead` at
 //! the (estimated) first byte and a `ResponseEnd` at the end, or a `NoResponse`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use mcpf_http::{Body, ExchangeId, HttpEvent, Outcome, Request, ResponseEnd, ResponseHead};
+use mcpf_http::{
+    Body, ExchangeId, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
+};
 use mcpf_model::{Capabilities, FrameRef, InputId, LogFlavor, Mark, Timestamp};
 
 use super::capabilities::{capabilities, lacks};
@@ -14,13 +17,16 @@ use crate::timeline::Timeline;
 
 const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
 
-/// The capabilities and the timeline of a whole log.
+/// Emits the events of a whole log into `sink` and returns its capabilities. Each
+/// connection's start and end are known from the records before any exchange's events, so the
+/// events before the next record's start can leave at once: only exchanges in flight are held.
 pub(super) fn assemble(
     mut records: Vec<Rec>,
     facts: &Facts,
     flavor: LogFlavor,
     input: InputId,
-) -> (Capabilities, Timeline) {
+    sink: &mut impl HttpSink,
+) -> Capabilities {
     records.sort_by_key(|r| (r.start, r.line));
 
     // Connections: by the logged connection (a new one when the log says a request is the
@@ -33,31 +39,46 @@ pub(super) fn assemble(
 
     let mut caps = capabilities(flavor, facts, !records.is_empty());
     let mut timeline = Timeline::default();
+    let addresses = |r: &Rec| {
+        (
+            r.client.unwrap_or(UNSPECIFIED),
+            r.server.unwrap_or(UNSPECIFIED),
+        )
+    };
+    let mark = |r: &Rec, time| Mark {
+        time,
+        frame: FrameRef::new(input, r.line),
+    };
     push_starts(
         &mut timeline,
         records.iter().zip(&ids).map(|(r, id)| {
-            let mark = Mark {
-                time: r.start,
-                frame: FrameRef::new(input, r.line),
-            };
-            let client = r.client.unwrap_or(UNSPECIFIED);
-            (id.conn, client, r.server.unwrap_or(UNSPECIFIED), mark)
+            let (client, server) = addresses(r);
+            (id.conn, client, server, mark(r, r.start))
         }),
     );
+    let mut ends = Ends::default();
+    for (r, id) in records.iter().zip(&ids) {
+        let (client, server) = addresses(r);
+        ends.note(id.conn, client, server, mark(r, r.end));
+    }
+    ends.push(&mut timeline);
     let mut exchanges = Exchanges {
         timeline: &mut timeline,
         caps: &mut caps,
         input,
         may_be_streams: 0,
-        ends: Ends::default(),
     };
+    let next_starts: Vec<Timestamp> = records.iter().skip(1).map(|r| r.start).collect();
+    let mut next_starts = next_starts.into_iter();
     for (r, id) in records.into_iter().zip(ids) {
         exchanges.record(r, id);
+        let next = next_starts.next().unwrap_or(Timestamp(i64::MAX));
+        exchanges.timeline.flush_before(next, sink);
     }
     let may_be_streams = exchanges.may_be_streams;
-    exchanges.ends.push(&mut timeline);
+    timeline.emit(sink);
     lacks(&mut caps, facts, flavor, may_be_streams);
-    (caps, timeline)
+    caps
 }
 
 /// Pushes the events of records, in start order.
@@ -67,7 +88,6 @@ struct Exchanges<'a> {
     input: InputId,
     /// Responses that are, or may be (no Content-Type known), event streams.
     may_be_streams: u64,
-    ends: Ends,
 }
 
 impl Exchanges<'_> {
@@ -103,7 +123,6 @@ impl Exchanges<'_> {
                 },
             );
         }
-        self.ends.note(id.conn, client, server, mark(r.end));
     }
 
     /// The request, whose body is known only when the log says it was empty (or the method

@@ -3,8 +3,8 @@
 //!
 //! An access log line is written when a request ENDS: the request's start is end − duration
 //! (Envoy logs its start, so there end = start + duration). Lines therefore come in end order;
-//! they are reduced to compact records, sorted by start, and emitted in time order (memory
-//! follows the size of the log).
+//! they are reduced to compact records (a few hundred bytes each, the line itself is not kept),
+//! sorted by start, and emitted in time order, holding only the events of exchanges in flight.
 //!
 //! Per line: a [`Request`] at the start, a [`ResponseHead`] at the (estimated) first byte, a
 //! [`ResponseEnd`] at the end, all with bodies [`Body::unknown`] (a log keeps no content; a
@@ -47,10 +47,9 @@ use std::net::SocketAddr;
 use serde_json::{Map, Value};
 
 use self::times::{DurationUnit, parse_duration};
-use crate::timeline::Timeline;
 use crate::{FirstRecord, Warnings, open_text};
 use mcpf_http::{Headers, HttpSink, Outcome};
-use mcpf_model::{Capabilities, Direction, LogFlavor};
+use mcpf_model::{Accounting, Capabilities, Direction, LogFlavor, bucket};
 use mcpf_model::{InputId, InputReport, OpenError, Timestamp};
 
 pub use self::logmap::{LogMap, LogMapError};
@@ -102,25 +101,29 @@ pub(crate) fn read_access_log_as(
     let mut reader = LogReader::new(path, input, flavor, map);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match text.reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => reader.line(&line)?,
-            Err(e) => {
+        match read_line_capped(&mut text.reader, &mut line, MAX_LINE) {
+            Ok(Line::End) => break,
+            Ok(Line::Whole) => reader.line(&line)?,
+            Ok(Line::TooLong(n)) => reader.too_long(n),
+            Err((e, partial)) => {
                 reader.warnings.push(format!(
                     "reading stopped after line {}: {e}",
                     reader.line_no
                 ));
+                if partial > 0 {
+                    // The line the error cut.
+                    reader.lines += 1;
+                    reader.lost(bucket::TRUNCATED, partial);
+                }
                 break;
             }
         }
     }
-    let (mut report, caps, timeline) = reader.finish();
+    let (mut report, caps) = reader.finish(sink);
     report.bytes = text.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
     if text.gzip {
         report.format.push_str("+gzip");
     }
-    timeline.emit(sink);
     Ok((report, caps))
 }
 
@@ -134,12 +137,75 @@ pub fn read_access_log_text(
 ) -> Result<(InputReport, Capabilities), OpenError> {
     let mut reader = LogReader::new(name, input, None, map);
     for line in text.split_inclusive('\n') {
-        reader.line(line.as_bytes())?;
+        if line.len() > MAX_LINE {
+            reader.too_long(line.len() as u64);
+        } else {
+            reader.line(line.as_bytes())?;
+        }
     }
-    let (mut report, caps, timeline) = reader.finish();
+    let (mut report, caps) = reader.finish(sink);
     report.bytes = text.len() as u64;
-    timeline.emit(sink);
     Ok((report, caps))
+}
+
+/// Bytes of one log line beyond which it is skipped (counted `cap_reached`, with a warning) and
+/// not held: nginx, Envoy and Caddy lines are a few kilobytes, and even one logging every
+/// header stays far below.
+pub(crate) const MAX_LINE: usize = 16 << 20;
+
+/// What [`read_line_capped`] read.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// The end of the input.
+    End,
+    /// A line (with its newline, unless it ends the input) is in the buffer.
+    Whole,
+    /// A line of this many bytes, over the cap: skipped, not kept.
+    TooLong(u64),
+}
+
+/// Reads one line into `buf` (cleared first), holding at most `cap` bytes of it: a longer line
+/// is read through to its newline and dropped. An error comes with the bytes of the line read
+/// before it.
+fn read_line_capped(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> Result<Line, (std::io::Error, u64)> {
+    buf.clear();
+    let mut seen = 0u64;
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err((e, seen)),
+        };
+        if chunk.is_empty() {
+            return Ok(match seen {
+                0 => Line::End,
+                n if n > cap as u64 => Line::TooLong(n),
+                _ => Line::Whole,
+            });
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        seen += take as u64;
+        if seen <= cap as u64 {
+            buf.extend_from_slice(&chunk[..take]);
+        } else {
+            buf.clear();
+        }
+        r.consume(take);
+        if done {
+            return Ok(if seen > cap as u64 {
+                Line::TooLong(seen)
+            } else {
+                Line::Whole
+            });
+        }
+    }
 }
 
 /// How an exchange ended, as far as the log says.
@@ -208,6 +274,18 @@ enum Skip {
     Record(#[from] RecordError),
 }
 
+impl Skip {
+    /// The accounting bucket of a skipped line: JSON that does not parse is lost (cut at the
+    /// end of a truncated file, or corrupt); a JSON line that is no record is not recognised.
+    fn bucket(&self, last_unterminated: bool) -> (&'static str, bool) {
+        match self {
+            Skip::Json(e) if e.is_eof() && last_unterminated => (bucket::TRUNCATED, true),
+            Skip::Json(_) => (bucket::CORRUPT_RECORD, true),
+            _ => (bucket::NOT_RECOGNISED, false),
+        }
+    }
+}
+
 /// What the log keeps, judged over all records, for the capabilities.
 struct Facts {
     /// Headers the log names, whether or not a line has a value for them.
@@ -274,6 +352,12 @@ struct LogReader<'a> {
     malformed: u64,
     lines: u64,
     facts: Facts,
+    accounting: Accounting,
+    /// Bytes of the line being read.
+    line_bytes: u64,
+    /// The line being read has no newline (it ends the input).
+    unterminated: bool,
+    too_long: u64,
 }
 
 impl<'a> LogReader<'a> {
@@ -293,23 +377,58 @@ impl<'a> LogReader<'a> {
             malformed: 0,
             lines: 0,
             facts: Facts::new(),
+            accounting: Accounting::default(),
+            line_bytes: 0,
+            unterminated: false,
+            too_long: 0,
         }
     }
 
     fn bad(&mut self, why: Skip) {
         self.malformed += 1;
+        let (reason, lost) = why.bucket(self.unterminated);
+        if lost {
+            self.lost(reason, self.line_bytes);
+        } else {
+            self.accounting.packets.skip(reason, 1);
+            self.accounting.bytes.skip(reason, self.line_bytes);
+        }
         self.warnings
             .push(format!("line {} skipped: {why}", self.line_no));
     }
 
+    /// A line of `bytes` lost for `reason` (the line is already numbered).
+    fn lost(&mut self, reason: &str, bytes: u64) {
+        self.accounting.packets.lose(reason, 1);
+        self.accounting.bytes.lose(reason, bytes);
+    }
+
+    /// A line over [`MAX_LINE`]: skipped unread, counted and named.
+    fn too_long(&mut self, bytes: u64) {
+        self.line_no += 1;
+        self.lines += 1;
+        self.too_long += 1;
+        self.lost(bucket::CAP_REACHED, bytes);
+        self.warnings.push(format!(
+            "line {} skipped: {bytes} bytes, over the {} MiB line cap",
+            self.line_no,
+            MAX_LINE >> 20
+        ));
+    }
+
     fn line(&mut self, raw: &[u8]) -> Result<(), OpenError> {
         self.line_no += 1;
+        self.line_bytes = raw.len() as u64;
+        self.unterminated = !raw.ends_with(b"\n");
         let raw = if self.line_no == 1 {
             raw.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(raw)
         } else {
             raw
         };
         if raw.iter().all(u8::is_ascii_whitespace) {
+            self.accounting
+                .bytes
+                .skip(bucket::FILE_FRAMING, self.line_bytes);
             return Ok(());
         }
         self.lines += 1;
@@ -355,6 +474,8 @@ impl<'a> LogReader<'a> {
             Ok(rec) => {
                 self.facts.all_clients &= rec.client.is_some_and(|c| c.port() != 0);
                 self.facts.all_servers &= rec.server.is_some();
+                self.accounting.packets.analyse(1);
+                self.accounting.bytes.analyse(self.line_bytes);
                 self.records.push(rec);
             }
             Err(why) => self.bad(why.into()),
@@ -375,7 +496,7 @@ impl<'a> LogReader<'a> {
         }
     }
 
-    fn finish(self) -> (InputReport, Capabilities, Timeline) {
+    fn finish(self, sink: &mut impl HttpSink) -> (InputReport, Capabilities) {
         let flavor = self.flavor.unwrap_or(LogFlavor::Nginx);
         let mut report = InputReport {
             path: self.name.clone(),
@@ -388,9 +509,15 @@ impl<'a> LogReader<'a> {
                 .skipped
                 .insert("malformed lines".into(), self.malformed);
         }
-        let (caps, timeline) = exchanges::assemble(self.records, &self.facts, flavor, self.input);
+        if self.too_long > 0 {
+            report
+                .skipped
+                .insert("lines over the line cap".into(), self.too_long);
+        }
+        report.accounting = self.accounting.clone();
+        let caps = exchanges::assemble(self.records, &self.facts, flavor, self.input, sink);
         report.warnings = self.warnings.finish("malformed lines");
-        (report, caps, timeline)
+        (report, caps)
     }
 }
 
@@ -405,5 +532,33 @@ fn first_record(obj: &Map<String, Value>) -> FirstRecord {
             .get("request")
             .and_then(Value::as_object)
             .map(|r| r.keys().cloned().collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_over_the_cap_are_read_through_not_held() {
+        // A tiny BufReader, so lines span several refills.
+        let text = b"short\nlonger than eight\nlast".as_slice();
+        let mut r = std::io::BufReader::with_capacity(3, text);
+        let mut buf = Vec::new();
+        let mut next = || {
+            read_line_capped(&mut r, &mut buf, 8)
+                .map_err(|(e, _)| e)
+                .unwrap()
+        };
+        assert_eq!(next(), Line::Whole);
+        assert_eq!(next(), Line::TooLong(18));
+        assert_eq!(next(), Line::Whole);
+        assert_eq!(next(), Line::End);
+        let mut r = std::io::BufReader::with_capacity(3, b"12345678\n".as_slice());
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 8).ok(),
+            Some(Line::TooLong(9))
+        );
+        assert!(buf.is_empty());
     }
 }

@@ -10,7 +10,6 @@ use super::CLIENT_UNKNOWN;
 use super::bodies::Content;
 use super::entries::{Entry, Resp};
 use super::sse::{messages_to_events, spread_events};
-use crate::connections::Ends;
 use crate::timeline::Timeline;
 
 /// What the entries left unknown, counted for the sentences of what the file lacks.
@@ -22,40 +21,32 @@ pub(super) struct Holes {
     pub(super) unknown_plain_bodies: u64,
 }
 
-/// Pushes the events of entries, in start order.
+/// Pushes the events of entries (each under its rank, so they may come in any order); the
+/// bodies move into the events, so an entry is held once.
 pub(super) struct Exchanges<'a> {
-    timeline: &'a mut Timeline,
     caps: &'a mut Capabilities,
     input: InputId,
     /// Some entry of the file keeps an event stream's bytes or messages.
     stores_streams: bool,
     holes: Holes,
-    ends: Ends,
 }
 
 impl<'a> Exchanges<'a> {
-    pub(super) fn new(
-        timeline: &'a mut Timeline,
-        caps: &'a mut Capabilities,
-        input: InputId,
-        stores_streams: bool,
-    ) -> Self {
+    pub(super) fn new(caps: &'a mut Capabilities, input: InputId, stores_streams: bool) -> Self {
         Exchanges {
-            timeline,
             caps,
             input,
             stores_streams,
             holes: Holes::default(),
-            ends: Ends::default(),
         }
     }
 
-    pub(super) fn entry(&mut self, e: &Entry, id: ExchangeId) {
+    pub(super) fn entry(&mut self, timeline: &mut Timeline, e: &mut Entry, id: ExchangeId) {
         let frame = FrameRef::new(self.input, e.number);
         let mark = |time: Timestamp| Mark { time, frame };
         self.caps.exchanges += 1;
         self.caps.request_bodies.add(!e.req_body.unknown);
-        self.timeline.push(
+        timeline.push(
             e.req_first,
             HttpEvent::Request(Box::new(Request {
                 exchange: id,
@@ -64,8 +55,8 @@ impl<'a> Exchanges<'a> {
                 method: e.method.clone(),
                 target: e.target.clone(),
                 version: e.version,
-                headers: e.req_headers.clone(),
-                body: e.req_body.clone(),
+                headers: std::mem::take(&mut e.req_headers),
+                body: std::mem::take(&mut e.req_body),
                 first: mark(e.req_first),
                 last: mark(e.req_last),
                 outcome: Outcome::Complete,
@@ -77,7 +68,7 @@ impl<'a> Exchanges<'a> {
             .as_deref()
             .map(error_outcome)
             .unwrap_or((Outcome::Complete, None));
-        match &e.response {
+        match e.response.take() {
             None => {
                 let (outcome, closed_by) = ending;
                 let outcome = if outcome == Outcome::Complete {
@@ -85,7 +76,7 @@ impl<'a> Exchanges<'a> {
                 } else {
                     outcome
                 };
-                self.timeline.push(
+                timeline.push(
                     e.end,
                     HttpEvent::NoResponse {
                         exchange: id,
@@ -95,24 +86,23 @@ impl<'a> Exchanges<'a> {
                     },
                 );
             }
-            Some(r) => self.response(e, r, id, ending),
+            Some(mut r) => self.response(timeline, e, &mut r, id, ending),
         }
-        self.ends
-            .note(id.conn, CLIENT_UNKNOWN, e.server, mark(e.end));
     }
 
     /// The response's head, its events and its end (`ending` is how the entry's `_error` says
     /// it ended).
     fn response(
         &mut self,
+        timeline: &mut Timeline,
         e: &Entry,
-        r: &Resp,
+        r: &mut Resp,
         id: ExchangeId,
         (outcome, closed_by): (Outcome, Option<Direction>),
     ) {
         let frame = FrameRef::new(self.input, e.number);
         let mark = |time: Timestamp| Mark { time, frame };
-        self.timeline.push(
+        timeline.push(
             e.head,
             HttpEvent::ResponseHead(Box::new(ResponseHead {
                 exchange: id,
@@ -143,19 +133,19 @@ impl<'a> Exchanges<'a> {
         };
         let mut sse = None;
         if r.event_stream {
-            sse = self.stream(e, r, known, id, &mut body);
-        } else if let Content::Known(bytes) = &r.content {
+            sse = self.stream(timeline, e, r, known, id, &mut body);
+        } else if let Content::Known(bytes) = &mut r.content {
             body.decoded_bytes = bytes.len() as u64;
             if r.wire_size.is_none() && r.size.is_none() {
                 body.wire_bytes = bytes.len() as u64;
             }
-            body.data = bytes.clone();
+            body.data = std::mem::take(bytes);
         }
         self.caps.response_bodies.add(!body.unknown);
         if body.unknown && !r.event_stream {
             self.holes.unknown_plain_bodies += 1;
         }
-        self.timeline.push(
+        timeline.push(
             e.end,
             HttpEvent::ResponseEnd(Box::new(ResponseEnd {
                 exchange: id,
@@ -172,6 +162,7 @@ impl<'a> Exchanges<'a> {
     /// has them (or the body is unknown), else parsed from the body.
     fn stream(
         &mut self,
+        timeline: &mut Timeline,
         e: &Entry,
         r: &Resp,
         known: bool,
@@ -209,7 +200,7 @@ impl<'a> Exchanges<'a> {
             self.caps.sse_times_estimated = true;
         }
         for ev in events {
-            self.timeline.push(
+            timeline.push(
                 ev.mark.time,
                 HttpEvent::SseEvent {
                     exchange: id,
@@ -220,9 +211,8 @@ impl<'a> Exchanges<'a> {
         sse
     }
 
-    /// Pushes each connection's end; returns what the entries left unknown.
+    /// What the entries left unknown.
     pub(super) fn finish(self) -> Holes {
-        self.ends.push(self.timeline);
         self.holes
     }
 }

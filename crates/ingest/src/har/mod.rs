@@ -37,42 +37,55 @@ mod entries;
 mod exchanges;
 mod headers;
 mod sse;
+mod stream;
 mod timings;
 mod url;
 
+use std::io::BufRead;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering;
 
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use crate::connections::{Connections, push_starts};
+use crate::connections::{Connections, Ends, push_starts};
 use crate::timeline::Timeline;
 use crate::{Warnings, open_text, read_all_text};
 use mcpf_http::{ExchangeId, HttpSink};
-use mcpf_model::{Capabilities, ConnId, HeaderCoverage, SourceFormat};
+use mcpf_model::{Accounting, Capabilities, HeaderCoverage, SourceFormat, Timestamp, bucket};
 use mcpf_model::{FrameRef, InputId, Mark};
 use mcpf_model::{InputReport, OpenError};
 
 use self::bodies::Content;
-use self::entries::{Entry, EntryError, entry};
+use self::entries::entry;
 use self::exchanges::{Exchanges, Holes};
 use self::headers::CREDENTIAL_HEADERS;
+use self::stream::{Head, for_each_entry};
 
-/// Reads a HAR file (plain or gzip) into `sink`.
+/// Reads a HAR file (plain or gzip) into `sink`. The file is read twice, entry by entry (see
+/// [`read_streaming`]); standard input, which cannot be, is read whole first.
 pub fn read_har(
     path: &str,
     input: InputId,
     sink: &mut impl HttpSink,
 ) -> Result<(InputReport, Capabilities), OpenError> {
-    let mut text_input = open_text(path)?;
-    let text = read_all_text(path, &mut text_input)?;
-    let (mut report, caps) = read_har_text(path, &text, input, sink)?;
-    report.bytes = text_input
-        .bytes_read
-        .load(std::sync::atomic::Ordering::Relaxed);
-    if text_input.gzip {
-        report.format.push_str("+gzip");
+    if path == "-" {
+        let mut text_input = open_text(path)?;
+        let text = read_all_text(path, &mut text_input)?;
+        let (mut report, caps) = read_har_text(path, &text, input, sink)?;
+        report.bytes = text_input.bytes_read.load(Ordering::Relaxed);
+        return Ok((report, caps));
+    }
+    let mut last = None;
+    let (mut report, caps) = read_streaming(path, input, sink, &mut || {
+        let text = open_text(path)?;
+        last = Some((text.bytes_read.clone(), text.gzip));
+        Ok(text.reader)
+    })?;
+    if let Some((bytes_read, gzip)) = last {
+        report.bytes = bytes_read.load(Ordering::Relaxed);
+        if gzip {
+            report.format.push_str("+gzip");
+        }
     }
     Ok((report, caps))
 }
@@ -84,25 +97,11 @@ pub fn read_har_text(
     input: InputId,
     sink: &mut impl HttpSink,
 ) -> Result<(InputReport, Capabilities), OpenError> {
-    let (report, caps, timeline) = parse(name, text, input)?;
-    timeline.emit(sink);
+    let (mut report, caps) = read_streaming(name, input, sink, &mut || {
+        Ok(Box::new(text.as_bytes()) as Box<dyn BufRead + '_>)
+    })?;
+    report.bytes = text.len() as u64;
     Ok((report, caps))
-}
-
-#[derive(Deserialize)]
-struct Top<'a> {
-    #[serde(borrow)]
-    log: Option<Log<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Log<'a> {
-    #[serde(default)]
-    version: Option<Value>,
-    #[serde(default)]
-    creator: Option<Value>,
-    #[serde(borrow)]
-    entries: Option<Vec<&'a RawValue>>,
 }
 
 /// What the writer keeps, judged over the whole file.
@@ -116,75 +115,170 @@ struct Writer {
     stores_streams: bool,
 }
 
-/// The report, capabilities and timeline of a HAR document.
-fn parse(
+/// What the first pass keeps of a readable entry: enough to number connections in start order
+/// and to know when no later entry can start before a time.
+struct Meta {
+    req_first: Timestamp,
+    end: Timestamp,
+    connection: Option<String>,
+    server: SocketAddr,
+    server_known: bool,
+}
+
+/// The first pass over the entries: what the whole file says, and each readable entry's
+/// [`Meta`] (by file position; `None` for an entry that cannot be read).
+struct Scan {
+    metas: Vec<Option<Meta>>,
+    credentials_seen: bool,
+    stores_streams: bool,
+    http2: u64,
+    malformed: u64,
+    accounting: Accounting,
+    warnings: Warnings,
+}
+
+impl Scan {
+    fn entry(&mut self, number: u64, v: &Value, bytes: u64) {
+        match entry(number, v, &mut self.http2) {
+            Ok(e) => {
+                self.credentials_seen |= CREDENTIAL_HEADERS.iter().any(|h| {
+                    e.req_headers.has(h) || e.response.as_ref().is_some_and(|r| r.headers.has(h))
+                });
+                self.stores_streams |= e.response.as_ref().is_some_and(|r| {
+                    r.event_stream && matches!(&r.content, Content::Known(b) if !b.is_empty())
+                }) || e.messages.as_ref().is_some_and(|m| !m.is_empty());
+                self.accounting.packets.analyse(1);
+                self.accounting.bytes.analyse(bytes);
+                self.metas.push(Some(Meta {
+                    req_first: e.req_first,
+                    end: e.end,
+                    server: e.server,
+                    server_known: e.server_known,
+                    connection: e.connection,
+                }));
+            }
+            Err(why) => {
+                self.malformed += 1;
+                self.accounting.packets.skip(bucket::NOT_RECOGNISED, 1);
+                self.accounting.bytes.skip(bucket::NOT_RECOGNISED, bytes);
+                self.warnings.push(format!("entry {number} skipped: {why}"));
+                self.metas.push(None);
+            }
+        }
+    }
+}
+
+impl Scan {
+    /// Counts what no whole entry covers: the document around the entries (framing), or after
+    /// a JSON error the entry it cut and the rest of the file (lost: truncated when the file
+    /// ends early, else corrupt).
+    fn settle(&mut self, error: &Option<serde_json::Error>, entries: u64, bytes: u64, at: u64) {
+        let around = bytes.saturating_sub(self.accounting.bytes.total);
+        let Some(e) = error else {
+            self.accounting.bytes.skip(bucket::FILE_FRAMING, around);
+            return;
+        };
+        let reason = if e.is_eof() {
+            bucket::TRUNCATED
+        } else {
+            bucket::CORRUPT_RECORD
+        };
+        let rest = bytes.saturating_sub(at);
+        self.warnings.push(format!(
+            "reading stopped in entry {} at byte {at} ({e}): the rest of the file ({rest} bytes) was not read",
+            entries + 1
+        ));
+        self.accounting.packets.lose(reason, 1);
+        self.accounting.bytes.lose(reason, around);
+    }
+}
+
+/// Reads a HAR document in two passes over `open`'s readers, entry by entry, so memory follows
+/// the largest entry (and a few words per entry), not the file:
+///
+/// 1. every entry is read for what the whole file decides (whether it stores streams or
+///    credentials, which entries share a connection, the connections' ends) and its start;
+/// 2. every entry is read again and its events pushed onto a [`Timeline`] that emits all
+///    events before the earliest start of the entries still to come. Entries are usually in
+///    start order, so only the exchanges in flight are held; a file far out of order is held up
+///    to the timeline's reorder window, beyond which events leave early and are counted in a
+///    warning.
+fn read_streaming<'r>(
     name: &str,
-    text: &str,
     input: InputId,
-) -> Result<(InputReport, Capabilities, Timeline), OpenError> {
-    let (log, raw_entries) = document(name, text)?;
-    let mut warnings = Warnings::new(20);
+    sink: &mut impl HttpSink,
+    open: &mut dyn FnMut() -> Result<Box<dyn BufRead + 'r>, OpenError>,
+) -> Result<(InputReport, Capabilities), OpenError> {
+    let (scan, head) = scan(name, open()?)?;
     let mut report = InputReport {
         path: name.to_string(),
         format: "har".into(),
+        packets: scan.accounting.packets.total,
         ..InputReport::default()
     };
-    let version = log.version.as_ref().and_then(Value::as_str).unwrap_or("");
-    if !version.is_empty() && !version.starts_with("1.") {
-        warnings.push(format!("HAR version {version:?}: read as HAR 1.2"));
+    if scan.malformed > 0 {
+        report
+            .skipped
+            .insert("malformed HAR entries".into(), scan.malformed);
     }
-    let entries = read_entries(&raw_entries, &mut report, &mut warnings);
-    let writer = judge(&log, &entries);
-
-    // Connections: by `connection` when given, else one per entry.
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|&i| (entries[i].req_first, entries[i].number));
-    let mut conns = Connections::new(input);
-    let mut ids = vec![
-        ExchangeId {
-            conn: ConnId::default(),
-            index: 0
-        };
-        entries.len()
-    ];
-    for &i in &order {
-        ids[i] = conns.exchange(entries[i].connection.as_deref(), false);
-    }
-    let mut caps = capabilities(&entries, &writer, conns.any_named());
-
+    let writer = judge(&head, &scan);
+    let plan = Plan::new(&scan.metas, input);
+    let mut caps = capabilities(&scan.metas, &writer, plan.any_named);
     let mut timeline = Timeline::default();
-    push_starts(
-        &mut timeline,
-        order.iter().map(|&i| {
-            let e = &entries[i];
-            let mark = Mark {
-                time: e.req_first,
-                frame: FrameRef::new(input, e.number),
-            };
-            (ids[i].conn, CLIENT_UNKNOWN, e.server, mark)
-        }),
-    );
-    let mut exchanges = Exchanges::new(&mut timeline, &mut caps, input, writer.stores_streams);
-    for &i in &order {
-        exchanges.entry(&entries[i], ids[i]);
-    }
+    plan.push_connections(&scan.metas, &mut timeline, input);
+
+    let mut exchanges = Exchanges::new(&mut caps, input, writer.stores_streams);
+    let mut ignored = 0;
+    let second = for_each_entry(open()?, &mut |number, v, _| {
+        let i = number as usize - 1;
+        let Some(Some(id)) = plan.ids.get(i) else {
+            return;
+        };
+        let Ok(mut e) = entry(number, &v, &mut ignored) else {
+            return;
+        };
+        drop(v);
+        timeline.begin(plan.rank[i]);
+        exchanges.entry(&mut timeline, &mut e, *id);
+        drop(e);
+        timeline.flush_before(plan.later_start[i + 1], sink);
+    });
+    second.map_err(|e| read_error(name, e))?;
     let holes = exchanges.finish();
+    let out_of_order = timeline.out_of_order;
+    timeline.emit(sink);
+
+    let mut warnings = scan.warnings;
     if holes.clamped_messages > 0 {
         warnings.push(format!(
             "{} _eventSourceMessages times fell outside their response (first byte to end) and were moved into it",
             holes.clamped_messages
         ));
     }
-    lacks(&mut caps, &holes, &writer, !entries.is_empty());
+    if out_of_order > 0 {
+        warnings.push(format!(
+            "entries far out of start order: {out_of_order} events were emitted after later ones \
+             (the reorder window of {} MiB was full)",
+            crate::timeline::MAX_REORDER_BYTES >> 20
+        ));
+    }
+    lacks(&mut caps, &holes, &writer, plan.any_entries);
     report.warnings = warnings.finish("warnings");
-    Ok((report, caps, timeline))
+    report.accounting = scan.accounting;
+    Ok((report, caps))
 }
 
-/// HAR records no client address.
-const CLIENT_UNKNOWN: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+fn read_error(name: &str, e: std::io::Error) -> OpenError {
+    OpenError {
+        path: name.to_string(),
+        message: format!("cannot read: {e}"),
+        hint: None,
+    }
+}
 
-/// The `log` object of a HAR document and its `entries`, or why the text is not one.
-fn document<'a>(name: &str, text: &'a str) -> Result<(Log<'a>, Vec<&'a RawValue>), OpenError> {
+/// The first pass: the scan of every entry and the document's head, or why the text is not a
+/// HAR document.
+fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenError> {
     let err = |message: String| OpenError {
         path: name.to_string(),
         message,
@@ -194,53 +288,137 @@ fn document<'a>(name: &str, text: &'a str) -> Result<(Log<'a>, Vec<&'a RawValue>
                 .into(),
         ),
     };
-    let top: Top<'_> =
-        serde_json::from_str(text).map_err(|e| err(format!("is not a valid HAR file: {e}")))?;
-    let mut log = top
-        .log
-        .ok_or_else(|| err("is JSON but has no \"log\" object, so it is not a HAR file".into()))?;
-    let entries = log
-        .entries
-        .take()
-        .ok_or_else(|| err("has no log.entries, so it is not a HAR file".into()))?;
-    Ok((log, entries))
-}
-
-/// The entries that can be read; one that cannot is counted and named in the warnings.
-fn read_entries(
-    raw_entries: &[&RawValue],
-    report: &mut InputReport,
-    warnings: &mut Warnings,
-) -> Vec<Entry> {
-    let mut entries = Vec::new();
-    let mut http2 = 0u64;
-    for (i, raw) in raw_entries.iter().enumerate() {
-        let number = i as u64 + 1;
-        report.packets += 1;
-        match serde_json::from_str::<Value>(raw.get())
-            .map_err(EntryError::from)
-            .and_then(|v| entry(number, &v, &mut http2))
-        {
-            Ok(e) => entries.push(e),
-            Err(why) => {
-                *report
-                    .skipped
-                    .entry("malformed HAR entries".into())
-                    .or_default() += 1;
-                warnings.push(format!("entry {number} skipped: {why}"));
-            }
+    let mut scan = Scan {
+        metas: Vec::new(),
+        credentials_seen: false,
+        stores_streams: false,
+        http2: 0,
+        malformed: 0,
+        accounting: Accounting::default(),
+        warnings: Warnings::new(20),
+    };
+    let streamed = for_each_entry(reader, &mut |number, v, bytes| {
+        scan.entry(number, &v, bytes)
+    })
+    .map_err(|e| read_error(name, e))?;
+    let head = streamed.head;
+    match &streamed.error {
+        // Nothing readable at all: the file is not a HAR document.
+        Some(e) if streamed.entries == 0 => {
+            return Err(err(format!("is not a valid HAR file: {e}")));
         }
+        None if !head.saw_log => {
+            return Err(err(
+                "is JSON but has no \"log\" object, so it is not a HAR file".into(),
+            ));
+        }
+        None if !head.saw_entries => {
+            return Err(err("has no log.entries, so it is not a HAR file".into()));
+        }
+        _ => {}
     }
-    if http2 > 0 {
+    scan.settle(
+        &streamed.error,
+        streamed.entries,
+        streamed.bytes,
+        streamed.error_at,
+    );
+    let version = head.version.as_ref().and_then(Value::as_str).unwrap_or("");
+    let mut warnings = Warnings::new(20);
+    if !version.is_empty() && !version.starts_with("1.") {
+        warnings.push(format!("HAR version {version:?}: read as HAR 1.2"));
+    }
+    for w in std::mem::replace(&mut scan.warnings, Warnings::new(0)).finish("warnings") {
+        warnings.push(w);
+    }
+    if scan.http2 > 0 {
         warnings.push(format!(
-            "{http2} entries used HTTP/2 or HTTP/3: read with HTTP/1.1 semantics (pseudo-headers dropped)"
+            "{} entries used HTTP/2 or HTTP/3: read with HTTP/1.1 semantics (pseudo-headers dropped)",
+            scan.http2
         ));
     }
-    entries
+    scan.warnings = warnings;
+    Ok((scan, head))
 }
 
-fn judge(log: &Log<'_>, entries: &[Entry]) -> Writer {
-    let producer = log.creator.as_ref().and_then(|c| {
+/// The order of the second pass's events, decided from the first pass's metas.
+struct Plan {
+    /// Each entry's place in start order (by file position).
+    rank: Vec<u64>,
+    /// Each readable entry's exchange id (by file position).
+    ids: Vec<Option<ExchangeId>>,
+    /// `later_start[i]`: the earliest start of the entries from file position `i` on: no event
+    /// of theirs comes before it.
+    later_start: Vec<Timestamp>,
+    any_named: bool,
+    any_entries: bool,
+    order: Vec<usize>,
+}
+
+impl Plan {
+    fn new(metas: &[Option<Meta>], input: InputId) -> Plan {
+        let mut order: Vec<usize> = (0..metas.len()).filter(|&i| metas[i].is_some()).collect();
+        let start = |i: usize| metas[i].as_ref().map(|m| m.req_first).unwrap_or_default();
+        order.sort_by_key(|&i| (start(i), i));
+        let mut rank = vec![0; metas.len()];
+        let mut ids = vec![None; metas.len()];
+        // Connections: by `connection` when given, else one per entry.
+        let mut conns = Connections::new(input);
+        for (r, &i) in order.iter().enumerate() {
+            rank[i] = r as u64;
+            let conn = metas[i].as_ref().and_then(|m| m.connection.as_deref());
+            ids[i] = Some(conns.exchange(conn, false));
+        }
+        let mut later_start = vec![Timestamp(i64::MAX); metas.len() + 1];
+        for i in (0..metas.len()).rev() {
+            later_start[i] = match &metas[i] {
+                Some(m) => m.req_first.min(later_start[i + 1]),
+                None => later_start[i + 1],
+            };
+        }
+        Plan {
+            rank,
+            ids,
+            later_start,
+            any_named: conns.any_named(),
+            any_entries: !order.is_empty(),
+            order,
+        }
+    }
+
+    /// Each connection's start (at its first exchange) and end (at the latest end of its
+    /// exchanges), known before any entry's events.
+    fn push_connections(&self, metas: &[Option<Meta>], timeline: &mut Timeline, input: InputId) {
+        let readable = || {
+            self.order.iter().filter_map(|&i| {
+                let m = metas[i].as_ref()?;
+                Some((self.ids[i]?, m, FrameRef::new(input, i as u64 + 1)))
+            })
+        };
+        push_starts(
+            timeline,
+            readable().map(|(id, m, frame)| {
+                let mark = Mark {
+                    time: m.req_first,
+                    frame,
+                };
+                (id.conn, CLIENT_UNKNOWN, m.server, mark)
+            }),
+        );
+        let mut ends = Ends::default();
+        for (id, m, frame) in readable() {
+            let mark = Mark { time: m.end, frame };
+            ends.note(id.conn, CLIENT_UNKNOWN, m.server, mark);
+        }
+        ends.push(timeline);
+    }
+}
+
+/// HAR records no client address.
+const CLIENT_UNKNOWN: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+
+fn judge(head: &Head, scan: &Scan) -> Writer {
+    let producer = head.creator.as_ref().and_then(|c| {
         let n = c.get("name").and_then(Value::as_str)?;
         Some(match c.get("version").and_then(Value::as_str) {
             Some(v) if !v.is_empty() => format!("{n} {v}"),
@@ -250,29 +428,20 @@ fn judge(log: &Log<'_>, entries: &[Entry]) -> Writer {
     let browser = producer
         .as_deref()
         .is_some_and(|p| p.starts_with("WebInspector") || p.starts_with("Firefox"));
-    let credentials_seen = entries.iter().any(|e| {
-        CREDENTIAL_HEADERS
-            .iter()
-            .any(|h| e.req_headers.has(h) || e.response.as_ref().is_some_and(|r| r.headers.has(h)))
-    });
-    let stores_streams = entries.iter().any(|e| {
-        e.response.as_ref().is_some_and(|r| {
-            r.event_stream && matches!(&r.content, Content::Known(b) if !b.is_empty())
-        }) || e.messages.as_ref().is_some_and(|m| !m.is_empty())
-    });
     Writer {
         producer,
         browser,
-        credentials_seen,
-        stores_streams,
+        credentials_seen: scan.credentials_seen,
+        stores_streams: scan.stores_streams,
     }
 }
 
-fn capabilities(entries: &[Entry], writer: &Writer, any_named: bool) -> Capabilities {
+fn capabilities(metas: &[Option<Meta>], writer: &Writer, any_named: bool) -> Capabilities {
     let mut caps = Capabilities::new(SourceFormat::Har);
+    let readable = || metas.iter().flatten();
     caps.producer = writer.producer.clone();
-    caps.connections = any_named && entries.iter().all(|e| e.connection.is_some());
-    caps.server_addresses = !entries.is_empty() && entries.iter().all(|e| e.server_known);
+    caps.connections = any_named && readable().all(|m| m.connection.is_some());
+    caps.server_addresses = readable().next().is_some() && readable().all(|m| m.server_known);
     caps.client_addresses = false;
     caps.response_end_known = true;
     if !writer.credentials_seen {

@@ -43,6 +43,11 @@ impl Builder {
             }
         }
         s.payloads = payloads;
+        // Inputs not named are captures.
+        s.frame_order = matches!(s.inputs.as_slice(), [i] if self
+            .sources
+            .get(*i as usize)
+            .is_none_or(|f| *f == mcpf_model::SourceFormat::Capture));
         analysis::fill_initialize(s);
         analysis::analyse(s);
         s.finalized = true;

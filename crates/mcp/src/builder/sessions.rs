@@ -74,6 +74,7 @@ impl Builder {
             same_session_as: Vec::new(),
             continues: None,
             merged_sources: Vec::new(),
+            frame_order: false,
             counts: model::Counts::default(),
             finalized: false,
             over: false,

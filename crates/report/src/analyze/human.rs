@@ -10,7 +10,7 @@ use mcpf_model::{Mark, endpoint};
 
 use super::{Report, Selection, SessionHeader};
 use crate::redact::Redactor;
-use crate::sanitize::{terminal, terminal_truncated};
+use crate::sanitize::terminal;
 use crate::table::{bytes, count, new_table};
 use crate::timeline::Entry;
 
@@ -278,11 +278,7 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
         None if s.head.stateless => "(stateless)".into(),
         None => "—".into(),
     };
-    let mut server = format!(
-        "{} {}",
-        endpoint(s.head.server),
-        terminal_truncated(&s.head.path, 20)
-    );
+    let mut server = format!("{} {}", endpoint(s.head.server), r.cell(&s.head.path, 20));
     if let Some(c) = s.head.continues {
         server.push_str(&format!(
             " (continues {})",
@@ -302,12 +298,12 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
         s.head
             .protocol_version
             .as_deref()
-            .map(|p| terminal_truncated(p, 12))
+            .map(|p| r.cell(p, 12))
             .unwrap_or_else(|| "?".into()),
         s.head
             .client_info
             .as_deref()
-            .map(|c| terminal_truncated(&r.text(c), 24))
+            .map(|c| r.cell(c, 24))
             .unwrap_or_default(),
         s.head
             .fell_back

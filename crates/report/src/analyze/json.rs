@@ -93,7 +93,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         exchange: st.exchange.to_string(),
         input: st.input,
         method: &st.method,
-        target: r.target(&st.target),
+        target: r.target(&st.target).into_owned(),
         client: endpoint(st.client),
         status: st.status,
         content_type: st.content_type.as_deref(),
@@ -286,47 +286,87 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
     })
 }
 
-fn events_json(s: &Session) -> Vec<Value> {
-    let mut out = Vec::new();
-    for st in &s.streams {
+/// An event as the JSON report has it (see [`StreamRecord`] for why a struct): with `--events`,
+/// events are the bulk of the report, rendered one at a time.
+#[derive(Serialize)]
+struct EventRecord<'a> {
+    session: &'a str,
+    stream: &'a str,
+    transport: &'static str,
+    namespace: &'a str,
+    attribution: mcpf_mcp::model::Attribution,
+    index: u32,
+    id: Option<&'a str>,
+    last_event_id: &'a str,
+    event: &'a str,
+    priming: bool,
+    retry: Option<u32>,
+    time: String,
+    time_estimated: bool,
+    frame: u64,
+    input: mcpf_model::InputId,
+    after_gap: bool,
+    data_bytes: u32,
+    jsonrpc: Vec<Value>,
+}
+
+/// A session's events in the report's order, by position: (stream, event, the event whose `id`
+/// the stream's last event ID is after it). Time order; ties keep stream order, then position.
+fn event_order(s: &Session) -> Vec<(u32, u32, Option<u32>)> {
+    let mut order = Vec::with_capacity(s.streams.iter().map(|st| st.events.len()).sum());
+    for (si, st) in s.streams.iter().enumerate() {
         // The stream's last event ID after each event (WHATWG: set by every `id` field, an
         // empty one resets it, ID-less events keep it).
-        let mut last_event_id = String::new();
-        for ev in &st.events {
-            if let Some(id) = ev.id.as_deref() {
-                last_event_id = id.to_string();
+        let mut last = None;
+        for (ei, ev) in st.events.iter().enumerate() {
+            if ev.id.is_some() {
+                last = Some(ei as u32);
             }
-            let ns = match ev.namespace {
-                Namespace::Stream(i) => s.streams[i].label(),
-                Namespace::Unknown => "unknown".into(),
-            };
-            out.push((
-                ev.mark,
-                json!({
-                    "session": s.label(),
-                    "stream": st.label(),
-                    "transport": st.transport.name(),
-                    "namespace": ns,
-                    "attribution": ev.attribution,
-                    "index": ev.index,
-                    "id": ev.id,
-                    "last_event_id": last_event_id,
-                    "event": ev.event_type(),
-                    "priming": ev.priming,
-                    "retry": ev.retry,
-                    "time": ev.mark.time.rfc3339(),
-                    "time_estimated": ev.estimated_time,
-                    "frame": ev.mark.frame.frame,
-                    "input": ev.mark.frame.input,
-                    "after_gap": ev.after_gap,
-                    "data_bytes": ev.data_len,
-                    "jsonrpc": ev.messages.iter().map(crate::http::message_json).collect::<Vec<_>>(),
-                }),
-            ));
+            order.push((si as u32, ei as u32, last));
         }
     }
-    out.sort_by_key(|(m, _)| *m);
-    out.into_iter().map(|(_, v)| v).collect()
+    order.sort_by_key(|&(si, ei, _)| s.streams[si as usize].events[ei as usize].mark);
+    order
+}
+
+/// Writes each of a session's events, in the report's order, with `write`.
+fn for_each_event(
+    s: &Session,
+    mut write: impl FnMut(&EventRecord) -> io::Result<()>,
+) -> io::Result<()> {
+    let session = s.label();
+    let labels: Vec<String> = s.streams.iter().map(|st| st.label()).collect();
+    for (si, ei, last) in event_order(s) {
+        let st = &s.streams[si as usize];
+        let ev = &st.events[ei as usize];
+        let last_event_id = last
+            .and_then(|i| st.events[i as usize].id.as_deref())
+            .unwrap_or("");
+        write(&EventRecord {
+            session: &session,
+            stream: &labels[si as usize],
+            transport: st.transport.name(),
+            namespace: match ev.namespace {
+                Namespace::Stream(i) => &labels[i],
+                Namespace::Unknown => "unknown",
+            },
+            attribution: ev.attribution,
+            index: ev.index,
+            id: ev.id.as_deref(),
+            last_event_id,
+            event: ev.event_type(),
+            priming: ev.priming,
+            retry: ev.retry,
+            time: ev.mark.time.rfc3339(),
+            time_estimated: ev.estimated_time,
+            frame: ev.mark.frame.frame,
+            input: ev.mark.frame.input,
+            after_gap: ev.after_gap,
+            data_bytes: ev.data_len,
+            jsonrpc: ev.messages.iter().map(crate::http::message_json).collect(),
+        })?;
+    }
+    Ok(())
 }
 
 fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
@@ -377,23 +417,39 @@ fn write_array(
     items: &mut dyn Iterator<Item = io::Result<Vec<u8>>>,
     last: bool,
 ) -> io::Result<()> {
-    write!(out, "  \"{key}\": [")?;
-    let mut any = false;
+    let mut array = Array::open(out, key)?;
     for item in items {
         let item = item?;
-        if item.is_empty() {
-            continue;
+        if !item.is_empty() {
+            array.item(out)?;
+            out.write_all(&item)?;
         }
-        out.write_all(if any { b",\n    " } else { b"\n    " })?;
-        out.write_all(&item)?;
-        any = true;
     }
-    if any {
-        out.write_all(b"\n  ]")?;
-    } else {
-        out.write_all(b"]")?;
+    array.close(out, last)
+}
+
+/// A `"key": [...]` of the document being written: items are written between `item` calls.
+struct Array {
+    any: bool,
+}
+
+impl Array {
+    fn open(out: &mut dyn Write, key: &str) -> io::Result<Array> {
+        write!(out, "  \"{key}\": [")?;
+        Ok(Array { any: false })
     }
-    out.write_all(if last { b"\n" } else { b",\n" })
+
+    /// Starts the next item.
+    fn item(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(if self.any { b",\n    " } else { b"\n    " })?;
+        self.any = true;
+        Ok(())
+    }
+
+    fn close(self, out: &mut dyn Write, last: bool) -> io::Result<()> {
+        out.write_all(if self.any { b"\n  ]" } else { b"]" })?;
+        out.write_all(if last { b"\n" } else { b",\n" })
+    }
 }
 
 /// The JSON document, assembled from the spilled session records.
@@ -430,11 +486,13 @@ pub fn write_json(
         .map(|e| Ok(pretty_at(&entry_json(rep, e, r), 4)));
     write_array(out, "timeline", &mut timeline, !sel.events)?;
     if sel.events {
-        let sessions = &mut rep.sessions;
-        let mut events = selected
-            .iter()
-            .map(|&(_, events)| sessions.spilled(Records::Events, events));
-        write_array(out, "events", &mut events, true)?;
+        // Copied from the spill piece by piece: the events can be far larger than memory.
+        let mut array = Array::open(out, "events")?;
+        for &(_, events) in selected.iter().filter(|(_, e)| e.is_some()) {
+            array.item(out)?;
+            rep.sessions.copy_spilled(Records::Events, events, out)?;
+        }
+        array.close(out, true)?;
     }
     out.write_all(b"}\n")
 }
@@ -485,10 +543,10 @@ pub fn write_ndjson(
     }
     if sel.events {
         for &(_, events) in &selected {
-            let events = rep.sessions.spilled(Records::Events, events)?;
-            for l in events.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                write_line(out, "event", l)?;
-            }
+            rep.sessions
+                .spilled_lines(Records::Events, events, &mut |l| {
+                    write_line(out, "event", l)
+                })?;
         }
     }
     let count = rep.selected_count(sel);
@@ -512,20 +570,25 @@ pub(super) fn session_record(
     }
 }
 
-/// A session's events as they are spilled: pretty and comma-separated to sit in the document's
-/// `events`, or one a line for NDJSON; empty when the session has none.
-pub(super) fn event_records(format: RecordFormat, s: &Session) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for (i, e) in events_json(s).iter().enumerate() {
+/// Writes a session's events as they are spilled, one at a time: pretty and comma-separated to
+/// sit in the document's `events`, or one a line for NDJSON; nothing when the session has none.
+pub(super) fn write_event_records(
+    format: RecordFormat,
+    s: &Session,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut first = true;
+    for_each_event(s, |e| {
         if format == RecordFormat::Pretty {
-            if i > 0 {
-                bytes.extend_from_slice(b",\n    ");
+            if !first {
+                out.write_all(b",\n    ")?;
             }
-            bytes.extend_from_slice(&pretty_at(e, 4));
+            out.write_all(&pretty_at(e, 4))?;
         } else {
-            bytes.extend_from_slice(&serde_json::to_vec(e).unwrap_or_default());
-            bytes.push(b'\n');
+            serde_json::to_writer(&mut *out, e)?;
+            out.write_all(b"\n")?;
         }
-    }
-    bytes
+        first = false;
+        Ok(())
+    })
 }

@@ -27,10 +27,10 @@ impl RenderConfig {
         let record = spills.append(Records::Sessions, &bytes);
         let mut events = None;
         if self.with_events {
-            let bytes = json::event_records(self.format, s);
-            if !bytes.is_empty() {
-                events = spills.append(Records::Events, &bytes);
-            }
+            // Rendered one event at a time straight into the spill: a stream can hold millions.
+            events = spills.append_with(Records::Events, &mut |out| {
+                json::write_event_records(self.format, s, out)
+            });
         }
         (record, events)
     }
@@ -194,6 +194,26 @@ impl SessionWriter {
     /// report lays out (the timelines).
     pub fn session_slots(&self) -> usize {
         self.headers.len()
+    }
+
+    /// Calls `line` with each record line a session spilled at `range` (NDJSON).
+    pub(super) fn spilled_lines(
+        &mut self,
+        which: Records,
+        range: Option<Range>,
+        line: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.spills.lines(which, range, line)
+    }
+
+    /// Copies the records a session spilled at `range` to `out`.
+    pub(super) fn copy_spilled(
+        &mut self,
+        which: Records,
+        range: Option<Range>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.spills.copy(which, range, out)
     }
 
     /// The records a session spilled at `range`; empty when it spilled none.

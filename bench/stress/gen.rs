@@ -1,0 +1,746 @@
+#![allow(dead_code)]
+
+//! Stress generators (issue 12): one hostile or huge input per class, of a size `n`, as a pure
+//! function of `(class, n)`. Each writes one file: a capture (`.pcap`, `.pcapng`, `.pcap.gz`),
+//! a HAR or an nginx JSON access log. `CLASSES` lists them with what `n` counts.
+//!
+//! Used by `gen_stress` (bench/stress/main.rs, for bench/stress/run.sh) and by tests/stress.rs.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+#[path = "wire.rs"]
+pub mod wire;
+
+use wire::*;
+
+/// Class name, file extension, what `n` counts.
+pub const CLASSES: &[(&str, &str, &str)] = &[
+    (
+        "brotli_bomb",
+        "pcap",
+        "16 MiB brotli meta-blocks, sent in 64 KB segments",
+    ),
+    ("gzip_bomb", "pcap", "MiB of decoded gzip body"),
+    ("syn_flood", "pcap.gz", "SYN-only connections"),
+    ("sse_events", "pcap.gz", "SSE events in one stream"),
+    ("many_calls", "pcap", "tools/call answered in one session"),
+    ("batch", "pcap", "requests in one JSON-RPC batch"),
+    ("duplicates", "pcap", "duplicate responses to one request"),
+    (
+        "access_log",
+        "nginx.jsonl",
+        "sessions in an nginx JSON access log",
+    ),
+    (
+        "ooo_conns",
+        "pcap",
+        "connections with one out-of-order segment each",
+    ),
+    (
+        "ooo_bytes",
+        "pcap.gz",
+        "one-byte out-of-order pieces on one connection",
+    ),
+    (
+        "snaplen_ooo",
+        "pcap",
+        "out-of-order segments cut by a 128-byte snap length",
+    ),
+    ("big_har", "har", "HAR entries with 64 KiB bodies"),
+    ("sse_result", "pcap", "MiB of base64 in one SSE tool result"),
+    (
+        "json_result",
+        "pcap",
+        "MiB of base64 in one JSON tool result",
+    ),
+    (
+        "ts_backwards",
+        "pcap",
+        "tools/call whose answers are stamped before the request",
+    ),
+    (
+        "many_headers",
+        "pcap",
+        "headers on the request that carries a tools/call",
+    ),
+    (
+        "secrets",
+        "pcap",
+        "sessions carrying secrets in every place",
+    ),
+    (
+        "corrupt_pcap",
+        "pcap",
+        "healthy sessions on each side of a corrupt record",
+    ),
+    (
+        "corrupt_pcapng",
+        "pcapng",
+        "healthy sessions on each side of a corrupt block",
+    ),
+    (
+        "truncated_gz",
+        "pcap.gz",
+        "healthy sessions before the gzip stream is cut",
+    ),
+];
+
+/// The file name extension of a class.
+pub fn extension(class: &str) -> Option<&'static str> {
+    CLASSES.iter().find(|c| c.0 == class).map(|c| c.1)
+}
+
+/// Writes the input of `class` at size `n` to `path`.
+pub fn generate(class: &str, n: u64, path: &Path) -> io::Result<()> {
+    let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    match extension(class) {
+        Some("pcap.gz") => {
+            let mut gz = GzEncoder::new(file, Compression::fast());
+            write_class(class, n, &mut gz)?;
+            let mut file = gz.finish()?;
+            if class == "truncated_gz" {
+                // Cut the gzip stream inside its last quarter: no trailer, a partial block.
+                file.flush()?;
+                let f = file.into_inner().map_err(|e| e.into_error())?;
+                let len = f.metadata()?.len();
+                f.set_len(len - len / 4)?;
+                return Ok(());
+            }
+            file.flush()
+        }
+        Some(_) => {
+            let mut file = file;
+            write_class(class, n, &mut file)?;
+            file.flush()
+        }
+        None => Err(io::Error::other(format!("unknown class {class}"))),
+    }
+}
+
+/// The bytes of `class` at size `n` (for small sizes in tests).
+pub fn bytes(class: &str, n: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    write_class(class, n, &mut v).unwrap();
+    v
+}
+
+fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
+    match class {
+        "brotli_bomb" => brotli_bomb(n, w),
+        "gzip_bomb" => gzip_bomb(n, w),
+        "syn_flood" => syn_flood(n, w),
+        "sse_events" => sse_events(n, w),
+        "many_calls" => many_calls(n, w),
+        "batch" => batch(n, w),
+        "duplicates" => duplicates(n, w),
+        "access_log" => access_log(n, w),
+        "ooo_conns" => ooo_conns(n, w),
+        "ooo_bytes" => ooo_bytes(n, w),
+        "snaplen_ooo" => snaplen_ooo(n, w),
+        "big_har" => big_har(n, w),
+        "sse_result" => big_result(n, true, w),
+        "json_result" => big_result(n, false, w),
+        "ts_backwards" => ts_backwards(n, w),
+        "many_headers" => many_headers(n, w),
+        "secrets" => secrets(n, w),
+        "corrupt_pcap" => corrupt_pcap(n, w),
+        "corrupt_pcapng" => corrupt_pcapng(n, w),
+        "truncated_gz" => {
+            let mut cap = Capture::pcap(w, 262_144)?;
+            for k in 0..n {
+                healthy_session(&mut cap, k, &session_id(k), 3)?;
+            }
+            Ok(())
+        }
+        _ => Err(io::Error::other(format!("unknown class {class}"))),
+    }
+}
+
+/// A session whose `tools/call` is answered with `body` under `encoding`, sent in `seg`-byte
+/// segments.
+fn encoded_answer<W: Write>(body: &[u8], encoding: &str, seg: usize, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    c.client_send(
+        &mut cap,
+        &post("/mcp", Some(SESSION), &[], tools_call(2).as_bytes()),
+    )?;
+    let extra = format!("content-encoding: {encoding}\r\n");
+    c.server_send_in(&mut cap, &json_response(SESSION, body, &extra), seg)?;
+    c.close(&mut cap)
+}
+
+fn brotli_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
+    encoded_answer(&brotli_zeros(n), "br", 65_535 - 40, w)
+}
+
+/// A brotli stream of `n` meta-blocks of 16 MiB each (one zero literal, then a copy of
+/// 2^24 - 1 bytes at distance 1), about 13 bytes per meta-block. Every prefix code has one
+/// symbol, so symbols cost no bits (RFC 7932 §3.4); only the extra bits are written.
+pub fn brotli_zeros(n: u64) -> Vec<u8> {
+    let mut b = Bits::default();
+    b.put(0, 1); // WBITS = 16
+    for _ in 0..n {
+        b.put(0, 1); // ISLAST
+        b.put(2, 2); // MNIBBLES = 6
+        b.put((1 << 24) - 1, 24); // MLEN - 1
+        b.put(0, 1); // ISUNCOMPRESSED
+        b.put(0, 3); // NBLTYPESL, NBLTYPESI, NBLTYPESD = 1
+        b.put(0, 2); // NPOSTFIX
+        b.put(0, 4); // NDIRECT
+        b.put(0, 2); // context mode of the one literal block type
+        b.put(0, 2); // NTREESL, NTREESD = 1
+        for (symbol, alphabet_bits) in [(0, 8), (399, 10), (16, 6)] {
+            b.put(1, 2); // HSKIP = 1: a simple prefix code
+            b.put(0, 2); // NSYM - 1
+            b.put(symbol, alphabet_bits);
+        }
+        // Command 399: insert code 1 (one literal), copy code 23 (2118 + 24 extra bits),
+        // explicit distance code 16 (1 extra bit: distance 1).
+        b.put((1 << 24) - 1 - 2118, 24);
+        b.put(0, 1);
+    }
+    b.put(0b11, 2); // ISLAST, ISLASTEMPTY
+    b.bytes()
+}
+
+#[derive(Default)]
+struct Bits {
+    out: Vec<u8>,
+    acc: u64,
+    n: u32,
+}
+
+impl Bits {
+    fn put(&mut self, v: u64, bits: u32) {
+        self.acc |= v << self.n;
+        self.n += bits;
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    fn bytes(mut self) -> Vec<u8> {
+        if self.n > 0 {
+            self.out.push(self.acc as u8);
+        }
+        self.out
+    }
+}
+
+fn gzip_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":""#)?;
+    let zeros = vec![b'0'; 1 << 20];
+    for _ in 0..n {
+        gz.write_all(&zeros)?;
+    }
+    gz.write_all(br#""}]}}"#)?;
+    encoded_answer(&gz.finish()?, "gzip", 65_535 - 40, w)
+}
+
+fn syn_flood<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    healthy_session(&mut cap, 0, &session_id(0), 2)?;
+    for k in 0..n {
+        // Every (address, port) once: ports 1024..65535 of 127.0.x.y.
+        let port = 1024 + (k % 64_512) as u16;
+        let host = 2 + k / 64_512;
+        let mut c = Conn::new([127, 0, (host >> 8) as u8, host as u8], port);
+        cap.now_us += 90;
+        c.syn(&mut cap)?;
+    }
+    healthy_session(&mut cap, 1, &session_id(1), 2)
+}
+
+fn sse_events<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"long","arguments":{},"_meta":{"progressToken":7}}}"#;
+    c.client_send(&mut cap, &post("/mcp", Some(SESSION), &[], body.as_bytes()))?;
+    c.server_send(&mut cap, &sse_head(SESSION))?;
+    // Events in batches of 64 per segment burst, so the file stays small and the count large.
+    let mut buf = Vec::new();
+    for i in 0..n {
+        let data = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":7,"progress":{i}}}}}"#
+        );
+        chunk(&mut buf, sse_event(&format!("e{i}"), &data).as_bytes());
+        if buf.len() > 16 * MSS {
+            c.server_send(&mut cap, &buf)?;
+            buf.clear();
+        }
+    }
+    chunk(&mut buf, sse_event("end", &tools_call_result(2)).as_bytes());
+    buf.extend_from_slice(b"0\r\n\r\n");
+    c.server_send(&mut cap, &buf)?;
+    c.close(&mut cap)
+}
+
+fn many_calls<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    healthy_session(&mut cap, 1, SESSION, n)
+}
+
+fn batch<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    let join = |f: &dyn Fn(u64) -> String| {
+        let items: Vec<String> = (2..2 + n).map(f).collect();
+        format!("[{}]", items.join(","))
+    };
+    let req = join(&tools_call);
+    c.client_send(&mut cap, &post("/mcp", Some(SESSION), &[], req.as_bytes()))?;
+    let resp = join(&tools_call_result);
+    c.server_send(&mut cap, &json_response(SESSION, resp.as_bytes(), ""))?;
+    c.close(&mut cap)
+}
+
+fn duplicates<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    c.client_send(
+        &mut cap,
+        &post("/mcp", Some(SESSION), &[], tools_call(2).as_bytes()),
+    )?;
+    c.server_send(&mut cap, &sse_head(SESSION))?;
+    let mut buf = Vec::new();
+    for i in 0..=n {
+        chunk(
+            &mut buf,
+            sse_event(&format!("2-{i}"), &tools_call_result(2)).as_bytes(),
+        );
+        if buf.len() > 16 * MSS {
+            c.server_send(&mut cap, &buf)?;
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(b"0\r\n\r\n");
+    c.server_send(&mut cap, &buf)?;
+    c.close(&mut cap)
+}
+
+/// `n` sessions of three requests each (initialize, initialized, tools/call) in nginx's JSON
+/// log format (samples/*.nginx.jsonl), one connection per session, interleaved by pairs.
+fn access_log<W: Write>(n: u64, mut w: W) -> io::Result<()> {
+    for k in 0..n {
+        let sid = session_id(k);
+        for (i, (status, sent_type, req_sid)) in [
+            ("200", "text/event-stream", ""),
+            ("202", "application/json", sid.as_str()),
+            ("200", "text/event-stream", sid.as_str()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ms = 1_795_996_800_000 + k * 50 + i as u64 * 3;
+            writeln!(
+                w,
+                concat!(
+                    r#"{{"msec":"{}.{:03}","time_iso8601":"2026-11-30T00:00:00+00:00","remote_addr":"127.0.0.1","remote_port":"{}","#,
+                    r#""connection":"{}","connection_requests":"{}","request_id":"{:032x}","request_method":"POST","request_uri":"/mcp","#,
+                    r#""server_protocol":"HTTP/1.1","status":"{}","request_length":"300","request_time":"0.002","bytes_sent":"400","#,
+                    r#""body_bytes_sent":"200","upstream_addr":"127.0.0.1:9000","upstream_status":"{}","upstream_response_time":"0.002","#,
+                    r#""upstream_header_time":"0.002","upstream_bytes_received":"400","http_mcp_session_id":"{}","#,
+                    r#""sent_http_mcp_session_id":"{}","http_mcp_protocol_version":"{}","http_last_event_id":"","#,
+                    r#""http_accept":"application/json, text/event-stream","content_type":"application/json","#,
+                    r#""sent_http_content_type":"{}","upstream_http_x_accel_buffering":"","http_user_agent":"stress/1.0"}}"#
+                ),
+                ms / 1000,
+                ms % 1000,
+                1024 + k % 60_000,
+                k + 1,
+                i + 1,
+                k * 3 + i as u64,
+                status,
+                status,
+                req_sid,
+                sid,
+                if req_sid.is_empty() { "" } else { "2025-06-18" },
+                sent_type,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `n` connections that each send a request whose first segment the capture never saw: the
+/// second one (1.4 KB, so 190,000 of them fill a 256 MiB out-of-order budget) waits out of
+/// order until the end.
+fn ooo_conns<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    healthy_session(&mut cap, 0, &session_id(0), 2)?;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"write_file","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(1_100)
+    );
+    let req = post("/mcp", Some(SESSION), &[], body.as_bytes());
+    let (first, second) = req.split_at(req.len() - MSS);
+    for k in 0..n {
+        let port = 1024 + (k % 64_512) as u16;
+        let host = 2 + k / 64_512;
+        let mut c = Conn::new([127, 0, (host >> 8) as u8, host as u8], port);
+        c.handshake(&mut cap)?;
+        let later = c.cseq.wrapping_add(first.len() as u32);
+        cap.frame(&c.client_frame(later, PSH_ACK, second))?;
+    }
+    healthy_session(&mut cap, 1, &session_id(1), 2)
+}
+
+/// One connection whose request starts with a hole, followed by `n` one-byte pieces with a
+/// one-byte hole between each (so no two pieces touch).
+fn ooo_bytes<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    healthy_session(&mut cap, 0, &session_id(0), 2)?;
+    let mut c = Conn::local(9);
+    c.handshake(&mut cap)?;
+    let base = c.cseq.wrapping_add(1);
+    for i in 0..n {
+        let seq = base.wrapping_add((2 * i) as u32);
+        cap.frame(&c.client_frame(seq, PSH_ACK, b"x"))?;
+    }
+    healthy_session(&mut cap, 1, &session_id(1), 2)
+}
+
+/// A capture with a 128-byte snap length: one connection sends `n` full segments after a hole,
+/// a hole between each, every frame cut to its headers and 74 payload bytes.
+fn snaplen_ooo<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 128)?;
+    let mut c = Conn::local(9);
+    c.handshake(&mut cap)?;
+    let seg = vec![b'a'; MSS];
+    let base = c.cseq.wrapping_add(MSS as u32);
+    for i in 0..n {
+        let seq = base.wrapping_add((i as u32).wrapping_mul(2 * MSS as u32));
+        cap.frame(&c.client_frame(seq, PSH_ACK, &seg))?;
+    }
+    Ok(())
+}
+
+/// A HAR of one session: initialize, initialized, then `n` tools/call whose results carry
+/// 64 KiB of text each.
+fn big_har<W: Write>(n: u64, mut w: W) -> io::Result<()> {
+    w.write_all(br#"{"log":{"version":"1.2","creator":{"name":"mitmproxy","version":"11.0.0"},"pages":[],"entries":["#)?;
+    let text = "lorem ipsum ".repeat(65_536 / 12);
+    let entry = |w: &mut W, i: u64, req: &str, status: u16, sid: Option<&str>, resp: &str| {
+        let ms = i * 5;
+        let session_hdr = sid
+            .map(|s| format!(r#",{{"name":"mcp-session-id","value":"{s}"}}"#))
+            .unwrap_or_default();
+        let sep = if i == 0 { "" } else { "," };
+        write!(
+            w,
+            concat!(
+                r#"{}{{"startedDateTime":"2026-11-30T00:{:02}:{:02}.{:03}000+00:00","time":2.0,"#,
+                r#""request":{{"method":"POST","url":"http://127.0.0.1:3000/mcp","httpVersion":"HTTP/1.1","cookies":[],"#,
+                r#""headers":[{{"name":"Host","value":"127.0.0.1:3000"}},{{"name":"accept","value":"application/json, text/event-stream"}},"#,
+                r#"{{"name":"content-type","value":"application/json"}}{}],"queryString":[],"headersSize":-1,"bodySize":{},"#,
+                r#""postData":{{"mimeType":"application/json","text":{}}}}},"#,
+                r#""response":{{"status":{},"statusText":"OK","httpVersion":"HTTP/1.1","cookies":[],"#,
+                r#""headers":[{{"name":"content-type","value":"application/json"}},{{"name":"mcp-session-id","value":"{}"}}],"#,
+                r#""content":{{"size":{},"mimeType":"application/json","text":{}}},"redirectURL":"","headersSize":-1,"bodySize":{}}},"#,
+                r#""cache":{{}},"timings":{{"send":0.1,"wait":1.8,"receive":0.1}},"serverIPAddress":"127.0.0.1"}}"#
+            ),
+            sep,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000,
+            session_hdr,
+            req.len(),
+            json_string(req),
+            status,
+            SESSION,
+            resp.len(),
+            json_string(resp),
+            resp.len(),
+        )
+    };
+    entry(
+        &mut w,
+        0,
+        &initialize_request(1),
+        200,
+        None,
+        &initialize_result(1),
+    )?;
+    entry(&mut w, 1, INITIALIZED, 202, Some(SESSION), "")?;
+    for id in 2..2 + n {
+        let result = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        entry(&mut w, id, &tools_call(id), 200, Some(SESSION), &result)?;
+    }
+    w.write_all(b"]}}\n")
+}
+
+fn json_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            _ => o.push(ch),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Deterministic base64 text of `len` bytes.
+fn base64_text(len: usize) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            A[(x & 63) as usize] as char
+        })
+        .collect()
+}
+
+/// A screenshot tool: the result carries `n` MiB of base64 PNG, as SSE or as JSON.
+fn big_result<W: Write>(n: u64, sse: bool, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    c.client_send(
+        &mut cap,
+        &post("/mcp", Some(SESSION), &[], tools_call(2).as_bytes()),
+    )?;
+    let result = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"result":{{"content":[{{"type":"image","data":"{}","mimeType":"image/png"}}],"isError":false}}}}"#,
+        base64_text((n << 20) as usize)
+    );
+    let resp = if sse {
+        sse_response(SESSION, &[sse_event("2-1", &result)])
+    } else {
+        json_response(SESSION, result.as_bytes(), "")
+    };
+    c.server_send(&mut cap, &resp)?;
+    call(&mut cap, &mut c, SESSION, 3)?;
+    c.close(&mut cap)
+}
+
+/// `n` tools/call on one connection; after each request the capture clock steps back 2 s (a
+/// clock adjusted during the capture), so every answer is stamped before its request.
+fn ts_backwards<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    cap.now_us += n * 3_000_000;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    for id in 2..2 + n {
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
+        )?;
+        cap.now_us -= 2_000_000;
+        let ev = sse_event(&format!("{id}-1"), &tools_call_result(id));
+        c.server_send(&mut cap, &sse_response(SESSION, &[ev]))?;
+    }
+    c.close(&mut cap)
+}
+
+/// A tools/call whose request has `n` extra headers (a proxy's tracing headers, or padding to
+/// hide it), answered; then an ordinary tools/call.
+fn many_headers<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    let extra: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("x-trace-{i}"), format!("{i:08x}")))
+        .collect();
+    let hidden = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_repository","arguments":{"name":"prod"}}}"#;
+    c.client_send(
+        &mut cap,
+        &post("/mcp", Some(SESSION), &extra, hidden.as_bytes()),
+    )?;
+    let ev = sse_event("2-1", &tools_call_result(2));
+    c.server_send(&mut cap, &sse_response(SESSION, &[ev]))?;
+    call(&mut cap, &mut c, SESSION, 3)?;
+    c.close(&mut cap)
+}
+
+/// Secrets that must never be printed without `--show-secrets`.
+pub const SECRETS: &[&str] = &[
+    "legacy-url-token-DO-NOT-LEAK",
+    "endpoint-token-DO-NOT-LEAK",
+    "sk-proj-DoNotLeak0123456789abcdefABCDEF",
+    "ghp_DoNotLeak0123456789abcdefABCDEFghij",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkby1ub3QtbGVhayJ9.c2lnbmF0dXJlLWRvLW5vdC1sZWFr",
+    "bearer-header-DO-NOT-LEAK",
+    "api-key-header-DO-NOT-LEAK",
+];
+
+/// `n` copies of: a legacy HTTP+SSE session (`GET /sse?token=…`, its `endpoint` event naming a
+/// tokened URL, POSTs to it, answers on the stream carrying sk-/ghp_/JWT text and a JSON-RPC
+/// error quoting a token) and a Streamable HTTP session with the same in SSE and JSON.
+fn secrets<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let [url_tok, ep_tok, sk, ghp, jwt, bearer, api_key] = SECRETS else {
+        unreachable!()
+    };
+    let auth = vec![
+        ("Authorization".to_string(), format!("Bearer {bearer}")),
+        ("x-api-key".to_string(), api_key.to_string()),
+    ];
+    for k in 0..n {
+        let mut get = Conn::local(4 * k);
+        get.handshake(&mut cap)?;
+        let mut req = format!(
+            "GET /sse?token={url_tok} HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\
+             Authorization: Bearer {bearer}\r\nCache-Control: no-store\r\n\r\n"
+        );
+        get.client_send(&mut cap, req.as_bytes())?;
+        let sid = session_id(k);
+        let mut head =
+            "HTTP/1.1 200 OK\r\ndate: Mon, 30 Nov 2026 00:00:00 GMT\r\nserver: uvicorn\r\n\
+             cache-control: no-store\r\nconnection: keep-alive\r\nx-accel-buffering: no\r\n\
+             content-type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n"
+                .as_bytes()
+                .to_vec();
+        let endpoint = format!("/messages/?session_id={sid}&token={ep_tok}");
+        chunk(
+            &mut head,
+            format!("event: endpoint\r\ndata: {endpoint}\r\n\r\n").as_bytes(),
+        );
+        get.server_send(&mut cap, &head)?;
+        let mut post_conn = Conn::local(4 * k + 1);
+        post_conn.handshake(&mut cap)?;
+        let leaky_text = format!("found {sk} and {ghp} and {jwt}");
+        let bodies = [
+            initialize_request(1),
+            INITIALIZED.to_string(),
+            tools_call(2),
+            tools_call(3),
+        ];
+        let answers = [
+            Some(initialize_result(1)),
+            None,
+            Some(format!(
+                r#"{{"jsonrpc":"2.0","id":2,"result":{{"content":[{{"type":"text","text":"{leaky_text}"}}]}}}}"#
+            )),
+            Some(format!(
+                r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-32603,"message":"upstream rejected {sk} (token {ghp})"}}}}"#
+            )),
+        ];
+        for (body, answer) in bodies.iter().zip(&answers) {
+            req = String::from_utf8(post(&endpoint, None, &auth, body.as_bytes())).unwrap();
+            post_conn.client_send(&mut cap, req.as_bytes())?;
+            let accepted = "HTTP/1.1 202 Accepted\r\ndate: Mon, 30 Nov 2026 00:00:00 GMT\r\n\
+                 server: uvicorn\r\ncontent-length: 8\r\n\r\nAccepted";
+            post_conn.server_send(&mut cap, accepted.as_bytes())?;
+            if let Some(a) = answer {
+                let mut ev = Vec::new();
+                chunk(
+                    &mut ev,
+                    format!("event: message\r\ndata: {a}\r\n\r\n").as_bytes(),
+                );
+                get.server_send(&mut cap, &ev)?;
+            }
+        }
+        post_conn.close(&mut cap)?;
+        get.close(&mut cap)?;
+        streamable_secrets(&mut cap, k, &auth, &leaky_text)?;
+    }
+    Ok(())
+}
+
+fn streamable_secrets<W: Write>(
+    cap: &mut Capture<W>,
+    k: u64,
+    auth: &[(String, String)],
+    leaky_text: &str,
+) -> io::Result<()> {
+    let sid = session_id(1_000_000 + k);
+    let mut c = Conn::local(4 * k + 2);
+    c.handshake(cap)?;
+    c.client_send(
+        cap,
+        &post("/mcp", None, auth, initialize_request(1).as_bytes()),
+    )?;
+    c.server_send(
+        cap,
+        &sse_response(&sid, &[sse_event("1", &initialize_result(1))]),
+    )?;
+    c.client_send(cap, &post("/mcp", Some(&sid), auth, INITIALIZED.as_bytes()))?;
+    c.server_send(cap, &accepted(&sid))?;
+    c.client_send(
+        cap,
+        &post("/mcp", Some(&sid), auth, tools_call(2).as_bytes()),
+    )?;
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"result":{{"content":[{{"type":"text","text":"{leaky_text}"}}]}}}}"#
+    );
+    c.server_send(cap, &sse_response(&sid, &[sse_event("2-1", &text)]))?;
+    c.client_send(
+        cap,
+        &post("/mcp", Some(&sid), auth, tools_call(3).as_bytes()),
+    )?;
+    let err =
+        format!(r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-32001,"message":"{leaky_text}"}}}}"#);
+    c.server_send(cap, &json_response(&sid, err.as_bytes(), ""))?;
+    c.close(cap)
+}
+
+/// `n` healthy sessions, a record header claiming 3 GB, 1000 bytes of garbage, `n` more.
+fn corrupt_pcap<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    for k in 0..n {
+        healthy_session(&mut cap, k, &session_id(k), 2)?;
+    }
+    let mut bad = vec![0u8; 16];
+    bad[0..4].copy_from_slice(&1_795_996_900u32.to_le_bytes());
+    bad[8..12].copy_from_slice(&3_000_000_000u32.to_le_bytes());
+    bad[12..16].copy_from_slice(&3_000_000_000u32.to_le_bytes());
+    cap.raw(&bad)?;
+    cap.raw(&garbage(1000))?;
+    for k in n..2 * n {
+        healthy_session(&mut cap, k, &session_id(k), 2)?;
+    }
+    Ok(())
+}
+
+/// `n` healthy sessions, a block with a wrong trailing length and garbage, `n` more.
+fn corrupt_pcapng<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcapng(w)?;
+    for k in 0..n {
+        healthy_session(&mut cap, k, &session_id(k), 2)?;
+    }
+    let mut bad = Vec::new();
+    bad.extend_from_slice(&6u32.to_le_bytes());
+    bad.extend_from_slice(&64u32.to_le_bytes());
+    bad.extend_from_slice(&garbage(52));
+    bad.extend_from_slice(&0xdead_beefu32.to_le_bytes());
+    cap.raw(&bad)?;
+    cap.raw(&garbage(997))?;
+    for k in n..2 * n {
+        healthy_session(&mut cap, k, &session_id(k), 2)?;
+    }
+    Ok(())
+}
+
+/// Bytes that form no plausible record header or block (no zero bytes, no small lengths).
+fn garbage(len: usize) -> Vec<u8> {
+    (0..len).map(|i| 0xa5 ^ (i as u8 & 0x3f) | 0x80).collect()
+}

@@ -1,0 +1,465 @@
+//! Small versions of the stress inputs of issue 12 (bench/stress/gen.rs), analysed by the built
+//! binary under an address-space limit: the right findings and counts, no finding above info on
+//! harmless traffic, every accounting ledger balanced, no secret printed. The big versions are
+//! bench/stress/run.sh.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+#[path = "../bench/stress/gen.rs"]
+mod stress;
+
+/// Address space allowed to one analysis (KiB): a crash on allocation failure fails the test
+/// instead of taking the machine's memory.
+const MEM_LIMIT_KIB: u64 = 3 << 20;
+const TIMEOUT_S: u64 = 60;
+
+/// Writes the input of `class` at size `n` under the target's temporary directory.
+fn input(class: &str, n: u64) -> PathBuf {
+    let ext = stress::extension(class).unwrap();
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("stress-{class}-{n}.{ext}"));
+    stress::generate(class, n, &path).unwrap();
+    path
+}
+
+/// Runs the binary with `args` under the memory limit and a timeout; the exit status must be a
+/// documented one (0 to 3, see the man page).
+fn run(args: &[&str]) -> Output {
+    let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
+    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(bin)
+        .args(args)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=3)),
+        "{args:?} ended with {:?} (124: timeout; 134: abort): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `analyze --format json` of the input, with the ledger check every report must pass.
+fn analyze(class: &str, n: u64, extra: &[&str]) -> Value {
+    let path = input(class, n);
+    let mut args = vec!["analyze", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    let out = run(&args);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{class}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_ledgers_balance(class, &doc);
+    doc
+}
+
+fn assert_ledgers_balance(class: &str, doc: &Value) {
+    for input in doc["inputs"].as_array().unwrap() {
+        let Some(acc) = input.get("accounting").filter(|a| !a.is_null()) else {
+            continue;
+        };
+        for unit in ["packets", "bytes"] {
+            let l = &acc[unit];
+            let sum = |k: &str| {
+                l[k].as_object()
+                    .unwrap()
+                    .values()
+                    .map(|v| v.as_u64().unwrap())
+            };
+            let total = l["total"].as_u64().unwrap();
+            let parts = l["analysed"].as_u64().unwrap()
+                + sum("skipped").sum::<u64>()
+                + sum("lost").sum::<u64>();
+            assert_eq!(parts, total, "{class}: {unit} ledger does not add up: {l}");
+        }
+    }
+}
+
+fn findings_above_info(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| format!("{} ({}): {}", f["kind"], f["severity"], f["summary"]))
+        .collect()
+}
+
+fn assert_harmless(class: &str, doc: &Value) {
+    let above = findings_above_info(doc);
+    assert!(above.is_empty(), "{class}: false findings {above:#?}");
+}
+
+fn kinds(doc: &Value) -> Vec<&str> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect()
+}
+
+fn counts(doc: &Value, k: &str) -> u64 {
+    doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["counts"][k].as_u64().unwrap())
+        .sum()
+}
+
+fn limits_or_anomalies(doc: &Value) -> u64 {
+    let s = &doc["summary"];
+    s["http_anomalies"].as_u64().unwrap_or(0) + s["limits"].as_array().map_or(0, |l| l.len() as u64)
+}
+
+fn warnings(doc: &Value) -> Vec<String> {
+    doc["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["warnings"].as_array().cloned().unwrap_or_default())
+        .map(|w| w.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn lost(doc: &Value, bucket: &str) -> u64 {
+    doc["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            i["accounting"]["bytes"]["lost"][bucket]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn brotli_generator_writes_a_valid_stream() {
+    // 2 meta-blocks of 16 MiB in 27 bytes: the HTTP stage decodes them (up to its cap).
+    assert!(stress::brotli_zeros(2).len() < 30);
+    let doc = http_json_of_brotli_bomb(&["--show-secrets"]);
+    let last = doc["exchanges"].as_array().unwrap().last().unwrap();
+    let body = &last["response_body"];
+    assert_eq!(body["content_encoding"], "br");
+    // All 16 MiB, or as much as the decoding budget allows (a stream the decoder rejects stops
+    // at its first bytes with another error).
+    let decoded = body["decoded_bytes"].as_u64().unwrap();
+    let error = body["decode_error"].as_str().unwrap_or_default();
+    assert!(
+        decoded == 16 << 20 || (decoded >= 1 << 20 && error.contains("budget")),
+        "{body}"
+    );
+}
+
+fn http_json_of_brotli_bomb(extra: &[&str]) -> Value {
+    let path = input("brotli_bomb", 1);
+    let mut args = vec!["http", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    serde_json::from_slice(&run(&args).stdout).unwrap()
+}
+
+#[test]
+fn redacting_a_body_of_nul_bytes_ends_in_time() {
+    // 1 s with --show-secrets; it took more than 100 s with the first redaction.
+    let doc = http_json_of_brotli_bomb(&[]);
+    assert!(doc["exchanges"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn brotli_bomb_is_capped_and_reported() {
+    // 200 meta-blocks: 3.2 GiB decoded from 2.6 KB, more than the memory limit allows.
+    let doc = analyze("brotli_bomb", 200, &[]);
+    assert!(
+        limits_or_anomalies(&doc) > 0,
+        "decode cap not reported: {}",
+        doc["summary"]
+    );
+    assert_harmless("brotli_bomb", &doc);
+}
+
+#[test]
+fn gzip_bomb_is_no_crash_and_no_false_finding() {
+    // 40 MiB of JSON text from 40 KB.
+    let doc = analyze("gzip_bomb", 40, &[]);
+    assert_eq!(doc["summary"]["sessions"], 1);
+    assert_harmless("gzip_bomb", &doc);
+}
+
+#[test]
+fn gzip_bomb_is_capped_and_reported() {
+    let doc = analyze("gzip_bomb", 40, &[]);
+    assert!(
+        limits_or_anomalies(&doc) > 0,
+        "decode cap not reported: {}",
+        doc["summary"]
+    );
+}
+
+#[test]
+fn syn_flood_leaves_the_sessions_around_it_whole() {
+    let doc = analyze("syn_flood", 20_000, &[]);
+    assert_eq!(doc["summary"]["sessions"], 2);
+    assert_eq!(counts(&doc, "requests"), 2 * 3);
+    assert_eq!(counts(&doc, "responses"), 2 * 3);
+    assert_harmless("syn_flood", &doc);
+}
+
+#[test]
+fn every_sse_event_is_listed_with_events() {
+    let n = 20_000;
+    let doc = analyze("sse_events", n, &["--events"]);
+    // initialize's event, n progress notifications and the result.
+    assert_eq!(doc["events"].as_array().unwrap().len() as u64, n + 2);
+    assert_eq!(counts(&doc, "notifications"), n + 1);
+    assert_harmless("sse_events", &doc);
+    let path = input("sse_events", n);
+    let out = run(&[
+        "analyze",
+        "--format",
+        "ndjson",
+        "--events",
+        path.to_str().unwrap(),
+    ]);
+    let events = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| serde_json::from_str::<Value>(l).unwrap()["type"] == "event")
+        .count() as u64;
+    assert_eq!(events, n + 2);
+}
+
+#[test]
+fn thousands_of_calls_in_one_session_are_all_answered() {
+    let n = 3_000;
+    let doc = analyze("many_calls", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 1);
+    assert_eq!(counts(&doc, "requests"), n + 1);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert_harmless("many_calls", &doc);
+}
+
+#[test]
+fn a_large_batch_is_answered_by_its_batch() {
+    let n = 5_000;
+    let doc = analyze("batch", n, &[]);
+    assert_eq!(counts(&doc, "requests"), n + 1);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert_harmless("batch", &doc);
+}
+
+#[test]
+fn duplicate_responses_are_found() {
+    let n = 2_000;
+    let doc = analyze("duplicates", n, &[]);
+    let k = kinds(&doc);
+    assert!(k.contains(&"duplicate_response"), "{k:?}");
+    assert!(k.iter().all(|k| *k == "duplicate_response"), "{k:?}");
+    // initialize's answer and the n + 1 copies of request 2's.
+    assert_eq!(counts(&doc, "responses"), n + 2);
+}
+
+#[test]
+fn an_access_log_of_many_sessions() {
+    let n = 1_000;
+    let doc = analyze("access_log", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], n);
+    assert_harmless("access_log", &doc);
+}
+
+#[test]
+fn connections_waiting_on_a_hole_do_not_disturb_the_others() {
+    let doc = analyze("ooo_conns", 5_000, &[]);
+    assert_eq!(doc["summary"]["sessions"], 2);
+    assert_eq!(counts(&doc, "responses"), 2 * 3);
+    assert_harmless("ooo_conns", &doc);
+}
+
+#[test]
+fn one_byte_pieces_out_of_order() {
+    let doc = analyze("ooo_bytes", 50_000, &[]);
+    assert_eq!(doc["summary"]["sessions"], 2);
+    assert_eq!(counts(&doc, "responses"), 2 * 3);
+    assert_harmless("ooo_bytes", &doc);
+}
+
+#[test]
+fn snap_length_cuts_of_out_of_order_pieces_are_counted() {
+    let n = 2_000;
+    let doc = analyze("snaplen_ooo", n, &[]);
+    let missing: u64 = doc["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            i["accounting"]["missing_bytes"]["snap_length"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum();
+    // Each 1448-byte segment kept 74 bytes.
+    assert_eq!(missing, n * (1448 - 74), "{}", doc["inputs"]);
+}
+
+#[test]
+fn a_big_har() {
+    let n = 100;
+    let doc = analyze("big_har", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 1);
+    assert_eq!(counts(&doc, "requests"), n + 1);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert_harmless("big_har", &doc);
+}
+
+#[test]
+#[ignore = "until an SSE event over 1 MiB is read whole (or truncated with an anomaly, still answered)"]
+fn a_screenshot_over_sse_is_an_answer() {
+    let doc = analyze("sse_result", 3, &[]);
+    assert_eq!(counts(&doc, "responses"), 3);
+    assert_harmless("sse_result", &doc);
+}
+
+#[test]
+#[ignore = "until a JSON body over 16 MiB still answers its request"]
+fn a_result_over_16_mib_is_an_answer() {
+    let doc = analyze("json_result", 17, &[]);
+    assert_eq!(counts(&doc, "responses"), 3);
+    assert_harmless("json_result", &doc);
+}
+
+#[test]
+fn a_clock_stepping_back_leaves_no_call_unanswered() {
+    let n = 20;
+    let doc = analyze("ts_backwards", n, &[]);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert!(
+        !kinds(&doc).contains(&"unanswered_request"),
+        "{:?}",
+        kinds(&doc)
+    );
+}
+
+#[test]
+fn a_tools_call_behind_200_headers_is_not_hidden() {
+    let doc = analyze("many_headers", 200, &[]);
+    assert_eq!(
+        counts(&doc, "requests"),
+        3,
+        "the hidden tools/call is missing"
+    );
+    assert!(
+        limits_or_anomalies(&doc) > 0,
+        "header cap not reported: {}",
+        doc["summary"]
+    );
+}
+
+#[test]
+fn many_headers_under_the_cap_are_ordinary() {
+    let doc = analyze("many_headers", 50, &[]);
+    assert_eq!(counts(&doc, "requests"), 3);
+    assert_harmless("many_headers", &doc);
+}
+
+/// Every output of every view of the secrets input, without and with `--show-secrets`.
+fn outputs_of_secrets(show: bool) -> String {
+    let path = input("secrets", 1);
+    let p = path.to_str().unwrap();
+    let mut all = String::new();
+    let views: &[&[&str]] = &[
+        &["analyze", "--format", "table"],
+        &["analyze", "--format", "json", "--events"],
+        &["analyze", "--format", "ndjson", "--events"],
+        &["http", "--format", "table"],
+        &["http", "--format", "json"],
+        &["flows"],
+    ];
+    for view in views {
+        let mut args = view.to_vec();
+        // `flows` shows no payload, so it has no --show-secrets.
+        if show && view[0] != "flows" {
+            args.push("--show-secrets");
+        }
+        args.push(p);
+        let out = run(&args);
+        all.push_str(&String::from_utf8_lossy(&out.stdout));
+        all.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    all
+}
+
+#[test]
+fn the_secrets_input_carries_its_secrets() {
+    let all = outputs_of_secrets(true);
+    for s in stress::SECRETS {
+        assert!(
+            all.contains(s),
+            "{s} is not in the input's output with --show-secrets"
+        );
+    }
+}
+
+#[test]
+fn no_secret_is_printed() {
+    let all = outputs_of_secrets(false);
+    let leaked: Vec<&&str> = stress::SECRETS
+        .iter()
+        .filter(|s| all.contains(**s))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "printed without --show-secrets: {leaked:?}"
+    );
+}
+
+#[test]
+fn a_corrupt_pcap_record_is_skipped_and_reported() {
+    let n = 5;
+    let doc = analyze("corrupt_pcap", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 2 * n);
+    assert!(lost(&doc, "corrupt_record") >= 1000, "{}", doc["inputs"]);
+    assert!(!warnings(&doc).is_empty());
+}
+
+#[test]
+fn a_corrupt_pcapng_block_is_skipped_and_reported() {
+    let n = 5;
+    let doc = analyze("corrupt_pcapng", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 2 * n);
+    assert!(lost(&doc, "corrupt_record") >= 997, "{}", doc["inputs"]);
+    assert!(!warnings(&doc).is_empty());
+}
+
+#[test]
+fn a_truncated_pcap_gz_is_salvaged() {
+    // Small: 2 KB of gzip, cut in its last quarter.
+    let n = 3;
+    let doc = analyze("truncated_gz", n, &[]);
+    let sessions = doc["summary"]["sessions"].as_u64().unwrap();
+    assert!((1..n).contains(&sessions), "{sessions} of {n} sessions");
+    assert!(!warnings(&doc).is_empty());
+}
+
+#[test]
+fn the_generators_are_deterministic() {
+    for (class, _, _) in stress::CLASSES {
+        if *class == "truncated_gz" {
+            continue;
+        }
+        assert_eq!(stress::bytes(class, 2), stress::bytes(class, 2), "{class}");
+    }
+}
