@@ -271,3 +271,25 @@ fn huge_tool_results_are_no_finding() {
         assert!(text.contains("\"tools/call\""), "{name}: {report:#}");
     }
 }
+
+#[test]
+fn a_deeply_nested_tools_call_is_still_a_tools_call() {
+    let depth = 10_000;
+    let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"screenshot","arguments":{{"deep":{nested}}}}}}}"#
+    );
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+    let file = TempPath::new("nested.pcap");
+    write_capture(
+        &file.0,
+        &session(vec![
+            (true, post(call.as_bytes(), "")),
+            (false, response("application/json", None, answer.as_bytes())),
+        ]),
+    );
+    let report = run_json(&["analyze", "--format", "json", "--events", file.as_str()]);
+    let text = report.to_string();
+    assert!(text.contains("\"tools/call\""), "{report:#}");
+    assert_no_finding_above_info(&report, "nested");
+}

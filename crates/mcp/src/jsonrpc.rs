@@ -604,12 +604,19 @@ fn extract_params(method: &str, params: &str, details: &mut Details) {
     match method {
         "tools/call" => {
             mcp.tool = p.name.map(raw_text);
-            if let Some(args) = p.arguments
-                && let Ok(v) = serde_json::from_str::<serde_json::Value>(args.get())
-            {
+            if let Some(args) = p.arguments {
                 // Keys sorted at every level: the same call re-sent compares equal whatever its
-                // key order.
-                mcp.arguments = Some(cut(&canonical(&v).to_string(), mcp));
+                // key order. Arguments nested deeper than serde_json builds (128 levels) are kept
+                // as sent, cut, and marked.
+                mcp.arguments = Some(
+                    match serde_json::from_str::<serde_json::Value>(args.get()) {
+                        Ok(v) => cut(&canonical(&v).to_string(), mcp),
+                        Err(_) => {
+                            mcp.truncated = true;
+                            cut(args.get(), mcp)
+                        }
+                    },
+                );
             }
             mcp.idempotency_key = p
                 .meta
@@ -676,6 +683,33 @@ fn extract_result(result: &str, details: &mut Details) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_nesting_keeps_the_message_and_marks_what_it_could_not_read() {
+        for depth in [200, 1_000_000] {
+            let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{deep}}}}}}}"#
+            );
+            let m = &parse_payload(call.as_bytes())[0];
+            assert_eq!(
+                (m.kind, m.method.as_deref()),
+                (Kind::Request, Some("tools/call"))
+            );
+            assert_eq!(m.mcp.tool.as_deref(), Some("t"));
+            assert!(m.mcp.truncated, "{depth}");
+            assert!(
+                m.mcp
+                    .arguments
+                    .as_deref()
+                    .unwrap()
+                    .starts_with(r#"{"a":[[["#)
+            );
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"v":{deep}}}}}"#);
+            let m = &parse_payload(answer.as_bytes())[0];
+            assert_eq!(m.kind, Kind::Response, "{depth}");
+        }
+    }
 
     fn one(s: &str) -> Message {
         let mut v = parse_payload(s.as_bytes());
