@@ -338,7 +338,6 @@ fn a_result_over_16_mib_is_an_answer() {
 }
 
 #[test]
-#[ignore = "until answers stamped before their request are matched"]
 fn a_clock_stepping_back_leaves_no_call_unanswered() {
     let n = 20;
     let doc = analyze("ts_backwards", n, &[]);
