@@ -10,6 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+// Shared with the stress generators; this file uses only part of it.
+#[allow(dead_code)]
 #[path = "../bench/stress/wire.rs"]
 mod wire;
 
