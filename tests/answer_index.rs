@@ -43,7 +43,7 @@ fn calls(name: &str, n: u64, shape: Shape) -> PathBuf {
         c.handshake(&mut cap).unwrap();
     }
     open_session(&mut cap, &mut conns[0], SESSION).unwrap();
-    let every = |k: u64, i: u64| k > 0 && i % k == 0;
+    let every = |k: u64, i: u64| k > 0 && i.is_multiple_of(k);
     for i in 1..=n {
         let c = &mut conns[(i % CONNECTIONS) as usize];
         let id = if every(shape.reused, i) { i } else { i + 1 };
