@@ -189,6 +189,7 @@ fn brotli_bomb_is_capped_and_reported() {
         "decode cap not reported: {}",
         doc["summary"]
     );
+    assert!(limit_says(&doc, "decoding budget"), "{}", doc["summary"]);
     assert_harmless("brotli_bomb", &doc);
 }
 
@@ -364,6 +365,20 @@ fn a_tools_call_behind_200_headers_is_not_hidden() {
         "header cap not reported: {}",
         doc["summary"]
     );
+    assert!(
+        limit_says(&doc, "header fields past the first 128"),
+        "{}",
+        doc["summary"]
+    );
+}
+
+/// Whether a line of `summary.limits` says `what`.
+fn limit_says(doc: &Value, what: &str) -> bool {
+    doc["summary"]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().contains(what))
 }
 
 #[test]
