@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use mcpf_capture::CaptureStage;
 use mcpf_capture::tcp::{ConnSummary, TcpEvent};
 use mcpf_detect::FindingKind;
-use mcpf_http::exchange::Collector;
 use mcpf_report as report;
 
 use crate::cli::{Cli, Format};
@@ -129,31 +128,20 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
         return Ok(Exit::Error);
     }
     let mut stage = CaptureStage::new(job.capture, inputs.paths.len());
-    let mut pipeline = Pipeline::new(Collector::default());
+    let redactor = report::redact::Redactor::new(job.redact);
+    let view = match job.format {
+        Format::Json => report::http::View::Json,
+        Format::Table => report::http::View::Table,
+    };
+    let mut pipeline = Pipeline::new(report::http::Spool::new(view, redactor));
     let fed = pipeline::feed(inputs, &mut stage, &mut pipeline, job.progress);
     if fed.reports.is_empty() {
         return Ok(Exit::Error);
     }
     pipeline::print_warnings(&fed.reports);
     let stats = pipeline.http.stats.clone();
-    let collector = pipeline.http.sink;
-    let anomalies = collector.anomalies.clone();
-    let exchanges = collector.into_exchanges();
-    let redactor = report::redact::Redactor::new(job.redact);
     let mut out = stdout(redactor);
-    match job.format {
-        Format::Json => report::http::write_json(
-            &mut out,
-            &exchanges,
-            &anomalies,
-            &fed.reports,
-            &stats,
-            &redactor,
-        )?,
-        Format::Table => {
-            report::http::write_table(&mut out, &exchanges, &fed.reports, &stats, &redactor)?
-        }
-    }
+    pipeline.http.sink.write(&mut out, &fed.reports, &stats)?;
     out.flush()?;
     Ok(if fed.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&fed.reports))
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use mcpf_model::{ConnId, Direction, Mark};
+use mcpf_model::{ConnId, Direction, FrameRef, Mark, Timestamp};
 
 use super::sse::SseEvent;
 use super::{ExchangeId, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead};
@@ -44,6 +44,18 @@ impl Exchange {
             .or(self.response.as_ref().map(|r| r.first))
     }
 
+    /// Where the exchange goes in the view: by when it began (ties by connection and
+    /// position).
+    pub fn order(&self) -> Order {
+        (self.start().map(|m| (m.time, m.frame)), self.id)
+    }
+
+    /// Nothing more can arrive for it: both its request and the end of its response (or the
+    /// news that there is none) were seen. (A response can end before its request does.)
+    fn is_finished(&self) -> bool {
+        self.request.is_some() && (self.end.is_some() || self.no_response.is_some())
+    }
+
     /// The response body is JSON (`application/json` or a `+json` type), as a JSON-RPC
     /// response body is.
     pub fn response_is_json(&self) -> bool {
@@ -54,11 +66,18 @@ impl Exchange {
     }
 }
 
-/// Collects every exchange (and the anomalies) of a run.
+/// The order of the `http` view's exchanges: when each began, then its ID.
+pub type Order = (Option<(Timestamp, FrameRef)>, ExchangeId);
+
+/// Collects every exchange (and the anomalies) of a run. [`Collector::streaming`] hands out
+/// each exchange as soon as it is finished instead, so that a consumer holds only the exchanges
+/// still open.
 #[derive(Debug, Default)]
 pub struct Collector {
     exchanges: BTreeMap<ExchangeId, Exchange>,
     pub anomalies: Vec<(ExchangeAnomaly, String)>,
+    streaming: bool,
+    finished: Vec<Exchange>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -75,10 +94,47 @@ impl Collector {
             .or_insert_with(|| Exchange::new(id))
     }
 
-    /// The exchanges in the order they began (ties by connection and position).
+    /// A collector that moves each exchange, once finished, to [`Collector::take_finished`].
+    pub fn streaming() -> Self {
+        Collector {
+            streaming: true,
+            ..Collector::default()
+        }
+    }
+
+    /// The exchanges finished since the last call, in no particular order.
+    pub fn take_finished(&mut self) -> std::vec::Drain<'_, Exchange> {
+        self.finished.drain(..)
+    }
+
+    fn finish_if_done(&mut self, id: ExchangeId) {
+        if self.streaming && self.exchanges.get(&id).is_some_and(Exchange::is_finished) {
+            self.finished.extend(self.exchanges.remove(&id));
+        }
+    }
+
+    /// The connection ended: every exchange left on it is as complete as it will be.
+    fn finish_connection(&mut self, conn: ConnId) {
+        if !self.streaming {
+            return;
+        }
+        let first = ExchangeId { conn, index: 0 };
+        let ids: Vec<ExchangeId> = self
+            .exchanges
+            .range(first..)
+            .take_while(|(id, _)| id.conn == conn)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.finished.extend(self.exchanges.remove(&id));
+        }
+    }
+
+    /// The exchanges (those not yet handed out, when streaming) in the view's order.
     pub fn into_exchanges(self) -> Vec<Exchange> {
         let mut v: Vec<Exchange> = self.exchanges.into_values().collect();
-        v.sort_by_key(|e| (e.start().map(|m| (m.time, m.frame)), e.id));
+        v.extend(self.finished);
+        v.sort_by_key(Exchange::order);
         v
     }
 }
@@ -87,10 +143,12 @@ impl HttpSink for Collector {
     fn on_http(&mut self, event: HttpEvent) {
         match event {
             HttpEvent::Request(r) => {
-                let e = self.entry(r.exchange);
+                let id = r.exchange;
+                let e = self.entry(id);
                 e.client = Some(r.client);
                 e.server = Some(r.server);
                 e.request = Some(*r);
+                self.finish_if_done(id);
             }
             HttpEvent::ResponseHead(h) => {
                 let id = h.exchange;
@@ -100,6 +158,7 @@ impl HttpSink for Collector {
             HttpEvent::ResponseEnd(end) => {
                 let id = end.exchange;
                 self.entry(id).end = Some(*end);
+                self.finish_if_done(id);
             }
             HttpEvent::NoResponse {
                 exchange,
@@ -108,6 +167,7 @@ impl HttpSink for Collector {
                 mark,
             } => {
                 self.entry(exchange).no_response = Some((outcome, closed_by, mark));
+                self.finish_if_done(exchange);
             }
             HttpEvent::Anomaly {
                 conn,
@@ -117,7 +177,8 @@ impl HttpSink for Collector {
             } => self
                 .anomalies
                 .push((ExchangeAnomaly { conn, dir, mark }, what)),
-            HttpEvent::ConnectionStart { .. } | HttpEvent::ConnectionEnd { .. } => {}
+            HttpEvent::ConnectionEnd { conn, .. } => self.finish_connection(conn),
+            HttpEvent::ConnectionStart { .. } => {}
         }
     }
 }

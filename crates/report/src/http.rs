@@ -7,12 +7,14 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use mcpf_http::exchange::Exchange;
-use mcpf_http::{Body, Headers, HttpStats, Outcome};
+use comfy_table::Table;
+use mcpf_http::exchange::{Collector, Exchange, ExchangeAnomaly, Order};
+use mcpf_http::{Body, Headers, HttpEvent, HttpSink, HttpStats, Outcome};
 use mcpf_mcp::jsonrpc::{ExchangeMessages, Kind, Message};
 use mcpf_model::InputReport;
 use mcpf_model::{Mark, endpoint};
 
+use super::analyze::spill::{Range, Records, Spills};
 use super::redact::Redactor;
 use super::sanitize::terminal;
 use super::table::{bytes, new_table};
@@ -186,41 +188,249 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
     })
 }
 
+/// What follows the exchanges in the document: serialized on its own, it is the document's
+/// tail once its opening brace is dropped.
 #[derive(Serialize)]
-struct HttpDocument<'a> {
-    exchanges: Vec<Value>,
+struct Tail<'a> {
     inputs: &'a [InputReport],
     http: &'a HttpStats,
     anomalies: Vec<Value>,
 }
 
-pub fn write_json(
-    out: &mut dyn Write,
-    exchanges: &[Exchange],
-    anomalies: &[(mcpf_http::exchange::ExchangeAnomaly, String)],
-    inputs: &[InputReport],
-    stats: &HttpStats,
-    r: &Redactor,
-) -> io::Result<()> {
-    let doc = HttpDocument {
-        exchanges: exchanges.iter().map(|e| exchange_json(e, r)).collect(),
-        inputs,
-        http: stats,
-        anomalies: anomalies
-            .iter()
-            .map(|(a, what)| {
-                json!({
-                    "connection": a.conn,
-                    "direction": match a.dir { mcpf_model::Direction::ClientToServer => "c2s", _ => "s2c" },
-                    "time": a.mark.time.rfc3339(),
-                    "frame": a.mark.frame.frame,
-                    "what": r.text(what),
-                })
+fn anomalies_json(anomalies: &[(ExchangeAnomaly, String)], r: &Redactor) -> Vec<Value> {
+    anomalies
+        .iter()
+        .map(|(a, what)| {
+            json!({
+                "connection": a.conn,
+                "direction": match a.dir { mcpf_model::Direction::ClientToServer => "c2s", _ => "s2c" },
+                "time": a.mark.time.rfc3339(),
+                "frame": a.mark.frame.frame,
+                "what": r.text(what),
             })
-            .collect(),
-    };
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
-    writeln!(out)
+        })
+        .collect()
+}
+
+/// How the `http` view is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Json,
+    Table,
+}
+
+/// The `http` view's sink: each exchange is rendered the moment it is finished and spilled to
+/// a temporary file, with only its place in the order and where it went kept, so memory
+/// follows the exchanges still open rather than the length of the capture. [`Spool::write`]
+/// assembles the view from the spill.
+pub struct Spool {
+    pub collector: Collector,
+    view: View,
+    redactor: Redactor,
+    spills: Spills,
+    pieces: Vec<(Order, Range)>,
+    /// The table's column widths so far (its header's, then every row's).
+    widths: Vec<u16>,
+}
+
+const TABLE_HEADER: [&str; 11] = [
+    "time", "tcp", "method", "target", "status", "type", "req", "resp", "events", "JSON-RPC",
+    "flags",
+];
+
+/// Indents what a pretty-printer writes at depth 0 to the depth of an element of the
+/// document's `exchanges`: a rendered JSON value has a newline only between its tokens.
+struct Nested<'a>(&'a mut dyn Write);
+
+impl Write for Nested<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for (i, line) in buf.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                self.0.write_all(b"\n    ")?;
+            }
+            self.0.write_all(line)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Drops the first byte written through it.
+struct AfterFirst<'a>(&'a mut dyn Write, bool);
+
+impl Write for AfterFirst<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match buf.split_first() {
+            Some((_, rest)) if !self.1 => {
+                self.1 = true;
+                self.0.write_all(rest)?;
+            }
+            _ => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Spool {
+    pub fn new(view: View, redactor: Redactor) -> Spool {
+        Spool {
+            collector: Collector::streaming(),
+            view,
+            redactor,
+            spills: Spills::default(),
+            pieces: Vec::new(),
+            widths: new_table(&TABLE_HEADER).column_max_content_widths(),
+        }
+    }
+
+    fn spill(&mut self, e: &Exchange) {
+        let r = self.redactor;
+        let range = match self.view {
+            View::Json => self.spills.append_with(Records::Sessions, &mut |w| {
+                serde_json::to_writer_pretty(Nested(w), &exchange_json(e, &r))
+                    .map_err(io::Error::from)
+            }),
+            View::Table => {
+                let cells = table_row(e, &r);
+                let mut row = Table::new();
+                row.add_row(cells.clone());
+                for (w, c) in self.widths.iter_mut().zip(row.column_max_content_widths()) {
+                    *w = (*w).max(c);
+                }
+                self.spills.append_with(Records::Sessions, &mut |w| {
+                    serde_json::to_writer(&mut *w, &cells).map_err(io::Error::from)
+                })
+            }
+        };
+        // A failed write is noted in `spills.error`, and reported by `write`.
+        if let Some(range) = range {
+            self.pieces.push((e.order(), range));
+        }
+    }
+
+    fn spill_finished(&mut self) {
+        let done: Vec<Exchange> = self.collector.take_finished().collect();
+        for e in &done {
+            self.spill(e);
+        }
+    }
+
+    /// Writes the view: the exchanges in order, then the rest.
+    pub fn write(
+        mut self,
+        out: &mut dyn Write,
+        inputs: &[InputReport],
+        stats: &HttpStats,
+    ) -> io::Result<()> {
+        let anomalies = std::mem::take(&mut self.collector.anomalies);
+        let open = std::mem::take(&mut self.collector).into_exchanges();
+        for e in &open {
+            self.spill(e);
+        }
+        drop(open);
+        if let Some(e) = self.spills.error.take() {
+            return Err(io::Error::other(e));
+        }
+        self.pieces.sort_unstable_by_key(|p| p.0);
+        match self.view {
+            View::Json => self.write_json(out, &anomalies, inputs, stats),
+            View::Table => self.write_table(out, inputs, stats),
+        }
+    }
+
+    fn write_json(
+        &mut self,
+        out: &mut dyn Write,
+        anomalies: &[(ExchangeAnomaly, String)],
+        inputs: &[InputReport],
+        stats: &HttpStats,
+    ) -> io::Result<()> {
+        out.write_all(b"{\n  \"exchanges\": [")?;
+        for (i, (_, range)) in self.pieces.iter().enumerate() {
+            out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+            self.spills.copy(Records::Sessions, Some(*range), out)?;
+        }
+        out.write_all(if self.pieces.is_empty() {
+            b"],"
+        } else {
+            b"\n  ],"
+        })?;
+        let tail = Tail {
+            inputs,
+            http: stats,
+            anomalies: anomalies_json(anomalies, &self.redactor),
+        };
+        serde_json::to_writer_pretty(AfterFirst(out, false), &tail)?;
+        writeln!(out)
+    }
+
+    fn write_table(
+        &mut self,
+        out: &mut dyn Write,
+        inputs: &[InputReport],
+        stats: &HttpStats,
+    ) -> io::Result<()> {
+        for input in inputs {
+            super::write_input_line(out, input)?;
+        }
+        if self.pieces.is_empty() {
+            writeln!(out, "{}", new_table(&TABLE_HEADER))?;
+        } else {
+            // Every row is drawn with a last row as wide as the widest of each column, so that
+            // its lines are those the whole table would have.
+            let ruler: Vec<String> = self
+                .widths
+                .iter()
+                .map(|w| " ".repeat(usize::from(*w)))
+                .collect();
+            let mut frame = new_table(&TABLE_HEADER);
+            frame.add_row(ruler.clone());
+            let frame: Vec<String> = frame.lines().collect();
+            for l in &frame[..3] {
+                writeln!(out, "{l}")?;
+            }
+            for (_, range) in &self.pieces {
+                let piece = self.spills.read(Records::Sessions, Some(*range))?;
+                let cells: Vec<String> = serde_json::from_slice(&piece)?;
+                let mut t = new_table(&TABLE_HEADER);
+                t.add_row(cells).add_row(ruler.clone());
+                let lines: Vec<String> = t.lines().collect();
+                for l in &lines[3..lines.len() - 2] {
+                    writeln!(out, "{l}")?;
+                }
+            }
+            writeln!(out, "{}", frame[frame.len() - 1])?;
+        }
+        writeln!(
+            out,
+            "{} exchanges on {} HTTP connections",
+            self.pieces.len(),
+            stats.connections_http
+        )?;
+        let other = stats.connections_tls + stats.connections_http2 + stats.connections_other;
+        if other > 0 {
+            writeln!(
+                out,
+                "skipped {other} non-HTTP/1.1 connections ({} TLS, {} HTTP/2, {} other)",
+                stats.connections_tls, stats.connections_http2, stats.connections_other
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl HttpSink for Spool {
+    fn on_http(&mut self, event: HttpEvent) {
+        self.collector.on_http(event);
+        self.spill_finished();
+    }
 }
 
 fn jsonrpc_summary(e: &Exchange) -> String {
@@ -249,81 +459,50 @@ fn jsonrpc_summary(e: &Exchange) -> String {
     parts.join(", ")
 }
 
-pub fn write_table(
-    out: &mut dyn Write,
-    exchanges: &[Exchange],
-    inputs: &[InputReport],
-    stats: &HttpStats,
-    r: &Redactor,
-) -> io::Result<()> {
-    for input in inputs {
-        super::write_input_line(out, input)?;
-    }
-    let mut table = new_table(&[
-        "time", "tcp", "method", "target", "status", "type", "req", "resp", "events", "JSON-RPC",
-        "flags",
-    ]);
-    for e in exchanges {
-        let time = e.start().map(|m| m.time.clock_millis()).unwrap_or_default();
-        let method = e.request.as_ref().map(|q| q.method.as_str()).unwrap_or("?");
-        let target = e
-            .request
-            .as_ref()
-            .map(|q| r.cell(&q.target, 48))
-            .unwrap_or_default();
-        let status = e
-            .response
-            .as_ref()
-            .map(|h| h.status.to_string())
-            .unwrap_or_else(|| "—".into());
-        let ctype = e
-            .response
-            .as_ref()
-            .and_then(|h| h.headers.media_type())
-            .map(|m| r.cell(&m, 24))
-            .unwrap_or_default();
-        let req_bytes = e
-            .request
-            .as_ref()
-            .map(|q| bytes(q.body.wire_bytes))
-            .unwrap_or_default();
-        let resp_bytes = e
-            .end
-            .as_ref()
-            .map(|x| bytes(x.body.wire_bytes))
-            .unwrap_or_default();
-        table.add_row(vec![
-            time,
-            e.id.conn.to_string(),
-            terminal(method).into_owned(),
-            target,
-            status,
-            ctype,
-            req_bytes,
-            resp_bytes,
-            if e.events.is_empty() {
-                String::new()
-            } else {
-                e.events.len().to_string()
-            },
-            r.cell(&jsonrpc_summary(e), 60),
-            flags(e).join(" "),
-        ]);
-    }
-    writeln!(out, "{table}")?;
-    writeln!(
-        out,
-        "{} exchanges on {} HTTP connections",
-        exchanges.len(),
-        stats.connections_http
-    )?;
-    let other = stats.connections_tls + stats.connections_http2 + stats.connections_other;
-    if other > 0 {
-        writeln!(
-            out,
-            "skipped {other} non-HTTP/1.1 connections ({} TLS, {} HTTP/2, {} other)",
-            stats.connections_tls, stats.connections_http2, stats.connections_other
-        )?;
-    }
-    Ok(())
+fn table_row(e: &Exchange, r: &Redactor) -> Vec<String> {
+    let time = e.start().map(|m| m.time.clock_millis()).unwrap_or_default();
+    let method = e.request.as_ref().map(|q| q.method.as_str()).unwrap_or("?");
+    let target = e
+        .request
+        .as_ref()
+        .map(|q| r.cell(&q.target, 48))
+        .unwrap_or_default();
+    let status = e
+        .response
+        .as_ref()
+        .map(|h| h.status.to_string())
+        .unwrap_or_else(|| "—".into());
+    let ctype = e
+        .response
+        .as_ref()
+        .and_then(|h| h.headers.media_type())
+        .map(|m| r.cell(&m, 24))
+        .unwrap_or_default();
+    let req_bytes = e
+        .request
+        .as_ref()
+        .map(|q| bytes(q.body.wire_bytes))
+        .unwrap_or_default();
+    let resp_bytes = e
+        .end
+        .as_ref()
+        .map(|x| bytes(x.body.wire_bytes))
+        .unwrap_or_default();
+    vec![
+        time,
+        e.id.conn.to_string(),
+        terminal(method).into_owned(),
+        target,
+        status,
+        ctype,
+        req_bytes,
+        resp_bytes,
+        if e.events.is_empty() {
+            String::new()
+        } else {
+            e.events.len().to_string()
+        },
+        r.cell(&jsonrpc_summary(e), 60),
+        flags(e).join(" "),
+    ]
 }

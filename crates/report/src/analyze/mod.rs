@@ -15,7 +15,7 @@
 
 mod human;
 mod json;
-mod spill;
+pub(crate) mod spill;
 mod writer;
 
 pub use human::{Style, write_human};

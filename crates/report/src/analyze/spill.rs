@@ -6,14 +6,14 @@
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 /// Where a record went in its spill: offset and length.
-pub(super) type Range = (u64, u64);
+pub(crate) type Range = (u64, u64);
 
 /// Where a session's records went in the spills: its record, then its events.
-pub(super) type Ranges = (Option<Range>, Option<Range>);
+pub(crate) type Ranges = (Option<Range>, Option<Range>);
 
 /// Which of the two spills: the session records, or the event records of `--events`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Records {
+pub(crate) enum Records {
     Sessions,
     Events,
 }
@@ -126,11 +126,11 @@ impl<W: Write> Write for Counted<W> {
 
 /// The temporary files records are spilled to, created on first use.
 #[derive(Default)]
-pub(super) struct Spills {
+pub(crate) struct Spills {
     sessions: Option<Spill>,
     events: Option<Spill>,
     /// The first error writing them (reported at the end).
-    pub(super) error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 impl Spills {
@@ -142,13 +142,13 @@ impl Spills {
     }
 
     /// Appends rendered records; `None` (and the error noted) when the file cannot be written.
-    pub(super) fn append(&mut self, which: Records, bytes: &[u8]) -> Option<Range> {
+    pub(crate) fn append(&mut self, which: Records, bytes: &[u8]) -> Option<Range> {
         self.append_with(which, &mut |w| w.write_all(bytes))
     }
 
     /// Appends the records `write` renders, as it renders them; `None` when it wrote nothing,
     /// or (and the error noted) when the file cannot be written.
-    pub(super) fn append_with(
+    pub(crate) fn append_with(
         &mut self,
         which: Records,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
@@ -177,7 +177,7 @@ impl Spills {
     }
 
     /// Calls `line` with each line spilled at `range` (NDJSON records); none when nothing was.
-    pub(super) fn lines(
+    pub(crate) fn lines(
         &mut self,
         which: Records,
         range: Option<Range>,
@@ -190,7 +190,7 @@ impl Spills {
     }
 
     /// Copies the records spilled at `range` to `out`; nothing when nothing was.
-    pub(super) fn copy(
+    pub(crate) fn copy(
         &mut self,
         which: Records,
         range: Option<Range>,
@@ -203,7 +203,7 @@ impl Spills {
     }
 
     /// The records spilled at `range`; empty when nothing was.
-    pub(super) fn read(&mut self, which: Records, range: Option<Range>) -> io::Result<Vec<u8>> {
+    pub(crate) fn read(&mut self, which: Records, range: Option<Range>) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         if let (Some(range), Some(spill)) = (range, self.slot(which).as_mut()) {
             spill.read(range, &mut out)?;
