@@ -911,3 +911,67 @@ fn bearer_token_is_redacted_unless_asked() {
     let (stdout, _) = mcp_forensics(&["http", "--format", "json", "--show-secrets", path]);
     assert!(stdout.contains(&format!("Bearer {SECRET}")));
 }
+
+/// The `http` command's standard output, whatever its exit status (a lossy capture's is not 0).
+fn http_stdout(args: &[&str]) -> String {
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The view is assembled from pieces rendered as each exchange finished: the document is laid
+/// out as one pretty-printing of the whole would be, the exchanges are in the order they began,
+/// and every row of the table is as wide as its header.
+#[test]
+fn http_command_assembles_the_view_in_order() {
+    for path in [
+        "samples/http-basic.pcap",
+        "samples/seed-incident-client-leg.pcap",
+        "samples/python-sdk-healthy.pcap",
+        "samples/legacy-sse-concurrent.pcap",
+        "samples/ts-sdk-resumption.pcap",
+        "samples/lossy.pcap",
+    ] {
+        let want: Vec<String> = analyse(path)
+            .exchanges
+            .iter()
+            .map(|e| e.id.to_string())
+            .collect();
+        assert!(!want.is_empty(), "{path}");
+        let json = http_stdout(&["http", "--format", "json", path]);
+        let doc: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            serde_json::to_string_pretty(&doc).unwrap() + "\n",
+            json,
+            "{path}"
+        );
+        let ids: Vec<&str> = arr(&doc["exchanges"])
+            .iter()
+            .map(|x| x["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{path}");
+
+        let table = http_stdout(&["http", path]);
+        let lines: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+            .collect();
+        assert_eq!(lines.len(), want.len() + 4, "{path}");
+        let width = lines[0].chars().count();
+        assert!(
+            lines.iter().all(|l| l.chars().count() == width),
+            "{path}: {table}"
+        );
+        let conns: Vec<&str> = lines[3..lines.len() - 1]
+            .iter()
+            .map(|l| l.split('┆').nth(1).unwrap().trim())
+            .collect();
+        let want_conns: Vec<String> = want
+            .iter()
+            .map(|id| id[3..id.find('#').unwrap()].to_string())
+            .collect();
+        assert_eq!(conns, want_conns, "{path}");
+    }
+}

@@ -182,3 +182,98 @@ impl HttpSink for Collector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Body, ConnKind, Headers};
+
+    fn mark(frame: u64) -> Mark {
+        Mark {
+            time: Timestamp::from_secs_nanos(frame as i64, 0),
+            frame: FrameRef::new(0, frame),
+        }
+    }
+
+    fn id(conn: u64, index: u32) -> ExchangeId {
+        ExchangeId {
+            conn: ConnId::tcp(conn),
+            index,
+        }
+    }
+
+    fn addr() -> SocketAddr {
+        "127.0.0.1:80".parse().unwrap()
+    }
+
+    fn request(exchange: ExchangeId, frame: u64) -> HttpEvent {
+        HttpEvent::Request(Box::new(Request {
+            exchange,
+            client: addr(),
+            server: addr(),
+            method: "POST".into(),
+            target: "/mcp".into(),
+            version: 1,
+            headers: Headers::default(),
+            body: Body::default(),
+            first: mark(frame),
+            last: mark(frame),
+            outcome: Outcome::Complete,
+            head_complete: true,
+        }))
+    }
+
+    fn no_response(exchange: ExchangeId, frame: u64) -> HttpEvent {
+        HttpEvent::NoResponse {
+            exchange,
+            outcome: Outcome::Reset,
+            closed_by: None,
+            mark: mark(frame),
+        }
+    }
+
+    fn finished(c: &mut Collector) -> Vec<ExchangeId> {
+        let mut ids: Vec<ExchangeId> = c.take_finished().map(|e| e.id).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn streaming_hands_out_an_exchange_once_both_sides_are_done() {
+        let mut c = Collector::streaming();
+        c.on_http(request(id(0, 0), 1));
+        assert!(finished(&mut c).is_empty(), "its response is still to come");
+        // An answer that ended before its request did waits for the request.
+        c.on_http(no_response(id(0, 1), 2));
+        assert!(finished(&mut c).is_empty());
+        c.on_http(no_response(id(0, 0), 3));
+        assert_eq!(finished(&mut c), [id(0, 0)]);
+        c.on_http(request(id(0, 1), 4));
+        assert_eq!(finished(&mut c), [id(0, 1)]);
+        c.on_http(request(id(1, 0), 5));
+        c.on_http(request(id(2, 0), 6));
+        c.on_http(HttpEvent::ConnectionEnd {
+            conn: ConnId::tcp(1),
+            client: addr(),
+            server: addr(),
+            kind: ConnKind::Http,
+            mark: mark(7),
+            packets: 0,
+            frame_bytes: 0,
+        });
+        assert_eq!(finished(&mut c), [id(1, 0)], "only the ended connection's");
+        let left: Vec<ExchangeId> = c.into_exchanges().iter().map(|e| e.id).collect();
+        assert_eq!(left, [id(2, 0)]);
+    }
+
+    #[test]
+    fn collecting_holds_every_exchange_to_the_end_in_order() {
+        let mut c = Collector::default();
+        c.on_http(request(id(1, 0), 2));
+        c.on_http(no_response(id(1, 0), 3));
+        c.on_http(request(id(0, 0), 1));
+        assert!(finished(&mut c).is_empty());
+        let all: Vec<ExchangeId> = c.into_exchanges().iter().map(|e| e.id).collect();
+        assert_eq!(all, [id(0, 0), id(1, 0)]);
+    }
+}
