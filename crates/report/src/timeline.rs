@@ -4,7 +4,7 @@
 use mcpf_detect::Finding;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{EventRec, Namespace, Session, Stream, StreamTransport};
-use mcpf_model::{Mark, WireSet};
+use mcpf_model::{Mark, WireMap, WireSet};
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -88,7 +88,9 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
 }
 
 fn summarize_messages(msgs: &[&Message]) -> String {
+    // In order of first appearance; the map keeps a run of distinct tokens linear.
     let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut at: WireMap<String, usize> = WireMap::default();
     for m in msgs {
         let key = match m.kind {
             Kind::Notification => {
@@ -107,9 +109,12 @@ fn summarize_messages(msgs: &[&Message]) -> String {
             ),
             Kind::Malformed => "malformed".into(),
         };
-        match counts.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((key, 1)),
+        match at.get(&key) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                at.insert(key.clone(), counts.len());
+                counts.push((key, 1));
+            }
         }
     }
     counts
@@ -123,10 +128,13 @@ fn summarize_messages(msgs: &[&Message]) -> String {
 pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     // Events findings point at get a row of their own, so the finding sits on the right line.
-    let flagged: Vec<Mark> = findings
+    // Sorted once and searched: 100,000 duplicate responses are 100,000 findings.
+    let mut flagged: Vec<Mark> = findings
         .iter()
         .flat_map(|(_, f)| f.frames.iter().copied())
         .collect();
+    flagged.sort_unstable();
+    flagged.dedup();
     for st in &s.streams {
         let msgs = StreamMessages::of(st);
         out.push(opening_entry(s, &msgs));
@@ -203,7 +211,10 @@ impl<'a> StreamMessages<'a> {
             && st.resume.is_none()
             && self.answered_here()
             && !st.interrupted()
-            && st.events.iter().all(|e| !flagged.contains(&e.mark))
+            && st
+                .events
+                .iter()
+                .all(|e| flagged.binary_search(&e.mark).is_err())
     }
 }
 
@@ -328,7 +339,7 @@ fn push_event_runs(
     };
     for (i, ev) in st.events.iter().enumerate() {
         let breaks = all_events
-            || flagged.contains(&ev.mark)
+            || flagged.binary_search(&ev.mark).is_ok()
             || ev.messages.iter().any(is_answer)
             || ev.endpoint.is_some()
             || run
