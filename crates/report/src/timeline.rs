@@ -135,8 +135,11 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
         .collect();
     flagged.sort_unstable();
     flagged.dedup();
+    let mut fallback_to: Vec<usize> = s.fallbacks.iter().map(|f| f.to_stream).collect();
+    fallback_to.sort_unstable();
     for st in &s.streams {
-        let msgs = StreamMessages::of(st);
+        let mut msgs = StreamMessages::of(st);
+        msgs.fallback_to = fallback_to.binary_search(&st.idx).is_ok();
         out.push(opening_entry(s, &msgs));
         if !msgs.quiet_post(&flagged) || all_events {
             push_event_runs(&mut out, s, st, &flagged, all_events);
@@ -168,6 +171,8 @@ struct StreamMessages<'a> {
     /// Every request the stream carried was answered on it (worked out once: a batch can
     /// hold 100,000 requests).
     answered: bool,
+    /// A fallback went to this stream.
+    fallback_to: bool,
 }
 
 impl<'a> StreamMessages<'a> {
@@ -188,6 +193,7 @@ impl<'a> StreamMessages<'a> {
                 .filter(|m| is_answer(m))
                 .collect(),
             answered: false,
+            fallback_to: false,
         };
         let ids: WireSet<&RequestId> = msgs.answers.iter().filter_map(|a| a.id.as_ref()).collect();
         msgs.answered = !msgs.requests.is_empty()
@@ -225,7 +231,7 @@ fn opening_entry(s: &Session, msgs: &StreamMessages) -> Entry {
     if st.method.is_empty() {
         return headless_entry(s, st);
     }
-    let mut text = opening_text(s, msgs);
+    let mut text = opening_text(msgs);
     text.push_str(&format!("  {}", response_kind(st)));
     if msgs.answered_here() {
         text.push_str(if msgs.answers.iter().any(|a| a.kind == Kind::Error) {
@@ -276,7 +282,7 @@ fn headless_entry(s: &Session, st: &Stream) -> Entry {
 
 /// What the client sent to open a stream: its requests, what a GET was for, or its other
 /// messages.
-fn opening_text(s: &Session, msgs: &StreamMessages) -> String {
+fn opening_text(msgs: &StreamMessages) -> String {
     let st = msgs.st;
     match (st.method.as_str(), msgs.requests.first()) {
         (_, Some(_)) => format!(
@@ -296,7 +302,7 @@ fn opening_text(s: &Session, msgs: &StreamMessages) -> String {
                 ),
                 (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
                 (None, _) => {
-                    if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
+                    if msgs.fallback_to {
                         "(fallback stream)".into()
                     } else {
                         "(standalone stream)".into()
