@@ -274,6 +274,70 @@ fn duplicate_responses_are_found() {
     assert_eq!(counts(&doc, "responses"), n + 2);
 }
 
+/// The findings of `kind`, in their order.
+fn findings_of<'a>(doc: &'a Value, kind: &str) -> Vec<&'a Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn every_resume_continues_its_own_stream() {
+    let n = 500;
+    let doc = analyze("resumes", n, &[]);
+    let streams = doc["sessions"][0]["streams"].as_array().unwrap();
+    let resumes: Vec<&Value> = streams.iter().filter(|s| !s["resume"].is_null()).collect();
+    assert_eq!(resumes.len() as u64, n);
+    let resets = findings_of(&doc, "event_id_reset");
+    assert_eq!(resets.len() as u64, n);
+    for i in 0..n {
+        // Streams: post:s1 (initialize), post:s2 (initialized), then a POST and its resume.
+        let (post, get) = (
+            format!("post:s{}", 2 * i + 3),
+            format!("get:s{}", 2 * i + 4),
+        );
+        let lei = (2 * i + 2).to_string();
+        let r = &resumes[i as usize];
+        assert_eq!(r["id"], get);
+        assert_eq!(r["resume"]["last_event_id"], lei);
+        assert_eq!(r["resume"]["continues"], post, "{r:#}");
+        assert_eq!(r["resume"]["also_seen_on"], serde_json::json!([]));
+        let f = resets[i as usize];
+        assert_eq!(f["streams"], serde_json::json!([get]));
+        assert_eq!(f["evidence"]["highest_before"], lei, "{f:#}");
+        assert_eq!(f["evidence"]["highest_seen_on"], post);
+    }
+}
+
+#[test]
+fn every_fallback_is_found_with_its_own_post() {
+    let n = 500;
+    let doc = analyze("fallbacks", n, &[]);
+    let falls = findings_of(&doc, "sse_fallback");
+    let resets = findings_of(&doc, "event_id_reset");
+    assert_eq!((falls.len() as u64, resets.len() as u64), (n, n));
+    for i in 0..n as usize {
+        let (post, get) = (
+            format!("post:s{}", 2 * i + 3),
+            format!("get:s{}", 2 * i + 4),
+        );
+        let (f, r) = (falls[i], resets[i]);
+        assert_eq!(f["evidence"]["from"], post, "{f:#}");
+        assert_eq!(f["evidence"]["to"], get);
+        assert_eq!(f["evidence"]["request_id"], i + 2);
+        assert_eq!(r["caused_by"], serde_json::json!([f["id"]]));
+        assert_eq!(
+            r["evidence"]["highest_before"],
+            (i + 10).to_string(),
+            "{r:#}"
+        );
+        assert_eq!(r["evidence"]["highest_seen_on"], post);
+    }
+}
+
 #[test]
 fn an_access_log_of_many_sessions() {
     let n = 1_000;

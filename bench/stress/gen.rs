@@ -32,6 +32,16 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
     ("batch", "pcap", "requests in one JSON-RPC batch"),
     ("duplicates", "pcap", "duplicate responses to one request"),
     (
+        "resumes",
+        "pcap",
+        "interrupted tools/call streams resumed in one session",
+    ),
+    (
+        "fallbacks",
+        "pcap",
+        "abandoned POST streams each followed by a GET stream",
+    ),
+    (
         "access_log",
         "nginx.jsonl",
         "sessions in an nginx JSON access log",
@@ -138,6 +148,8 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
         "many_calls" => many_calls(n, w),
         "batch" => batch(n, w),
         "duplicates" => duplicates(n, w),
+        "resumes" => resumes(n, w),
+        "fallbacks" => fallbacks(n, w),
         "access_log" => access_log(n, w),
         "ooo_conns" => ooo_conns(n, w),
         "ooo_bytes" => ooo_bytes(n, w),
@@ -333,6 +345,102 @@ fn duplicates<W: Write>(n: u64, w: W) -> io::Result<()> {
     buf.extend_from_slice(b"0\r\n\r\n");
     c.server_send(&mut cap, &buf)?;
     c.close(&mut cap)
+}
+
+/// A connection of its own for stream `k` of one session: more than the ephemeral ports.
+fn stream_conn(k: u64) -> Conn {
+    Conn::new([127, 1, (k >> 8) as u8, k as u8], 40_000)
+}
+
+/// A standalone `GET /mcp` of the session, resuming after `last_event_id` when given.
+fn get_stream(last_event_id: Option<&str>) -> Vec<u8> {
+    let mut h = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\
+         mcp-session-id: {SESSION}\r\nmcp-protocol-version: 2025-06-18\r\n"
+    );
+    if let Some(id) = last_event_id {
+        h.push_str(&format!("Last-Event-ID: {id}\r\n"));
+    }
+    h.push_str("\r\n");
+    h.into_bytes()
+}
+
+fn progress(id: u64, n: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":{n}}}}}"#
+    )
+}
+
+/// `n` `tools/call` streams of one session, each cut by the client after two events with
+/// integer IDs (one counter for the session), each resumed on a new connection with
+/// `Last-Event-ID`; the server's counter restarts at 1 on every resume (`event_id_reset`).
+fn resumes<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut main = Conn::local(1);
+    main.handshake(&mut cap)?;
+    open_session(&mut cap, &mut main, SESSION)?;
+    for i in 0..n {
+        let id = i + 2;
+        let mut c = stream_conn(2 * i);
+        c.handshake(&mut cap)?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
+        )?;
+        let mut m = sse_head(SESSION);
+        for k in 1..=2 {
+            chunk(
+                &mut m,
+                sse_event(&(2 * i + k).to_string(), &progress(id, k)).as_bytes(),
+            );
+        }
+        c.server_send(&mut cap, &m)?;
+        c.close(&mut cap)?;
+        let mut r = stream_conn(2 * i + 1);
+        r.handshake(&mut cap)?;
+        r.client_send(&mut cap, &get_stream(Some(&(2 * i + 2).to_string())))?;
+        r.server_send(
+            &mut cap,
+            &sse_response(SESSION, &[sse_event("1", &tools_call_result(id))]),
+        )?;
+        r.close(&mut cap)?;
+    }
+    main.close(&mut cap)
+}
+
+/// `n` `tools/call` streams of one session abandoned by the client after one progress event,
+/// each followed by a standalone GET stream that carries the call's result (`sse_fallback`)
+/// under an event ID of a second counter (`event_id_reset`).
+fn fallbacks<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut main = Conn::local(1);
+    main.handshake(&mut cap)?;
+    open_session(&mut cap, &mut main, SESSION)?;
+    for i in 0..n {
+        let id = i + 2;
+        let mut c = stream_conn(2 * i);
+        c.handshake(&mut cap)?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
+        )?;
+        let mut m = sse_head(SESSION);
+        chunk(
+            &mut m,
+            sse_event(&(i + 10).to_string(), &progress(id, 1)).as_bytes(),
+        );
+        c.server_send(&mut cap, &m)?;
+        c.close(&mut cap)?;
+        let mut g = stream_conn(2 * i + 1);
+        g.handshake(&mut cap)?;
+        g.client_send(&mut cap, &get_stream(None))?;
+        g.server_send(
+            &mut cap,
+            &sse_response(SESSION, &[sse_event("1", &tools_call_result(id))]),
+        )?;
+        g.close(&mut cap)?;
+    }
+    main.close(&mut cap)
 }
 
 /// `n` sessions of three requests each (initialize, initialized, tools/call) in nginx's JSON

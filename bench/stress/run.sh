@@ -54,6 +54,8 @@ sse_events 30000 --events
 many_calls 2000
 batch 10000
 duplicates 10000
+resumes 3000
+fallbacks 3000
 access_log 2000
 ooo_conns 26000
 ooo_bytes 160000

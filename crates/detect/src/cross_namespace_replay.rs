@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use super::index::Index;
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx};
 use mcpf_model::Mark;
@@ -24,7 +25,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     ],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let Some(resume) = &r.resume else { continue };
         let Some(observed) = resume.continues else {
@@ -42,7 +43,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         from_streams.sort_unstable();
         from_streams.dedup();
         let how: Attribution = r.events[first].attribution;
-        let cause = cause(s, f, r);
+        let cause = cause(s, ix, f, r);
         let observed_label = s.streams[observed].label();
         let from_label = s.streams[from].label();
         let frames = frames(s, r, resume, observed, &foreign);
@@ -115,14 +116,14 @@ fn foreign_events(
 }
 
 /// The unsafe resumption this replay follows, else the fallback before it.
-fn cause(s: &Session, f: &Findings, r: &Stream) -> Option<usize> {
+fn cause(s: &Session, ix: &Index, f: &Findings, r: &Stream) -> Option<usize> {
     f.find(
         s.idx,
         FindingKind::UnsafeResumptionAfterFallback,
         &Subject::Resume(r.idx),
     )
     .or_else(|| {
-        s.fallback_before(r.opened).and_then(|fb| {
+        ix.fallback_before(s, r.opened).and_then(|fb| {
             f.find(
                 s.idx,
                 FindingKind::SseFallback,

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
-use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_mcp::model::{Seq, Session, StreamIdx};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -20,28 +20,93 @@ pub(crate) const INFO: KindInfo = KindInfo {
     evidence: &["last_event_id", "first_event_id", "highest_before"],
 };
 
-/// Highest integer event ID the client received before `before`.
-fn highest_before(s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, String)> {
-    s.streams
-        .iter()
-        .filter(|st| st.idx != except)
-        .flat_map(|st| st.events.iter().map(move |e| (st, e)))
-        .filter(|(_, e)| s.seq(e.mark) < s.seq(before))
-        .filter_map(|(st, e)| {
-            e.id.as_deref()
-                .and_then(ids::integer)
-                .map(|n| (n, st.label()))
-        })
-        .max_by_key(|(n, _)| *n)
+/// The highest integer event ID the client had received at each point of the session, sorted
+/// once: every fallback and resume asks, and a session can hold 30,000 of them.
+struct Highest {
+    /// Events with an integer ID, in session order.
+    seqs: Vec<Seq>,
+    /// `best[k]`: the highest (ID, stream) among the first `k + 1` events (the later stream on
+    /// a tie); `other[k]`: the highest among them on a stream other than `best[k]`'s.
+    best: Vec<(u64, StreamIdx)>,
+    other: Vec<Option<(u64, StreamIdx)>>,
+}
+
+impl Highest {
+    fn new(s: &Session) -> Self {
+        let mut events: Vec<(Seq, u64, StreamIdx)> = s
+            .streams
+            .iter()
+            .flat_map(|st| st.events.iter().map(move |e| (st.idx, e)))
+            .filter_map(|(t, e)| {
+                let n = e.id.as_deref().and_then(ids::integer)?;
+                Some((s.seq(e.mark), n, t))
+            })
+            .collect();
+        events.sort_unstable_by_key(|&(seq, _, _)| seq);
+        let mut h = Highest {
+            seqs: Vec::with_capacity(events.len()),
+            best: Vec::with_capacity(events.len()),
+            other: Vec::with_capacity(events.len()),
+        };
+        let mut best: Option<(u64, StreamIdx)> = None;
+        let mut other: Option<(u64, StreamIdx)> = None;
+        for (seq, n, t) in events {
+            let x = (n, t);
+            match best {
+                Some(b) if x <= b => {
+                    if t != b.1 && other.is_none_or(|o| x > o) {
+                        other = Some(x);
+                    }
+                }
+                Some(b) => {
+                    if t != b.1 {
+                        other = Some(b);
+                    }
+                    best = Some(x);
+                }
+                None => best = Some(x),
+            }
+            h.seqs.push(seq);
+            h.best.push(best.unwrap_or(x));
+            h.other.push(other);
+        }
+        h
+    }
+
+    /// Highest integer event ID the client received before `before`, on a stream other than
+    /// `except`, and where.
+    fn before(&self, s: &Session, before: Mark, except: StreamIdx) -> Option<(u64, String)> {
+        let k = self.seqs.partition_point(|&q| q < s.seq(before));
+        let k = k.checked_sub(1)?;
+        let (n, t) = if self.best[k].1 != except {
+            self.best[k]
+        } else {
+            self.other[k]?
+        };
+        Some((n, s.streams[t].label()))
+    }
 }
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    after_fallbacks(s, f);
-    on_resumes(s, f);
+    let mut index = None;
+    after_fallbacks(s, f, &mut index);
+    on_resumes(s, f, &mut index);
+}
+
+/// Built only when a fallback or a resume asks.
+fn highest_before(
+    index: &mut Option<Highest>,
+    s: &Session,
+    before: Mark,
+    except: StreamIdx,
+) -> Option<(u64, String)> {
+    index
+        .get_or_insert_with(|| Highest::new(s))
+        .before(s, before, except)
 }
 
 /// A fallback stream whose first integer ID is not above the highest the client already saw.
-fn after_fallbacks(s: &Session, f: &mut Findings) {
+fn after_fallbacks(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
     for fb in &s.fallbacks {
         let to = &s.streams[fb.to_stream];
         let Some((ei, first)) = to
@@ -52,7 +117,7 @@ fn after_fallbacks(s: &Session, f: &mut Findings) {
         else {
             continue;
         };
-        let Some((highest, where_)) = highest_before(s, fb.mark, to.idx) else {
+        let Some((highest, where_)) = highest_before(index, s, fb.mark, to.idx) else {
             continue;
         };
         if first > highest {
@@ -91,7 +156,7 @@ fn after_fallbacks(s: &Session, f: &mut Findings) {
 }
 
 /// A resume whose first integer ID is not greater than the `Last-Event-ID` it sent.
-fn on_resumes(s: &Session, f: &mut Findings) {
+fn on_resumes(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
         let Some(resume) = &r.resume else { continue };
         let Some(lei) = ids::integer(&resume.last_event_id) else {
@@ -109,7 +174,7 @@ fn on_resumes(s: &Session, f: &mut Findings) {
         if first > lei {
             continue;
         }
-        let before = highest_before(s, r.opened, r.idx);
+        let before = highest_before(index, s, r.opened, r.idx);
         let highest = before.as_ref().map(|(n, _)| n.to_string());
         let highest_seen_on = before.map(|(_, w)| w);
         let cause = f.find(

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
-use mcpf_model::{FrameRef, Mark};
+use mcpf_model::{FrameRef, Mark, WireMap};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::FindingKind;
@@ -59,7 +59,7 @@ pub enum Confidence {
 }
 
 /// What a finding is about, so a later detector can name it as a cause.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Subject {
     /// A stream of the session, by index.
     Stream(StreamIdx),
@@ -116,6 +116,10 @@ pub struct Findings {
     frames: Option<(SessionIdx, HashSet<FrameRef>)>,
     /// Handles by session and kind, in creation order: what a detector naming a cause asks.
     by_kind: HashMap<(SessionIdx, FindingKind), Vec<usize>>,
+    /// The first finding of each kind about each subject: 100,000 findings each naming the
+    /// cause of another are not 100,000 scans of a kind's findings. Subjects hold request IDs
+    /// from the wire.
+    by_subject: WireMap<(SessionIdx, FindingKind, Subject), usize>,
 }
 
 /// What a detector says of a new finding.
@@ -163,6 +167,9 @@ impl Findings {
             .entry((s.idx, new.kind))
             .or_default()
             .push(handle);
+        self.by_subject
+            .entry((s.idx, new.kind, new.subject.clone()))
+            .or_insert(handle);
         self.list.push(Finding {
             handle,
             kind: new.kind,
@@ -205,9 +212,9 @@ impl Findings {
 
     /// The handle of the finding of `kind` about `subject` in a session.
     pub fn find(&self, session: SessionIdx, kind: FindingKind, subject: &Subject) -> Option<usize> {
-        self.of(session, kind)
-            .find(|f| f.subject == *subject)
-            .map(|f| f.handle)
+        self.by_subject
+            .get(&(session, kind, subject.clone()))
+            .copied()
     }
 }
 

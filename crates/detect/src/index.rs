@@ -4,7 +4,8 @@
 
 use mcpf_mcp::AnswerIndex;
 use mcpf_mcp::jsonrpc::{Message, RequestId};
-use mcpf_mcp::model::{Seq, Session, StreamIdx};
+use mcpf_mcp::model::{Fallback, Seq, Session, StreamIdx};
+use mcpf_model::Mark;
 use mcpf_model::WireMap;
 
 pub(crate) struct Index<'a> {
@@ -13,6 +14,10 @@ pub(crate) struct Index<'a> {
     /// Positions in `requests` of each request ID, in order.
     sends: WireMap<&'a RequestId, Vec<usize>>,
     pub(crate) answers: AnswerIndex<'a>,
+    /// Where each `initialize` stands, sorted.
+    initializes: Vec<Seq>,
+    /// Where each fallback stands and its position in the session's fallbacks, sorted.
+    fallbacks: Vec<(Seq, usize)>,
 }
 
 impl<'a> Index<'a> {
@@ -24,10 +29,21 @@ impl<'a> Index<'a> {
                 sends.entry(id).or_default().push(i);
             }
         }
+        let mut initializes: Vec<Seq> = s.initializes.iter().map(|m| s.seq(*m)).collect();
+        initializes.sort_unstable();
+        let mut fallbacks: Vec<(Seq, usize)> = s
+            .fallbacks
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (s.seq(f.mark), i))
+            .collect();
+        fallbacks.sort_unstable();
         Index {
             requests,
             sends,
             answers: AnswerIndex::new(s),
+            initializes,
+            fallbacks,
         }
     }
 
@@ -40,6 +56,22 @@ impl<'a> Index<'a> {
     pub(crate) fn next_send(&self, id: &RequestId, pos: usize) -> Option<usize> {
         let sends = self.sends(id);
         sends.get(sends.partition_point(|&p| p <= pos)).copied()
+    }
+
+    /// The first fallback at or before `mark` since the last `initialize` at or before it
+    /// ([`Session::fallback_before`], by binary search: every resume asks).
+    pub(crate) fn fallback_before(&self, s: &'a Session, mark: Mark) -> Option<&'a Fallback> {
+        let at = s.seq(mark);
+        let inits = self.initializes.partition_point(|&i| i <= at);
+        let from = match inits.checked_sub(1) {
+            Some(k) => {
+                let last_init = self.initializes[k];
+                self.fallbacks.partition_point(|&(q, _)| q < last_init)
+            }
+            None => 0,
+        };
+        let &(q, i) = self.fallbacks.get(from)?;
+        (q <= at).then(|| &s.fallbacks[i])
     }
 
     /// Where the request at `pos` stands in the session.

@@ -76,8 +76,8 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     let ix = index::Index::new(s);
     capture_gap::detect(s, f);
     sse_fallback::detect(s, f);
-    unsafe_resumption_after_fallback::detect(s, f);
-    cross_namespace_replay::detect(s, f);
+    unsafe_resumption_after_fallback::detect(s, &ix, f);
+    cross_namespace_replay::detect(s, &ix, f);
     event_id_reset::detect(s, f);
     resume_gap::detect(s, f);
     session_not_reaffirmed::detect(s, f);

@@ -5,6 +5,7 @@
 
 use serde_json::json;
 
+use super::index::Index;
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{EventIdScheme, Session};
 
@@ -18,12 +19,12 @@ pub(crate) const INFO: KindInfo = KindInfo {
     evidence: &["last_event_id", "event_id_scheme", "fallback"],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
     if s.event_id_scheme == EventIdScheme::Namespaced {
         return;
     }
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
-        let Some(fb) = s.fallback_before(r.opened) else {
+        let Some(fb) = ix.fallback_before(s, r.opened) else {
             continue;
         };
         let observed_mode = r

@@ -2,6 +2,8 @@
 //! mid-session fallbacks, which stream each resume continues, and the namespace that minted every
 //! event.
 
+use std::collections::BTreeSet;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::ids;
@@ -327,11 +329,14 @@ fn order_streams(s: &mut Session) {
 /// Mid-session fallback: the client abandoned a POST whose response did not arrive, then opened a
 /// GET event stream without `Last-Event-ID`.
 fn detect_fallbacks(s: &mut Session) {
-    let mut used: HashSet<StreamIdx> = s
+    let used: HashSet<StreamIdx> = s
         .fallbacks
         .iter()
         .filter_map(|f| f.abandoned_stream)
         .collect();
+    // What does not depend on the GET stream is worked out once per stream, not per pair.
+    let mut abandoned = abandoned_posts(s, &used);
+    let resumed = first_resumes(s);
     let mut found = Vec::new();
     for g in 0..s.streams.len() {
         let get = &s.streams[g];
@@ -341,23 +346,12 @@ fn detect_fallbacks(s: &mut Session) {
         {
             continue;
         }
-        let candidate = (0..g)
+        let candidate = abandoned
+            .range(..g)
             .rev()
-            .map(|p| &s.streams[p])
+            .map(|&p| &s.streams[p])
             .filter(|p| {
-                p.transport == StreamTransport::Post
-                    && !used.contains(&p.idx)
-                    && (p.requests().next().is_some() || p.body_unknown)
-                    && p.abandoned_by_client()
-                    // With bytes missing, the answer may have come before the client left.
-                    && !p.gap
-                    && !answered_on(p)
-                    && !s.streams.iter().any(|r| {
-                        s.seq(r.opened) <= s.seq(get.opened)
-                            && r.resume
-                                .as_ref()
-                                .is_some_and(|x| x.continues == Some(p.idx))
-                    })
+                resumed.get(&p.idx).is_none_or(|&at| at > s.seq(get.opened))
                     && p.ended.is_some_and(|end| {
                         s.seq(end) <= s.seq(get.opened)
                             || end.time.0 <= get.opened.time.0 + TOLERANCE_NS
@@ -399,12 +393,46 @@ fn detect_fallbacks(s: &mut Session) {
             confirmed,
             frames: vec![p.opened, abandoned_at, get.opened],
         });
-        used.insert(p.idx);
+        abandoned.remove(&p.idx);
     }
     s.fallbacks.extend(found);
     let mut fallbacks = std::mem::take(&mut s.fallbacks);
     fallbacks.sort_by_key(|f| s.seq(f.mark));
     s.fallbacks = fallbacks;
+}
+
+/// The POST streams the client abandoned before they answered its request, not yet the
+/// abandoned stream of a fallback: each is that of one fallback at most, and is taken out once
+/// used.
+fn abandoned_posts(s: &Session, used: &HashSet<StreamIdx>) -> BTreeSet<StreamIdx> {
+    s.streams
+        .iter()
+        .filter(|p| {
+            !used.contains(&p.idx)
+                && p.transport == StreamTransport::Post
+                && (p.requests().next().is_some() || p.body_unknown)
+                && p.abandoned_by_client()
+                // With bytes missing, the answer may have come before the client left.
+                && !p.gap
+                && !answered_on(p)
+        })
+        .map(|p| p.idx)
+        .collect()
+}
+
+/// Stream → when a resume of it was first opened.
+fn first_resumes(s: &Session) -> HashMap<StreamIdx, super::model::Seq> {
+    let mut resumed: HashMap<StreamIdx, super::model::Seq> = HashMap::default();
+    for r in &s.streams {
+        if let Some(c) = r.resume.as_ref().and_then(|x| x.continues) {
+            let at = s.seq(r.opened);
+            resumed
+                .entry(c)
+                .and_modify(|q| *q = (*q).min(at))
+                .or_insert(at);
+        }
+    }
+    resumed
 }
 
 /// Every request of a POST stream was answered on it before it ended: a client that closes such
@@ -430,32 +458,24 @@ const TOLERANCE_NS: i64 = 2_000_000_000;
 /// `Last-Event-ID` sent; with colliding counters, the other streams that delivered the same ID
 /// are recorded.
 fn resolve_resumes(s: &mut Session) {
+    let index = ResumeIndex::new(s);
     for r in 0..s.streams.len() {
         let Some(lei) = s.streams[r]
             .resume
             .as_ref()
-            .map(|x| x.last_event_id.clone())
+            .map(|x| x.last_event_id.as_str())
         else {
             continue;
         };
         let opened = s.seq(s.streams[r].opened);
-        let delivered: Vec<StreamIdx> = (0..r)
-            .filter(|&t| {
-                s.streams[t]
-                    .events
-                    .iter()
-                    .any(|e| e.id.as_deref() == Some(lei.as_str()) && s.seq(e.mark) <= opened)
-            })
+        let mut delivered: Vec<StreamIdx> = index
+            .carrying(lei)
+            .iter()
+            .filter(|&&(t, first)| t < r && first <= opened)
+            .map(|&(t, _)| t)
             .collect();
-        let last_is = |t: &StreamIdx| {
-            s.streams[*t]
-                .events
-                .iter()
-                .filter(|e| s.seq(e.mark) <= opened)
-                .rev()
-                .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
-                == Some(lei.as_str())
-        };
+        delivered.sort_unstable();
+        let last_is = |t: &StreamIdx| index.last_id_by(s, *t, opened) == Some(lei);
         let pick = delivered
             .iter()
             .filter(|t| last_is(t) && s.streams[**t].interrupted())
@@ -466,6 +486,87 @@ fn resolve_resumes(s: &mut Session) {
         if let Some(resume) = s.streams[r].resume.as_mut() {
             resume.continues = pick;
             resume.also_seen_on = delivered.into_iter().filter(|t| Some(*t) != pick).collect();
+        }
+    }
+}
+
+/// What [`resolve_resumes`] asks of the events, worked out in one pass: a session with 30,000
+/// resumes must not scan every event for each.
+struct ResumeIndex {
+    /// A `Last-Event-ID` some resume sent → each stream that carried it, with the first time it
+    /// did.
+    carried: HashMap<String, Vec<(StreamIdx, super::model::Seq)>>,
+    /// Per stream that carried one, when its events are in session order: the positions of its
+    /// events with a non-empty ID. `None` otherwise (times from several inputs that go back):
+    /// then it is scanned.
+    with_id: Vec<Option<Vec<u32>>>,
+}
+
+impl ResumeIndex {
+    fn new(s: &Session) -> Self {
+        let mut carried: HashMap<String, Vec<(StreamIdx, super::model::Seq)>> = s
+            .streams
+            .iter()
+            .filter_map(|st| st.resume.as_ref())
+            .map(|r| (r.last_event_id.clone(), Vec::new()))
+            .collect();
+        let mut with_id = Vec::with_capacity(s.streams.len());
+        for st in &s.streams {
+            let mut carries = false;
+            for e in &st.events {
+                let Some(v) = e.id.as_deref().and_then(|i| carried.get_mut(i)) else {
+                    continue;
+                };
+                carries = true;
+                let seq = s.seq(e.mark);
+                match v.last_mut() {
+                    Some((t, first)) if *t == st.idx => *first = (*first).min(seq),
+                    _ => v.push((st.idx, seq)),
+                }
+            }
+            // Only a stream that carried a `Last-Event-ID` is asked about.
+            let ordered = carries
+                && st
+                    .events
+                    .windows(2)
+                    .all(|w| s.seq(w[0].mark) <= s.seq(w[1].mark));
+            with_id.push(ordered.then(|| {
+                (0..st.events.len() as u32)
+                    .filter(|&i| {
+                        st.events[i as usize]
+                            .id
+                            .as_deref()
+                            .is_some_and(|x| !x.is_empty())
+                    })
+                    .collect()
+            }));
+        }
+        ResumeIndex { carried, with_id }
+    }
+
+    fn carrying(&self, id: &str) -> &[(StreamIdx, super::model::Seq)] {
+        self.carried.get(id).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// The last non-empty ID stream `t` delivered by `at`.
+    fn last_id_by<'s>(
+        &self,
+        s: &'s Session,
+        t: StreamIdx,
+        at: super::model::Seq,
+    ) -> Option<&'s str> {
+        let events = &s.streams[t].events;
+        match &self.with_id[t] {
+            Some(pos) => {
+                let n = pos.partition_point(|&i| s.seq(events[i as usize].mark) <= at);
+                n.checked_sub(1)
+                    .and_then(|k| events[pos[k] as usize].id.as_deref())
+            }
+            None => events
+                .iter()
+                .filter(|e| s.seq(e.mark) <= at)
+                .rev()
+                .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty())),
         }
     }
 }

@@ -4,7 +4,7 @@
 use mcpf_detect::Finding;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{EventRec, Namespace, Session, Stream, StreamTransport};
-use mcpf_model::{Mark, WireSet};
+use mcpf_model::{Mark, WireMap, WireSet};
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -88,7 +88,9 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
 }
 
 fn summarize_messages(msgs: &[&Message]) -> String {
+    // In order of first appearance; the map keeps a run of distinct tokens linear.
     let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut at: WireMap<String, usize> = WireMap::default();
     for m in msgs {
         let key = match m.kind {
             Kind::Notification => {
@@ -107,9 +109,12 @@ fn summarize_messages(msgs: &[&Message]) -> String {
             ),
             Kind::Malformed => "malformed".into(),
         };
-        match counts.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((key, 1)),
+        match at.get(&key) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                at.insert(key.clone(), counts.len());
+                counts.push((key, 1));
+            }
         }
     }
     counts
@@ -123,12 +128,18 @@ fn summarize_messages(msgs: &[&Message]) -> String {
 pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     // Events findings point at get a row of their own, so the finding sits on the right line.
-    let flagged: Vec<Mark> = findings
+    // Sorted once and searched: 100,000 duplicate responses are 100,000 findings.
+    let mut flagged: Vec<Mark> = findings
         .iter()
         .flat_map(|(_, f)| f.frames.iter().copied())
         .collect();
+    flagged.sort_unstable();
+    flagged.dedup();
+    let mut fallback_to: Vec<usize> = s.fallbacks.iter().map(|f| f.to_stream).collect();
+    fallback_to.sort_unstable();
     for st in &s.streams {
-        let msgs = StreamMessages::of(st);
+        let mut msgs = StreamMessages::of(st);
+        msgs.fallback_to = fallback_to.binary_search(&st.idx).is_ok();
         out.push(opening_entry(s, &msgs));
         if !msgs.quiet_post(&flagged) || all_events {
             push_event_runs(&mut out, s, st, &flagged, all_events);
@@ -160,6 +171,8 @@ struct StreamMessages<'a> {
     /// Every request the stream carried was answered on it (worked out once: a batch can
     /// hold 100,000 requests).
     answered: bool,
+    /// A fallback went to this stream.
+    fallback_to: bool,
 }
 
 impl<'a> StreamMessages<'a> {
@@ -180,6 +193,7 @@ impl<'a> StreamMessages<'a> {
                 .filter(|m| is_answer(m))
                 .collect(),
             answered: false,
+            fallback_to: false,
         };
         let ids: WireSet<&RequestId> = msgs.answers.iter().filter_map(|a| a.id.as_ref()).collect();
         msgs.answered = !msgs.requests.is_empty()
@@ -203,7 +217,10 @@ impl<'a> StreamMessages<'a> {
             && st.resume.is_none()
             && self.answered_here()
             && !st.interrupted()
-            && st.events.iter().all(|e| !flagged.contains(&e.mark))
+            && st
+                .events
+                .iter()
+                .all(|e| flagged.binary_search(&e.mark).is_err())
     }
 }
 
@@ -214,7 +231,7 @@ fn opening_entry(s: &Session, msgs: &StreamMessages) -> Entry {
     if st.method.is_empty() {
         return headless_entry(s, st);
     }
-    let mut text = opening_text(s, msgs);
+    let mut text = opening_text(msgs);
     text.push_str(&format!("  {}", response_kind(st)));
     if msgs.answered_here() {
         text.push_str(if msgs.answers.iter().any(|a| a.kind == Kind::Error) {
@@ -265,7 +282,7 @@ fn headless_entry(s: &Session, st: &Stream) -> Entry {
 
 /// What the client sent to open a stream: its requests, what a GET was for, or its other
 /// messages.
-fn opening_text(s: &Session, msgs: &StreamMessages) -> String {
+fn opening_text(msgs: &StreamMessages) -> String {
     let st = msgs.st;
     match (st.method.as_str(), msgs.requests.first()) {
         (_, Some(_)) => format!(
@@ -285,7 +302,7 @@ fn opening_text(s: &Session, msgs: &StreamMessages) -> String {
                 ),
                 (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
                 (None, _) => {
-                    if s.fallbacks.iter().any(|f| f.to_stream == st.idx) {
+                    if msgs.fallback_to {
                         "(fallback stream)".into()
                     } else {
                         "(standalone stream)".into()
@@ -328,7 +345,7 @@ fn push_event_runs(
     };
     for (i, ev) in st.events.iter().enumerate() {
         let breaks = all_events
-            || flagged.contains(&ev.mark)
+            || flagged.binary_search(&ev.mark).is_ok()
             || ev.messages.iter().any(is_answer)
             || ev.endpoint.is_some()
             || run
