@@ -98,13 +98,10 @@ pub struct EventRec {
     /// Where the data's bytes are kept (not when the payload file could not be written).
     pub data: Option<PayloadRef>,
     pub messages: Box<[Message]>,
-    /// The event type when it is not `message`.
-    pub event_type: Option<Box<str>>,
-    /// The legacy transport's `endpoint` event URI.
-    pub endpoint: Option<Box<str>>,
+    /// What few events carry, apart: a finalized session holds all its events as structs.
+    pub rare: Option<Box<RareEvent>>,
     pub index: u32,
     pub data_len: u32,
-    pub retry: Option<u32>,
     /// Filled by namespace attribution.
     pub namespace: Namespace,
     pub attribution: Attribution,
@@ -115,7 +112,45 @@ pub struct EventRec {
 
 impl EventRec {
     pub fn event_type(&self) -> &str {
-        self.event_type.as_deref().unwrap_or("message")
+        self.rare
+            .as_ref()
+            .and_then(|r| r.event_type.as_deref())
+            .unwrap_or("message")
+    }
+
+    /// The legacy transport's `endpoint` event URI.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.endpoint.as_deref())
+    }
+
+    pub fn retry(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.retry)
+    }
+}
+
+/// The fields of an event that most events lack.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RareEvent {
+    /// The event type when it is not `message`.
+    pub event_type: Option<Box<str>>,
+    /// The legacy transport's `endpoint` event URI.
+    pub endpoint: Option<Box<str>>,
+    pub retry: Option<u32>,
+}
+
+impl RareEvent {
+    /// Boxed, or nothing when the event has none of them.
+    pub fn boxed(
+        event_type: Option<Box<str>>,
+        endpoint: Option<Box<str>>,
+        retry: Option<u32>,
+    ) -> Option<Box<RareEvent>> {
+        let rare = RareEvent {
+            event_type,
+            endpoint,
+            retry,
+        };
+        (rare != RareEvent::default()).then(|| Box::new(rare))
     }
 }
 

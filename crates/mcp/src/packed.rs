@@ -11,10 +11,16 @@
 
 use std::borrow::Cow;
 
-use super::model::{Attribution, EventRec, Namespace};
+use super::model::{Attribution, EventRec, Namespace, RareEvent};
 use crate::jsonrpc::{Details, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId};
 use crate::payloads::PayloadRef;
 use mcpf_model::{FrameRef, Mark, Timestamp};
+
+const NO_RARE: RareEvent = RareEvent {
+    event_type: None,
+    endpoint: None,
+    retry: None,
+};
 
 /// Packed events of one stream.
 #[derive(Clone, Debug, Default)]
@@ -70,21 +76,22 @@ impl PackedEvents {
             rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
         );
         self.mcp_evidence |=
-            rec.endpoint.is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
+            rec.endpoint().is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
         let w = &mut self.bytes;
+        let rare = rec.rare.as_deref().unwrap_or(&NO_RARE);
         let flags = u8::from(rec.id.is_some())
-            | u8::from(rec.event_type.is_some()) << 1
-            | u8::from(rec.endpoint.is_some()) << 2
-            | u8::from(rec.retry.is_some()) << 3
+            | u8::from(rare.event_type.is_some()) << 1
+            | u8::from(rare.endpoint.is_some()) << 2
+            | u8::from(rare.retry.is_some()) << 3
             | u8::from(rec.priming) << 4
             | u8::from(rec.after_gap) << 5
             | u8::from(rec.estimated_time) << 6
             | u8::from(rec.mark.frame.input != self.last_input) << 7;
         w.push(flags);
         put_opt_str(w, rec.id.as_deref());
-        put_opt_str(w, rec.event_type.as_deref());
-        put_opt_str(w, rec.endpoint.as_deref());
-        if let Some(r) = rec.retry {
+        put_opt_str(w, rare.event_type.as_deref());
+        put_opt_str(w, rare.endpoint.as_deref());
+        if let Some(r) = rare.retry {
             put_u64(w, u64::from(r));
         }
         if rec.mark.frame.input != self.last_input {
@@ -246,11 +253,9 @@ fn read_event(
         data_hash,
         data,
         messages: messages.into_boxed_slice(),
-        event_type,
-        endpoint,
+        rare: RareEvent::boxed(event_type, endpoint, retry),
         index,
         data_len,
-        retry,
         namespace: Namespace::Unknown,
         attribution: Attribution::Unknown,
         priming: bit(4),
@@ -566,11 +571,9 @@ mod tests {
                 len: payload.len() as u32,
             }),
             messages: crate::jsonrpc::parse_payload(payload.as_bytes()).into_boxed_slice(),
-            event_type: None,
-            endpoint: None,
+            rare: None,
             index: 0,
             data_len: payload.len() as u32,
-            retry: None,
             namespace: Namespace::Unknown,
             attribution: Attribution::Unknown,
             priming: false,
@@ -585,12 +588,8 @@ mod tests {
         assert_eq!(a.data_hash, b.data_hash);
         assert_eq!(a.data, b.data);
         assert_eq!(a.messages, b.messages);
-        assert_eq!(a.event_type, b.event_type);
-        assert_eq!(a.endpoint, b.endpoint);
-        assert_eq!(
-            (a.index, a.data_len, a.retry),
-            (b.index, b.data_len, b.retry)
-        );
+        assert_eq!(a.rare, b.rare);
+        assert_eq!((a.index, a.data_len), (b.index, b.data_len));
         assert_eq!(
             (a.priming, a.after_gap, a.estimated_time),
             (b.priming, b.after_gap, b.estimated_time)
@@ -622,9 +621,11 @@ mod tests {
                 10 + i as u64,
             );
             r.index = i as u32;
-            r.retry = (i % 3 == 0).then_some(3000);
-            r.event_type = (i % 4 == 1).then(|| Box::from("endpoint"));
-            r.endpoint = (i % 4 == 1).then(|| Box::from("/messages?sid=1"));
+            r.rare = RareEvent::boxed(
+                (i % 4 == 1).then(|| Box::from("endpoint")),
+                (i % 4 == 1).then(|| Box::from("/messages?sid=1")),
+                (i % 3 == 0).then_some(3000),
+            );
             r.priming = i == 2;
             r.after_gap = i == 3;
             r.estimated_time = i == 4;
@@ -690,8 +691,11 @@ mod tests {
             for (id, time, frame, input, p, bits) in events {
                 let mut r = rec(id.as_deref(), PAYLOADS[p], time, frame);
                 r.mark.frame.input = input;
-                r.retry = (bits & 1 != 0).then_some(u32::from(bits));
-                r.event_type = (bits & 2 != 0).then(|| Box::from("ping"));
+                r.rare = RareEvent::boxed(
+                    (bits & 2 != 0).then(|| Box::from("ping")),
+                    None,
+                    (bits & 1 != 0).then_some(u32::from(bits)),
+                );
                 r.priming = bits & 4 != 0;
                 packed.push(&r);
                 recs.push(r);
