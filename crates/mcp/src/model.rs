@@ -331,8 +331,13 @@ impl Stream {
     /// Moves the packed events into `events`, where the analysis reads them.
     pub(crate) fn unpack_events(&mut self) {
         if !self.packed.is_empty() {
-            let packed = std::mem::take(&mut self.packed);
-            self.events.extend(packed.unpack());
+            let packed = std::mem::take(&mut self.packed).unpack();
+            // Moved, not copied: a second vector of every event would double the peak.
+            if self.events.is_empty() {
+                self.events = packed;
+            } else {
+                self.events.extend(packed);
+            }
         }
         if !self.response_packed.is_empty() {
             let packed = std::mem::take(&mut self.response_packed);

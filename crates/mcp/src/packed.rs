@@ -22,10 +22,16 @@ const NO_RARE: RareEvent = RareEvent {
     retry: None,
 };
 
+/// Bytes past which a stream's packed events go on in a new chunk. A stream in one `Vec` would
+/// keep up to half its capacity idle, hold three times its bytes while it grows, and hold all of
+/// them while it is unpacked; in chunks, only the last one grows, and each is freed once read.
+const CHUNK: usize = 64 * 1024;
+
 /// Packed events of one stream.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PackedEvents {
-    bytes: Vec<u8>,
+    /// Whole records back to back; a record never spans two chunks.
+    chunks: Vec<Vec<u8>>,
     count: u32,
     /// Some event carries an MCP message, or is the legacy transport's `endpoint` event.
     pub(crate) mcp_evidence: bool,
@@ -43,8 +49,10 @@ impl PackedEvents {
         put_i64(w, self.last_time);
         put_u64(w, self.last_frame);
         put_u64(w, u64::from(self.last_input));
-        put_u64(w, self.bytes.len() as u64);
-        w.extend_from_slice(&self.bytes);
+        put_u64(w, self.chunks.iter().map(Vec::len).sum::<usize>() as u64);
+        for c in &self.chunks {
+            w.extend_from_slice(c);
+        }
     }
 
     pub(crate) fn decode(r: &mut Reader) -> Option<PackedEvents> {
@@ -54,8 +62,13 @@ impl PackedEvents {
         let last_frame = r.u64()?;
         let last_input = u32::try_from(r.u64()?).ok()?;
         let n = usize::try_from(r.u64()?).ok()?;
+        let bytes = r.take(n)?;
         Some(PackedEvents {
-            bytes: r.take(n)?.to_vec(),
+            chunks: if bytes.is_empty() {
+                Vec::new()
+            } else {
+                vec![bytes.to_vec()]
+            },
             count,
             mcp_evidence,
             last_time,
@@ -77,7 +90,16 @@ impl PackedEvents {
         );
         self.mcp_evidence |=
             rec.endpoint().is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
-        let w = &mut self.bytes;
+        if self.chunks.last().is_none_or(|c| c.len() >= CHUNK) {
+            if let Some(full) = self.chunks.last_mut() {
+                full.shrink_to_fit();
+            }
+            self.chunks.push(Vec::new());
+        }
+        let Some(w) = self.chunks.last_mut() else {
+            return;
+        };
+        let start = w.len();
         let rare = rec.rare.as_deref().unwrap_or(&NO_RARE);
         let flags = u8::from(rec.id.is_some())
             | u8::from(rare.event_type.is_some()) << 1
@@ -112,25 +134,73 @@ impl PackedEvents {
             put_message(w, m);
         }
         self.count += 1;
+        if w.len() > CHUNK && start > 0 {
+            // The record goes on in a chunk of its own rather than growing this one past it.
+            let next = w[start..].to_vec();
+            w.truncate(start);
+            w.shrink_to_fit();
+            self.chunks.push(next);
+        }
     }
 
     /// Gives back the slack of a stream that will not grow any more.
     pub(crate) fn shrink_to_fit(&mut self) {
-        self.bytes.shrink_to_fit();
+        if let Some(last) = self.chunks.last_mut() {
+            last.shrink_to_fit();
+        }
     }
 
     /// Bytes held: what a test measures memory by.
     #[cfg(test)]
     fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
+        self.chunks.iter().map(Vec::capacity).sum()
     }
 
-    pub(crate) fn unpack(&self) -> Vec<EventRec> {
-        let (mut time, mut frame, mut input) = (0i64, 0u64, 0u32);
-        read_all(&self.bytes, self.len(), |r| {
-            read_event(r, &mut time, &mut frame, &mut input)
-        })
+    /// The events as structs; each chunk is freed once read, so a long stream is not held
+    /// twice.
+    pub(crate) fn unpack(self) -> Vec<EventRec> {
+        let mut at = (0i64, 0u64, 0u32);
+        let mut out = Vec::with_capacity(self.len());
+        for chunk in self.chunks {
+            if !read_chunk(&chunk, self.count as usize, &mut at, &mut out) {
+                break;
+            }
+        }
+        out
     }
+
+    /// The same, leaving them packed.
+    pub(crate) fn events(&self) -> Vec<EventRec> {
+        let mut at = (0i64, 0u64, 0u32);
+        let mut out = Vec::with_capacity(self.len());
+        for chunk in &self.chunks {
+            if !read_chunk(chunk, self.len(), &mut at, &mut out) {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Reads the events of one chunk into `out`, up to `count` in all; false (a bug, never input)
+/// if they do not decode.
+fn read_chunk(
+    chunk: &[u8],
+    count: usize,
+    (time, frame, input): &mut (i64, u64, u32),
+    out: &mut Vec<EventRec>,
+) -> bool {
+    let mut r = Reader::new(chunk);
+    while r.pos < chunk.len() && out.len() < count {
+        match read_event(&mut r, time, frame, input) {
+            Some(ev) => out.push(ev),
+            None => {
+                debug_assert!(false, "packed records do not decode");
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// JSON-RPC messages of a JSON response body, packed until their session is analysed.
@@ -655,6 +725,42 @@ mod tests {
                 msgs.iter().any(|m| m.kind != Kind::Malformed),
                 "{p}"
             );
+        }
+    }
+
+    #[test]
+    fn events_over_many_chunks_round_trip() {
+        let mut packed = PackedEvents::default();
+        let mut recs = Vec::new();
+        for i in 0..6000u64 {
+            // Now and then a record far larger than the others, to end a chunk early.
+            let id = if i % 1000 == 999 {
+                "x".repeat(CHUNK / 3)
+            } else {
+                format!("1-{i}")
+            };
+            let r = rec(
+                Some(&id),
+                PAYLOADS[i as usize % PAYLOADS.len()],
+                i as i64,
+                i,
+            );
+            packed.push(&r);
+            recs.push(r);
+        }
+        packed.shrink_to_fit();
+        assert!(packed.chunks.len() > 4, "{} chunks", packed.chunks.len());
+        assert!(packed.chunks.iter().all(|c| c.len() <= CHUNK + CHUNK / 2));
+        let held: usize = packed.chunks.iter().map(Vec::len).sum();
+        assert_eq!(packed.heap_bytes(), held, "no chunk keeps idle capacity");
+        let mut w = Vec::new();
+        packed.encode(&mut w);
+        let spilled = PackedEvents::decode(&mut Reader::new(&w)).expect("decodes");
+        for back in [packed.events(), spilled.unpack(), packed.unpack()] {
+            assert_eq!(back.len(), recs.len());
+            for (a, b) in recs.iter().zip(&back) {
+                same(a, b);
+            }
         }
     }
 
