@@ -12,7 +12,9 @@
 use std::borrow::Cow;
 
 use super::model::{Attribution, EventRec, Namespace, RareEvent};
-use crate::jsonrpc::{Details, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId};
+use crate::jsonrpc::{
+    Details, Fault, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId,
+};
 use crate::payloads::PayloadRef;
 use mcpf_model::{FrameRef, Mark, Timestamp};
 
@@ -348,21 +350,21 @@ pub(crate) fn put_message(w: &mut Vec<u8>, m: &Message) {
     let flags = kind
         | u8::from(m.null_id) << 3
         | u8::from(m.method.is_some()) << 4
-        | u8::from(m.error_code.is_some()) << 5
-        | u8::from(m.error_message.is_some() || m.malformed.is_some()) << 6
+        | u8::from(m.error_code().is_some()) << 5
+        | u8::from(m.error_message().is_some() || m.malformed().is_some()) << 6
         | u8::from(details.is_some()) << 7;
     w.push(flags);
     put_request_id(w, m.id.as_ref());
     if let Some(method) = m.method.as_deref() {
         put_method(w, method);
     }
-    if let Some(c) = m.error_code {
+    if let Some(c) = m.error_code() {
         put_i64(w, c);
     }
-    if m.error_message.is_some() || m.malformed.is_some() {
-        w.push(u8::from(m.error_message.is_some()) | u8::from(m.malformed.is_some()) << 1);
-        put_opt_str(w, m.error_message.as_deref());
-        put_opt_str(w, m.malformed.as_deref());
+    if m.error_message().is_some() || m.malformed().is_some() {
+        w.push(u8::from(m.error_message().is_some()) | u8::from(m.malformed().is_some()) << 1);
+        put_opt_str(w, m.error_message());
+        put_opt_str(w, m.malformed());
     }
     if let Some(d) = details {
         put_details(w, d);
@@ -399,9 +401,7 @@ pub(crate) fn read_message(r: &mut Reader) -> Option<Message> {
         id,
         null_id: flags & 1 << 3 != 0,
         method,
-        error_code,
-        error_message,
-        malformed,
+        fault: Fault::boxed(error_code, error_message, malformed),
         mcp,
     })
 }
