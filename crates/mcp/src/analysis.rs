@@ -654,7 +654,7 @@ impl Delivered {
             }
             let same_event = |(p, _): &Delivery| {
                 let e = &s.streams[p.0 as usize].events[p.1 as usize];
-                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true)
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data(), ev.data()) == Some(true)
             };
             let key = (h, ev.data_hash);
             Few::add(&mut self.first_seen, key, (at32, ns32(ns)), same_event);
@@ -757,7 +757,7 @@ impl Delivered {
         candidates.as_slice().iter().find_map(|(p, ns)| {
             let e = &s.streams[p.0 as usize].events[p.1 as usize];
             let same =
-                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true);
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data(), ev.data()) == Some(true);
             same.then_some(ns_of(*ns))
         })
     }

@@ -95,8 +95,9 @@ pub struct EventRec {
     pub mark: Mark,
     /// A hash of the data: it picks the candidates for "the same event"; the bytes decide.
     pub data_hash: u64,
-    /// Where the data's bytes are kept (not when the payload file could not be written).
-    pub data: Option<PayloadRef>,
+    /// Where the data's bytes are kept, offset + 1 (0: not kept, when the payload file could not
+    /// be written); their length is `data_len` (see [`EventRec::data`]).
+    pub(crate) data_at: u64,
     pub messages: Box<[Message]>,
     /// What few events carry, apart: a finalized session holds all its events as structs.
     pub rare: Option<Box<RareEvent>>,
@@ -111,6 +112,19 @@ pub struct EventRec {
 }
 
 impl EventRec {
+    /// Where the data's bytes are kept (not when the payload file could not be written).
+    pub fn data(&self) -> Option<PayloadRef> {
+        self.data_at.checked_sub(1).map(|offset| PayloadRef {
+            offset,
+            len: self.data_len,
+        })
+    }
+
+    pub(crate) fn set_data(&mut self, at: Option<PayloadRef>) {
+        debug_assert!(at.is_none_or(|d| d.len == self.data_len));
+        self.data_at = at.map_or(0, |d| d.offset + 1);
+    }
+
     pub fn event_type(&self) -> &str {
         self.rare
             .as_ref()

@@ -15,7 +15,6 @@ use super::model::{Attribution, EventRec, Namespace, RareEvent};
 use crate::jsonrpc::{
     Details, Fault, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId,
 };
-use crate::payloads::PayloadRef;
 use mcpf_model::{FrameRef, Mark, Timestamp};
 
 const NO_RARE: RareEvent = RareEvent {
@@ -130,7 +129,7 @@ impl PackedEvents {
         put_u64(w, u64::from(rec.index));
         put_u64(w, u64::from(rec.data_len));
         // Where the data's bytes are, offset + 1 (0: not kept).
-        put_u64(w, rec.data.map_or(0, |d| d.offset + 1));
+        put_u64(w, rec.data_at);
         put_u64(w, rec.messages.len() as u64);
         for m in rec.messages.iter() {
             put_message(w, m);
@@ -304,13 +303,7 @@ fn read_event(
     let data_hash = u64::from_le_bytes(r.take(8)?.try_into().ok()?);
     let index = u32::try_from(r.u64()?).ok()?;
     let data_len = u32::try_from(r.u64()?).ok()?;
-    let data = match r.u64()? {
-        0 => None,
-        at => Some(PayloadRef {
-            offset: at - 1,
-            len: data_len,
-        }),
-    };
+    let data_at = r.u64()?;
     let n = r.u64()?;
     let mut messages = Vec::with_capacity(n.min(64) as usize);
     for _ in 0..n {
@@ -323,7 +316,7 @@ fn read_event(
             frame: FrameRef::new(*input, *frame),
         },
         data_hash,
-        data,
+        data_at,
         messages: messages.into_boxed_slice(),
         rare: RareEvent::boxed(event_type, endpoint, retry),
         index,
@@ -636,10 +629,11 @@ mod tests {
                 frame: FrameRef::new(0, frame),
             },
             data_hash: 0x0123_4567_89ab_cdef ^ time as u64,
-            data: (!frame.is_multiple_of(3)).then_some(PayloadRef {
-                offset: frame % 1_000_000 * 7,
-                len: payload.len() as u32,
-            }),
+            data_at: if frame.is_multiple_of(3) {
+                0
+            } else {
+                frame % 1_000_000 * 7 + 1
+            },
             messages: crate::jsonrpc::parse_payload(payload.as_bytes()).into_boxed_slice(),
             rare: None,
             index: 0,
@@ -656,7 +650,7 @@ mod tests {
         assert_eq!(a.id, b.id);
         assert_eq!(a.mark, b.mark);
         assert_eq!(a.data_hash, b.data_hash);
-        assert_eq!(a.data, b.data);
+        assert_eq!(a.data(), b.data());
         assert_eq!(a.messages, b.messages);
         assert_eq!(a.rare, b.rare);
         assert_eq!((a.index, a.data_len), (b.index, b.data_len));

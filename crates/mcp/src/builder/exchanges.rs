@@ -253,7 +253,7 @@ impl Builder {
             return;
         }
         let mut rec = event_rec(ev);
-        rec.data = self.payloads.append(ev.data.as_bytes());
+        rec.set_data(self.payloads.append(ev.data.as_bytes()));
         match self.open.get_mut(&exchange) {
             Some(Filing::Pending(stream, Pending::Get)) => {
                 stream.packed.push(&rec);
@@ -530,7 +530,7 @@ fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
         id: ev.id.as_deref().map(Box::from),
         mark: ev.mark,
         data_hash: hash_data(&ev.data),
-        data: None,
+        data_at: 0,
         messages,
         rare: RareEvent::boxed(
             (ev.event != "message").then(|| Box::from(&*ev.event)),

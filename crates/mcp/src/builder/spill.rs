@@ -569,7 +569,7 @@ mod tests {
             id: Some("41".into()),
             mark: at(6),
             data_hash: 7,
-            data: Some(PayloadRef { offset: 12, len: 2 }),
+            data_at: 13,
             messages: parse_payload(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#).into_boxed_slice(),
             rare: crate::model::RareEvent::boxed(None, None, Some(500)),
             index: 0,
