@@ -168,6 +168,7 @@ fn assemble(
             mcp_stats.sessions_lost
         ));
     }
+    limits.extend(http_caps_reached(&http));
     let mut inputs = fed.reports;
     account_not_carried(&mut inputs, &mcp_stats.carried_nothing);
     let report = report::Report {
@@ -192,6 +193,31 @@ fn assemble(
         report,
         failed: fed.failed,
     })
+}
+
+/// The HTTP stage's caps this run reached, one line each (every message concerned is also an
+/// anomaly; the TCP caps are warnings of the input whose packets reached them).
+fn http_caps_reached(http: &http::HttpStats) -> Vec<String> {
+    let mut out = Vec::new();
+    if http.bodies_not_decoded_past_budget > 0 {
+        out.push(format!(
+            "{} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole",
+            http.bodies_not_decoded_past_budget
+        ));
+    }
+    if http.headers_dropped > 0 {
+        out.push(format!(
+            "{} header fields past the first 128 of a head were dropped (the fields that frame a message or name its session are kept)",
+            http.headers_dropped
+        ));
+    }
+    if http.json_bodies_shrunk > 0 {
+        out.push(format!(
+            "{} JSON bodies over 16 MiB were kept with their strings cut to 64 KiB",
+            http.json_bodies_shrunk
+        ));
+    }
+    out
 }
 
 /// Moves the frames of connections that carried no HTTP, or no MCP, from each input's

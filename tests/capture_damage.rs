@@ -6,6 +6,8 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -60,19 +62,7 @@ fn check_accounting(run: &Run, file: &[u8], name: &str) {
     let inputs = run.doc["inputs"].as_array().expect("inputs");
     assert_eq!(inputs.len(), 1, "{name}");
     let a = &inputs[0]["accounting"];
-    for unit in ["packets", "bytes"] {
-        let l = &a[unit];
-        let sum = |k: &str| -> u64 {
-            l[k].as_object()
-                .map_or(0, |m| m.values().map(|v| v.as_u64().unwrap()).sum())
-        };
-        let parts = l["analysed"].as_u64().unwrap() + sum("skipped") + sum("lost");
-        assert_eq!(
-            parts,
-            l["total"].as_u64().unwrap(),
-            "{name}: {unit} ledger {l}"
-        );
-    }
+    support::assert_ledgers_balance(&run.doc, name);
     assert_eq!(
         a["bytes"]["total"].as_u64().unwrap(),
         decompressed(file).len() as u64,

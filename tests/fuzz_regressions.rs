@@ -11,6 +11,8 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod support;
+
 #[path = "../fuzz/src/conversation.rs"]
 #[allow(dead_code)]
 mod conversation;
@@ -54,24 +56,6 @@ fn replay_sse(bytes: &[u8]) {
     parser.finish();
 }
 
-fn check_ledgers(doc: &Value, name: &str) {
-    for input in doc["inputs"].as_array().expect("inputs") {
-        for unit in ["packets", "bytes"] {
-            let l = &input["accounting"][unit];
-            let sum = |k: &str| -> u64 {
-                l[k].as_object()
-                    .map_or(0, |m| m.values().map(|v| v.as_u64().unwrap()).sum())
-            };
-            let parts = l["analysed"].as_u64().unwrap() + sum("skipped") + sum("lost");
-            assert_eq!(
-                parts,
-                l["total"].as_u64().unwrap(),
-                "{name}: {unit} ledger {l}"
-            );
-        }
-    }
-}
-
 fn replay(target: &str, file: &Path) {
     let name = file.display().to_string();
     let bytes = std::fs::read(file).unwrap();
@@ -97,7 +81,7 @@ fn replay(target: &str, file: &Path) {
     if !out.stdout.is_empty() {
         let doc: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{name}: not JSON ({e})"));
-        check_ledgers(&doc, &name);
+        support::assert_ledgers_balance(&doc, &name);
     }
 }
 

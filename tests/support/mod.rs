@@ -39,3 +39,23 @@ pub fn with_messages(exchanges: Vec<mcpf_http::exchange::Exchange>) -> Vec<Excha
         })
         .collect()
 }
+
+/// Every accounting ledger of a JSON report adds up: analysed + Σ skipped + Σ lost == total,
+/// for packets and bytes of every input.
+pub fn assert_ledgers_balance(doc: &serde_json::Value, name: &str) {
+    for input in doc["inputs"].as_array().expect("inputs") {
+        for unit in ["packets", "bytes"] {
+            let l = &input["accounting"][unit];
+            let sum = |k: &str| -> u64 {
+                l[k].as_object()
+                    .map_or(0, |m| m.values().map(|v| v.as_u64().unwrap()).sum())
+            };
+            let parts = l["analysed"].as_u64().unwrap() + sum("skipped") + sum("lost");
+            assert_eq!(
+                parts,
+                l["total"].as_u64().unwrap(),
+                "{name}: {unit} ledger {l}"
+            );
+        }
+    }
+}
