@@ -2,9 +2,10 @@
 //!
 //! A busy capture has thousands of sessions open at once, each holding every event until it
 //! ends, because the detectors reason about whole sessions. As structs (an [`EventRec`], its
-//! boxed messages and their MCP details) an event costs about 400 bytes of heap; packed with
-//! varints and time and frame deltas it costs about 50. Streams are unpacked once, when their
-//! session is finalized, so only one session at a time is ever held as structs.
+//! boxed messages and their MCP details) a progress notification costs about 290 bytes of
+//! heap; packed with varints and time and frame deltas it costs about 50. Streams are unpacked
+//! once, when their session is finalized, chunk by chunk, so only one session at a time is ever
+//! held as structs, and never also packed.
 //!
 //! The bytes are written and read only here, by the same build, so a decode failure is a bug,
 //! not hostile input; it still never panics: decoding stops and returns what it read.
