@@ -2273,9 +2273,9 @@ fn jsonrpc_batches() {
             (Kind::Error, string_id("1"), None)
         ]
     );
-    assert_eq!(e.response_messages[1].error_code, Some(-32601));
+    assert_eq!(e.response_messages[1].error_code(), Some(-32601));
     assert_eq!(
-        e.response_messages[1].error_message.as_deref(),
+        e.response_messages[1].error_message(),
         Some("Method not found")
     );
 }
@@ -2293,8 +2293,7 @@ fn invalid_payloads_are_kept_as_malformed() {
     assert_eq!(e.request_messages[0].kind, Kind::Malformed);
     assert!(
         e.request_messages[0]
-            .malformed
-            .as_deref()
+            .malformed()
             .unwrap()
             .contains("invalid JSON")
     );
@@ -2315,8 +2314,7 @@ fn invalid_payloads_are_kept_as_malformed() {
     assert_eq!(e.request_messages[0].kind, Kind::Malformed);
     assert!(
         e.request_messages[0]
-            .malformed
-            .as_deref()
+            .malformed()
             .unwrap()
             .contains("no jsonrpc")
     );

@@ -161,7 +161,7 @@ fn frames(
                     // The hash picks candidates; the bytes decide.
                     e.id == ev.id
                         && e.data_hash == ev.data_hash
-                        && s.payloads.same(e.data, ev.data) == Some(true)
+                        && s.payloads.same(e.data(), ev.data()) == Some(true)
                 })
                 .map(|e| e.mark),
         );

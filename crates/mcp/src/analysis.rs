@@ -573,6 +573,18 @@ impl ResumeIndex {
 
 /// Labels every event with the namespace that minted its ID.
 fn attribute(s: &mut Session) {
+    if s.streams.iter().all(|st| st.resume.is_none()) {
+        // Nothing was replayed: every event was minted by the stream that delivered it, and no
+        // index of what was delivered is needed (it costs tens of bytes an event).
+        for st in &mut s.streams {
+            let si = st.idx;
+            for ev in &mut st.events {
+                ev.namespace = Namespace::Stream(si);
+                ev.attribution = Attribution::Own;
+            }
+        }
+        return;
+    }
     // Events in capture order across streams.
     let view: &Session = s;
     let mut order: Vec<(super::model::Seq, StreamIdx, usize)> = view
@@ -587,7 +599,11 @@ fn attribute(s: &mut Session) {
         .collect();
     order.sort();
     let mut known = Delivered::new(s);
-    for (_, si, ei) in order {
+    // Only resume streams look back at what was delivered before them.
+    let last_replay = order
+        .iter()
+        .rposition(|&(_, si, _)| s.streams[si].resume.is_some());
+    for (n, (_, si, ei)) in order.into_iter().enumerate() {
         let resume = s.streams[si].resume.as_ref().map(|r| r.continues);
         let ev = &s.streams[si].events[ei];
         let id: Option<&str> = ev.id.as_deref().filter(|i| !i.is_empty());
@@ -601,7 +617,9 @@ fn attribute(s: &mut Session) {
                 known.replayed(s, si, ev, id, continues, prev)
             }
         };
-        known.learn(s, (si, ei), id, ns);
+        if last_replay.is_some_and(|last| n < last) {
+            known.learn(s, (si, ei), id, ns);
+        }
         let ev = &mut s.streams[si].events[ei];
         ev.namespace = ns;
         ev.attribution = how;
@@ -610,15 +628,16 @@ fn attribute(s: &mut Session) {
 
 /// What the events delivered so far tell about who mints which IDs. A seeded hash of an ID,
 /// a token or an event's data picks the earlier events that may be the same; the IDs and the
-/// data bytes decide. Positions are kept, not strings: no string is copied per event.
+/// data bytes decide. Positions are kept, not strings: no string is copied per event, and
+/// nothing is allocated per event either (see [`Few`]).
 struct Delivered {
     hasher: WireHasher,
     /// Stream token → the events that carried it first, and the stream that minted them.
-    token_owner: HashMap<u64, Vec<(Pos, StreamIdx)>>,
+    token_owner: HashMap<u64, Few<(Pos32, u32)>>,
     /// (ID, data) → the first delivery of that event and its namespace.
-    first_seen: HashMap<(u64, u64), Vec<(Pos, Namespace)>>,
+    first_seen: HashMap<(u64, u64), Few<Delivery>>,
     /// ID → an event that carried it.
-    id_seen: HashMap<u64, Vec<Pos>>,
+    id_seen: HashMap<u64, Few<Pos32>>,
     /// Where each request's messages were last being delivered (its POST stream until then).
     request_stream: WireMap<RequestId, StreamIdx>,
     progress_owner: WireMap<String, RequestId>,
@@ -628,8 +647,70 @@ struct Delivered {
 /// An event of the session: stream, position in it.
 type Pos = (StreamIdx, usize);
 
-fn event_id(s: &Session, (si, ei): Pos) -> Option<&str> {
-    s.streams[si].events[ei].id.as_deref()
+/// A [`Pos`] as the per-event indexes keep it: a stream's events are counted in `u32` already
+/// ([`super::model::EventRec::index`]), and these indexes hold an entry per event.
+type Pos32 = (u32, u32);
+
+/// Where an event was first delivered, and the stream that minted it (none: unknown).
+type Delivery = (Pos32, Option<u32>);
+
+fn pos32((si, ei): Pos) -> Pos32 {
+    (si as u32, ei as u32)
+}
+
+fn ns32(ns: Namespace) -> Option<u32> {
+    match ns {
+        Namespace::Stream(si) => Some(si as u32),
+        Namespace::Unknown => None,
+    }
+}
+
+fn ns_of(ns: Option<u32>) -> Namespace {
+    ns.map_or(Namespace::Unknown, |si| Namespace::Stream(si as StreamIdx))
+}
+
+/// The entries under one hash: almost always one, kept inline so that an index with an entry
+/// per event allocates nothing per event.
+enum Few<T> {
+    One(T),
+    /// A boxed slice, not a `Vec`: the enum stays as small as its one entry.
+    More(Box<[T]>),
+}
+
+impl<T: Copy> Few<T> {
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Few::One(x) => std::slice::from_ref(x),
+            Few::More(v) => v,
+        }
+    }
+
+    /// Adds `x` under `key` unless an entry `dup` says is the same is there already.
+    fn add<K: std::hash::Hash + Eq>(
+        map: &mut HashMap<K, Few<T>>,
+        key: K,
+        x: T,
+        dup: impl Fn(&T) -> bool,
+    ) {
+        use std::collections::hash_map::Entry;
+        match map.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(Few::One(x));
+            }
+            Entry::Occupied(mut o) => {
+                let few = o.get_mut();
+                if few.as_slice().iter().any(dup) {
+                    return;
+                }
+                let more: Box<[T]> = few.as_slice().iter().copied().chain([x]).collect();
+                *few = Few::More(more);
+            }
+        }
+    }
+}
+
+fn event_id(s: &Session, (si, ei): Pos32) -> Option<&str> {
+    s.streams[si as usize].events[ei as usize].id.as_deref()
 }
 
 impl Delivered {
@@ -665,28 +746,21 @@ impl Delivered {
         let ev = &s.streams[at.0].events[at.1];
         if let Some(id) = id {
             let h = self.hash(id);
+            let at32 = pos32(at);
             if let (Some(tok), Namespace::Stream(owner)) = (ids::stream_token(id), ns) {
                 let th = self.hash(tok);
-                let known = self.token_owner.entry(th).or_default();
-                let same_token = |p: &(Pos, StreamIdx)| {
-                    event_id(s, p.0).and_then(ids::stream_token) == Some(tok)
-                };
-                if !known.iter().any(same_token) {
-                    known.push((at, owner));
-                }
+                let same_token =
+                    |p: &(Pos32, u32)| event_id(s, p.0).and_then(ids::stream_token) == Some(tok);
+                Few::add(&mut self.token_owner, th, (at32, owner as u32), same_token);
             }
-            let first = self.first_seen.entry((h, ev.data_hash)).or_default();
-            let same_event = |(p, _): &(Pos, Namespace)| {
-                let e = &s.streams[p.0].events[p.1];
-                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true)
+            let same_event = |(p, _): &Delivery| {
+                let e = &s.streams[p.0 as usize].events[p.1 as usize];
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data(), ev.data()) == Some(true)
             };
-            if !first.iter().any(same_event) {
-                first.push((at, ns));
-            }
-            let seen = self.id_seen.entry(h).or_default();
-            if !seen.iter().any(|p| event_id(s, *p) == Some(id)) {
-                seen.push(at);
-            }
+            let key = (h, ev.data_hash);
+            Few::add(&mut self.first_seen, key, (at32, ns32(ns)), same_event);
+            let same_id = |p: &Pos32| event_id(s, *p) == Some(id);
+            Few::add(&mut self.id_seen, h, at32, same_id);
             if let (Some(n), Namespace::Stream(owner)) = (ids::counter(id), ns) {
                 self.last_integer.insert(owner, n);
             }
@@ -733,7 +807,7 @@ impl Delivered {
         let seen_before = self
             .id_seen
             .get(&self.hash(id))
-            .is_some_and(|v| v.iter().any(|p| event_id(s, *p) == Some(id)));
+            .is_some_and(|v| v.as_slice().iter().any(|p| event_id(s, *p) == Some(id)));
         if ev.priming && !seen_before {
             // Python SDK servers prime every replay connection afresh.
             return (Namespace::Stream(si), Attribution::Own);
@@ -771,20 +845,21 @@ impl Delivered {
         let (_, owner) = self
             .token_owner
             .get(&self.hash(tok))?
+            .as_slice()
             .iter()
             .find(|(p, _)| event_id(s, *p).and_then(ids::stream_token) == Some(tok))?;
-        Some((Namespace::Stream(*owner), Attribution::IdToken))
+        Some((Namespace::Stream(*owner as StreamIdx), Attribution::IdToken))
     }
 
     /// The namespace of the first delivery of the same event: the same ID and the same data,
     /// byte for byte.
     fn identical(&self, s: &Session, id: &str, ev: &super::model::EventRec) -> Option<Namespace> {
         let candidates = self.first_seen.get(&(self.hash(id), ev.data_hash))?;
-        candidates.iter().find_map(|(p, ns)| {
-            let e = &s.streams[p.0].events[p.1];
+        candidates.as_slice().iter().find_map(|(p, ns)| {
+            let e = &s.streams[p.0 as usize].events[p.1 as usize];
             let same =
-                e.id.as_deref() == Some(id) && s.payloads.same(e.data, ev.data) == Some(true);
-            same.then_some(*ns)
+                e.id.as_deref() == Some(id) && s.payloads.same(e.data(), ev.data()) == Some(true);
+            same.then_some(ns_of(*ns))
         })
     }
 

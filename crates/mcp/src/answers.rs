@@ -103,8 +103,8 @@ impl AnswerTexts {
         b: &Answer<'_>,
     ) -> Option<bool> {
         if let (Some(x), Some(y)) = (a.event, b.event) {
-            let x = s.streams[a.stream].events[x].data;
-            let y = s.streams[b.stream].events[y].data;
+            let x = s.streams[a.stream].events[x].data();
+            let y = s.streams[b.stream].events[y].data();
             let (Some(x), Some(y)) = (x, y) else {
                 return None;
             };
@@ -126,7 +126,7 @@ impl AnswerTexts {
             .or_insert_with(|| {
                 let st = &s.streams[answer.stream];
                 let at = match answer.event {
-                    Some(e) => st.events[e].data,
+                    Some(e) => st.events[e].data(),
                     None => st.response_data,
                 }?;
                 Some(answer_texts(&s.payloads.read(at)?))

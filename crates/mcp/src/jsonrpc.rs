@@ -88,11 +88,34 @@ pub struct Message {
     pub null_id: bool,
     /// Common MCP method names are shared, not allocated per message.
     pub method: Option<Cow<'static, str>>,
-    pub error_code: Option<i64>,
-    pub error_message: Option<String>,
-    /// Why the payload is not valid JSON-RPC (for [`Kind::Malformed`]).
-    pub malformed: Option<String>,
+    /// Kept apart: most messages are neither errors nor malformed, and every message of an
+    /// event is held while its session is analysed.
+    pub(crate) fault: Option<Box<Fault>>,
     pub mcp: Details,
+}
+
+/// The error object of an error response, or why a payload is not JSON-RPC.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub(crate) code: Option<i64>,
+    pub(crate) message: Option<String>,
+    pub(crate) malformed: Option<String>,
+}
+
+impl Fault {
+    /// Boxed, or nothing when there is nothing to keep.
+    pub(crate) fn boxed(
+        code: Option<i64>,
+        message: Option<String>,
+        malformed: Option<String>,
+    ) -> Option<Box<Fault>> {
+        let f = Fault {
+            code,
+            message,
+            malformed,
+        };
+        (f != Fault::default()).then(|| Box::new(f))
+    }
 }
 
 /// MCP-specific fields of a message, allocated only when it has some: most events carry none,
@@ -211,17 +234,30 @@ struct ErrorObject<'a> {
 }
 
 impl Message {
-    fn malformed(reason: impl Into<String>) -> Message {
+    fn malformed_because(reason: impl Into<String>) -> Message {
         Message {
             kind: Kind::Malformed,
             id: None,
             null_id: false,
             method: None,
-            error_code: None,
-            error_message: None,
-            malformed: Some(reason.into()),
+            fault: Fault::boxed(None, None, Some(reason.into())),
             mcp: Details::default(),
         }
+    }
+
+    /// The error object's `code`, of an error response.
+    pub fn error_code(&self) -> Option<i64> {
+        self.fault.as_ref().and_then(|f| f.code)
+    }
+
+    /// The error object's `message`, of an error response.
+    pub fn error_message(&self) -> Option<&str> {
+        self.fault.as_ref().and_then(|f| f.message.as_deref())
+    }
+
+    /// Why the payload is not valid JSON-RPC (for [`Kind::Malformed`]).
+    pub fn malformed(&self) -> Option<&str> {
+        self.fault.as_ref().and_then(|f| f.malformed.as_deref())
     }
 
     /// The message proves the traffic is MCP: it calls an MCP method, or answers `initialize`
@@ -248,12 +284,9 @@ impl Message {
             Kind::Response => format!("response{id}"),
             Kind::Error => format!(
                 "error{id} {}",
-                self.error_code.map(|c| c.to_string()).unwrap_or_default()
+                self.error_code().map(|c| c.to_string()).unwrap_or_default()
             ),
-            Kind::Malformed => format!(
-                "malformed ({})",
-                self.malformed.as_deref().unwrap_or("unknown")
-            ),
+            Kind::Malformed => format!("malformed ({})", self.malformed().unwrap_or("unknown")),
         }
     }
 }
@@ -294,7 +327,7 @@ impl ExchangeMessages {
 pub(crate) fn parse_payload(bytes: &[u8]) -> Vec<Message> {
     match std::str::from_utf8(trim_ascii(bytes)) {
         Ok(text) => parse_payload_str(text),
-        Err(_) => vec![Message::malformed("not UTF-8")],
+        Err(_) => vec![Message::malformed_because("not UTF-8")],
     }
 }
 
@@ -306,9 +339,9 @@ pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
     }
     if text.starts_with('[') {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
-            Ok(items) if items.is_empty() => vec![Message::malformed("empty batch")],
+            Ok(items) if items.is_empty() => vec![Message::malformed_because("empty batch")],
             Ok(items) => items.iter().map(|raw| parse_one(raw.get())).collect(),
-            Err(e) => vec![Message::malformed(format!("invalid JSON: {e}"))],
+            Err(e) => vec![Message::malformed_because(format!("invalid JSON: {e}"))],
         };
     }
     vec![parse_one(text)]
@@ -419,20 +452,20 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 fn parse_one(text: &str) -> Message {
     let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
-        Err(e) if e.is_data() => return Message::malformed("not a JSON object"),
-        Err(e) => return Message::malformed(format!("invalid JSON: {e}")),
+        Err(e) if e.is_data() => return Message::malformed_because("not a JSON object"),
+        Err(e) => return Message::malformed_because(format!("invalid JSON: {e}")),
     };
     match env.jsonrpc.map(|v| v.get()) {
         Some("\"2.0\"") => {}
-        Some(_) => return Message::malformed("jsonrpc is not \"2.0\""),
-        None => return Message::malformed("no jsonrpc member"),
+        Some(_) => return Message::malformed_because("jsonrpc is not \"2.0\""),
+        None => return Message::malformed_because("no jsonrpc member"),
     }
     let (id, null_id) = match env.id {
         None => (None, false),
         Some(raw) => match RequestId::from_raw(raw) {
             Ok(Some(id)) => (Some(id), false),
             Ok(None) => (None, true),
-            Err(reason) => return Message::malformed(reason),
+            Err(reason) => return Message::malformed_because(reason),
         },
     };
     let mut msg = Message {
@@ -440,16 +473,14 @@ fn parse_one(text: &str) -> Message {
         id,
         null_id,
         method: env.method.as_deref().map(intern_method),
-        error_code: None,
-        error_message: None,
-        malformed: None,
+        fault: None,
         mcp: Details::default(),
     };
     if let Some(method) = env.method.as_deref() {
         msg.kind = if msg.id.is_some() {
             Kind::Request
         } else if null_id {
-            return Message::malformed("request with a null id");
+            return Message::malformed_because("request with a null id");
         } else {
             Kind::Notification
         };
@@ -462,19 +493,22 @@ fn parse_one(text: &str) -> Message {
         (Some(result), None) => {
             msg.kind = Kind::Response;
             if msg.id.is_none() {
-                return Message::malformed("response without an id");
+                return Message::malformed_because("response without an id");
             }
             extract_result(result.get(), &mut msg.mcp);
         }
         (None, Some(error)) => {
             msg.kind = Kind::Error;
             if let Ok(obj) = serde_json::from_str::<ErrorObject<'_>>(error.get()) {
-                msg.error_code = obj.code.and_then(|c| c.as_i64());
-                msg.error_message = obj.message.map(|m| m.into_owned());
+                msg.fault = Fault::boxed(
+                    obj.code.and_then(|c| c.as_i64()),
+                    obj.message.map(|m| m.into_owned()),
+                    None,
+                );
             }
         }
-        (Some(_), Some(_)) => return Message::malformed("both result and error"),
-        (None, None) => return Message::malformed("neither method, result nor error"),
+        (Some(_), Some(_)) => return Message::malformed_because("both result and error"),
+        (None, None) => return Message::malformed_because("neither method, result nor error"),
     }
     msg
 }
@@ -745,8 +779,8 @@ mod tests {
         let e = one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad"}}"#);
         assert_eq!(e.kind, Kind::Error);
         assert!(e.null_id);
-        assert_eq!(e.error_code, Some(-32600));
-        assert_eq!(e.error_message.as_deref(), Some("Bad"));
+        assert_eq!(e.error_code(), Some(-32600));
+        assert_eq!(e.error_message(), Some("Bad"));
     }
 
     #[test]
@@ -764,13 +798,10 @@ mod tests {
         ] {
             let m = one(text);
             assert_eq!(m.kind, Kind::Malformed, "{text}");
-            assert!(
-                m.malformed.as_deref().unwrap().contains(why),
-                "{text}: {m:?}"
-            );
+            assert!(m.malformed().unwrap().contains(why), "{text}: {m:?}");
         }
         assert_eq!(
-            parse_payload(&[0xff, 0xfe])[0].malformed.as_deref(),
+            parse_payload(&[0xff, 0xfe])[0].malformed(),
             Some("not UTF-8")
         );
         assert!(parse_payload(b"  \r\n").is_empty());

@@ -95,16 +95,14 @@ pub struct EventRec {
     pub mark: Mark,
     /// A hash of the data: it picks the candidates for "the same event"; the bytes decide.
     pub data_hash: u64,
-    /// Where the data's bytes are kept (not when the payload file could not be written).
-    pub data: Option<PayloadRef>,
+    /// Where the data's bytes are kept, offset + 1 (0: not kept, when the payload file could not
+    /// be written); their length is `data_len` (see [`EventRec::data`]).
+    pub(crate) data_at: u64,
     pub messages: Box<[Message]>,
-    /// The event type when it is not `message`.
-    pub event_type: Option<Box<str>>,
-    /// The legacy transport's `endpoint` event URI.
-    pub endpoint: Option<Box<str>>,
+    /// What few events carry, apart: a finalized session holds all its events as structs.
+    pub rare: Option<Box<RareEvent>>,
     pub index: u32,
     pub data_len: u32,
-    pub retry: Option<u32>,
     /// Filled by namespace attribution.
     pub namespace: Namespace,
     pub attribution: Attribution,
@@ -114,8 +112,59 @@ pub struct EventRec {
 }
 
 impl EventRec {
+    /// Where the data's bytes are kept (not when the payload file could not be written).
+    pub fn data(&self) -> Option<PayloadRef> {
+        self.data_at.checked_sub(1).map(|offset| PayloadRef {
+            offset,
+            len: self.data_len,
+        })
+    }
+
+    pub(crate) fn set_data(&mut self, at: Option<PayloadRef>) {
+        debug_assert!(at.is_none_or(|d| d.len == self.data_len));
+        self.data_at = at.map_or(0, |d| d.offset + 1);
+    }
+
     pub fn event_type(&self) -> &str {
-        self.event_type.as_deref().unwrap_or("message")
+        self.rare
+            .as_ref()
+            .and_then(|r| r.event_type.as_deref())
+            .unwrap_or("message")
+    }
+
+    /// The legacy transport's `endpoint` event URI.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.endpoint.as_deref())
+    }
+
+    pub fn retry(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.retry)
+    }
+}
+
+/// The fields of an event that most events lack.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RareEvent {
+    /// The event type when it is not `message`.
+    pub event_type: Option<Box<str>>,
+    /// The legacy transport's `endpoint` event URI.
+    pub endpoint: Option<Box<str>>,
+    pub retry: Option<u32>,
+}
+
+impl RareEvent {
+    /// Boxed, or nothing when the event has none of them.
+    pub fn boxed(
+        event_type: Option<Box<str>>,
+        endpoint: Option<Box<str>>,
+        retry: Option<u32>,
+    ) -> Option<Box<RareEvent>> {
+        let rare = RareEvent {
+            event_type,
+            endpoint,
+            retry,
+        };
+        (rare != RareEvent::default()).then(|| Box::new(rare))
     }
 }
 
@@ -296,8 +345,13 @@ impl Stream {
     /// Moves the packed events into `events`, where the analysis reads them.
     pub(crate) fn unpack_events(&mut self) {
         if !self.packed.is_empty() {
-            let packed = std::mem::take(&mut self.packed);
-            self.events.extend(packed.unpack());
+            let packed = std::mem::take(&mut self.packed).unpack();
+            // Moved, not copied: a second vector of every event would double the peak.
+            if self.events.is_empty() {
+                self.events = packed;
+            } else {
+                self.events.extend(packed);
+            }
         }
         if !self.response_packed.is_empty() {
             let packed = std::mem::take(&mut self.response_packed);

@@ -2,24 +2,38 @@
 //!
 //! A busy capture has thousands of sessions open at once, each holding every event until it
 //! ends, because the detectors reason about whole sessions. As structs (an [`EventRec`], its
-//! boxed messages and their MCP details) an event costs about 400 bytes of heap; packed with
-//! varints and time and frame deltas it costs about 50. Streams are unpacked once, when their
-//! session is finalized, so only one session at a time is ever held as structs.
+//! boxed messages and their MCP details) a progress notification costs about 290 bytes of
+//! heap; packed with varints and time and frame deltas it costs about 50. Streams are unpacked
+//! once, when their session is finalized, chunk by chunk, so only one session at a time is ever
+//! held as structs, and never also packed.
 //!
 //! The bytes are written and read only here, by the same build, so a decode failure is a bug,
 //! not hostile input; it still never panics: decoding stops and returns what it read.
 
 use std::borrow::Cow;
 
-use super::model::{Attribution, EventRec, Namespace};
-use crate::jsonrpc::{Details, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId};
-use crate::payloads::PayloadRef;
+use super::model::{Attribution, EventRec, Namespace, RareEvent};
+use crate::jsonrpc::{
+    Details, Fault, KNOWN_METHODS, Kind, McpDetails, Message, RareDetails, RequestId,
+};
 use mcpf_model::{FrameRef, Mark, Timestamp};
+
+const NO_RARE: RareEvent = RareEvent {
+    event_type: None,
+    endpoint: None,
+    retry: None,
+};
+
+/// Bytes past which a stream's packed events go on in a new chunk. A stream in one `Vec` would
+/// keep up to half its capacity idle, hold three times its bytes while it grows, and hold all of
+/// them while it is unpacked; in chunks, only the last one grows, and each is freed once read.
+const CHUNK: usize = 64 * 1024;
 
 /// Packed events of one stream.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PackedEvents {
-    bytes: Vec<u8>,
+    /// Whole records back to back; a record never spans two chunks.
+    chunks: Vec<Vec<u8>>,
     count: u32,
     /// Some event carries an MCP message, or is the legacy transport's `endpoint` event.
     pub(crate) mcp_evidence: bool,
@@ -37,8 +51,10 @@ impl PackedEvents {
         put_i64(w, self.last_time);
         put_u64(w, self.last_frame);
         put_u64(w, u64::from(self.last_input));
-        put_u64(w, self.bytes.len() as u64);
-        w.extend_from_slice(&self.bytes);
+        put_u64(w, self.chunks.iter().map(Vec::len).sum::<usize>() as u64);
+        for c in &self.chunks {
+            w.extend_from_slice(c);
+        }
     }
 
     pub(crate) fn decode(r: &mut Reader) -> Option<PackedEvents> {
@@ -48,8 +64,13 @@ impl PackedEvents {
         let last_frame = r.u64()?;
         let last_input = u32::try_from(r.u64()?).ok()?;
         let n = usize::try_from(r.u64()?).ok()?;
+        let bytes = r.take(n)?;
         Some(PackedEvents {
-            bytes: r.take(n)?.to_vec(),
+            chunks: if bytes.is_empty() {
+                Vec::new()
+            } else {
+                vec![bytes.to_vec()]
+            },
             count,
             mcp_evidence,
             last_time,
@@ -70,21 +91,31 @@ impl PackedEvents {
             rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
         );
         self.mcp_evidence |=
-            rec.endpoint.is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
-        let w = &mut self.bytes;
+            rec.endpoint().is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
+        if self.chunks.last().is_none_or(|c| c.len() >= CHUNK) {
+            if let Some(full) = self.chunks.last_mut() {
+                full.shrink_to_fit();
+            }
+            self.chunks.push(Vec::new());
+        }
+        let Some(w) = self.chunks.last_mut() else {
+            return;
+        };
+        let start = w.len();
+        let rare = rec.rare.as_deref().unwrap_or(&NO_RARE);
         let flags = u8::from(rec.id.is_some())
-            | u8::from(rec.event_type.is_some()) << 1
-            | u8::from(rec.endpoint.is_some()) << 2
-            | u8::from(rec.retry.is_some()) << 3
+            | u8::from(rare.event_type.is_some()) << 1
+            | u8::from(rare.endpoint.is_some()) << 2
+            | u8::from(rare.retry.is_some()) << 3
             | u8::from(rec.priming) << 4
             | u8::from(rec.after_gap) << 5
             | u8::from(rec.estimated_time) << 6
             | u8::from(rec.mark.frame.input != self.last_input) << 7;
         w.push(flags);
         put_opt_str(w, rec.id.as_deref());
-        put_opt_str(w, rec.event_type.as_deref());
-        put_opt_str(w, rec.endpoint.as_deref());
-        if let Some(r) = rec.retry {
+        put_opt_str(w, rare.event_type.as_deref());
+        put_opt_str(w, rare.endpoint.as_deref());
+        if let Some(r) = rare.retry {
             put_u64(w, u64::from(r));
         }
         if rec.mark.frame.input != self.last_input {
@@ -99,31 +130,79 @@ impl PackedEvents {
         put_u64(w, u64::from(rec.index));
         put_u64(w, u64::from(rec.data_len));
         // Where the data's bytes are, offset + 1 (0: not kept).
-        put_u64(w, rec.data.map_or(0, |d| d.offset + 1));
+        put_u64(w, rec.data_at);
         put_u64(w, rec.messages.len() as u64);
         for m in rec.messages.iter() {
             put_message(w, m);
         }
         self.count += 1;
+        if w.len() > CHUNK && start > 0 {
+            // The record goes on in a chunk of its own rather than growing this one past it.
+            let next = w[start..].to_vec();
+            w.truncate(start);
+            w.shrink_to_fit();
+            self.chunks.push(next);
+        }
     }
 
     /// Gives back the slack of a stream that will not grow any more.
     pub(crate) fn shrink_to_fit(&mut self) {
-        self.bytes.shrink_to_fit();
+        if let Some(last) = self.chunks.last_mut() {
+            last.shrink_to_fit();
+        }
     }
 
     /// Bytes held: what a test measures memory by.
     #[cfg(test)]
     fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
+        self.chunks.iter().map(Vec::capacity).sum()
     }
 
-    pub(crate) fn unpack(&self) -> Vec<EventRec> {
-        let (mut time, mut frame, mut input) = (0i64, 0u64, 0u32);
-        read_all(&self.bytes, self.len(), |r| {
-            read_event(r, &mut time, &mut frame, &mut input)
-        })
+    /// The events as structs; each chunk is freed once read, so a long stream is not held
+    /// twice.
+    pub(crate) fn unpack(self) -> Vec<EventRec> {
+        let mut at = (0i64, 0u64, 0u32);
+        let mut out = Vec::with_capacity(self.len());
+        for chunk in self.chunks {
+            if !read_chunk(&chunk, self.count as usize, &mut at, &mut out) {
+                break;
+            }
+        }
+        out
     }
+
+    /// The same, leaving them packed.
+    pub(crate) fn events(&self) -> Vec<EventRec> {
+        let mut at = (0i64, 0u64, 0u32);
+        let mut out = Vec::with_capacity(self.len());
+        for chunk in &self.chunks {
+            if !read_chunk(chunk, self.len(), &mut at, &mut out) {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Reads the events of one chunk into `out`, up to `count` in all; false (a bug, never input)
+/// if they do not decode.
+fn read_chunk(
+    chunk: &[u8],
+    count: usize,
+    (time, frame, input): &mut (i64, u64, u32),
+    out: &mut Vec<EventRec>,
+) -> bool {
+    let mut r = Reader::new(chunk);
+    while r.pos < chunk.len() && out.len() < count {
+        match read_event(&mut r, time, frame, input) {
+            Some(ev) => out.push(ev),
+            None => {
+                debug_assert!(false, "packed records do not decode");
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// JSON-RPC messages of a JSON response body, packed until their session is analysed.
@@ -225,13 +304,7 @@ fn read_event(
     let data_hash = u64::from_le_bytes(r.take(8)?.try_into().ok()?);
     let index = u32::try_from(r.u64()?).ok()?;
     let data_len = u32::try_from(r.u64()?).ok()?;
-    let data = match r.u64()? {
-        0 => None,
-        at => Some(PayloadRef {
-            offset: at - 1,
-            len: data_len,
-        }),
-    };
+    let data_at = r.u64()?;
     let n = r.u64()?;
     let mut messages = Vec::with_capacity(n.min(64) as usize);
     for _ in 0..n {
@@ -244,13 +317,11 @@ fn read_event(
             frame: FrameRef::new(*input, *frame),
         },
         data_hash,
-        data,
+        data_at,
         messages: messages.into_boxed_slice(),
-        event_type,
-        endpoint,
+        rare: RareEvent::boxed(event_type, endpoint, retry),
         index,
         data_len,
-        retry,
         namespace: Namespace::Unknown,
         attribution: Attribution::Unknown,
         priming: bit(4),
@@ -273,21 +344,21 @@ pub(crate) fn put_message(w: &mut Vec<u8>, m: &Message) {
     let flags = kind
         | u8::from(m.null_id) << 3
         | u8::from(m.method.is_some()) << 4
-        | u8::from(m.error_code.is_some()) << 5
-        | u8::from(m.error_message.is_some() || m.malformed.is_some()) << 6
+        | u8::from(m.error_code().is_some()) << 5
+        | u8::from(m.error_message().is_some() || m.malformed().is_some()) << 6
         | u8::from(details.is_some()) << 7;
     w.push(flags);
     put_request_id(w, m.id.as_ref());
     if let Some(method) = m.method.as_deref() {
         put_method(w, method);
     }
-    if let Some(c) = m.error_code {
+    if let Some(c) = m.error_code() {
         put_i64(w, c);
     }
-    if m.error_message.is_some() || m.malformed.is_some() {
-        w.push(u8::from(m.error_message.is_some()) | u8::from(m.malformed.is_some()) << 1);
-        put_opt_str(w, m.error_message.as_deref());
-        put_opt_str(w, m.malformed.as_deref());
+    if m.error_message().is_some() || m.malformed().is_some() {
+        w.push(u8::from(m.error_message().is_some()) | u8::from(m.malformed().is_some()) << 1);
+        put_opt_str(w, m.error_message());
+        put_opt_str(w, m.malformed());
     }
     if let Some(d) = details {
         put_details(w, d);
@@ -324,9 +395,7 @@ pub(crate) fn read_message(r: &mut Reader) -> Option<Message> {
         id,
         null_id: flags & 1 << 3 != 0,
         method,
-        error_code,
-        error_message,
-        malformed,
+        fault: Fault::boxed(error_code, error_message, malformed),
         mcp,
     })
 }
@@ -561,16 +630,15 @@ mod tests {
                 frame: FrameRef::new(0, frame),
             },
             data_hash: 0x0123_4567_89ab_cdef ^ time as u64,
-            data: (!frame.is_multiple_of(3)).then_some(PayloadRef {
-                offset: frame % 1_000_000 * 7,
-                len: payload.len() as u32,
-            }),
+            data_at: if frame.is_multiple_of(3) {
+                0
+            } else {
+                frame % 1_000_000 * 7 + 1
+            },
             messages: crate::jsonrpc::parse_payload(payload.as_bytes()).into_boxed_slice(),
-            event_type: None,
-            endpoint: None,
+            rare: None,
             index: 0,
             data_len: payload.len() as u32,
-            retry: None,
             namespace: Namespace::Unknown,
             attribution: Attribution::Unknown,
             priming: false,
@@ -583,14 +651,10 @@ mod tests {
         assert_eq!(a.id, b.id);
         assert_eq!(a.mark, b.mark);
         assert_eq!(a.data_hash, b.data_hash);
-        assert_eq!(a.data, b.data);
+        assert_eq!(a.data(), b.data());
         assert_eq!(a.messages, b.messages);
-        assert_eq!(a.event_type, b.event_type);
-        assert_eq!(a.endpoint, b.endpoint);
-        assert_eq!(
-            (a.index, a.data_len, a.retry),
-            (b.index, b.data_len, b.retry)
-        );
+        assert_eq!(a.rare, b.rare);
+        assert_eq!((a.index, a.data_len), (b.index, b.data_len));
         assert_eq!(
             (a.priming, a.after_gap, a.estimated_time),
             (b.priming, b.after_gap, b.estimated_time)
@@ -622,9 +686,11 @@ mod tests {
                 10 + i as u64,
             );
             r.index = i as u32;
-            r.retry = (i % 3 == 0).then_some(3000);
-            r.event_type = (i % 4 == 1).then(|| Box::from("endpoint"));
-            r.endpoint = (i % 4 == 1).then(|| Box::from("/messages?sid=1"));
+            r.rare = RareEvent::boxed(
+                (i % 4 == 1).then(|| Box::from("endpoint")),
+                (i % 4 == 1).then(|| Box::from("/messages?sid=1")),
+                (i % 3 == 0).then_some(3000),
+            );
             r.priming = i == 2;
             r.after_gap = i == 3;
             r.estimated_time = i == 4;
@@ -654,6 +720,42 @@ mod tests {
                 msgs.iter().any(|m| m.kind != Kind::Malformed),
                 "{p}"
             );
+        }
+    }
+
+    #[test]
+    fn events_over_many_chunks_round_trip() {
+        let mut packed = PackedEvents::default();
+        let mut recs = Vec::new();
+        for i in 0..6000u64 {
+            // Now and then a record far larger than the others, to end a chunk early.
+            let id = if i % 1000 == 999 {
+                "x".repeat(CHUNK / 3)
+            } else {
+                format!("1-{i}")
+            };
+            let r = rec(
+                Some(&id),
+                PAYLOADS[i as usize % PAYLOADS.len()],
+                i as i64,
+                i,
+            );
+            packed.push(&r);
+            recs.push(r);
+        }
+        packed.shrink_to_fit();
+        assert!(packed.chunks.len() > 4, "{} chunks", packed.chunks.len());
+        assert!(packed.chunks.iter().all(|c| c.len() <= CHUNK + CHUNK / 2));
+        let held: usize = packed.chunks.iter().map(Vec::len).sum();
+        assert_eq!(packed.heap_bytes(), held, "no chunk keeps idle capacity");
+        let mut w = Vec::new();
+        packed.encode(&mut w);
+        let spilled = PackedEvents::decode(&mut Reader::new(&w)).expect("decodes");
+        for back in [packed.events(), spilled.unpack(), packed.unpack()] {
+            assert_eq!(back.len(), recs.len());
+            for (a, b) in recs.iter().zip(&back) {
+                same(a, b);
+            }
         }
     }
 
@@ -690,8 +792,11 @@ mod tests {
             for (id, time, frame, input, p, bits) in events {
                 let mut r = rec(id.as_deref(), PAYLOADS[p], time, frame);
                 r.mark.frame.input = input;
-                r.retry = (bits & 1 != 0).then_some(u32::from(bits));
-                r.event_type = (bits & 2 != 0).then(|| Box::from("ping"));
+                r.rare = RareEvent::boxed(
+                    (bits & 2 != 0).then(|| Box::from("ping")),
+                    None,
+                    (bits & 1 != 0).then_some(u32::from(bits)),
+                );
                 r.priming = bits & 4 != 0;
                 packed.push(&r);
                 recs.push(r);

@@ -64,10 +64,10 @@ pub(crate) fn message_json(m: &Message) -> Value {
     if m.kind == Kind::Error {
         o.insert(
             "error".into(),
-            json!({ "code": m.error_code, "message": m.error_message }),
+            json!({ "code": m.error_code(), "message": m.error_message() }),
         );
     }
-    if let Some(why) = &m.malformed {
+    if let Some(why) = m.malformed() {
         o.insert("malformed".into(), json!(why));
     }
     if let Some(tool) = &m.mcp.tool {

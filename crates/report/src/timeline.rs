@@ -347,7 +347,7 @@ fn push_event_runs(
         let breaks = all_events
             || flagged.binary_search(&ev.mark).is_ok()
             || ev.messages.iter().any(is_answer)
-            || ev.endpoint.is_some()
+            || ev.endpoint().is_some()
             || run
                 .last()
                 .is_some_and(|&p| ev.mark.time.seconds_since(st.events[p].mark.time) > 5.0);
@@ -429,9 +429,9 @@ fn run_contents(st: &Stream, run: &[usize], msgs: &[&Message]) -> String {
     if let Some(ev) = run
         .iter()
         .map(|&i| &st.events[i])
-        .find(|e| e.endpoint.is_some())
+        .find(|e| e.endpoint().is_some())
     {
-        return format!("endpoint {}", ev.endpoint.clone().unwrap_or_default());
+        return format!("endpoint {}", ev.endpoint().unwrap_or_default());
     }
     let primings = run.iter().filter(|&&i| st.events[i].priming).count();
     let mut what = summarize_messages(msgs);

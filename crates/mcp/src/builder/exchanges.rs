@@ -16,7 +16,9 @@ use mcpf_model::{ConnId, Mark};
 use super::sessions::stream_proves_mcp;
 use super::{Builder, Filing, Pending, RejectedInitialize};
 use crate::jsonrpc::{self, Kind};
-use crate::model::{self, Attribution, EventRec, Namespace, SessionIdx, Stream, StreamTransport};
+use crate::model::{
+    self, Attribution, EventRec, Namespace, RareEvent, SessionIdx, Stream, StreamTransport,
+};
 use crate::packed;
 
 /// What a request itself says about being MCP.
@@ -251,11 +253,11 @@ impl Builder {
             return;
         }
         let mut rec = event_rec(ev);
-        rec.data = self.payloads.append(ev.data.as_bytes());
+        rec.set_data(self.payloads.append(ev.data.as_bytes()));
         match self.open.get_mut(&exchange) {
             Some(Filing::Pending(stream, Pending::Get)) => {
                 stream.packed.push(&rec);
-                self.resolve_get(exchange, rec.endpoint.as_deref());
+                self.resolve_get(exchange, rec.endpoint());
             }
             Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
             Some(&mut Filing::Session(s, pos)) => {
@@ -528,13 +530,15 @@ fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
         id: ev.id.as_deref().map(Box::from),
         mark: ev.mark,
         data_hash: hash_data(&ev.data),
-        data: None,
+        data_at: 0,
         messages,
-        event_type: (ev.event != "message").then(|| Box::from(&*ev.event)),
-        endpoint: endpoint.as_deref().map(Box::from),
+        rare: RareEvent::boxed(
+            (ev.event != "message").then(|| Box::from(&*ev.event)),
+            endpoint.as_deref().map(Box::from),
+            ev.retry.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
+        ),
         index: ev.index,
         data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
-        retry: ev.retry.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
         namespace: Namespace::Unknown,
         attribution: Attribution::Unknown,
         priming: ev.priming,

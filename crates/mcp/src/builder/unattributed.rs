@@ -25,7 +25,7 @@ impl Pool {
             return false;
         }
         let at = self.streams.len();
-        for ev in stream.packed.unpack() {
+        for ev in stream.packed.events() {
             if let Some(id) = ev.id.as_deref().filter(|i| !i.is_empty()) {
                 let slots = self.by_event_id.entry(id.to_string()).or_default();
                 if !slots.contains(&at) {

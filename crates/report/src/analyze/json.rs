@@ -356,7 +356,7 @@ fn for_each_event(
             last_event_id,
             event: ev.event_type(),
             priming: ev.priming,
-            retry: ev.retry,
+            retry: ev.retry(),
             time: ev.mark.time.rfc3339(),
             time_estimated: ev.estimated_time,
             frame: ev.mark.frame.frame,
