@@ -446,6 +446,20 @@ fn limit_says(doc: &Value, what: &str) -> bool {
 }
 
 #[test]
+fn a_tools_call_behind_a_head_over_64_kib_is_not_hidden() {
+    // 6,000 padding fields: a 150 KB head, its Content-Length past the 64 KiB limit.
+    let doc = analyze("many_headers", 6000, &[]);
+    assert_eq!(counts(&doc, "requests"), 3, "the tools/call is missing");
+    assert_eq!(
+        doc["summary"]["http"]["skipped_bytes"], 0,
+        "{}",
+        doc["summary"]
+    );
+    assert!(limits_or_anomalies(&doc) > 0, "{}", doc["summary"]);
+    assert_harmless("many_headers", &doc);
+}
+
+#[test]
 fn many_headers_under_the_cap_are_ordinary() {
     let doc = analyze("many_headers", 50, &[]);
     assert_eq!(counts(&doc, "requests"), 3);
