@@ -156,8 +156,9 @@ struct Half {
     /// Bytes were lost since the last head was read: a message may be among them.
     gap_since_head: bool,
     skipped: u64,
-    /// The head being read passed [`MAX_HEAD`]: the header lines past it dropped so far (the
-    /// lines before are kept in `head`), and the last bytes seen, where its blank line may begin.
+    /// The head being read passed [`MAX_HEAD`]: the bytes of header lines past it dropped so far
+    /// (the lines before, and the fields never dropped, are kept in `head`), and the line being
+    /// read when the last chunk ended (at most 8 KiB of it).
     head_dropped: Option<u64>,
     head_tail: Vec<u8>,
 }
@@ -2088,12 +2089,7 @@ fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
     let mut kept = Vec::with_capacity(raw.len().min(MAX_HEADERS));
     let mut dropped = 0;
     for h in raw.iter().filter(|h| !h.name.is_empty()) {
-        let read = || {
-            READ_PAST_MAX_HEADERS
-                .iter()
-                .any(|n| h.name.eq_ignore_ascii_case(n))
-        };
-        if kept.len() < MAX_HEADERS || read() {
+        if kept.len() < MAX_HEADERS || never_dropped(h.name.as_bytes()) {
             let value = String::from_utf8_lossy(h.value).into_owned();
             kept.push((h.name.to_string(), value));
         } else {
@@ -2187,15 +2183,18 @@ fn content_length(headers: &Headers) -> Result<Option<u64>, ContentLengthError<'
     Ok(value)
 }
 
-/// Whether a header line names a field that is never dropped ([`READ_PAST_MAX_HEADERS`]).
-fn is_read_past_limit(line: &[u8]) -> bool {
-    let Some(colon) = line.iter().position(|&b| b == b':') else {
-        return false;
-    };
-    let name = line[..colon].trim_ascii();
+/// Whether a field is one that is never dropped ([`READ_PAST_MAX_HEADERS`]).
+fn never_dropped(name: &[u8]) -> bool {
     READ_PAST_MAX_HEADERS
         .iter()
         .any(|f| f.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Whether a raw header line names a field that is never dropped.
+fn is_read_past_limit(line: &[u8]) -> bool {
+    line.iter()
+        .position(|&b| b == b':')
+        .is_some_and(|colon| never_dropped(line[..colon].trim_ascii()))
 }
 
 fn find_head_end(buf: &[u8]) -> Option<usize> {
