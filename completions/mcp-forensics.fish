@@ -81,6 +81,7 @@ pcap\t'A packet capture (pcap or pcapng)'
 har\t'A HAR file'
 log\t'A JSON Lines access log'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-session-events -d 'SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event\'s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-connections -d 'Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported' -r

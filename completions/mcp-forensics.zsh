@@ -85,6 +85,7 @@ pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy or Caddy, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
+'--max-session-events=[SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event'\''s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session]:N:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \

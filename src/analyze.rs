@@ -26,7 +26,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         job.selection.clone(),
         session_writer(&job, &inputs, redactor),
     )));
-    let builder = session_stage(&inputs, finalizer.clone());
+    let builder =
+        session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
     let run = if job.threaded {
         run_threaded(inputs, &mut stage, builder, job.progress)?
@@ -166,6 +167,15 @@ fn assemble(
         limits.push(format!(
             "{} quiet sessions written to the spill file could not be read back",
             mcp_stats.sessions_lost
+        ));
+    }
+    if mcp_stats.events_unheld > 0 {
+        let streams = mcp_stats.streams_capped;
+        limits.push(format!(
+            "{} SSE events on {streams} stream{} arrived after their session held {} (--max-session-events): counted, not kept; unanswered_request, skipped_events and resume_gap are not determinable for those sessions",
+            mcp_stats.events_unheld,
+            if streams == 1 { "" } else { "s" },
+            mcp_stats.max_session_events
         ));
     }
     limits.extend(http_caps_reached(&http));

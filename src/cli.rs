@@ -171,6 +171,18 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
 
+    /// SSE events one session holds for analysis (about 300 bytes each while it is analysed);
+    /// past it events are counted, not held, and findings that rest on an event's absence
+    /// (unanswered_request, skipped_events, resume_gap) are reported as not determinable for
+    /// that session.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = mcpf_mcp::MAX_SESSION_EVENTS,
+        help_heading = "Limits"
+    )]
+    pub max_session_events: u64,
+
     #[command(flatten)]
     pub capture: CaptureArgs,
 }

@@ -67,6 +67,8 @@ pub struct Analyze {
     pub color: bool,
     /// Show a progress bar on standard error.
     pub progress: bool,
+    /// SSE events held per session.
+    pub max_session_events: u64,
 }
 
 /// What `generate` prints.
@@ -134,6 +136,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         redact: !a.show_secrets,
         color: terminal_decoration(a.color, &std::io::stdout()),
         progress: terminal_decoration(a.color, &std::io::stderr()),
+        max_session_events: a.max_session_events,
     })
 }
 

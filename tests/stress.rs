@@ -245,6 +245,59 @@ fn every_sse_event_is_listed_with_events() {
 }
 
 #[test]
+fn events_past_the_session_cap_are_counted_and_conclude_nothing() {
+    let (n, cap) = (20_000, 5_000);
+    let doc = analyze("sse_events", n, &["--max-session-events", &cap.to_string()]);
+    let session = &doc["sessions"][0];
+    let streams = session["streams"].as_array().unwrap();
+    let held_and_not: u64 = streams
+        .iter()
+        .map(|st| st["events"].as_u64().unwrap())
+        .sum();
+    let unheld: u64 = streams
+        .iter()
+        .map(|st| st["events_unheld"].as_u64().unwrap())
+        .sum();
+    // initialize's event, n progress notifications and the result: all counted, the cap held.
+    assert_eq!(held_and_not, n + 2);
+    assert_eq!(unheld, n + 2 - cap);
+    assert!(limit_says(&doc, "--max-session-events"));
+    // The result was among the events not held: its request is not called unanswered, at any
+    // severity.
+    assert_harmless("sse_events", &doc);
+    assert!(
+        !kinds(&doc).contains(&"unanswered_request"),
+        "{:?}",
+        kinds(&doc)
+    );
+    let undecided: Vec<&str> = session["not_determinable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["unanswered_request", "skipped_events", "resume_gap"] {
+        assert!(undecided.contains(&kind), "{kind} in {undecided:?}");
+    }
+}
+
+#[test]
+fn under_the_session_cap_every_event_is_held() {
+    let n = 2_000;
+    let doc = analyze(
+        "sse_events",
+        n,
+        &["--max-session-events", &(n + 2).to_string()],
+    );
+    assert!(!limit_says(&doc, "--max-session-events"));
+    assert_eq!(
+        doc["sessions"][0]["not_determinable"],
+        serde_json::json!([])
+    );
+    assert_eq!(counts(&doc, "notifications"), n + 1);
+}
+
+#[test]
 fn thousands_of_calls_in_one_session_are_all_answered() {
     let n = 3_000;
     let doc = analyze("many_calls", n, &[]);

@@ -270,6 +270,10 @@ pub(crate) fn analyse(s: &mut Session) {
     attribute(s);
 }
 
+/// Findings that conclude from an event's absence: none is concluded for a session whose
+/// events past a cap were counted and not held.
+const EVENT_ABSENCE_KINDS: [&str; 3] = ["resume_gap", "skipped_events", "unanswered_request"];
+
 /// Findings that need what an input did not record are "not determinable", never silently
 /// absent.
 fn note_what_inputs_lack(s: &mut Session) {
@@ -289,6 +293,15 @@ fn note_what_inputs_lack(s: &mut Session) {
             "unanswered_request",
             "retry_without_idempotency_key",
         ] {
+            s.not_determinable.push((kind, why.clone()));
+        }
+    }
+    let unheld: u64 = s.streams.iter().map(|st| st.events_unheld).sum();
+    if unheld > 0 {
+        let why = format!(
+            "{unheld} events arrived after the session held as many as the cap allows (--max-session-events); they were counted, not kept"
+        );
+        for kind in EVENT_ABSENCE_KINDS {
             s.not_determinable.push((kind, why.clone()));
         }
     }

@@ -20,5 +20,7 @@ mod payloads;
 mod prefix;
 
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
-pub use builder::{Builder, HttpAnomaly, McpStats, NotCarried, SessionCallback};
+pub use builder::{
+    Builder, HttpAnomaly, MAX_SESSION_EVENTS, McpStats, NotCarried, SessionCallback,
+};
 pub use payloads::{PayloadRef, Payloads};

@@ -214,6 +214,9 @@ pub struct Stream {
     pub events: Vec<EventRec>,
     /// Events as they arrive, packed until the session is analysed.
     pub(crate) packed: super::packed::PackedEvents,
+    /// Events that arrived after its session held as many as the cap allows: counted, not
+    /// held, so nothing that rests on their absence is concluded.
+    pub events_unheld: u64,
     /// Bytes of this exchange are missing from the capture.
     pub gap: bool,
     /// How many, when known.
@@ -303,6 +306,7 @@ impl Stream {
             response_packed: Default::default(),
             events: Vec::new(),
             packed: Default::default(),
+            events_unheld: 0,
             gap: false,
             gap_bytes: 0,
             snaplen_bytes: 0,
@@ -484,6 +488,8 @@ pub struct Session {
     /// Every mark of it comes from one capture file, whose frame numbers say what came after
     /// what even when its clock stepped back (set when it is finalized).
     pub frame_order: bool,
+    /// Events its streams hold (packed or not): checked against the cap on each event.
+    pub(crate) events_held: u64,
 }
 
 /// What a session leaves behind once it is analysed and its streams and events are dropped:
@@ -554,19 +560,25 @@ impl Session {
         }
     }
 
+    /// Some event of it was counted and not held (past the cap): what would rest on the
+    /// absence of an event is not concluded.
+    pub fn has_unheld_events(&self) -> bool {
+        self.streams.iter().any(|st| st.events_unheld > 0)
+    }
+
     /// Fills the counts and the per-stream event summaries from the events.
     pub fn summarize(&mut self) {
         let mut c = Counts::default();
         for st in &mut self.streams {
             st.summary = EventSummary {
-                count: st.events.len(),
+                count: st.events.len() + st.events_unheld as usize,
                 first_id: st
                     .events
                     .iter()
                     .find_map(|e| e.id.as_deref().map(str::to_string)),
                 last_id: st.last_delivered_id().map(str::to_string),
             };
-            c.events += st.events.len();
+            c.events += st.events.len() + st.events_unheld as usize;
             let all = st
                 .client_messages
                 .iter()

@@ -360,6 +360,29 @@ fn push_event_runs(
         }
     }
     flush(&mut run, out);
+    out.extend(unheld_entry(s, st));
+}
+
+/// The events of a stream past its session's cap, counted and not held: one row after the
+/// last one held, so the timeline does not seem to end there.
+fn unheld_entry(s: &Session, st: &Stream) -> Option<Entry> {
+    let n = st.events_unheld;
+    let at = st.events.last().map_or(st.opened, |e| e.mark);
+    (n > 0).then(|| Entry {
+        time: at,
+        session: s.idx,
+        stream: Some(st.label()),
+        arrow: "s→c",
+        kind: "events",
+        text: format!(
+            "{n} more events on {} counted, not held (past --max-session-events)",
+            st.label()
+        ),
+        findings: Vec::new(),
+        request_ids: Vec::new(),
+        event_ids: None,
+        frames: vec![at],
+    })
 }
 
 /// The row of a run of events (positions in the stream's events, never empty): their IDs, what

@@ -253,6 +253,9 @@ impl Builder {
             return;
         }
         let mut rec = event_rec(ev);
+        if self.past_event_cap(exchange, rec.after_gap) {
+            return;
+        }
         rec.set_data(self.payloads.append(ev.data.as_bytes()));
         match self.open.get_mut(&exchange) {
             Some(Filing::Pending(stream, Pending::Get)) => {
@@ -261,11 +264,12 @@ impl Builder {
             }
             Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
             Some(&mut Filing::Session(s, pos)) => {
-                if let Some(stream) = self.live_mut(s).and_then(|x| x.streams.get_mut(pos)) {
-                    if rec.after_gap {
-                        stream.gap = true;
+                if let Some(session) = self.live_mut(s) {
+                    session.events_held += 1;
+                    if let Some(stream) = session.streams.get_mut(pos) {
+                        stream.gap |= rec.after_gap;
+                        stream.packed.push(&rec);
                     }
-                    stream.packed.push(&rec);
                 }
             }
             None => {
@@ -275,6 +279,30 @@ impl Builder {
                 self.open_filing(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
             }
         }
+    }
+
+    /// An event of a session (or of a stream not yet filed under one) that already holds as
+    /// many as the cap allows: counted on its stream instead of held.
+    fn past_event_cap(&mut self, exchange: ExchangeId, after_gap: bool) -> bool {
+        let held = match self.open.get(&exchange) {
+            Some(Filing::Pending(stream, _)) => stream.packed.len() as u64,
+            Some(&Filing::Session(s, _)) => self.live(s).map_or(0, |s| s.events_held),
+            None => 0,
+        };
+        let cap = self.max_session_events.0;
+        if held < cap {
+            return false;
+        }
+        let Some(stream) = self.stream_mut(exchange) else {
+            return false;
+        };
+        stream.gap |= after_gap;
+        stream.events_unheld += 1;
+        let first = stream.events_unheld == 1;
+        self.stats.events_unheld += 1;
+        self.stats.streams_capped += u64::from(first);
+        self.stats.max_session_events = cap;
+        true
     }
 
     /// A sessionless GET stream proves what it is by its events: the legacy transport's

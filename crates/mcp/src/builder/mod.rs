@@ -98,6 +98,12 @@ pub struct McpStats {
     pub payload_error: Option<String>,
     /// Quiet sessions written to disk that could not be read back (the spill file failed).
     pub sessions_lost: u64,
+    /// Events that arrived once their session held as many as the cap allows, and the streams
+    /// they arrived on: counted, not held.
+    pub events_unheld: u64,
+    pub streams_capped: u64,
+    /// The cap they reached.
+    pub max_session_events: u64,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
     /// MCP requests whose head was cut (by the snap length) before it named a session: MCP by
@@ -146,6 +152,20 @@ impl NotMcp {
 struct Identity {
     transport: Transport,
     stateless: bool,
+}
+
+/// Events held per session by default: a session of 100,000 tool calls, each answered on an
+/// SSE stream with a few progress notifications, holds well under it; at the cap the session's
+/// events take about 600 MB while it is analysed.
+pub const MAX_SESSION_EVENTS: u64 = 2_000_000;
+
+#[derive(Clone, Copy, Debug)]
+struct EventCap(u64);
+
+impl Default for EventCap {
+    fn default() -> Self {
+        EventCap(MAX_SESSION_EVENTS)
+    }
 }
 
 /// What the builder calls with each finalized session.
@@ -198,6 +218,8 @@ pub struct Builder {
     active: BTreeSet<SessionIdx>,
     /// Sessions by `Mcp-Session-Id`, to tie observations of one session at several endpoints.
     by_sid: WireMap<String, Vec<SessionIdx>>,
+    /// Events a session holds at most (see [`Builder::with_max_session_events`]).
+    max_session_events: EventCap,
     /// The bytes of every event's data and JSON response body.
     payloads: PayloadWriter,
     /// Sessions written to disk while quiet, and where.
@@ -223,6 +245,15 @@ impl std::fmt::Debug for Builder {
 impl Builder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Events one session holds at most, packed while it is in progress and as structs while it
+    /// is analysed (about 50 and 300 bytes each). An event past the cap is counted on its
+    /// stream, not held; findings that rest on the absence of an event are then not concluded
+    /// for that session.
+    pub fn with_max_session_events(mut self, cap: u64) -> Self {
+        self.max_session_events = EventCap(cap);
+        self
     }
 
     /// Finalizes each session as soon as it is over by evidence: deleted, or forgotten by its

@@ -75,6 +75,7 @@ impl Builder {
             continues: None,
             merged_sources: Vec::new(),
             frame_order: false,
+            events_held: 0,
             counts: model::Counts::default(),
             finalized: false,
             over: false,
@@ -217,6 +218,7 @@ impl Builder {
             s.end = stream.opened;
         }
         note_initialize(s, &stream);
+        s.events_held += stream.event_count() as u64;
         stream.idx = s.streams.len();
         s.streams.push(stream);
         (session, s.streams.len() - 1)

@@ -104,6 +104,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
     let streams = (0..r.u64()?)
         .map(|_| read_stream(r))
         .collect::<Option<Vec<_>>>()?;
+    let events_held = streams.iter().map(|st| st.event_count() as u64).sum();
     Some(Session {
         idx,
         session_id,
@@ -139,6 +140,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         finalized: false,
         merged_sources: Vec::new(),
         frame_order: false,
+        events_held,
         over,
         open,
         quiet_since: Timestamp::default(),
@@ -199,6 +201,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
     put_u64(w, st.snaplen_bytes);
     put_u64(w, st.inconsistent_bytes);
     put_u64(w, st.comments);
+    put_u64(w, st.events_unheld);
     put_u64(w, st.last_retry.map_or(0, |r| r + 1));
     put_u64(w, st.client_messages.len() as u64);
     for m in &st.client_messages {
@@ -274,6 +277,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
     st.snaplen_bytes = r.u64()?;
     st.inconsistent_bytes = r.u64()?;
     st.comments = r.u64()?;
+    st.events_unheld = r.u64()?;
     st.last_retry = r.u64()?.checked_sub(1);
     st.client_messages = (0..r.u64()?)
         .map(|_| read_message(r))
@@ -559,6 +563,7 @@ mod tests {
             finalized: false,
             merged_sources: Vec::new(),
             frame_order: false,
+            events_held: 0,
             over: true,
             open: 0,
             quiet_since: Timestamp::default(),
@@ -581,6 +586,8 @@ mod tests {
             estimated_time: false,
         };
         s.streams[1].packed.push(&ev);
+        s.events_held = 1;
+        s.streams[1].events_unheld = 3;
         let back = decode(&encode(&s)).expect("decodes");
         assert_eq!(format!("{back:?}"), format!("{s:?}"));
         assert!(

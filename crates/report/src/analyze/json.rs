@@ -77,6 +77,7 @@ struct StreamRecord<'a> {
     gap: bool,
     gap_bytes: u64,
     body_unknown: bool,
+    events_unheld: u64,
 }
 
 #[derive(Serialize)]
@@ -132,6 +133,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         gap: st.gap,
         gap_bytes: st.gap_bytes,
         body_unknown: st.body_unknown,
+        events_unheld: st.events_unheld,
     }
 }
 
