@@ -3101,3 +3101,31 @@ fn snaplen_sample_has_its_seven_exchanges() {
     assert!(run.stats.heads_cut >= 7);
     assert_eq!(run.stats.heads_cut, run.stats.heads_cut_by_snaplen);
 }
+
+#[test]
+fn a_compressed_body_that_ends_before_its_stream_is_an_anomaly() {
+    // Content-Length frames the message whole; the gzip stream inside it is cut: only the end
+    // of the body can tell, and it says so as every other decoding failure does.
+    let result = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"result":{{"text":"{}"}}}}"#,
+        "x".repeat(4000)
+    );
+    let gz = gzip(result.as_bytes());
+    let cut = &gz[..gz.len() - 8];
+    let mut d = Driver::conn0();
+    d.c2s(post(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t"}}"#,
+    ));
+    let mut resp = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+        cut.len()
+    )
+    .into_bytes();
+    resp.extend_from_slice(cut);
+    d.s2c(resp);
+    let run = d.finish();
+    let body = &run.only().end.as_ref().unwrap().body;
+    assert!(body.decode_error.is_some(), "{}", run.dump());
+    assert!(run.has_anomaly("ends"), "{}", run.dump());
+}

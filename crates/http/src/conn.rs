@@ -1497,7 +1497,11 @@ impl Connection {
         if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
             msg.last = mark;
         }
-        msg.finish_body(outcome, mark, &mut self.out_events);
+        if let Some(e) = msg.finish_body(outcome, mark, &mut self.out_events) {
+            // What the decoder still held at the end is decoded under the same budget.
+            self.counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
+            self.anomaly(dir, mark, e.to_string(), sink);
+        }
         if let Shrink::Shrinking(s) = &msg.shrink {
             self.counts.json_bodies_shrunk += 1;
             let what = format!(
@@ -1892,7 +1896,14 @@ fn keep(
 impl Message {
     /// The end of the body: what the content decoder still holds, and the end of the event
     /// stream.
-    fn finish_body(&mut self, outcome: Outcome, mark: Mark, events: &mut Vec<SseEvent>) {
+    /// Returns why the decoder could not finish, when it could not.
+    fn finish_body(
+        &mut self,
+        outcome: Outcome,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+    ) -> Option<crate::body::DecodeError> {
+        let mut failed = None;
         if outcome == Outcome::Complete && !self.holed {
             let Message {
                 decoder,
@@ -1905,11 +1916,13 @@ impl Message {
             if let Err(e) = decoder.finish(&mut keep) {
                 self.body.truncated |= e.is_bomb();
                 self.body.decode_error = Some(e.to_string());
+                failed = Some(e);
             }
         }
         if let Some(sse) = self.sse.as_mut() {
             sse.finish();
         }
+        failed
     }
 
     /// `len` bytes of the body are missing from the capture. Returns whether the framing
