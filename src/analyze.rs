@@ -215,6 +215,20 @@ fn http_caps_reached(http: &http::HttpStats) -> Vec<String> {
             http.bodies_not_decoded_past_budget
         ));
     }
+    if http.brotli_bodies_refused > 0 {
+        out.push(format!(
+            "{} brotli bodies were not decoded: the bodies in progress already held the {} MiB of decoding windows allowed together",
+            http.brotli_bodies_refused,
+            http::MAX_BROTLI_WINDOWS_HELD >> 20
+        ));
+    }
+    if http.messages_cut_by_held > 0 {
+        out.push(format!(
+            "{} messages were kept shorter than their own caps: the messages in progress held the {} MiB of bodies and events allowed together",
+            http.messages_cut_by_held,
+            http::MAX_MESSAGE_BYTES_HELD >> 20
+        ));
+    }
     if http.headers_dropped > 0 {
         out.push(format!(
             "{} header fields past the first 128 of a head were dropped (the fields that frame a message or name its session are kept)",

@@ -194,6 +194,46 @@ fn brotli_bomb_is_capped_and_reported() {
 }
 
 #[test]
+fn brotli_windows_held_together_are_capped() {
+    // 100 streams each filling a 16 MiB window: 1.6 GiB of windows, 512 MiB allowed.
+    let n = 100;
+    let doc = analyze("brotli_windows", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], n);
+    assert!(
+        limit_says(&doc, "decoding windows allowed together"),
+        "{}",
+        doc["summary"]
+    );
+    // A stream not decoded is unknown, not empty: its request is not called unanswered.
+    assert!(
+        !kinds(&doc).contains(&"unanswered_request"),
+        "{:?}",
+        kinds(&doc)
+    );
+    assert_harmless("brotli_windows", &doc);
+}
+
+#[test]
+fn brotli_windows_under_the_cap_are_decoded() {
+    let doc = analyze("brotli_windows", 8, &[]);
+    assert!(!limit_says(&doc, "decoding windows"), "{}", doc["summary"]);
+    assert_eq!(counts(&doc, "responses"), 8 * 2);
+    assert_harmless("brotli_windows", &doc);
+}
+
+#[test]
+fn bodies_in_progress_are_held_within_one_budget() {
+    // 100 responses of 15 MiB decoded each, open at once: 1.5 GiB, 1 GiB allowed.
+    let n = 100;
+    let doc = analyze("held_bodies", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], n);
+    assert!(limit_says(&doc, "allowed together"), "{}", doc["summary"]);
+    // Kept shrunk, every answer keeps its envelope: all answered.
+    assert_eq!(counts(&doc, "responses"), n * 2);
+    assert_harmless("held_bodies", &doc);
+}
+
+#[test]
 fn gzip_bomb_is_no_crash_and_no_false_finding() {
     // 40 MiB of JSON text from 40 KB.
     let doc = analyze("gzip_bomb", 40, &[]);

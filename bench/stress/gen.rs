@@ -26,6 +26,16 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
         "16 MiB brotli meta-blocks, sent in 64 KB segments",
     ),
     ("gzip_bomb", "pcap", "MiB of decoded gzip body"),
+    (
+        "held_bodies",
+        "pcap",
+        "connections each holding a gzip body or SSE line of 15 MiB in progress (100 KB on the wire)",
+    ),
+    (
+        "brotli_windows",
+        "pcap",
+        "sessions each holding a brotli event stream open that asks for a 16 MiB window",
+    ),
     ("syn_flood", "pcap.gz", "SYN-only connections"),
     ("sse_events", "pcap.gz", "SSE events in one stream"),
     ("many_calls", "pcap", "tools/call answered in one session"),
@@ -143,6 +153,8 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
     match class {
         "brotli_bomb" => brotli_bomb(n, w),
         "gzip_bomb" => gzip_bomb(n, w),
+        "brotli_windows" => brotli_windows(n, w),
+        "held_bodies" => held_bodies(n, w),
         "syn_flood" => syn_flood(n, w),
         "sse_events" => sse_events(n, w),
         "many_calls" => many_calls(n, w),
@@ -193,9 +205,169 @@ fn brotli_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
     encoded_answer(&brotli_zeros(n), "br", 65_535 - 40, w)
 }
 
-/// A brotli stream of `n` meta-blocks of 16 MiB each (one zero literal, then a copy of
-/// 2^24 - 1 bytes at distance 1), about 13 bytes per meta-block. Every prefix code has one
-/// symbol, so symbols cost no bits (RFC 7932 §3.4); only the extra bits are written.
+/// `n` sessions on their own connections, each answering its tools/call on an event stream
+/// compressed with brotli that asks for a 16 MiB window and fills it, all open at once; each is
+/// then ended and its connection closed.
+fn brotli_windows<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut conns = Vec::new();
+    for k in 0..n {
+        let session = session_id(k);
+        let mut c = Conn::local(k + 1);
+        c.handshake(&mut cap)?;
+        open_session(&mut cap, &mut c, &session)?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(&session), &[], tools_call(2).as_bytes()),
+        )?;
+        let mut head = sse_head(&session);
+        head.truncate(head.len() - 2);
+        head.extend_from_slice(b"content-encoding: br\r\n\r\n");
+        // Comment lines make 16 KiB of input, so 16 MiB decoded from it is within the decoding
+        // budget (1024 bytes per compressed byte).
+        let mut event = sse_event("1", &tools_call_result(2)).into_bytes();
+        while event.len() < 16 << 10 {
+            event.extend_from_slice(b": padding\n");
+        }
+        let (open, end) = brotli_open(&event);
+        chunk(&mut head, &open);
+        c.server_send(&mut cap, &head)?;
+        let mut last = Vec::new();
+        chunk(&mut last, &end);
+        last.extend_from_slice(b"0\r\n\r\n");
+        conns.push((c, last));
+    }
+    for (c, last) in &mut conns {
+        c.server_send(&mut cap, last)?;
+        c.close(&mut cap)?;
+    }
+    Ok(())
+}
+
+/// `n` sessions on their own connections, each with a response in progress holding 15 MiB of
+/// decoded bytes from about 100 KB of gzip (a JSON result, or an SSE event whose data line has
+/// not ended), all open at once; each is then completed and its connection closed.
+fn held_bodies<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut open = Vec::new();
+    // A letter of a fixed pseudo-random sequence every 512 bytes keeps gzip near 150:1, under
+    // the decoding budget's 1024:1, so every body decodes whole when the budget allows.
+    let mut text = vec![b'A'; 15 << 20];
+    let mut x = 1u32;
+    for i in (0..text.len()).step_by(512) {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        text[i] = b'a' + (x >> 16) as u8 % 26;
+    }
+    let mut bodies = Vec::new();
+    for sse in [false, true] {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        if sse {
+            gz.write_all(b"event: message\r\nid: 1\r\ndata: ")?;
+        }
+        gz.write_all(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":""#)?;
+        gz.write_all(&text)?;
+        gz.write_all(br#""}]}}"#)?;
+        if sse {
+            gz.write_all(b"\r\n\r\n")?;
+        }
+        bodies.push(gz.finish()?);
+    }
+    for k in 0..n {
+        let session = session_id(k);
+        let mut c = Conn::local(k + 1);
+        c.handshake(&mut cap)?;
+        open_session(&mut cap, &mut c, &session)?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(&session), &[], tools_call(2).as_bytes()),
+        )?;
+        let sse = k % 2 == 1;
+        let mut body = bodies[usize::from(sse)].clone();
+        // The end of the deflate stream and the trailer come once every response is open.
+        let tail = body.split_off(body.len() - 16);
+        let (head, end) = if sse {
+            let mut head = sse_head(&session);
+            head.truncate(head.len() - 2);
+            head.extend_from_slice(b"content-encoding: gzip\r\n\r\n");
+            chunk(&mut head, &body);
+            let mut end = Vec::new();
+            chunk(&mut end, &tail);
+            end.extend_from_slice(b"0\r\n\r\n");
+            (head, end)
+        } else {
+            let whole = body.len() + tail.len();
+            let mut head = json_response(&session, &[], "content-encoding: gzip\r\n");
+            head.truncate(head.len() - "content-length: 0\r\n\r\n".len());
+            head.extend_from_slice(format!("content-length: {whole}\r\n\r\n").as_bytes());
+            head.extend_from_slice(&body);
+            (head, tail)
+        };
+        c.server_send(&mut cap, &head)?;
+        open.push((c, end));
+    }
+    for (c, end) in &mut open {
+        c.server_send(&mut cap, end)?;
+        c.close(&mut cap)?;
+    }
+    Ok(())
+}
+
+/// A brotli stream asking for a 16 MiB window (WBITS 24) that fills it: `data` in an
+/// uncompressed meta-block, then 16 MiB of newlines (blank lines to an SSE parser, which hold
+/// nothing) from a few bytes, and an empty uncompressed meta-block to end on a byte; the
+/// stream's last meta-block is left for later (the second part).
+pub fn brotli_open(data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut b = Bits::default();
+    b.put(1, 1);
+    b.put(7, 3); // WBITS = 17 + 7
+    uncompressed_header(&mut b, data.len());
+    let mut out = b.bytes();
+    out.extend_from_slice(data);
+    let mut b = Bits::default();
+    b.put(0, 1); // ISLAST
+    b.put(2, 2); // MNIBBLES = 6
+    b.put((1 << 24) - 1, 24); // MLEN - 1
+    b.put(0, 1); // ISUNCOMPRESSED
+    one_copy_meta_block(&mut b, u64::from(b'\n'));
+    uncompressed_header(&mut b, 1);
+    out.extend_from_slice(&b.bytes());
+    out.push(b'\n');
+    let mut end = Bits::default();
+    end.put(0b11, 2); // ISLAST, ISLASTEMPTY
+    (out, end.bytes())
+}
+
+/// The header of a meta-block of `len` (at most 65536) uncompressed bytes, which is padded to
+/// the next byte (RFC 7932 section 9.2).
+fn uncompressed_header(b: &mut Bits, len: usize) {
+    b.put(0, 1); // ISLAST
+    b.put(0, 2); // MNIBBLES = 4
+    b.put(len as u64 - 1, 16); // MLEN - 1
+    b.put(1, 1); // ISUNCOMPRESSED
+    b.align();
+}
+
+/// The rest of a compressed meta-block of 2^24 bytes: one `literal`, then a copy of
+/// 2^24 - 1 bytes at distance 1. Every prefix code has one symbol, so symbols cost no bits
+/// (RFC 7932 section 3.4); only the extra bits are written.
+fn one_copy_meta_block(b: &mut Bits, literal: u64) {
+    b.put(0, 3); // NBLTYPESL, NBLTYPESI, NBLTYPESD = 1
+    b.put(0, 2); // NPOSTFIX
+    b.put(0, 4); // NDIRECT
+    b.put(0, 2); // context mode of the one literal block type
+    b.put(0, 2); // NTREESL, NTREESD = 1
+    for (symbol, alphabet_bits) in [(literal, 8), (399, 10), (16, 6)] {
+        b.put(1, 2); // HSKIP = 1: a simple prefix code
+        b.put(0, 2); // NSYM - 1
+        b.put(symbol, alphabet_bits);
+    }
+    // Command 399: insert code 1 (one literal), copy code 23 (2118 + 24 extra bits),
+    // explicit distance code 16 (1 extra bit: distance 1).
+    b.put((1 << 24) - 1 - 2118, 24);
+    b.put(0, 1);
+}
+
+/// A brotli stream of `n` meta-blocks of 16 MiB zeros each, about 13 bytes per meta-block.
 pub fn brotli_zeros(n: u64) -> Vec<u8> {
     let mut b = Bits::default();
     b.put(0, 1); // WBITS = 16
@@ -204,20 +376,7 @@ pub fn brotli_zeros(n: u64) -> Vec<u8> {
         b.put(2, 2); // MNIBBLES = 6
         b.put((1 << 24) - 1, 24); // MLEN - 1
         b.put(0, 1); // ISUNCOMPRESSED
-        b.put(0, 3); // NBLTYPESL, NBLTYPESI, NBLTYPESD = 1
-        b.put(0, 2); // NPOSTFIX
-        b.put(0, 4); // NDIRECT
-        b.put(0, 2); // context mode of the one literal block type
-        b.put(0, 2); // NTREESL, NTREESD = 1
-        for (symbol, alphabet_bits) in [(0, 8), (399, 10), (16, 6)] {
-            b.put(1, 2); // HSKIP = 1: a simple prefix code
-            b.put(0, 2); // NSYM - 1
-            b.put(symbol, alphabet_bits);
-        }
-        // Command 399: insert code 1 (one literal), copy code 23 (2118 + 24 extra bits),
-        // explicit distance code 16 (1 extra bit: distance 1).
-        b.put((1 << 24) - 1 - 2118, 24);
-        b.put(0, 1);
+        one_copy_meta_block(&mut b, 0);
     }
     b.put(0b11, 2); // ISLAST, ISLASTEMPTY
     b.bytes()
@@ -238,6 +397,13 @@ impl Bits {
             self.out.push(self.acc as u8);
             self.acc >>= 8;
             self.n -= 8;
+        }
+    }
+
+    /// Pads with zero bits to the next byte.
+    fn align(&mut self) {
+        if !self.n.is_multiple_of(8) {
+            self.put(0, 8 - self.n % 8);
         }
     }
 

@@ -354,6 +354,44 @@ struct BrotliStream {
     buf: Box<[u8]>,
     /// The stream's last metablock was read.
     done: bool,
+    /// Window bytes reserved from [`WINDOWS_HELD`], once the stream's first byte named them.
+    window: Option<u64>,
+}
+
+/// Window bytes all brotli bodies in progress may hold together. Each asks for its window in
+/// its first byte (up to 16 MiB) and holds it until it ends, so a capture of many connections
+/// each opening a brotli body with a few bytes could otherwise make the decoders take gigabytes.
+/// 512 MiB is 128 bodies at the 4 MiB window brotli encoders default to.
+pub(crate) const MAX_WINDOWS_HELD: u64 = 512 << 20;
+
+thread_local! {
+    /// The HTTP stage runs on one thread: the windows of its decoders are budgeted there.
+    static WINDOWS_HELD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The window a brotli stream's first byte asks for (RFC 7932 section 9.1: WBITS read from the
+/// low bits up), or None for the reserved code.
+fn brotli_window(first: u8) -> Option<u64> {
+    let wbits = if first & 1 == 0 {
+        16
+    } else if (first >> 1) & 7 != 0 {
+        17 + u32::from((first >> 1) & 7)
+    } else {
+        match (first >> 4) & 7 {
+            0 => 17,
+            1 => return None,
+            n => 8 + u32::from(n),
+        }
+    };
+    Some(1u64 << wbits)
+}
+
+impl Drop for BrotliStream {
+    fn drop(&mut self) {
+        if let Some(w) = self.window.take() {
+            WINDOWS_HELD.with(|h| h.set(h.get().saturating_sub(w)));
+        }
+    }
 }
 
 impl BrotliStream {
@@ -370,12 +408,30 @@ impl BrotliStream {
             state,
             buf: vec![0u8; PIECE].into_boxed_slice(),
             done: false,
+            window: None,
         }
+    }
+
+    /// Reserves the window the stream's first byte asks for, before the decoder allocates it.
+    fn reserve_window(&mut self, input: &[u8]) -> Result<(), DecodeError> {
+        let (None, Some(&first)) = (self.window, input.first()) else {
+            return Ok(());
+        };
+        // The reserved code is the decoder's to refuse, as corrupt.
+        let window = brotli_window(first).unwrap_or(0);
+        let held = WINDOWS_HELD.with(std::cell::Cell::get);
+        if held + window > MAX_WINDOWS_HELD {
+            return Err(DecodeError::WindowsHeld { window, held });
+        }
+        WINDOWS_HELD.with(|h| h.set(held + window));
+        self.window = Some(window);
+        Ok(())
     }
 
     /// Decodes `input`, each piece to `emit` (which may stop it); returns the bytes read.
     fn write(&mut self, input: &[u8], emit: &mut Emit<'_>) -> Result<(), DecodeError> {
         use brotli_decompressor::{BrotliDecompressStream, BrotliResult};
+        self.reserve_window(input)?;
         let (mut avail_in, mut at) = (input.len(), 0usize);
         loop {
             if self.done {
@@ -484,6 +540,11 @@ impl ContentDecoder {
 
     pub(crate) fn is_identity(&self) -> bool {
         matches!(self.codec, Codec::Identity | Codec::Unsupported(_))
+    }
+
+    /// A coding this decoder cannot undo: the body is kept as sent.
+    pub(crate) fn is_unsupported(&self) -> bool {
+        matches!(self.codec, Codec::Unsupported(_))
     }
 
     /// Decodes `input`, handing the decoded bytes to `out` piece by piece. On failure, or at
@@ -620,12 +681,23 @@ pub(crate) enum DecodeError {
          or 4 GiB in all); the rest of the body is not decoded"
     )]
     Bomb { decoded: u64, read: u64, ratio: u64 },
+    #[error(
+        "the brotli body asks for a window of {} KiB while other bodies in progress hold {} KiB \
+         of windows (at most {} MiB together); it is not decoded",
+        window >> 10, held >> 10, MAX_WINDOWS_HELD >> 20
+    )]
+    WindowsHeld { window: u64, held: u64 },
 }
 
 impl DecodeError {
     /// Decoding stopped at the budget (the body was not damaged, only too large to decode).
     pub(crate) fn is_bomb(&self) -> bool {
         matches!(self, DecodeError::Bomb { .. })
+    }
+
+    /// Decoding was refused for the windows other bodies hold.
+    pub(crate) fn is_windows_held(&self) -> bool {
+        matches!(self, DecodeError::WindowsHeld { .. })
     }
 }
 
@@ -787,6 +859,50 @@ mod tests {
             ContentDecoder::for_encoding(Some("zstd")).codec,
             Codec::Unsupported(_)
         ));
+    }
+
+    fn brotli_of(data: &[u8], lgwin: u32) -> Vec<u8> {
+        use std::io::Write;
+        let mut out = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, lgwin);
+            w.write_all(data).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn the_window_a_brotli_stream_asks_for_is_read_from_its_first_byte() {
+        for lgwin in 10..=24 {
+            let first = brotli_of(b"hello, window", lgwin)[0];
+            assert_eq!(brotli_window(first), Some(1 << lgwin), "lgwin {lgwin}");
+        }
+    }
+
+    #[test]
+    fn brotli_windows_held_together_are_capped() {
+        let body = brotli_of(&[7u8; 100_000], 24);
+        let open = |n: usize| -> Vec<Result<ContentDecoder, DecodeError>> {
+            (0..n)
+                .map(|_| {
+                    let mut d = ContentDecoder::for_encoding(Some("br"));
+                    d.write_to(&body[..body.len() / 2], &mut Vec::new())
+                        .map(|()| d)
+                })
+                .collect()
+        };
+        let fit = (MAX_WINDOWS_HELD >> 24) as usize;
+        let mut held: Vec<ContentDecoder> = open(fit).into_iter().map(Result::unwrap).collect();
+        let refused = open(1).pop().unwrap().expect_err("past the cap");
+        assert!(
+            matches!(refused, DecodeError::WindowsHeld { .. }),
+            "{refused}"
+        );
+        // A body that ends gives its window back.
+        held.pop();
+        assert!(open(1).pop().unwrap().is_ok());
+        drop(held);
+        assert_eq!(WINDOWS_HELD.with(std::cell::Cell::get), 0);
     }
 
     /// `len` zero bytes, compressed by `enc` as a body's bytes on the wire.

@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
+use super::held::{HeldBytes, MAX_BYTES_HELD};
 use super::resync::{self, Search};
 use super::shrink::{JsonShrinker, KEEP_STRING};
 use super::sse::{SseEvent, SseParser};
@@ -117,6 +118,8 @@ struct Message {
     offset: u64,
     /// Its head was not cut by a gap.
     head_complete: bool,
+    /// What its body or event in progress holds against the budget of all messages.
+    held: HeldBytes,
 }
 
 /// How a body past [`MAX_BODY`] is kept.
@@ -256,6 +259,8 @@ pub(crate) struct Counts {
     pub(crate) heads_cut: u64,
     pub(crate) heads_cut_by_snaplen: u64,
     pub(crate) bodies_not_decoded_past_budget: u64,
+    pub(crate) brotli_bodies_refused: u64,
+    pub(crate) messages_cut_by_held: u64,
     pub(crate) headers_dropped: u64,
     pub(crate) json_bodies_shrunk: u64,
 }
@@ -1443,14 +1448,17 @@ impl Connection {
                 body,
                 sse,
                 shrink,
+                held,
                 ..
             } = msg;
-            let mut keep = |piece: &[u8]| keep(body, sse, shrink, piece, mark, out_events);
+            let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, out_events);
             if let Err(e) = decoder.write(bytes, &mut keep) {
                 if e.is_bomb() {
                     msg.body.truncated = true;
                     self.counts.bodies_not_decoded_past_budget += 1;
                 }
+                self.counts.brotli_bodies_refused += u64::from(e.is_windows_held());
+                msg.body.not_decoded = true;
                 msg.body.decode_error = Some(e.to_string());
                 decode_error = Some(e.to_string());
             }
@@ -1502,7 +1510,20 @@ impl Connection {
             self.counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
             self.anomaly(dir, mark, e.to_string(), sink);
         }
-        if let Shrink::Shrinking(s) = &msg.shrink {
+        if msg.held.cut {
+            self.counts.messages_cut_by_held += 1;
+            let what = format!(
+                "the body or an event of this message was kept shorter than its own cap (JSON \
+                 with its strings cut to {} KiB, other bytes cut): the messages in progress held \
+                 the {} MiB allowed together",
+                KEEP_STRING >> 10,
+                MAX_BYTES_HELD >> 20
+            );
+            self.anomaly(dir, mark, what, sink);
+        }
+        if let Shrink::Shrinking(s) = &msg.shrink
+            && !msg.held.cut
+        {
             self.counts.json_bodies_shrunk += 1;
             let what = format!(
                 "JSON body of {} bytes, over the {} MiB a message keeps: kept with every string \
@@ -1863,16 +1884,23 @@ fn keep(
     body: &mut Body,
     sse: &mut Option<SseParser>,
     shrink: &mut Shrink,
+    held: &mut HeldBytes,
     decoded: &[u8],
     mark: Mark,
     events: &mut Vec<SseEvent>,
 ) {
     body.decoded_bytes += decoded.len() as u64;
+    let allowed = held.allowed();
     if let Some(sse) = sse.as_mut() {
+        sse.set_allowed(allowed);
         sse.feed(decoded, mark, events);
+        held.set(sse.held() as u64);
+        held.cut |= sse.stats.cut_by_held > 0;
         return;
     }
-    let room = MAX_BODY.saturating_sub(body.data.len());
+    let limit = MAX_BODY.min(allowed);
+    let room = limit.saturating_sub(body.data.len());
+    held.cut |= decoded.len() > room && limit < MAX_BODY;
     match shrink {
         Shrink::Json if decoded.len() > room => {
             let mut s = Box::new(JsonShrinker::default());
@@ -1890,7 +1918,8 @@ fn keep(
         }
     }
     // Shrunk, it may still be too large (many strings, or none): then it is cut.
-    body.data.truncate(MAX_BODY);
+    body.data.truncate(limit);
+    held.set(body.data.len() as u64);
 }
 
 impl Message {
@@ -1904,17 +1933,21 @@ impl Message {
         events: &mut Vec<SseEvent>,
     ) -> Option<crate::body::DecodeError> {
         let mut failed = None;
+        // A coding not decoded hides only the bytes that came.
+        self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
         if outcome == Outcome::Complete && !self.holed {
             let Message {
                 decoder,
                 body,
                 sse,
                 shrink,
+                held,
                 ..
             } = self;
-            let mut keep = |piece: &[u8]| keep(body, sse, shrink, piece, mark, events);
+            let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
             if let Err(e) = decoder.finish(&mut keep) {
                 self.body.truncated |= e.is_bomb();
+                self.body.not_decoded = true;
                 self.body.decode_error = Some(e.to_string());
                 failed = Some(e);
             }
@@ -2055,6 +2088,7 @@ fn new_message(
         last: head_end,
         offset: 0,
         head_complete: true,
+        held: HeldBytes::default(),
     }
 }
 

@@ -36,6 +36,7 @@
 mod body;
 mod conn;
 pub mod exchange;
+mod held;
 mod resync;
 mod shrink;
 pub mod sse;
@@ -51,6 +52,12 @@ use mcpf_model::Mark;
 use mcpf_model::{ConnId, Direction};
 
 use conn::Connection;
+
+/// Decoding windows all brotli bodies in progress may hold together, in bytes.
+pub const MAX_BROTLI_WINDOWS_HELD: u64 = body::MAX_WINDOWS_HELD;
+
+/// Bytes of bodies and events all messages in progress may hold together.
+pub const MAX_MESSAGE_BYTES_HELD: u64 = held::MAX_BYTES_HELD;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -139,6 +146,10 @@ pub struct Body {
     pub chunked: bool,
     /// The source did not record this body (a HAR hole, an access log): unknown, not empty.
     pub unknown: bool,
+    /// Its content coding could not be undone, wholly or in part (a coding not decoded, a
+    /// corrupt or cut stream, the decoding budget, the brotli windows held): what it carried is
+    /// not all known, so nothing is concluded from what it seems to lack.
+    pub not_decoded: bool,
     /// Bytes of the body missing from the capture.
     pub gap_bytes: u64,
     /// Of `gap_bytes`, the bytes the capture's snap length cut from frames it did capture: not
@@ -335,6 +346,14 @@ pub struct HttpStats {
     /// reported truncated with an anomaly.
     #[serde(skip)]
     pub bodies_not_decoded_past_budget: u64,
+    /// Brotli bodies not decoded because the bodies in progress already held the windows
+    /// allowed together (`body::MAX_WINDOWS_HELD`), each an anomaly.
+    #[serde(skip)]
+    pub brotli_bodies_refused: u64,
+    /// Messages whose body or event was kept shorter than its own cap because the messages in
+    /// progress held all the bytes allowed together (`held::MAX_BYTES_HELD`), each an anomaly.
+    #[serde(skip)]
+    pub messages_cut_by_held: u64,
     /// Header fields dropped past the first 128 of a head (each such head an anomaly; the
     /// message is reported with the rest).
     #[serde(skip)]
@@ -413,6 +432,8 @@ impl<S: HttpSink> Stage<S> {
         self.stats.heads_cut += n.heads_cut;
         self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
         self.stats.bodies_not_decoded_past_budget += n.bodies_not_decoded_past_budget;
+        self.stats.brotli_bodies_refused += n.brotli_bodies_refused;
+        self.stats.messages_cut_by_held += n.messages_cut_by_held;
         self.stats.headers_dropped += n.headers_dropped;
         self.stats.json_bodies_shrunk += n.json_bodies_shrunk;
         self.sink.on_http(HttpEvent::ConnectionEnd {

@@ -101,6 +101,9 @@ pub struct SseStats {
     /// An event still open when the stream ended (discarded, as browsers do).
     pub unterminated: bool,
     pub oversized_lines: u64,
+    /// Lines or events cut shorter than their own cap because the messages in progress held
+    /// all the bytes allowed together.
+    pub cut_by_held: u64,
     /// The last `retry` value seen, in milliseconds.
     pub last_retry: Option<u64>,
 }
@@ -131,6 +134,8 @@ pub struct SseParser {
     /// Anything in the current block (so a blank line ends a block, not just repeats).
     block_started: bool,
     next_index: u32,
+    /// Bytes the line and data in progress may hold now (see [`SseParser::set_allowed`]).
+    allowed: usize,
     pub stats: SseStats,
 }
 
@@ -161,8 +166,27 @@ impl SseParser {
             mark_after_gap: false,
             block_started: false,
             next_index: 0,
+            allowed: usize::MAX,
             stats: SseStats::default(),
         }
+    }
+
+    /// Bytes its line and event in progress may hold together from now on, below their own
+    /// caps: what the messages in progress leave.
+    pub(crate) fn set_allowed(&mut self, bytes: usize) {
+        self.allowed = bytes;
+    }
+
+    /// Bytes its line and event in progress hold.
+    pub(crate) fn held(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
+    /// The longest the line in progress may grow, and whether the budget, not its own cap,
+    /// decides.
+    fn line_limit(&self) -> (usize, bool) {
+        let shared = self.allowed.saturating_sub(self.data.len());
+        (MAX_LINE.min(shared), shared < MAX_LINE)
     }
 
     /// The last event ID the stream set so far.
@@ -226,7 +250,9 @@ impl SseParser {
     }
 
     fn push_line_bytes(&mut self, b: &[u8]) {
-        if self.line_shrink.is_none() && self.line.len() + b.len() > MAX_LINE {
+        let (limit, shared) = self.line_limit();
+        if self.line_shrink.is_none() && self.line.len() + b.len() > limit {
+            self.stats.cut_by_held += u64::from(shared);
             let mut s = Box::new(JsonShrinker::default());
             let head = std::mem::take(&mut self.line);
             s.feed(&head, &mut self.line);
@@ -236,8 +262,8 @@ impl SseParser {
             Some(s) => s.feed(b, &mut self.line),
             None => self.line.extend_from_slice(b),
         }
-        if self.line.len() > MAX_LINE {
-            self.line.truncate(MAX_LINE);
+        if self.line.len() > limit {
+            self.line.truncate(limit);
             self.line_oversized = true;
         }
     }
@@ -285,7 +311,9 @@ impl SseParser {
             "data" => {
                 self.has_data_field = true;
                 self.data_truncated |= cut;
-                if self.data.len() + value.len() + 1 > MAX_DATA {
+                let shared = self.allowed.saturating_sub(line.len());
+                if self.data.len() + value.len() + 1 > MAX_DATA.min(shared) {
+                    self.stats.cut_by_held += u64::from(shared < MAX_DATA);
                     self.data_truncated = true;
                 } else {
                     self.data.push_str(value);

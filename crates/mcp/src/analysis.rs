@@ -278,11 +278,20 @@ const EVENT_ABSENCE_KINDS: [&str; 3] = ["resume_gap", "skipped_events", "unanswe
 /// absent.
 fn note_what_inputs_lack(s: &mut Session) {
     let unknown = s.streams.iter().filter(|st| st.body_unknown).count();
+    let not_decoded = s.streams.iter().filter(|st| st.body_not_decoded).count();
     if unknown > 0 {
-        let why = format!(
-            "the input recorded no body or SSE events for {unknown} of {} exchanges",
-            s.streams.len()
-        );
+        let total = s.streams.len();
+        let why = match unknown - not_decoded {
+            0 => format!(
+                "the content coding of {not_decoded} of {total} exchanges' bodies could not be undone"
+            ),
+            n if not_decoded == 0 => {
+                format!("the input recorded no body or SSE events for {n} of {total} exchanges")
+            }
+            n => format!(
+                "the input recorded no body or SSE events for {n} of {total} exchanges, and the content coding of {not_decoded} more could not be undone"
+            ),
+        };
         for kind in [
             "cross_namespace_replay",
             "event_id_reset",

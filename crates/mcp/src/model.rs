@@ -230,8 +230,10 @@ pub struct Stream {
     pub transport_mode_sent: Option<String>,
     pub comments: u64,
     pub last_retry: Option<u64>,
-    /// The source recorded no body for it (HAR holes, access logs).
+    /// The source recorded no body for it (HAR holes, access logs), or its content coding
+    /// could not be undone (`body_not_decoded`): what it carried is not known.
     pub body_unknown: bool,
+    pub body_not_decoded: bool,
     /// The source records the response's `Mcp-Session-Id` (an access log may not).
     pub session_header_known: bool,
     /// Events in brief, filled when the session is finalized (the events themselves may then be
@@ -315,6 +317,7 @@ impl Stream {
             comments: 0,
             last_retry: None,
             body_unknown: false,
+            body_not_decoded: false,
             session_header_known: true,
             summary: EventSummary::default(),
             response_data: None,

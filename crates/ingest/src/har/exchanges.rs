@@ -128,6 +128,7 @@ impl<'a> Exchanges<'a> {
             content_encoding: r.headers.get("content-encoding").map(str::to_string),
             chunked: r.headers.has_token("transfer-encoding", "chunked"),
             decode_error: r.decode_error.clone(),
+            not_decoded: r.decode_error.is_some(),
             unknown: !known,
             ..Body::default()
         };

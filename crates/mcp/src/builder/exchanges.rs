@@ -597,7 +597,8 @@ fn record_end(
         stream.gap = true;
     }
     if let Some(b) = body {
-        stream.body_unknown |= b.unknown;
+        stream.body_unknown |= b.unknown || b.not_decoded;
+        stream.body_not_decoded |= b.not_decoded;
         stream.gap |= b.gap_bytes > 0;
         stream.gap_bytes += b.gap_bytes;
         stream.snaplen_bytes += b.snaplen_bytes;

@@ -192,6 +192,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
             st.body_unknown,
             st.session_header_known,
             st.resume.is_some(),
+            st.body_not_decoded,
         ],
     );
     if let Some(resume) = &st.resume {
@@ -264,7 +265,9 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         body_unknown,
         header_known,
         resumes,
+        not_decoded,
     ] = read_flags(r)?;
+    st.body_not_decoded = not_decoded;
     (st.event_stream, st.accept_sse, st.gap) = (event_stream, accept_sse, gap);
     (st.body_unknown, st.session_header_known) = (body_unknown, header_known);
     if resumes {
