@@ -34,7 +34,7 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
     (
         "brotli_windows",
         "pcap",
-        "sessions each holding a brotli event stream open that asks for a 16 MiB window",
+        "sessions each holding a brotli event stream open that asks for a 16 MiB window and fills it",
     ),
     ("syn_flood", "pcap.gz", "SYN-only connections"),
     ("sse_events", "pcap.gz", "SSE events in one stream"),

@@ -49,6 +49,8 @@ GEN="$TARGET_DIR/release/examples/gen_stress"
 PLAN="
 brotli_bomb 500
 gzip_bomb 50
+held_bodies 20
+brotli_windows 20
 syn_flood 30000
 sse_events 30000 --events
 many_calls 2000
