@@ -22,6 +22,9 @@ pub struct InputReport {
     pub accounting: crate::Accounting,
     /// Why the input could not be read at all; the rest of the entry is then empty.
     pub error: Option<String>,
+    /// Keys of an access log read as another field than their name says (an nginx log whose
+    /// operator named its keys): key → the field it was read as, a guess a person can check.
+    pub read_as: BTreeMap<String, String>,
 }
 
 impl InputReport {
