@@ -163,3 +163,57 @@ fn an_unreadable_log_gets_a_ready_log_map_and_no_capture_advice() {
     );
     assert!(!err.contains("tcpdump"), "{err}");
 }
+
+/// The log with every `499` written as `200`, the way Caddy logs a stream the client dropped.
+fn as_caddy_would(name: &str, log: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("log-formats-{name}.jsonl"));
+    let text = std::fs::read_to_string(log).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\"status\":\"499\"", "\"status\":\"200\""),
+    )
+    .unwrap();
+    path
+}
+
+fn kinds(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_dropped_post_logged_200_still_shows_the_fallback() {
+    let doc = analyze(&as_caddy_would("no-499", SEED_LOG));
+    let fallbacks: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "sse_fallback")
+        .collect();
+    assert_eq!(fallbacks.len(), 1, "{:?}", kinds(&doc));
+    assert_eq!(fallbacks[0]["evidence"]["inferred_from_times"], true);
+    assert!(kinds(&doc).contains(&"unsafe_resumption_after_fallback".to_string()));
+    // The original, with its 499, is found without inference.
+    let plain = analyze(Path::new(SEED_LOG));
+    let f = &plain["findings"][0];
+    assert_eq!(
+        (f["kind"].as_str(), &f["evidence"]["inferred_from_times"]),
+        (Some("sse_fallback"), &Value::Bool(false))
+    );
+}
+
+#[test]
+fn healthy_sessions_logged_without_499_get_no_inferred_fallback() {
+    // 52 healthy SDK sessions and the one seed session, through one nginx.
+    let doc = analyze(&as_caddy_would(
+        "concurrent-no-499",
+        "samples/concurrent-nginx.nginx.jsonl",
+    ));
+    let fallbacks = kinds(&doc).iter().filter(|k| *k == "sse_fallback").count();
+    assert_eq!(fallbacks, 1, "{:?}", kinds(&doc));
+}
