@@ -13,9 +13,7 @@
 #   OUT/nginx-formats.truth.json      (written from what the clients and servers recorded)
 #   OUT/nginx-formats-client-leg.pcap (both sessions, client <-> nginx, for comparison)
 #
-# OUT is samples/nginx-formats/ (or $MCPF_NGINX_FORMATS_OUT): the tests run every .jsonl and .pcap
-# directly under samples/ and require the analyzer to read it, so these wait one level down until
-# the analyzer recognises the formats; then they move up to samples/ (OUT=samples).
+# OUT is samples/ (or $MCPF_NGINX_FORMATS_OUT).
 #
 # The incident runs first, then the healthy session. Needs root (tcpdump on lo, apt-get).
 # Uses TCP ports 18541-18543 only. Scratch: ${MCPF_SCRATCH:-/tmp/mcpf-scratch}. Takes about 20 s.
@@ -28,7 +26,7 @@ NGINX_PORT=18541   # must match nginx.conf
 SEED_PORT=18542
 PY_PORT=18543
 FORMATS="ops-short request-line ingress"
-OUT="${MCPF_NGINX_FORMATS_OUT:-$SAMPLES_DIR/$NAME}"
+OUT="${MCPF_NGINX_FORMATS_OUT:-$SAMPLES_DIR}"
 
 need_capture_tools
 need_apt nginx:nginx python3:python3
