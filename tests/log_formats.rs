@@ -1,5 +1,7 @@
-//! nginx logs as operators write them: the real log of the seed incident, its keys renamed the
-//! way `log_format`s in the wild name them, must give the analysis the original gives.
+//! Access logs and HAR files as operators and browsers write them: the real log of the seed
+//! incident, its keys renamed the way `log_format`s in the wild name them, must give the
+//! analysis the original gives; a log that writes 200 for a dropped stream still shows the
+//! fallback; a HAR entry that recorded no response is unknown, never unanswered.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -216,4 +218,59 @@ fn healthy_sessions_logged_without_499_get_no_inferred_fallback() {
     ));
     let fallbacks = kinds(&doc).iter().filter(|k| *k == "sse_fallback").count();
     assert_eq!(fallbacks, 1, "{:?}", kinds(&doc));
+}
+
+const HAR: &str = "samples/mitmproxy-python-sdk.har";
+
+/// The HAR with the response of its `tools/call` 3 (entry 4) replaced by `response` (None:
+/// removed).
+fn har_with(name: &str, response: Option<Value>) -> PathBuf {
+    let mut h: Value = serde_json::from_str(&std::fs::read_to_string(HAR).unwrap()).unwrap();
+    let entry = &mut h["log"]["entries"][3];
+    assert!(
+        entry["request"]["postData"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"id\":3")
+    );
+    let obj = entry.as_object_mut().unwrap();
+    match response {
+        Some(r) => obj.insert("response".into(), r),
+        None => obj.remove("response"),
+    };
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("har-{name}.har"));
+    std::fs::write(&path, serde_json::to_string(&h).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_har_entry_without_a_response_is_unknown_never_unanswered() {
+    let pending = serde_json::json!({"status": 0, "statusText": "", "httpVersion": "",
+        "headers": [], "cookies": [], "content": {"size": 0, "mimeType": "x-unknown"},
+        "redirectURL": "", "headersSize": -1, "bodySize": -1});
+    for (name, response) in [("no-response", None), ("in-flight", Some(pending))] {
+        let doc = analyze(&har_with(name, response));
+        assert!(
+            !kinds(&doc).contains(&"unanswered_request".to_string()),
+            "{name}: {:?}",
+            kinds(&doc)
+        );
+        let warnings = doc["inputs"][0]["warnings"].to_string();
+        assert!(warnings.contains("entry 4"), "{name}: {warnings}");
+        let undecided = doc["sessions"][0]["not_determinable"].to_string();
+        assert!(
+            undecided.contains("unanswered_request"),
+            "{name}: {undecided}"
+        );
+    }
+    // The same entry failing by the browser's own account is a request that got no answer.
+    let aborted = serde_json::json!({"status": 0, "statusText": "", "httpVersion": "",
+        "headers": [], "cookies": [], "content": {"size": 0, "mimeType": "x-unknown"},
+        "redirectURL": "", "headersSize": -1, "bodySize": -1, "_error": "net::ERR_CONNECTION_RESET"});
+    let doc = analyze(&har_with("failed", Some(aborted)));
+    assert!(
+        kinds(&doc).contains(&"unanswered_request".to_string()),
+        "{:?}",
+        kinds(&doc)
+    );
 }

@@ -328,6 +328,7 @@ impl Capture {
                 outcome,
                 closed_by,
                 mark,
+                unknown: false,
             });
         }
         if !self.keep_alive {

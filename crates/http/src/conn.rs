@@ -1296,6 +1296,7 @@ impl Connection {
             outcome: Outcome::Gap,
             closed_by: None,
             mark,
+            unknown: false,
         });
     }
 
@@ -1870,6 +1871,7 @@ impl Connection {
                 outcome,
                 closed_by,
                 mark: gave_up,
+                unknown: false,
             });
         }
     }

@@ -165,6 +165,7 @@ impl HttpSink for Collector {
                 outcome,
                 closed_by,
                 mark,
+                ..
             } => {
                 self.entry(exchange).no_response = Some((outcome, closed_by, mark));
                 self.finish_if_done(exchange);
@@ -229,6 +230,7 @@ mod tests {
             outcome: Outcome::Reset,
             closed_by: None,
             mark: mark(frame),
+            unknown: false,
         }
     }
 

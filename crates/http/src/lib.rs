@@ -235,6 +235,9 @@ pub enum HttpEvent {
         outcome: Outcome,
         closed_by: Option<Direction>,
         mark: Mark,
+        /// The source did not record whether a response came (a HAR entry without one): the
+        /// exchange's outcome is unknown, not "no answer".
+        unknown: bool,
     },
     /// Something about the bytes that is worth a line in the report.
     Anomaly {

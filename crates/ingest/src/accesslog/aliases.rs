@@ -275,6 +275,17 @@ impl Aliases {
                 .map_or(k.as_str(), |(_, var)| var.as_str());
             out.insert(name.to_string(), v.clone());
         }
+        // `$uri` and `$args` logged apart: the target is both (a legacy endpoint's session is in
+        // its query).
+        if let (Some(Value::String(uri)), Some(Value::String(args))) =
+            (out.get("request_uri"), out.get("args"))
+            && !uri.contains('?')
+            && !args.is_empty()
+            && args != "-"
+        {
+            let target = format!("{uri}?{args}");
+            out.insert("request_uri".into(), target.into());
+        }
         if let Some((ip, port)) = self
             .client
             .as_ref()
@@ -407,6 +418,16 @@ mod tests {
         }
         assert_eq!(read["remote_port"], "5000");
         assert!(a.guessed().contains(&("uri".into(), "request_uri".into())));
+    }
+
+    #[test]
+    fn a_path_and_its_query_logged_apart_are_one_target() {
+        let rec = obj(json!({
+            "time": "2026-12-01T16:00:00+00:00", "method": "POST", "path": "/messages",
+            "request_query": "sessionId=abc", "status": 202
+        }));
+        let read = Aliases::infer(&rec).unwrap().apply(&rec);
+        assert_eq!(read["request_uri"], "/messages?sessionId=abc");
     }
 
     #[test]

@@ -107,6 +107,7 @@ impl Exchanges<'_> {
                         outcome,
                         closed_by,
                         mark: mark(r.end),
+                        unknown: false,
                     },
                 );
             }

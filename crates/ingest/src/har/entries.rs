@@ -63,6 +63,10 @@ pub(super) struct Entry {
     pub(super) server_known: bool,
     pub(super) connection: Option<String>,
     pub(super) response: Option<Resp>,
+    /// The entry records no response: no `response` object, or status 0 (a browser exports a
+    /// request still in flight so). Without an `_error` saying it failed, how it ended is
+    /// unknown.
+    pub(super) response_missing: bool,
     pub(super) error: Option<String>,
     pub(super) messages: Option<Vec<Value>>,
 }
@@ -138,6 +142,7 @@ pub(super) fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, En
         server,
         server_known: server_ip.is_some(),
         connection: connection(obj),
+        response_missing: response.is_none(),
         response,
         error,
         messages,

@@ -19,6 +19,10 @@ pub(super) struct Holes {
     pub(super) unknown_streams: u64,
     pub(super) empty_streams_unknown: u64,
     pub(super) unknown_plain_bodies: u64,
+    /// Entries without a `response` object (nor an `_error`): their numbers, the first few,
+    /// and how many.
+    pub(super) without_response: Vec<u64>,
+    pub(super) without_response_count: u64,
 }
 
 /// Pushes the events of entries (each under its rank, so they may come in any order); the
@@ -76,6 +80,14 @@ impl<'a> Exchanges<'a> {
                 } else {
                     outcome
                 };
+                // No `response` and no `_error`: the exporter recorded nothing of how it ended.
+                let unknown = e.response_missing && e.error.is_none();
+                if unknown {
+                    self.holes.without_response_count += 1;
+                    if self.holes.without_response.len() < 10 {
+                        self.holes.without_response.push(e.number);
+                    }
+                }
                 timeline.push(
                     e.end,
                     HttpEvent::NoResponse {
@@ -83,6 +95,7 @@ impl<'a> Exchanges<'a> {
                         outcome,
                         closed_by,
                         mark: mark(e.end),
+                        unknown,
                     },
                 );
             }

@@ -476,6 +476,17 @@ fn lacks(caps: &mut Capabilities, holes: &Holes, writer: &Writer, any_entries: b
             caps.request_bodies.total()
         ));
     }
+    if holes.without_response_count > 0 {
+        let more = holes.without_response_count - holes.without_response.len() as u64;
+        let list: Vec<String> = holes.without_response.iter().map(u64::to_string).collect();
+        lacks.push(format!(
+            "the response of {} (no response object or status 0, and no _error: {} {}{}): unknown, never taken as unanswered",
+            if holes.without_response_count == 1 { "1 entry".to_string() } else { format!("{} entries", holes.without_response_count) },
+            if holes.without_response_count == 1 { "entry" } else { "entries" },
+            list.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ));
+    }
     if holes.unknown_plain_bodies > 0 {
         lacks.push(format!(
             "{} response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown",

@@ -424,7 +424,15 @@ impl HttpSink for Builder {
                 outcome,
                 closed_by,
                 mark,
-            } => self.on_end(exchange, outcome, closed_by, mark, None, None),
+                unknown,
+            } => {
+                // Unknown, not absent: nothing may be concluded from what it seems to lack.
+                let body = unknown.then(|| mcpf_http::Body {
+                    unknown: true,
+                    ..Default::default()
+                });
+                self.on_end(exchange, outcome, closed_by, mark, body.as_ref(), None)
+            }
             HttpEvent::Anomaly {
                 conn, mark, what, ..
             } => self.anomalies.push(HttpAnomaly { conn, mark, what }),
