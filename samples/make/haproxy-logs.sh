@@ -75,7 +75,7 @@ stop_pid "$SDK_SERVER"
 cp "$WORK/haproxy-seed.jsonl" "$SAMPLES_DIR/haproxy-seed.jsonl"
 cp "$WORK/haproxy-healthy.jsonl" "$SAMPLES_DIR/haproxy-healthy.jsonl"
 /usr/bin/python3 "$MAKE_DIR/_py/proxy_logs_truth.py" --proxy haproxy \
-    --proxy-version "$("$HAPROXY" -v | head -1)" --config "samples/make/$NAME/haproxy.cfg" \
+    --proxy-version "$("$HAPROXY" -v | head -1 | cut -d" " -f1-3) (Debian package $(dpkg-query -W -f '${Version}' haproxy 2>/dev/null || echo '?'))" --config "samples/make/$NAME/haproxy.cfg" \
     --seed-topology "seed-client -> HAProxy fe_seed 127.0.0.1:$SEED_FE -> nginx 127.0.0.1:$NGINX_PORT (samples/make/seed-incident/nginx.conf: proxy_buffering on, upstream HTTP/1.0) -> seed-server 127.0.0.1:$SEED_PORT" \
     --healthy-topology "official Python SDK client -> HAProxy fe_healthy 127.0.0.1:$HEALTHY_FE -> official Python SDK server 127.0.0.1:$SDK_PORT" \
     --work "$WORK" --healthy-port "$SDK_PORT" --seed-log samples/haproxy-seed.jsonl --healthy-log samples/haproxy-healthy.jsonl \
