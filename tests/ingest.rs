@@ -180,7 +180,7 @@ fn detects_formats_by_content_not_name() {
 fn unrecognised_json_names_what_was_expected_and_the_keys_found() {
     let path = format!("{FIX}/unrecognised.jsonl");
     let e = ingest::detect(&path).unwrap_err();
-    assert!(e.message.contains("Expected a HAR file"), "{}", e.message);
+    assert!(e.message.contains("not an access log"), "{}", e.message);
     assert!(
         e.message.contains("nginx") && e.message.contains("Envoy") && e.message.contains("Caddy")
     );
@@ -191,7 +191,13 @@ fn unrecognised_json_names_what_was_expected_and_the_keys_found() {
         "{}",
         e.message
     );
-    assert!(e.hint.unwrap().contains("--log-map"));
+    // A ready --log-map from the keys seen, the one it could not place marked.
+    let hint = e.hint.unwrap();
+    assert!(
+        hint.contains("--log-map 'time=ts_ms,method=verb,path=route,status=?'"),
+        "{hint}"
+    );
+    assert!(!hint.contains("tcpdump"), "{hint}");
 
     let dir = tempdir();
     let not_har = dir.join("pretty.json");

@@ -350,6 +350,7 @@ impl CaptureStage {
             warnings,
             accounting,
             error: None,
+            read_as: Default::default(),
         }
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "trigger": fb.trigger,
                     "request_id": fb.request_id.as_ref().map(|i| i.to_value()),
                     "confirmed_by_messages_on_new_stream": fb.confirmed,
+                    "inferred_from_times": fb.inferred,
                 }),
                 caused_by: vec![],
                 subject: Subject::FallbackTo(fb.to_stream),

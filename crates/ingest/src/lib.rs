@@ -264,7 +264,8 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
     }
     // JSON Lines, or a HAR written on one line: the first line is a whole object.
     let first_line = text.split(|&b| b == b'\n').next().unwrap_or(text);
-    if let Ok(first) = serde_json::from_slice::<FirstRecord>(first_line) {
+    if let Ok(mut first) = serde_json::from_slice::<FirstRecord>(first_line) {
+        first.object = serde_json::from_slice(first_line).ok();
         return Ok(Sniff::Json(first));
     }
     // A pretty-printed (or very long) single document, typically a HAR: read its first value
@@ -282,10 +283,11 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         Err(whole) => {
             // A log whose first line is damaged (cut by rotation): look at the next lines.
             for line in text.split(|&b| b == b'\n').skip(1).take(50) {
-                if let Ok(first) = serde_json::from_slice::<FirstRecord>(line)
-                    && accesslog::classify(&first).is_some()
-                {
-                    return Ok(Sniff::Json(first));
+                if let Ok(mut first) = serde_json::from_slice::<FirstRecord>(line) {
+                    first.object = serde_json::from_slice(line).ok();
+                    if accesslog::recognise(&first).is_some() {
+                        return Ok(Sniff::Json(first));
+                    }
                 }
             }
             Err(OpenError {
@@ -327,8 +329,11 @@ fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFor
     if have_map {
         return Ok(SourceFormat::AccessLog(LogFlavor::Mapped));
     }
-    if let Some(flavor) = accesslog::classify(first) {
+    if let Some(flavor) = accesslog::recognise(first) {
         return Ok(SourceFormat::AccessLog(flavor));
+    }
+    if let Some(obj) = &first.object {
+        return Err(accesslog::unrecognised(path, obj));
     }
     let mut keys = first.keys.join(", ");
     if first.keys.is_empty() {
@@ -365,6 +370,9 @@ pub(crate) struct FirstRecord {
     pub(crate) more_keys: bool,
     pub(crate) log: Option<Vec<String>>,
     pub(crate) request: Option<Vec<String>>,
+    /// The record itself, when it is one line of JSON Lines: a log whose keys the operator
+    /// named is recognised by its values too.
+    pub(crate) object: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 const MAX_KEYS: usize = 64;

@@ -413,14 +413,95 @@ fn detect_fallbacks(s: &mut Session) {
             abandoned_stream: Some(p.idx),
             to_stream: g,
             confirmed,
+            inferred: false,
             frames: vec![p.opened, abandoned_at, get.opened],
         });
         abandoned.remove(&p.idx);
     }
+    let inferred = inferred_fallbacks(s, &found);
+    found.extend(inferred);
     s.fallbacks.extend(found);
     let mut fallbacks = std::mem::take(&mut s.fallbacks);
     fallbacks.sort_by_key(|f| s.seq(f.mark));
     s.fallbacks = fallbacks;
+}
+
+/// Fallbacks an input shows only by its times. A log that does not record how a response
+/// ended writes a stream the client dropped as complete (Caddy logs `200` where nginx logs
+/// `499`), but an event-stream POST of the session whose logged end is the moment, within the
+/// log's time resolution, a GET stream began was dropped for it: what a client falling back
+/// does. Stated as inferred, with the two lines that show it.
+fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
+    let all = || s.fallbacks.iter().chain(found);
+    let mut posts_used: HashSet<StreamIdx> = all().filter_map(|f| f.abandoned_stream).collect();
+    let gets_used: HashSet<StreamIdx> = all().map(|f| f.to_stream).collect();
+    let mut out = Vec::new();
+    for get in &s.streams {
+        if get.transport != StreamTransport::Get
+            || get.resume.is_some()
+            || gets_used.contains(&get.idx)
+            || !get.status.is_some_and(|st| (200..300).contains(&st))
+        {
+            continue;
+        }
+        let Some((p, end)) = s
+            .streams
+            .iter()
+            .filter(|p| !posts_used.contains(&p.idx) && may_have_been_dropped(p))
+            .filter_map(|p| Some((p, p.ended?)))
+            .filter(|(p, end)| {
+                let within = p.ending_unknown.unwrap_or(0).max(1_000_000);
+                (end.time.0 - get.opened.time.0).abs() <= within
+            })
+            .min_by_key(|(_, end)| (end.time.0 - get.opened.time.0).abs())
+        else {
+            continue;
+        };
+        posts_used.insert(p.idx);
+        let within = p.ending_unknown.unwrap_or(0).max(1_000_000);
+        out.push(Fallback {
+            mark: get.opened,
+            from: "post".into(),
+            to: "get".into(),
+            trigger: format!(
+                "{} (logged {}) ended within {} of the start of {}: taken as abandoned by \
+                 the client, inferred from the times (the input does not record how responses \
+                 ended)",
+                p.label(),
+                p.status.unwrap_or(0),
+                resolution(within),
+                get.label()
+            ),
+            request_id: p.requests().next().and_then(|m| m.id.clone()),
+            abandoned_stream: Some(p.idx),
+            to_stream: get.idx,
+            confirmed: false,
+            inferred: true,
+            frames: vec![p.opened, end, get.opened],
+        });
+    }
+    out
+}
+
+/// `1 ms`, `1 s`.
+fn resolution(ns: i64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{} s", ns / 1_000_000_000)
+    } else {
+        format!("{} ms", (ns / 1_000_000).max(1))
+    }
+}
+
+/// A POST of the session (it named the session: not initialize) whose response was an event
+/// stream that the input says ended well, without knowing how it ended.
+fn may_have_been_dropped(p: &super::model::Stream) -> bool {
+    p.transport == StreamTransport::Post
+        && p.ending_unknown.is_some()
+        && p.event_stream
+        && p.session_id_sent.is_some()
+        && p.status.is_some_and(|st| (200..300).contains(&st))
+        && !p.gap
+        && !answered_on(p)
 }
 
 /// The POST streams the client abandoned before they answered its request, not yet the

@@ -236,6 +236,9 @@ pub struct Stream {
     pub body_not_decoded: bool,
     /// The source records the response's `Mcp-Session-Id` (an access log may not).
     pub session_header_known: bool,
+    /// The source does not record how the response ended (a log that writes `200` for a
+    /// stream the client dropped), and its times are exact to this many nanoseconds.
+    pub ending_unknown: Option<i64>,
     /// Events in brief, filled when the session is finalized (the events themselves may then be
     /// dropped to keep memory flat).
     pub summary: EventSummary,
@@ -319,6 +322,7 @@ impl Stream {
             body_unknown: false,
             body_not_decoded: false,
             session_header_known: true,
+            ending_unknown: None,
             summary: EventSummary::default(),
             response_data: None,
         }
@@ -401,6 +405,9 @@ pub struct Fallback {
     pub to_stream: StreamIdx,
     /// Messages of the abandoned request later arrived on the new stream.
     pub confirmed: bool,
+    /// The input does not record how the POST ended: it is taken as abandoned because its
+    /// logged end and the GET's start coincide within the input's time resolution.
+    pub inferred: bool,
     /// Frames that show it.
     pub frames: Vec<Mark>,
 }

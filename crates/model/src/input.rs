@@ -22,6 +22,9 @@ pub struct InputReport {
     pub accounting: crate::Accounting,
     /// Why the input could not be read at all; the rest of the entry is then empty.
     pub error: Option<String>,
+    /// Keys of an access log read as another field than their name says (an nginx log whose
+    /// operator named its keys): key → the field it was read as, a guess a person can check.
+    pub read_as: BTreeMap<String, String>,
 }
 
 impl InputReport {
@@ -157,6 +160,9 @@ pub struct Capabilities {
     pub connections: bool,
     /// How a response ended (complete, cut by the client, ...) is known beyond the status.
     pub response_end_known: bool,
+    /// How precise its times are, in nanoseconds (a log of whole seconds: 10^9; of `$msec`:
+    /// 10^6): two times closer than this cannot be told apart.
+    pub time_resolution_ns: i64,
     /// One sentence per thing this input lacks, for the report.
     pub lacks: Vec<String>,
 }
@@ -180,6 +186,7 @@ impl Capabilities {
             server_addresses: false,
             connections: false,
             response_end_known: false,
+            time_resolution_ns: 1_000_000,
             lacks: Vec::new(),
         }
     }

@@ -42,6 +42,12 @@ pub fn no_session(
         });
         return out;
     }
+    if inputs
+        .iter()
+        .all(|i| i.error.is_some() || !i.format.starts_with("pcap"))
+    {
+        return vec![no_session_in_records(inputs, mcp)];
+    }
     if connections == 0 {
         let skipped: Vec<String> = inputs
             .iter()
@@ -113,6 +119,31 @@ pub fn no_session(
         });
     }
     out
+}
+
+/// Logs and HAR files hold no TCP: what to check is what they recorded, and how the log was
+/// read.
+fn no_session_in_records(inputs: &[InputReport], mcp: &McpStats) -> Hint {
+    let records: u64 = inputs.iter().map(|i| i.packets).sum();
+    let guessed = inputs.iter().any(|i| !i.read_as.is_empty());
+    Hint {
+        problem: format!(
+            "{} read, {} of them an MCP exchange (none naming an Mcp-Session-Id, answering \
+             initialize or posting to a legacy endpoint)",
+            super::table::count(records, "record", "records"),
+            mcp.exchanges_mcp
+        ),
+        hint: if guessed {
+            "check how the log's keys were read (the line under the input); if a guess is wrong, \
+             name the fields with --log-map"
+                .into()
+        } else {
+            "check that the log covers the MCP endpoint and logs its Mcp-Session-Id header \
+             (nginx: $http_mcp_session_id and $sent_http_mcp_session_id); for a log this tool \
+             reads wrongly, name the fields with --log-map"
+                .into()
+        },
+    }
 }
 
 /// Whether what the snap length left shows MCP.

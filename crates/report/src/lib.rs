@@ -42,6 +42,18 @@ pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::
         write!(out, "; skipped {}", reasons.join(", "))?;
     }
     writeln!(out)?;
+    if !input.read_as.is_empty() {
+        let pairs: Vec<String> = input
+            .read_as
+            .iter()
+            .map(|(k, v)| format!("{k} as {v}"))
+            .collect();
+        writeln!(
+            out,
+            "  read as nginx variables (a guess from the keys and values; check it): {}",
+            sanitize::terminal(&pairs.join(", "))
+        )?;
+    }
     for w in &input.warnings {
         writeln!(out, "  warning: {}", sanitize::terminal(w))?;
     }

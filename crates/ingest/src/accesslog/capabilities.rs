@@ -25,6 +25,9 @@ pub(super) fn capabilities(flavor: LogFlavor, facts: &Facts, any_records: bool) 
     caps.server_addresses = any_records && facts.all_servers;
     caps.connections = any_records && facts.all_conns;
     caps.response_end_known = facts.ending_logged;
+    if facts.coarse_times {
+        caps.time_resolution_ns = 1_000_000_000;
+    }
     caps.sanitized = facts.redacted;
     if flavor == LogFlavor::Caddy {
         caps.request_headers = HeaderCoverage::All { except: Vec::new() };

@@ -43,7 +43,7 @@ pub(super) enum Side {
 }
 
 /// Header names whose bare (or `x-` prefixed) key is read as a request header.
-const KNOWN_HEADERS: &[&str] = &[
+pub(super) const KNOWN_HEADERS: &[&str] = &[
     "mcp-session-id",
     "mcp-protocol-version",
     "last-event-id",

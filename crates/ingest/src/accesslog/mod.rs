@@ -29,6 +29,7 @@
 //! [`Body::unknown`]: mcpf_http::Body::unknown
 //! [`HeaderCoverage::Only`]: mcpf_model::HeaderCoverage::Only
 
+mod aliases;
 mod caddy;
 mod capabilities;
 mod envoy;
@@ -52,6 +53,7 @@ use mcpf_http::{Headers, HttpSink, Outcome};
 use mcpf_model::{Accounting, Capabilities, Direction, LogFlavor, bucket};
 use mcpf_model::{InputId, InputReport, OpenError, Timestamp};
 
+use self::aliases::Aliases;
 pub use self::logmap::{LogMap, LogMapError};
 
 /// Which flavor the first record's keys say, if any.
@@ -77,6 +79,45 @@ pub(crate) fn classify(first: &FirstRecord) -> Option<LogFlavor> {
         return Some(LogFlavor::Nginx);
     }
     None
+}
+
+/// Which flavor a first record is: by its keys, or an nginx log whose operator named its keys,
+/// by their names and values.
+pub(crate) fn recognise(first: &FirstRecord) -> Option<LogFlavor> {
+    classify(first).or_else(|| {
+        first
+            .object
+            .as_ref()
+            .and_then(Aliases::infer)
+            .map(|_| LogFlavor::Nginx)
+    })
+}
+
+/// Why JSON Lines whose first record no flavor reads cannot be read: its keys, and a ready
+/// `--log-map` built from them (never a hint about captures: this is a log).
+pub(crate) fn unrecognised(path: &str, obj: &Map<String, Value>) -> OpenError {
+    let keys: Vec<&str> = obj.keys().map(String::as_str).take(64).collect();
+    let map = Aliases::suggested_map(obj);
+    let todo = if map.contains('?') {
+        " (replace each ? with the key that holds it; `mcp-forensics analyze --help` explains the keys)"
+    } else {
+        ""
+    };
+    OpenError {
+        path: path.to_string(),
+        message: format!(
+            "is JSON Lines, but not an access log this tool can read: its first record holds no \
+             time, request (method and path, or a request line) and status it can place. \
+             Expected JSON Lines from nginx (keys named after its variables or what they mean: \
+             msec, time or timestamp; request_method or method; request_uri, uri or request; \
+             status; request_time or duration), Envoy (start_time, method, path, \
+             response_code, duration) or Caddy (ts, request.method, request.uri, status, \
+             duration), or a HAR file. The first record has the keys: {}{}",
+            keys.join(", "),
+            if obj.len() > keys.len() { ", ..." } else { "" }
+        ),
+        hint: Some(format!("name its fields with --log-map '{map}'{todo}")),
+    }
 }
 
 /// Reads a JSON Lines access log (plain or gzip) into `sink`. The flavor is recognised from the
@@ -358,6 +399,10 @@ struct LogReader<'a> {
     /// The line being read has no newline (it ends the input).
     unterminated: bool,
     too_long: u64,
+    /// For an nginx log whose operator named its keys: how they are read, from its first
+    /// record (decided once).
+    aliases: Option<Aliases>,
+    aliases_decided: bool,
 }
 
 impl<'a> LogReader<'a> {
@@ -381,6 +426,8 @@ impl<'a> LogReader<'a> {
             line_bytes: 0,
             unterminated: false,
             too_long: 0,
+            aliases: None,
+            aliases_decided: false,
         }
     }
 
@@ -447,7 +494,7 @@ impl<'a> LogReader<'a> {
             Some(f) => f,
             None => {
                 let first = first_record(&obj);
-                match classify(&first) {
+                match recognise(&first) {
                     Some(f) => {
                         self.flavor = Some(f);
                         f
@@ -470,7 +517,19 @@ impl<'a> LogReader<'a> {
                 }
             }
         };
-        match self.record(flavor, &obj) {
+        if flavor == LogFlavor::Nginx && !self.aliases_decided {
+            self.aliases_decided = true;
+            self.aliases = Aliases::infer(&obj).filter(|a| !a.guessed().is_empty());
+        }
+        let renamed;
+        let obj = match &self.aliases {
+            Some(a) => {
+                renamed = a.apply(&obj);
+                &renamed
+            }
+            None => &obj,
+        };
+        match self.record(flavor, obj) {
             Ok(rec) => {
                 self.facts.all_clients &= rec.client.is_some_and(|c| c.port() != 0);
                 self.facts.all_servers &= rec.server.is_some();
@@ -515,6 +574,9 @@ impl<'a> LogReader<'a> {
                 .insert("lines over the line cap".into(), self.too_long);
         }
         report.accounting = self.accounting.clone();
+        if let Some(a) = &self.aliases {
+            report.read_as = a.guessed().into_iter().collect();
+        }
         let caps = exchanges::assemble(self.records, &self.facts, flavor, self.input, sink);
         report.warnings = self.warnings.finish("malformed lines");
         (report, caps)
@@ -532,6 +594,7 @@ fn first_record(obj: &Map<String, Value>) -> FirstRecord {
             .get("request")
             .and_then(Value::as_object)
             .map(|r| r.keys().cloned().collect()),
+        object: Some(obj.clone()),
     }
 }
 

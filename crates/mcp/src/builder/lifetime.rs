@@ -40,6 +40,7 @@ impl Builder {
             st.unpack_events();
             if let Some(caps) = self.capabilities.get(&st.input) {
                 st.session_header_known = caps.knows_response_header("mcp-session-id");
+                st.ending_unknown = (!caps.response_end_known).then_some(caps.time_resolution_ns);
             }
         }
         s.payloads = payloads;

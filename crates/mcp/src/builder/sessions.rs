@@ -343,6 +343,7 @@ impl Builder {
                 abandoned_stream: Some(refused),
                 to_stream: sse_stream,
                 confirmed: true,
+                inferred: false,
                 frames: vec![refused_mark, sse_opened],
             });
         }

@@ -316,6 +316,8 @@ fn read_fallback(r: &mut Reader) -> Option<Fallback> {
             .and_then(|i| usize::try_from(i).ok()),
         to_stream: usize::try_from(r.u64()?).ok()?,
         confirmed: r.byte()? != 0,
+        // Inferred fallbacks are found by analysis, after a session is last spilled.
+        inferred: false,
         frames: read_marks(r)?,
     })
 }
@@ -550,6 +552,7 @@ mod tests {
                 abandoned_stream: Some(0),
                 to_stream: 1,
                 confirmed: true,
+                inferred: false,
                 frames: vec![at(2), at(3)],
             }],
             deleted: Some(at(8)),

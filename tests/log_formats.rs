@@ -1,0 +1,219 @@
+//! nginx logs as operators write them: the real log of the seed incident, its keys renamed the
+//! way `log_format`s in the wild name them, must give the analysis the original gives.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+
+const SEED_LOG: &str = "samples/seed-incident.nginx.jsonl";
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("mcp-forensics")
+}
+
+fn analyze(path: &Path) -> Value {
+    let out = Command::new(bin())
+        .args(["analyze", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: not JSON ({e}): {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Adds fields to a rewritten record from the original one.
+type Edit<'a> = &'a dyn Fn(&Map<String, Value>, &mut Map<String, Value>);
+
+/// Each line with its keys renamed by `rename` (a key mapped to None is dropped) and, when
+/// `edit` says so, fields added.
+fn rewrite(name: &str, rename: &dyn Fn(&str) -> Option<String>, edit: Edit<'_>) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("log-formats-{name}.jsonl"));
+    let mut out = String::new();
+    for line in std::fs::read_to_string(SEED_LOG).unwrap().lines() {
+        let rec: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let mut new = Map::new();
+        for (k, v) in &rec {
+            if let Some(k) = rename(k) {
+                new.insert(k, v.clone());
+            }
+        }
+        edit(&rec, &mut new);
+        out.push_str(&serde_json::to_string(&new).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// What an analysis concluded: sessions, and each finding's kind, severity and request IDs.
+fn conclusions(doc: &Value) -> (u64, Vec<String>) {
+    let findings = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {}",
+                f["kind"], f["severity"], f["evidence"]["request_id"]
+            )
+        })
+        .collect();
+    (doc["summary"]["sessions"].as_u64().unwrap(), findings)
+}
+
+fn original() -> (u64, Vec<String>) {
+    let doc = analyze(Path::new(SEED_LOG));
+    let c = conclusions(&doc);
+    assert!(!c.1.is_empty(), "the seed log shows the incident");
+    c
+}
+
+fn read_as(doc: &Value) -> &Map<String, Value> {
+    doc["inputs"][0]["read_as"].as_object().unwrap()
+}
+
+#[test]
+fn keys_named_by_meaning_give_the_same_analysis() {
+    let named = |k: &str| {
+        Some(
+            match k {
+                "msec" => "timestamp",
+                "time_iso8601" => return None,
+                "request_method" => "method",
+                "request_uri" => "uri",
+                "request_time" => "duration",
+                "http_mcp_session_id" => "mcp_session_id",
+                "sent_http_mcp_session_id" => "resp_mcp_session_id",
+                "http_last_event_id" => "LastEventId",
+                "http_accept" => "Accept",
+                "sent_http_content_type" => "resp_content_type",
+                "http_mcp_protocol_version" => "mcp-protocol-version",
+                other => other,
+            }
+            .to_string(),
+        )
+    };
+    let path = rewrite("named", &named, &|_, _| {});
+    let doc = analyze(&path);
+    assert_eq!(conclusions(&doc), original());
+    let read = read_as(&doc);
+    assert_eq!(read["uri"], "request_uri");
+    assert_eq!(read["mcp_session_id"], "http_mcp_session_id");
+    assert_eq!(read["resp_mcp_session_id"], "sent_http_mcp_session_id");
+    assert_eq!(read["LastEventId"], "http_last_event_id");
+}
+
+#[test]
+fn a_request_line_and_a_client_address_give_the_same_analysis() {
+    let line_only = |k: &str| match k {
+        "request_method" | "request_uri" | "server_protocol" | "remote_addr" | "remote_port" => {
+            None
+        }
+        "msec" => Some("@timestamp".to_string()),
+        other => Some(other.to_string()),
+    };
+    let add = |rec: &Map<String, Value>, new: &mut Map<String, Value>| {
+        let s = |k: &str| rec[k].as_str().unwrap().to_string();
+        let line = format!(
+            "{} {} {}",
+            s("request_method"),
+            s("request_uri"),
+            s("server_protocol")
+        );
+        new.insert("req".into(), line.into());
+        let client = format!("{}:{}", s("remote_addr"), s("remote_port"));
+        new.insert("client".into(), client.into());
+    };
+    let path = rewrite("request-line", &line_only, &add);
+    let doc = analyze(&path);
+    assert_eq!(conclusions(&doc), original());
+    let read = read_as(&doc);
+    assert_eq!(read["req"], "request");
+    assert_eq!(read["client"], "remote_addr:remote_port");
+}
+
+#[test]
+fn an_unreadable_log_gets_a_ready_log_map_and_no_capture_advice() {
+    let path = rewrite(
+        "unreadable",
+        &|k| match k {
+            "status" => Some("outcome".into()),
+            "msec" | "time_iso8601" => None,
+            other => Some(other.to_string()),
+        },
+        &|_, _| {},
+    );
+    let out = Command::new(bin())
+        .arg("analyze")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--log-map 'time=?,method=request_method,path=request_uri,status=?"),
+        "{err}"
+    );
+    assert!(!err.contains("tcpdump"), "{err}");
+}
+
+/// The log with every `499` written as `200`, the way Caddy logs a stream the client dropped.
+fn as_caddy_would(name: &str, log: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("log-formats-{name}.jsonl"));
+    let text = std::fs::read_to_string(log).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\"status\":\"499\"", "\"status\":\"200\""),
+    )
+    .unwrap();
+    path
+}
+
+fn kinds(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_dropped_post_logged_200_still_shows_the_fallback() {
+    let doc = analyze(&as_caddy_would("no-499", SEED_LOG));
+    let fallbacks: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "sse_fallback")
+        .collect();
+    assert_eq!(fallbacks.len(), 1, "{:?}", kinds(&doc));
+    assert_eq!(fallbacks[0]["evidence"]["inferred_from_times"], true);
+    assert!(kinds(&doc).contains(&"unsafe_resumption_after_fallback".to_string()));
+    // The original, with its 499, is found without inference.
+    let plain = analyze(Path::new(SEED_LOG));
+    let f = &plain["findings"][0];
+    assert_eq!(
+        (f["kind"].as_str(), &f["evidence"]["inferred_from_times"]),
+        (Some("sse_fallback"), &Value::Bool(false))
+    );
+}
+
+#[test]
+fn healthy_sessions_logged_without_499_get_no_inferred_fallback() {
+    // 52 healthy SDK sessions and the one seed session, through one nginx.
+    let doc = analyze(&as_caddy_would(
+        "concurrent-no-499",
+        "samples/concurrent-nginx.nginx.jsonl",
+    ));
+    let fallbacks = kinds(&doc).iter().filter(|k| *k == "sse_fallback").count();
+    assert_eq!(fallbacks, 1, "{:?}", kinds(&doc));
+}
