@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Re-creates samples/caddy-seed.jsonl, samples/caddy-healthy.jsonl and samples/caddy-logs.truth.json:
+# JSON access logs written by Debian's Caddy 2.6 (make/caddy-logs/Caddyfile, `log { format json }`,
+# its default access log) for two runs:
+#
+#   seed:    seed-client --> Caddy 127.0.0.1:18490 (reverse_proxy, defaults) --> nginx 127.0.0.1:18492
+#            (make/seed-incident/nginx.conf, buffering, ports rewritten) --> seed-server 127.0.0.1:18493
+#   healthy: official Python SDK client --> Caddy 127.0.0.1:18491 (reverse_proxy, flush_interval -1)
+#            --> official Python SDK server 127.0.0.1:18494 (make/python-sdk-healthy/)
+#
+# Caddy does not buffer an event stream, so the incident's buffering comes from the nginx behind it;
+# Caddy logs what the client saw. One Caddy process per run, so each log holds one run.
+# The truth is merged from the clients' and servers' own records (make/_py/proxy_logs_truth.py).
+#
+# Needs root (apt-get). Uses TCP ports 18490-18494 only. Takes about 25 s.
+source "$(dirname "$0")/_common.sh"
+NAME=caddy-logs
+H="$MAKE_DIR/$NAME"
+SEED_FE=18490; HEALTHY_FE=18491   # must match Caddyfile
+NGINX_PORT=18492; SEED_PORT=18493; SDK_PORT=18494
+
+need_apt caddy:caddy nginx:nginx
+require_free_port "$SEED_FE" "$HEALTHY_FE" "$NGINX_PORT" "$SEED_PORT" "$SDK_PORT"
+PY="$(py_venv "py-mcp-$MCPF_PY_MCP_VERSION" "$MAKE_DIR/python-sdk-healthy/requirements.lock.txt")"
+CADDY="$(command -v caddy || echo /usr/bin/caddy)"
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
+log "scratch: $WORK"
+mkdir -p "$WORK/caddy-config" "$WORK/caddy-data" "$WORK/caddy-validate"
+# Caddy keeps its state under XDG_CONFIG_HOME/XDG_DATA_HOME: the scratch folder, not $HOME.
+# `env` execs Caddy, so $! below is Caddy's own pid.
+CADDY_ENV=(env XDG_CONFIG_HOME="$WORK/caddy-config" XDG_DATA_HOME="$WORK/caddy-data")
+"${CADDY_ENV[@]}" MCPF_LOG_DIR="$WORK/caddy-validate" "$CADDY" validate --adapter caddyfile --config "$H/Caddyfile" \
+    >"$WORK/caddy-validate.log" 2>&1 || { cat "$WORK/caddy-validate.log" >&2; exit 1; }
+
+# start_caddy RUN : one Caddy in the foreground writing its access logs to $WORK/RUN/
+# (seed.jsonl, healthy.jsonl: one file per site).
+start_caddy() {
+  mkdir -p "$WORK/$1"
+  "${CADDY_ENV[@]}" MCPF_LOG_DIR="$WORK/$1" "$CADDY" run --adapter caddyfile --config "$H/Caddyfile" \
+      >"$WORK/$1/caddy.log" 2>&1 &
+  CADDY_PID=$!; _MCPF_PIDS+=("$CADDY_PID")
+  wait_listen "$SEED_FE"; wait_listen "$HEALTHY_FE"
+}
+# Caddy writes a line when a request ends, and every request has ended when the client exits.
+stop_caddy() { sleep 0.5; kill -TERM "$CADDY_PID" 2>/dev/null || true; wait "$CADDY_PID" 2>/dev/null || true; }
+
+# --- run 1: the seed incident through Caddy and the buffering nginx --------------------------------
+mkdir -p "$WORK/nginx/tmp"
+sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$NGINX_PORT/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$SEED_PORT/" \
+    "$MAKE_DIR/seed-incident/nginx.conf" >"$WORK/nginx.conf"
+grep -q "listen 127.0.0.1:$NGINX_PORT;" "$WORK/nginx.conf" && grep -q "server 127.0.0.1:$SEED_PORT;" "$WORK/nginx.conf" \
+  || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
+/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
+    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
+SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
+wait_listen "$SEED_PORT"
+"$NGINX" -p "$WORK/nginx/" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" &
+NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
+wait_listen "$NGINX_PORT"
+start_caddy run-seed
+log "seed-client -> Caddy :$SEED_FE -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
+/usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$SEED_FE" --truth-out "$WORK/seed-client.json" \
+    2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+stop_caddy
+kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
+stop_pid "$SEED_SERVER"
+
+# --- run 2: a healthy official Python SDK session through Caddy --------------------------------------
+(cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$SDK_PORT" "$WORK/sdk-events.jsonl") \
+    >"$WORK/sdk-server.log" 2>&1 &
+SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
+wait_listen "$SDK_PORT"
+start_caddy run-healthy
+log "Python SDK client -> Caddy :$HEALTHY_FE -> Python SDK server :$SDK_PORT"
+(cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "http://127.0.0.1:$HEALTHY_FE/mcp" "$WORK/sdk-client.jsonl") \
+    >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+stop_caddy
+stop_pid "$SDK_SERVER"
+
+# --- results ---------------------------------------------------------------------------------------------
+# Each run's other site saw no request: its file must be empty.
+for f in "$WORK/run-seed/healthy.jsonl" "$WORK/run-healthy/seed.jsonl"; do
+  [ ! -s "$f" ] || { log "$f is not empty"; exit 1; }
+done
+cp "$WORK/run-seed/seed.jsonl" "$SAMPLES_DIR/caddy-seed.jsonl"
+cp "$WORK/run-healthy/healthy.jsonl" "$SAMPLES_DIR/caddy-healthy.jsonl"
+/usr/bin/python3 "$MAKE_DIR/_py/proxy_logs_truth.py" --proxy caddy \
+    --proxy-version "caddy $("$CADDY" version | head -1) (Debian package $(dpkg-query -W -f '${Version}' caddy 2>/dev/null || echo '?'))" \
+    --config "samples/make/$NAME/Caddyfile" \
+    --seed-topology "seed-client -> Caddy 127.0.0.1:$SEED_FE (reverse_proxy, defaults) -> nginx 127.0.0.1:$NGINX_PORT (samples/make/seed-incident/nginx.conf: proxy_buffering on, upstream HTTP/1.0) -> seed-server 127.0.0.1:$SEED_PORT" \
+    --healthy-topology "official Python SDK client -> Caddy 127.0.0.1:$HEALTHY_FE (reverse_proxy, flush_interval -1) -> official Python SDK server 127.0.0.1:$SDK_PORT" \
+    --work "$WORK" --healthy-port "$SDK_PORT" --seed-log samples/caddy-seed.jsonl --healthy-log samples/caddy-healthy.jsonl \
+    --out "$SAMPLES_DIR/$NAME.truth.json"
+for f in caddy-seed.jsonl caddy-healthy.jsonl; do
+  log "$f: $(wc -l <"$SAMPLES_DIR/$f") lines, $(stat -c %s "$SAMPLES_DIR/$f") bytes"
+done

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Re-creates samples/haproxy-seed.jsonl, samples/haproxy-healthy.jsonl and
+# samples/haproxy-logs.truth.json: JSON access logs written by Debian's HAProxy 2.6
+# (make/haproxy-logs/haproxy.cfg, hand-written JSON log-format on stdout) for two runs:
+#
+#   seed:    seed-client --> HAProxy fe_seed 127.0.0.1:18480 --> nginx 127.0.0.1:18482
+#            (make/seed-incident/nginx.conf, buffering, ports rewritten) --> seed-server 127.0.0.1:18483
+#   healthy: official Python SDK client --> HAProxy fe_healthy 127.0.0.1:18481
+#            --> official Python SDK server 127.0.0.1:18484 (make/python-sdk-healthy/)
+#
+# HAProxy does not buffer an SSE response, so the incident's buffering comes from the nginx behind
+# it; HAProxy logs what the client saw. One HAProxy process per run, so each log holds one run.
+# The truth is merged from the clients' and servers' own records (make/_py/proxy_logs_truth.py).
+#
+# Needs root (apt-get). Uses TCP ports 18480-18484 only. Takes about 25 s.
+source "$(dirname "$0")/_common.sh"
+NAME=haproxy-logs
+H="$MAKE_DIR/$NAME"
+SEED_FE=18480; HEALTHY_FE=18481   # must match haproxy.cfg
+NGINX_PORT=18482; SEED_PORT=18483; SDK_PORT=18484
+
+need_apt haproxy:haproxy nginx:nginx
+require_free_port "$SEED_FE" "$HEALTHY_FE" "$NGINX_PORT" "$SEED_PORT" "$SDK_PORT"
+PY="$(py_venv "py-mcp-$MCPF_PY_MCP_VERSION" "$MAKE_DIR/python-sdk-healthy/requirements.lock.txt")"
+HAPROXY="$(command -v haproxy || echo /usr/sbin/haproxy)"
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
+log "scratch: $WORK"
+"$HAPROXY" -c -q -f "$H/haproxy.cfg"
+
+# start_haproxy LOGFILE : one HAProxy in the foreground, its access log (stdout) to LOGFILE.
+start_haproxy() {
+  "$HAPROXY" -db -f "$H/haproxy.cfg" >"$1" 2>"$1.stderr" &
+  HAPROXY_PID=$!; _MCPF_PIDS+=("$HAPROXY_PID")
+  wait_listen "$SEED_FE"; wait_listen "$HEALTHY_FE"
+}
+# HAProxy writes a line when a request ends, and every request has ended when the client exits.
+# SIGTERM, not a soft stop: a soft stop writes "Proxy ... stopped" lines into the access log.
+stop_haproxy() { sleep 0.5; kill -TERM "$HAPROXY_PID" 2>/dev/null || true; wait "$HAPROXY_PID" 2>/dev/null || true; }
+
+# --- run 1: the seed incident through HAProxy and the buffering nginx --------------------------------
+mkdir -p "$WORK/nginx/tmp"
+sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$NGINX_PORT/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$SEED_PORT/" \
+    "$MAKE_DIR/seed-incident/nginx.conf" >"$WORK/nginx.conf"
+grep -q "listen 127.0.0.1:$NGINX_PORT;" "$WORK/nginx.conf" && grep -q "server 127.0.0.1:$SEED_PORT;" "$WORK/nginx.conf" \
+  || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
+/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
+    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
+SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
+wait_listen "$SEED_PORT"
+"$NGINX" -p "$WORK/nginx/" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" &
+NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
+wait_listen "$NGINX_PORT"
+start_haproxy "$WORK/haproxy-seed.jsonl"
+log "seed-client -> HAProxy :$SEED_FE -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
+/usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$SEED_FE" --truth-out "$WORK/seed-client.json" \
+    2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+stop_haproxy
+kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
+stop_pid "$SEED_SERVER"
+
+# --- run 2: a healthy official Python SDK session through HAProxy --------------------------------------
+(cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$SDK_PORT" "$WORK/sdk-events.jsonl") \
+    >"$WORK/sdk-server.log" 2>&1 &
+SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
+wait_listen "$SDK_PORT"
+start_haproxy "$WORK/haproxy-healthy.jsonl"
+log "Python SDK client -> HAProxy :$HEALTHY_FE -> Python SDK server :$SDK_PORT"
+(cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "http://127.0.0.1:$HEALTHY_FE/mcp" "$WORK/sdk-client.jsonl") \
+    >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+stop_haproxy
+stop_pid "$SDK_SERVER"
+
+# --- results ---------------------------------------------------------------------------------------------
+cp "$WORK/haproxy-seed.jsonl" "$SAMPLES_DIR/haproxy-seed.jsonl"
+cp "$WORK/haproxy-healthy.jsonl" "$SAMPLES_DIR/haproxy-healthy.jsonl"
+/usr/bin/python3 "$MAKE_DIR/_py/proxy_logs_truth.py" --proxy haproxy \
+    --proxy-version "$("$HAPROXY" -v | head -1 | cut -d" " -f1-3) (Debian package $(dpkg-query -W -f '${Version}' haproxy 2>/dev/null || echo '?'))" --config "samples/make/$NAME/haproxy.cfg" \
+    --seed-topology "seed-client -> HAProxy fe_seed 127.0.0.1:$SEED_FE -> nginx 127.0.0.1:$NGINX_PORT (samples/make/seed-incident/nginx.conf: proxy_buffering on, upstream HTTP/1.0) -> seed-server 127.0.0.1:$SEED_PORT" \
+    --healthy-topology "official Python SDK client -> HAProxy fe_healthy 127.0.0.1:$HEALTHY_FE -> official Python SDK server 127.0.0.1:$SDK_PORT" \
+    --work "$WORK" --healthy-port "$SDK_PORT" --seed-log samples/haproxy-seed.jsonl --healthy-log samples/haproxy-healthy.jsonl \
+    --out "$SAMPLES_DIR/$NAME.truth.json"
+for f in haproxy-seed.jsonl haproxy-healthy.jsonl; do
+  log "$f: $(wc -l <"$SAMPLES_DIR/$f") lines, $(stat -c %s "$SAMPLES_DIR/$f") bytes"
+done
