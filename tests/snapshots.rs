@@ -190,9 +190,13 @@ macro_rules! samples {
 }
 
 samples! {
+    caddy_healthy_jsonl => "caddy-healthy.jsonl",
+    caddy_seed_jsonl => "caddy-seed.jsonl",
     concurrent_nginx_client_leg_pcap => "concurrent-nginx-client-leg.pcap",
     concurrent_nginx_server_leg_pcap => "concurrent-nginx-server-leg.pcap",
     concurrent_nginx_nginx_jsonl => "concurrent-nginx.nginx.jsonl",
+    haproxy_healthy_jsonl => "haproxy-healthy.jsonl",
+    haproxy_seed_jsonl => "haproxy-seed.jsonl",
     http_basic_pcap => "http-basic.pcap",
     legacy_sse_concurrent_pcap => "legacy-sse-concurrent.pcap",
     legacy_sse_fallback_pcap => "legacy-sse-fallback.pcap",

@@ -464,11 +464,14 @@ fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
             from: "post".into(),
             to: "get".into(),
             trigger: format!(
-                "{} (logged {}) ended within {} of the start of {}: taken as abandoned by \
+                "{} ({}) ended within {} of the start of {}: taken as abandoned by \
                  the client, inferred from the times (the input does not record how responses \
                  ended)",
                 p.label(),
-                p.status.unwrap_or(0),
+                p.status
+                    .map_or("no response logged".to_string(), |st| format!(
+                        "logged {st}"
+                    )),
                 resolution(within),
                 get.label()
             ),
@@ -492,14 +495,17 @@ fn resolution(ns: i64) -> String {
     }
 }
 
-/// A POST of the session (it named the session: not initialize) whose response was an event
-/// stream that the input says ended well, without knowing how it ended.
+/// A POST of the session (it named the session: not initialize) that the input says ended
+/// without knowing how: its response an event stream logged as complete, or no response with
+/// no word of who left (Caddy logs status 0 when the client went first).
 fn may_have_been_dropped(p: &super::model::Stream) -> bool {
+    let stream_logged_complete =
+        p.event_stream && p.status.is_some_and(|st| (200..300).contains(&st));
+    let nothing_came = p.status.is_none() && p.closed_by.is_none();
     p.transport == StreamTransport::Post
         && p.ending_unknown.is_some()
-        && p.event_stream
+        && (stream_logged_complete || nothing_came)
         && p.session_id_sent.is_some()
-        && p.status.is_some_and(|st| (200..300).contains(&st))
         && !p.gap
         && !answered_on(p)
 }

@@ -218,6 +218,8 @@ pub enum LogFlavor {
     Nginx,
     Envoy,
     Caddy,
+    /// A JSON `log-format` written by hand (HAProxy 2.6 has no JSON format of its own).
+    Haproxy,
     /// Fields named by a log map (`--log-map`).
     Mapped,
 }
@@ -228,6 +230,7 @@ impl LogFlavor {
             LogFlavor::Nginx => "nginx-log",
             LogFlavor::Envoy => "envoy-log",
             LogFlavor::Caddy => "caddy-log",
+            LogFlavor::Haproxy => "haproxy-log",
             LogFlavor::Mapped => "mapped-log",
         }
     }

@@ -318,7 +318,7 @@ fn variable_by_name(norm: &str, value: &Value) -> Option<&'static str> {
 /// `http_<name>` for a request header, `sent_http_<name>` for a response header, from the key
 /// forms operators use (`mcp_session_id`, `req_last_event_id`, `resp_mcp_session_id`,
 /// `sent_http_content_type`).
-fn header_variable(key: &str, norm: &str) -> Option<String> {
+pub(super) fn header_variable(key: &str, norm: &str) -> Option<String> {
     // Keys nginx logs are read natively: nothing to rename, nothing to check.
     if key == norm && matches!(norm, "content_type" | "content_length") {
         return None;
@@ -331,6 +331,7 @@ fn header_variable(key: &str, norm: &str) -> Option<String> {
     }
     for (prefix, side) in [
         ("resp_", "sent_http_"),
+        ("res_", "sent_http_"),
         ("response_", "sent_http_"),
         ("sent_", "sent_http_"),
         ("req_", "http_"),

@@ -15,6 +15,7 @@ pub(super) fn capabilities(flavor: LogFlavor, facts: &Facts, any_records: bool) 
             LogFlavor::Nginx => "nginx",
             LogFlavor::Envoy => "Envoy",
             LogFlavor::Caddy => "Caddy",
+            LogFlavor::Haproxy => "HAProxy",
             LogFlavor::Mapped => "access log read with --log-map",
         }
         .into(),

@@ -35,6 +35,7 @@ mod capabilities;
 mod envoy;
 mod exchanges;
 mod fields;
+mod haproxy;
 mod headers;
 mod logmap;
 mod mapped;
@@ -70,6 +71,9 @@ pub(crate) fn classify(first: &FirstRecord) -> Option<LogFlavor> {
         || (has("response_code") && (has("method") || has(":method")))
     {
         return Some(LogFlavor::Envoy);
+    }
+    if haproxy::recognised(&first.keys) {
+        return Some(LogFlavor::Haproxy);
     }
     let nginx_time = has("msec") || has("time_iso8601") || has("time_local");
     let nginx_request = has("request_method") || has("request_uri") || has("request");
@@ -548,6 +552,7 @@ impl<'a> LogReader<'a> {
             LogFlavor::Nginx => nginx::record(obj, line, facts),
             LogFlavor::Envoy => envoy::record(obj, line, facts),
             LogFlavor::Caddy => caddy::record(obj, line, facts),
+            LogFlavor::Haproxy => haproxy::record(obj, line, facts),
             LogFlavor::Mapped => {
                 let map = self.map.expect("mapped flavor has a map");
                 mapped::record(obj, map, line, facts)

@@ -1,0 +1,225 @@
+//! HAProxy JSON access logs. HAProxy has no JSON format of its own before 2.7's `%{+json}o`:
+//! operators write a `log-format` of JSON by hand, so its keys are theirs. What is HAProxy's is
+//! the meaning of its values: the time is when the request was accepted (`%Ts.%ms`, `%tr`), the
+//! timers are milliseconds (`%Ta` active, `%Tt` total, `%Tr` to the response head, `-1` when
+//! there was none), and the termination state (`%ts`) says who ended the exchange and when: `C`
+//! the client, `S` the server, then `R`/`Q`/`C`/`H` before the response head, `D`/`L` during the
+//! body (`CH` is what nginx logs as 499). Captured headers are logged under the operator's keys
+//! (`mcp_session_id`, `res_mcp_session_id`), `-` when absent.
+
+use serde_json::{Map, Value};
+
+use mcpf_http::{Headers, Outcome};
+use mcpf_model::Direction;
+
+use super::aliases::{header_variable, normalized};
+use super::fields::{addr, as_u64, logged, parse_status, version_of};
+use super::headers::header_values;
+use super::times::{DurationUnit, parse_duration, parse_time};
+use super::{Ending, Facts, Rec, RecordError, status_ending};
+
+/// Whether a record's keys are those of an HAProxy log: a termination state, or a frontend and
+/// a backend.
+pub(super) fn recognised(keys: &[String]) -> bool {
+    let norms: Vec<String> = keys.iter().map(|k| normalized(k)).collect();
+    let has = |names: &[&str]| norms.iter().any(|n| names.contains(&n.as_str()));
+    has(&["termination_state", "term_state", "tsc"])
+        || (has(&["frontend_name", "frontend", "fe"]) && has(&["backend_name", "backend", "be"]))
+}
+
+/// The value of the first key whose normalized name is one of `names`.
+fn field<'v>(obj: &'v Map<String, Value>, names: &[&str]) -> Option<&'v Value> {
+    obj.iter()
+        .find(|(k, _)| names.contains(&normalized(k).as_str()))
+        .map(|(_, v)| v)
+}
+
+fn text(obj: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    logged(field(obj, names))
+}
+
+/// A timer in milliseconds; HAProxy writes `-1` for a phase that did not happen.
+fn timer(obj: &Map<String, Value>, names: &[&str]) -> Option<i64> {
+    field(obj, names)
+        .and_then(|v| parse_duration(v, DurationUnit::Millis))
+        .filter(|ns| *ns >= 0)
+}
+
+pub(super) fn record(
+    obj: &Map<String, Value>,
+    line: u64,
+    facts: &mut Facts,
+) -> Result<Rec, RecordError> {
+    // `%tr` is when this request began; `%Ts` is when its connection was accepted, which on a
+    // keep-alive connection may be long before.
+    let start = field(obj, &["request_date", "tr_date", "request_time"])
+        .and_then(parse_time)
+        .or_else(|| {
+            field(
+                obj,
+                &[
+                    "timestamp",
+                    "accept_date",
+                    "accept_time",
+                    "date",
+                    "time",
+                    "ts",
+                ],
+            )
+            .and_then(parse_time)
+        })
+        .ok_or(RecordError::Missing("request time (%tr, or %Ts.%ms)"))?;
+    facts.start_logged = true;
+    let (method, target, proto) = request(obj)?;
+    let status = field(obj, &["status_code", "status", "st"])
+        .and_then(parse_status)
+        .ok_or(RecordError::Missing("status (%ST)"))?;
+    let duration = timer(obj, &["time_active", "ta", "time_total", "tt", "duration"]);
+    facts.note_duration(duration);
+    let end = start.add_nanos(duration.unwrap_or(0));
+    let head = head_time(obj, facts)
+        .map_or(start, |t| start.add_nanos(t))
+        .min(end);
+    let state = text(obj, &["termination_state", "term_state", "tsc"]);
+    if state.is_some() {
+        facts.ending_logged = true;
+    }
+    let (req_headers, resp_headers) = captured_headers(obj, facts);
+    let client = addr(
+        text(obj, &["client_ip", "ci", "src", "remote_addr"]).as_deref(),
+        text(obj, &["client_port", "cp", "src_port", "remote_port"]).as_deref(),
+    );
+    let conn_key = client.filter(|c| c.port() != 0).map(|c| c.to_string());
+    facts.all_conns = false;
+    facts.all_servers = false;
+    Ok(Rec {
+        line,
+        start,
+        end,
+        head,
+        method,
+        target,
+        version: version_of(proto.as_deref()),
+        status,
+        req_headers,
+        resp_headers,
+        client,
+        server: None,
+        conn_key,
+        conn_first: false,
+        req_bytes: field(obj, &["bytes_uploaded", "bytes_in", "u"]).and_then(as_u64),
+        resp_bytes: field(obj, &["bytes_read", "bytes_out", "b"]).and_then(as_u64),
+        ending: ending(status, state.as_deref()),
+        note: None,
+    })
+}
+
+/// `%HM` and `%HU` (and `%HV`), or the parts of the `%r` request line.
+fn request(obj: &Map<String, Value>) -> Result<(String, String, Option<String>), RecordError> {
+    let line = text(obj, &["http_request", "request", "r"]).unwrap_or_default();
+    let mut parts = line.split_whitespace();
+    let (lm, lt, lp) = (parts.next(), parts.next(), parts.next());
+    let method = text(obj, &["http_method", "method", "hm"])
+        .or(lm.map(str::to_string))
+        .ok_or(RecordError::Missing("method (%HM or %r)"))?;
+    let target = text(obj, &["http_uri", "uri", "path", "url", "hu", "hp"])
+        .or(lt.map(str::to_string))
+        .ok_or(RecordError::Missing("target (%HU or %r)"))?;
+    let proto = text(obj, &["http_version", "version", "hv"]).or(lp.map(str::to_string));
+    Ok((method, target, proto))
+}
+
+/// When the response head came, from the accept: `%TR + %Tw + %Tc + %Tr`, when `%Tr` is
+/// logged and the head came at all.
+fn head_time(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
+    let tr = timer(obj, &["time_response", "tr_ms", "tr"])?;
+    facts.head_measured = true;
+    let before = ["time_request", "time_wait", "time_connect"]
+        .iter()
+        .filter_map(|k| timer(obj, &[k]))
+        .sum::<i64>();
+    Some(before + tr)
+}
+
+/// The headers the operator captured, under their keys (`mcp_session_id`, `res_…`).
+fn captured_headers(obj: &Map<String, Value>, facts: &mut Facts) -> (Headers, Headers) {
+    let (mut req, mut resp) = (Vec::new(), Vec::new());
+    for (k, v) in obj {
+        let Some(var) = header_variable(k, &normalized(k)) else {
+            continue;
+        };
+        let (names, out, name) = if let Some(n) = var.strip_prefix("sent_http_") {
+            (&mut facts.resp_header_names, &mut resp, n)
+        } else if let Some(n) = var.strip_prefix("http_") {
+            (&mut facts.req_header_names, &mut req, n)
+        } else {
+            continue;
+        };
+        let name = name.replace('_', "-");
+        for value in header_values(v) {
+            out.push((name.clone(), value));
+        }
+        names.insert(name);
+    }
+    (Headers(req), Headers(resp))
+}
+
+/// How the termination state says the exchange ended; without one, by the status.
+fn ending(status: u16, state: Option<&str>) -> Ending {
+    let mut chars = state.unwrap_or("").chars();
+    let (who, when) = (chars.next(), chars.next());
+    let by = match who {
+        Some('C') => Some(Direction::ClientToServer),
+        Some('S') => Some(Direction::ServerToClient),
+        _ => None,
+    };
+    match (by, when) {
+        (Some(d), Some('R' | 'Q' | 'C' | 'H')) => Ending::NoResponse(Outcome::ClosedEarly, Some(d)),
+        (Some(d), Some('D' | 'L')) => Ending::Cut(Outcome::ClosedEarly, Some(d)),
+        _ => status_ending(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_client_abort_before_the_response_head_is_no_response() {
+        assert_eq!(
+            ending(400, Some("CH")),
+            Ending::NoResponse(Outcome::ClosedEarly, Some(Direction::ClientToServer))
+        );
+        assert_eq!(
+            ending(200, Some("CD")),
+            Ending::Cut(Outcome::ClosedEarly, Some(Direction::ClientToServer))
+        );
+        assert_eq!(ending(200, Some("--")), Ending::Complete);
+    }
+
+    #[test]
+    fn a_record_starts_at_the_accept_and_ends_after_the_active_time() {
+        let rec = obj(json!({
+            "timestamp": 1796143073.043, "client_ip": "127.0.0.1", "client_port": 54084,
+            "frontend_name": "fe", "backend_name": "be", "http_method": "POST",
+            "http_uri": "/mcp", "http_version": "HTTP/1.1", "status_code": 400,
+            "termination_state": "CH", "time_request": 0, "time_wait": 0, "time_connect": 0,
+            "time_response": -1, "time_active": 1521, "time_total": 1521,
+            "mcp_session_id": "abc", "res_mcp_session_id": "-"
+        }));
+        assert!(recognised(&rec.keys().cloned().collect::<Vec<_>>()));
+        let mut facts = Facts::new();
+        let r = record(&rec, 3, &mut facts).unwrap();
+        assert_eq!((r.end.0 - r.start.0) / 1_000_000, 1521);
+        assert_eq!(r.head, r.start, "no response head: none measured");
+        assert!(r.req_headers.has("mcp-session-id"));
+        assert!(!r.resp_headers.has("mcp-session-id"), "`-` is not sent");
+        assert!(facts.resp_header_names.contains("mcp-session-id"));
+        assert_eq!(r.client.unwrap().port(), 54084);
+    }
+}
