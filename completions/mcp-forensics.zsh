@@ -52,7 +52,7 @@ json\:"One JSON document"))' \
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
-'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy or HAProxy, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
@@ -84,7 +84,7 @@ never\:""))' \
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
-'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy or HAProxy, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
 '--max-session-events=[SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event'\''s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session]:N:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
@@ -98,7 +98,7 @@ log\:"A JSON Lines access log"))' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
+'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
 (explain)

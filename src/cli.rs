@@ -102,7 +102,7 @@ pub enum ColorChoice {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy),
+    /// Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik),
     /// optionally gzip-compressed, detected by content; - reads a capture from standard input.
     /// Several inputs form one report: sessions are matched across them by session ID and
     /// server.
@@ -166,7 +166,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
     pub input_format: InputFormat,
 
-    /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy or HAProxy, as
+    /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as
     /// key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`).
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
@@ -219,7 +219,7 @@ pub struct HttpArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
     pub input_format: InputFormat,
 
-    /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy or HAProxy, as
+    /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as
     /// key=FIELD,... or a JSON file (or inline object) of the same keys. Keys: time (end of the
     /// request) or start, method, path, status, duration, duration_unit (s, ms, us, ns),
     /// req.HEADER and resp.HEADER (a field holding that header), request_headers and

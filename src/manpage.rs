@@ -191,7 +191,7 @@ fn files_and_formats() -> Roff {
         ),
         (
             "Access logs",
-            "JSON Lines from nginx (log_format escape=json), Envoy (json_format), Caddy and HAProxy (a JSON log-format with a termination state, or frontend and backend names; %tr, %Ta and %ts are read with their meaning), recognised by their keys. An nginx log whose keys the operator named (method, uri, time, duration, a $request line, mcp_session_id, McpSessionId...) is recognised by names and values; how each key was read is printed under the input (JSON: inputs[].read_as) to be checked. For a log nothing can be placed in, the error gives a ready --log-map built from its keys. Findings that need events are reported as not determinable.",
+            "JSON Lines from nginx (log_format escape=json), Envoy (json_format), Caddy, Traefik (accessLog.format json; request_ and downstream_ header fields) and HAProxy (a JSON log-format with a termination state, or frontend and backend names; %tr, %Ta and %ts are read with their meaning), recognised by their keys. An nginx log whose keys the operator named (method, uri, time, duration, a $request line, mcp_session_id, McpSessionId...) is recognised by names and values; how each key was read is printed under the input (JSON: inputs[].read_as) to be checked. For a log nothing can be placed in, the error gives a ready --log-map built from its keys. Findings that need events are reported as not determinable.",
         ),
         (
             "JSON report",

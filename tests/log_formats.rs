@@ -274,3 +274,66 @@ fn a_har_entry_without_a_response_is_unknown_never_unanswered() {
         kinds(&doc)
     );
 }
+
+/// RFC 3339 of a Unix time with nanoseconds, as Traefik writes `StartUTC`.
+fn rfc3339(ns: i64) -> String {
+    let (secs, sub) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{sub:09}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[test]
+fn the_seed_incident_as_traefik_logs_it_gives_the_same_analysis() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("log-formats-traefik.jsonl");
+    let mut out = String::new();
+    for line in std::fs::read_to_string(SEED_LOG).unwrap().lines() {
+        let r: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        let secs = |k: &str| (s(k).parse::<f64>().unwrap() * 1e9).round() as i64;
+        let end = secs("msec");
+        let took = secs("request_time");
+        let mut t = serde_json::json!({
+            "ClientAddr": format!("{}:{}", s("remote_addr"), s("remote_port")),
+            "DownstreamStatus": s("status").parse::<u16>().unwrap(),
+            "Duration": took,
+            "RequestMethod": s("request_method"),
+            "RequestPath": s("request_uri"),
+            "RequestProtocol": s("server_protocol"),
+            "StartUTC": rfc3339(end - took),
+            "level": "info", "msg": "", "time": rfc3339(end),
+        });
+        for (nginx, traefik) in [
+            ("http_mcp_session_id", "request_Mcp-Session-Id"),
+            ("http_last_event_id", "request_Last-Event-Id"),
+            ("http_accept", "request_Accept"),
+            ("sent_http_mcp_session_id", "downstream_Mcp-Session-Id"),
+            ("sent_http_content_type", "downstream_Content-Type"),
+        ] {
+            if !s(nginx).is_empty() {
+                t[traefik] = s(nginx).into();
+            }
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    let doc = analyze(&path);
+    assert_eq!(doc["inputs"][0]["format"], "traefik-log");
+    assert_eq!(conclusions(&doc), original());
+}

@@ -315,7 +315,7 @@ fn cut_har(head: &[u8]) -> bool {
 
 const EXPECTED_HINT: &str = "expected a pcap/pcapng capture (optionally gzip), a HAR file \
 (a JSON object with log.entries, e.g. from a browser's or mitmproxy's export), or a JSON Lines \
-access log from nginx (log_format ... escape=json), Envoy (json_format), Caddy or HAProxy; name the \
+access log from nginx (log_format ... escape=json), Envoy (json_format), Caddy, HAProxy or Traefik; name the \
 fields of any other JSON log with --log-map";
 
 fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFormat, OpenError> {

@@ -220,6 +220,8 @@ pub enum LogFlavor {
     Caddy,
     /// A JSON `log-format` written by hand (HAProxy 2.6 has no JSON format of its own).
     Haproxy,
+    /// Traefik's `accessLog.format: json`.
+    Traefik,
     /// Fields named by a log map (`--log-map`).
     Mapped,
 }
@@ -231,6 +233,7 @@ impl LogFlavor {
             LogFlavor::Envoy => "envoy-log",
             LogFlavor::Caddy => "caddy-log",
             LogFlavor::Haproxy => "haproxy-log",
+            LogFlavor::Traefik => "traefik-log",
             LogFlavor::Mapped => "mapped-log",
         }
     }

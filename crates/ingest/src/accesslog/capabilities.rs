@@ -16,6 +16,7 @@ pub(super) fn capabilities(flavor: LogFlavor, facts: &Facts, any_records: bool) 
             LogFlavor::Envoy => "Envoy",
             LogFlavor::Caddy => "Caddy",
             LogFlavor::Haproxy => "HAProxy",
+            LogFlavor::Traefik => "Traefik",
             LogFlavor::Mapped => "access log read with --log-map",
         }
         .into(),

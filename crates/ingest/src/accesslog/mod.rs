@@ -41,6 +41,7 @@ mod logmap;
 mod mapped;
 mod nginx;
 mod times;
+mod traefik;
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
@@ -71,6 +72,9 @@ pub(crate) fn classify(first: &FirstRecord) -> Option<LogFlavor> {
         || (has("response_code") && (has("method") || has(":method")))
     {
         return Some(LogFlavor::Envoy);
+    }
+    if traefik::recognised(&first.keys) {
+        return Some(LogFlavor::Traefik);
     }
     if haproxy::recognised(&first.keys) {
         return Some(LogFlavor::Haproxy);
@@ -553,6 +557,7 @@ impl<'a> LogReader<'a> {
             LogFlavor::Envoy => envoy::record(obj, line, facts),
             LogFlavor::Caddy => caddy::record(obj, line, facts),
             LogFlavor::Haproxy => haproxy::record(obj, line, facts),
+            LogFlavor::Traefik => traefik::record(obj, line, facts),
             LogFlavor::Mapped => {
                 let map = self.map.expect("mapped flavor has a map");
                 mapped::record(obj, map, line, facts)
