@@ -14,7 +14,7 @@ use mcpf_model::Direction;
 
 use super::aliases::{header_variable, normalized};
 use super::fields::{addr, as_u64, logged, parse_status, version_of};
-use super::headers::header_values;
+use super::headers::{Logged, Side};
 use super::times::{DurationUnit, parse_duration, parse_time};
 use super::{Ending, Facts, Rec, RecordError, status_ending};
 
@@ -143,25 +143,21 @@ fn head_time(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
 
 /// The headers the operator captured, under their keys (`mcp_session_id`, `res_…`).
 fn captured_headers(obj: &Map<String, Value>, facts: &mut Facts) -> (Headers, Headers) {
-    let (mut req, mut resp) = (Vec::new(), Vec::new());
+    let mut out = Logged::default();
     for (k, v) in obj {
         let Some(var) = header_variable(k, &normalized(k)) else {
             continue;
         };
-        let (names, out, name) = if let Some(n) = var.strip_prefix("sent_http_") {
-            (&mut facts.resp_header_names, &mut resp, n)
+        let (side, name) = if let Some(n) = var.strip_prefix("sent_http_") {
+            (Side::Response, n)
         } else if let Some(n) = var.strip_prefix("http_") {
-            (&mut facts.req_header_names, &mut req, n)
+            (Side::Request, n)
         } else {
             continue;
         };
-        let name = name.replace('_', "-");
-        for value in header_values(v) {
-            out.push((name.clone(), value));
-        }
-        names.insert(name);
+        out.add(facts, side, name.replace('_', "-"), v);
     }
-    (Headers(req), Headers(resp))
+    out.finish()
 }
 
 /// How the termination state says the exchange ended; without one, by the status.

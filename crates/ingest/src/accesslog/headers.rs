@@ -18,22 +18,39 @@ pub(super) fn keyed_headers(
     flavor: LogFlavor,
     facts: &mut Facts,
 ) -> (Headers, Headers) {
-    let mut req = Vec::new();
-    let mut resp = Vec::new();
+    let mut out = Logged::default();
     for (k, v) in obj {
-        let Some((side, name)) = header_of_key(k, flavor) else {
-            continue;
-        };
+        if let Some((side, name)) = header_of_key(k, flavor) {
+            out.add(facts, side, name, v);
+        }
+    }
+    out.finish()
+}
+
+/// Headers logged under keys of their own, request and response.
+#[derive(Default)]
+pub(super) struct Logged {
+    req: Vec<(String, String)>,
+    resp: Vec<(String, String)>,
+}
+
+impl Logged {
+    /// The values of header `name` on `side`; the name is noted as logged even when the line
+    /// has no value for it.
+    pub(super) fn add(&mut self, facts: &mut Facts, side: Side, name: String, v: &Value) {
         let (names, headers) = match side {
-            Side::Request => (&mut facts.req_header_names, &mut req),
-            Side::Response => (&mut facts.resp_header_names, &mut resp),
+            Side::Request => (&mut facts.req_header_names, &mut self.req),
+            Side::Response => (&mut facts.resp_header_names, &mut self.resp),
         };
         for value in header_values(v) {
             headers.push((name.clone(), value));
         }
         names.insert(name);
     }
-    (Headers(req), Headers(resp))
+
+    pub(super) fn finish(self) -> (Headers, Headers) {
+        (Headers(self.req), Headers(self.resp))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

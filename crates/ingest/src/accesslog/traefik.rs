@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use mcpf_http::Headers;
 
 use super::fields::{addr, as_u64, logged, parse_status, socket_addr, version_of};
-use super::headers::header_values;
+use super::headers::{Logged, Side};
 use super::times::{DurationUnit, parse_duration, parse_time};
 use super::{Facts, Rec, RecordError, status_ending};
 
@@ -76,22 +76,18 @@ pub(super) fn record(
 
 /// `request_<Name>` and `downstream_<Name>` keys; their names are noted as logged.
 fn prefixed_headers(obj: &Map<String, Value>, facts: &mut Facts) -> (Headers, Headers) {
-    let (mut req, mut resp) = (Vec::new(), Vec::new());
+    let mut out = Logged::default();
     for (k, v) in obj {
-        let (names, out, name) = if let Some(n) = k.strip_prefix("request_") {
-            (&mut facts.req_header_names, &mut req, n)
+        let (side, name) = if let Some(n) = k.strip_prefix("request_") {
+            (Side::Request, n)
         } else if let Some(n) = k.strip_prefix("downstream_") {
-            (&mut facts.resp_header_names, &mut resp, n)
+            (Side::Response, n)
         } else {
             continue;
         };
-        let name = name.to_ascii_lowercase();
-        for value in header_values(v) {
-            out.push((name.clone(), value));
-        }
-        names.insert(name);
+        out.add(facts, side, name.to_ascii_lowercase(), v);
     }
-    (Headers(req), Headers(resp))
+    out.finish()
 }
 
 #[cfg(test)]
