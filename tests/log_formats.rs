@@ -337,3 +337,43 @@ fn the_seed_incident_as_traefik_logs_it_gives_the_same_analysis() {
     assert_eq!(doc["inputs"][0]["format"], "traefik-log");
     assert_eq!(conclusions(&doc), original());
 }
+
+/// The seed log with the upstream of the resume (the GET carrying Last-Event-ID 41) replaced.
+fn resumed_on(name: &str, upstream: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("log-formats-{name}.jsonl"));
+    let mut out = String::new();
+    for line in std::fs::read_to_string(SEED_LOG).unwrap().lines() {
+        let mut r: Map<String, Value> = serde_json::from_str(line).unwrap();
+        if r["http_last_event_id"] == "41" {
+            r.insert("upstream_addr".into(), upstream.into());
+        }
+        out.push_str(&serde_json::to_string(&r).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn a_resume_served_by_another_replica_crossed_namespaces() {
+    let doc = analyze(&resumed_on("other-replica", "127.0.0.1:9001"));
+    let crossed: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "cross_namespace_replay")
+        .collect();
+    assert_eq!(crossed.len(), 1, "{:?}", kinds(&doc));
+    let e = &crossed[0]["evidence"];
+    assert_eq!(e["resume_upstream"], "127.0.0.1:9001");
+    assert_eq!(
+        e["minting_upstreams"],
+        serde_json::json!(["127.0.0.1:9000"])
+    );
+    assert_eq!(e["observed_in"], "get:s4");
+    assert_eq!(doc["sessions"][0]["resumption"]["verdict"], "unsafe");
+    // Served by the same replica as the streams, a log shows no crossing.
+    let same = analyze(&resumed_on("same-replica", "127.0.0.1:9000"));
+    assert!(!kinds(&same).contains(&"cross_namespace_replay".to_string()));
+}

@@ -78,6 +78,8 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     "resume_stream": r.label(),
                     "how": how.describe(),
                     "attribution": how,
+                    "resume_upstream": r.upstream,
+                    "minting_upstreams": [],
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
@@ -116,7 +118,7 @@ fn foreign_events(
 }
 
 /// The unsafe resumption this replay follows, else the fallback before it.
-fn cause(s: &Session, ix: &Index, f: &Findings, r: &Stream) -> Option<usize> {
+pub(crate) fn cause(s: &Session, ix: &Index, f: &Findings, r: &Stream) -> Option<usize> {
     f.find(
         s.idx,
         FindingKind::UnsafeResumptionAfterFallback,

@@ -10,6 +10,7 @@
 
 mod capture_gap;
 mod cross_namespace_replay;
+mod cross_replica_resume;
 mod duplicate_response;
 mod event_id_reset;
 mod request_id_reused;
@@ -81,6 +82,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     sse_fallback::detect(s, f);
     unsafe_resumption_after_fallback::detect(s, &ix, f);
     cross_namespace_replay::detect(s, &ix, f);
+    cross_replica_resume::detect(s, &ix, f);
     event_id_reset::detect(s, f);
     if all_held {
         resume_gap::detect(s, f);

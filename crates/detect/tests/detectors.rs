@@ -228,6 +228,7 @@ impl Capture {
                 first,
                 event_stream,
                 head_complete: true,
+                upstream: None,
             })));
         ex.headed = true;
         first

@@ -1172,6 +1172,7 @@ impl Connection {
             first,
             event_stream,
             head_complete: complete,
+            upstream: None,
         };
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
         let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);

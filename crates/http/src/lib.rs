@@ -202,6 +202,9 @@ pub struct ResponseHead {
     /// only the header lines before the cut are here (a header not here may have been sent);
     /// its [`ResponseEnd`] follows at once, with an unknown body and [`Outcome::Gap`].
     pub head_complete: bool,
+    /// The upstream (server replica) a proxy's log says served it (nginx `$upstream_addr`,
+    /// Envoy `%UPSTREAM_HOST%`, HAProxy's server, Traefik's `ServiceAddr`); None from the wire.
+    pub upstream: Option<String>,
 }
 
 #[derive(Clone, Debug)]

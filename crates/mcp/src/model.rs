@@ -193,6 +193,8 @@ pub struct Stream {
     /// Status and first byte of the response, when one came.
     pub status: Option<u16>,
     pub response_mark: Option<Mark>,
+    /// The upstream (server replica) a proxy's log says served it.
+    pub upstream: Option<String>,
     pub content_type: Option<String>,
     pub event_stream: bool,
     pub ended: Option<Mark>,
@@ -295,6 +297,7 @@ impl Stream {
             opened,
             status: None,
             response_mark: None,
+            upstream: None,
             content_type: None,
             event_stream: false,
             ended: None,

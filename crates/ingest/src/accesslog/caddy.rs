@@ -70,6 +70,7 @@ pub(super) fn record(
         resp_bytes: obj.get("size").and_then(as_u64),
         ending: status_ending(status),
         note: None,
+        upstream: None,
     })
 }
 

@@ -65,6 +65,7 @@ pub(super) fn record(
         resp_bytes: obj.get("bytes_sent").and_then(as_u64),
         ending: ending(&flags, status),
         note: note(&flags),
+        upstream: s("upstream_host"),
     })
 }
 

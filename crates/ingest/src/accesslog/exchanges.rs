@@ -192,6 +192,7 @@ impl Exchanges<'_> {
                 first: mark(r.head),
                 event_stream,
                 head_complete: true,
+                upstream: r.upstream.clone(),
             })),
         );
         let (outcome, closed_by) = match r.ending {

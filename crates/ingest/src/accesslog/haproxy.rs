@@ -111,7 +111,19 @@ pub(super) fn record(
         resp_bytes: field(obj, &["bytes_read", "bytes_out", "b"]).and_then(as_u64),
         ending: ending(status, state.as_deref()),
         note: None,
+        upstream: upstream(obj),
     })
+}
+
+/// The server that served it: `%si:%sp`, else `%s` (its name).
+fn upstream(obj: &Map<String, Value>) -> Option<String> {
+    let ip = text(obj, &["server_ip", "si"]);
+    let port = text(obj, &["server_port", "sp"]);
+    match (ip, port) {
+        (Some(ip), Some(port)) => Some(format!("{ip}:{port}")),
+        (Some(ip), None) => Some(ip),
+        _ => text(obj, &["server_name", "server", "s"]).filter(|s| s != "<NOSRV>"),
+    }
 }
 
 /// `%HM` and `%HU` (and `%HV`), or the parts of the `%r` request line.

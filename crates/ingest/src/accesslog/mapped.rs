@@ -53,6 +53,7 @@ pub(super) fn record(
         resp_bytes: None,
         ending: status_ending(status),
         note: None,
+        upstream: None,
     })
 }
 

@@ -288,6 +288,8 @@ pub(super) struct Rec {
     pub(super) resp_bytes: Option<u64>,
     pub(super) ending: Ending,
     pub(super) note: Option<(Direction, String)>,
+    /// The upstream that served it, when the log says.
+    pub(super) upstream: Option<String>,
 }
 
 /// How a status ends an exchange when the log says nothing else: 0 means no response, 499

@@ -69,6 +69,12 @@ pub(super) fn record(
         conn_first,
         ending: ending(status, completion.as_deref()),
         note: None,
+        // Retries list every upstream tried (`a, b`; `a : b` across internal redirects): the
+        // last one answered.
+        upstream: s("upstream_addr").and_then(|u| {
+            let last = u.rsplit(", ").next()?.rsplit(" : ").next()?.trim();
+            (!last.is_empty()).then(|| last.to_string())
+        }),
     })
 }
 

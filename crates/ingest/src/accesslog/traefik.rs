@@ -71,6 +71,7 @@ pub(super) fn record(
         resp_bytes: obj.get("DownstreamContentSize").and_then(as_u64),
         ending: status_ending(status),
         note: None,
+        upstream: s("ServiceAddr").or_else(|| s("ServiceURL")),
     })
 }
 

@@ -127,6 +127,7 @@ impl<'a> Exchanges<'a> {
                 first: mark(e.head),
                 event_stream: r.event_stream,
                 head_complete: true,
+                upstream: None,
             })),
         );
         // An empty event stream is a hole when this writer stores no stream bytes.

@@ -187,6 +187,7 @@ impl Builder {
         stream.response_mark = Some(h.first);
         stream.content_type = h.headers.media_type();
         stream.event_stream = h.event_stream;
+        stream.upstream = h.upstream.clone();
         stream.session_id_received = received.clone();
         stream.transport_mode = mode.clone();
         let sent = stream.session_id_sent.is_some();
@@ -520,6 +521,7 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
 fn adopt_orphan(stream: &mut Stream, o: Stream) {
     stream.status = o.status;
     stream.response_mark = o.response_mark;
+    stream.upstream = o.upstream;
     stream.content_type = o.content_type;
     stream.event_stream = o.event_stream;
     stream.session_id_received = o.session_id_received;

@@ -180,6 +180,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
         &st.protocol_version_header,
         &st.transport_mode,
         &st.transport_mode_sent,
+        &st.upstream,
     ] {
         opt_str(w, t.as_deref());
     }
@@ -246,7 +247,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         2 => Some(Direction::ServerToClient),
         _ => return None,
     };
-    let mut texts: [Option<String>; 6] = Default::default();
+    let mut texts: [Option<String>; 7] = Default::default();
     for t in &mut texts {
         *t = read_opt_str(r)?;
     }
@@ -257,6 +258,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         st.protocol_version_header,
         st.transport_mode,
         st.transport_mode_sent,
+        st.upstream,
     ] = texts;
     let [
         event_stream,

@@ -1,0 +1,91 @@
+//! `cross_namespace_replay` from a proxy's log: a resume served by another upstream replica than
+//! every stream that could have minted its `Last-Event-ID`. Each replica keeps its own event
+//! store, so the replica that answered the resume looked the ID up in a store that never
+//! minted it: the namespace is crossed whatever the replay held. A log keeps no events, so this
+//! is the evidence a log has; it is void when the replicas share one event store, which the
+//! finding says.
+
+use serde_json::json;
+
+use super::index::Index;
+use super::{FindingKind, Findings, New, Subject};
+use mcpf_mcp::model::{Attribution, Session, Stream, StreamTransport};
+
+pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
+    for r in s.streams.iter().filter(|st| st.resume.is_some()) {
+        let (Some(resume), Some(served_by)) = (&r.resume, &r.upstream) else {
+            continue;
+        };
+        // Events decide where there are any; this is for when there are none.
+        if resume.continues.is_some() || !r.events.is_empty() {
+            continue;
+        }
+        let minters = could_have_minted(s, r);
+        if minters.is_empty()
+            || minters
+                .iter()
+                .any(|m| m.upstream.as_ref().is_none_or(|u| u == served_by))
+        {
+            continue;
+        }
+        // A resume continues a GET stream; which one a log cannot say: the latest.
+        let observed = minters
+            .iter()
+            .rev()
+            .find(|m| m.transport == StreamTransport::Get)
+            .unwrap_or(&minters[minters.len() - 1]);
+        let mut upstreams: Vec<&str> = minters
+            .iter()
+            .filter_map(|m| m.upstream.as_deref())
+            .collect();
+        upstreams.sort_unstable();
+        upstreams.dedup();
+        let mut streams = vec![r.idx];
+        streams.extend(minters.iter().map(|m| m.idx));
+        f.add(
+            s,
+            New {
+                kind: FindingKind::CrossNamespaceReplay,
+                severity: super::cross_namespace_replay::INFO.severity,
+                time: r.opened,
+                frames: vec![observed.opened, r.opened],
+                streams,
+                summary: format!(
+                    "resume with Last-Event-ID {} was served by {served_by}, another replica than the one that served every stream that could have minted it ({}): it was looked up in another event store (unless the replicas share one)",
+                    resume.last_event_id,
+                    upstreams.join(", ")
+                ),
+                evidence: json!({
+                    "last_event_id": resume.last_event_id,
+                    "observed_in": observed.label(),
+                    "also_minted_by": minters.iter().filter(|m| m.idx != observed.idx).map(|m| m.label()).collect::<Vec<_>>(),
+                    "replayed_from": null,
+                    "replayed_from_all": [],
+                    "replayed_event_ids": [],
+                    "resume_stream": r.label(),
+                    "how": "served by another upstream replica than every stream that could have minted the ID",
+                    "attribution": Attribution::Unknown,
+                    "resume_upstream": served_by,
+                    "minting_upstreams": upstreams,
+                }),
+                caused_by: super::cross_namespace_replay::cause(s, ix, f, r).into_iter().collect(),
+                subject: Subject::Resume(r.idx),
+            },
+        );
+    }
+}
+
+/// The event streams of the session opened before the resume that answered 2xx: where its
+/// `Last-Event-ID` can have come from.
+fn could_have_minted<'s>(s: &'s Session, r: &Stream) -> Vec<&'s Stream> {
+    s.streams
+        .iter()
+        .filter(|st| {
+            st.idx != r.idx
+                && st.event_stream
+                && st.status.is_some_and(|c| (200..300).contains(&c))
+                && matches!(st.transport, StreamTransport::Get | StreamTransport::Post)
+                && s.seq(st.opened) < s.seq(r.opened)
+        })
+        .collect()
+}
