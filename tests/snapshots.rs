@@ -226,6 +226,8 @@ samples! {
     seed_incident_backoff_nginx_jsonl => "seed-incident-backoff.nginx.jsonl",
     seed_incident_client_leg_pcap => "seed-incident-client-leg.pcap",
     seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
+    seed_incident_mitmproxy_har => "seed-incident.mitmproxy.har",
+    seed_incident_mitmproxy_sanitized_har => "seed-incident.mitmproxy.sanitized.har",
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",
     snaplen_mcp_pcap => "snaplen-mcp.pcap",
     stateless_concurrent_pcap => "stateless-concurrent.pcap",

@@ -704,3 +704,39 @@ fn every_capture_gives_its_findings_beside_other_traffic() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The seed incident in mitmproxy's HAR (bodies and SSE ids kept by its record_sse.py addon) and
+/// in its browser-style sanitised copy: every finding its truth expects, on its session, and the
+/// fallback among them (info, so not in `above_info`).
+#[test]
+fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
+    let t = truth("har-seed.truth.json");
+    let sid = t["seed"]["session_id"].as_str().unwrap();
+    let wanted: BTreeSet<String> = t["seed"]["expected_analysis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert!(wanted.contains("sse_fallback") && wanted.contains("unsafe_resumption_after_fallback"));
+    for file in [
+        t["seed"]["file"].as_str().unwrap(),
+        t["seed"]["sanitized_copy"].as_str().unwrap(),
+    ] {
+        let report = analyze(&[file]);
+        assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
+        let got: BTreeSet<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["session_id"] == sid)
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(got, wanted, "{file}: findings of session {sid}");
+        assert_eq!(
+            report["sessions"][0]["resumption"]["verdict"],
+            t["seed"]["expected_analysis"]["resumption_verdict"],
+            "{file}: resumption verdict"
+        );
+    }
+}
