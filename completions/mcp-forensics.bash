@@ -73,7 +73,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --input-format --log-map --max-session-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --input-format --log-map --log-format --max-session-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -116,6 +116,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --log-map)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -315,7 +319,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-h -V --format --show-secrets --input-format --log-map --log-format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +334,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --log-map)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -48,6 +48,7 @@ pcap\t'A packet capture (pcap or pcapng)'
 har\t'A HAR file'
 log\t'A JSON Lines access log'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l log-format -d 'The nginx log_format of a text access log (`combined`, or the format string with extra quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id" "$http_last_event_id"): every input that is not a capture is read as lines in it' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l max-connections -d 'Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported' -r
@@ -81,6 +82,7 @@ pcap\t'A packet capture (pcap or pcapng)'
 har\t'A HAR file'
 log\t'A JSON Lines access log'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l log-map -d 'Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l log-format -d 'The nginx log_format of a text access log (`combined`, or the format string with extra quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id" "$http_last_event_id"): every input that is not a capture is read as lines in it' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-session-events -d 'SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event\'s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r

@@ -171,6 +171,12 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
 
+    /// The nginx log_format of a text access log (`combined`, or the format string with extra
+    /// quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id"
+    /// "$http_last_event_id"): every input that is not a capture is read as lines in it.
+    #[arg(long, value_name = "FORMAT", conflicts_with = "log_map")]
+    pub log_format: Option<String>,
+
     /// SSE events one session holds for analysis (about 300 bytes each while it is analysed);
     /// past it events are counted, not held, and findings that rest on an event's absence
     /// (unanswered_request, skipped_events, resume_gap) are reported as not determinable for
@@ -227,6 +233,12 @@ pub struct HttpArgs {
     /// fields as a.b. Applies to every JSON Lines input.
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
+
+    /// The nginx log_format of a text access log (`combined`, or the format string with extra
+    /// quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id"
+    /// "$http_last_event_id"): every input that is not a capture is read as lines in it.
+    #[arg(long, value_name = "FORMAT", conflicts_with = "log_map")]
+    pub log_format: Option<String>,
 
     #[command(flatten)]
     pub capture: CaptureArgs,

@@ -100,7 +100,12 @@ fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
 
 fn http(a: HttpArgs) -> anyhow::Result<Http> {
     Ok(Http {
-        inputs: inputs(a.files, a.input_format, a.log_map.as_deref())?,
+        inputs: inputs(
+            a.files,
+            a.input_format,
+            a.log_map.as_deref(),
+            a.log_format.as_deref(),
+        )?,
         format: a.format,
         capture: capture_settings(&a.capture, Vec::new()),
         redact: !a.show_secrets,
@@ -127,7 +132,12 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Analyze {
-        inputs: inputs(a.files, a.input_format, a.log_map.as_deref())?,
+        inputs: inputs(
+            a.files,
+            a.input_format,
+            a.log_map.as_deref(),
+            a.log_format.as_deref(),
+        )?,
         capture: capture_settings(&a.capture, servers),
         threaded: threaded(&a.capture),
         format: a.format,
@@ -156,11 +166,15 @@ fn inputs(
     files: Vec<String>,
     format: InputFormat,
     log_map: Option<&str>,
+    log_format: Option<&str>,
 ) -> anyhow::Result<Inputs> {
+    let text = log_format
+        .map(|f| LogMap::text_format(f).map_err(|e| anyhow::anyhow!("--log-format: {e}")))
+        .transpose()?;
     Ok(Inputs {
         files,
         format: format.into(),
-        log_map: log_map.map(read_log_map).transpose()?,
+        log_map: text.or(log_map.map(read_log_map).transpose()?),
     })
 }
 

@@ -108,7 +108,11 @@ pub fn open_inputs(inputs: &config::Inputs) -> Opened {
     let have_map = opened.log_map.is_some();
     for (i, path) in inputs.files.iter().enumerate() {
         let i = i as InputId;
-        let format = mcpf_ingest::resolve(path, inputs.format, have_map).and_then(|f| match f {
+        let resolved = match &opened.log_map {
+            Some(m) if m.is_text() => mcpf_ingest::resolve_text_log(path),
+            _ => mcpf_ingest::resolve(path, inputs.format, have_map),
+        };
+        let format = resolved.and_then(|f| match f {
             SourceFormat::Capture => capture::open_capture(path, i).map(|c| {
                 opened.captures.push(c);
                 f

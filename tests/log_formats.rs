@@ -377,3 +377,53 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
     let same = analyze(&resumed_on("same-replica", "127.0.0.1:9000"));
     assert!(!kinds(&same).contains(&"cross_namespace_replay".to_string()));
 }
+
+#[test]
+fn a_text_log_in_a_combined_format_with_mcp_fields_gives_the_same_analysis() {
+    let format = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $msec $request_time "$http_mcp_session_id" "$sent_http_mcp_session_id" "$http_last_event_id" "$sent_http_content_type""#;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("log-formats-combined.log");
+    let mut out = String::new();
+    for line in std::fs::read_to_string(SEED_LOG).unwrap().lines() {
+        let r: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        out.push_str(&format!(
+            "{} - - [30/Nov/2026:04:36:05 +0000] \"{} {} {}\" {} {} \"-\" \"{}\" {} {} \"{}\" \"{}\" \"{}\" \"{}\"\n",
+            s("remote_addr"),
+            s("request_method"),
+            s("request_uri"),
+            s("server_protocol"),
+            s("status"),
+            s("body_bytes_sent"),
+            s("http_user_agent"),
+            s("msec"),
+            s("request_time"),
+            s("http_mcp_session_id"),
+            s("sent_http_mcp_session_id"),
+            s("http_last_event_id"),
+            s("sent_http_content_type"),
+        ));
+    }
+    std::fs::write(&path, out).unwrap();
+    let run = Command::new(bin())
+        .args(["analyze", "--format", "json", "--log-format", format])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(conclusions(&doc), original());
+    // A line that does not follow the format is skipped and named, not guessed at.
+    std::fs::write(&path, "garbage\n").unwrap();
+    let run = Command::new(bin())
+        .args(["analyze", "--format", "json", "--log-format", "combined"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
+    let warnings = doc["inputs"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("does not follow --log-format"),
+        "{warnings}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

@@ -110,6 +110,14 @@ pub fn resolve(
     }
 }
 
+/// With `--log-format`, every input that is not a capture is a text access log.
+pub fn resolve_text_log(path: &str) -> Result<SourceFormat, OpenError> {
+    if path != "-" && matches!(sniff_file(path), Ok(Sniff::Capture)) {
+        return Ok(SourceFormat::Capture);
+    }
+    Ok(SourceFormat::AccessLog(LogFlavor::Nginx))
+}
+
 /// Reads a HAR or access log input (not a capture) into `sink`.
 pub fn read(
     path: &str,

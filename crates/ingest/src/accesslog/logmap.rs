@@ -35,6 +35,8 @@ pub struct LogMap {
     pub(crate) response_header_object: Option<String>,
     pub(crate) client: Option<String>,
     pub(crate) connection: Option<String>,
+    /// `--log-format`: the lines are text in this nginx `log_format`, not JSON.
+    pub(crate) text: Option<super::textformat::TextFormat>,
 }
 
 /// What is wrong with a `--log-map`.
@@ -47,6 +49,9 @@ pub enum LogMapError {
     NotJson(serde_json::Error),
     #[error("not a JSON object")]
     NotAnObject,
+    /// A `--log-format` that cannot be read.
+    #[error("{0}")]
+    Format(String),
     /// A JSON map whose value for this key is not a string.
     #[error("{0}: the field name must be a string")]
     FieldNotString(String),
@@ -66,6 +71,20 @@ pub enum LogMapError {
 }
 
 impl LogMap {
+    /// `--log-format`: text lines in an nginx `log_format` (or `combined`), read as the nginx
+    /// variables it names.
+    pub fn text_format(spec: &str) -> Result<LogMap, LogMapError> {
+        Ok(LogMap {
+            text: Some(super::textformat::TextFormat::parse(spec)?),
+            ..LogMap::default()
+        })
+    }
+
+    /// The lines are text, not JSON.
+    pub fn is_text(&self) -> bool {
+        self.text.is_some()
+    }
+
     /// `key=FIELD,key=FIELD,...`.
     pub fn parse(spec: &str) -> Result<LogMap, LogMapError> {
         let mut map = LogMap::default();

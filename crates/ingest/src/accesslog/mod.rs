@@ -40,6 +40,7 @@ mod headers;
 mod logmap;
 mod mapped;
 mod nginx;
+mod textformat;
 mod times;
 mod traefik;
 
@@ -321,6 +322,8 @@ enum Skip {
     NotAnObject,
     #[error("keys of no known access log format")]
     UnknownKeys,
+    #[error("does not follow --log-format")]
+    NotTheFormat,
     #[error(transparent)]
     Record(#[from] RecordError),
 }
@@ -420,7 +423,9 @@ impl<'a> LogReader<'a> {
         LogReader {
             name: name.to_string(),
             input,
-            flavor: if map.is_some() {
+            flavor: if map.is_some_and(LogMap::is_text) {
+                Some(LogFlavor::Nginx)
+            } else if map.is_some() {
                 Some(LogFlavor::Mapped)
             } else {
                 flavor.filter(|f| *f != LogFlavor::Mapped)
@@ -489,6 +494,14 @@ impl<'a> LogReader<'a> {
             return Ok(());
         }
         self.lines += 1;
+        if let Some(format) = self.map.and_then(|m| m.text.as_ref()) {
+            let text = String::from_utf8_lossy(raw);
+            let Some(obj) = format.read(&text) else {
+                self.bad(Skip::NotTheFormat);
+                return Ok(());
+            };
+            return self.recorded(LogFlavor::Nginx, &obj);
+        }
         let value: Value = match serde_json::from_slice(raw) {
             Ok(v) => v,
             Err(e) => {
@@ -539,6 +552,11 @@ impl<'a> LogReader<'a> {
             }
             None => &obj,
         };
+        self.recorded(flavor, obj)
+    }
+
+    /// A record read from a line: analysed, or the line skipped with why.
+    fn recorded(&mut self, flavor: LogFlavor, obj: &Map<String, Value>) -> Result<(), OpenError> {
         match self.record(flavor, obj) {
             Ok(rec) => {
                 self.facts.all_clients &= rec.client.is_some_and(|c| c.port() != 0);
