@@ -427,3 +427,19 @@ fn a_text_log_in_a_combined_format_with_mcp_fields_gives_the_same_analysis() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn a_har_whose_timings_stop_at_sending_does_not_claim_how_long_the_client_waited() {
+    // mitmproxy records the aborted POST of tools/call 7 with only its send time (0.3 ms); the
+    // client waited 1.5 s.
+    let doc = analyze(Path::new("samples/seed-incident.mitmproxy.har"));
+    let fallback = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "sse_fallback")
+        .expect("the fallback is found");
+    let trigger = fallback["evidence"]["trigger"].as_str().unwrap();
+    assert!(!trigger.contains("0.0 s"), "{trigger}");
+    assert!(trigger.contains("does not say"), "{trigger}");
+}

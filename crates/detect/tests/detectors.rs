@@ -330,6 +330,7 @@ impl Capture {
                 closed_by,
                 mark,
                 unknown: false,
+                when_unknown: false,
             });
         }
         if !self.keep_alive {

@@ -1298,6 +1298,7 @@ impl Connection {
             closed_by: None,
             mark,
             unknown: false,
+            when_unknown: false,
         });
     }
 
@@ -1873,6 +1874,7 @@ impl Connection {
                 closed_by,
                 mark: gave_up,
                 unknown: false,
+                when_unknown: false,
             });
         }
     }

@@ -231,6 +231,7 @@ mod tests {
             closed_by: None,
             mark: mark(frame),
             unknown: false,
+            when_unknown: false,
         }
     }
 

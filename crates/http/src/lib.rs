@@ -241,6 +241,9 @@ pub enum HttpEvent {
         /// The source did not record whether a response came (a HAR entry without one): the
         /// exchange's outcome is unknown, not "no answer".
         unknown: bool,
+        /// The source did not record when it ended (a HAR entry whose timings stop at sending):
+        /// `mark` is only when the request was sent.
+        when_unknown: bool,
     },
     /// Something about the bytes that is worth a line in the report.
     Anomaly {

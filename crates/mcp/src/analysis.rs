@@ -404,11 +404,16 @@ fn detect_fallbacks(s: &mut Session) {
                     && m.id.is_some()
                     && m.id == request_id)
         });
+        let after = if p.end_time_unknown {
+            "(when, the input does not say: its times stop at the request's sending)".to_string()
+        } else {
+            format!("after {waited:.1} s")
+        };
         found.push(Fallback {
             mark: get.opened,
             from: "post".into(),
             to: "get".into(),
-            trigger: format!("{what} abandoned by the client after {waited:.1} s with {got}"),
+            trigger: format!("{what} abandoned by the client {after} with {got}"),
             request_id,
             abandoned_stream: Some(p.idx),
             to_stream: g,

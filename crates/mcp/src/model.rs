@@ -241,6 +241,9 @@ pub struct Stream {
     /// The source does not record how the response ended (a log that writes `200` for a
     /// stream the client dropped), and its times are exact to this many nanoseconds.
     pub ending_unknown: Option<i64>,
+    /// The source did not record when it ended, only when its request was sent (`ended` is
+    /// that).
+    pub end_time_unknown: bool,
     /// Events in brief, filled when the session is finalized (the events themselves may then be
     /// dropped to keep memory flat).
     pub summary: EventSummary,
@@ -326,6 +329,7 @@ impl Stream {
             body_not_decoded: false,
             session_header_known: true,
             ending_unknown: None,
+            end_time_unknown: false,
             summary: EventSummary::default(),
             response_data: None,
         }

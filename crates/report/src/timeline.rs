@@ -474,7 +474,10 @@ fn cut_entry(s: &Session, msgs: &StreamMessages) -> Option<Entry> {
     if st.transport == StreamTransport::Post && msgs.answered_here() {
         return None;
     }
-    let (arrow, text) = cut_text(st)?;
+    let (arrow, mut text) = cut_text(st)?;
+    if st.end_time_unknown {
+        text.push_str(" (when is not recorded: shown at the request's sending)");
+    }
     let at = st.ended.unwrap_or(st.opened);
     Some(Entry {
         time: at,

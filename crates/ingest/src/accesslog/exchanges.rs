@@ -108,6 +108,7 @@ impl Exchanges<'_> {
                         closed_by,
                         mark: mark(r.end),
                         unknown: false,
+                        when_unknown: false,
                     },
                 );
             }

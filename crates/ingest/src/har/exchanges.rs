@@ -96,6 +96,9 @@ impl<'a> Exchanges<'a> {
                         closed_by,
                         mark: mark(e.end),
                         unknown,
+                        // Timings that stop at the request's sending (mitmproxy's for a client
+                        // that went away) say nothing of when it went.
+                        when_unknown: e.end <= e.req_last,
                     },
                 );
             }

@@ -425,7 +425,11 @@ impl HttpSink for Builder {
                 closed_by,
                 mark,
                 unknown,
+                when_unknown,
             } => {
+                if when_unknown && let Some(st) = self.stream_mut(exchange) {
+                    st.end_time_unknown = true;
+                }
                 // Unknown, not absent: nothing may be concluded from what it seems to lack.
                 let body = unknown.then(|| mcpf_http::Body {
                     unknown: true,

@@ -194,6 +194,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
             st.session_header_known,
             st.resume.is_some(),
             st.body_not_decoded,
+            st.end_time_unknown,
         ],
     );
     if let Some(resume) = &st.resume {
@@ -268,8 +269,9 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         header_known,
         resumes,
         not_decoded,
+        end_time_unknown,
     ] = read_flags(r)?;
-    st.body_not_decoded = not_decoded;
+    (st.body_not_decoded, st.end_time_unknown) = (not_decoded, end_time_unknown);
     (st.event_stream, st.accept_sse, st.gap) = (event_stream, accept_sse, gap);
     (st.body_unknown, st.session_header_known) = (body_unknown, header_known);
     if resumes {
