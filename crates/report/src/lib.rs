@@ -50,7 +50,7 @@ pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::
             .collect();
         writeln!(
             out,
-            "  read as nginx variables (a guess from the keys and values; check it): {}",
+            "  keys read as (a guess from their names and values; check it): {}",
             sanitize::terminal(&pairs.join(", "))
         )?;
     }

@@ -23,8 +23,84 @@ use super::{Ending, Facts, Rec, RecordError, status_ending};
 pub(super) fn recognised(keys: &[String]) -> bool {
     let norms: Vec<String> = keys.iter().map(|k| normalized(k)).collect();
     let has = |names: &[&str]| norms.iter().any(|n| names.contains(&n.as_str()));
-    has(&["termination_state", "term_state", "tsc"])
+    has(STATE)
         || (has(&["frontend_name", "frontend", "fe"]) && has(&["backend_name", "backend", "be"]))
+}
+
+const START: &[&str] = &["request_date", "tr_date", "request_time"];
+const ACCEPT: &[&str] = &[
+    "timestamp",
+    "accept_date",
+    "accept_time",
+    "date",
+    "time",
+    "ts",
+];
+const METHOD: &[&str] = &["http_method", "method", "hm"];
+const TARGET: &[&str] = &["http_uri", "uri", "path", "url", "hu", "hp"];
+const REQUEST_LINE: &[&str] = &["http_request", "request", "r"];
+const VERSION: &[&str] = &["http_version", "version", "hv"];
+const STATUS: &[&str] = &["status_code", "status", "st"];
+const DURATION: &[&str] = &["time_active", "ta", "time_total", "tt", "duration"];
+const STATE: &[&str] = &["termination_state", "term_state", "tsc"];
+
+/// Keys read as fields, never as captured headers (`http_method` is the method, not a header).
+fn is_field(norm: &str) -> bool {
+    [
+        START,
+        ACCEPT,
+        METHOD,
+        TARGET,
+        REQUEST_LINE,
+        VERSION,
+        STATUS,
+        DURATION,
+        STATE,
+    ]
+    .iter()
+    .any(|names| names.contains(&norm))
+}
+
+/// A captured header's side and name, from the operator's key.
+fn captured(key: &str) -> Option<(Side, String)> {
+    let norm = normalized(key);
+    if is_field(&norm) {
+        return None;
+    }
+    let var = header_variable(key, &norm)?;
+    match var.strip_prefix("sent_http_") {
+        Some(n) => Some((Side::Response, n.replace('_', "-"))),
+        None => Some((Side::Request, var.strip_prefix("http_")?.replace('_', "-"))),
+    }
+}
+
+/// Which of a record's keys are read as what, for a person to check: the operator named them.
+pub(super) fn read_as(obj: &Map<String, Value>) -> Vec<(String, String)> {
+    let key = |names: &[&str]| {
+        obj.keys()
+            .find(|k| names.contains(&normalized(k).as_str()))
+            .cloned()
+    };
+    [
+        (key(START).or_else(|| key(ACCEPT)), "request start (%tr)"),
+        (key(METHOD), "method (%HM)"),
+        (key(TARGET), "target (%HU)"),
+        (key(STATUS), "status (%ST)"),
+        (key(DURATION), "duration in ms (%Ta)"),
+        (key(STATE), "termination state (%ts)"),
+    ]
+    .into_iter()
+    .filter_map(|(k, what)| Some((k?, what.to_string())))
+    .chain(obj.keys().filter_map(|k| {
+        let (side, name) = captured(k)?;
+        let side = if side == Side::Response {
+            "response"
+        } else {
+            "request"
+        };
+        Some((k.clone(), format!("{side} header {name}")))
+    }))
+    .collect()
 }
 
 /// The value of the first key whose normalized name is one of `names`.
@@ -71,16 +147,16 @@ pub(super) fn record(
         .ok_or(RecordError::Missing("request time (%tr, or %Ts.%ms)"))?;
     facts.start_logged = true;
     let (method, target, proto) = request(obj)?;
-    let status = field(obj, &["status_code", "status", "st"])
+    let status = field(obj, STATUS)
         .and_then(parse_status)
         .ok_or(RecordError::Missing("status (%ST)"))?;
-    let duration = timer(obj, &["time_active", "ta", "time_total", "tt", "duration"]);
+    let duration = timer(obj, DURATION);
     facts.note_duration(duration);
     let end = start.add_nanos(duration.unwrap_or(0));
     let head = head_time(obj, facts)
         .map_or(start, |t| start.add_nanos(t))
         .min(end);
-    let state = text(obj, &["termination_state", "term_state", "tsc"]);
+    let state = text(obj, STATE);
     if state.is_some() {
         facts.ending_logged = true;
     }
@@ -128,16 +204,16 @@ fn upstream(obj: &Map<String, Value>) -> Option<String> {
 
 /// `%HM` and `%HU` (and `%HV`), or the parts of the `%r` request line.
 fn request(obj: &Map<String, Value>) -> Result<(String, String, Option<String>), RecordError> {
-    let line = text(obj, &["http_request", "request", "r"]).unwrap_or_default();
+    let line = text(obj, REQUEST_LINE).unwrap_or_default();
     let mut parts = line.split_whitespace();
     let (lm, lt, lp) = (parts.next(), parts.next(), parts.next());
-    let method = text(obj, &["http_method", "method", "hm"])
+    let method = text(obj, METHOD)
         .or(lm.map(str::to_string))
         .ok_or(RecordError::Missing("method (%HM or %r)"))?;
-    let target = text(obj, &["http_uri", "uri", "path", "url", "hu", "hp"])
+    let target = text(obj, TARGET)
         .or(lt.map(str::to_string))
         .ok_or(RecordError::Missing("target (%HU or %r)"))?;
-    let proto = text(obj, &["http_version", "version", "hv"]).or(lp.map(str::to_string));
+    let proto = text(obj, VERSION).or(lp.map(str::to_string));
     Ok((method, target, proto))
 }
 
@@ -157,17 +233,9 @@ fn head_time(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
 fn captured_headers(obj: &Map<String, Value>, facts: &mut Facts) -> (Headers, Headers) {
     let mut out = Logged::default();
     for (k, v) in obj {
-        let Some(var) = header_variable(k, &normalized(k)) else {
-            continue;
-        };
-        let (side, name) = if let Some(n) = var.strip_prefix("sent_http_") {
-            (Side::Response, n)
-        } else if let Some(n) = var.strip_prefix("http_") {
-            (Side::Request, n)
-        } else {
-            continue;
-        };
-        out.add(facts, side, name.replace('_', "-"), v);
+        if let Some((side, name)) = captured(k) {
+            out.add(facts, side, name, v);
+        }
     }
     out.finish()
 }

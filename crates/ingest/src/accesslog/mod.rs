@@ -416,6 +416,8 @@ struct LogReader<'a> {
     /// record (decided once).
     aliases: Option<Aliases>,
     aliases_decided: bool,
+    /// How an HAProxy log's keys, named by its operator, are read (from its first record).
+    read_as: Vec<(String, String)>,
 }
 
 impl<'a> LogReader<'a> {
@@ -443,6 +445,7 @@ impl<'a> LogReader<'a> {
             too_long: 0,
             aliases: None,
             aliases_decided: false,
+            read_as: Vec::new(),
         }
     }
 
@@ -544,6 +547,9 @@ impl<'a> LogReader<'a> {
             self.aliases_decided = true;
             self.aliases = Aliases::infer(&obj).filter(|a| !a.guessed().is_empty());
         }
+        if flavor == LogFlavor::Haproxy && self.read_as.is_empty() {
+            self.read_as = haproxy::read_as(&obj);
+        }
         let renamed;
         let obj = match &self.aliases {
             Some(a) => {
@@ -607,6 +613,7 @@ impl<'a> LogReader<'a> {
         if let Some(a) = &self.aliases {
             report.read_as = a.guessed().into_iter().collect();
         }
+        report.read_as.extend(self.read_as.iter().cloned());
         let caps = exchanges::assemble(self.records, &self.facts, flavor, self.input, sink);
         report.warnings = self.warnings.finish("malformed lines");
         (report, caps)
