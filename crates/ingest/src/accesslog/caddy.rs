@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::fields::{addr, as_u64, parse_status, str_of, version_of};
 use super::headers::header_map;
 use super::times::{DurationUnit, parse_duration, parse_time};
-use super::{Facts, Rec, RecordError, status_ending};
+use super::{Facts, Rec, RecordError, conn_by_client, status_ending};
 
 pub(super) fn record(
     obj: &Map<String, Value>,
@@ -48,9 +48,7 @@ pub(super) fn record(
         facts.redacted = true;
     }
     let client = addr(rs("remote_ip").as_deref(), rs("remote_port").as_deref());
-    let conn_key = client.filter(|c| c.port() != 0).map(|c| c.to_string());
-    facts.all_conns = false;
-    facts.all_servers = false;
+    let conn_key = conn_by_client(client, facts);
     Ok(Rec {
         line,
         start,

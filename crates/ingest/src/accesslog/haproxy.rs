@@ -16,7 +16,7 @@ use super::aliases::{header_variable, normalized};
 use super::fields::{addr, as_u64, logged, parse_status, version_of};
 use super::headers::{Logged, Side};
 use super::times::{DurationUnit, parse_duration, parse_time};
-use super::{Ending, Facts, Rec, RecordError, status_ending};
+use super::{Ending, Facts, Rec, RecordError, conn_by_client, status_ending};
 
 /// Whether a record's keys are those of an HAProxy log: a termination state, or a frontend and
 /// a backend.
@@ -165,9 +165,7 @@ pub(super) fn record(
         text(obj, &["client_ip", "ci", "src", "remote_addr"]).as_deref(),
         text(obj, &["client_port", "cp", "src_port", "remote_port"]).as_deref(),
     );
-    let conn_key = client.filter(|c| c.port() != 0).map(|c| c.to_string());
-    facts.all_conns = false;
-    facts.all_servers = false;
+    let conn_key = conn_by_client(client, facts);
     Ok(Rec {
         line,
         start,

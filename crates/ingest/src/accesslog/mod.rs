@@ -293,6 +293,14 @@ pub(super) struct Rec {
     pub(super) upstream: Option<String>,
 }
 
+/// For a log without connection IDs or server addresses: the client's address and port name its
+/// connection while it lasts.
+fn conn_by_client(client: Option<SocketAddr>, facts: &mut Facts) -> Option<String> {
+    facts.all_conns = false;
+    facts.all_servers = false;
+    client.filter(|c| c.port() != 0).map(|c| c.to_string())
+}
+
 /// How a status ends an exchange when the log says nothing else: 0 means no response, 499
 /// (nginx's and Caddy's "client closed request") that the client gave up first.
 fn status_ending(status: u16) -> Ending {

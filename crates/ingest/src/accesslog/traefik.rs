@@ -12,7 +12,7 @@ use mcpf_http::Headers;
 use super::fields::{addr, as_u64, logged, parse_status, socket_addr, version_of};
 use super::headers::{Logged, Side};
 use super::times::{DurationUnit, parse_duration, parse_time};
-use super::{Facts, Rec, RecordError, status_ending};
+use super::{Facts, Rec, RecordError, conn_by_client, status_ending};
 
 /// Whether a record's keys are Traefik's.
 pub(super) fn recognised(keys: &[String]) -> bool {
@@ -49,9 +49,7 @@ pub(super) fn record(
         .as_deref()
         .and_then(socket_addr)
         .or_else(|| addr(s("ClientHost").as_deref(), s("ClientPort").as_deref()));
-    let conn_key = client.filter(|c| c.port() != 0).map(|c| c.to_string());
-    facts.all_conns = false;
-    facts.all_servers = false;
+    let conn_key = conn_by_client(client, facts);
     Ok(Rec {
         line,
         start,
