@@ -440,6 +440,18 @@ fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
     let all = || s.fallbacks.iter().chain(found);
     let mut posts_used: HashSet<StreamIdx> = all().filter_map(|f| f.abandoned_stream).collect();
     let gets_used: HashSet<StreamIdx> = all().map(|f| f.to_stream).collect();
+    // The candidates once, by end: a GET then looks only at those ending near its start.
+    let mut dropped: Vec<(i64, &super::model::Stream)> = s
+        .streams
+        .iter()
+        .filter(|p| !posts_used.contains(&p.idx) && may_have_been_dropped(p))
+        .filter_map(|p| Some((p.ended?.time.0, p)))
+        .collect();
+    if dropped.is_empty() {
+        return Vec::new();
+    }
+    dropped.sort_unstable_by_key(|&(end, p)| (end, p.idx));
+    let widest = dropped.iter().map(|(_, p)| within(p)).max().unwrap_or(0);
     let mut out = Vec::new();
     for get in &s.streams {
         if get.transport != StreamTransport::Get
@@ -449,46 +461,53 @@ fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
         {
             continue;
         }
-        let Some((p, end)) = s
-            .streams
+        let at = get.opened.time.0;
+        let from = dropped.partition_point(|&(end, _)| end < at - widest);
+        let Some(&(_, p)) = dropped[from..]
             .iter()
-            .filter(|p| !posts_used.contains(&p.idx) && may_have_been_dropped(p))
-            .filter_map(|p| Some((p, p.ended?)))
-            .filter(|(p, end)| {
-                let within = p.ending_unknown.unwrap_or(0).max(1_000_000);
-                (end.time.0 - get.opened.time.0).abs() <= within
-            })
-            .min_by_key(|(_, end)| (end.time.0 - get.opened.time.0).abs())
+            .take_while(|&&(end, _)| end <= at + widest)
+            .filter(|(end, p)| !posts_used.contains(&p.idx) && (end - at).abs() <= within(p))
+            // The nearest; of equals, the first opened, as a scan in order would pick.
+            .min_by_key(|(end, p)| ((end - at).abs(), p.idx))
         else {
             continue;
         };
         posts_used.insert(p.idx);
-        let within = p.ending_unknown.unwrap_or(0).max(1_000_000);
-        out.push(Fallback {
-            mark: get.opened,
-            from: "post".into(),
-            to: "get".into(),
-            trigger: format!(
-                "{} ({}) ended within {} of the start of {}: taken as abandoned by \
-                 the client, inferred from the times (the input does not record how responses \
-                 ended)",
-                p.label(),
-                p.status
-                    .map_or("no response logged".to_string(), |st| format!(
-                        "logged {st}"
-                    )),
-                resolution(within),
-                get.label()
-            ),
-            request_id: p.requests().next().and_then(|m| m.id.clone()),
-            abandoned_stream: Some(p.idx),
-            to_stream: get.idx,
-            confirmed: false,
-            inferred: true,
-            frames: vec![p.opened, end, get.opened],
-        });
+        out.push(inferred_fallback(p, get));
     }
     out
+}
+
+/// How close a POST's logged end and a GET's start must be to be one moment: the input's time
+/// resolution, at least 1 ms.
+fn within(p: &super::model::Stream) -> i64 {
+    p.ending_unknown.unwrap_or(0).max(1_000_000)
+}
+
+fn inferred_fallback(p: &super::model::Stream, get: &super::model::Stream) -> Fallback {
+    Fallback {
+        mark: get.opened,
+        from: "post".into(),
+        to: "get".into(),
+        trigger: format!(
+            "{} ({}) ended within {} of the start of {}: taken as abandoned by \
+             the client, inferred from the times (the input does not record how responses \
+             ended)",
+            p.label(),
+            p.status
+                .map_or("no response logged".to_string(), |st| format!(
+                    "logged {st}"
+                )),
+            resolution(within(p)),
+            get.label()
+        ),
+        request_id: p.requests().next().and_then(|m| m.id.clone()),
+        abandoned_stream: Some(p.idx),
+        to_stream: get.idx,
+        confirmed: false,
+        inferred: true,
+        frames: vec![p.opened, p.ended.unwrap_or(p.opened), get.opened],
+    }
 }
 
 /// `1 ms`, `1 s`.
