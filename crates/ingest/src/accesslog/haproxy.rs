@@ -103,22 +103,32 @@ pub(super) fn read_as(obj: &Map<String, Value>) -> Vec<(String, String)> {
     .collect()
 }
 
-/// The value of the first key whose normalized name is one of `names`.
-fn field<'v>(obj: &'v Map<String, Value>, names: &[&str]) -> Option<&'v Value> {
-    obj.iter()
-        .find(|(k, _)| names.contains(&normalized(k).as_str()))
-        .map(|(_, v)| v)
-}
+/// A record's keys, normalized once (a record is looked up a dozen times), with their values.
+struct Keys<'v>(Vec<(String, &'v Value)>);
 
-fn text(obj: &Map<String, Value>, names: &[&str]) -> Option<String> {
-    logged(field(obj, names))
-}
+impl<'v> Keys<'v> {
+    fn of(obj: &'v Map<String, Value>) -> Self {
+        Keys(obj.iter().map(|(k, v)| (normalized(k), v)).collect())
+    }
 
-/// A timer in milliseconds; HAProxy writes `-1` for a phase that did not happen.
-fn timer(obj: &Map<String, Value>, names: &[&str]) -> Option<i64> {
-    field(obj, names)
-        .and_then(|v| parse_duration(v, DurationUnit::Millis))
-        .filter(|ns| *ns >= 0)
+    /// The value of the first key whose normalized name is one of `names`.
+    fn field(&self, names: &[&str]) -> Option<&'v Value> {
+        self.0
+            .iter()
+            .find(|(k, _)| names.contains(&k.as_str()))
+            .map(|&(_, v)| v)
+    }
+
+    fn text(&self, names: &[&str]) -> Option<String> {
+        logged(self.field(names))
+    }
+
+    /// A timer in milliseconds; HAProxy writes `-1` for a phase that did not happen.
+    fn timer(&self, names: &[&str]) -> Option<i64> {
+        self.field(names)
+            .and_then(|v| parse_duration(v, DurationUnit::Millis))
+            .filter(|ns| *ns >= 0)
+    }
 }
 
 pub(super) fn record(
@@ -128,42 +138,34 @@ pub(super) fn record(
 ) -> Result<Rec, RecordError> {
     // `%tr` is when this request began; `%Ts` is when its connection was accepted, which on a
     // keep-alive connection may be long before.
-    let start = field(obj, &["request_date", "tr_date", "request_time"])
+    let keys = Keys::of(obj);
+    let start = keys
+        .field(START)
         .and_then(parse_time)
-        .or_else(|| {
-            field(
-                obj,
-                &[
-                    "timestamp",
-                    "accept_date",
-                    "accept_time",
-                    "date",
-                    "time",
-                    "ts",
-                ],
-            )
-            .and_then(parse_time)
-        })
+        .or_else(|| keys.field(ACCEPT).and_then(parse_time))
         .ok_or(RecordError::Missing("request time (%tr, or %Ts.%ms)"))?;
     facts.start_logged = true;
-    let (method, target, proto) = request(obj)?;
-    let status = field(obj, STATUS)
+    let (method, target, proto) = request(&keys)?;
+    let status = keys
+        .field(STATUS)
         .and_then(parse_status)
         .ok_or(RecordError::Missing("status (%ST)"))?;
-    let duration = timer(obj, DURATION);
+    let duration = keys.timer(DURATION);
     facts.note_duration(duration);
     let end = start.add_nanos(duration.unwrap_or(0));
-    let head = head_time(obj, facts)
+    let head = head_time(&keys, facts)
         .map_or(start, |t| start.add_nanos(t))
         .min(end);
-    let state = text(obj, STATE);
+    let state = keys.text(STATE);
     if state.is_some() {
         facts.ending_logged = true;
     }
     let (req_headers, resp_headers) = captured_headers(obj, facts);
     let client = addr(
-        text(obj, &["client_ip", "ci", "src", "remote_addr"]).as_deref(),
-        text(obj, &["client_port", "cp", "src_port", "remote_port"]).as_deref(),
+        keys.text(&["client_ip", "ci", "src", "remote_addr"])
+            .as_deref(),
+        keys.text(&["client_port", "cp", "src_port", "remote_port"])
+            .as_deref(),
     );
     let conn_key = conn_by_client(client, facts);
     Ok(Rec {
@@ -181,48 +183,56 @@ pub(super) fn record(
         server: None,
         conn_key,
         conn_first: false,
-        req_bytes: field(obj, &["bytes_uploaded", "bytes_in", "u"]).and_then(as_u64),
-        resp_bytes: field(obj, &["bytes_read", "bytes_out", "b"]).and_then(as_u64),
+        req_bytes: keys
+            .field(&["bytes_uploaded", "bytes_in", "u"])
+            .and_then(as_u64),
+        resp_bytes: keys
+            .field(&["bytes_read", "bytes_out", "b"])
+            .and_then(as_u64),
         ending: ending(status, state.as_deref()),
         note: None,
-        upstream: upstream(obj),
+        upstream: upstream(&keys),
     })
 }
 
 /// The server that served it: `%si:%sp`, else `%s` (its name).
-fn upstream(obj: &Map<String, Value>) -> Option<String> {
-    let ip = text(obj, &["server_ip", "si"]);
-    let port = text(obj, &["server_port", "sp"]);
+fn upstream(keys: &Keys<'_>) -> Option<String> {
+    let ip = keys.text(&["server_ip", "si"]);
+    let port = keys.text(&["server_port", "sp"]);
     match (ip, port) {
         (Some(ip), Some(port)) => Some(format!("{ip}:{port}")),
         (Some(ip), None) => Some(ip),
-        _ => text(obj, &["server_name", "server", "s"]).filter(|s| s != "<NOSRV>"),
+        _ => keys
+            .text(&["server_name", "server", "s"])
+            .filter(|s| s != "<NOSRV>"),
     }
 }
 
 /// `%HM` and `%HU` (and `%HV`), or the parts of the `%r` request line.
-fn request(obj: &Map<String, Value>) -> Result<(String, String, Option<String>), RecordError> {
-    let line = text(obj, REQUEST_LINE).unwrap_or_default();
+fn request(keys: &Keys<'_>) -> Result<(String, String, Option<String>), RecordError> {
+    let line = keys.text(REQUEST_LINE).unwrap_or_default();
     let mut parts = line.split_whitespace();
     let (lm, lt, lp) = (parts.next(), parts.next(), parts.next());
-    let method = text(obj, METHOD)
+    let method = keys
+        .text(METHOD)
         .or(lm.map(str::to_string))
         .ok_or(RecordError::Missing("method (%HM or %r)"))?;
-    let target = text(obj, TARGET)
+    let target = keys
+        .text(TARGET)
         .or(lt.map(str::to_string))
         .ok_or(RecordError::Missing("target (%HU or %r)"))?;
-    let proto = text(obj, VERSION).or(lp.map(str::to_string));
+    let proto = keys.text(VERSION).or(lp.map(str::to_string));
     Ok((method, target, proto))
 }
 
 /// When the response head came, from the accept: `%TR + %Tw + %Tc + %Tr`, when `%Tr` is
 /// logged and the head came at all.
-fn head_time(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
-    let tr = timer(obj, &["time_response", "tr_ms", "tr"])?;
+fn head_time(keys: &Keys<'_>, facts: &mut Facts) -> Option<i64> {
+    let tr = keys.timer(&["time_response", "tr_ms", "tr"])?;
     facts.head_measured = true;
     let before = ["time_request", "time_wait", "time_connect"]
         .iter()
-        .filter_map(|k| timer(obj, &[k]))
+        .filter_map(|k| keys.timer(&[k]))
         .sum::<i64>();
     Some(before + tr)
 }
