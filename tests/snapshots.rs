@@ -192,6 +192,7 @@ macro_rules! samples {
 samples! {
     caddy_healthy_jsonl => "caddy-healthy.jsonl",
     caddy_seed_jsonl => "caddy-seed.jsonl",
+    chromium_ts_sdk_healthy_har => "chromium-ts-sdk-healthy.har",
     concurrent_nginx_client_leg_pcap => "concurrent-nginx-client-leg.pcap",
     concurrent_nginx_server_leg_pcap => "concurrent-nginx-server-leg.pcap",
     concurrent_nginx_nginx_jsonl => "concurrent-nginx.nginx.jsonl",
@@ -226,6 +227,8 @@ samples! {
     seed_incident_backoff_nginx_jsonl => "seed-incident-backoff.nginx.jsonl",
     seed_incident_client_leg_pcap => "seed-incident-client-leg.pcap",
     seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
+    seed_incident_chromium_har => "seed-incident.chromium.har",
+    seed_incident_chromium_sanitized_har => "seed-incident.chromium.sanitized.har",
     seed_incident_mitmproxy_har => "seed-incident.mitmproxy.har",
     seed_incident_mitmproxy_sanitized_har => "seed-incident.mitmproxy.sanitized.har",
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",

@@ -186,6 +186,9 @@ fn healthy_traffic_of_the_sdks_gives_nothing_above_info() {
         ("legacy-sse-fallback.pcap", 1),
         ("legacy-sse-concurrent.pcap", 4),
         ("mitmproxy-python-sdk.har", 1),
+        // The official TypeScript SDK in Chromium, its HAR written by Playwright: the bodies
+        // the SDK cancels (a 202's, a DELETE's) are marked net::ERR_ABORTED, whole all the same.
+        ("chromium-ts-sdk-healthy.har", 1),
         // A stateless (2026-07-28) server: no session IDs on the wire, so each connection's
         // exchanges are one group; 4 clients over 12 connections.
         ("stateless-concurrent.pcap", 12),
@@ -739,4 +742,87 @@ fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
             "{file}: resumption verdict"
         );
     }
+}
+
+/// The seed incident as Chromium records it (Playwright's recordHar): the fallback (POST 7 aborted
+/// by the page after 1.5 s, then the GET) and the unsafe resumption are in it; the aborted GET
+/// streams have no body, so what the truth says is not determinable is listed so, and nothing
+/// resting on those bodies is raised above info.
+#[test]
+fn the_seed_incident_in_a_chromium_har_shows_the_fallback_and_the_unsafe_resume() {
+    let t = truth("chromium-har.truth.json");
+    let seed = &t["seed"];
+    let want = &seed["expected_analysis"];
+    let strings = |v: &Value| -> BTreeSet<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect()
+    };
+    let sid = seed["session_id"].as_str().unwrap();
+    for file in [
+        seed["file"].as_str().unwrap(),
+        seed["sanitized_copy"].as_str().unwrap(),
+    ] {
+        let report = analyze(&[file]);
+        assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
+        let session = &report["sessions"][0];
+        assert_eq!(session["session_id"], sid, "{file}");
+        let ours = |f: &&Value| f["session_id"] == sid;
+        let findings = report["findings"].as_array().unwrap();
+        let all: BTreeSet<String> = findings
+            .iter()
+            .filter(ours)
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            strings(&want["findings"]).is_subset(&all),
+            "{file}: {all:?}"
+        );
+        let above: BTreeSet<String> = findings
+            .iter()
+            .filter(ours)
+            .filter(|f| f["severity"] != "info")
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect();
+        let not_determinable = strings(&want["not_determinable"]);
+        assert!(
+            above.is_disjoint(&not_determinable),
+            "{file}: raised above info what the truth says the HAR cannot show: {above:?}"
+        );
+        let listed: BTreeSet<String> = session["not_determinable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            not_determinable.is_subset(&listed),
+            "{file}: not determinable {listed:?}"
+        );
+        assert_eq!(
+            session["resumption"]["verdict"], want["resumption_verdict"],
+            "{file}"
+        );
+    }
+}
+
+/// The official TypeScript SDK in Chromium cancels the bodies of a 202 and of the DELETE's answer;
+/// Chromium records both as net::ERR_ABORTED although their Content-Length of 0 says they were
+/// whole. Neither is an abandoned POST, so no fallback (not even at info) and no unknown body.
+#[test]
+fn bodies_the_browser_cancelled_once_whole_are_not_abandoned() {
+    let report = analyze(&["samples/chromium-ts-sdk-healthy.har"]);
+    let kinds: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.is_empty(), "{kinds:?}");
+    let session = &report["sessions"][0];
+    assert_eq!(session["fell_back"], Value::Null);
+    let t = truth("chromium-har.truth.json");
+    assert_eq!(session["session_id"], t["healthy"]["session_id"]);
 }

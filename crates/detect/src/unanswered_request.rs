@@ -80,10 +80,9 @@ struct Context<'a> {
     event_stream_open: bool,
     /// The legacy transport (answers on the event stream only) and no event stream captured.
     legacy_unseen: bool,
-    /// Streams that may have carried answers and lost bytes: one still open, or where the
-    /// last of them ended.
-    gap_open: bool,
-    gap_ended: Option<Seq>,
+    /// Streams that may have carried answers and lack bytes, with where each ended (None:
+    /// still open).
+    lacking: Vec<(StreamIdx, Option<Seq>)>,
     /// The last event that reported progress on each token: (stream, event, mark).
     progress: WireMap<&'a String, (StreamIdx, usize, Mark)>,
 }
@@ -101,7 +100,7 @@ struct Unanswered<'a> {
     /// The answer could still come when the capture stopped.
     still_open: bool,
     /// Bytes are missing where the answer would have come: it may be among them.
-    hidden: bool,
+    hidden: Option<String>,
     waited: f64,
     progress: Option<Value>,
     cause: Option<usize>,
@@ -122,14 +121,15 @@ fn open(o: &Stream) -> bool {
 
 impl<'a> Context<'a> {
     fn new(s: &'a Session) -> Self {
-        let gaps = s.streams.iter().filter(|o| o.gap && may_stream(o));
+        // A stream whose bytes the capture lost, or whose body the input did not record (a
+        // HAR of an aborted stream), may have carried the answer.
+        let gaps = s.streams.iter().filter(|o| lacks_bytes(o) && may_stream(o));
         Context {
             last_opened: s.streams.iter().map(|o| s.seq(o.opened)).max(),
             event_stream_open: s.streams.iter().any(|o| o.event_stream && open(o)),
             legacy_unseen: s.transport == Transport::LegacySse
                 && !s.streams.iter().any(|o| o.event_stream),
-            gap_open: gaps.clone().any(|o| o.ended.is_none()),
-            gap_ended: gaps.filter_map(|o| o.ended).map(|e| s.seq(e)).max(),
+            lacking: gaps.map(|o| (o.idx, o.ended.map(|e| s.seq(e)))).collect(),
             progress: progress_reports(s),
         }
     }
@@ -143,17 +143,46 @@ impl<'a> Context<'a> {
             && (open(st) || open(&s.streams[channel]) || self.event_stream_open)
     }
 
-    /// Bytes are missing where the answer could have come: its own stream, the one its
-    /// progress moved to, or any event stream of the session still open once it was sent; or,
-    /// on the legacy transport (answers on the event stream only), no event stream of the
-    /// session was captured.
-    fn answer_may_be_missing(&self, s: &Session, st: &Stream, channel: StreamIdx) -> bool {
-        self.legacy_unseen
-            || st.gap
-            || s.streams[channel].gap
-            || self.gap_open
-            || self.gap_ended.is_some_and(|e| e >= s.seq(st.opened))
+    /// Where bytes are missing that the answer could have come in: its own stream, the one
+    /// its progress moved to, or any event stream of the session still open once it was sent;
+    /// or, on the legacy transport (answers on the event stream only), no event stream of the
+    /// session was captured. None: nothing is missing there.
+    fn answer_may_be_missing(
+        &self,
+        s: &Session,
+        st: &Stream,
+        channel: StreamIdx,
+    ) -> Option<String> {
+        if self.legacy_unseen {
+            return Some("the session's event stream (none in the input)".into());
+        }
+        let sent = s.seq(st.opened);
+        let mut lacking: Vec<StreamIdx> = [st.idx, channel]
+            .into_iter()
+            .filter(|i| lacks_bytes(&s.streams[*i]))
+            .chain(
+                self.lacking
+                    .iter()
+                    .filter(|(_, end)| end.is_none_or(|e| e >= sent))
+                    .map(|(i, _)| *i),
+            )
+            .collect();
+        lacking.sort_unstable();
+        lacking.dedup();
+        let mut named: Vec<String> = lacking
+            .iter()
+            .take(3)
+            .map(|i| s.streams[*i].label())
+            .collect();
+        if lacking.len() > 3 {
+            named.push(format!("{} more", lacking.len() - 3));
+        }
+        (!named.is_empty()).then(|| named.join(", "))
     }
+}
+
+fn lacks_bytes(o: &Stream) -> bool {
+    o.gap || o.body_unknown
 }
 
 /// An event stream, or a stream whose response head the capture lost (it may have been one).
@@ -221,11 +250,10 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
     // in bytes the capture lacks is not determinable.
     let young = u.still_open || (!u.went_on && !u.gave_up);
     let waited = u.waited;
-    let summary = if u.hidden {
+    let summary = if let Some(lacking) = &u.hidden {
         format!(
-            "request {} {what}: no answer in the capture, but bytes are missing from {} where it would have come (not determinable)",
+            "request {} {what}: no answer in the input, but it lacks bytes of {lacking}, where it could have come (not determinable)",
             id.label(),
-            s.streams[u.channel].label()
         )
     } else if young {
         format!(
@@ -240,7 +268,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
     };
     New {
         kind: FindingKind::UnansweredRequest,
-        severity: if young || u.hidden {
+        severity: if young || u.hidden.is_some() {
             Severity::Info
         } else {
             INFO.severity
@@ -260,7 +288,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
             "client_gave_up": u.gave_up,
             "session_went_on": u.went_on,
             "still_open_at_capture_end": u.still_open,
-            "answer_may_be_in_missing_bytes": u.hidden,
+            "answer_may_be_in_missing_bytes": u.hidden.is_some(),
         }),
         caused_by: u.cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),

@@ -322,6 +322,7 @@ impl Capture {
                 outcome,
                 closed_by,
                 sse: None,
+                when_unknown: false,
             })));
         } else {
             self.b.on_http(HttpEvent::NoResponse {

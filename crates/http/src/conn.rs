@@ -2049,6 +2049,7 @@ impl Message {
                 outcome,
                 closed_by,
                 sse: self.sse.map(|s| s.stats),
+                when_unknown: false,
             })),
         }
     }

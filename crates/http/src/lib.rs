@@ -217,6 +217,9 @@ pub struct ResponseEnd {
     /// Who ended the connection when the response did not complete by its own framing.
     pub closed_by: Option<Direction>,
     pub sse: Option<sse::SseStats>,
+    /// The source did not record when the response ended (a HAR entry whose timings stop at
+    /// its head): `last` is only the last moment it does record.
+    pub when_unknown: bool,
 }
 
 /// What the HTTP stage reports, in the order it learns it. Events own their data, so a sink

@@ -476,7 +476,7 @@ fn cut_entry(s: &Session, msgs: &StreamMessages) -> Option<Entry> {
     }
     let (arrow, mut text) = cut_text(st)?;
     if st.end_time_unknown {
-        text.push_str(" (when is not recorded: shown at the request's sending)");
+        text.push_str(" (when is not recorded: shown at the last moment the input gives)");
     }
     let at = st.ended.unwrap_or(st.opened);
     Some(Entry {

@@ -216,6 +216,7 @@ impl Exchanges<'_> {
                 outcome,
                 closed_by,
                 sse: None,
+                when_unknown: false,
             })),
         );
     }

@@ -55,6 +55,7 @@ pub(super) fn response_content(
     event_stream: bool,
     size: Option<u64>,
     wire_size: Option<u64>,
+    declared: Option<u64>,
 ) -> (Content, Option<String>, bool) {
     match content.and_then(|c| c.get("text")).and_then(Value::as_str) {
         Some(t) => {
@@ -74,11 +75,17 @@ pub(super) fn response_content(
         {
             (Content::Known(Vec::new()), None, false)
         }
-        None if matches!(status, 204 | 304) || (100..200).contains(&status) => {
+        // The head says there is no body: `Content-Length: 0`, or a status that has none.
+        None if no_body_status(status) || (!event_stream && declared == Some(0)) => {
             (Content::Known(Vec::new()), None, false)
         }
         None => (Content::Unknown, None, false),
     }
+}
+
+/// A status whose response has no body (RFC 9110 §6.4.1).
+pub(super) fn no_body_status(status: u16) -> bool {
+    matches!(status, 204 | 304) || (100..200).contains(&status)
 }
 
 /// Whether `postData` or `content` says its text is base64.

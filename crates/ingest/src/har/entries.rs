@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use mcpf_http::{Body, Headers};
 use mcpf_model::Timestamp;
 
-use super::bodies::{Content, request_body, response_content};
+use super::bodies::{Content, no_body_status, request_body, response_content};
 use super::headers::{headers, http_version, media_type};
 use super::timings::{Times, times};
 use super::url::{host_ip, parse_ip, port, split_url};
@@ -46,6 +46,10 @@ pub(super) struct Resp {
     /// Decoded size (`content.size`), when given.
     pub(super) size: Option<u64>,
     pub(super) event_stream: bool,
+    /// The body recorded is all its `Content-Length` declares (or a status that has none): the
+    /// response was whole, whatever failure the entry records after it (Chromium reports a
+    /// body the page cancelled, even an empty one, as `net::ERR_ABORTED`).
+    pub(super) whole: bool,
 }
 
 pub(super) struct Entry {
@@ -54,6 +58,8 @@ pub(super) struct Entry {
     pub(super) req_last: Timestamp,
     pub(super) head: Timestamp,
     pub(super) end: Timestamp,
+    /// The entry does not record when its response ended (see [`Times::end_unknown`]).
+    pub(super) end_unknown: bool,
     pub(super) method: String,
     pub(super) target: String,
     pub(super) version: u8,
@@ -95,6 +101,7 @@ pub(super) fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, En
         req_last,
         head,
         end,
+        end_unknown,
     } = times(obj, started);
 
     let req_version = req.get("httpVersion").and_then(Value::as_str).unwrap_or("");
@@ -112,9 +119,10 @@ pub(super) fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, En
     );
 
     let resp = obj.get("response").and_then(Value::as_object);
-    let error = obj
-        .get("_error")
-        .or_else(|| resp.and_then(|r| r.get("_error")))
+    // Chrome's DevTools export writes `_error`, Playwright's recorder `_failureText`.
+    let error = ["_error", "_failureText"]
+        .iter()
+        .find_map(|k| obj.get(*k).or_else(|| resp.and_then(|r| r.get(*k))))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_string);
@@ -134,6 +142,7 @@ pub(super) fn entry(number: u64, v: &Value, http2: &mut u64) -> Result<Entry, En
         req_last,
         head,
         end,
+        end_unknown,
         method,
         target,
         version,
@@ -190,8 +199,16 @@ fn response(r: &Map<String, Value>, req_version: &str) -> Result<Option<Resp>, E
     let event_stream = media_type(&headers, mime) == "text/event-stream";
     let size = byte_size(content.and_then(|c| c.get("size")));
     let wire_size = byte_size(r.get("bodySize"));
+    let declared = headers
+        .get("content-length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
     let (content, decode_error, empty_text) =
-        response_content(content, status, event_stream, size, wire_size);
+        response_content(content, status, event_stream, size, wire_size, declared);
+    let whole = match &content {
+        Content::Known(b) if b.is_empty() && no_body_status(status) => true,
+        Content::Known(b) => !headers.has("content-encoding") && declared == Some(b.len() as u64),
+        Content::Unknown => false,
+    };
     let (version, _) = http_version(
         r.get("httpVersion")
             .and_then(Value::as_str)
@@ -212,5 +229,54 @@ fn response(r: &Map<String, Value>, req_version: &str) -> Result<Option<Resp>, E
         wire_size,
         size,
         event_stream,
+        whole,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(v: Value) -> Entry {
+        let mut http2 = 0;
+        entry(1, &v, &mut http2).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn with_response(response: Value) -> Value {
+        json!({"startedDateTime": "2026-12-01T18:35:26.391Z", "time": 5.0,
+               "request": {"method": "POST", "url": "http://127.0.0.1:8080/mcp", "headers": []},
+               "response": response, "timings": {"send": 0, "wait": 5, "receive": -1}})
+    }
+
+    #[test]
+    fn playwright_failure_text_is_the_error() {
+        let e = read(with_response(
+            json!({"status": -1, "headers": [], "_failureText": "net::ERR_ABORTED"}),
+        ));
+        assert!(e.response.is_none());
+        assert_eq!(e.error.as_deref(), Some("net::ERR_ABORTED"));
+    }
+
+    #[test]
+    fn a_body_as_long_as_its_content_length_is_whole_whatever_failed_after() {
+        let empty = read(with_response(
+            json!({"status": 202, "_failureText": "net::ERR_ABORTED",
+            "headers": [{"name": "Content-Length", "value": "0"}], "content": {"size": -1, "mimeType": "application/json"}}),
+        ));
+        let r = empty.response.unwrap();
+        assert!(r.whole && matches!(&r.content, Content::Known(b) if b.is_empty()));
+        let cut = read(with_response(
+            json!({"status": 200, "_failureText": "net::ERR_ABORTED",
+            "headers": [{"name": "Content-Length", "value": "10"}], "content": {"text": "{\"a\":", "mimeType": "application/json"}}),
+        ));
+        assert!(!cut.response.unwrap().whole, "5 of 10 bytes");
+        let stream = read(with_response(
+            json!({"status": 200, "_failureText": "net::ERR_ABORTED",
+            "headers": [{"name": "Content-Type", "value": "text/event-stream"}], "content": {"size": -1}}),
+        ));
+        let r = stream.response.unwrap();
+        assert!(!r.whole && matches!(r.content, Content::Unknown));
+        assert!(stream.end_unknown);
+    }
 }

@@ -102,7 +102,14 @@ impl<'a> Exchanges<'a> {
                     },
                 );
             }
-            Some(mut r) => self.response(timeline, e, &mut r, id, ending),
+            Some(mut r) => {
+                let ending = if r.whole {
+                    (Outcome::Complete, None)
+                } else {
+                    ending
+                };
+                self.response(timeline, e, &mut r, id, ending)
+            }
         }
     }
 
@@ -172,6 +179,7 @@ impl<'a> Exchanges<'a> {
                 outcome,
                 closed_by,
                 sse,
+                when_unknown: e.end_unknown && !r.whole,
             })),
         );
     }

@@ -297,6 +297,13 @@ impl Builder {
         self.live(idx).is_none_or(|s| s.finalized || s.over)
     }
 
+    /// The input does not say when the exchange ended: its end is shown as such.
+    fn end_time_unknown(&mut self, id: ExchangeId, unknown: bool) {
+        if unknown && let Some(st) = self.stream_mut(id) {
+            st.end_time_unknown = true;
+        }
+    }
+
     pub(super) fn stream_mut(&mut self, id: ExchangeId) -> Option<&mut Stream> {
         match self.open.get_mut(&id)? {
             Filing::Session(s, i) => self
@@ -411,14 +418,17 @@ impl HttpSink for Builder {
             HttpEvent::Request(r) => self.on_request(&r),
             HttpEvent::ResponseHead(h) => self.on_response_head(&h),
             HttpEvent::SseEvent { exchange, event } => self.on_event(exchange, &event),
-            HttpEvent::ResponseEnd(end) => self.on_end(
-                end.exchange,
-                end.outcome,
-                end.closed_by,
-                end.last,
-                Some(&end.body),
-                end.sse.as_ref(),
-            ),
+            HttpEvent::ResponseEnd(end) => {
+                self.end_time_unknown(end.exchange, end.when_unknown);
+                self.on_end(
+                    end.exchange,
+                    end.outcome,
+                    end.closed_by,
+                    end.last,
+                    Some(&end.body),
+                    end.sse.as_ref(),
+                )
+            }
             HttpEvent::NoResponse {
                 exchange,
                 outcome,
@@ -427,9 +437,7 @@ impl HttpSink for Builder {
                 unknown,
                 when_unknown,
             } => {
-                if when_unknown && let Some(st) = self.stream_mut(exchange) {
-                    st.end_time_unknown = true;
-                }
+                self.end_time_unknown(exchange, when_unknown);
                 // Unknown, not absent: nothing may be concluded from what it seems to lack.
                 let body = unknown.then(|| mcpf_http::Body {
                     unknown: true,
