@@ -141,3 +141,49 @@ tshark_counts() {
   streams=$(tshark -r "$f" -T fields -e tcp.stream 2>/dev/null | sort -u | wc -l)
   echo "$(basename "$f"): http.request=$req http.response=$resp (desegment_body:FALSE: $resph) tcp.streams=$streams size=$(stat -c %s "$f")B"
 }
+
+# --- the seed incident behind its buffering nginx (for the scripts that put a proxy or recorder
+# in front of it). They need NAME and WORK set; nginx is Debian's.
+
+# seed_nginx_conf LISTEN UPSTREAM OUT [SED_EXPR]: make/seed-incident/nginx.conf listening on
+# LISTEN, proxying to UPSTREAM, with SED_EXPR (if any) applied too; checked, so a changed conf
+# fails loudly instead of running on the wrong ports.
+seed_nginx_conf() {
+  local listen="$1" upstream="$2" out="$3" extra="${4:-}"
+  sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$listen/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$upstream/" \
+      ${extra:+-e "$extra"} "$MAKE_DIR/seed-incident/nginx.conf" >"$out"
+  grep -q "listen 127.0.0.1:$listen;" "$out" && grep -q "server 127.0.0.1:$upstream;" "$out" \
+    || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
+}
+
+# run_nginx DIR CONF PORT: nginx in the foreground with its own prefix DIR; its pid in NGINX_PID.
+run_nginx() {
+  mkdir -p "$1/tmp"
+  "$(command -v nginx || echo /usr/sbin/nginx)" -p "$1/" -e "$1/error.log" -c "$2" &
+  NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
+  wait_listen "$3"
+}
+stop_nginx() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; }
+
+# start_seed_server PORT: seed-server in buggy mode, its session IDs seeded by NAME (the same IDs
+# at every run), its truth in $WORK/seed-server.json; its pid in SEED_SERVER.
+start_seed_server() {
+  /usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$1" --session-seed "mcp-forensics/$NAME" \
+      --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
+  SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
+  wait_listen "$1"
+}
+
+# start_seed_behind_nginx NGINX_PORT SEED_PORT: seed-server, and the buffering nginx in front of it.
+start_seed_behind_nginx() {
+  seed_nginx_conf "$1" "$2" "$WORK/nginx.conf"
+  start_seed_server "$2"
+  run_nginx "$WORK/nginx" "$WORK/nginx.conf" "$1"
+}
+stop_seed_behind_nginx() { stop_nginx; stop_pid "$SEED_SERVER"; }
+
+# run_seed_client PORT: seed-client against 127.0.0.1:PORT, its truth in $WORK/seed-client.json.
+run_seed_client() {
+  /usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$1" --truth-out "$WORK/seed-client.json" \
+      2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+}

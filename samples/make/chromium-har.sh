@@ -37,7 +37,6 @@ if [ ! -f "$PW/.stamp-$stamp" ]; then
   (cd "$PW" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent) >&2
   touch "$PW/.stamp-$stamp"
 fi
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 log "scratch: $WORK"
 
@@ -51,25 +50,15 @@ cp "$H/seed-client.html" "$H/seed-client.js" "$H/sdk-client.html" "$WORK/www/"
 
 # nginx_conf MODE LISTEN UPSTREAM OUT: make/seed-incident/nginx.conf on our ports, also serving the
 # pages (one origin: fetch() sends no CORS preflight). MODE healthy turns buffering off and speaks
-# HTTP/1.1 upstream, as a proxy for MCP should, and keeps the Host header's port.
+# HTTP/1.1 upstream, as a proxy for MCP should, and keeps the Host header's port (the Python SDK
+# checks Host against 127.0.0.1:*, against DNS rebinding).
 nginx_conf() {
-  local mode="$1" listen="$2" upstream="$3" out="$4" fix=""
-  # The Python SDK checks Host against 127.0.0.1:* (DNS rebinding): pass the client's, port and all.
-  [ "$mode" = healthy ] && fix='s/proxy_buffering on;/proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";/; s/proxy_set_header Host $host;/proxy_set_header Host $http_host;/'
-  sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$listen/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$upstream/" \
-      -e "s#^\(        location /mcp {\)#        location ~ ^/(seed|sdk)-client\\\\. { root $WORK/www; }\n\1#" \
-      -e "$fix" "$MAKE_DIR/seed-incident/nginx.conf" >"$out"
-  grep -q "listen 127.0.0.1:$listen;" "$out" && grep -q "server 127.0.0.1:$upstream;" "$out" \
-    && grep -q "client" "$out" && { [ "$mode" != healthy ] || grep -q "proxy_buffering off;" "$out"; } \
+  local mode="$1" out="$4"
+  local pages="s#^\(        location /mcp {\)#        location ~ ^/(seed|sdk)-client\\\\. { root $WORK/www; }\n\1#"
+  [ "$mode" = healthy ] && pages="$pages; s/proxy_buffering on;/proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection \"\";/; s/proxy_set_header Host \$host;/proxy_set_header Host \$http_host;/"
+  seed_nginx_conf "$2" "$3" "$out" "$pages"
+  grep -q "client" "$out" && { [ "$mode" != healthy ] || grep -q "proxy_buffering off;" "$out"; } \
     || { log "could not rewrite seed-incident/nginx.conf for $mode"; exit 1; }
-}
-
-# run_nginx DIR CONF PORT: nginx in the foreground with its own prefix, its pid in NGINX_PID.
-run_nginx() {
-  mkdir -p "$1/tmp"
-  "$NGINX" -p "$1/" -e "$1/error.log" -c "$2" &
-  NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
-  wait_listen "$3"
 }
 
 # record PAGE_URL HAR TRUTH OPTIONS [URL_REGEX]: the page's client in Chromium; echoes the versions.
@@ -80,15 +69,11 @@ record() {
 
 log "seed: chromium page -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
 nginx_conf seed "$NGINX_PORT" "$SEED_PORT" "$WORK/nginx-seed.conf"
-/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
-    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
-SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
-wait_listen "$SEED_PORT"
+start_seed_server "$SEED_PORT"
 run_nginx "$WORK/nginx-seed" "$WORK/nginx-seed.conf" "$NGINX_PORT"
 VERSIONS="$(record "http://127.0.0.1:$NGINX_PORT/seed-client.html" "$WORK/seed.har" "$WORK/seed-client.json" \
     '{"postTimeoutMs":1500,"dropAfter":41,"quickSpacingMs":150,"reconnectDelayMs":3000,"resumeWaitMs":4000}')"
-kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
-stop_pid "$SEED_SERVER"
+stop_seed_behind_nginx
 
 log "healthy: chromium page (TypeScript SDK) -> nginx :$NGINX2_PORT -> Python SDK server :$SDK_PORT"
 nginx_conf healthy "$NGINX2_PORT" "$SDK_PORT" "$WORK/nginx-healthy.conf"
@@ -98,7 +83,7 @@ wait_listen "$SDK_PORT"
 run_nginx "$WORK/nginx-healthy" "$WORK/nginx-healthy.conf" "$NGINX2_PORT"
 record "http://127.0.0.1:$NGINX2_PORT/sdk-client.html" "$WORK/healthy.har" "$WORK/sdk-client.json" \
     '{"steps":5}' '/(mcp|sdk-client\.html)$' >/dev/null
-kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
+stop_nginx
 stop_pid "$SDK_SERVER"
 
 for f in seed healthy; do [ -s "$WORK/$f.har" ] || { log "Playwright wrote no $f HAR; see $WORK/record.err"; exit 1; }; done

@@ -23,7 +23,6 @@ need_apt haproxy:haproxy nginx:nginx
 require_free_port "$SEED_FE" "$HEALTHY_FE" "$NGINX_PORT" "$SEED_PORT" "$SDK_PORT"
 PY="$(py_venv "py-mcp-$MCPF_PY_MCP_VERSION" "$MAKE_DIR/python-sdk-healthy/requirements.lock.txt")"
 HAPROXY="$(command -v haproxy || echo /usr/sbin/haproxy)"
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 log "scratch: $WORK"
 "$HAPROXY" -c -q -f "$H/haproxy.cfg"
@@ -39,25 +38,12 @@ start_haproxy() {
 stop_haproxy() { sleep 0.5; kill -TERM "$HAPROXY_PID" 2>/dev/null || true; wait "$HAPROXY_PID" 2>/dev/null || true; }
 
 # --- run 1: the seed incident through HAProxy and the buffering nginx --------------------------------
-mkdir -p "$WORK/nginx/tmp"
-sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$NGINX_PORT/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$SEED_PORT/" \
-    "$MAKE_DIR/seed-incident/nginx.conf" >"$WORK/nginx.conf"
-grep -q "listen 127.0.0.1:$NGINX_PORT;" "$WORK/nginx.conf" && grep -q "server 127.0.0.1:$SEED_PORT;" "$WORK/nginx.conf" \
-  || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
-/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
-    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
-SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
-wait_listen "$SEED_PORT"
-"$NGINX" -p "$WORK/nginx/" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" &
-NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
-wait_listen "$NGINX_PORT"
+start_seed_behind_nginx "$NGINX_PORT" "$SEED_PORT"
 start_haproxy "$WORK/haproxy-seed.jsonl"
 log "seed-client -> HAProxy :$SEED_FE -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
-/usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$SEED_FE" --truth-out "$WORK/seed-client.json" \
-    2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+run_seed_client "$SEED_FE"
 stop_haproxy
-kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
-stop_pid "$SEED_SERVER"
+stop_seed_behind_nginx
 
 # --- run 2: a healthy official Python SDK session through HAProxy --------------------------------------
 (cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$SDK_PORT" "$WORK/sdk-events.jsonl") \

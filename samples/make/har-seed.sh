@@ -23,22 +23,10 @@ require_free_port "$PROXY_PORT" "$NGINX_PORT" "$SEED_PORT"
 MITM_PY="$(py_venv mitmproxy "$H/requirements.mitmproxy.txt")"
 MITMDUMP="$(dirname "$MITM_PY")/mitmdump"
 MITM_VERSION="$("$MITM_PY" -c 'from mitmproxy import version; print(version.VERSION)')"
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 log "scratch: $WORK"
 
-mkdir -p "$WORK/nginx/tmp"
-sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$NGINX_PORT/" -e "s/127\.0\.0\.1:9000/127.0.0.1:$SEED_PORT/" \
-    "$MAKE_DIR/seed-incident/nginx.conf" >"$WORK/nginx.conf"
-grep -q "listen 127.0.0.1:$NGINX_PORT;" "$WORK/nginx.conf" && grep -q "server 127.0.0.1:$SEED_PORT;" "$WORK/nginx.conf" \
-  || { log "could not rewrite the ports of seed-incident/nginx.conf"; exit 1; }
-/usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$SEED_PORT" --session-seed "mcp-forensics/$NAME" \
-    --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
-SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
-wait_listen "$SEED_PORT"
-"$NGINX" -p "$WORK/nginx/" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" &
-NGINX_PID=$!; _MCPF_PIDS+=("$NGINX_PID")
-wait_listen "$NGINX_PORT"
+start_seed_behind_nginx "$NGINX_PORT" "$SEED_PORT"
 # A fresh confdir: mitmproxy writes its CA there on first start (unused: plain HTTP only).
 "$MITMDUMP" --mode "reverse:http://127.0.0.1:$NGINX_PORT" --listen-host 127.0.0.1 -p "$PROXY_PORT" \
   --set confdir="$WORK/mitmproxy" --set hardump="$WORK/raw.har" -s "$H/record_sse.py" -q \
@@ -47,13 +35,11 @@ PROXY_PID=$!; _MCPF_PIDS+=("$PROXY_PID")
 wait_listen "$PROXY_PORT"
 
 log "seed-client -> mitmdump :$PROXY_PORT -> nginx :$NGINX_PORT -> seed-server :$SEED_PORT"
-/usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$PROXY_PORT" --truth-out "$WORK/seed-client.json" \
-    2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+run_seed_client "$PROXY_PORT"
 sleep 0.5
 # SIGINT: mitmdump writes the HAR on a clean shutdown.
 kill -INT "$PROXY_PID"; wait "$PROXY_PID" || true
-kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true
-stop_pid "$SEED_SERVER"
+stop_seed_behind_nginx
 [ -s "$WORK/raw.har" ] || { log "mitmdump wrote no HAR; see $WORK/mitmdump.log"; exit 1; }
 
 cp "$WORK/raw.har" "$SAMPLES_DIR/$HAR_NAME.har"
