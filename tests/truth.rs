@@ -752,59 +752,10 @@ fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
 fn the_seed_incident_in_a_chromium_har_shows_the_fallback_and_the_unsafe_resume() {
     let t = truth("chromium-har.truth.json");
     let seed = &t["seed"];
-    let want = &seed["expected_analysis"];
-    let strings = |v: &Value| -> BTreeSet<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap().to_string())
-            .collect()
-    };
     let sid = seed["session_id"].as_str().unwrap();
-    for file in [
-        seed["file"].as_str().unwrap(),
-        seed["sanitized_copy"].as_str().unwrap(),
-    ] {
-        let report = analyze(&[file]);
-        assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
-        let session = &report["sessions"][0];
-        assert_eq!(session["session_id"], sid, "{file}");
-        let ours = |f: &&Value| f["session_id"] == sid;
-        let findings = report["findings"].as_array().unwrap();
-        let all: BTreeSet<String> = findings
-            .iter()
-            .filter(ours)
-            .map(|f| f["kind"].as_str().unwrap().to_string())
-            .collect();
-        assert!(
-            strings(&want["findings"]).is_subset(&all),
-            "{file}: {all:?}"
-        );
-        let above: BTreeSet<String> = findings
-            .iter()
-            .filter(ours)
-            .filter(|f| f["severity"] != "info")
-            .map(|f| f["kind"].as_str().unwrap().to_string())
-            .collect();
-        let not_determinable = strings(&want["not_determinable"]);
-        assert!(
-            above.is_disjoint(&not_determinable),
-            "{file}: raised above info what the truth says the HAR cannot show: {above:?}"
-        );
-        let listed: BTreeSet<String> = session["not_determinable"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["kind"].as_str().unwrap().to_string())
-            .collect();
-        assert!(
-            not_determinable.is_subset(&listed),
-            "{file}: not determinable {listed:?}"
-        );
-        assert_eq!(
-            session["resumption"]["verdict"], want["resumption_verdict"],
-            "{file}"
-        );
+    for file in ["file", "sanitized_copy"] {
+        let file = seed[file].as_str().unwrap();
+        check_seed_log(file, sid, &seed["expected_analysis"], "findings");
     }
 }
 
@@ -827,10 +778,16 @@ fn bodies_the_browser_cancelled_once_whole_are_not_abandoned() {
     assert_eq!(session["session_id"], t["healthy"]["session_id"]);
 }
 
-/// What a log of the seed incident must give, by its truth: every finding it lists, on the
+/// What a log (or HAR) of the seed incident must give, by its truth: every finding it lists, on the
 /// session it names; nothing above info that the truth says a log cannot show; those listed as
 /// not determinable; the resumption verdict.
 fn check_seed_log(file: &str, sid: &str, want: &Value, findings: &str) {
+    check_seed_log_read_with(&[file], sid, want, findings);
+}
+
+/// [`check_seed_log`] with the arguments that read the file (`--log-format …` and the file).
+fn check_seed_log_read_with(args: &[&str], sid: &str, want: &Value, findings: &str) {
+    let file = args.last().unwrap();
     let strings = |v: &Value| -> BTreeSet<String> {
         v.as_array()
             .unwrap_or_else(|| panic!("{file}: truth lacks a list"))
@@ -838,7 +795,7 @@ fn check_seed_log(file: &str, sid: &str, want: &Value, findings: &str) {
             .map(|k| k.as_str().unwrap().to_string())
             .collect()
     };
-    let report = analyze(&[file]);
+    let report = analyze(args);
     assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
     let session = &report["sessions"][0];
     assert_eq!(session["session_id"], sid, "{file}");
@@ -893,26 +850,32 @@ fn proxy_logs_give_what_their_truths_say() {
             },
         );
     }
+    // nginx's three JSON formats, and its text one read with the --log-format the truth gives.
     let t = truth("nginx-formats.truth.json");
+    let mut text_logs = 0;
     for (file, what) in t["files"].as_object().unwrap() {
         let part = &t["sessions"][what["session"].as_str().unwrap()];
         let want = &part["expected_from_access_log"];
+        let mut args: Vec<&str> = what["analyze_args"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        text_logs += usize::from(!args.is_empty());
+        args.push(file);
         if what["session"] == "seed" {
-            check_seed_log(
-                file,
-                part["session_id"].as_str().unwrap(),
-                want,
-                "above_info",
-            );
+            let sid = part["session_id"].as_str().unwrap();
+            check_seed_log_read_with(&args, sid, want, "above_info");
         } else {
-            let file = file.strip_prefix("samples/").unwrap();
-            check(
-                file,
-                &Expect {
-                    sessions: 1,
-                    above_info: HEALTHY,
-                },
+            let report = analyze(&args);
+            assert_eq!(report["summary"]["sessions"], 1, "{file}: sessions");
+            assert!(
+                above_info(&report).is_empty(),
+                "{file}: {:?}",
+                above_info(&report)
             );
+            let requests = &part["http_request_count"];
+            assert_eq!(&report["summary"]["mcp_exchanges"], requests, "{file}");
         }
     }
+    assert_eq!(text_logs, 2, "the seed and healthy text logs");
 }

@@ -187,3 +187,20 @@ run_seed_client() {
   /usr/bin/python3 "$MAKE_DIR/seed-incident/client.py" --port "$1" --truth-out "$WORK/seed-client.json" \
       2>"$WORK/seed-client.err" || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
 }
+
+# --- a healthy session of the official Python SDKs (make/python-sdk-healthy/), for the scripts that
+# put a proxy between them. They need PY (the SDK venv's python) and WORK.
+
+# start_sdk_server PORT: the SDK server, its event store's log in $WORK/sdk-events.jsonl; pid in SDK_SERVER.
+start_sdk_server() {
+  (cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$1" "$WORK/sdk-events.jsonl") \
+      >"$WORK/sdk-server.log" 2>&1 &
+  SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
+  wait_listen "$1"
+}
+
+# run_sdk_client URL: the SDK client's session against URL, its record in $WORK/sdk-client.jsonl.
+run_sdk_client() {
+  (cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "$1" "$WORK/sdk-client.jsonl") \
+      >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+}

@@ -53,14 +53,10 @@ stop_caddy
 stop_seed_behind_nginx
 
 # --- run 2: a healthy official Python SDK session through Caddy --------------------------------------
-(cd "$MAKE_DIR/python-sdk-healthy" && exec "$PY" server.py "$SDK_PORT" "$WORK/sdk-events.jsonl") \
-    >"$WORK/sdk-server.log" 2>&1 &
-SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
-wait_listen "$SDK_PORT"
+start_sdk_server "$SDK_PORT"
 start_caddy run-healthy
 log "Python SDK client -> Caddy :$HEALTHY_FE -> Python SDK server :$SDK_PORT"
-(cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "http://127.0.0.1:$HEALTHY_FE/mcp" "$WORK/sdk-client.jsonl") \
-    >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+run_sdk_client "http://127.0.0.1:$HEALTHY_FE/mcp"
 stop_caddy
 stop_pid "$SDK_SERVER"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-creates the nginx-formats samples: real access logs written by Debian's nginx in three
-# operator-style JSON log_formats at once (make/nginx-formats/nginx.conf), for the seed incident
+# operator-style JSON log_formats and one text format at once (make/nginx-formats/nginx.conf), for the seed incident
 # and for a healthy official-Python-SDK session, through ONE nginx:
 #
 #   seed-client (make/seed-incident/client.py)        --/mcp--------->  nginx 127.0.0.1:18541
@@ -10,6 +10,7 @@
 #
 #   OUT/nginx-formats-seed.{ops-short,request-line,ingress}.jsonl
 #   OUT/nginx-formats-healthy.{ops-short,request-line,ingress}.jsonl
+#   OUT/nginx-formats-{seed,healthy}.combined-mcp.log (text: read with --log-format, see the truth)
 #   OUT/nginx-formats.truth.json      (written from what the clients and servers recorded)
 #   OUT/nginx-formats-client-leg.pcap (both sessions, client <-> nginx, for comparison)
 #
@@ -25,7 +26,7 @@ HEALTHY="$MAKE_DIR/python-sdk-healthy"
 NGINX_PORT=18541   # must match nginx.conf
 SEED_PORT=18542
 PY_PORT=18543
-FORMATS="ops-short request-line ingress"
+FORMATS="ops-short.jsonl request-line.jsonl ingress.jsonl combined-mcp.log"
 OUT="${MCPF_NGINX_FORMATS_OUT:-$SAMPLES_DIR}"
 
 need_capture_tools
@@ -70,8 +71,8 @@ if [ -s "$WORK/nginx/stray.jsonl" ]; then
   log "requests outside the two locations:"; cat "$WORK/nginx/stray.jsonl" >&2; exit 1
 fi
 for f in $FORMATS; do
-  cp "$WORK/nginx/seed.$f.jsonl" "$OUT/$NAME-seed.$f.jsonl"
-  cp "$WORK/nginx/healthy.$f.jsonl" "$OUT/$NAME-healthy.$f.jsonl"
+  cp "$WORK/nginx/seed.$f" "$OUT/$NAME-seed.$f"
+  cp "$WORK/nginx/healthy.$f" "$OUT/$NAME-healthy.$f"
 done
 # Each session's own merge and checks (they fail when the run did not reproduce the scenario).
 /usr/bin/python3 "$SEED/truth.py" "$NAME-seed" buggy "$WORK/seed-client.json" "$WORK/seed-server.json" \
@@ -79,4 +80,4 @@ done
 /usr/bin/python3 "$HEALTHY/truth.py" "$WORK/py-client.jsonl" "$WORK/py-events.jsonl" "$WORK/healthy.truth.json" "$PY_PORT"
 /usr/bin/python3 "$H/truth.py" "$WORK" "$OUT" "$NGINX_PORT" "$SEED_PORT" "$PY_PORT"
 tshark_counts "$CLIENT_PCAP" "$NGINX_PORT"
-for f in "$OUT/$NAME"-*.jsonl; do log "$(basename "$f"): $(wc -l <"$f") lines, $(stat -c %s "$f")B"; done
+for f in "$OUT/$NAME"-*.jsonl "$OUT/$NAME"-*.log; do log "$(basename "$f"): $(wc -l <"$f") lines, $(stat -c %s "$f")B"; done

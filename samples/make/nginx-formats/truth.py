@@ -2,7 +2,7 @@
 """Build nginx-formats.truth.json (in OUT_DIR, beside the logs) from what the clients and servers recorded during the run
 (the seed-client's and seed-server's own JSON, merged and checked by seed-incident/truth.py; the
 Python SDK client's httpx log and server's event-store log, merged by python-sdk-healthy/truth.py),
-never from the logs or the capture. The three log_formats are read from the nginx.conf the run
+never from the logs or the capture. The log_formats are read from the nginx.conf the run
 used, so a test can check which key carried which nginx variable.
 
 The access logs are only checked for shape (one valid JSON object a line, one line per HTTP request
@@ -28,15 +28,19 @@ def rel(name):
     return os.path.relpath(os.path.join(out_dir, name), REPO)
 
 
-FORMATS = {"ops-short": "ops_short", "request-line": "request_line", "ingress": "ingress"}
+FORMATS = {"ops-short": "ops_short", "request-line": "request_line", "ingress": "ingress",
+           "combined-mcp": "combined_mcp"}
+# The text format's lines are read with --log-format and its template, not as JSON.
+TEXT = {"combined-mcp"}
 
 
 def log_formats(conf_path):
     """{log_format name: {"escape": ..., "keys": {json key: template}}} from nginx.conf."""
     text = open(conf_path).read()
     out = {}
-    for m in re.finditer(r"^\s*log_format\s+(\S+)\s+escape=(\S+)\s+(.*?);\s*$", text, re.M | re.S):
+    for m in re.finditer(r"^\s*log_format\s+(\S+)\s+(?:escape=(\S+)\s+)?(.*?);\s*$", text, re.M | re.S):
         name, escape, body = m.groups()
+        escape = escape or "default"
         joined = "".join(re.findall(r"'([^']*)'", body))
         keys = {k: {"value": v, "json_type": "string" if quote else "number"}
                 for k, quote, v in re.findall(r'"([^"]+)":("?)([^",}]*)', joined)}
@@ -74,9 +78,15 @@ abandoned = [r for r in seed["client"]["http_requests"] if r.get("status") is No
 files = {}
 for session, count in (("seed", seed_requests), ("healthy", healthy_requests)):
     for short, conf_name in FORMATS.items():
-        name = "%s-%s.%s.jsonl" % (NAME, session, short)
+        name = "%s-%s.%s.%s" % (NAME, session, short, "log" if short in TEXT else "jsonl")
         path = os.path.join(out_dir, name)
         lines = open(path).read().splitlines()
+        entry = {"session": session, "log_format": short, "nginx_log_format_name": conf_name}
+        files[rel(name)] = entry
+        want("%s lines (one per request the client sent)" % name, len(lines), count)
+        if short in TEXT:
+            entry["analyze_args"] = ["--log-format", formats[conf_name]["template"]]
+            continue
         for i, line in enumerate(lines, 1):
             try:
                 obj = json.loads(line)
@@ -84,8 +94,6 @@ for session, count in (("seed", seed_requests), ("healthy", healthy_requests)):
                 problems.append("%s:%d is not JSON: %s" % (name, i, e))
                 continue
             want("%s:%d keys" % (name, i), list(obj), list(formats[conf_name]["keys"]))
-        want("%s lines (one per request the client sent)" % name, len(lines), count)
-        files[rel(name)] = {"session": session, "log_format": short, "nginx_log_format_name": conf_name}
 
 healthy.pop("capture", None)
 healthy.pop("also", None)
@@ -159,5 +167,5 @@ if problems:
     print("nginx-formats/truth.py: the run did NOT give what the samples are meant to show:", *problems,
           sep="\n  ", file=sys.stderr)
     sys.exit(1)
-print("nginx-formats/truth.py: seed %s (%d requests), healthy %s (%d requests); 6 logs checked" % (
-    seed["session_id"], seed_requests, healthy["session_id"], healthy_requests))
+print("nginx-formats/truth.py: seed %s (%d requests), healthy %s (%d requests); %d logs checked" % (
+    seed["session_id"], seed_requests, healthy["session_id"], healthy_requests, len(files)))

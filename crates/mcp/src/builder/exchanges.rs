@@ -480,8 +480,12 @@ fn what_request_says(
     }
     let jsonrpc = messages.iter().any(|m| m.kind != Kind::Malformed);
     // A source without bodies (an access log) still shows a POST that may be MCP by its Accept
-    // header, which the spec makes name both JSON and event streams: its response decides.
-    let unseen_post = r.method.eq_ignore_ascii_case("POST") && r.body.unknown && accept_sse;
+    // header, which the spec makes name both JSON and event streams, or by nothing when it did
+    // not log Accept (absent is then not "no"): its response decides, by a session ID minted
+    // in it say.
+    let unseen_post = r.method.eq_ignore_ascii_case("POST")
+        && r.body.unknown
+        && (accept_sse || !r.headers.has("accept"));
     if jsonrpc || unseen_post {
         return Says::Unproven;
     }
