@@ -22,10 +22,13 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         return Ok(Exit::Error);
     }
     let redactor = Redactor::new(job.redact);
-    let finalizer = Arc::new(Mutex::new(Finalizer::new(
-        job.selection.clone(),
-        session_writer(&job, &inputs, redactor),
-    )));
+    let finalizer = Arc::new(Mutex::new(
+        Finalizer::new(
+            job.selection.clone(),
+            session_writer(&job, &inputs, redactor),
+        )
+        .with_inputs(inputs.paths.clone()),
+    ));
     let builder =
         session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
@@ -158,6 +161,7 @@ fn assemble(
             .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?,
         idle,
     );
+    let detector_limits = fin.limits();
     let (findings, sessions, timelines) = fin.finish();
     if let Some(e) = &sessions.error {
         anyhow::bail!("{e}");
@@ -179,6 +183,7 @@ fn assemble(
         ));
     }
     limits.extend(http_caps_reached(&http));
+    limits.extend(detector_limits);
     let mut inputs = fed.reports;
     account_not_carried(&mut inputs, &mcp_stats.carried_nothing);
     let report = report::Report {

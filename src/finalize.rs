@@ -11,6 +11,14 @@ use mcpf_report::timeline::{self, Entry};
 /// its record, then lets the session drop its records.
 pub struct Finalizer {
     detector: Detector,
+    /// With several inputs: sessions waiting for their other observations (the same session ID
+    /// in another input) to be finalized, so the hops are compared and each finding goes where
+    /// it belongs before any of them is rendered.
+    // Boxed as the MCP stage hands them over and the writer takes them: a session is large.
+    #[allow(clippy::vec_box)]
+    held: Vec<Box<Session>>,
+    done: std::collections::HashSet<usize>,
+    several_inputs: bool,
     timelines: Vec<(usize, Vec<Entry>)>,
     sel: Selection,
     writer: SessionWriter,
@@ -25,6 +33,9 @@ impl Finalizer {
     pub fn new(sel: Selection, writer: SessionWriter) -> Self {
         Finalizer {
             detector: Detector::new(),
+            held: Vec::new(),
+            done: Default::default(),
+            several_inputs: false,
             timelines: Vec::new(),
             sel,
             writer,
@@ -32,14 +43,57 @@ impl Finalizer {
         }
     }
 
-    pub fn run(&mut self, mut s: Box<Session>) {
-        let (verdict, mine) = self.detector.session(&s);
+    /// The inputs' paths by index: with several, sessions seen in more than one are compared
+    /// hop by hop.
+    pub fn with_inputs(mut self, paths: Vec<String>) -> Self {
+        self.several_inputs = paths.len() > 1;
+        self.detector = std::mem::take(&mut self.detector).with_inputs(paths);
+        self
+    }
+
+    /// A finalized session: analysed at once, or, while other observations of it are still in
+    /// progress, when the last of them is finalized.
+    pub fn run(&mut self, s: Box<Session>) {
+        if !self.several_inputs || s.same_session_as.is_empty() {
+            return self.release(vec![s]);
+        }
+        self.done.insert(s.idx);
+        let waits = s.same_session_as.iter().any(|p| !self.done.contains(p));
+        let id = s.session_id.clone();
+        self.held.push(s);
+        if waits {
+            return;
+        }
+        let (group, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.session_id == id);
+        self.held = rest;
+        self.release(group);
+    }
+
+    #[allow(clippy::vec_box)]
+    fn release(&mut self, group: Vec<Box<Session>>) {
+        let refs: Vec<&Session> = group.iter().map(|s| &**s).collect();
+        let results = self.detector.group(&refs);
+        for (s, (verdict, mine)) in group.into_iter().zip(results) {
+            self.emit(s, verdict, &mine);
+        }
+    }
+
+    fn emit(
+        &mut self,
+        mut s: Box<Session>,
+        verdict: mcpf_detect::verdict::Verdict,
+        mine: &[usize],
+    ) {
         let sel = &self.sel;
         let in_window = |m: Mark| {
             !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
         };
-        let shown: Vec<(usize, &Finding)> = self.detector.findings()[mine]
+        let all = self.detector.findings();
+        let shown: Vec<(usize, &Finding)> = mine
             .iter()
+            .map(|&h| &all[h])
             .filter(|f| in_window(f.time))
             .filter(|f| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
             .map(|f| (f.handle, f))
@@ -77,7 +131,18 @@ impl Finalizer {
 
     /// The final order of findings (finding references in timelines follow it), the rendered
     /// sessions and the timelines.
+    /// What a cap of the detector stage left out, for the report's limits.
+    pub fn limits(&self) -> Vec<String> {
+        self.detector.limits()
+    }
+
     pub fn finish(mut self) -> (Vec<Finding>, SessionWriter, Vec<Vec<Entry>>) {
+        // Observations whose others never ended (none should be left: every session is
+        // finalized at the end of the input).
+        let left = std::mem::take(&mut self.held);
+        for s in left {
+            self.release(vec![s]);
+        }
         let (findings, position) = self.detector.finish();
         self.writer.finish();
         let sessions = self.writer.session_slots();

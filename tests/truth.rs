@@ -879,3 +879,122 @@ fn proxy_logs_give_what_their_truths_say() {
     }
     assert_eq!(text_logs, 2, "the seed and healthy text logs");
 }
+
+fn lost_in_transit(report: &Value) -> Vec<&Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "lost_in_transit")
+        .collect()
+}
+
+/// Both legs of the buggy proxy: the 17 progress events the server sent on the POST of
+/// `tools/call` 7, which the server leg holds and the client leg never got, are the one
+/// `lost_in_transit`, on the client's session, the cause of its fallback; the inputs' clocks
+/// (one host) differ by less than a millisecond.
+#[test]
+fn the_two_legs_of_the_seed_show_what_the_proxy_held() {
+    for (legs, truth_file) in [
+        ("seed-incident", "seed-incident.truth.json"),
+        ("seed-incident-backoff", "seed-incident-backoff.truth.json"),
+        ("namespaced-ids", "namespaced-ids.truth.json"),
+    ] {
+        let t = truth(truth_file);
+        let client = format!("samples/{legs}-client-leg.pcap");
+        let server = format!("samples/{legs}-server-leg.pcap");
+        let report = analyze(&[&client, &server]);
+        let lost = lost_in_transit(&report);
+        assert_eq!(lost.len(), 1, "{legs}: {lost:?}");
+        let f = lost[0];
+        let e = &f["evidence"];
+        assert_eq!(e["seen_in"]["input_path"], server.as_str(), "{legs}");
+        assert_eq!(e["missing_from"]["input_path"], client.as_str(), "{legs}");
+        assert_eq!(e["delivered"], 0, "{legs}");
+        let never = &t["summary"]["never_delivered_to_client"]["post"];
+        assert_eq!(
+            &e["event_ids"], never,
+            "{legs}: the truth's never-delivered POST events"
+        );
+        let offset = e["clock_offset_s"]["estimate"].as_f64().unwrap();
+        assert!(offset.abs() < 1e-3, "{legs}: one host, offset {offset}");
+        // On the client's session, and the cause of the fallback there.
+        let session = report["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == f["session"])
+            .unwrap();
+        let port = session["server"].as_str().unwrap();
+        let client_port = t["topology"]["client_leg"]["nginx"].as_str().unwrap();
+        assert_eq!(
+            port, client_port,
+            "{legs}: the finding is on the client leg"
+        );
+        let fallback = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["kind"] == "sse_fallback" && x["session"] == f["session"])
+            .unwrap();
+        assert!(
+            fallback["caused_by"].as_array().unwrap().contains(&f["id"]),
+            "{legs}: {fallback}"
+        );
+    }
+}
+
+/// The server leg rewritten an hour later (another host's clock): the same events lost, and the
+/// offset measured from the matched exchanges.
+#[test]
+fn the_clock_offset_between_two_hosts_is_measured() {
+    let dir = tempfile_dir("hop-offset");
+    let server = dir.join("server-leg-plus-1h.pcap");
+    let original = root().join("samples/seed-incident-server-leg.pcap");
+    shifted_copy(
+        &original,
+        first_frame_time(&original).add_nanos(3_600_000_000_000),
+        &server,
+    );
+    let report = analyze(&[
+        "samples/seed-incident-client-leg.pcap",
+        server.to_str().unwrap(),
+    ]);
+    let lost = lost_in_transit(&report);
+    assert_eq!(lost.len(), 1);
+    let clock = &lost[0]["evidence"]["clock_offset_s"];
+    let offset = clock["estimate"].as_f64().unwrap();
+    assert!((offset - 3600.0).abs() < 1e-3, "{clock}");
+    assert!(clock["min"].as_f64().unwrap() <= 3600.0 + 1e-3);
+    assert_eq!(lost[0]["evidence"]["events"], 17);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Healthy hops lose nothing: the 52 healthy sessions of both nginx legs, the SDK's own resumes
+/// through a relay, and one input alone.
+#[test]
+fn hops_that_lost_nothing_get_no_lost_in_transit() {
+    let t = truth("concurrent-nginx.truth.json");
+    let report = analyze(&[
+        "samples/concurrent-nginx-client-leg.pcap",
+        "samples/concurrent-nginx-server-leg.pcap",
+    ]);
+    let lost = lost_in_transit(&report);
+    assert_eq!(lost.len(), 1, "only the incident session");
+    assert_eq!(lost[0]["session_id"], t["incident_session_id"]);
+    for pair in [
+        [
+            "samples/python-sdk-resume-many.pcap",
+            "samples/python-sdk-resume-many-server-leg.pcap",
+        ],
+        [
+            "samples/ts-sdk-resumption.pcap",
+            "samples/ts-sdk-resumption-server-leg.pcap",
+        ],
+    ] {
+        let report = analyze(&pair);
+        assert!(lost_in_transit(&report).is_empty(), "{pair:?}");
+    }
+    let one = analyze(&["samples/seed-incident-server-leg.pcap"]);
+    assert!(lost_in_transit(&one).is_empty());
+}

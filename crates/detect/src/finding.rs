@@ -202,6 +202,25 @@ impl Findings {
     }
 
     /// Findings of a kind in a session.
+    /// `cause` becomes a cause of the findings of `kind` in `s` that rest on `stream`.
+    pub(crate) fn name_as_cause(
+        &mut self,
+        s: &Session,
+        kind: FindingKind,
+        stream: StreamIdx,
+        cause: usize,
+    ) {
+        let Some(handles) = self.by_kind.get(&(s.idx, kind)) else {
+            return;
+        };
+        for &h in handles {
+            let f = &mut self.list[h];
+            if f.streams.contains(&stream) && !f.caused_by.contains(&cause) {
+                f.caused_by.push(cause);
+            }
+        }
+    }
+
     pub fn of(&self, session: SessionIdx, kind: FindingKind) -> impl Iterator<Item = &Finding> {
         self.by_kind
             .get(&(session, kind))

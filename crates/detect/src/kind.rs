@@ -23,11 +23,12 @@ pub enum FindingKind {
     SkippedEvents,
     UnansweredRequest,
     RetryWithoutIdempotencyKey,
+    LostInTransit,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 13] = [
+    pub const ALL: [FindingKind; 14] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -41,6 +42,7 @@ impl FindingKind {
         FindingKind::SkippedEvents,
         FindingKind::UnansweredRequest,
         FindingKind::RetryWithoutIdempotencyKey,
+        FindingKind::LostInTransit,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -60,6 +62,7 @@ impl FindingKind {
             FindingKind::SkippedEvents => &skipped_events::INFO,
             FindingKind::UnansweredRequest => &unanswered_request::INFO,
             FindingKind::RetryWithoutIdempotencyKey => &retry_without_idempotency_key::INFO,
+            FindingKind::LostInTransit => &lost_in_transit::INFO,
         }
     }
 
@@ -79,6 +82,7 @@ impl FindingKind {
             FindingKind::SkippedEvents => "skipped_events",
             FindingKind::UnansweredRequest => "unanswered_request",
             FindingKind::RetryWithoutIdempotencyKey => "retry_without_idempotency_key",
+            FindingKind::LostInTransit => "lost_in_transit",
         }
     }
 

@@ -13,6 +13,7 @@ mod cross_namespace_replay;
 mod cross_replica_resume;
 mod duplicate_response;
 mod event_id_reset;
+mod lost_in_transit;
 mod request_id_reused;
 mod resume_gap;
 mod retry_without_idempotency_key;
@@ -41,23 +42,117 @@ use mcpf_model::Mark;
 #[derive(Debug, Default)]
 pub struct Detector {
     findings: Findings,
+    /// The inputs' names, by input index; with one input there is no other hop to compare.
+    inputs: Vec<String>,
+    /// Observations of sessions already reported, by session ID, for an observation of the
+    /// same session in another input that begins after they ended (another host's clock).
+    kept: std::collections::HashMap<String, Vec<lost_in_transit::Observation>>,
+    /// What they hold, and the sessions not kept once [`MAX_KEPT_BYTES`] was reached.
+    kept_bytes: usize,
+    not_kept: u64,
 }
+
+/// What the kept observations may hold together (their events' bytes, about).
+const MAX_KEPT_BYTES: usize = 512 << 20;
 
 impl Detector {
     pub fn new() -> Detector {
         Detector::default()
     }
 
+    /// The inputs' names by index: with two or more, observations of one session in different
+    /// inputs are compared (`lost_in_transit`), see [`Detector::group`].
+    pub fn with_inputs(mut self, inputs: Vec<String>) -> Detector {
+        self.inputs = inputs;
+        self
+    }
+
     /// Runs every detector on a finalized session (its events still present); returns its
     /// resumption verdict and the handles of the findings it got.
-    pub fn session(&mut self, s: &Session) -> (verdict::Verdict, std::ops::Range<usize>) {
-        let first = self.findings.list.len();
-        run_detectors(s, &mut self.findings);
-        let mine = first..self.findings.list.len();
-        (
-            verdict::resumption(s, &self.findings.list[mine.clone()]),
-            mine,
-        )
+    pub fn session(&mut self, s: &Session) -> (verdict::Verdict, Vec<usize>) {
+        let mut one = self.group(&[s]);
+        one.swap_remove(0)
+    }
+
+    /// [`Detector::session`] on each observation of one session (the same session ID in
+    /// different inputs: the hops of its traffic), then each pair of them compared.
+    pub fn group(&mut self, sessions: &[&Session]) -> Vec<(verdict::Verdict, Vec<usize>)> {
+        // The verdict rests on the session's own detectors (a hop's finding is no resumption).
+        let mut out: Vec<(verdict::Verdict, Vec<usize>)> = sessions
+            .iter()
+            .map(|s| {
+                let first = self.findings.list.len();
+                run_detectors(s, &mut self.findings);
+                let own = first..self.findings.list.len();
+                let v = verdict::resumption(s, &self.findings.list[own.clone()]);
+                (v, own.collect())
+            })
+            .collect();
+        if self.inputs.len() > 1 {
+            for (s, handles) in self.compare_hops(sessions) {
+                if let Some(at) = sessions.iter().position(|x| x.idx == s) {
+                    out[at].1.push(handles);
+                }
+            }
+        }
+        out
+    }
+
+    /// Each pair of observations at hand, then each against those kept from sessions already
+    /// reported; then theirs are kept in turn.
+    fn compare_hops(&mut self, sessions: &[&Session]) -> Vec<(mcpf_mcp::model::SessionIdx, usize)> {
+        let obs: Vec<lost_in_transit::Observation> = sessions
+            .iter()
+            .map(|s| lost_in_transit::Observation::of(s))
+            .collect();
+        let mut added = Vec::new();
+        for i in 0..sessions.len() {
+            for j in i + 1..sessions.len() {
+                let (a, b) = ((&obs[i], Some(sessions[i])), (&obs[j], Some(sessions[j])));
+                added.extend(lost_in_transit::detect(
+                    a,
+                    b,
+                    &self.inputs,
+                    &mut self.findings,
+                ));
+            }
+            let Some(id) = &sessions[i].session_id else {
+                continue;
+            };
+            for kept in self.kept.get(id).into_iter().flatten() {
+                let (a, b) = ((&obs[i], Some(sessions[i])), (kept, None));
+                added.extend(lost_in_transit::detect(
+                    a,
+                    b,
+                    &self.inputs,
+                    &mut self.findings,
+                ));
+            }
+        }
+        for (s, o) in sessions.iter().zip(obs) {
+            let Some(id) = &s.session_id else { continue };
+            if self.kept_bytes + o.bytes() > MAX_KEPT_BYTES {
+                self.not_kept += 1;
+                continue;
+            }
+            self.kept_bytes += o.bytes();
+            self.kept.entry(id.clone()).or_default().push(o);
+        }
+        added
+    }
+
+    /// What a cap of the hop comparison left out, for the report's limits.
+    pub fn limits(&self) -> Vec<String> {
+        (self.not_kept > 0)
+            .then(|| {
+                format!(
+                    "{} sessions were not kept for comparison with their observations in other inputs that began after they ended: {} MiB held already (lost_in_transit is not determinable for them)",
+                    self.not_kept,
+                    MAX_KEPT_BYTES >> 20
+                )
+            })
+            .into_iter()
+            .collect()
     }
 
     /// Every finding so far, by handle.

@@ -1,0 +1,550 @@
+//! `lost_in_transit`: events one observation of a session holds and another, of the same session
+//! on another hop, never received. Two inputs that both saw a session (a capture of each leg of
+//! a proxy, a client-side and a server-side capture) are compared stream by stream: a stream is
+//! matched by what its request carried (its JSON-RPC requests, or a GET's `Last-Event-ID`), an
+//! event by its ID and its bytes. A proxy cannot mint events, so the observation holding events
+//! the other lacks is the nearer the server, and what it holds alone was lost between the two.
+//!
+//! The inputs' clocks may differ. The offset is bounded by causality over matched exchanges: the
+//! far leg sees a request after the near leg, and an event before it. The bounds and their middle
+//! are in the evidence, and the delay each matched stream took is measured against them.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::jsonrpc::Kind;
+use mcpf_mcp::model::{Session, SessionIdx, Stream, StreamIdx, StreamTransport};
+use mcpf_model::{InputId, Mark};
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::LostInTransit,
+    severity: Severity::High,
+    when: "events one input saw the server send on a stream never reached the same stream in another input of the same session (the next hop toward the client)",
+    meaning: "The server sent these events and the hop nearer the client never received them: whatever sits between the two observations (a proxy, a balancer) held or dropped them.",
+    why: "What the client waits for was sent but never arrived: the client gives up (a fallback, a re-send, a hang) although the server did its part. A buffering proxy in front of a streamed response does exactly this.",
+    fix: "Look at the hop between the two inputs: a proxy must pass event streams through unbuffered (nginx: proxy_buffering off or X-Accel-Buffering: no, HTTP/1.1 upstream; HAProxy/Envoy: no response buffering for text/event-stream).",
+    evidence: &[
+        "events",
+        "event_ids",
+        "seen_in",
+        "missing_from",
+        "delivered",
+        "clock_offset_s",
+    ],
+};
+
+/// Event bytes one observation copies: past it the session is not compared.
+const MAX_BYTES_HELD: usize = 256 << 20;
+/// Event IDs listed in a finding; the count says how many in all.
+const IDS_LISTED: usize = 20;
+
+/// What one input saw of a session: its streams, keyed by what their requests carried, and their
+/// events' IDs and bytes.
+#[derive(Debug)]
+pub(crate) struct Observation {
+    label: String,
+    input: InputId,
+    streams: Vec<Observed>,
+    /// Its events were not kept (the budget was spent): nothing can be compared.
+    dropped: bool,
+}
+
+#[derive(Debug)]
+struct Observed {
+    key: Key,
+    idx: StreamIdx,
+    label: String,
+    opened: Mark,
+    ended: Option<Mark>,
+    /// Bytes are missing from it, or the input did not record its body: what it lacks proves
+    /// nothing.
+    lacks_bytes: bool,
+    events: Vec<Seen>,
+}
+
+#[derive(Debug)]
+struct Seen {
+    id: Option<Box<str>>,
+    data: Box<[u8]>,
+    mark: Mark,
+}
+
+/// What a request carried, so the same exchange is found in another observation: the JSON-RPC
+/// messages of a POST, or a GET's `Last-Event-ID`; `nth` tells apart exchanges that carried the
+/// same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    method: String,
+    carried: String,
+    nth: u32,
+}
+
+impl Observation {
+    pub(crate) fn of(s: &Session) -> Observation {
+        let mut held = 0;
+        let mut seen: HashMap<(String, String), u32> = HashMap::new();
+        let mut obs = Observation {
+            label: s.label(),
+            // The input its exchanges came from (a session is one input's observation).
+            input: s.streams.first().map_or(0, |st| st.opened.frame.input),
+            streams: Vec::with_capacity(s.streams.len()),
+            dropped: false,
+        };
+        for st in &s.streams {
+            let carried = carried(st);
+            let nth = seen
+                .entry((st.method.clone(), carried.clone()))
+                .or_default();
+            let key = Key {
+                method: st.method.clone(),
+                carried,
+                nth: *nth,
+            };
+            *nth += 1;
+            let events = obs.events_of(s, st, &mut held);
+            obs.streams.push(Observed {
+                key,
+                idx: st.idx,
+                label: st.label(),
+                opened: st.opened,
+                ended: st.ended,
+                lacks_bytes: st.gap || st.body_unknown || st.events_unheld > 0,
+                events,
+            });
+        }
+        obs
+    }
+
+    /// What it holds, about: its events' bytes and a little for each stream and event.
+    pub(crate) fn bytes(&self) -> usize {
+        let per = |st: &Observed| {
+            128 + st.key.carried.len() + st.events.iter().map(|e| 64 + e.data.len()).sum::<usize>()
+        };
+        self.streams.iter().map(per).sum()
+    }
+
+    fn events_of(&mut self, s: &Session, st: &Stream, held: &mut usize) -> Vec<Seen> {
+        let mut out = Vec::with_capacity(st.events.len());
+        for ev in &st.events {
+            let data = ev.data().and_then(|at| s.payloads.read(at));
+            let Some(data) = data else {
+                self.dropped = true;
+                continue;
+            };
+            if *held + data.len() > MAX_BYTES_HELD {
+                self.dropped = true;
+                return Vec::new();
+            }
+            *held += data.len();
+            out.push(Seen {
+                id: ev.id.clone(),
+                data: data.into_boxed_slice(),
+                mark: ev.mark,
+            });
+        }
+        out
+    }
+}
+
+/// The request's JSON-RPC messages (method and ID), or a GET's `Last-Event-ID`.
+fn carried(st: &Stream) -> String {
+    if st.transport == StreamTransport::Get {
+        return st.resume.as_ref().map_or_else(String::new, |r| {
+            format!("last-event-id {}", r.last_event_id)
+        });
+    }
+    let mut parts: Vec<String> = st
+        .client_messages
+        .iter()
+        .filter(|m| m.kind != Kind::Malformed)
+        .map(|m| {
+            let method = m.method.as_deref().unwrap_or("");
+            match &m.id {
+                Some(id) => format!("{method}#{}", id.label()),
+                None => method.to_string(),
+            }
+        })
+        .collect();
+    parts.sort();
+    parts.join(",")
+}
+
+/// One stream in two observations: `far` nearer the server, `near` nearer the client.
+struct Pair<'a> {
+    near: &'a Observed,
+    far: &'a Observed,
+}
+
+/// The clock offset of the far input against the near one (far − near), bounded by causality:
+/// a request reaches the far leg after the near one, an event the near leg after the far one.
+#[derive(Clone, Copy, Debug)]
+struct Offset {
+    low: f64,
+    high: f64,
+    exchanges: usize,
+}
+
+impl Offset {
+    /// The middle of the bounds, when both are known and do not cross.
+    fn estimate(&self) -> Option<f64> {
+        (self.low.is_finite() && self.high.is_finite() && self.low <= self.high)
+            .then(|| (self.low + self.high) / 2.0)
+    }
+
+    fn json(&self) -> Value {
+        let r = |x: f64| (x * 1e6).round() / 1e6;
+        json!({
+            "estimate": self.estimate().map(r),
+            "min": r(self.low),
+            "max": r(self.high),
+            "from_exchanges": self.exchanges,
+        })
+    }
+}
+
+/// The same event: its ID and its bytes.
+fn same(a: &Seen, b: &Seen) -> bool {
+    a.id == b.id && a.data == b.data
+}
+
+/// The events of `a` that `b` lacks, as indexes into `a.events`, matched in order.
+fn missing(a: &Observed, b: &Observed) -> Vec<usize> {
+    let mut used = vec![false; b.events.len()];
+    let mut out = Vec::new();
+    let mut from = 0;
+    for (i, ev) in a.events.iter().enumerate() {
+        match (from..b.events.len()).find(|&j| !used[j] && same(ev, &b.events[j])) {
+            Some(j) => {
+                used[j] = true;
+                from = j + 1;
+            }
+            None => out.push(i),
+        }
+    }
+    out
+}
+
+fn pairs<'a>(a: &'a Observation, b: &'a Observation) -> Vec<(&'a Observed, &'a Observed)> {
+    let by_key: HashMap<&Key, &Observed> = b.streams.iter().map(|o| (&o.key, o)).collect();
+    a.streams
+        .iter()
+        .filter_map(|x| by_key.get(&x.key).map(|y| (x, *y)))
+        .collect()
+}
+
+/// Whether the first of each pair is nearer the server: the one holding events the other lacks,
+/// when the other holds none it lacks. None: neither lost anything, or each lacks some (then it
+/// is not a hop that lost them).
+fn first_nearer_server(matched: &[(&Observed, &Observed)]) -> Option<bool> {
+    let comparable = matched
+        .iter()
+        .filter(|(x, y)| !x.lacks_bytes && !y.lacks_bytes);
+    let (mut a_alone, mut b_alone) = (0, 0);
+    for (x, y) in comparable {
+        a_alone += missing(x, y).len();
+        b_alone += missing(y, x).len();
+    }
+    match (a_alone, b_alone) {
+        (0, 0) => None,
+        (_, 0) => Some(true),
+        (0, _) => Some(false),
+        _ => None,
+    }
+}
+
+fn offset(pairs: &[Pair<'_>]) -> Offset {
+    let mut o = Offset {
+        low: f64::NEG_INFINITY,
+        high: f64::INFINITY,
+        exchanges: 0,
+    };
+    for p in pairs {
+        o.exchanges += 1;
+        o.high = o
+            .high
+            .min(p.far.opened.time.seconds_since(p.near.opened.time));
+        let delivered = p.far.events.iter().filter_map(|e| {
+            p.near
+                .events
+                .iter()
+                .find(|n| same(e, n))
+                .map(|n| e.mark.time.seconds_since(n.mark.time))
+        });
+        for d in delivered {
+            o.low = o.low.max(d);
+        }
+    }
+    o
+}
+
+/// One observation of a session, and the session itself while it is still at hand (an
+/// observation kept from a session already reported has none).
+pub(crate) type Side<'a> = (&'a Observation, Option<&'a Session>);
+
+/// Compares two observations of one session from different inputs. A finding goes to the
+/// session nearer the client, the one that lacks the events, and the fallback its client made
+/// for that stream names it as its cause; when that session was already reported, it goes to
+/// the one nearer the server. Returns the new findings' handles, with their sessions.
+pub(crate) fn detect(
+    a: Side<'_>,
+    b: Side<'_>,
+    inputs: &[String],
+    f: &mut Findings,
+) -> Vec<(SessionIdx, usize)> {
+    let ((oa, sa), (ob, sb)) = (a, b);
+    if oa.dropped || ob.dropped || oa.input == ob.input {
+        return Vec::new();
+    }
+    let matched = pairs(oa, ob);
+    let Some(a_far) = first_nearer_server(&matched) else {
+        return Vec::new();
+    };
+    let ((near, near_s), (far, far_s)) = if a_far {
+        ((ob, sb), (oa, sa))
+    } else {
+        ((oa, sa), (ob, sb))
+    };
+    let pairs: Vec<Pair<'_>> = matched
+        .iter()
+        .map(|&(x, y)| {
+            if a_far {
+                Pair { near: y, far: x }
+            } else {
+                Pair { near: x, far: y }
+            }
+        })
+        .collect();
+    let hop = Hop {
+        near,
+        far,
+        inputs,
+        clock: offset(&pairs),
+    };
+    let mut added = Vec::new();
+    for p in pairs
+        .iter()
+        .filter(|p| !p.near.lacks_bytes && !p.far.lacks_bytes)
+    {
+        let lost = before_the_end(p, missing(p.far, p.near), hop.clock);
+        if lost.is_empty() {
+            continue;
+        }
+        if let Some(s) = near_s {
+            let h = f.add(s, finding(p, &lost, &hop, p.near));
+            f.name_as_cause(s, FindingKind::SseFallback, p.near.idx, h);
+            added.push((s.idx, h));
+        } else if let Some(s) = far_s {
+            added.push((s.idx, f.add(s, finding(p, &lost, &hop, p.far))));
+        }
+    }
+    added
+}
+
+/// Of the events `lost`, those that reached the far leg while the near stream was still open:
+/// one sent after the client left was not lost by the hop. An event at far time `t` was at the
+/// hop by near time `t − low` at the latest (the offset is at least `low`). Without a lower
+/// bound nothing is left out.
+fn before_the_end(p: &Pair<'_>, lost: Vec<usize>, clock: Offset) -> Vec<usize> {
+    let Some(end) = p.near.ended.filter(|_| clock.low.is_finite()) else {
+        return lost;
+    };
+    lost.into_iter()
+        .filter(|&i| p.far.events[i].mark.time.seconds_since(end.time) - clock.low < 0.0)
+        .collect()
+}
+
+/// The two observations and their inputs' names, for the evidence.
+struct Hop<'a> {
+    near: &'a Observation,
+    far: &'a Observation,
+    inputs: &'a [String],
+    clock: Offset,
+}
+
+impl Hop<'_> {
+    fn name(&self, input: InputId) -> String {
+        self.inputs
+            .get(input as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("input {input}"))
+    }
+
+    fn side(&self, o: &Observation, st: &Observed) -> Value {
+        json!({
+            "input": o.input,
+            "input_path": self.name(o.input),
+            "session": o.label,
+            "stream": st.label,
+            "opened": st.opened.time.rfc3339(),
+            "frame": st.opened.frame.frame,
+        })
+    }
+}
+
+/// The finding, on the session of the stream `own` (either side).
+fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
+    let evs: Vec<&Seen> = lost.iter().map(|&i| &p.far.events[i]).collect();
+    let ids: Vec<Option<&str>> = evs
+        .iter()
+        .take(IDS_LISTED)
+        .map(|e| e.id.as_deref())
+        .collect();
+    let delivered = p.near.events.len();
+    let what = match (p.far.key.method.as_str(), p.far.key.carried.as_str()) {
+        (m, "") => m.to_string(),
+        (m, c) => format!("{m} {c}"),
+    };
+    let how = if delivered == 0 {
+        "none of them arrived"
+    } else {
+        "the rest arrived"
+    };
+    let summary = format!(
+        "{} event{} the server sent on {} ({what}), seen in {}, never reached {} ({how}): lost between the two",
+        evs.len(),
+        if evs.len() == 1 { "" } else { "s" },
+        p.far.label,
+        hop.name(hop.far.input),
+        hop.name(hop.near.input),
+    );
+    let mark = |m: Option<&&Seen>| {
+        m.map(|e| json!({"time": e.mark.time.rfc3339(), "frame": e.mark.frame.frame, "input": e.mark.frame.input}))
+    };
+    New {
+        kind: FindingKind::LostInTransit,
+        severity: INFO.severity,
+        // A moment of its own session's input: when its stream was opened.
+        time: own.opened,
+        frames: vec![own.opened],
+        streams: vec![own.idx],
+        summary,
+        evidence: json!({
+            "events": evs.len(),
+            "event_ids": ids,
+            "first_lost": mark(evs.first()),
+            "last_lost": mark(evs.last()),
+            "seen_in": hop.side(hop.far, p.far),
+            "missing_from": hop.side(hop.near, p.near),
+            "delivered": delivered,
+            "clock_offset_s": hop.clock.json(),
+        }),
+        caused_by: Vec::new(),
+        subject: Subject::Stream(own.idx),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpf_model::{FrameRef, Timestamp};
+
+    fn at(input: InputId, ms: i64) -> Mark {
+        Mark {
+            time: Timestamp(ms * 1_000_000),
+            frame: FrameRef::new(input, ms as u64),
+        }
+    }
+
+    /// A stream opened at `opened` ms whose events are `(id, data, ms)`.
+    fn stream(input: InputId, opened: i64, events: &[(&str, &str, i64)]) -> Observed {
+        Observed {
+            key: Key {
+                method: "POST".into(),
+                carried: "tools/call#7".into(),
+                nth: 0,
+            },
+            idx: 0,
+            label: "post:s1".into(),
+            opened: at(input, opened),
+            ended: None,
+            lacks_bytes: false,
+            events: events
+                .iter()
+                .map(|(id, data, ms)| Seen {
+                    id: Some((*id).into()),
+                    data: data.as_bytes().into(),
+                    mark: at(input, *ms),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn an_event_is_the_same_by_its_id_and_its_bytes_in_order() {
+        let far = stream(
+            1,
+            0,
+            &[("1", "a", 1), ("2", "b", 2), ("2", "b", 3), ("3", "c", 4)],
+        );
+        let near = stream(0, 0, &[("1", "a", 5), ("2", "b", 6), ("3", "other", 7)]);
+        // The second "2" and "3" (other bytes under the same ID) never arrived.
+        assert_eq!(missing(&far, &near), vec![2, 3]);
+        assert_eq!(missing(&near, &far), vec![2]);
+    }
+
+    #[test]
+    fn the_side_holding_what_the_other_lacks_is_nearer_the_server() {
+        let far = stream(1, 0, &[("1", "a", 1), ("2", "b", 2)]);
+        let near = stream(0, 0, &[("1", "a", 5)]);
+        assert_eq!(first_nearer_server(&[(&far, &near)]), Some(true));
+        assert_eq!(first_nearer_server(&[(&near, &far)]), Some(false));
+        assert_eq!(first_nearer_server(&[(&near, &near)]), None, "nothing lost");
+        // Each lacking some is no hop's loss (the matching is wrong, or both were cut).
+        let other = stream(0, 0, &[("1", "a", 5), ("9", "z", 6)]);
+        assert_eq!(first_nearer_server(&[(&far, &other)]), None);
+        // What a stream with missing bytes lacks proves nothing.
+        let cut = Observed {
+            lacks_bytes: true,
+            ..stream(0, 0, &[])
+        };
+        assert_eq!(first_nearer_server(&[(&far, &cut)]), None);
+    }
+
+    #[test]
+    fn the_offset_is_bounded_by_requests_and_events() {
+        // The far clock runs 1000 ms ahead; the proxy takes 2 ms each way.
+        let far = stream(1, 1_002, &[("1", "a", 1_010)]);
+        let near = stream(0, 0, &[("1", "a", 12)]);
+        let o = offset(&[Pair {
+            near: &near,
+            far: &far,
+        }]);
+        assert_eq!((o.low, o.high), (0.998, 1.002));
+        assert!((o.estimate().unwrap() - 1.0).abs() < 1e-9);
+        let none = offset(&[Pair {
+            near: &stream(0, 0, &[]),
+            far: &far,
+        }]);
+        assert_eq!(
+            none.estimate(),
+            None,
+            "no event seen on both: no lower bound"
+        );
+    }
+
+    #[test]
+    fn events_that_reached_the_hop_after_the_client_left_were_not_lost_by_it() {
+        let far = stream(1, 0, &[("1", "a", 10), ("2", "b", 500)]);
+        let near = Observed {
+            ended: Some(at(0, 100)),
+            ..stream(0, 0, &[])
+        };
+        let clock = Offset {
+            low: 0.0,
+            high: 0.001,
+            exchanges: 1,
+        };
+        let p = Pair {
+            near: &near,
+            far: &far,
+        };
+        assert_eq!(before_the_end(&p, vec![0, 1], clock), vec![0]);
+        let unbounded = Offset {
+            low: f64::NEG_INFINITY,
+            ..clock
+        };
+        assert_eq!(before_the_end(&p, vec![0, 1], unbounded), vec![0, 1]);
+    }
+}
