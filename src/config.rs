@@ -36,7 +36,10 @@ pub struct Flows {
 
 /// The inputs of `http` and `analyze`: captures, HAR files and access logs.
 pub struct Inputs {
+    /// The files, once directories and quoted globs are expanded.
     pub files: Vec<String>,
+    /// What the expansion left out, one line each.
+    pub notes: Vec<String>,
     pub format: FormatChoice,
     /// `--log-map`, read and checked.
     pub log_map: Option<LogMap>,
@@ -171,8 +174,10 @@ fn inputs(
     let text = log_format
         .map(|f| LogMap::text_format(f).map_err(|e| anyhow::anyhow!("--log-format: {e}")))
         .transpose()?;
+    let expanded = crate::inputs::expand(&files);
     Ok(Inputs {
-        files,
+        files: expanded.files,
+        notes: expanded.notes,
         format: format.into(),
         log_map: text.or(log_map.map(read_log_map).transpose()?),
     })

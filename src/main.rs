@@ -11,6 +11,7 @@ mod app;
 mod cli;
 mod config;
 mod finalize;
+mod inputs;
 mod manpage;
 mod pipeline;
 mod progress;

@@ -97,6 +97,12 @@ impl Opened {
 
 /// Opens every input; those that fail are reported, and listed as unreadable.
 pub fn open_inputs(inputs: &config::Inputs) -> Opened {
+    for note in &inputs.notes {
+        eprintln!(
+            "mcp-forensics: {}",
+            crate::app::diagnostic(&mcpf_report::sanitize::terminal(note))
+        );
+    }
     let mut opened = Opened {
         paths: inputs.files.clone(),
         captures: Vec::new(),

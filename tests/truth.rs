@@ -998,3 +998,52 @@ fn hops_that_lost_nothing_get_no_lost_in_transit() {
     let one = analyze(&["samples/seed-incident-server-leg.pcap"]);
     assert!(lost_in_transit(&one).is_empty());
 }
+
+/// A directory of captures from two hosts is its captures (in name order), and the report says
+/// how many sessions and findings each input and each server holds.
+#[test]
+fn a_directory_of_inputs_is_read_as_its_files_with_counts_per_input_and_server() {
+    let dir = tempfile_dir("inputs-dir");
+    for (host, leg) in [("proxy-host", "client"), ("server-host", "server")] {
+        std::fs::create_dir_all(dir.join(host)).unwrap();
+        let from = root().join(format!("samples/seed-incident-{leg}-leg.pcap"));
+        std::fs::copy(from, dir.join(host).join("trace.pcap")).unwrap();
+    }
+    std::fs::write(dir.join("README.txt"), "not an input").unwrap();
+    let report = analyze(&[dir.to_str().unwrap()]);
+    let paths: Vec<&str> = report["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    assert!(
+        paths[0].ends_with("proxy-host/trace.pcap") && paths[1].ends_with("server-host/trace.pcap")
+    );
+    assert_eq!(lost_in_transit(&report).len(), 1);
+    let by_input = report["summary"]["by_input"].as_array().unwrap();
+    let by_server = report["summary"]["by_server"].as_array().unwrap();
+    assert_eq!(by_input.len(), 2);
+    assert_eq!(by_server.len(), 2);
+    let total = |rows: &[Value]| -> u64 {
+        rows.iter()
+            .flat_map(|r| r["findings"].as_object().unwrap().values())
+            .map(|n| n.as_u64().unwrap())
+            .sum()
+    };
+    let all: u64 = report["summary"]["findings"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(total(by_input), all);
+    assert_eq!(total(by_server), all);
+    // The client leg's input holds the hop's finding on top of the chain both legs show.
+    assert_eq!(
+        by_input[0]["findings"]["high"].as_u64().unwrap(),
+        by_input[1]["findings"]["high"].as_u64().unwrap() + 1
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -109,6 +109,7 @@ pub fn write_human(
     let shown = rep.shown_findings(sel);
     let sessions = listed(rep, sel, &all, &shown);
     write_sessions(out, &sessions, all.len(), r, style)?;
+    write_rollups(out, rep, sel, &shown, r)?;
     for s in &sessions {
         write_not_determinable(out, s)?;
         write_findings(out, rep, s, &shown, r, style)?;
@@ -118,6 +119,68 @@ pub fn write_human(
     }
     write_what_to_do(out, rep, &shown, style)?;
     write_exit_line(out, rep, sel, fail_on)
+}
+
+/// Sessions and findings per input and per server, when there are several of either.
+fn write_rollups(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    shown: &[usize],
+    r: &Redactor,
+) -> io::Result<()> {
+    let (by_input, by_server) = super::rollup::rollups(rep, sel, shown);
+    for (title, rows) in [("BY INPUT", by_input), ("BY SERVER", by_server)] {
+        if rows.len() < 2 {
+            continue;
+        }
+        writeln!(out, "\n{title}")?;
+        let width = rows
+            .iter()
+            .map(|x| x.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(60);
+        for row in rows {
+            let redacted = r.text(&row.name);
+            let name = crate::sanitize::terminal(&redacted);
+            let sessions = plural(row.sessions, "session");
+            writeln!(
+                out,
+                " {name:<width$}  {sessions:>12}  {}",
+                findings_text(rep, &row.findings)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// "2 findings: 1 critical, 1 high", or "no findings".
+fn findings_text(rep: &Report, findings: &[usize]) -> String {
+    if findings.is_empty() {
+        return "no findings".into();
+    }
+    let by: Vec<String> = [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+        Severity::Info,
+    ]
+    .into_iter()
+    .filter_map(|sev| {
+        let n = findings
+            .iter()
+            .filter(|&&p| rep.findings[p].severity == sev)
+            .count();
+        (n > 0).then(|| format!("{n} {}", sev.name()))
+    })
+    .collect();
+    format!("{}: {}", plural(findings.len(), "finding"), by.join(", "))
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The tool, each input, what was read (connections, for captures, and exchanges), and the

@@ -389,7 +389,10 @@ fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     Value::Object(m)
 }
 
-fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
+fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize]) -> Value {
+    let (by_input, by_server) = super::rollup::rollups(rep, sel, shown);
+    let input = |r: &super::rollup::Rollup| json!({"input": r.input, "path": r.name, "sessions": r.sessions, "findings": severity_counts(rep, &r.findings)});
+    let server = |r: &super::rollup::Rollup| json!({"server": r.name, "sessions": r.sessions, "findings": severity_counts(rep, &r.findings)});
     json!({
         "sessions": selected,
         "findings": severity_counts(rep, shown),
@@ -409,6 +412,8 @@ fn summary_json(rep: &Report, selected: usize, shown: &[usize]) -> Value {
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.len(),
         "limits": rep.limits,
+        "by_input": by_input.iter().map(input).collect::<Vec<_>>(),
+        "by_server": by_server.iter().map(server).collect::<Vec<_>>(),
     })
 }
 
@@ -471,7 +476,7 @@ pub fn write_json(
     out.write_all(&pretty_at(&rep.inputs, 2))?;
     out.write_all(b",\n  \"summary\": ")?;
     let count = rep.selected_count(sel);
-    out.write_all(&pretty_at(&summary_json(rep, count, &shown), 2))?;
+    out.write_all(&pretty_at(&summary_json(rep, sel, count, &shown), 2))?;
     out.write_all(b",\n")?;
     let sessions = &mut rep.sessions;
     let mut records = selected
@@ -552,7 +557,7 @@ pub fn write_ndjson(
         }
     }
     let count = rep.selected_count(sel);
-    let summary = json!({ "summary": summary_json(rep, count, &shown), "tool": rep.tool });
+    let summary = json!({ "summary": summary_json(rep, sel, count, &shown), "tool": rep.tool });
     write_line(out, "summary", &serde_json::to_vec(&summary)?)
 }
 

@@ -15,6 +15,7 @@
 
 mod human;
 mod json;
+mod rollup;
 pub(crate) mod spill;
 mod writer;
 
