@@ -80,7 +80,8 @@ fn batch(name: &str, n: u64, missing: u64, duplicated: u64) -> PathBuf {
     let mut cap = Capture::pcap(std::fs::File::create(&path).unwrap(), 262_144).unwrap();
     let mut c = Conn::local(1);
     c.handshake(&mut cap).unwrap();
-    open_session(&mut cap, &mut c, SESSION).unwrap();
+    // 2025-03-26, the one revision with batches.
+    open_session_at(&mut cap, &mut c, SESSION, "2025-03-26").unwrap();
     let ids = 2..2 + n;
     let reqs: Vec<String> = ids.clone().map(tools_call).collect();
     let mut answers: Vec<String> = ids

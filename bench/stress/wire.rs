@@ -372,14 +372,20 @@ pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initia
 
 /// `initialize` (SSE answer naming the session) and `notifications/initialized` (202) on `c`.
 pub fn open_session<W: Write>(cap: &mut Capture<W>, c: &mut Conn, session: &str) -> io::Result<()> {
-    c.client_send(
-        cap,
-        &post("/mcp", None, &[], initialize_request(1).as_bytes()),
-    )?;
-    c.server_send(
-        cap,
-        &sse_response(session, &[sse_event("1", &initialize_result(1))]),
-    )?;
+    open_session_at(cap, c, session, "2025-06-18")
+}
+
+/// [`open_session`] negotiating revision `version` (2025-03-26 for a batch, which only it allows).
+pub fn open_session_at<W: Write>(
+    cap: &mut Capture<W>,
+    c: &mut Conn,
+    session: &str,
+    version: &str,
+) -> io::Result<()> {
+    let init = initialize_request(1).replace("2025-06-18", version);
+    c.client_send(cap, &post("/mcp", None, &[], init.as_bytes()))?;
+    let result = initialize_result(1).replace("2025-06-18", version);
+    c.server_send(cap, &sse_response(session, &[sse_event("1", &result)]))?;
     c.client_send(
         cap,
         &post("/mcp", Some(session), &[], INITIALIZED.as_bytes()),

@@ -24,11 +24,12 @@ pub enum FindingKind {
     UnansweredRequest,
     RetryWithoutIdempotencyKey,
     LostInTransit,
+    RevisionViolation,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 14] = [
+    pub const ALL: [FindingKind; 15] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -43,6 +44,7 @@ impl FindingKind {
         FindingKind::UnansweredRequest,
         FindingKind::RetryWithoutIdempotencyKey,
         FindingKind::LostInTransit,
+        FindingKind::RevisionViolation,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -63,6 +65,7 @@ impl FindingKind {
             FindingKind::UnansweredRequest => &unanswered_request::INFO,
             FindingKind::RetryWithoutIdempotencyKey => &retry_without_idempotency_key::INFO,
             FindingKind::LostInTransit => &lost_in_transit::INFO,
+            FindingKind::RevisionViolation => &revision_violation::INFO,
         }
     }
 
@@ -83,6 +86,7 @@ impl FindingKind {
             FindingKind::UnansweredRequest => "unanswered_request",
             FindingKind::RetryWithoutIdempotencyKey => "retry_without_idempotency_key",
             FindingKind::LostInTransit => "lost_in_transit",
+            FindingKind::RevisionViolation => "revision_violation",
         }
     }
 

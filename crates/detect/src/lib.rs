@@ -17,6 +17,7 @@ mod lost_in_transit;
 mod request_id_reused;
 mod resume_gap;
 mod retry_without_idempotency_key;
+mod revision_violation;
 mod session_id_changed;
 mod session_not_reaffirmed;
 mod skipped_events;
@@ -191,6 +192,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
         unanswered_request::detect(s, &ix, f);
     }
     retry_without_idempotency_key::detect(s, &ix, f);
+    revision_violation::detect(s, f);
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.

@@ -1,5 +1,6 @@
 //! `request_id_reused`: the client sent a request with an ID it already used in the session
-//! (a MUST NOT up to 2025-11-25; from 2026-07-28 only while the first is in flight). Servers that
+//! (a MUST NOT up to 2025-11-25; from 2026-07-28 only while the first is in flight, judged by the
+//! session's revision). Servers that
 //! key streams by `str(id)` cross-wire the responses (python-sdk #3060, typescript-sdk #2433).
 
 use serde_json::json;
@@ -19,10 +20,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     fix: "Client: use a fresh ID per request within a session (a counter or a UUID). Server: reject a duplicate in-flight ID (409) instead of overwriting the routing slot.",
     evidence: &["request_id", "first", "second"],
 };
-
-fn is_2026_or_later(version: Option<&str>) -> bool {
-    version.is_some_and(|v| v >= "2026-07-28")
-}
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
     let requests: Vec<_> = ix
@@ -49,7 +46,8 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             .answers
             .between(id, s.seq(first.opened), Some(s.seq(second.opened)));
         let in_flight = !after_first.iter().any(|a| a.seq > s.seq(first.opened));
-        if is_2026_or_later(s.protocol_version.as_deref()) && !in_flight {
+        // From 2026-07-28 an ID may be used again once its request was answered.
+        if !s.revision.forbids_any_id_reuse() && !in_flight {
             continue;
         }
         f.add(

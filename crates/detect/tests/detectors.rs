@@ -86,6 +86,8 @@ struct Capture {
     target: String,
     /// Exchanges end without ending their connection (HTTP keep-alive).
     keep_alive: bool,
+    /// The revision `initialize` asks for and its result names.
+    version: &'static str,
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -117,6 +119,7 @@ impl Capture {
             sid: None,
             target: "/mcp".into(),
             keep_alive: false,
+            version: "2025-06-18",
         }
     }
 
@@ -378,7 +381,7 @@ impl Capture {
             id.clone(),
             "initialize",
             json!({
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": self.version,
                 "capabilities": {},
                 "clientInfo": {"name": "test-client", "version": "1.0"}
             }),
@@ -390,7 +393,7 @@ impl Capture {
             rh.push(("Mcp-Session-Id", sid));
         }
         self.respond(&mut ex, 200, &rh);
-        self.end_with_body(ex, Cut::Complete, &init_result(id, "2025-06-18"));
+        self.end_with_body(ex, Cut::Complete, &init_result(id, self.version));
         self.sid = sid.map(str::to_string);
         opened
     }
@@ -1762,6 +1765,126 @@ fn request_ids_1_and_string_1_are_different() {
     run.absent("duplicate_response");
     run.absent("unanswered_request");
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Judged by the negotiated revision (docs/revisions.md): each gate, both sides of it
+// ------------------------------------------------------------------------------------------------
+
+/// A session of revision `version` whose client POSTs a batch of two requests.
+fn batch_at(version: &'static str) -> Run {
+    let mut c = Capture::new();
+    c.version = version;
+    c.initialize(json!(1), Some("sess-B"));
+    c.initialized();
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = format!(
+        "[{},{}]",
+        rpc(json!(2), "tools/list", json!({})),
+        rpc(json!(3), "ping", json!({}))
+    );
+    let mut ex = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut ex, 200, &[("Content-Type", "application/json")]);
+    let answers = format!(
+        "[{},{}]",
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
+        json!({"jsonrpc": "2.0", "id": 3, "result": {}})
+    );
+    c.end_with_body(ex, Cut::Complete, &answers);
+    c.finish()
+}
+
+#[test]
+fn a_batched_post_is_legal_in_2025_03_26_only() {
+    batch_at("2025-03-26").absent("revision_violation");
+    for version in ["2025-06-18", "2025-11-25"] {
+        let run = batch_at(version);
+        let f = run.one("revision_violation");
+        assert_eq!(f.evidence["rule"], "batch", "{version}");
+        assert_eq!(f.evidence["revision"], version);
+        assert_eq!(f.evidence["revision_from"], "initialize");
+        assert_eq!(f.severity, Severity::Medium);
+    }
+}
+
+/// Requests of revision `version` (named by their header alone, as 2026-07-28 has no
+/// `initialize`): a call answered with a minted session ID, a second one with the same ID once
+/// the first was answered, then a GET with `Last-Event-ID` answered with a replay.
+fn stateless_server_at(version: &'static str) -> Run {
+    let mut c = Capture::new();
+    c.keep_alive = true;
+    let hs = |c: &Capture| {
+        let mut h = c.mcp_headers("application/json, text/event-stream", &[]);
+        h.push(("MCP-Protocol-Version".into(), version.into()));
+        h
+    };
+    for _ in 0..2 {
+        let h = hs(&c);
+        let mut ex = c.request("POST", "/mcp", h, &rpc(json!(1), "tools/list", json!({})));
+        c.respond(
+            &mut ex,
+            200,
+            &[
+                ("Content-Type", "application/json"),
+                ("Mcp-Session-Id", "minted"),
+            ],
+        );
+        c.end_with_body(
+            ex,
+            Cut::Complete,
+            &json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}).to_string(),
+        );
+    }
+    let mut h = hs(&c);
+    h.retain(|(n, _)| n != "Content-Type");
+    h.push(("Last-Event-ID".into(), "7".into()));
+    let mut ex = c.request("GET", "/mcp", h, "");
+    c.respond(&mut ex, 200, &[("Content-Type", "text/event-stream")]);
+    c.event(&mut ex, "8", &log("replayed"));
+    c.end(ex, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn under_2026_07_28_minted_sessions_and_honoured_resumes_are_violations() {
+    let run = stateless_server_at("2026-07-28");
+    let rules: Vec<&str> = run
+        .all("revision_violation")
+        .iter()
+        .map(|f| f.evidence["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"session_id_minted"), "{rules:?}");
+    assert!(rules.contains(&"last_event_id_honoured"), "{rules:?}");
+    assert!(
+        run.all("revision_violation")
+            .iter()
+            .all(|f| f.evidence["revision_from"] == "header")
+    );
+    // The same ID again after its answer: legal from 2026-07-28.
+    run.absent("request_id_reused");
+    let older = stateless_server_at("2025-11-25");
+    older.absent("revision_violation");
+    assert_eq!(
+        older.one("request_id_reused").evidence["first_in_flight"],
+        false
+    );
+}
+
+#[test]
+fn nothing_naming_the_revision_means_2025_03_26() {
+    let mut c = Capture::new();
+    c.sid = Some("sess-C".into());
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let mut ex = c.request("POST", "/mcp", hs, &rpc(json!(4), "tools/list", json!({})));
+    c.respond(&mut ex, 200, &[("Content-Type", "application/json")]);
+    c.end_with_body(
+        ex,
+        Cut::Complete,
+        &json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": []}}).to_string(),
+    );
+    let run = c.finish();
+    let rev = &run.session().revision;
+    assert_eq!((&*rev.date, rev.from.name()), ("2025-03-26", "default"));
 }
 
 // ------------------------------------------------------------------------------------------------

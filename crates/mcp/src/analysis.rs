@@ -12,7 +12,8 @@ use crate::jsonrpc::{Kind, RequestId};
 use mcpf_model::{InputId, WireHasher, WireMap, WireSet};
 
 /// Fills protocol version and server info from the answer to `initialize`.
-pub(crate) fn fill_initialize(s: &mut Session) {
+/// Returns the `protocolVersion` the `initialize` result named, if one was seen.
+pub(crate) fn fill_initialize(s: &mut Session) -> Option<String> {
     let mut found: Option<(Option<String>, Option<String>)> = None;
     for st in &s.streams {
         let Some(init) = st
@@ -41,14 +42,31 @@ pub(crate) fn fill_initialize(s: &mut Session) {
             }
         }
     }
-    if let Some((version, info)) = found {
-        if version.is_some() {
-            s.protocol_version = version;
-        }
-        if info.is_some() {
-            s.server_info = info;
-        }
+    let (version, info) = found?;
+    if version.is_some() {
+        s.protocol_version = version.clone();
     }
+    if info.is_some() {
+        s.server_info = info;
+    }
+    version
+}
+
+/// The revision the session is judged by: its `initialize` result's, else its requests'
+/// `MCP-Protocol-Version`, else what the spec says to assume.
+/// `negotiated` is what the `initialize` result named (a source without bodies has none).
+pub(crate) fn fill_revision(s: &mut Session, negotiated: Option<&str>) {
+    use crate::revision::{Revision, RevisionFrom};
+    let negotiated = negotiated.and_then(|v| Revision::named(v, RevisionFrom::Initialize));
+    let header = || {
+        s.streams
+            .iter()
+            .filter_map(|st| st.protocol_version_header.as_deref())
+            .find_map(|v| Revision::named(v, RevisionFrom::Header))
+    };
+    s.revision = negotiated
+        .or_else(header)
+        .unwrap_or_else(|| Revision::assumed(s.transport == super::model::Transport::LegacySse));
 }
 
 /// Matching key of an exchange seen by two sources.

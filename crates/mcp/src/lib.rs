@@ -18,6 +18,7 @@ pub mod model;
 mod packed;
 mod payloads;
 mod prefix;
+pub mod revision;
 
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{

@@ -208,6 +208,8 @@ pub struct Stream {
     pub resume: Option<Resume>,
     /// JSON-RPC messages the client sent in the request body.
     pub client_messages: Vec<Message>,
+    /// The request body was a JSON array of messages (a batch, legal in 2025-03-26 only).
+    pub client_batch: bool,
     /// JSON-RPC messages in a JSON response body, once unpacked for analysis.
     pub response_messages: Vec<Message>,
     /// The same, packed while the session is in progress.
@@ -309,6 +311,7 @@ impl Stream {
             session_id_sent: None,
             session_id_received: None,
             accept_sse: false,
+            client_batch: false,
             protocol_version_header: None,
             transport_mode: None,
             resume: None,
@@ -462,6 +465,8 @@ pub struct Session {
     /// No `Mcp-Session-Id`: exchanges grouped by client and initialize boundaries.
     pub stateless: bool,
     pub protocol_version: Option<String>,
+    /// The revision it is judged by (set when it is finalized).
+    pub revision: crate::revision::Revision,
     pub client_info: Option<String>,
     pub server_info: Option<String>,
     pub initialize_seen: bool,
@@ -521,6 +526,7 @@ pub struct SessionHead {
     pub transport: Transport,
     pub stateless: bool,
     pub protocol_version: Option<String>,
+    pub revision: crate::revision::Revision,
     pub client_info: Option<String>,
     pub start: Mark,
     pub end: Mark,
@@ -567,6 +573,7 @@ impl Session {
             transport: self.transport,
             stateless: self.stateless,
             protocol_version: self.protocol_version.clone(),
+            revision: self.revision.clone(),
             client_info: self.client_info.clone(),
             start: self.start,
             end: self.end,

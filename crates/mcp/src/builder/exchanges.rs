@@ -505,6 +505,7 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
     stream.target = r.target.clone();
     stream.session_id_sent = header("mcp-session-id");
     stream.accept_sse = event_stream_accepted(&r.headers);
+    stream.client_batch = r.body.data.trim_ascii_start().first() == Some(&b'[');
     stream.protocol_version_header = header("mcp-protocol-version");
     stream.resume = header("last-event-id").map(|l| model::Resume {
         last_event_id: l,

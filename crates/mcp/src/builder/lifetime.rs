@@ -49,7 +49,8 @@ impl Builder {
             .sources
             .get(*i as usize)
             .is_none_or(|f| *f == mcpf_model::SourceFormat::Capture));
-        analysis::fill_initialize(s);
+        let negotiated = analysis::fill_initialize(s);
+        analysis::fill_revision(s, negotiated.as_deref());
         analysis::analyse(s);
         s.finalized = true;
         if let Some(id) = &s.session_id {

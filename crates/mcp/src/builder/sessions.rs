@@ -55,6 +55,7 @@ impl Builder {
             client_ip: o.client_ip,
             transport: o.transport,
             protocol_version: None,
+            revision: crate::revision::Revision::assumed(false),
             client_info: None,
             server_info: None,
             initialize_seen: false,

@@ -118,6 +118,8 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         },
         stateless,
         protocol_version,
+        // Set when the session is finalized, which a spilled one is not yet.
+        revision: crate::revision::Revision::assumed(false),
         client_info,
         server_info,
         initialize_seen,
@@ -195,6 +197,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
             st.resume.is_some(),
             st.body_not_decoded,
             st.end_time_unknown,
+            st.client_batch,
         ],
     );
     if let Some(resume) = &st.resume {
@@ -270,8 +273,10 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         resumes,
         not_decoded,
         end_time_unknown,
+        client_batch,
     ] = read_flags(r)?;
     (st.body_not_decoded, st.end_time_unknown) = (not_decoded, end_time_unknown);
+    st.client_batch = client_batch;
     (st.event_stream, st.accept_sse, st.gap) = (event_stream, accept_sse, gap);
     (st.body_unknown, st.session_header_known) = (body_unknown, header_known);
     if resumes {
@@ -540,6 +545,7 @@ mod tests {
             transport: Transport::LegacySse,
             stateless: true,
             protocol_version: Some("2024-11-05".into()),
+            revision: crate::revision::Revision::assumed(false),
             client_info: Some("c 1".into()),
             server_info: Some("s 2".into()),
             initialize_seen: true,

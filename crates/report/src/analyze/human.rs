@@ -121,6 +121,15 @@ pub fn write_human(
     write_exit_line(out, rep, sel, fail_on)
 }
 
+/// The revision a session is judged by, and "(assumed)" when nothing in the input named it.
+fn revision_cell(rev: &mcpf_mcp::revision::Revision, r: &Redactor) -> String {
+    let date = r.cell(&rev.date, 12);
+    match rev.from {
+        mcpf_mcp::revision::RevisionFrom::Default => format!("{date} (assumed)"),
+        _ => date,
+    }
+}
+
 /// Sessions and findings per input and per server, when there are several of either.
 fn write_rollups(
     out: &mut dyn Write,
@@ -358,11 +367,7 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
             mcpf_mcp::model::Transport::StreamableHttp => "streamable".into(),
             mcpf_mcp::model::Transport::LegacySse => "legacy SSE".into(),
         },
-        s.head
-            .protocol_version
-            .as_deref()
-            .map(|p| r.cell(p, 12))
-            .unwrap_or_else(|| "?".into()),
+        revision_cell(&s.head.revision, r),
         s.head
             .client_info
             .as_deref()
