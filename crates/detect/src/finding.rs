@@ -210,13 +210,28 @@ impl Findings {
         stream: StreamIdx,
         cause: usize,
     ) {
+        self.update_resting_on(s, kind, stream, |f| {
+            if !f.caused_by.contains(&cause) {
+                f.caused_by.push(cause);
+            }
+        });
+    }
+
+    /// Runs `change` on each finding of `kind` in `s` that rests on `stream`.
+    pub(crate) fn update_resting_on(
+        &mut self,
+        s: &Session,
+        kind: FindingKind,
+        stream: StreamIdx,
+        mut change: impl FnMut(&mut Finding),
+    ) {
         let Some(handles) = self.by_kind.get(&(s.idx, kind)) else {
             return;
         };
         for &h in handles {
             let f = &mut self.list[h];
-            if f.streams.contains(&stream) && !f.caused_by.contains(&cause) {
-                f.caused_by.push(cause);
+            if f.streams.contains(&stream) {
+                change(f);
             }
         }
     }

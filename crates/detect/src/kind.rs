@@ -25,11 +25,12 @@ pub enum FindingKind {
     RetryWithoutIdempotencyKey,
     LostInTransit,
     RevisionViolation,
+    PendingAtCaptureEnd,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 15] = [
+    pub const ALL: [FindingKind; 16] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -45,6 +46,7 @@ impl FindingKind {
         FindingKind::RetryWithoutIdempotencyKey,
         FindingKind::LostInTransit,
         FindingKind::RevisionViolation,
+        FindingKind::PendingAtCaptureEnd,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -66,6 +68,7 @@ impl FindingKind {
             FindingKind::RetryWithoutIdempotencyKey => &retry_without_idempotency_key::INFO,
             FindingKind::LostInTransit => &lost_in_transit::INFO,
             FindingKind::RevisionViolation => &revision_violation::INFO,
+            FindingKind::PendingAtCaptureEnd => &pending_at_capture_end::INFO,
         }
     }
 
@@ -87,6 +90,7 @@ impl FindingKind {
             FindingKind::RetryWithoutIdempotencyKey => "retry_without_idempotency_key",
             FindingKind::LostInTransit => "lost_in_transit",
             FindingKind::RevisionViolation => "revision_violation",
+            FindingKind::PendingAtCaptureEnd => "pending_at_capture_end",
         }
     }
 

@@ -14,6 +14,7 @@ mod cross_replica_resume;
 mod duplicate_response;
 mod event_id_reset;
 mod lost_in_transit;
+mod pending_at_capture_end;
 mod request_id_reused;
 mod resume_gap;
 mod retry_without_idempotency_key;

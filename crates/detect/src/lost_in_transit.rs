@@ -334,12 +334,41 @@ pub(crate) fn detect(
         if let Some(s) = near_s {
             let h = f.add(s, finding(p, &lost, &hop, p.near));
             f.name_as_cause(s, FindingKind::SseFallback, p.near.idx, h);
+            name_as_why_unanswered(s, p.near.idx, h, &hop, f);
             added.push((s.idx, h));
         } else if let Some(s) = far_s {
             added.push((s.idx, f.add(s, finding(p, &lost, &hop, p.far))));
         }
     }
     added
+}
+
+/// A request the near session never got an answer to, on a stream whose events the hop lost:
+/// that is why, unless its own session already shows a replay that skipped the answer.
+fn name_as_why_unanswered(
+    s: &Session,
+    stream: StreamIdx,
+    cause: usize,
+    hop: &Hop<'_>,
+    f: &mut Findings,
+) {
+    let text = format!(
+        "the hop between {} and {} lost the events of {}",
+        hop.name(hop.far.input),
+        hop.name(hop.near.input),
+        s.streams[stream].label()
+    );
+    f.update_resting_on(s, FindingKind::UnansweredRequest, stream, |u| {
+        if u.evidence["cause"]["kind"] == "skipped_by_replay" || u.severity == Severity::Info {
+            return;
+        }
+        u.caused_by.push(cause);
+        u.evidence["cause"] =
+            json!({"kind": "lost_in_transit", "stream": s.streams[stream].label()});
+        if let Some((head, _)) = u.summary.split_once("): ") {
+            u.summary = format!("{head}): {text}");
+        }
+    });
 }
 
 /// Of the events `lost`, those that reached the far leg while the near stream was still open:

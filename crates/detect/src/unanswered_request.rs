@@ -8,7 +8,7 @@ use crate::index::Index;
 use mcpf_http::Outcome;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx, Transport};
-use mcpf_model::{Mark, WireMap, WireSet};
+use mcpf_model::{Direction, Mark, WireMap, WireSet};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnansweredRequest,
@@ -239,6 +239,116 @@ fn progress_json(s: &Session, stream: StreamIdx, event: usize) -> Value {
     })
 }
 
+/// Why the answer never came, from the evidence: a short name for the JSON and the words the
+/// report puts on the finding's line.
+struct Why {
+    kind: &'static str,
+    text: String,
+    stream: Option<StreamIdx>,
+}
+
+fn why(s: &Session, u: &Unanswered<'_>, young: bool) -> Why {
+    let (st, ch) = (u.st, &s.streams[u.channel]);
+    let on = |kind, text: String, stream: &Stream| Why {
+        kind,
+        text,
+        stream: Some(stream.idx),
+    };
+    if let Some(lacking) = &u.hidden {
+        return Why {
+            kind: "bytes_missing",
+            text: format!("the input lacks bytes of {lacking}, where it could have come"),
+            stream: Some(u.channel),
+        };
+    }
+    if u.cause.is_some() {
+        let text = format!(
+            "the resume of {} replayed another namespace and skipped it",
+            ch.label()
+        );
+        return on("skipped_by_replay", text, ch);
+    }
+    if young {
+        return on(
+            "pending_at_capture_end",
+            "the capture ended while it was pending".into(),
+            ch,
+        );
+    }
+    if st.status == Some(202) {
+        return on(
+            "accepted_without_answer",
+            format!(
+                "{} was answered 202 Accepted, with no JSON-RPC body",
+                st.label()
+            ),
+            st,
+        );
+    }
+    if s.forgotten.iter().any(|m| s.seq(*m) > s.seq(st.opened)) {
+        return on(
+            "session_expired",
+            "the server forgot the session (404) before answering".into(),
+            st,
+        );
+    }
+    let resumes = s
+        .streams
+        .iter()
+        .filter(|o| {
+            o.resume
+                .as_ref()
+                .is_some_and(|r| r.continues == Some(u.channel))
+        })
+        .count();
+    let ended = |o: &Stream| o.ended.map_or(0.0, |e| e.time.seconds_since(o.opened.time));
+    match (ch.outcome, ch.closed_by) {
+        (Some(Outcome::Reset), by) => {
+            let who = match by {
+                Some(Direction::ClientToServer) => "the client",
+                Some(Direction::ServerToClient) => "the server",
+                None => "one side",
+            };
+            on(
+                "connection_reset",
+                format!("{who} reset the connection of {}", ch.label()),
+                ch,
+            )
+        }
+        _ if ch.abandoned_by_client() => {
+            let after = if resumes > 0 {
+                format!(
+                    " and {resumes} resume{}",
+                    if resumes == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            };
+            let text = format!(
+                "the client gave up on {} after {:.1} s{after}",
+                ch.label(),
+                ended(ch)
+            );
+            on("client_gave_up", text, ch)
+        }
+        (Some(Outcome::ClosedEarly), Some(Direction::ServerToClient)) => on(
+            "server_closed",
+            format!("the server closed {} without answering", ch.label()),
+            ch,
+        ),
+        _ if s.deleted.is_some() => on(
+            "session_deleted",
+            "the client deleted the session without it".into(),
+            ch,
+        ),
+        _ => on(
+            "never_answered",
+            format!("the server never answered on {}", ch.label()),
+            ch,
+        ),
+    }
+}
+
 fn finding(s: &Session, u: Unanswered<'_>) -> New {
     let Unanswered { st, req, id, .. } = u;
     let what = match (&req.method, &req.mcp.tool) {
@@ -247,32 +357,36 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
         _ => "request".into(),
     };
     // A request the capture ended on may simply not be answered yet; one whose answer may be
-    // in bytes the capture lacks is not determinable.
-    let young = u.still_open || (!u.went_on && !u.gave_up);
+    // in bytes the capture lacks is not determinable. A response that ended by its own framing
+    // without the answer says it will not come: a server answers a POST on its own response.
+    let done = st.status.is_some() && st.outcome == Some(Outcome::Complete);
+    let young = u.still_open || (!u.went_on && !u.gave_up && !done);
     let waited = u.waited;
-    let summary = if let Some(lacking) = &u.hidden {
-        format!(
-            "request {} {what}: no answer in the input, but it lacks bytes of {lacking}, where it could have come (not determinable)",
+    let why = why(s, &u, young);
+    let (kind, severity, summary) = if u.hidden.is_some() {
+        let text = format!(
+            "request {} {what}: no answer in the input, but {} (not determinable)",
             id.label(),
-        )
+            why.text
+        );
+        (FindingKind::UnansweredRequest, Severity::Info, text)
     } else if young {
-        format!(
-            "request {} {what} still unanswered when the capture ended ({waited:.1} s)",
+        let text = format!(
+            "request {} {what} still pending when the capture ended ({waited:.1} s)",
             id.label()
-        )
+        );
+        (FindingKind::PendingAtCaptureEnd, Severity::Info, text)
     } else {
-        format!(
-            "request {} {what} never answered (waited {waited:.1} s)",
-            id.label()
-        )
+        let text = format!(
+            "request {} {what} never answered (waited {waited:.1} s): {}",
+            id.label(),
+            why.text
+        );
+        (FindingKind::UnansweredRequest, INFO.severity, text)
     };
     New {
-        kind: FindingKind::UnansweredRequest,
-        severity: if young || u.hidden.is_some() {
-            Severity::Info
-        } else {
-            INFO.severity
-        },
+        kind,
+        severity,
         time: s.end,
         frames: vec![st.opened, s.end],
         streams: vec![st.idx, u.channel],
@@ -289,6 +403,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
             "session_went_on": u.went_on,
             "still_open_at_capture_end": u.still_open,
             "answer_may_be_in_missing_bytes": u.hidden.is_some(),
+            "cause": { "kind": why.kind, "stream": why.stream.map(|i| s.streams[i].label()) },
         }),
         caused_by: u.cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),

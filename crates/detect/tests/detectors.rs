@@ -88,6 +88,8 @@ struct Capture {
     keep_alive: bool,
     /// The revision `initialize` asks for and its result names.
     version: &'static str,
+    /// The input its frames belong to (another leg of the same traffic is another input).
+    input: u32,
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -120,6 +122,7 @@ impl Capture {
             target: "/mcp".into(),
             keep_alive: false,
             version: "2025-06-18",
+            input: 0,
         }
     }
 
@@ -129,7 +132,7 @@ impl Capture {
         self.nanos += 10_000_000;
         Mark {
             time: Timestamp::from_secs_nanos(T0_SECS, 0).add_nanos(self.nanos),
-            frame: FrameRef::new(0, self.frame),
+            frame: FrameRef::new(self.input, self.frame),
         }
     }
 
@@ -1888,6 +1891,95 @@ fn nothing_naming_the_revision_means_2025_03_26() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// lost_in_transit: two legs of one session
+// ------------------------------------------------------------------------------------------------
+
+/// One leg of a session whose `tools/call` 2 the client gives up on after 1.5 s: on the server
+/// leg its stream carries two progress events, on the client leg nothing came. Then
+/// `tools/list` 3 is answered on both.
+fn leg(input: u32, server_side: bool) -> Session {
+    let mut c = Capture::new();
+    c.input = input;
+    c.initialize(json!(1), Some("sess-L"));
+    c.initialized();
+    let mut p = c.post_request(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    if server_side {
+        c.sse_ok(&mut p);
+        c.events(&mut p, &[("1", progress("t", 1)), ("2", progress("t", 2))]);
+    }
+    c.wait(1.5);
+    c.end(p, Cut::ClientClose);
+    c.post_json(
+        json!(3),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
+    );
+    let mut run = c.finish();
+    run.sessions.pop().unwrap()
+}
+
+#[test]
+fn events_the_server_leg_saw_and_the_client_leg_never_got_were_lost_in_transit() {
+    let (client, mut server) = (leg(0, false), leg(1, true));
+    server.idx = 1;
+    let mut d = Detector::new().with_inputs(vec!["client.pcap".into(), "server.pcap".into()]);
+    d.group(&[&client, &server]);
+    let (findings, _) = d.finish();
+    let lost: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.kind.name() == "lost_in_transit")
+        .collect();
+    assert_eq!(
+        lost.len(),
+        1,
+        "{:?}",
+        findings.iter().map(|f| f.kind.name()).collect::<Vec<_>>()
+    );
+    let f = lost[0];
+    assert_eq!(f.session, client.idx, "on the client's session");
+    assert_eq!(f.evidence["events"], 2);
+    assert_eq!(f.evidence["seen_in"]["input_path"], "server.pcap");
+    assert_eq!(f.evidence["missing_from"]["input_path"], "client.pcap");
+    // The client's unanswered request names the hop as why.
+    let u = findings
+        .iter()
+        .find(|x| x.kind.name() == "unanswered_request" && x.session == client.idx)
+        .unwrap();
+    assert_eq!(
+        u.evidence["cause"]["kind"], "lost_in_transit",
+        "{}",
+        u.summary
+    );
+    assert!(
+        u.summary
+            .contains("the hop between server.pcap and client.pcap"),
+        "{}",
+        u.summary
+    );
+    assert!(u.caused_by.contains(&f.handle));
+    // One input alone, or two legs that agree: nothing lost.
+    let mut alone = Detector::new().with_inputs(vec!["client.pcap".into()]);
+    alone.group(&[&client, &server]);
+    assert!(
+        alone
+            .findings()
+            .iter()
+            .all(|f| f.kind.name() != "lost_in_transit")
+    );
+    let mut same = Detector::new().with_inputs(vec!["a".into(), "b".into(), "c".into()]);
+    // Another capture of the server leg (input 2): the same events.
+    let mut twin = leg(2, true);
+    twin.idx = 2;
+    same.group(&[&server, &twin]);
+    assert!(
+        same.findings()
+            .iter()
+            .all(|f| f.kind.name() != "lost_in_transit")
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
 // skipped_events
 // ------------------------------------------------------------------------------------------------
 
@@ -2028,10 +2120,69 @@ fn unanswered_request_is_high_when_the_session_went_on() {
 fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_went_on() {
     // A long tool call beside quick ones: the capture stopped, not the server.
     let run = call_beside_an_answered_one(Cut::CaptureEnd);
-    let f = run.one("unanswered_request");
+    run.absent("unanswered_request");
+    let f = run.one("pending_at_capture_end");
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(f.evidence["still_open_at_capture_end"], true);
+    assert_eq!(f.evidence["cause"]["kind"], "pending_at_capture_end");
     run.nothing_above_info();
+}
+
+/// Each way a request is left without its answer, named on the finding's line.
+#[test]
+fn an_unanswered_request_says_why() {
+    for (cut, kind, words) in [
+        (
+            Cut::ServerClose,
+            "server_closed",
+            "the server closed post:s3 without answering",
+        ),
+        (
+            Cut::ClientRst,
+            "connection_reset",
+            "the client reset the connection of post:s3",
+        ),
+        (
+            Cut::ClientClose,
+            "client_gave_up",
+            "the client gave up on post:s3 after",
+        ),
+        (
+            Cut::Complete,
+            "never_answered",
+            "the server never answered on post:s3",
+        ),
+    ] {
+        let run = call_beside_an_answered_one(cut);
+        let f = run.one("unanswered_request");
+        assert_eq!(f.evidence["cause"]["kind"], kind, "{cut:?}: {}", f.summary);
+        assert_eq!(f.evidence["cause"]["stream"], "post:s3");
+        assert!(f.summary.contains(words), "{cut:?}: {}", f.summary);
+    }
+}
+
+#[test]
+fn a_request_answered_202_has_that_for_its_cause() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post_request(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.respond(&mut p, 202, &[]);
+    c.end(p, Cut::Complete);
+    c.post_json(
+        json!(3),
+        "tools/list",
+        json!({}),
+        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
+    );
+    let run = c.finish();
+    let f = run.one("unanswered_request");
+    assert_eq!(
+        f.evidence["cause"]["kind"], "accepted_without_answer",
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("202 Accepted"), "{}", f.summary);
 }
 
 #[test]
@@ -2044,11 +2195,12 @@ fn a_request_still_young_at_capture_end_is_info() {
     c.wait(0.5);
     c.end(p, Cut::CaptureEnd);
     let run = c.finish();
-    let f = run.one("unanswered_request");
+    run.absent("unanswered_request");
+    let f = run.one("pending_at_capture_end");
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(f.evidence["client_gave_up"], false);
     assert_eq!(f.evidence["session_went_on"], false);
-    assert!(f.summary.contains("still unanswered"), "{}", f.summary);
+    assert!(f.summary.contains("still pending"), "{}", f.summary);
     run.nothing_above_info();
 }
 
