@@ -44,6 +44,7 @@ struct Expect {
 const SEED_CHAIN: &[&str] = &[
     "cross_namespace_replay",
     "duplicate_response",
+    "event_id_collision",
     "event_id_reset",
     "skipped_events",
     "unanswered_request",

@@ -225,7 +225,7 @@ fn brotli_windows<W: Write>(n: u64, w: W) -> io::Result<()> {
         head.extend_from_slice(b"content-encoding: br\r\n\r\n");
         // Comment lines make 16 KiB of input, so 16 MiB decoded from it is within the decoding
         // budget (1024 bytes per compressed byte).
-        let mut event = sse_event("1", &tools_call_result(2)).into_bytes();
+        let mut event = sse_event("2-1", &tools_call_result(2)).into_bytes();
         while event.len() < 16 << 10 {
             event.extend_from_slice(b": padding\n");
         }
@@ -956,7 +956,7 @@ fn streamable_secrets<W: Write>(
     )?;
     c.server_send(
         cap,
-        &sse_response(&sid, &[sse_event("1", &initialize_result(1))]),
+        &sse_response(&sid, &[sse_event("1-1", &initialize_result(1))]),
     )?;
     c.client_send(cap, &post("/mcp", Some(&sid), auth, INITIALIZED.as_bytes()))?;
     c.server_send(cap, &accepted(&sid))?;

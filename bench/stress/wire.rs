@@ -385,7 +385,7 @@ pub fn open_session_at<W: Write>(
     let init = initialize_request(1).replace("2025-06-18", version);
     c.client_send(cap, &post("/mcp", None, &[], init.as_bytes()))?;
     let result = initialize_result(1).replace("2025-06-18", version);
-    c.server_send(cap, &sse_response(session, &[sse_event("1", &result)]))?;
+    c.server_send(cap, &sse_response(session, &[sse_event("1-1", &result)]))?;
     c.client_send(
         cap,
         &post("/mcp", Some(session), &[], INITIALIZED.as_bytes()),

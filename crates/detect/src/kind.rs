@@ -26,11 +26,14 @@ pub enum FindingKind {
     LostInTransit,
     RevisionViolation,
     PendingAtCaptureEnd,
+    EventIdCollision,
+    ResponseOnStandaloneStream,
+    CursorDropped,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 16] = [
+    pub const ALL: [FindingKind; 19] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -47,6 +50,9 @@ impl FindingKind {
         FindingKind::LostInTransit,
         FindingKind::RevisionViolation,
         FindingKind::PendingAtCaptureEnd,
+        FindingKind::EventIdCollision,
+        FindingKind::ResponseOnStandaloneStream,
+        FindingKind::CursorDropped,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -69,6 +75,9 @@ impl FindingKind {
             FindingKind::LostInTransit => &lost_in_transit::INFO,
             FindingKind::RevisionViolation => &revision_violation::INFO,
             FindingKind::PendingAtCaptureEnd => &pending_at_capture_end::INFO,
+            FindingKind::EventIdCollision => &event_id_collision::INFO,
+            FindingKind::ResponseOnStandaloneStream => &response_on_standalone_stream::INFO,
+            FindingKind::CursorDropped => &cursor_dropped::INFO,
         }
     }
 
@@ -91,6 +100,9 @@ impl FindingKind {
             FindingKind::LostInTransit => "lost_in_transit",
             FindingKind::RevisionViolation => "revision_violation",
             FindingKind::PendingAtCaptureEnd => "pending_at_capture_end",
+            FindingKind::EventIdCollision => "event_id_collision",
+            FindingKind::ResponseOnStandaloneStream => "response_on_standalone_stream",
+            FindingKind::CursorDropped => "cursor_dropped",
         }
     }
 

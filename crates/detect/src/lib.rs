@@ -11,11 +11,14 @@
 mod capture_gap;
 mod cross_namespace_replay;
 mod cross_replica_resume;
+mod cursor_dropped;
 mod duplicate_response;
+mod event_id_collision;
 mod event_id_reset;
 mod lost_in_transit;
 mod pending_at_capture_end;
 mod request_id_reused;
+mod response_on_standalone_stream;
 mod resume_gap;
 mod retry_without_idempotency_key;
 mod revision_violation;
@@ -181,6 +184,9 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     cross_namespace_replay::detect(s, &ix, f);
     cross_replica_resume::detect(s, &ix, f);
     event_id_reset::detect(s, f);
+    event_id_collision::detect(s, f);
+    response_on_standalone_stream::detect(s, f);
+    cursor_dropped::detect(s, f);
     if all_held {
         resume_gap::detect(s, f);
     }

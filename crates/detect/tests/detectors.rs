@@ -690,6 +690,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
 
     let wanted = [
         "sse_fallback",
+        "event_id_collision",
         "event_id_reset",
         "unsafe_resumption_after_fallback",
         "cross_namespace_replay",
@@ -728,7 +729,11 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     assert_eq!(reset.evidence["first_event_id"], "1");
     assert_eq!(reset.evidence["highest_before"], "3");
     assert_eq!(reset.evidence["highest_seen_on"], "post:s3");
-    assert_eq!(reset.caused_by, vec![run.pos("sse_fallback")]);
+    // The fallback it followed, and the collision of the two counters it is the client's view of.
+    assert_eq!(
+        reset.caused_by,
+        vec![run.pos("sse_fallback"), run.pos("event_id_collision")]
+    );
     assert_eq!(
         frames(reset),
         frames_of(&[m.fallback_opened, m.fallback_events[0]])
@@ -1888,6 +1893,117 @@ fn nothing_naming_the_revision_means_2025_03_26() {
     let run = c.finish();
     let rev = &run.session().revision;
     assert_eq!((&*rev.date, rev.from.name()), ("2025-03-26", "default"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// event_id_collision, response_on_standalone_stream, cursor_dropped
+// ------------------------------------------------------------------------------------------------
+
+/// Two calls, each answered on its own POST stream whose events carry `ids`.
+fn two_streams_with_ids(ids: [[&str; 2]; 2]) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-E"));
+    c.initialized();
+    for (n, pair) in ids.iter().enumerate() {
+        let id = 2 + n as u64;
+        let mut p = c.post(json!(id), "tools/call", call("alpha", json!({}), Some("t")));
+        c.events(
+            &mut p,
+            &[
+                (pair[0], progress("t", 1)),
+                (pair[1], result(json!(id), "ok")),
+            ],
+        );
+        c.end(p, Cut::Complete);
+    }
+    c.finish()
+}
+
+#[test]
+fn one_event_id_minted_on_two_streams_is_a_collision() {
+    let run = two_streams_with_ids([["1", "2"], ["1", "2"]]);
+    let f = run.one("event_id_collision");
+    assert_eq!(f.severity, Severity::Medium);
+    assert_eq!(f.evidence["event_id"], "1");
+    assert_eq!(f.evidence["streams"], json!(["post:s3", "post:s4"]));
+    assert_eq!(f.evidence["colliding_ids"], 2);
+    two_streams_with_ids([["a-1", "a-2"], ["b-1", "b-2"]]).absent("event_id_collision");
+    // The same ID twice on one stream is not across streams.
+    two_streams_with_ids([["1", "1"], ["3", "4"]]).absent("event_id_collision");
+}
+
+#[test]
+fn the_seed_incidents_two_counters_collide_and_cause_the_reset_the_client_saw() {
+    let mut c = Capture::new();
+    seed_incident(&mut c);
+    let run = c.finish();
+    let collision = run.one("event_id_collision");
+    let reset = run.one("event_id_reset");
+    assert!(
+        reset.caused_by.contains(&collision.handle),
+        "{:?}",
+        reset.caused_by
+    );
+    run.absent("response_on_standalone_stream");
+    run.absent("cursor_dropped");
+}
+
+/// The standalone GET carries the answer to `tools/list` 2 (fresh, with its own ID), or the
+/// answer comes on a GET resuming the request's POST stream.
+fn answer_on_a_get(resuming_the_post: bool) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-R"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/list", json!({}));
+    c.event(&mut p, "p-1", "");
+    c.end(p, Cut::ServerClose);
+    let mut g = c.get(resuming_the_post.then_some("p-1"));
+    c.event(
+        &mut g,
+        "g-1",
+        &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string(),
+    );
+    c.end(g, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn an_answer_belongs_on_its_request_stream_not_the_standalone_one() {
+    let run = answer_on_a_get(false);
+    let f = run.one("response_on_standalone_stream");
+    assert_eq!(f.evidence["request_id"], json!(2));
+    assert_eq!(f.evidence["event_id"], "g-1");
+    run.absent("unanswered_request");
+    answer_on_a_get(true).absent("response_on_standalone_stream");
+}
+
+/// A standalone GET delivering `ids` ends as `cut`; a second GET follows, with `lei`.
+fn get_reconnect(ids: &[&str], cut: Cut, lei: Option<&str>) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-G"));
+    c.initialized();
+    let mut g = c.get(None);
+    let list: Vec<(&str, String)> = ids.iter().map(|i| (*i, log("tick"))).collect();
+    c.events(&mut g, &list);
+    c.end(g, cut);
+    c.wait(1.0);
+    let mut again = c.get(lei);
+    c.event(&mut again, "g-9", &log("after"));
+    c.end(again, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn a_reconnect_that_forgets_the_last_event_id_drops_the_cursor() {
+    let run = get_reconnect(&["g-1", "g-2"], Cut::ServerClose, None);
+    let f = run.one("cursor_dropped");
+    assert_eq!(f.evidence["last_seen_event_id"], "g-2");
+    assert_eq!(f.evidence["lost_stream"], "get:s3");
+    assert_eq!(f.evidence["stream"], "get:s4");
+    get_reconnect(&["g-1", "g-2"], Cut::ServerClose, Some("g-2")).absent("cursor_dropped");
+    get_reconnect(&["g-1", "g-2"], Cut::ClientClose, None).absent("cursor_dropped");
+    // An empty id field reset the cursor: nothing to send.
+    get_reconnect(&["g-1", ""], Cut::ServerClose, None).absent("cursor_dropped");
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ t["in_capture"] = {
              "= the result of 19 again; then nothing for 4 s; the client closes D and sends DELETE on C",
 }
 t["expected_findings"] = {
-    "client_leg": ["cross_namespace_replay", "duplicate_response", "skipped_events"],
+    "client_leg": ["cross_namespace_replay", "duplicate_response", "event_id_collision", "skipped_events"],
     "determinable_from_the_file": {
         "cross_namespace_replay": "Last-Event-ID 41 was last seen on the mid-stream GET connection B; the resume "
                                   "replayed event 42, which the file shows minted on the POST stream of request 19 "

@@ -1,0 +1,97 @@
+//! `event_id_collision`: one event ID minted on two different streams of a session. From
+//! 2025-03-26 an event ID "MUST be globally unique across all streams within that session";
+//! two integer counters (one per transport, one per stream) collide exactly so, and a later
+//! `Last-Event-ID` then names two events. Only fresh events count (a stream that is not a
+//! resume mints what it delivers), from streams without missing bytes, and one finding is
+//! raised per session. An `event_id_reset` on one of the colliding streams (the client's view of
+//! the second counter) names it as its cause.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_model::Mark;
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::EventIdCollision,
+    severity: Severity::Medium,
+    when: "the same event ID minted fresh on two different streams of one session",
+    meaning: "Event IDs must be unique across all the streams of a session (2025-03-26 on); here one ID was minted by two streams, so it names two different events.",
+    why: "A client resuming with that ID as Last-Event-ID cannot be served correctly: the server has to guess which stream it meant, and a wrong guess replays the wrong events.",
+    fix: "Server: mint IDs from one counter per session, or make each ID name its stream (post-7:41, a UUID); the SDKs' stores do one or the other.",
+    evidence: &["event_id", "streams", "first", "again", "colliding_ids"],
+};
+
+/// Where an ID was minted: the stream, and the event's mark.
+type Minted = (StreamIdx, Mark);
+
+/// Listed IDs; `colliding_ids` counts them all.
+const LISTED: usize = 20;
+
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
+    if s.revision.at_least(mcpf_mcp::revision::STATELESS) {
+        return;
+    }
+    let mut minted: HashMap<&str, Minted> = HashMap::new();
+    let mut collided: Vec<(&str, Minted, Minted)> = Vec::new();
+    // Fresh events only, from streams the input holds whole (a gap can misplace an event's
+    // fields).
+    let whole = |st: &&mcpf_mcp::model::Stream| st.resume.is_none() && !st.gap && !st.body_unknown;
+    for st in s.streams.iter().filter(whole) {
+        for ev in &st.events {
+            let Some(id) = ev.id.as_deref().filter(|i| !i.is_empty()) else {
+                continue;
+            };
+            match minted.get(id) {
+                Some(&(other, at)) if other != st.idx => {
+                    collided.push((id, (other, at), (st.idx, ev.mark)))
+                }
+                Some(_) => {}
+                None => {
+                    minted.insert(id, (st.idx, ev.mark));
+                }
+            }
+        }
+    }
+    let Some(&(id, (a, first), (b, again))) = collided.first() else {
+        return;
+    };
+    let (la, lb) = (s.streams[a].label(), s.streams[b].label());
+    let others = collided.len() - 1;
+    let more = if others > 0 {
+        format!(
+            ", and {others} more ID{} minted twice",
+            if others == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
+    let at = |m: Mark| json!({"time": m.time.rfc3339(), "frame": m.frame.frame});
+    let h = f.add(
+        s,
+        New {
+            kind: FindingKind::EventIdCollision,
+            severity: INFO.severity,
+            time: again,
+            frames: vec![first, again],
+            streams: vec![a, b],
+            summary: format!("event ID {id} minted on {la} and again on {lb}{more}: IDs are not unique in the session"),
+            evidence: json!({
+                "event_id": id,
+                "streams": [la, lb],
+                "first": at(first),
+                "again": at(again),
+                "colliding_ids": collided.len(),
+                "listed": collided.iter().take(LISTED).map(|c| c.0).collect::<Vec<_>>(),
+            }),
+            caused_by: Vec::new(),
+            subject: Subject::Stream(b),
+        },
+    );
+    // The reset a client saw on one of these streams is this collision seen from its side.
+    for st in [a, b] {
+        f.name_as_cause(s, FindingKind::EventIdReset, st, h);
+    }
+}
