@@ -29,11 +29,12 @@ pub enum FindingKind {
     EventIdCollision,
     ResponseOnStandaloneStream,
     CursorDropped,
+    RetryNotHonoured,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 19] = [
+    pub const ALL: [FindingKind; 20] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -53,6 +54,7 @@ impl FindingKind {
         FindingKind::EventIdCollision,
         FindingKind::ResponseOnStandaloneStream,
         FindingKind::CursorDropped,
+        FindingKind::RetryNotHonoured,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -78,6 +80,7 @@ impl FindingKind {
             FindingKind::EventIdCollision => &event_id_collision::INFO,
             FindingKind::ResponseOnStandaloneStream => &response_on_standalone_stream::INFO,
             FindingKind::CursorDropped => &cursor_dropped::INFO,
+            FindingKind::RetryNotHonoured => &retry_not_honoured::INFO,
         }
     }
 
@@ -103,6 +106,7 @@ impl FindingKind {
             FindingKind::EventIdCollision => "event_id_collision",
             FindingKind::ResponseOnStandaloneStream => "response_on_standalone_stream",
             FindingKind::CursorDropped => "cursor_dropped",
+            FindingKind::RetryNotHonoured => "retry_not_honoured",
         }
     }
 

@@ -20,6 +20,7 @@ mod pending_at_capture_end;
 mod request_id_reused;
 mod response_on_standalone_stream;
 mod resume_gap;
+mod retry_not_honoured;
 mod retry_without_idempotency_key;
 mod revision_violation;
 mod session_id_changed;
@@ -187,6 +188,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     event_id_collision::detect(s, f);
     response_on_standalone_stream::detect(s, f);
     cursor_dropped::detect(s, f);
+    retry_not_honoured::detect(s, f);
     if all_held {
         resume_gap::detect(s, f);
     }

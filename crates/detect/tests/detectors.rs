@@ -288,6 +288,32 @@ impl Capture {
         self.typed_event(ex, Some(id), "message", data, false)
     }
 
+    /// A priming event (ID, empty data) that also sets the reconnection time.
+    fn retry_event(&mut self, ex: &mut Ex, id: &str, retry_ms: u64) -> Mark {
+        let mark = self.tick();
+        ex.last_id = id.to_string();
+        let ev = SseEvent {
+            index: ex.events,
+            id: Some(id.into()),
+            last_event_id: id.into(),
+            event: "message".to_string().into(),
+            data: "".into(),
+            retry: Some(retry_ms),
+            priming: true,
+            dispatched: false,
+            mark,
+            after_gap: false,
+            truncated: false,
+            estimated: false,
+        };
+        ex.events += 1;
+        self.b.on_http(HttpEvent::SseEvent {
+            exchange: ex.id,
+            event: ev,
+        });
+        mark
+    }
+
     /// Events `(id, data)` in order; returns their marks.
     fn events(&mut self, ex: &mut Ex, list: &[(&str, String)]) -> Vec<Mark> {
         list.iter().map(|(id, d)| self.event(ex, id, d)).collect()
@@ -2004,6 +2030,36 @@ fn a_reconnect_that_forgets_the_last_event_id_drops_the_cursor() {
     get_reconnect(&["g-1", "g-2"], Cut::ClientClose, None).absent("cursor_dropped");
     // An empty id field reset the cursor: nothing to send.
     get_reconnect(&["g-1", ""], Cut::ServerClose, None).absent("cursor_dropped");
+}
+
+/// A call whose stream primes with `retry: 2000`, is ended as `cut`, and is resumed `after` s later.
+fn resumed_after(cut: Cut, after: f64) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-T"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.retry_event(&mut p, "p-0", 2000);
+    c.event(&mut p, "p-1", &progress("t", 1));
+    c.end(p, cut);
+    c.wait(after);
+    let mut g = c.get(Some("p-1"));
+    c.event(&mut g, "p-2", &result(json!(2), "ok"));
+    c.end(g, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn a_reconnect_sooner_than_retry_does_not_honour_it() {
+    let run = resumed_after(Cut::ServerClose, 0.5);
+    let f = run.one("retry_not_honoured");
+    assert_eq!(f.severity, Severity::Low);
+    assert_eq!(f.evidence["retry_ms"], 2000);
+    assert_eq!(f.evidence["stream"], "post:s3");
+    let waited = f.evidence["waited_ms"].as_f64().unwrap();
+    assert!((500.0..600.0).contains(&waited), "{waited}");
+    resumed_after(Cut::ServerClose, 2.5).absent("retry_not_honoured");
+    // The client ended the stream itself: its reconnect is no reconnection after a loss.
+    resumed_after(Cut::ClientClose, 0.5).absent("retry_not_honoured");
 }
 
 // ------------------------------------------------------------------------------------------------
