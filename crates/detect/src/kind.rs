@@ -30,11 +30,12 @@ pub enum FindingKind {
     ResponseOnStandaloneStream,
     CursorDropped,
     RetryNotHonoured,
+    StatusCodeViolation,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 20] = [
+    pub const ALL: [FindingKind; 21] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -55,6 +56,7 @@ impl FindingKind {
         FindingKind::ResponseOnStandaloneStream,
         FindingKind::CursorDropped,
         FindingKind::RetryNotHonoured,
+        FindingKind::StatusCodeViolation,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -81,6 +83,7 @@ impl FindingKind {
             FindingKind::ResponseOnStandaloneStream => &response_on_standalone_stream::INFO,
             FindingKind::CursorDropped => &cursor_dropped::INFO,
             FindingKind::RetryNotHonoured => &retry_not_honoured::INFO,
+            FindingKind::StatusCodeViolation => &status_code_violation::INFO,
         }
     }
 
@@ -107,6 +110,7 @@ impl FindingKind {
             FindingKind::ResponseOnStandaloneStream => "response_on_standalone_stream",
             FindingKind::CursorDropped => "cursor_dropped",
             FindingKind::RetryNotHonoured => "retry_not_honoured",
+            FindingKind::StatusCodeViolation => "status_code_violation",
         }
     }
 

@@ -27,6 +27,7 @@ mod session_id_changed;
 mod session_not_reaffirmed;
 mod skipped_events;
 mod sse_fallback;
+mod status_code_violation;
 mod unanswered_request;
 mod unsafe_resumption_after_fallback;
 pub mod verdict;
@@ -189,6 +190,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     response_on_standalone_stream::detect(s, f);
     cursor_dropped::detect(s, f);
     retry_not_honoured::detect(s, f);
+    status_code_violation::detect(s, f);
     if all_held {
         resume_gap::detect(s, f);
     }

@@ -2062,6 +2062,51 @@ fn a_reconnect_sooner_than_retry_does_not_honour_it() {
     resumed_after(Cut::ClientClose, 0.5).absent("retry_not_honoured");
 }
 
+/// A session whose `notifications/initialized` is answered `initialized`, and whose GET for an
+/// event stream is answered `get` with `content_type`.
+fn statuses(initialized: u16, get: u16, content_type: &str) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-S"));
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let mut ex = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut ex, initialized, &[]);
+    c.end(ex, Cut::Complete);
+    let mut g = c.get_request(None, &[]);
+    c.respond(&mut g, get, &[("Content-Type", content_type)]);
+    c.end(g, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn statuses_the_transport_does_not_allow_are_violations() {
+    statuses(202, 200, "text/event-stream").absent("status_code_violation");
+    statuses(202, 405, "text/plain").absent("status_code_violation");
+    let rules = |run: &Run| -> Vec<String> {
+        run.all("status_code_violation")
+            .iter()
+            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        rules(&statuses(200, 200, "text/event-stream")),
+        ["notification_not_202"]
+    );
+    let run = statuses(202, 200, "application/json");
+    assert_eq!(rules(&run), ["get_not_event_stream"]);
+    assert_eq!(run.one("status_code_violation").severity, Severity::Low);
+    // A refusal is no violation of these rules.
+    statuses(400, 500, "application/json").absent("status_code_violation");
+    // 2026-07-28: a GET answered at all, not 405.
+    let run = stateless_server_at("2026-07-28");
+    assert!(
+        rules(&run).contains(&"not_405_in_2026".to_string()),
+        "{:?}",
+        rules(&run)
+    );
+    assert!(!rules(&stateless_server_at("2025-11-25")).contains(&"not_405_in_2026".to_string()));
+}
+
 // ------------------------------------------------------------------------------------------------
 // lost_in_transit: two legs of one session
 // ------------------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+//! `status_code_violation`: an HTTP status the transport's rules do not allow for what the
+//! request was, judged by the session's revision: a POST of notifications or responses only
+//! answered other than 202 (2025-03-26 on: "MUST return HTTP status code 202 Accepted"); a GET
+//! for an event stream answered 2xx with something else than an event stream (it "MUST either
+//! return Content-Type: text/event-stream … or else return HTTP 405"); under 2026-07-28, a GET or
+//! DELETE answered other than 405 (it has no GET stream and no sessions). Error statuses
+//! (4xx, 5xx) are the server refusing, and are left alone, and so is an exchange whose head the
+//! input lacks.
+
+use serde_json::json;
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::jsonrpc::Kind;
+use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
+use mcpf_mcp::revision::{STATELESS, STREAMABLE_HTTP};
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::StatusCodeViolation,
+    severity: Severity::Low,
+    when: "a status the transport's rules do not allow: notifications answered other than 202, a GET for an event stream answered 2xx without one, GET or DELETE not 405 under 2026-07-28",
+    meaning: "The server answered a request with a status its revision of the transport does not allow for that kind of request.",
+    why: "Clients decide what to do by the status: an SDK that waits for 202 after a notification, or for an event stream or 405 after its GET, misreads the answer (it may fall back, retry, or hang).",
+    fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE.",
+    evidence: &["rule", "status", "revision", "stream", "time", "frame"],
+};
+
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
+    if s.transport == Transport::LegacySse || !s.revision.at_least(STREAMABLE_HTTP) {
+        return;
+    }
+    for st in s
+        .streams
+        .iter()
+        .filter(|st| !st.gap && st.response_mark.is_some())
+    {
+        let Some(status) = st.status.filter(|c| (200..300).contains(c)) else {
+            continue;
+        };
+        let rule = broken_rule(s, st, status);
+        if let Some((rule, what)) = rule {
+            f.add(s, finding(s, st, status, rule, what));
+        }
+    }
+}
+
+/// Which rule the status breaks, with what happened in words.
+fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, String)> {
+    if st.transport == StreamTransport::Post && only_notifications(st) && status != 202 {
+        let what = format!("a POST of notifications only was answered {status}, not 202 Accepted");
+        return Some(("notification_not_202", what));
+    }
+    if s.revision.at_least(STATELESS) && matches!(st.method.as_str(), "GET" | "DELETE") {
+        let what = format!(
+            "{} was answered {status}; from {STATELESS} a server answers GET and DELETE 405",
+            st.method
+        );
+        return Some(("not_405_in_2026", what));
+    }
+    if st.transport != StreamTransport::Get || !st.accept_sse || st.event_stream {
+        return None;
+    }
+    // Only a content type the input recorded: a log may not carry it at all.
+    let ct = st.content_type.as_deref()?;
+    let what = format!(
+        "a GET for an event stream was answered {status} {ct}, neither an event stream nor 405"
+    );
+    Some(("get_not_event_stream", what))
+}
+
+/// A request body of JSON-RPC notifications and responses, and nothing else.
+fn only_notifications(st: &Stream) -> bool {
+    !st.client_messages.is_empty()
+        && st
+            .client_messages
+            .iter()
+            .all(|m| matches!(m.kind, Kind::Notification | Kind::Response | Kind::Error))
+}
+
+fn finding(s: &Session, st: &Stream, status: u16, rule: &str, what: String) -> New {
+    let at = st.response_mark.unwrap_or(st.opened);
+    New {
+        kind: FindingKind::StatusCodeViolation,
+        severity: INFO.severity,
+        time: at,
+        frames: vec![st.opened, at],
+        streams: vec![st.idx],
+        summary: format!("{} under revision {}: {what}", st.label(), s.revision),
+        evidence: json!({
+            "rule": rule,
+            "status": status,
+            "revision": s.revision.date,
+            "stream": st.label(),
+            "time": at.time.rfc3339(),
+            "frame": at.frame.frame,
+        }),
+        caused_by: Vec::new(),
+        subject: Subject::Stream(st.idx),
+    }
+}
