@@ -14,9 +14,10 @@ pub struct Finalizer {
     /// With several inputs: sessions waiting for their other observations (the same session ID
     /// in another input) to be finalized, so the hops are compared and each finding goes where
     /// it belongs before any of them is rendered.
-    // Boxed as the MCP stage hands them over and the writer takes them: a session is large.
+    /// By session ID. Boxed as the MCP stage hands them over and the writer takes them: a
+    /// session is large.
     #[allow(clippy::vec_box)]
-    held: Vec<Box<Session>>,
+    held: std::collections::HashMap<String, Vec<Box<Session>>>,
     done: std::collections::HashSet<usize>,
     several_inputs: bool,
     timelines: Vec<(usize, Vec<Entry>)>,
@@ -33,7 +34,7 @@ impl Finalizer {
     pub fn new(sel: Selection, writer: SessionWriter) -> Self {
         Finalizer {
             detector: Detector::new(),
-            held: Vec::new(),
+            held: Default::default(),
             done: Default::default(),
             several_inputs: false,
             timelines: Vec::new(),
@@ -59,15 +60,12 @@ impl Finalizer {
         }
         self.done.insert(s.idx);
         let waits = s.same_session_as.iter().any(|p| !self.done.contains(p));
-        let id = s.session_id.clone();
-        self.held.push(s);
+        let id = s.session_id.clone().unwrap_or_default();
+        self.held.entry(id.clone()).or_default().push(s);
         if waits {
             return;
         }
-        let (group, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|h| h.session_id == id);
-        self.held = rest;
+        let group = self.held.remove(&id).unwrap_or_default();
         self.release(group);
     }
 
@@ -139,7 +137,11 @@ impl Finalizer {
     pub fn finish(mut self) -> (Vec<Finding>, SessionWriter, Vec<Vec<Entry>>) {
         // Observations whose others never ended (none should be left: every session is
         // finalized at the end of the input).
-        let left = std::mem::take(&mut self.held);
+        let mut left: Vec<Box<Session>> = std::mem::take(&mut self.held)
+            .into_values()
+            .flatten()
+            .collect();
+        left.sort_by_key(|s| s.idx);
         for s in left {
             self.release(vec![s]);
         }

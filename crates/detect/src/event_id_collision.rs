@@ -6,13 +6,11 @@
 //! raised per session. An `event_id_reset` on one of the colliding streams (the client's view of
 //! the second counter) names it as its cause.
 
-use std::collections::HashMap;
-
 use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Session, StreamIdx};
-use mcpf_model::Mark;
+use mcpf_model::{Mark, WireMap};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::EventIdCollision,
@@ -34,7 +32,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     if s.revision.at_least(mcpf_mcp::revision::STATELESS) {
         return;
     }
-    let mut minted: HashMap<&str, Minted> = HashMap::new();
+    let mut minted: WireMap<&str, Minted> = WireMap::default();
     let mut collided: Vec<(&str, Minted, Minted)> = Vec::new();
     // Fresh events only, from streams the input holds whole (a gap can misplace an event's
     // fields).
