@@ -20,11 +20,20 @@ pub struct Finalizer {
     held: std::collections::HashMap<String, Vec<Box<Session>>>,
     done: std::collections::HashSet<usize>,
     several_inputs: bool,
+    /// Events the held sessions hold, and the sessions released early to stay under
+    /// [`MAX_EVENTS_HELD`].
+    held_events: usize,
+    released_early: u64,
     timelines: Vec<(usize, Vec<Entry>)>,
     sel: Selection,
     writer: SessionWriter,
     timelines_for_any: usize,
 }
+
+/// Events the sessions held for their other observations may hold together. Past it the oldest
+/// are reported at once; their observations are kept by the detector, so the comparison still
+/// happens when the others end (the finding then goes to the later one).
+const MAX_EVENTS_HELD: usize = 2_000_000;
 
 /// Sessions whose timeline is kept although nothing was found in them: small captures show
 /// every session; large ones show the sessions with findings.
@@ -37,6 +46,8 @@ impl Finalizer {
             held: Default::default(),
             done: Default::default(),
             several_inputs: false,
+            held_events: 0,
+            released_early: 0,
             timelines: Vec::new(),
             sel,
             writer,
@@ -61,12 +72,35 @@ impl Finalizer {
         self.done.insert(s.idx);
         let waits = s.same_session_as.iter().any(|p| !self.done.contains(p));
         let id = s.session_id.clone().unwrap_or_default();
+        self.held_events += events(&s);
         self.held.entry(id.clone()).or_default().push(s);
         if waits {
-            return;
+            return self.stay_under_the_cap();
         }
         let group = self.held.remove(&id).unwrap_or_default();
+        self.held_events -= group.iter().map(|s| events(s)).sum::<usize>();
         self.release(group);
+    }
+
+    /// Releases the oldest held sessions while they hold more than [`MAX_EVENTS_HELD`].
+    fn stay_under_the_cap(&mut self) {
+        while self.held_events > MAX_EVENTS_HELD {
+            let Some(oldest) = self
+                .held
+                .iter()
+                .filter_map(|(id, v)| Some((v.iter().map(|s| s.idx).min()?, id.clone())))
+                .min()
+                .map(|(_, id)| id)
+            else {
+                return;
+            };
+            let group = self.held.remove(&oldest).unwrap_or_default();
+            self.held_events -= group.iter().map(|s| events(s)).sum::<usize>();
+            self.released_early += group.len() as u64;
+            for s in group {
+                self.release(vec![s]);
+            }
+        }
     }
 
     #[allow(clippy::vec_box)]
@@ -131,7 +165,14 @@ impl Finalizer {
     /// sessions and the timelines.
     /// What a cap of the detector stage left out, for the report's limits.
     pub fn limits(&self) -> Vec<String> {
-        self.detector.limits()
+        let mut out = self.detector.limits();
+        if self.released_early > 0 {
+            out.push(format!(
+                "{} sessions were reported before their observations in other inputs ended ({MAX_EVENTS_HELD} events held waiting): their hop comparison was made with what was kept of them, and its findings went to the later observation",
+                self.released_early
+            ));
+        }
+        out
     }
 
     pub fn finish(mut self) -> (Vec<Finding>, SessionWriter, Vec<Vec<Entry>>) {
@@ -161,4 +202,9 @@ impl Finalizer {
         }
         (findings, self.writer, timelines)
     }
+}
+
+/// Events a session holds.
+fn events(s: &Session) -> usize {
+    s.streams.iter().map(|st| st.events.len()).sum()
 }

@@ -77,6 +77,13 @@ fn directory(arg: &str, out: &mut Expanded) {
             if walk.unread == 1 { "" } else { "s" }
         ));
     }
+    if walk.linked_dirs > 0 {
+        out.notes.push(format!(
+            "{arg}: {} symlink{} to folders not followed (name the folders to read them)",
+            walk.linked_dirs,
+            if walk.linked_dirs == 1 { "" } else { "s" }
+        ));
+    }
     if walk.too_deep > 0 || walk.too_many {
         out.notes.push(format!(
             "{arg}: walked {MAX_DEPTH} folders deep and {MAX_FILES} files at most; the rest left out"
@@ -92,6 +99,8 @@ struct Walk {
     unread: u64,
     too_deep: u64,
     too_many: bool,
+    /// Symlinks to directories, not followed.
+    linked_dirs: u64,
 }
 
 impl Walk {
@@ -104,9 +113,17 @@ impl Walk {
             self.unread += 1;
             return;
         };
-        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        // A symlink to a directory is not followed (a link to `.` would loop); one to a file
+        // is read like the file.
+        let mut entries: Vec<(PathBuf, bool)> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| (e.path(), e.file_type().is_ok_and(|t| t.is_dir())))
+            .collect();
         entries.sort();
-        for p in entries {
+        for (p, is_dir) in entries {
+            if self.too_many {
+                return;
+            }
             let hidden = p
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -114,8 +131,10 @@ impl Walk {
             if hidden {
                 continue;
             }
-            if p.is_dir() {
+            if is_dir {
                 self.dir(&p, depth + 1);
+            } else if p.is_dir() {
+                self.linked_dirs += 1;
             } else if !is_input_name(&p) {
                 self.other += 1;
             } else if self.files.len() < MAX_FILES {
@@ -196,6 +215,29 @@ mod tests {
             [format!(
                 "{root}: 2 other files left out (not .pcap, .pcapng, .cap, .har, .jsonl, .ndjson, .log)"
             )]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_loop_is_not_followed() {
+        let d = tree();
+        std::os::unix::fs::symlink(d.path(), d.path().join("a/loop")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("b/host2.pcap"), d.path().join("link.pcap"))
+            .unwrap();
+        let root = d.path().to_string_lossy().into_owned();
+        let e = expand(std::slice::from_ref(&root));
+        assert_eq!(e.files.len(), 4, "{e:?}");
+        assert!(
+            e.files.iter().any(|f| f.ends_with("link.pcap")),
+            "a linked file is read"
+        );
+        assert!(
+            e.notes
+                .iter()
+                .any(|n| n.contains("1 symlink to folders not followed")),
+            "{:?}",
+            e.notes
         );
     }
 

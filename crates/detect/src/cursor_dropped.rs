@@ -31,11 +31,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     if s.transport == Transport::LegacySse || !s.revision.has_sessions_and_resumption() {
         return;
     }
+    // The session's standalone event stream, each time it was opened (a GET resuming a
+    // request's POST stream is another stream), whole in the input: a gap can hide the header
+    // or the event that would clear it.
     let gets: Vec<&Stream> = s
         .streams
         .iter()
-        // Whole in the input: a gap can hide the header or the event that would clear it.
         .filter(|st| st.transport == StreamTransport::Get && st.event_stream)
+        .filter(|st| standalone(s, st))
         .filter(|st| !st.gap && !st.body_unknown && !st.method.is_empty())
         .collect();
     for pair in gets.windows(2) {
@@ -81,6 +84,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             },
         );
     }
+}
+
+/// Not a resume of a request's stream: no `Last-Event-ID`, or one that continues a GET.
+fn standalone(s: &Session, st: &Stream) -> bool {
+    st.resume.as_ref().is_none_or(|r| {
+        r.continues
+            .is_none_or(|c| s.streams[c].transport == StreamTransport::Get)
+    })
 }
 
 /// The stream was lost, not left: the server closed it, or the connection broke, before the

@@ -53,11 +53,19 @@ pub struct Detector {
     inputs: Vec<String>,
     /// Observations of sessions already reported, by session ID, for an observation of the
     /// same session in another input that begins after they ended (another host's clock).
-    kept: std::collections::HashMap<String, Vec<lost_in_transit::Observation>>,
+    kept: std::collections::HashMap<
+        (String, mcpf_model::InputId),
+        std::collections::VecDeque<lost_in_transit::Observation>,
+    >,
     /// What they hold, and the sessions not kept once [`MAX_KEPT_BYTES`] was reached.
     kept_bytes: usize,
     not_kept: u64,
 }
+
+/// Observations of one session ID kept per input, and compared per input in a group: one ID
+/// named again and again (a server with a constant ID) must not make the comparison quadratic.
+/// The latest are kept; those left out are counted.
+const PER_INPUT: usize = 4;
 
 /// What the kept observations may hold together (their events' bytes, about).
 const MAX_KEPT_BYTES: usize = 512 << 20;
@@ -108,14 +116,29 @@ impl Detector {
     /// Each pair of observations at hand, then each against those kept from sessions already
     /// reported; then theirs are kept in turn.
     fn compare_hops(&mut self, sessions: &[&Session]) -> Vec<(mcpf_mcp::model::SessionIdx, usize)> {
-        let obs: Vec<lost_in_transit::Observation> = sessions
-            .iter()
-            .map(|s| lost_in_transit::Observation::of(s))
-            .collect();
+        // One budget for the copies of the whole group.
+        // At most PER_INPUT observations of each input take part; one budget for their copies.
+        let mut per_input: std::collections::HashMap<mcpf_model::InputId, usize> =
+            Default::default();
+        let mut copied = 0;
+        let mut at_hand: Vec<(&Session, lost_in_transit::Observation)> = Vec::new();
+        for s in sessions {
+            let o = lost_in_transit::Observation::of(s, &mut copied);
+            let n = per_input.entry(o.input()).or_default();
+            *n += 1;
+            if *n > PER_INPUT {
+                self.not_kept += 1;
+                continue;
+            }
+            at_hand.push((s, o));
+        }
         let mut added = Vec::new();
-        for i in 0..sessions.len() {
-            for j in i + 1..sessions.len() {
-                let (a, b) = ((&obs[i], Some(sessions[i])), (&obs[j], Some(sessions[j])));
+        for i in 0..at_hand.len() {
+            for j in i + 1..at_hand.len() {
+                let (a, b) = (
+                    (&at_hand[i].1, Some(at_hand[i].0)),
+                    (&at_hand[j].1, Some(at_hand[j].0)),
+                );
                 added.extend(lost_in_transit::detect(
                     a,
                     b,
@@ -123,27 +146,36 @@ impl Detector {
                     &mut self.findings,
                 ));
             }
-            let Some(id) = &sessions[i].session_id else {
+            let (s, o) = &at_hand[i];
+            let Some(id) = &s.session_id else {
                 continue;
             };
-            for kept in self.kept.get(id).into_iter().flatten() {
-                let (a, b) = ((&obs[i], Some(sessions[i])), (kept, None));
-                added.extend(lost_in_transit::detect(
-                    a,
-                    b,
-                    &self.inputs,
-                    &mut self.findings,
-                ));
+            for input in (0..self.inputs.len() as mcpf_model::InputId).filter(|&x| x != o.input()) {
+                for kept in self.kept.get(&(id.clone(), input)).into_iter().flatten() {
+                    let (a, b) = ((o, Some(*s)), (kept, None));
+                    added.extend(lost_in_transit::detect(
+                        a,
+                        b,
+                        &self.inputs,
+                        &mut self.findings,
+                    ));
+                }
             }
         }
-        for (s, o) in sessions.iter().zip(obs) {
+        for (s, o) in at_hand {
             let Some(id) = &s.session_id else { continue };
             if self.kept_bytes + o.bytes() > MAX_KEPT_BYTES {
                 self.not_kept += 1;
                 continue;
             }
             self.kept_bytes += o.bytes();
-            self.kept.entry(id.clone()).or_default().push(o);
+            let list = self.kept.entry((id.clone(), o.input())).or_default();
+            list.push_back(o);
+            if list.len() > PER_INPUT
+                && let Some(old) = list.pop_front()
+            {
+                self.kept_bytes -= old.bytes();
+            }
         }
         added
     }
@@ -153,7 +185,7 @@ impl Detector {
         (self.not_kept > 0)
             .then(|| {
                 format!(
-                    "{} sessions were not kept for comparison with their observations in other inputs that began after they ended: {} MiB held already (lost_in_transit is not determinable for them)",
+                    "{} sessions were not compared with their observations in other inputs: {} MiB of them held already, or more than {PER_INPUT} observations of one session ID in one input (lost_in_transit is not determinable for them)",
                     self.not_kept,
                     MAX_KEPT_BYTES >> 20
                 )

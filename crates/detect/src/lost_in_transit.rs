@@ -57,6 +57,8 @@ struct Observed {
     idx: StreamIdx,
     label: String,
     opened: Mark,
+    /// The response's first byte, when it came.
+    head: Option<Mark>,
     ended: Option<Mark>,
     /// Bytes are missing from it, or the input did not record its body: what it lacks proves
     /// nothing.
@@ -82,17 +84,19 @@ struct Key {
 }
 
 impl Observation {
-    pub(crate) fn of(s: &Session) -> Observation {
-        let mut held = 0;
+    /// `held`: event bytes the observations of one comparison copied so far, together.
+    pub(crate) fn of(s: &Session, held: &mut usize) -> Observation {
         let mut seen: WireMap<(String, String), u32> = WireMap::default();
+        // The input its exchanges came from (a session is one input's observation).
+        let input = s.streams.first().map_or(0, |st| st.opened.frame.input);
         let mut obs = Observation {
             label: s.label(),
-            // The input its exchanges came from (a session is one input's observation).
-            input: s.streams.first().map_or(0, |st| st.opened.frame.input),
+            input,
             streams: Vec::with_capacity(s.streams.len()),
             dropped: false,
         };
-        for st in &s.streams {
+        // A source merged into the session (a log of the same traffic) is not this input's.
+        for st in s.streams.iter().filter(|st| st.opened.frame.input == input) {
             let carried = carried(st);
             let nth = seen
                 .entry((st.method.clone(), carried.clone()))
@@ -103,18 +107,23 @@ impl Observation {
                 nth: *nth,
             };
             *nth += 1;
-            let events = obs.events_of(s, st, &mut held);
+            let events = obs.events_of(s, st, held);
             obs.streams.push(Observed {
                 key,
                 idx: st.idx,
                 label: st.label(),
                 opened: st.opened,
+                head: st.response_mark,
                 ended: st.ended,
                 lacks_bytes: st.gap || st.body_unknown || st.events_unheld > 0,
                 events,
             });
         }
         obs
+    }
+
+    pub(crate) fn input(&self) -> InputId {
+        self.input
     }
 
     /// What it holds, about: its events' bytes and a little for each stream and event.
@@ -238,10 +247,26 @@ fn missing(a: &Observed, b: &Observed) -> Vec<usize> {
         .collect()
 }
 
+/// Streams of `a` and `b` that carried the same, matched in order. A key one observation has
+/// more often than the other (a GET without `Last-Event-ID` missing from one input) cannot say
+/// which is which, and is left out.
 fn pairs<'a>(a: &'a Observation, b: &'a Observation) -> Vec<(&'a Observed, &'a Observed)> {
+    let count = |o: &'a Observation| {
+        let mut n: WireMap<(&'a str, &'a str), u32> = WireMap::default();
+        for st in &o.streams {
+            *n.entry((st.key.method.as_str(), st.key.carried.as_str()))
+                .or_default() += 1;
+        }
+        n
+    };
+    let (na, nb) = (count(a), count(b));
     let by_key: WireMap<&Key, &Observed> = b.streams.iter().map(|o| (&o.key, o)).collect();
     a.streams
         .iter()
+        .filter(|x| {
+            let k = (x.key.method.as_str(), x.key.carried.as_str());
+            na.get(&k) == nb.get(&k)
+        })
         .filter_map(|x| by_key.get(&x.key).map(|y| (x, *y)))
         .collect()
 }
@@ -277,6 +302,10 @@ fn offset(pairs: &[Pair<'_>]) -> Offset {
         o.high = o
             .high
             .min(p.far.opened.time.seconds_since(p.near.opened.time));
+        // A response head reaches the far leg before the near one, as an event does.
+        if let (Some(f), Some(n)) = (p.far.head, p.near.head) {
+            o.low = o.low.max(f.time.seconds_since(n.time));
+        }
         let matched = matching(p.far, p.near);
         for (i, j) in matched.iter().enumerate() {
             if let Some(j) = j {
@@ -385,14 +414,27 @@ fn name_as_why_unanswered(
 
 /// Of the events `lost`, those that reached the far leg while the near stream was still open:
 /// one sent after the client left was not lost by the hop. An event at far time `t` was at the
-/// hop by near time `t − low` at the latest (the offset is at least `low`). Without a lower
-/// bound nothing is left out.
+/// hop by near time `t − low` at the latest (the offset is at least `low`); without a lower
+/// bound, one at `t − high` or later after the end certainly came too late, and the rest are
+/// kept.
 fn before_the_end(p: &Pair<'_>, lost: Vec<usize>, clock: Offset) -> Vec<usize> {
-    let Some(end) = p.near.ended.filter(|_| clock.low.is_finite()) else {
+    let Some(end) = p.near.ended else {
         return lost;
     };
+    let bound = if clock.low.is_finite() {
+        clock.low
+    } else {
+        clock.high
+    };
+    if !bound.is_finite() {
+        return lost;
+    }
+    let strict = clock.low.is_finite();
     lost.into_iter()
-        .filter(|&i| p.far.events[i].mark.time.seconds_since(end.time) - clock.low < 0.0)
+        .filter(|&i| {
+            let late = p.far.events[i].mark.time.seconds_since(end.time) - bound;
+            if strict { late < 0.0 } else { late <= 0.0 }
+        })
         .collect()
 }
 
@@ -499,6 +541,7 @@ mod tests {
             idx: 0,
             label: "post:s1".into(),
             opened: at(input, opened),
+            head: None,
             ended: None,
             lacks_bytes: false,
             events: events
@@ -595,10 +638,40 @@ mod tests {
             far: &far,
         };
         assert_eq!(before_the_end(&p, vec![0, 1], clock), vec![0]);
-        let unbounded = Offset {
+        // Only an upper bound: an event certainly after the end is left out.
+        let upper = Offset {
             low: f64::NEG_INFINITY,
             ..clock
         };
+        assert_eq!(before_the_end(&p, vec![0, 1], upper), vec![0]);
+        let unbounded = Offset {
+            high: f64::INFINITY,
+            ..upper
+        };
         assert_eq!(before_the_end(&p, vec![0, 1], unbounded), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_key_one_side_has_more_often_is_not_paired() {
+        let obs = |input, n: u32| Observation {
+            label: "S1".into(),
+            input,
+            streams: (0..n)
+                .map(|nth| Observed {
+                    key: Key {
+                        method: "GET".into(),
+                        carried: String::new(),
+                        nth,
+                    },
+                    ..stream(input, 0, &[])
+                })
+                .collect(),
+            dropped: false,
+        };
+        assert_eq!(pairs(&obs(0, 2), &obs(1, 2)).len(), 2);
+        assert!(
+            pairs(&obs(0, 2), &obs(1, 3)).is_empty(),
+            "which GET is which is unknown"
+        );
     }
 }

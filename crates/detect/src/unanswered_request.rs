@@ -68,7 +68,7 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
             cause,
         };
-        f.add(s, finding(s, u));
+        f.add(s, finding(s, &ctx, u));
     }
 }
 
@@ -80,9 +80,13 @@ struct Context<'a> {
     event_stream_open: bool,
     /// The legacy transport (answers on the event stream only) and no event stream captured.
     legacy_unseen: bool,
-    /// Streams that may have carried answers and lack bytes, with where each ended (None:
-    /// still open).
-    lacking: Vec<(StreamIdx, Option<Seq>)>,
+    /// Streams that may have carried answers and lack bytes: those still open, and the others
+    /// by where they ended, latest first (a request asks for those ending after it was sent).
+    lacking_open: Vec<StreamIdx>,
+    lacking_ended: Vec<(Seq, StreamIdx)>,
+    /// Resumes that continue each stream, and the last 404 for the session.
+    resumes: WireMap<StreamIdx, usize>,
+    last_forgotten: Option<Seq>,
     /// The last event that reported progress on each token: (stream, event, mark).
     progress: WireMap<&'a String, (StreamIdx, usize, Mark)>,
 }
@@ -124,12 +128,32 @@ impl<'a> Context<'a> {
         // A stream whose bytes the capture lost, or whose body the input did not record (a
         // HAR of an aborted stream), may have carried the answer.
         let gaps = s.streams.iter().filter(|o| lacks_bytes(o) && may_stream(o));
+        let lacking_open = gaps
+            .clone()
+            .filter(|o| o.ended.is_none())
+            .map(|o| o.idx)
+            .collect();
+        let mut lacking_ended: Vec<(Seq, StreamIdx)> = gaps
+            .filter_map(|o| Some((s.seq(o.ended?), o.idx)))
+            .collect();
+        lacking_ended.sort_unstable_by(|a, b| b.cmp(a));
+        let mut resumes: WireMap<StreamIdx, usize> = WireMap::default();
+        for c in s
+            .streams
+            .iter()
+            .filter_map(|o| o.resume.as_ref()?.continues)
+        {
+            *resumes.entry(c).or_default() += 1;
+        }
         Context {
             last_opened: s.streams.iter().map(|o| s.seq(o.opened)).max(),
             event_stream_open: s.streams.iter().any(|o| o.event_stream && open(o)),
             legacy_unseen: s.transport == Transport::LegacySse
                 && !s.streams.iter().any(|o| o.event_stream),
-            lacking: gaps.map(|o| (o.idx, o.ended.map(|e| s.seq(e)))).collect(),
+            lacking_open,
+            lacking_ended,
+            resumes,
+            last_forgotten: s.forgotten.iter().map(|m| s.seq(*m)).max(),
             progress: progress_reports(s),
         }
     }
@@ -157,27 +181,37 @@ impl<'a> Context<'a> {
             return Some("the session's event stream (none in the input)".into());
         }
         let sent = s.seq(st.opened);
-        let mut lacking: Vec<StreamIdx> = [st.idx, channel]
+        // Its own stream and its channel, then those still open, then those that ended after it
+        // was sent (latest first): three are named, the rest counted.
+        let ended_after = self
+            .lacking_ended
+            .iter()
+            .take_while(|(e, _)| *e >= sent)
+            .map(|(_, i)| *i);
+        let after = self.lacking_ended.partition_point(|(e, _)| *e >= sent);
+        let mut named: Vec<StreamIdx> = Vec::with_capacity(3);
+        let candidates = [st.idx, channel]
             .into_iter()
             .filter(|i| lacks_bytes(&s.streams[*i]))
-            .chain(
-                self.lacking
-                    .iter()
-                    .filter(|(_, end)| end.is_none_or(|e| e >= sent))
-                    .map(|(i, _)| *i),
-            )
-            .collect();
-        lacking.sort_unstable();
-        lacking.dedup();
-        let mut named: Vec<String> = lacking
-            .iter()
-            .take(3)
-            .map(|i| s.streams[*i].label())
-            .collect();
-        if lacking.len() > 3 {
-            named.push(format!("{} more", lacking.len() - 3));
+            .chain(self.lacking_open.iter().copied())
+            .chain(ended_after);
+        for i in candidates {
+            if named.len() == 3 {
+                break;
+            }
+            if !named.contains(&i) {
+                named.push(i);
+            }
         }
-        (!named.is_empty()).then(|| named.join(", "))
+        if named.is_empty() {
+            return None;
+        }
+        let total = (self.lacking_open.len() + after).max(named.len());
+        let mut named: Vec<String> = named.iter().map(|i| s.streams[*i].label()).collect();
+        if total > named.len() {
+            named.push(format!("{} more", total - named.len()));
+        }
+        Some(named.join(", "))
     }
 }
 
@@ -247,7 +281,7 @@ struct Why {
     stream: Option<StreamIdx>,
 }
 
-fn why(s: &Session, u: &Unanswered<'_>, young: bool) -> Why {
+fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
     let (st, ch) = (u.st, &s.streams[u.channel]);
     let on = |kind, text: String, stream: &Stream| Why {
         kind,
@@ -285,22 +319,14 @@ fn why(s: &Session, u: &Unanswered<'_>, young: bool) -> Why {
             st,
         );
     }
-    if s.forgotten.iter().any(|m| s.seq(*m) > s.seq(st.opened)) {
+    if ctx.last_forgotten.is_some_and(|m| m > s.seq(st.opened)) {
         return on(
             "session_expired",
             "the server forgot the session (404) before answering".into(),
             st,
         );
     }
-    let resumes = s
-        .streams
-        .iter()
-        .filter(|o| {
-            o.resume
-                .as_ref()
-                .is_some_and(|r| r.continues == Some(u.channel))
-        })
-        .count();
+    let resumes = ctx.resumes.get(&u.channel).copied().unwrap_or(0);
     let ended = |o: &Stream| o.ended.map_or(0.0, |e| e.time.seconds_since(o.opened.time));
     match (ch.outcome, ch.closed_by) {
         (Some(Outcome::Reset), by) => {
@@ -349,7 +375,7 @@ fn why(s: &Session, u: &Unanswered<'_>, young: bool) -> Why {
     }
 }
 
-fn finding(s: &Session, u: Unanswered<'_>) -> New {
+fn finding(s: &Session, ctx: &Context<'_>, u: Unanswered<'_>) -> New {
     let Unanswered { st, req, id, .. } = u;
     let what = match (&req.method, &req.mcp.tool) {
         (Some(m), Some(t)) => format!("{m} \"{t}\""),
@@ -362,7 +388,7 @@ fn finding(s: &Session, u: Unanswered<'_>) -> New {
     let done = st.status.is_some() && st.outcome == Some(Outcome::Complete);
     let young = u.still_open || (!u.went_on && !u.gave_up && !done);
     let waited = u.waited;
-    let why = why(s, &u, young);
+    let why = why(s, ctx, &u, young);
     let (kind, severity, summary) = if u.hidden.is_some() {
         let text = format!(
             "request {} {what}: no answer in the input, but {} (not determinable)",
