@@ -2032,6 +2032,27 @@ fn a_reconnect_that_forgets_the_last_event_id_drops_the_cursor() {
     get_reconnect(&["g-1", ""], Cut::ServerClose, None).absent("cursor_dropped");
 }
 
+#[test]
+fn a_resume_of_a_post_stream_is_no_standalone_stream_whose_cursor_could_drop() {
+    // A POST stream cut after its first event, resumed by GET with its ID, which completes
+    // with the answer; then the client opens its standalone GET, rightly without an ID.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-P"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.event(&mut p, "p-1", &progress("t", 1));
+    c.end(p, Cut::ServerClose);
+    let mut r = c.get(Some("p-1"));
+    c.event(&mut r, "p-2", &result(json!(2), "ok"));
+    c.end(r, Cut::Complete);
+    let mut g = c.get(None);
+    c.event(&mut g, "g-1", &log("tick"));
+    c.end(g, Cut::Complete);
+    let run = c.finish();
+    run.absent("cursor_dropped");
+    run.nothing_above_info();
+}
+
 /// A call whose stream primes with `retry: 2000`, is ended as `cut`, and is resumed `after` s later.
 fn resumed_after(cut: Cut, after: f64) -> Run {
     let mut c = Capture::new();
