@@ -294,6 +294,40 @@ pub(crate) fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
     })
 }
 
+/// A finding that a stream broke a rule of the session's revision, at `at`: its summary names
+/// the stream and the revision, and its evidence has `rule`, `revision`, `stream`, `time` and
+/// `frame`, with `extra` merged in.
+pub(crate) fn revision_rule(
+    s: &Session,
+    st: &mcpf_mcp::model::Stream,
+    kind: FindingKind,
+    at: Mark,
+    (rule, what): (&str, String),
+    extra: Value,
+) -> New {
+    let mut evidence = serde_json::json!({
+        "rule": rule,
+        "revision": s.revision.date,
+        "stream": st.label(),
+        "time": at.time.rfc3339(),
+        "frame": at.frame.frame,
+    });
+    if let (Some(e), Value::Object(more)) = (evidence.as_object_mut(), extra) {
+        e.extend(more);
+    }
+    New {
+        kind,
+        severity: kind.severity(),
+        time: at,
+        frames: vec![st.opened, at],
+        streams: vec![st.idx],
+        summary: format!("{} under revision {}: {what}", st.label(), s.revision),
+        evidence,
+        caused_by: Vec::new(),
+        subject: Subject::Stream(st.idx),
+    }
+}
+
 /// The exchange was refused at the HTTP level (4xx/5xx): its requests were never processed.
 pub(crate) fn rejected(s: &Session, stream: StreamIdx) -> bool {
     s.streams[stream].status.is_some_and(|c| c >= 400)

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity};
 use mcpf_mcp::model::{Session, Stream, StreamTransport};
 use mcpf_mcp::revision::{NO_BATCHING, STATELESS, STREAMABLE_HTTP};
 
@@ -77,22 +77,13 @@ fn finding(s: &Session, st: &Stream, rule: &str, what: String) -> New {
     } else {
         st.opened
     };
-    New {
-        kind: FindingKind::RevisionViolation,
-        severity: INFO.severity,
-        time: at,
-        frames: vec![st.opened, at],
-        streams: vec![st.idx],
-        summary: format!("{} under revision {}: {what}", st.label(), s.revision),
-        evidence: json!({
-            "rule": rule,
-            "revision": s.revision.date,
-            "revision_from": s.revision.from.name(),
-            "stream": st.label(),
-            "time": at.time.rfc3339(),
-            "frame": at.frame.frame,
-        }),
-        caused_by: Vec::new(),
-        subject: Subject::Stream(st.idx),
-    }
+    let from = json!({ "revision_from": s.revision.from.name() });
+    super::revision_rule(
+        s,
+        st,
+        FindingKind::RevisionViolation,
+        at,
+        (rule, what),
+        from,
+    )
 }

@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use super::{FindingKind, Findings, KindInfo, New, Severity};
 use mcpf_mcp::jsonrpc::Kind;
 use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
 use mcpf_mcp::revision::{STATELESS, STREAMABLE_HTTP};
@@ -78,22 +78,13 @@ fn only_notifications(st: &Stream) -> bool {
 
 fn finding(s: &Session, st: &Stream, status: u16, rule: &str, what: String) -> New {
     let at = st.response_mark.unwrap_or(st.opened);
-    New {
-        kind: FindingKind::StatusCodeViolation,
-        severity: INFO.severity,
-        time: at,
-        frames: vec![st.opened, at],
-        streams: vec![st.idx],
-        summary: format!("{} under revision {}: {what}", st.label(), s.revision),
-        evidence: json!({
-            "rule": rule,
-            "status": status,
-            "revision": s.revision.date,
-            "stream": st.label(),
-            "time": at.time.rfc3339(),
-            "frame": at.frame.frame,
-        }),
-        caused_by: Vec::new(),
-        subject: Subject::Stream(st.idx),
-    }
+    let extra = json!({ "status": status });
+    super::revision_rule(
+        s,
+        st,
+        FindingKind::StatusCodeViolation,
+        at,
+        (rule, what),
+        extra,
+    )
 }

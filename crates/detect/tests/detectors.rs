@@ -258,6 +258,19 @@ impl Capture {
         data: &str,
         after_gap: bool,
     ) -> Mark {
+        self.sse_event(ex, id, event, data, after_gap, None)
+    }
+
+    /// One SSE event of exchange `ex` (`retry`: its reconnection time field).
+    fn sse_event(
+        &mut self,
+        ex: &mut Ex,
+        id: Option<&str>,
+        event: &str,
+        data: &str,
+        after_gap: bool,
+        retry: Option<u64>,
+    ) -> Mark {
         let mark = self.tick();
         if let Some(id) = id {
             ex.last_id = id.to_string();
@@ -268,7 +281,7 @@ impl Capture {
             last_event_id: ex.last_id.as_str().into(),
             event: event.to_string().into(),
             data: data.into(),
-            retry: None,
+            retry,
             priming: id.is_some() && data.is_empty(),
             dispatched: !data.is_empty(),
             mark,
@@ -290,28 +303,7 @@ impl Capture {
 
     /// A priming event (ID, empty data) that also sets the reconnection time.
     fn retry_event(&mut self, ex: &mut Ex, id: &str, retry_ms: u64) -> Mark {
-        let mark = self.tick();
-        ex.last_id = id.to_string();
-        let ev = SseEvent {
-            index: ex.events,
-            id: Some(id.into()),
-            last_event_id: id.into(),
-            event: "message".to_string().into(),
-            data: "".into(),
-            retry: Some(retry_ms),
-            priming: true,
-            dispatched: false,
-            mark,
-            after_gap: false,
-            truncated: false,
-            estimated: false,
-        };
-        ex.events += 1;
-        self.b.on_http(HttpEvent::SseEvent {
-            exchange: ex.id,
-            event: ev,
-        });
-        mark
+        self.sse_event(ex, Some(id), "message", "", false, Some(retry_ms))
     }
 
     /// Events `(id, data)` in order; returns their marks.
