@@ -443,6 +443,12 @@ impl Capture {
         ex
     }
 
+    /// `tools/list` with `id`, answered in JSON with no tools.
+    fn tools_list(&mut self, id: u64) -> Mark {
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}).to_string();
+        self.post_json(json!(id), "tools/list", json!({}), &answer)
+    }
+
     /// A POST answered in full with a JSON body.
     fn post_json(&mut self, id: Value, method: &str, params: Value, answer: &str) -> Mark {
         let mut ex = self.post_request(id, method, params);
@@ -1751,12 +1757,7 @@ fn request_id_reused_within_a_session() {
         call("alpha", json!({}), None),
         &result(json!(5), "a"),
     );
-    let second = c.post_json(
-        json!(5),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}).to_string(),
-    );
+    let second = c.tools_list(5);
     let run = c.finish();
     let f = run.one("request_id_reused");
     assert_eq!(f.severity, Severity::Medium);
@@ -2139,12 +2140,7 @@ fn leg(input: u32, server_side: bool) -> Session {
     }
     c.wait(1.5);
     c.end(p, Cut::ClientClose);
-    c.post_json(
-        json!(3),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
-    );
+    c.tools_list(3);
     let mut run = c.finish();
     run.sessions.pop().unwrap()
 }
@@ -2327,12 +2323,7 @@ fn call_beside_an_answered_one(cut: Cut) -> Run {
     c.initialized();
     let p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
     c.wait(1.0);
-    c.post_json(
-        json!(3),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
-    );
+    c.tools_list(3);
     c.end(p, cut);
     c.finish()
 }
@@ -2399,12 +2390,7 @@ fn a_request_answered_202_has_that_for_its_cause() {
     let mut p = c.post_request(json!(2), "tools/call", call("alpha", json!({}), None));
     c.respond(&mut p, 202, &[]);
     c.end(p, Cut::Complete);
-    c.post_json(
-        json!(3),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string(),
-    );
+    c.tools_list(3);
     let run = c.finish();
     let f = run.one("unanswered_request");
     assert_eq!(
@@ -2440,12 +2426,7 @@ fn answered_cancelled_and_refused_requests_are_not_unanswered() {
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
     // Answered.
-    c.post_json(
-        json!(2),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string(),
-    );
+    c.tools_list(2);
     // Cancelled by the client.
     let p = c.post(json!(3), "tools/call", call("slow", json!({}), None));
     c.wait(1.0);
@@ -2691,12 +2672,7 @@ fn verdict_not_attempted_without_resumes() {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
-    c.post_json(
-        json!(2),
-        "tools/list",
-        json!({}),
-        &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string(),
-    );
+    c.tools_list(2);
     let run = c.finish();
     let v = run.verdict(0);
     assert_eq!(v.verdict, "not_attempted");
