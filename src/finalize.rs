@@ -19,7 +19,6 @@ pub struct Finalizer {
     #[allow(clippy::vec_box)]
     held: std::collections::HashMap<String, Vec<Box<Session>>>,
     done: std::collections::HashSet<usize>,
-    several_inputs: bool,
     /// Events the held sessions hold, and the sessions released early to stay under
     /// [`MAX_EVENTS_HELD`].
     held_events: usize,
@@ -45,7 +44,6 @@ impl Finalizer {
             detector: Detector::new(),
             held: Default::default(),
             done: Default::default(),
-            several_inputs: false,
             held_events: 0,
             released_early: 0,
             timelines: Vec::new(),
@@ -58,7 +56,6 @@ impl Finalizer {
     /// The inputs' paths by index: with several, sessions seen in more than one are compared
     /// hop by hop.
     pub fn with_inputs(mut self, paths: Vec<String>) -> Self {
-        self.several_inputs = paths.len() > 1;
         self.detector = std::mem::take(&mut self.detector).with_inputs(paths);
         self
     }
@@ -66,7 +63,9 @@ impl Finalizer {
     /// A finalized session: analysed at once, or, while other observations of it are still in
     /// progress, when the last of them is finalized.
     pub fn run(&mut self, s: Box<Session>) {
-        if !self.several_inputs || s.same_session_as.is_empty() {
+        // Other observations of it: other inputs (hops), or other servers in one input (the
+        // replicas of a balancer's server leg).
+        if s.same_session_as.is_empty() {
             return self.release(vec![s]);
         }
         self.done.insert(s.idx);

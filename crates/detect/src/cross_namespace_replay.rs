@@ -80,6 +80,7 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     "attribution": how,
                     "resume_upstream": r.upstream,
                     "minting_upstreams": [],
+                    "minted_in_session": null,
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),

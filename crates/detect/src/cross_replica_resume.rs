@@ -4,6 +4,10 @@
 //! minted it: the namespace is crossed whatever the replay held. A log keeps no events, so this
 //! is the evidence a log has; it is void when the replicas share one event store, which the
 //! finding says.
+//!
+//! A capture of the server legs sees each replica as a server of its own: the same session ID
+//! at two addresses is two observations of one session. A resume at one address whose
+//! `Last-Event-ID` the other minted ([`detect_across`]) crossed event stores the same way.
 
 use serde_json::json;
 
@@ -67,6 +71,7 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     "attribution": Attribution::Unknown,
                     "resume_upstream": served_by,
                     "minting_upstreams": upstreams,
+                    "minted_in_session": null,
                 }),
                 caused_by: super::cross_namespace_replay::cause(s, ix, f, r).into_iter().collect(),
                 subject: Subject::Resume(r.idx),
@@ -88,4 +93,76 @@ fn could_have_minted<'s>(s: &'s Session, r: &Stream) -> Vec<&'s Stream> {
                 && s.seq(st.opened) < s.seq(r.opened)
         })
         .collect()
+}
+
+/// Resumes in one of `sessions` (the same session ID, from one input, at different server
+/// addresses: the replicas behind a balancer) whose `Last-Event-ID` another of them minted
+/// and the resumed one never did. The finding goes to the session that served the resume.
+pub(crate) fn detect_across(sessions: &[&Session], f: &mut Findings) {
+    for (i, b) in sessions.iter().enumerate() {
+        for r in b.streams.iter().filter(|st| unplaced_resume(st)) {
+            let Some(resume) = &r.resume else { continue };
+            let input = r.opened.frame.input;
+            let minted = sessions
+                .iter()
+                .enumerate()
+                .filter(|(j, a)| *j != i && a.server != b.server)
+                .find_map(|(_, a)| {
+                    let by = a
+                        .streams
+                        .iter()
+                        .filter(|st| st.resume.is_none() && st.opened.frame.input == input)
+                        .find(|st| {
+                            st.events
+                                .iter()
+                                .any(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
+                        })?;
+                    Some((*a, by))
+                });
+            let Some((a, by)) = minted else { continue };
+            f.add(b, across(b, r, a, by));
+        }
+    }
+}
+
+/// A resume its own session cannot place: answered with an event stream, its ID minted by none
+/// of its streams.
+fn unplaced_resume(st: &Stream) -> bool {
+    st.resume.as_ref().is_some_and(|r| r.continues.is_none())
+        && st.status.is_some_and(|c| (200..300).contains(&c))
+        && !st.gap
+}
+
+fn across(b: &Session, r: &Stream, a: &Session, by: &Stream) -> New {
+    let lei = r.resume.as_ref().map_or("", |x| x.last_event_id.as_str());
+    let served = b.server.to_string();
+    let minter = a.server.to_string();
+    New {
+        kind: FindingKind::CrossNamespaceReplay,
+        severity: super::cross_namespace_replay::INFO.severity,
+        time: r.opened,
+        frames: vec![r.opened],
+        streams: vec![r.idx],
+        summary: format!(
+            "resume with Last-Event-ID {lei} was served by {served}, another replica than {minter}, which minted it on {} of {}: it was looked up in another event store (unless the replicas share one)",
+            by.label(),
+            a.label()
+        ),
+        evidence: json!({
+            "last_event_id": lei,
+            "observed_in": by.label(),
+            "also_minted_by": [],
+            "replayed_from": null,
+            "replayed_from_all": [],
+            "replayed_event_ids": [],
+            "resume_stream": r.label(),
+            "how": "served by another server replica than the one that minted the ID",
+            "attribution": Attribution::Unknown,
+            "resume_upstream": served,
+            "minting_upstreams": [minter],
+            "minted_in_session": a.label(),
+        }),
+        caused_by: Vec::new(),
+        subject: Subject::Resume(r.idx),
+    }
 }

@@ -103,6 +103,24 @@ impl Detector {
                 (v, own.collect())
             })
             .collect();
+        // Replicas of one session seen as servers of their own (the server legs of a balancer).
+        if sessions.len() > 1 {
+            let first = self.findings.list.len();
+            cross_replica_resume::detect_across(sessions, &mut self.findings);
+            for h in first..self.findings.list.len() {
+                let session = self.findings.list[h].session;
+                if let Some(at) = sessions.iter().position(|s| s.idx == session) {
+                    out[at].1.push(h);
+                    // A crossed namespace makes its resumption unsafe.
+                    let of: Vec<Finding> = out[at]
+                        .1
+                        .iter()
+                        .map(|&h| self.findings.list[h].clone())
+                        .collect();
+                    out[at].0 = verdict::resumption(sessions[at], &of);
+                }
+            }
+        }
         if self.inputs.len() > 1 {
             for (s, handles) in self.compare_hops(sessions) {
                 if let Some(at) = sessions.iter().position(|x| x.idx == s) {

@@ -2122,6 +2122,62 @@ fn statuses_the_transport_does_not_allow_are_violations() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Replicas: one session at two server addresses of one input
+// ------------------------------------------------------------------------------------------------
+
+/// The session's stream at one replica delivers event `r1-5`; the resume with that ID goes to
+/// `replica` (the same server, or another one behind the balancer).
+fn resume_at(replica: &str) -> Vec<Session> {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-X"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.event(&mut g, "r1-5", &log("tick"));
+    c.end(g, Cut::ServerClose);
+    c.server = replica.parse().unwrap();
+    let mut r = c.get(Some("r1-5"));
+    c.event(&mut r, "r2-1", &log("other store"));
+    c.end(r, Cut::Complete);
+    let mut run = c.finish();
+    for (i, s) in run.sessions.iter_mut().enumerate() {
+        s.idx = i;
+    }
+    run.sessions
+}
+
+#[test]
+fn a_resume_served_by_another_replica_crossed_namespaces() {
+    let sessions = resume_at("10.0.0.3:9123");
+    assert_eq!(sessions.len(), 2, "one session at each address");
+    let mut d = Detector::new();
+    let refs: Vec<&Session> = sessions.iter().collect();
+    let results = d.group(&refs);
+    let (findings, _) = d.finish();
+    let f = findings
+        .iter()
+        .find(|f| f.kind.name() == "cross_namespace_replay")
+        .expect("a crossed namespace");
+    assert_eq!(
+        f.session, sessions[1].idx,
+        "on the session that served the resume"
+    );
+    assert_eq!(f.evidence["resume_upstream"], "10.0.0.3:9123");
+    assert_eq!(f.evidence["minting_upstreams"], json!([SERVER]));
+    assert_eq!(f.evidence["minted_in_session"], sessions[0].label());
+    assert_eq!(results[1].0.verdict, "unsafe");
+    // The same replica: the resume is its own session's, nothing crossed.
+    let same = resume_at(SERVER);
+    assert_eq!(same.len(), 1);
+    let mut d = Detector::new();
+    d.group(&[&same[0]]);
+    assert!(
+        d.findings()
+            .iter()
+            .all(|f| f.kind.name() != "cross_namespace_replay")
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
 // lost_in_transit: two legs of one session
 // ------------------------------------------------------------------------------------------------
 
