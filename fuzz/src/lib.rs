@@ -11,27 +11,46 @@ use mcpf_capture::{CaptureStage, Settings};
 use mcpf_detect::Detector;
 use mcpf_http::{HttpEvent, HttpSink, Stage};
 use mcpf_mcp::Builder;
+use mcpf_mcp::model::Session;
 
 mod conversation;
 pub use conversation::{Bytes, LINKS, conversation_pcap, frames_pcap, split_frames};
 
+/// Sessions waiting for the other observations of their session ID, as the binary holds them.
+type Held = Arc<Mutex<Vec<Box<Session>>>>;
+
 /// The MCP and detect stages as the binary runs them: sessions finalized as they end (no HAR or
-/// log input), each through the detectors.
+/// log input), each through the detectors; those with other observations of their session ID
+/// (replicas, hops) through the detectors together, compared.
 pub struct Analysis {
     builder: Builder,
     detector: Arc<Mutex<Detector>>,
+    held: Held,
 }
 
 impl Default for Analysis {
     fn default() -> Self {
-        let detector = Arc::new(Mutex::new(Detector::new()));
-        let d = detector.clone();
+        // Two names, as for two inputs: the hop comparison runs (and finds one input's pairs
+        // all of one input).
+        let detector = Arc::new(Mutex::new(
+            Detector::new().with_inputs(vec!["a".into(), "b".into()]),
+        ));
+        let held: Held = Arc::default();
+        let (d, h) = (detector.clone(), held.clone());
         let builder = Builder::new()
             .with_early_finalize(true)
             .with_session_callback(Box::new(move |s| {
-                d.lock().unwrap().session(&s);
+                if s.same_session_as.is_empty() {
+                    d.lock().unwrap().session(&s);
+                } else {
+                    h.lock().unwrap().push(s);
+                }
             }));
-        Analysis { builder, detector }
+        Analysis {
+            builder,
+            detector,
+            held,
+        }
     }
 }
 
@@ -44,7 +63,11 @@ impl HttpSink for Analysis {
 impl Analysis {
     /// Ends the run: the sessions still open are analysed and detected too.
     pub fn finish(self) {
-        let Analysis { builder, detector } = self;
+        let Analysis {
+            builder,
+            detector,
+            held,
+        } = self;
         let (left, _, _) = builder.finish();
         let mut d = Arc::try_unwrap(detector)
             .ok()
@@ -53,6 +76,12 @@ impl Analysis {
             .unwrap();
         for s in &left {
             d.session(s);
+        }
+        let mut held = std::mem::take(&mut *held.lock().unwrap());
+        held.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        for group in held.chunk_by(|a, b| a.session_id == b.session_id) {
+            let refs: Vec<&Session> = group.iter().map(|s| &**s).collect();
+            d.group(&refs);
         }
         let _ = d.finish();
     }
