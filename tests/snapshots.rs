@@ -190,12 +190,14 @@ macro_rules! samples {
 }
 
 samples! {
+    caddy_concurrent_jsonl => "caddy-concurrent.jsonl",
     caddy_healthy_jsonl => "caddy-healthy.jsonl",
     caddy_seed_jsonl => "caddy-seed.jsonl",
     chromium_ts_sdk_healthy_har => "chromium-ts-sdk-healthy.har",
     concurrent_nginx_client_leg_pcap => "concurrent-nginx-client-leg.pcap",
     concurrent_nginx_server_leg_pcap => "concurrent-nginx-server-leg.pcap",
     concurrent_nginx_nginx_jsonl => "concurrent-nginx.nginx.jsonl",
+    haproxy_concurrent_jsonl => "haproxy-concurrent.jsonl",
     haproxy_healthy_jsonl => "haproxy-healthy.jsonl",
     haproxy_seed_jsonl => "haproxy-seed.jsonl",
     http_basic_pcap => "http-basic.pcap",
@@ -234,6 +236,7 @@ samples! {
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",
     snaplen_mcp_pcap => "snaplen-mcp.pcap",
     stateless_concurrent_pcap => "stateless-concurrent.pcap",
+    traefik_concurrent_jsonl => "traefik-concurrent.jsonl",
     traefik_healthy_jsonl => "traefik-healthy.jsonl",
     traefik_seed_jsonl => "traefik-seed.jsonl",
     ts_sdk_resumption_server_leg_pcap => "ts-sdk-resumption-server-leg.pcap",

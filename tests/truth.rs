@@ -189,7 +189,7 @@ fn healthy_traffic_of_the_sdks_gives_nothing_above_info() {
         ("mitmproxy-python-sdk.har", 1),
         // The official TypeScript SDK in Chromium, its HAR written by Playwright: the bodies
         // the SDK cancels (a 202's, a DELETE's) are marked net::ERR_ABORTED, whole all the same.
-        ("chromium-ts-sdk-healthy.har", 1),
+        ("chromium-ts-sdk-healthy.har", 4),
         // A stateless (2026-07-28) server: no session IDs on the wire, so each connection's
         // exchanges are one group; 4 clients over 12 connections.
         ("stateless-concurrent.pcap", 12),
@@ -762,7 +762,8 @@ fn the_seed_incident_in_a_chromium_har_shows_the_fallback_and_the_unsafe_resume(
 
 /// The official TypeScript SDK in Chromium cancels the bodies of a 202 and of the DELETE's answer;
 /// Chromium records both as net::ERR_ABORTED although their Content-Length of 0 says they were
-/// whole. Neither is an abandoned POST, so no fallback (not even at info) and no unknown body.
+/// whole. Neither is an abandoned POST, so no fallback (not even at info) and no unknown body, on
+/// any of the page's four sessions, which shared its connections.
 #[test]
 fn bodies_the_browser_cancelled_once_whole_are_not_abandoned() {
     let report = analyze(&["samples/chromium-ts-sdk-healthy.har"]);
@@ -773,10 +774,31 @@ fn bodies_the_browser_cancelled_once_whole_are_not_abandoned() {
         .map(|f| f["kind"].as_str().unwrap())
         .collect();
     assert!(kinds.is_empty(), "{kinds:?}");
-    let session = &report["sessions"][0];
-    assert_eq!(session["fell_back"], Value::Null);
     let t = truth("chromium-har.truth.json");
-    assert_eq!(session["session_id"], t["healthy"]["session_id"]);
+    let want = session_ids(&t["healthy"]["sessions"]);
+    assert_eq!(want.len(), 4);
+    assert_eq!(session_ids(&report["sessions"]), want);
+    for session in report["sessions"].as_array().unwrap() {
+        assert_eq!(
+            session["fell_back"],
+            Value::Null,
+            "{}",
+            session["session_id"]
+        );
+    }
+    assert_eq!(
+        report["summary"]["mcp_exchanges"],
+        t["healthy"]["http_request_count"]
+    );
+}
+
+/// The `session_id` of each object of a list (of sessions, in a report or a truth).
+fn session_ids(list: &Value) -> BTreeSet<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// What a log (or HAR) of the seed incident must give, by its truth: every finding it lists, on the
@@ -850,6 +872,7 @@ fn proxy_logs_give_what_their_truths_say() {
                 above_info: HEALTHY,
             },
         );
+        check_concurrent_log(&t["concurrent"]);
     }
     // nginx's three JSON formats, and its text one read with the --log-format the truth gives.
     let t = truth("nginx-formats.truth.json");
@@ -879,6 +902,46 @@ fn proxy_logs_give_what_their_truths_say() {
         }
     }
     assert_eq!(text_logs, 2, "the seed and healthy text logs");
+}
+
+/// The seed incident among many SDK sessions, all from 127.0.0.1, in one proxy log: every session
+/// the clients opened, the incident's findings on its session and nothing above info elsewhere.
+fn check_concurrent_log(t: &Value) {
+    let file = t["file"].as_str().unwrap();
+    let report = analyze(&[file]);
+    let mut want = session_ids(&t["sdk_sessions"]);
+    let incident = t["incident_session_id"].as_str().unwrap();
+    want.insert(incident.to_string());
+    assert!(want.len() > 10, "{file}: {} sessions", want.len());
+    assert_eq!(session_ids(&report["sessions"]), want, "{file}");
+    assert_eq!(
+        report["summary"]["mcp_exchanges"], t["http_request_count"],
+        "{file}"
+    );
+    let above: BTreeSet<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| f["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(above, BTreeSet::from([incident]), "{file}");
+    let kinds: BTreeSet<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["session_id"] == incident)
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    for k in t["expected_analysis"]["incident_findings"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(
+            kinds.contains(k.as_str().unwrap()),
+            "{file}: {k} not in {kinds:?}"
+        );
+    }
 }
 
 fn lost_in_transit(report: &Value) -> Vec<&Value> {

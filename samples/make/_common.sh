@@ -165,10 +165,10 @@ run_nginx() {
 }
 stop_nginx() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; }
 
-# start_seed_server PORT: seed-server in buggy mode, its session IDs seeded by NAME (the same IDs
-# at every run), its truth in $WORK/seed-server.json; its pid in SEED_SERVER.
+# start_seed_server PORT: seed-server in buggy mode, its session IDs seeded by SEED_NAME or NAME (the
+# same IDs at every run), its truth in $WORK/seed-server.json; its pid in SEED_SERVER.
 start_seed_server() {
-  /usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$1" --session-seed "mcp-forensics/$NAME" \
+  /usr/bin/python3 "$MAKE_DIR/seed-incident/server.py" --port "$1" --session-seed "mcp-forensics/${SEED_NAME:-$NAME}" \
       --truth-out "$WORK/seed-server.json" >"$WORK/seed-server.out" 2>"$WORK/seed-server.err" &
   SEED_SERVER=$!; _MCPF_PIDS+=("$SEED_SERVER")
   wait_listen "$1"
@@ -203,4 +203,30 @@ start_sdk_server() {
 run_sdk_client() {
   (cd "$MAKE_DIR/python-sdk-healthy" && "$PY" client.py "$1" "$WORK/sdk-client.jsonl") \
       >"$WORK/sdk-client.log" 2>&1 || { log "SDK client failed"; tail -20 "$WORK/sdk-client.log" >&2; exit 1; }
+}
+
+# --- the seed incident among many concurrent sessions of the official Python SDK client
+# (make/concurrent-nginx/py_clients.py and make/_py/py_server.py, one event store per session), all
+# from 127.0.0.1: what a proxy in front of many clients records. They need PY and WORK.
+
+# start_many_sdk_server PORT: the SDK server, its log in $WORK/py-server.jsonl; pid in MANY_SERVER.
+start_many_sdk_server() {
+  (cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$1" "$WORK/py-server.jsonl") >"$WORK/py-server.log" 2>&1 &
+  MANY_SERVER=$!; _MCPF_PIDS+=("$MANY_SERVER")
+  wait_listen "$1"
+}
+
+# seed_among_many_sdk_sessions SDK_URL SEED_PORT N: N SDK sessions against SDK_URL (0.12 s apart)
+# and, two seconds after they start (when every session is open), the seed-client against 127.0.0.1:SEED_PORT (seed_wrap.py: it
+# also records each request's time and local port); waits for all of them. Records in
+# $WORK/py-clients.jsonl and $WORK/seed-client.json.
+seed_among_many_sdk_sessions() {
+  "$PY" "$MAKE_DIR/concurrent-nginx/py_clients.py" "$1" "$3" 0.12 "$WORK/py-clients.jsonl" \
+      >"$WORK/py-clients.log" 2>&1 &
+  local clients=$!
+  sleep 2.0
+  /usr/bin/python3 "$MAKE_DIR/concurrent-nginx/seed_wrap.py" client --port "$2" \
+      --truth-out "$WORK/seed-client.json" 2>"$WORK/seed-client.err" \
+    || { log "seed-client failed"; tail -20 "$WORK/seed-client.err" >&2; exit 1; }
+  wait "$clients" || { log "the SDK clients failed"; tail -20 "$WORK/py-clients.log" >&2; exit 1; }
 }

@@ -6,7 +6,7 @@
 #   seed:    page seed-client.html (make/chromium-har/seed-client.js: the seed script, fetch())
 #              --> nginx 127.0.0.1:18611 (make/seed-incident/nginx.conf, buffering; serves the page)
 #              --> seed-server 127.0.0.1:18612 (buggy mode)
-#   healthy: page sdk-client.html (the official TypeScript SDK client, bundled by esbuild)
+#   healthy: page sdk-client.html (4 sessions of the official TypeScript SDK client at once, bundled by esbuild)
 #              --> nginx 127.0.0.1:18613 (the same conf with buffering off, HTTP/1.1 upstream)
 #              --> the official Python SDK server 127.0.0.1:18614 (make/mitmproxy-har/server.py)
 #
@@ -82,7 +82,7 @@ SDK_SERVER=$!; _MCPF_PIDS+=("$SDK_SERVER")
 wait_listen "$SDK_PORT"
 run_nginx "$WORK/nginx-healthy" "$WORK/nginx-healthy.conf" "$NGINX2_PORT"
 record "http://127.0.0.1:$NGINX2_PORT/sdk-client.html" "$WORK/healthy.har" "$WORK/sdk-client.json" \
-    '{"steps":5}' '/(mcp|sdk-client\.html)$' >/dev/null
+    '{"steps":5,"sessions":4,"staggerMs":150}' '/(mcp|sdk-client\.html)$' >/dev/null
 stop_nginx
 stop_pid "$SDK_SERVER"
 

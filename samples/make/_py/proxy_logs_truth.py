@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Write samples/<proxy>-logs.truth.json for make/haproxy-logs.sh and make/caddy-logs.sh: the
-truth of the two runs whose proxy access logs are committed (the seed incident through the proxy,
-and a healthy official Python SDK session through it), from what the clients and servers recorded
-during the runs, never from the logs.
+"""Write samples/<proxy>-logs.truth.json for make/{haproxy,caddy,traefik}-logs.sh: the truth of
+the runs whose proxy access logs are committed (the seed incident through the proxy, a healthy
+official Python SDK session through it, and both at once among many SDK sessions), from what the
+clients and servers recorded during the runs, never from the logs.
 
 The seed run is checked by make/seed-incident/truth.py (it fails unless the run reproduced the
 incident's exact ids) and the healthy run summarised by make/python-sdk-healthy/truth.py; this
@@ -11,12 +11,16 @@ only that the proxy wrote one line per request the client sent.
 
 usage: proxy_logs_truth.py --proxy NAME --proxy-version V --config PATH --work DIR
        --seed-topology T --healthy-topology T --seed-log FILE --healthy-log FILE --out OUT
+       [--concurrent-log FILE --concurrent-topology T]   (the run's records in WORK/concurrent/)
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sdk_truth import checked_sdk_sessions, read_jsonl  # noqa: E402
 
 MAKE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(MAKE))
@@ -110,17 +114,72 @@ def healthy_part(a, port):
     return t
 
 
+def concurrent_part(a):
+    """The seed incident and N SDK sessions at once, in one log: the seed part of that run, each
+    SDK session checked healthy by sdk_truth, and the check that they overlapped in time."""
+    w = os.path.join(a.work, "concurrent")
+    seed = seed_part(argparse.Namespace(work=w, proxy=a.proxy + "-concurrent", seed_log=a.concurrent_log,
+                                        seed_topology=a.concurrent_topology))
+    problems = []
+    sessions = []
+    for idx, c, sv in checked_sdk_sessions(read_jsonl(os.path.join(w, "py-clients.jsonl")),
+                                           read_jsonl(os.path.join(w, "py-server.jsonl")), problems):
+        sessions.append({"session_id": c["session_id"], "client_info_name": "mcpf-py-client-%02d" % idx,
+                         "http_request_count": c["http_request_count"], "ended_by": c["ended_by"],
+                         "t_first": c["t_first"], "t_last": c["t_last"],
+                         "server_events_minted": len(sv["sse_events_minted"]) if sv else None,
+                         "expected_findings_above_info": []})
+    t_open = max(s["t_first"] for s in sessions)
+    t_close = min(s["t_last"] for s in sessions)
+    sent_at = {r["seq"]: r["t"] for r in json.load(open(os.path.join(w, "seed-client.json")))["http_requests"]}
+    incident_times = {what: sent_at[seed[what]["seq"]] for what in ("abandoned_post", "fallback_get", "resume_get")}
+    if not all(t_open < t < t_close for t in incident_times.values()):
+        problems.append("the incident %r did not happen while every SDK session was open (%.3f..%.3f)"
+                        % (incident_times, t_open, t_close))
+    if problems:
+        sys.exit("proxy_logs_truth.py: the concurrent run did not give what it should: " + "; ".join(problems))
+    requests = seed["http_request_count"] + sum(s["http_request_count"] for s in sessions)
+    return {
+        "file": a.concurrent_log,
+        "topology": a.concurrent_topology,
+        "clients": "every client is 127.0.0.1: the seed-client (samples/make/concurrent-nginx/seed_wrap.py "
+                   "around samples/make/seed-incident/client.py) and %d sessions of the official Python SDK "
+                   "client (samples/make/concurrent-nginx/py_clients.py, one asyncio process)" % len(sessions),
+        "session_count": len(sessions) + 1,
+        "http_request_count": requests,
+        "all_sdk_sessions_open_between": [t_open, t_close],
+        "incident_request_times": incident_times,
+        "incident_session_id": seed["session_id"],
+        "incident": {k: seed[k] for k in ("protocol_version", "http_request_count", "abandoned_post",
+                                          "fallback_get", "resume_get", "expected_analysis")},
+        "sdk_sessions": sessions,
+        "expected_analysis": {
+            "sessions_with_findings_above_info": [seed["session_id"]],
+            "incident_findings": seed["expected_analysis"]["findings"],
+            "notes": "the incident's findings land on its session alone; the SDK sessions, whose standalone "
+                     "GET streams are not fallbacks, have none above info",
+        },
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("proxy", "proxy-version", "config", "work", "seed-topology", "healthy-topology",
               "seed-log", "healthy-log", "out"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--healthy-port", type=int, default=0)
+    ap.add_argument("--concurrent-log")
+    ap.add_argument("--concurrent-topology")
     a = ap.parse_args()
     seed = seed_part(a)
     healthy = healthy_part(a, a.healthy_port)
+    parts = [(seed, len(seed["http_requests_sent_by_client"])), (healthy, healthy["http_request_count"])]
+    concurrent = None
+    if a.concurrent_log:
+        concurrent = concurrent_part(a)
+        parts.append((concurrent, concurrent["http_request_count"]))
     problems = []
-    for part, n in ((seed, len(seed["http_requests_sent_by_client"])), (healthy, healthy["http_request_count"])):
+    for part, n in parts:
         got = len(log_lines(part["file"]))
         if got != n:
             problems.append("%s: %d lines for %d requests the client sent" % (part["file"], got, n))
@@ -132,6 +191,8 @@ def main():
         "seed": seed,
         "healthy": healthy,
     }
+    if concurrent:
+        truth["concurrent"] = concurrent
     with open(a.out, "w") as f:
         json.dump(truth, f, indent=1)
         f.write("\n")

@@ -203,6 +203,38 @@ def server_view(srv):
     }
 
 
+def checked_sdk_sessions(client_lines, server_lines, problems):
+    """Each session of a run of concurrent-nginx/py_clients.py or ts_clients.mjs, with what its
+    server recorded, checked as healthy: every request answered once, every event the server
+    minted seen by the client, no resume, statuses 200/202, one standalone GET, DELETE on even
+    sessions. A check that fails is appended to `problems`. Yields (index, client, server view)."""
+    def want(what, got, exp):
+        if got != exp:
+            problems.append("%s: got %r, expected %r" % (what, got, exp))
+    srv = server_sessions(server_lines)
+    for tag, s in client_sessions(client_lines).items():
+        c = build_client_session(tag, s)
+        sid = c["session_id"]
+        sv = server_view(srv[sid]) if sid in srv else None
+        what = "%s (%s)" % (tag, sid)
+        if sv is None:
+            problems.append("%s: the server has no record of this session" % what)
+        else:
+            want(what + " requests client vs server", c["http_request_count"], sv["http_request_count"])
+            minted = [e[0] for e in sv["sse_events_minted"]]
+            seen = [i for ids in c["sse_event_ids_seen_per_stream"].values() for i in ids]
+            want(what + " event ids seen == minted", sorted(seen), sorted(minted))
+        want(what + " unanswered", c["unanswered_requests"], [])
+        want(what + " duplicates", c["duplicate_responses"], [])
+        want(what + " resumes", c["resumes"], [])
+        bad = [(r["seq"], r["status"]) for r in c["http_requests"] if r["status"] not in (200, 202)]
+        want(what + " statuses", bad, [])
+        want(what + " one standalone GET", [st["label"] for st in c["streams"] if st["kind"] == "GET"], ["GET standalone"])
+        idx = int(tag.split("-")[1])
+        want(what + " DELETE", c["delete"]["sent"], idx % 2 == 0)
+        yield idx, c, sv
+
+
 def dumps_compact(obj, depth=4, _level=0):
     """JSON text with containers indented down to `depth` levels and anything deeper on one line
     (keeps big truth files readable and small)."""

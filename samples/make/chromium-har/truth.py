@@ -51,9 +51,8 @@ def seed_part(a):
     return seed
 
 
-def healthy_part(a):
-    notes = json.load(open(os.path.join(a.work, "sdk-client.json")))
-    stored = [json.loads(l) for l in open(os.path.join(a.work, "sdk-events.jsonl")) if l.strip()]
+def healthy_session(notes):
+    """One SDK session of the page, from its notes (its fetch wrapper's records and results)."""
     connected = next(n for n in notes if n["ev"] == "connected")
     reqs = {}
     for n in notes:
@@ -69,31 +68,53 @@ def healthy_part(a):
             reqs[n["seq"]]["sse_event_ids"].append(n.get("id"))
         elif n["ev"] == "http_error":
             reqs[n["seq"]]["error"] = n["error"]
-    errors = [n for n in notes if n["ev"] == "transport_error"]
     results = [n for n in notes if n["ev"] == "result"]
-    assert [r["what"] for r in results] == ["tools/list", "tools/call slow_count", "tools/call add"], results
-    assert any(n["ev"] == "closed" for n in notes), "the client did not close"
+    tag = notes[0]["session"]
+    assert [r["what"] for r in results] == ["tools/list", "tools/call slow_count", "tools/call add"], (tag, results)
+    assert any(n["ev"] == "closed" for n in notes), "%s did not close" % tag
     return {
-        "file": a.healthy_har,
-        "topology": a.healthy_topology,
-        "client": "samples/make/chromium-har/sdk-client.mjs (official TypeScript SDK Client + "
-                  "StreamableHTTPClientTransport in the page, fetch wrapper make/_node/fetchtap.mjs)",
-        "server": "samples/make/mitmproxy-har/server.py (official Python SDK MCPServer, streamable-http, "
-                  "SSE responses, in-memory event store)",
+        "tag": tag,
         "session_id": connected["session_id"],
         "protocol_version": connected["protocol_version"],
         "http_request_count": len(reqs),
         "http_requests_sent_by_client": list(reqs.values()),
         "results": results,
-        "transport_errors_seen_by_client": errors,
+        "transport_errors_seen_by_client": [n for n in notes if n["ev"] == "transport_error"],
+        "t_first": min(n["t"] for n in notes),
+        "t_last": max(n["t"] for n in notes),
+    }
+
+
+def healthy_part(a):
+    notes = json.load(open(os.path.join(a.work, "sdk-client.json")))
+    stored = [json.loads(l) for l in open(os.path.join(a.work, "sdk-events.jsonl")) if l.strip()]
+    by_session = {}
+    for n in notes:
+        by_session.setdefault(n["session"], []).append(n)
+    sessions = [healthy_session(ns) for ns in by_session.values()]
+    assert len({s["session_id"] for s in sessions}) == len(sessions), "two tags share a session id"
+    t_open, t_close = max(s["t_first"] for s in sessions), min(s["t_last"] for s in sessions)
+    assert t_open < t_close, "the page's sessions were not all open at once"
+    return {
+        "file": a.healthy_har,
+        "topology": a.healthy_topology,
+        "client": "samples/make/chromium-har/sdk-client.mjs (official TypeScript SDK Client + "
+                  "StreamableHTTPClientTransport in the page, one per session, sharing the page's "
+                  "connections; fetch wrapper make/_node/fetchtap.mjs)",
+        "server": "samples/make/mitmproxy-har/server.py (official Python SDK MCPServer, streamable-http, "
+                  "SSE responses, in-memory event store)",
+        "session_count": len(sessions),
+        "all_sessions_open_between": [t_open, t_close],
+        "http_request_count": sum(s["http_request_count"] for s in sessions),
         "events_stored_by_server": sum(1 for e in stored if e.get("ev") == "store"),
         "replays_by_server": [e for e in stored if e.get("ev", "").startswith("replay")],
+        "sessions": sessions,
         "expected_analysis": {
             "findings_above_info": [],
-            "notes": "a healthy session of the official SDKs through a non-buffering nginx. The "
-                     "standalone GET stream is aborted by the client when it closes: Playwright "
-                     "records it with no body, so findings resting on its events are not "
-                     "determinable, and nothing above info may be raised.",
+            "notes": "healthy sessions of the official SDKs at once, from one page, through a "
+                     "non-buffering nginx. Each standalone GET stream is aborted by its client when "
+                     "it closes: Playwright records it with no body, so findings resting on its "
+                     "events are not determinable, and nothing above info may be raised.",
         },
     }
 
@@ -123,11 +144,12 @@ def main():
         json.dump(truth, f, indent=1)
         f.write("\n")
     for what, part, entries in (("seed", seed, seed_entries), ("healthy", healthy, healthy_entries)):
-        n = len(part["http_requests_sent_by_client"])
+        n = part["http_request_count"]
         if len(entries) != n:
             sys.exit("chromium-har truth.py: the %s HAR has %d /mcp entries for %d requests the page sent"
                      % (what, len(entries), n))
-        print("chromium-har truth.py: %s session %s, %d requests" % (what, part["session_id"], n), file=sys.stderr)
+        ids = [part["session_id"]] if "session_id" in part else [s["session_id"] for s in part["sessions"]]
+        print("chromium-har truth.py: %s: sessions %s, %d requests" % (what, " ".join(ids), n), file=sys.stderr)
 
 
 if __name__ == "__main__":

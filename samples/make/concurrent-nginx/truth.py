@@ -12,7 +12,7 @@ import sys
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_py"))
-from sdk_truth import build_client_session, client_sessions, dumps_compact, read_jsonl, server_sessions, server_view  # noqa: E402
+from sdk_truth import checked_sdk_sessions, dumps_compact, read_jsonl  # noqa: E402
 
 work, out = sys.argv[1], sys.argv[2]
 nginx_port, py_port, ts_port, seed_port = (int(x) for x in sys.argv[3:7])
@@ -33,28 +33,9 @@ for sdk, cfile, sfile, endpoint, port, pkg in (
         ("python", "py-clients.jsonl", "py-server.jsonl", "/py/mcp", py_port, {"package": "mcp (PyPI)", "version": "2.3.0"}),
         ("typescript", "ts-clients.jsonl", "ts-server.jsonl", "/ts/mcp", ts_port,
          {"package": "@modelcontextprotocol/sdk (npm)", "version": "1.32.2"})):
-    cl = client_sessions(read_jsonl(os.path.join(work, cfile)))
-    srv = server_sessions(read_jsonl(os.path.join(work, sfile)))
-    for tag, s in cl.items():
-        c = build_client_session(tag, s)
+    for idx, c, sv in checked_sdk_sessions(read_jsonl(os.path.join(work, cfile)),
+                                           read_jsonl(os.path.join(work, sfile)), problems):
         sid = c["session_id"]
-        sv = server_view(srv[sid]) if sid in srv else None
-        what = "%s (%s)" % (tag, sid)
-        if sv is None:
-            problems.append("%s: the server has no record of this session" % what)
-        else:
-            want(what + " requests client vs server", c["http_request_count"], sv["http_request_count"])
-            minted = [e[0] for e in sv["sse_events_minted"]]
-            seen = [i for ids in c["sse_event_ids_seen_per_stream"].values() for i in ids]
-            want(what + " event ids seen == minted", sorted(seen), sorted(minted))
-        want(what + " unanswered", c["unanswered_requests"], [])
-        want(what + " duplicates", c["duplicate_responses"], [])
-        want(what + " resumes", c["resumes"], [])
-        bad = [(r["seq"], r["status"]) for r in c["http_requests"] if r["status"] not in (200, 202)]
-        want(what + " statuses", bad, [])
-        want(what + " one standalone GET", [st["label"] for st in c["streams"] if st["kind"] == "GET"], ["GET standalone"])
-        idx = int(tag.split("-")[1])
-        want(what + " DELETE", c["delete"]["sent"], idx % 2 == 0)
         sessions.append({
             "session_id": sid,
             "sdk": sdk,
