@@ -211,7 +211,7 @@ run_sdk_client() {
 
 # start_many_sdk_server PORT: the SDK server, its log in $WORK/py-server.jsonl; pid in MANY_SERVER.
 start_many_sdk_server() {
-  (cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$1" "$WORK/py-server.jsonl") >"$WORK/py-server.log" 2>&1 &
+  (cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$1" "$WORK/py-server.jsonl") >"$WORK/many-server.log" 2>&1 &
   MANY_SERVER=$!; _MCPF_PIDS+=("$MANY_SERVER")
   wait_listen "$1"
 }

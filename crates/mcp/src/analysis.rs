@@ -441,8 +441,11 @@ fn detect_fallbacks(s: &mut Session) {
         });
         abandoned.remove(&p.idx);
     }
-    let inferred = inferred_fallbacks(s, &found);
+    let (inferred, ambiguous) = inferred_fallbacks(s, &found);
     found.extend(inferred);
+    if let Some(why) = ambiguous {
+        s.not_determinable.push(("sse_fallback", why));
+    }
     s.fallbacks.extend(found);
     let mut fallbacks = std::mem::take(&mut s.fallbacks);
     fallbacks.sort_by_key(|f| s.seq(f.mark));
@@ -453,8 +456,11 @@ fn detect_fallbacks(s: &mut Session) {
 /// ended writes a stream the client dropped as complete (Caddy logs `200` where nginx logs
 /// `499`), but an event-stream POST of the session whose logged end is the moment, within the
 /// log's time resolution, a GET stream began was dropped for it: what a client falling back
-/// does. Stated as inferred, with the two lines that show it.
-fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
+/// does. Stated as inferred, with the two lines that show it. Only when that moment is one: if
+/// another exchange of the session began or ended within the resolution too (an SDK sends
+/// several requests within a second), the times cannot single the POST out, and the second
+/// value says why the fallback is not determinable.
+fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> (Vec<Fallback>, Option<String>) {
     let all = || s.fallbacks.iter().chain(found);
     let mut posts_used: HashSet<StreamIdx> = all().filter_map(|f| f.abandoned_stream).collect();
     let gets_used: HashSet<StreamIdx> = all().map(|f| f.to_stream).collect();
@@ -466,11 +472,13 @@ fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
         .filter_map(|p| Some((p.ended?.time.0, p)))
         .collect();
     if dropped.is_empty() {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     dropped.sort_unstable_by_key(|&(end, p)| (end, p.idx));
     let widest = dropped.iter().map(|(_, p)| within(p)).max().unwrap_or(0);
+    let moments = moments(s);
     let mut out = Vec::new();
+    let mut ambiguous: Option<String> = None;
     for get in &s.streams {
         if get.transport != StreamTransport::Get
             || get.resume.is_some()
@@ -491,9 +499,51 @@ fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> Vec<Fallback> {
             continue;
         };
         posts_used.insert(p.idx);
+        if another_exchange_within(&moments, at, within(p), [p.idx, get.idx]) {
+            ambiguous.get_or_insert_with(|| {
+                format!(
+                    "{} (logged as complete) ended within {} of the start of {}, but so did \
+                     other exchanges of the session: the log's times cannot tell a POST \
+                     dropped for the GET from one that had ended",
+                    p.label(),
+                    resolution(within(p)),
+                    get.label()
+                )
+            });
+            continue;
+        }
         out.push(inferred_fallback(p, get));
     }
-    out
+    (out, ambiguous)
+}
+
+/// Every start and end of the session's exchanges, by time.
+fn moments(s: &Session) -> Vec<(i64, StreamIdx)> {
+    let mut m: Vec<(i64, StreamIdx)> = s
+        .streams
+        .iter()
+        .flat_map(|st| {
+            let end = st.ended.map(|e| (e.time.0, st.idx));
+            std::iter::once((st.opened.time.0, st.idx)).chain(end)
+        })
+        .collect();
+    m.sort_unstable();
+    m
+}
+
+/// Whether an exchange other than `not` began or ended within `w` of `at`. Each of the two
+/// has two moments at most, so the scan stops by the fifth.
+fn another_exchange_within(
+    moments: &[(i64, StreamIdx)],
+    at: i64,
+    w: i64,
+    not: [StreamIdx; 2],
+) -> bool {
+    let from = moments.partition_point(|&(t, _)| t < at - w);
+    moments[from..]
+        .iter()
+        .take_while(|&&(t, _)| t <= at + w)
+        .any(|(_, idx)| !not.contains(idx))
 }
 
 /// How close a POST's logged end and a GET's start must be to be one moment: the input's time
@@ -1061,5 +1111,21 @@ impl Delivered {
             (Some(one), None) => Some((Namespace::Stream(one), Attribution::CounterContinuity)),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::another_exchange_within;
+
+    const S: i64 = 1_000_000_000;
+
+    #[test]
+    fn a_moment_is_one_only_when_no_other_exchange_shares_it() {
+        // POST 0 ends, GET 1 opens at the same second; exchange 2 opens 0.4 s later.
+        let moments = [(0, 0), (10 * S, 0), (10 * S, 1), (10 * S + 4 * S / 10, 2)];
+        assert!(another_exchange_within(&moments, 10 * S, S, [0, 1]));
+        // At millisecond resolution exchange 2 is another moment.
+        assert!(!another_exchange_within(&moments, 10 * S, 1_000_000, [0, 1]));
     }
 }

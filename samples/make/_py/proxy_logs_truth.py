@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sdk_truth import checked_sdk_sessions, read_jsonl  # noqa: E402
+from sdk_truth import seed_among_sdk_sessions  # noqa: E402
 
 MAKE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(MAKE))
@@ -121,21 +121,9 @@ def concurrent_part(a):
     seed = seed_part(argparse.Namespace(work=w, proxy=a.proxy + "-concurrent", seed_log=a.concurrent_log,
                                         seed_topology=a.concurrent_topology))
     problems = []
-    sessions = []
-    for idx, c, sv in checked_sdk_sessions(read_jsonl(os.path.join(w, "py-clients.jsonl")),
-                                           read_jsonl(os.path.join(w, "py-server.jsonl")), problems):
-        sessions.append({"session_id": c["session_id"], "client_info_name": "mcpf-py-client-%02d" % idx,
-                         "http_request_count": c["http_request_count"], "ended_by": c["ended_by"],
-                         "t_first": c["t_first"], "t_last": c["t_last"],
-                         "server_events_minted": len(sv["sse_events_minted"]) if sv else None,
-                         "expected_findings_above_info": []})
-    t_open = max(s["t_first"] for s in sessions)
-    t_close = min(s["t_last"] for s in sessions)
-    sent_at = {r["seq"]: r["t"] for r in json.load(open(os.path.join(w, "seed-client.json")))["http_requests"]}
-    incident_times = {what: sent_at[seed[what]["seq"]] for what in ("abandoned_post", "fallback_get", "resume_get")}
-    if not all(t_open < t < t_close for t in incident_times.values()):
-        problems.append("the incident %r did not happen while every SDK session was open (%.3f..%.3f)"
-                        % (incident_times, t_open, t_close))
+    run = seed_among_sdk_sessions(w, {what: seed[what]["seq"] for what in ("abandoned_post", "fallback_get",
+                                                                           "resume_get")}, problems)
+    sessions = run["sdk_sessions"]
     if problems:
         sys.exit("proxy_logs_truth.py: the concurrent run did not give what it should: " + "; ".join(problems))
     requests = seed["http_request_count"] + sum(s["http_request_count"] for s in sessions)
@@ -147,8 +135,8 @@ def concurrent_part(a):
                    "client (samples/make/concurrent-nginx/py_clients.py, one asyncio process)" % len(sessions),
         "session_count": len(sessions) + 1,
         "http_request_count": requests,
-        "all_sdk_sessions_open_between": [t_open, t_close],
-        "incident_request_times": incident_times,
+        "all_sdk_sessions_open_between": run["all_sdk_sessions_open_between"],
+        "incident_request_times": run["incident_request_times"],
         "incident_session_id": seed["session_id"],
         "incident": {k: seed[k] for k in ("protocol_version", "http_request_count", "abandoned_post",
                                           "fallback_get", "resume_get", "expected_analysis")},

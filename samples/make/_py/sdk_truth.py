@@ -4,6 +4,7 @@ server) and concurrent-nginx/ts_server.mjs (TypeScript SDK server). Never reads 
 Standard library only.
 """
 import json
+import os
 from collections import OrderedDict, defaultdict
 
 
@@ -233,6 +234,29 @@ def checked_sdk_sessions(client_lines, server_lines, problems):
         idx = int(tag.split("-")[1])
         want(what + " DELETE", c["delete"]["sent"], idx % 2 == 0)
         yield idx, c, sv
+
+
+def seed_among_sdk_sessions(work, incident_seqs, problems):
+    """What make/_common.sh's seed_among_many_sdk_sessions recorded in WORK: each SDK session (checked
+    healthy by checked_sdk_sessions), the window in which every one was open, and when the
+    seed-client sent the requests named by incident_seqs ({what: seq}), each of which must fall in
+    that window. A check that fails is appended to `problems`."""
+    sessions = []
+    for idx, c, sv in checked_sdk_sessions(read_jsonl(os.path.join(work, "py-clients.jsonl")),
+                                           read_jsonl(os.path.join(work, "py-server.jsonl")), problems):
+        sessions.append({"session_id": c["session_id"], "client_info_name": "mcpf-py-client-%02d" % idx,
+                         "http_request_count": c["http_request_count"], "ended_by": c["ended_by"],
+                         "t_first": c["t_first"], "t_last": c["t_last"],
+                         "server_events_minted": len(sv["sse_events_minted"]) if sv else None,
+                         "expected_findings_above_info": []})
+    window = [max(s["t_first"] for s in sessions), min(s["t_last"] for s in sessions)]
+    with open(os.path.join(work, "seed-client.json")) as f:
+        sent_at = {r["seq"]: r["t"] for r in json.load(f)["http_requests"]}
+    times = {what: sent_at[seq] for what, seq in incident_seqs.items()}
+    if not all(window[0] < t < window[1] for t in times.values()):
+        problems.append("the incident %r did not happen while every SDK session was open (%.3f..%.3f)"
+                        % (times, window[0], window[1]))
+    return {"sdk_sessions": sessions, "all_sdk_sessions_open_between": window, "incident_request_times": times}
 
 
 def dumps_compact(obj, depth=4, _level=0):

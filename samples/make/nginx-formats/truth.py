@@ -16,6 +16,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_py"))
+from sdk_truth import seed_among_sdk_sessions  # noqa: E402
+
 work, out_dir = sys.argv[1], sys.argv[2]
 nginx_port, seed_port, py_port = (int(x) for x in sys.argv[3:6])
 here = os.path.dirname(os.path.abspath(__file__))
@@ -74,9 +77,15 @@ for short, conf_name in FORMATS.items():
 seed_requests = seed["http_request_counts"]["client_leg_sent_by_client"]
 healthy_requests = healthy["http_request_count"]
 abandoned = [r for r in seed["client"]["http_requests"] if r.get("status") is None]
+gets = [r for r in seed["client"]["http_requests"] if r["method"] == "GET"]
+concurrent = seed_among_sdk_sessions(work, {
+    "abandoned_post": abandoned[0]["seq"],
+    "fallback_get": next(r["seq"] for r in gets if not r.get("headers", {}).get("Last-Event-ID")),
+    "resume_get": next(r["seq"] for r in gets if r.get("headers", {}).get("Last-Event-ID"))}, problems)
+concurrent_requests = seed_requests + sum(x["http_request_count"] for x in concurrent["sdk_sessions"])
 
 files = {}
-for session, count in (("seed", seed_requests), ("healthy", healthy_requests)):
+for session, count in (("seed", seed_requests), ("healthy", healthy_requests), ("concurrent", concurrent_requests)):
     for short, conf_name in FORMATS.items():
         name = "%s-%s.%s.%s" % (NAME, session, short, "log" if short in TEXT else "jsonl")
         path = os.path.join(out_dir, name)
@@ -153,6 +162,22 @@ truth = {
                                   % [r["seq"] for r in healthy["http_requests"] if r["method"] == "GET"],
             },
             "truth": healthy,
+        },
+        "concurrent": {
+            "what": "the seed incident (through :%d/mcp) and, at the same time, %d official Python SDK client "
+                    "sessions (make/concurrent-nginx/py_clients.py, one process, 0.12 s apart, through "
+                    "nginx.conf's second port, /many/mcp, to make/_py/py_server.py): every client "
+                    "127.0.0.1, one file per format" % (nginx_port, len(concurrent["sdk_sessions"])),
+            "incident_session_id": seed["session_id"],
+            "session_count": len(concurrent["sdk_sessions"]) + 1,
+            "http_request_count": concurrent_requests,
+            "all_sdk_sessions_open_between": concurrent["all_sdk_sessions_open_between"],
+            "incident_request_times": concurrent["incident_request_times"],
+            "sdk_sessions": concurrent["sdk_sessions"],
+            "expected_from_access_log": {
+                "sessions_with_findings_above_info": [seed["session_id"]],
+                "incident_findings": ["sse_fallback", "unsafe_resumption_after_fallback"],
+            },
         },
     },
 }
