@@ -234,6 +234,7 @@ samples! {
     seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
     seed_incident_chromium_har => "seed-incident.chromium.har",
     seed_incident_chromium_sanitized_har => "seed-incident.chromium.sanitized.har",
+    seed_incident_concurrent_mitmproxy_har => "seed-incident-concurrent.mitmproxy.har",
     seed_incident_mitmproxy_har => "seed-incident.mitmproxy.har",
     seed_incident_mitmproxy_sanitized_har => "seed-incident.mitmproxy.sanitized.har",
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",

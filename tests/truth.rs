@@ -711,7 +711,7 @@ fn every_capture_gives_its_findings_beside_other_traffic() {
 
 /// The seed incident in mitmproxy's HAR (bodies and SSE ids kept by its record_sse.py addon) and
 /// in its browser-style sanitised copy: every finding its truth expects, on its session, and the
-/// fallback among them (info, so not in `above_info`).
+/// fallback among them (info, so not in `above_info`); and among many SDK sessions.
 #[test]
 fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
     let t = truth("har-seed.truth.json");
@@ -743,6 +743,8 @@ fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
             "{file}: resumption verdict"
         );
     }
+    // The same run among 12 SDK sessions in one HAR: the whole chain, on its session alone.
+    check_concurrent_log(&t["concurrent"]);
 }
 
 /// The seed incident as Chromium records it (Playwright's recordHar): the fallback (POST 7 aborted

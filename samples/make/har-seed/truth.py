@@ -24,6 +24,8 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("work", "mitmproxy-version", "topology", "har", "sanitized-har", "out"):
         ap.add_argument("--" + k, required=True)
+    ap.add_argument("--concurrent-har")
+    ap.add_argument("--concurrent-topology")
     a = ap.parse_args()
     seed = proxy_logs_truth.seed_part(argparse.Namespace(
         work=a.work, proxy="mitmproxy", seed_log=a.har, seed_topology=a.topology))
@@ -49,6 +51,19 @@ def main():
                      "addon": "samples/make/mitmproxy-har/record_sse.py"},
         "seed": seed,
     }
+    if a.concurrent_har:
+        # The same seed run among many SDK sessions, recorded by one mitmdump: with the bodies,
+        # the whole chain on the incident's session.
+        c = proxy_logs_truth.concurrent_part(argparse.Namespace(
+            work=a.work, proxy="mitmproxy", concurrent_log=a.concurrent_har,
+            concurrent_topology=a.concurrent_topology))
+        c["expected_analysis"]["incident_findings"] = seed["expected_analysis"]["findings"]
+        c["incident"]["expected_analysis"] = seed["expected_analysis"]
+        truth["concurrent"] = c
+        got = len(json.load(open(os.path.join(ROOT, a.concurrent_har)))["log"]["entries"])
+        if got != c["http_request_count"]:
+            sys.exit("har-seed truth.py: %s has %d entries for %d requests the clients sent"
+                     % (a.concurrent_har, got, c["http_request_count"]))
     with open(a.out, "w") as f:
         json.dump(truth, f, indent=1)
         f.write("\n")
