@@ -182,6 +182,12 @@ fn assemble(
             mcp_stats.max_session_events
         ));
     }
+    if mcp_stats.event_ids_not_indexed > 0 {
+        limits.push(format!(
+            "{} event IDs arrived while the index of the open sessions' IDs was full: cross_session_replay may be missed for the resumes that replayed them",
+            mcp_stats.event_ids_not_indexed
+        ));
+    }
     limits.extend(http_caps_reached(&http));
     limits.extend(detector_limits);
     let mut inputs = fed.reports;

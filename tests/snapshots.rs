@@ -225,6 +225,8 @@ samples! {
     python_sdk_healthy_pcap => "python-sdk-healthy.pcap",
     python_sdk_healthy_pcapng => "python-sdk-healthy.pcapng",
     python_sdk_resume_many_pcap => "python-sdk-resume-many.pcap",
+    python_sdk_shared_store_pcap => "python-sdk-shared-store.pcap",
+    python_sdk_shared_store_server_leg_pcap => "python-sdk-shared-store-server-leg.pcap",
     python_sdk_resume_many_server_leg_pcap => "python-sdk-resume-many-server-leg.pcap",
     seed_incident_backoff_2h_pcap => "seed-incident-backoff-2h.pcap",
     seed_incident_backoff_client_leg_pcap => "seed-incident-backoff-client-leg.pcap",

@@ -1117,3 +1117,77 @@ fn a_directory_of_inputs_is_read_as_its_files_with_counts_per_input_and_server()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The official Python SDK's session manager with one event store for every session: each
+/// resume the relay forced is replayed other sessions' events, and each is a
+/// `cross_session_replay` on the session that resumed, with exactly the events the server leg
+/// proves (the same ID carried fresh by the other session first, the same bytes), none the
+/// server says were the session's own; the duplicate responses the replays delivered name them
+/// as their cause. With one store per session (python-sdk-resume-many) nothing of the kind.
+#[test]
+fn an_event_store_shared_across_sessions_is_seen_in_the_events_it_replays() {
+    let t = truth("python-sdk-shared-store.truth.json");
+    let want = t["expected_findings"]["cross_session_replay"]
+        .as_array()
+        .unwrap();
+    assert!(want.len() >= 3, "{want:?}");
+    for (file, exact) in [
+        ("samples/python-sdk-shared-store-server-leg.pcap", true),
+        ("samples/python-sdk-shared-store.pcap", false),
+    ] {
+        let report = analyze(&[file]);
+        let found: Vec<&Value> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "cross_session_replay")
+            .collect();
+        assert_eq!(found.len(), want.len(), "{file}");
+        for w in want {
+            let lei = &w["last_event_id"];
+            let f = found
+                .iter()
+                .find(|f| f["evidence"]["last_event_id"] == *lei)
+                .unwrap_or_else(|| panic!("{file}: no finding for the resume from {lei}"));
+            assert_eq!(f["session_id"], w["session_id"], "{file}");
+            let resume = t["resumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["last_event_id"] == *lei)
+                .unwrap();
+            let foreign: BTreeSet<&str> = resume["replayed_minted_in_other_sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            for e in f["evidence"]["events"].as_array().unwrap() {
+                let id = e["replayed"]["event_id"].as_str().unwrap();
+                assert!(foreign.contains(id), "{file}: {id} was the session's own");
+            }
+            if exact {
+                assert_eq!(
+                    f["evidence"]["event_count"], w["events_on_the_server_leg"],
+                    "{file}"
+                );
+            }
+        }
+        for d in report["findings"].as_array().unwrap() {
+            if d["kind"] == "duplicate_response" {
+                let cause = d["caused_by"][0].as_str().unwrap();
+                let c = report["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["id"] == cause);
+                assert_eq!(c.unwrap()["kind"], "cross_session_replay", "{file}");
+            }
+        }
+    }
+    let separate = analyze(&[
+        "samples/python-sdk-resume-many.pcap",
+        "samples/python-sdk-resume-many-server-leg.pcap",
+    ]);
+    assert_eq!(separate["findings"], Value::Array(vec![]));
+}

@@ -100,11 +100,10 @@ fn finding(
 ) -> New {
     let dup_ev = dup.event.map(|e| &s.streams[dup.stream].events[e]);
     let same_payload = texts.same_answer(s, id, first, dup);
-    let cause = f.find(
-        s.idx,
-        FindingKind::CrossNamespaceReplay,
-        &Subject::Resume(dup.stream),
-    );
+    let on_resume = Subject::Resume(dup.stream);
+    let cause = f
+        .find(s.idx, FindingKind::CrossSessionReplay, &on_resume)
+        .or_else(|| f.find(s.idx, FindingKind::CrossNamespaceReplay, &on_resume));
     let dup_id = dup_ev.and_then(|e| e.id.clone());
     New {
         kind: FindingKind::DuplicateResponse,

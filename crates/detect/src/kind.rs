@@ -31,11 +31,12 @@ pub enum FindingKind {
     CursorDropped,
     RetryNotHonoured,
     StatusCodeViolation,
+    CrossSessionReplay,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 21] = [
+    pub const ALL: [FindingKind; 22] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -57,6 +58,7 @@ impl FindingKind {
         FindingKind::CursorDropped,
         FindingKind::RetryNotHonoured,
         FindingKind::StatusCodeViolation,
+        FindingKind::CrossSessionReplay,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -84,6 +86,7 @@ impl FindingKind {
             FindingKind::CursorDropped => &cursor_dropped::INFO,
             FindingKind::RetryNotHonoured => &retry_not_honoured::INFO,
             FindingKind::StatusCodeViolation => &status_code_violation::INFO,
+            FindingKind::CrossSessionReplay => &cross_session_replay::INFO,
         }
     }
 
@@ -111,6 +114,7 @@ impl FindingKind {
             FindingKind::CursorDropped => "cursor_dropped",
             FindingKind::RetryNotHonoured => "retry_not_honoured",
             FindingKind::StatusCodeViolation => "status_code_violation",
+            FindingKind::CrossSessionReplay => "cross_session_replay",
         }
     }
 

@@ -11,6 +11,7 @@
 mod capture_gap;
 mod cross_namespace_replay;
 mod cross_replica_resume;
+mod cross_session_replay;
 mod cursor_dropped;
 mod duplicate_response;
 mod event_id_collision;
@@ -235,6 +236,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     unsafe_resumption_after_fallback::detect(s, &ix, f);
     cross_namespace_replay::detect(s, &ix, f);
     cross_replica_resume::detect(s, &ix, f);
+    cross_session_replay::detect(s, f);
     event_id_reset::detect(s, f);
     event_id_collision::detect(s, f);
     response_on_standalone_stream::detect(s, f);

@@ -1126,6 +1126,11 @@ mod tests {
         let moments = [(0, 0), (10 * S, 0), (10 * S, 1), (10 * S + 4 * S / 10, 2)];
         assert!(another_exchange_within(&moments, 10 * S, S, [0, 1]));
         // At millisecond resolution exchange 2 is another moment.
-        assert!(!another_exchange_within(&moments, 10 * S, 1_000_000, [0, 1]));
+        assert!(!another_exchange_within(
+            &moments,
+            10 * S,
+            1_000_000,
+            [0, 1]
+        ));
     }
 }

@@ -251,6 +251,21 @@ pub struct Stream {
     pub summary: EventSummary,
     /// Where a JSON response body's bytes are kept.
     pub response_data: Option<PayloadRef>,
+    /// Events of this resume whose IDs a stream of another session carried first.
+    pub foreign_events: Vec<ForeignEvent>,
+}
+
+/// An event a resume was replayed whose ID (one no counter mints) another session's stream
+/// carried first: the same event when the bytes are the same too.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForeignEvent {
+    /// Its position among the stream's events.
+    pub event: u32,
+    pub minted_in_session: String,
+    /// Where that session's stream carried it.
+    pub first: Mark,
+    pub first_exchange: ExchangeId,
+    pub data: Option<PayloadRef>,
 }
 
 /// What is kept of a stream's events once the session is finalized.
@@ -335,6 +350,7 @@ impl Stream {
             end_time_unknown: false,
             summary: EventSummary::default(),
             response_data: None,
+            foreign_events: Vec::new(),
         }
     }
 

@@ -9,7 +9,9 @@ truth files never come from parsing a capture:
   that response (id, priming, the JSON-RPC message it carries) and how the response ended.
 * `SessionEventStore` + `per_session_event_stores`: an in-memory EventStore modelled on the SDK's
   example store (uuid4 ids, replay skips priming rows), one per session (the SDK's session manager
-  would hand one store to every session), logging every id it mints and every replay.
+  would hand one store to every session), logging every id it mints and every replay; or, with
+  `shared`, one store behind every session's view, as the SDK does (its streams keyed by stream id
+  alone: every standalone stream is `_GET_stream`), the views only naming the session in the log.
 * `AsgiRequestLog`: an ASGI wrapper logging every HTTP request the server receives (peer port,
   MCP headers, the JSON-RPC body, status, how the response ended).
 """
@@ -246,22 +248,25 @@ class _Entry:
     event_id: EventId
     stream_id: StreamId
     message: object  # JSONRPCMessage | None (None = priming event)
+    session_id: str | None = None  # the session whose view minted it
 
 
 class SessionEventStore(EventStore):
     """The SDK example store's behaviour (uuid4 ids, opaque; bounded history per stream; replay
     skips priming rows), for ONE session, logging what it mints and replays."""
 
-    def __init__(self, note, max_events_per_stream: int = 100):
+    def __init__(self, note, max_events_per_stream: int = 100, shared=None):
         self.note = note
         self.session_id = None
         self.max_events_per_stream = max_events_per_stream
-        self.streams: dict[StreamId, deque[_Entry]] = {}
-        self.index: dict[EventId, _Entry] = {}
+        # shared: the (streams, index) of one store that every session's view writes to.
+        self.streams: dict[StreamId, deque[_Entry]]
+        self.index: dict[EventId, _Entry]
+        self.streams, self.index = shared if shared is not None else ({}, {})
 
     async def store_event(self, stream_id: StreamId, message) -> EventId:
         event_id = str(uuid4())
-        entry = _Entry(event_id, stream_id, message)
+        entry = _Entry(event_id, stream_id, message, self.session_id)
         q = self.streams.setdefault(stream_id, deque(maxlen=self.max_events_per_stream))
         if len(q) == q.maxlen:
             self.index.pop(q[0].event_id, None)
@@ -280,27 +285,33 @@ class SessionEventStore(EventStore):
             self.note(ev="replay_unknown", session_id=self.session_id, last_event_id=last_event_id)
             return None
         sent = []
+        foreign = {}
         found = False
-        for e in self.streams.get(entry.stream_id, ()):
+        for e in list(self.streams.get(entry.stream_id, ())):
             if found and e.message is not None:
                 await send_callback(EventMessage(e.message, e.event_id))
                 sent.append(e.event_id)
+                if e.session_id != self.session_id:
+                    foreign[e.event_id] = e.session_id
             if e.event_id == last_event_id:
                 found = True
+        extra = {"minted_in_other_sessions": foreign} if foreign else {}
         self.note(ev="replay", session_id=self.session_id, last_event_id=last_event_id,
-                  stream_id=entry.stream_id, replayed=sent)
+                  stream_id=entry.stream_id, replayed=sent, **extra)
         return entry.stream_id
 
 
-def per_session_event_stores(manager, note):
-    """Make the SDK's StreamableHTTPSessionManager give every new session its own event store.
+def per_session_event_stores(manager, note, shared=False):
+    """Make the SDK's StreamableHTTPSessionManager give every new session its own event store (or,
+    with shared, its own view of one store: the SDK's own behaviour, logged per session).
 
     The manager reads `self.event_store` when it admits a session (under its creation lock), so a
     fresh store is put there just before each admission."""
     orig = manager._admit_session
+    one_store = ({}, {}) if shared else None
 
     def admit(requestor):
-        store = SessionEventStore(note)
+        store = SessionEventStore(note, shared=one_store)
         manager.event_store = store
         transport = orig(requestor)
         if transport is not None:
@@ -309,7 +320,7 @@ def per_session_event_stores(manager, note):
         return transport
 
     manager._admit_session = admit
-    manager.event_store = SessionEventStore(note)  # non-None from the start: resumability on
+    manager.event_store = SessionEventStore(note, shared=one_store)  # non-None from the start: resumability on
 
 
 class AsgiRequestLog:

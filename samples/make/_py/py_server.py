@@ -8,7 +8,11 @@ Tools: add, echo, slow_count (progress on the POST stream), touch (one
 notifications/tools/list_changed, unrelated to any request: the standalone GET stream) and
 broadcast (unrelated notifications/message on the GET stream, progress on the POST stream).
 
-usage: py_server.py PORT LOG_JSONL
+With a third argument `shared-store`, every session writes to ONE event store keyed by stream id
+alone, as the SDK's session manager does when given one store (every standalone stream is
+`_GET_stream`, every POST stream its request id): a resume can replay other sessions' events.
+
+usage: py_server.py PORT LOG_JSONL [shared-store]
 """
 import asyncio
 import sys
@@ -20,6 +24,7 @@ from mcpf_pylib import AsgiRequestLog, JsonlLog, per_session_event_stores
 
 PORT = int(sys.argv[1])
 note = JsonlLog(sys.argv[2])
+SHARED_STORE = sys.argv[3:] == ["shared-store"]
 
 mcp = MCPServer("mcpf-py-server", version="1.0.0")
 
@@ -65,7 +70,7 @@ async def broadcast(count: int, interval_ms: int, ctx: Context) -> str:
 
 async def main():
     app = mcp.streamable_http_app(json_response=False, stateless_http=False, host="127.0.0.1")
-    per_session_event_stores(mcp._lowlevel_server._session_manager, note)
+    per_session_event_stores(mcp._lowlevel_server._session_manager, note, shared=SHARED_STORE)
     config = uvicorn.Config(AsgiRequestLog(app, note), host="127.0.0.1", port=PORT, log_level="warning")
     note(ev="listening", port=PORT)
     await uvicorn.Server(config).serve()

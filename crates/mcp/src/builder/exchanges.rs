@@ -14,7 +14,7 @@ use mcpf_http::{ExchangeId, Headers, Outcome};
 use mcpf_model::{ConnId, Mark};
 
 use super::sessions::stream_proves_mcp;
-use super::{Builder, Filing, Pending, RejectedInitialize};
+use super::{Builder, Filing, Pending, RejectedInitialize, carriers};
 use crate::jsonrpc::{self, Kind};
 use crate::model::{
     self, Attribution, EventRec, Namespace, RareEvent, SessionIdx, Stream, StreamTransport,
@@ -272,6 +272,7 @@ impl Builder {
                         stream.packed.push(&rec);
                     }
                 }
+                self.note_carrier(s, pos, &rec);
             }
             None => {
                 let mut orphan = self.orphan(exchange, rec.mark);
@@ -279,6 +280,42 @@ impl Builder {
                 orphan.packed.push(&rec);
                 self.open_filing(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
             }
+        }
+    }
+
+    /// Files an event of stream `pos` of session `s` in the index of IDs carried across sessions;
+    /// a resume's event another session carried first is noted on the stream.
+    fn note_carrier(&mut self, s: SessionIdx, pos: usize, rec: &EventRec) {
+        let Some(id) = rec
+            .id
+            .as_deref()
+            .filter(|id| carriers::unique_by_construction(id))
+        else {
+            return;
+        };
+        let Some(session) = self.sessions.get(s).and_then(|x| x.as_deref()) else {
+            return;
+        };
+        let (Some(sid), Some(stream)) = (session.session_id.as_deref(), session.streams.get(pos))
+        else {
+            return;
+        };
+        let arrival = carriers::Arrival {
+            id,
+            session: s,
+            session_id: sid,
+            exchange: stream.exchange,
+            mark: rec.mark,
+            data: rec.data(),
+            event: u32::try_from(stream.packed.len().saturating_sub(1)).unwrap_or(u32::MAX),
+            on_resume: stream.resume.is_some(),
+        };
+        let foreign = self.carriers.arrive(&arrival);
+        self.stats.event_ids_not_indexed = self.carriers.not_indexed;
+        if let Some(f) = foreign
+            && let Some(stream) = self.live_mut(s).and_then(|x| x.streams.get_mut(pos))
+        {
+            stream.foreign_events.push(f);
         }
     }
 

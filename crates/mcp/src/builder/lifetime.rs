@@ -53,6 +53,12 @@ impl Builder {
         analysis::fill_revision(s, negotiated.as_deref());
         analysis::analyse(s);
         s.finalized = true;
+        let ids = s
+            .streams
+            .iter()
+            .flat_map(|st| st.events.iter())
+            .filter_map(|e| e.id.as_deref());
+        self.carriers.forget(idx, ids);
         if let Some(id) = &s.session_id {
             let others: Vec<SessionIdx> = self
                 .by_sid

@@ -9,6 +9,7 @@
 //! every client has the proxy's. What nothing ties to a session stays unattributed, and is
 //! counted.
 
+mod carriers;
 mod exchanges;
 mod lifetime;
 mod sessions;
@@ -111,6 +112,8 @@ pub struct McpStats {
     /// methods seen (the first few).
     pub requests_cut: u64,
     pub requests_cut_methods: Vec<String>,
+    /// Event IDs not indexed for comparison across sessions because the index was full.
+    pub event_ids_not_indexed: u64,
     /// Frames (and their captured bytes) of connections that carried no HTTP, or HTTP but no
     /// MCP, by input: the input's accounting moves them from analysed to `not_http`/`not_mcp`.
     pub carried_nothing: std::collections::BTreeMap<InputId, NotCarried>,
@@ -225,6 +228,8 @@ pub struct Builder {
     /// Sessions written to disk while quiet, and where.
     spilled: HashMap<SessionIdx, PayloadRef>,
     spill_file: PayloadWriter,
+    /// The open sessions' event IDs that no counter mints, by the stream that carried each first.
+    carriers: carriers::Carriers,
     /// Sessions in the order they went quiet (nothing open), with when: spilled once quiet for
     /// long enough. An entry is stale when its session was active again since.
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,

@@ -11,7 +11,8 @@ use mcpf_http::{ExchangeId, Outcome};
 use mcpf_model::{ConnId, Direction, FrameRef, Mark, Timestamp};
 
 use crate::model::{
-    self, EventIdScheme, Fallback, Resume, Session, Stream, StreamTransport, Transport,
+    self, EventIdScheme, Fallback, ForeignEvent, Resume, Session, Stream, StreamTransport,
+    Transport,
 };
 use crate::packed::{
     PackedEvents, PackedMessages, Reader, put_i64, put_message, put_opt_str, put_request_id,
@@ -216,6 +217,15 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
     st.response_packed.encode(w);
     st.packed.encode(w);
     payload(w, st.response_data);
+    put_u64(w, st.foreign_events.len() as u64);
+    for f in &st.foreign_events {
+        put_u64(w, u64::from(f.event));
+        put_str(w, &f.minted_in_session);
+        mark(w, f.first);
+        put_u64(w, f.first_exchange.conn.number());
+        put_u64(w, u64::from(f.first_exchange.index));
+        payload(w, f.data);
+    }
 }
 
 fn read_stream(r: &mut Reader) -> Option<Stream> {
@@ -297,7 +307,23 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
     st.response_packed = PackedMessages::decode(r)?;
     st.packed = PackedEvents::decode(r)?;
     st.response_data = read_payload(r)?;
+    st.foreign_events = (0..r.u64()?)
+        .map(|_| read_foreign(r))
+        .collect::<Option<Vec<_>>>()?;
     Some(st)
+}
+
+fn read_foreign(r: &mut Reader) -> Option<ForeignEvent> {
+    Some(ForeignEvent {
+        event: u32::try_from(r.u64()?).ok()?,
+        minted_in_session: r.str()?.to_string(),
+        first: read_mark(r)?,
+        first_exchange: ExchangeId {
+            conn: ConnId::from_number(r.u64()?),
+            index: u32::try_from(r.u64()?).ok()?,
+        },
+        data: read_payload(r)?,
+    })
 }
 
 fn fallback(w: &mut Vec<u8>, f: &Fallback) {
@@ -531,6 +557,16 @@ mod tests {
         st.body_unknown = true;
         st.session_header_known = false;
         st.response_data = Some(PayloadRef { offset: 0, len: 12 });
+        st.foreign_events = vec![ForeignEvent {
+            event: 3,
+            minted_in_session: "s-0".into(),
+            first: at(4),
+            first_exchange: ExchangeId {
+                conn: ConnId::from_number(7),
+                index: 1,
+            },
+            data: Some(PayloadRef { offset: 12, len: 5 }),
+        }];
         st
     }
 

@@ -1,0 +1,142 @@
+//! `cross_session_replay`: a resume in one session was replayed events another session had been
+//! sent. The proof is the event itself: an ID no counter mints (a uuid, the TypeScript SDK's
+//! `<stream>_<ms>_<random>`) that a stream of the other session carried first, with the same
+//! data bytes. An event store keyed by stream without the session does this: the official
+//! Python SDK's session manager hands one store to every session and names every standalone
+//! stream `_GET_stream`, and a POST stream by its request ID, which every session reuses.
+//! One finding per resume, naming every session whose events it got; a duplicate response it
+//! delivered names it as its cause.
+
+use serde_json::json;
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, event_ref};
+use mcpf_mcp::model::{ForeignEvent, Session, Stream};
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::CrossSessionReplay,
+    severity: Severity::Critical,
+    when: "a resume in one session receives events minted in another session",
+    meaning: "The server's event store answered a Last-Event-ID with events another session had been sent: the same event IDs (ones no counter mints) with the same bytes. Its streams are keyed without the session, so streams of the same name in different sessions are one stream to it.",
+    why: "One client's notifications, progress and results are delivered to another: a data leak across sessions (and tenants), and a client that takes a replayed response for its own request gets another session's result.",
+    fix: "Server: key the event store by session as well as stream, or give each session its own store (the official Python SDK's session manager hands one store to every session; wrap it per session), and drop a session's events when it ends.",
+    evidence: &[
+        "last_event_id",
+        "minted_in_session",
+        "replayed_in_session",
+        "events",
+    ],
+};
+
+/// Events listed in the evidence; `event_count` counts them all.
+const LISTED: usize = 20;
+
+pub(crate) fn detect(s: &Session, f: &mut Findings) {
+    let Some(replayed_in) = s.session_id.as_deref() else {
+        return;
+    };
+    for st in &s.streams {
+        let Some(resume) = st.resume.as_ref() else {
+            continue;
+        };
+        let proven = same_events(s, st);
+        if !proven.is_empty() {
+            let new = finding(s, st, &resume.last_event_id, replayed_in, &proven);
+            f.add(s, new);
+        }
+    }
+}
+
+/// The foreign events of a resume that are the same bytes as the other session's copy, with
+/// their positions among the stream's events.
+fn same_events<'a>(s: &Session, st: &'a Stream) -> Vec<(usize, &'a ForeignEvent)> {
+    st.foreign_events
+        .iter()
+        .filter_map(|x| {
+            let pos = x.event as usize;
+            let ev = st.events.get(pos)?;
+            (s.payloads.same(ev.data(), x.data) == Some(true)).then_some((pos, x))
+        })
+        .collect()
+}
+
+fn finding(
+    s: &Session,
+    st: &Stream,
+    last_event_id: &str,
+    replayed_in: &str,
+    events: &[(usize, &ForeignEvent)],
+) -> New {
+    let first = events[0];
+    let mut minters: Vec<(&str, usize)> = Vec::new();
+    for (_, x) in events {
+        match minters.iter_mut().find(|(m, _)| *m == x.minted_in_session) {
+            Some((_, n)) => *n += 1,
+            None => minters.push((&x.minted_in_session, 1)),
+        }
+    }
+    let listed: Vec<_> = events
+        .iter()
+        .take(LISTED)
+        .map(|&(pos, x)| {
+            json!({
+                "replayed": event_ref(s, st.idx, pos),
+                "first_sent": {
+                    "session": x.minted_in_session,
+                    "exchange": x.first_exchange.to_string(),
+                    "input": x.first.frame.input,
+                    "time": x.first.time.rfc3339(),
+                    "frame": x.first.frame.frame,
+                },
+            })
+        })
+        .collect();
+    let n = events.len();
+    let others = match minters.len() {
+        1 => format!("session {}", short(minters[0].0)),
+        k => format!("{k} other sessions (first {})", short(minters[0].0)),
+    };
+    let at = st.events[first.0].mark;
+    New {
+        kind: FindingKind::CrossSessionReplay,
+        severity: INFO.severity,
+        time: at,
+        frames: vec![first.1.first, at],
+        streams: vec![st.idx],
+        summary: format!(
+            "the resume {} (Last-Event-ID {last_event_id}) was replayed {n} event{} that {others} had been sent (same IDs, same bytes): the event store is shared across sessions",
+            st.label(),
+            if n == 1 { "" } else { "s" },
+        ),
+        evidence: json!({
+            "last_event_id": last_event_id,
+            "stream": st.label(),
+            "replayed_in_session": replayed_in,
+            "minted_in_session": minters[0].0,
+            "minted_in_sessions": minters
+                .iter()
+                .map(|(m, k)| json!({"session": m, "events": k}))
+                .collect::<Vec<_>>(),
+            "event_count": n,
+            "events": listed,
+        }),
+        caused_by: Vec::new(),
+        subject: Subject::Resume(st.idx),
+    }
+}
+
+/// A session ID as the report's tables shorten it.
+fn short(id: &str) -> String {
+    if id.chars().count() <= 12 {
+        return id.to_string();
+    }
+    let head: String = id.chars().take(4).collect();
+    let tail: String = id
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("{head}…{tail}")
+}
