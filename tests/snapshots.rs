@@ -190,6 +190,9 @@ macro_rules! samples {
 }
 
 samples! {
+    balancer_no_stickiness_client_leg_pcap => "balancer-no-stickiness-client-leg.pcap",
+    balancer_no_stickiness_nginx_jsonl => "balancer-no-stickiness.nginx.jsonl",
+    balancer_no_stickiness_server_leg_pcap => "balancer-no-stickiness-server-leg.pcap",
     caddy_concurrent_jsonl => "caddy-concurrent.jsonl",
     caddy_healthy_jsonl => "caddy-healthy.jsonl",
     caddy_seed_jsonl => "caddy-seed.jsonl",

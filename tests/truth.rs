@@ -1191,3 +1191,55 @@ fn an_event_store_shared_across_sessions_is_seen_in_the_events_it_replays() {
     ]);
     assert_eq!(separate["findings"], Value::Array(vec![]));
 }
+
+/// Two replicas of the official Python SDK server behind an nginx without stickiness: every
+/// request the replica that did not mint its session answered 404 while the session went on is
+/// in one `session_not_found` per session, on the client leg, the server leg (where the replicas
+/// are two observations of the session ID) and nginx's log alike, the client (which kept using
+/// the session) named; and nothing else is raised.
+#[test]
+fn a_balancer_without_stickiness_gives_session_not_found() {
+    let t = truth("balancer-no-stickiness.truth.json");
+    let want = t["expected_findings"]["session_not_found"]
+        .as_object()
+        .unwrap();
+    assert!(want.len() >= 3, "{want:?}");
+    for file in [
+        "samples/balancer-no-stickiness-client-leg.pcap",
+        "samples/balancer-no-stickiness-server-leg.pcap",
+        "samples/balancer-no-stickiness.nginx.jsonl",
+    ] {
+        let report = analyze(&[file]);
+        let findings = report["findings"].as_array().unwrap();
+        let mut got = serde_json::Map::new();
+        for f in findings {
+            assert_eq!(f["kind"], "session_not_found", "{file}: {}", f["summary"]);
+            let sid = f["session_id"].as_str().unwrap().to_string();
+            assert!(
+                got.insert(sid, f["evidence"]["rejected"].clone()).is_none(),
+                "{file}"
+            );
+            assert_eq!(
+                f["evidence"]["client_reaction"]["what"], "kept_going",
+                "{file}"
+            );
+        }
+        assert_eq!(&got, want, "{file}");
+    }
+    // On the server leg the replica that served the session is named beside the one that refused.
+    let report = analyze(&["samples/balancer-no-stickiness-server-leg.pcap"]);
+    for f in report["findings"].as_array().unwrap() {
+        let s = t["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == f["session_id"])
+            .unwrap();
+        let servers = &f["evidence"]["servers"];
+        assert_eq!(
+            servers["serving"],
+            serde_json::json!([s["minted_at_replica"]])
+        );
+        assert_ne!(servers["answered_404"], s["minted_at_replica"]);
+    }
+}

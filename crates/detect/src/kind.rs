@@ -32,11 +32,12 @@ pub enum FindingKind {
     RetryNotHonoured,
     StatusCodeViolation,
     CrossSessionReplay,
+    SessionNotFound,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 22] = [
+    pub const ALL: [FindingKind; 23] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -59,6 +60,7 @@ impl FindingKind {
         FindingKind::RetryNotHonoured,
         FindingKind::StatusCodeViolation,
         FindingKind::CrossSessionReplay,
+        FindingKind::SessionNotFound,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -87,6 +89,7 @@ impl FindingKind {
             FindingKind::RetryNotHonoured => &retry_not_honoured::INFO,
             FindingKind::StatusCodeViolation => &status_code_violation::INFO,
             FindingKind::CrossSessionReplay => &cross_session_replay::INFO,
+            FindingKind::SessionNotFound => &session_not_found::INFO,
         }
     }
 
@@ -115,6 +118,7 @@ impl FindingKind {
             FindingKind::RetryNotHonoured => "retry_not_honoured",
             FindingKind::StatusCodeViolation => "status_code_violation",
             FindingKind::CrossSessionReplay => "cross_session_replay",
+            FindingKind::SessionNotFound => "session_not_found",
         }
     }
 

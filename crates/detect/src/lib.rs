@@ -25,6 +25,7 @@ mod retry_not_honoured;
 mod retry_without_idempotency_key;
 mod revision_violation;
 mod session_id_changed;
+mod session_not_found;
 mod session_not_reaffirmed;
 mod skipped_events;
 mod sse_fallback;
@@ -99,6 +100,8 @@ impl Detector {
             .map(|s| {
                 let first = self.findings.list.len();
                 run_detectors(s, &mut self.findings);
+                // Whether the session was alive may show in another observation (a replica).
+                session_not_found::detect(s, sessions, &mut self.findings);
                 let own = first..self.findings.list.len();
                 let v = verdict::resumption(s, &self.findings.list[own.clone()]);
                 (v, own.collect())

@@ -3140,3 +3140,70 @@ fn a_deleted_session_named_again_continues_under_a_new_record() {
     // One session in two records: the second says which it continues.
     assert_eq!((s1[0].continues, s1[1].continues), (None, Some(s1[0].idx)));
 }
+
+/// A session with its standalone GET stream open throughout, whose `tools/call` 2 is answered
+/// `rejected`, then (when `then` is given) a `tools/call` 3 answered `then`; `delete_first` sends
+/// a DELETE answered 200 before the call.
+fn rejected_call(rejected: u16, then: Option<u16>, delete_first: bool) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-S"));
+    let mut g = c.get_request(None, &[]);
+    c.respond(&mut g, 200, &[("Content-Type", "text/event-stream")]);
+    let call = |c: &mut Capture, id: i64, status: u16| {
+        let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "add", "arguments": {}}})
+        .to_string();
+        let mut ex = c.request("POST", "/mcp", hs, &body);
+        c.respond(&mut ex, status, &[("Content-Type", "application/json")]);
+        c.end(ex, Cut::Complete);
+    };
+    if delete_first {
+        let hs = c.mcp_headers("application/json", &[]);
+        let mut ex = c.request("DELETE", "/mcp", hs, "");
+        c.respond(&mut ex, 200, &[]);
+        c.end(ex, Cut::Complete);
+    }
+    call(&mut c, 2, rejected);
+    if let Some(status) = then {
+        call(&mut c, 3, status);
+    }
+    c.end(g, Cut::ClientClose);
+    c.finish()
+}
+
+#[test]
+fn a_404_is_session_not_found_only_while_the_session_goes_on() {
+    // The GET stream open across the 404 shows the session alive, and so does the later 200.
+    for then in [Some(200), None] {
+        let run = rejected_call(404, then, false);
+        let f = run.one("session_not_found");
+        assert_eq!(f.severity, Severity::High);
+        assert_eq!(f.evidence["status"], 404);
+        assert_eq!(f.evidence["rejected"], 1);
+    }
+    let run = rejected_call(404, Some(200), false);
+    assert_eq!(
+        run.one("session_not_found").evidence["client_reaction"]["what"],
+        "kept_going"
+    );
+    // Deleted first: 404 is the right answer, the open stream notwithstanding.
+    rejected_call(404, None, true).absent("session_not_found");
+    rejected_call(200, Some(200), false).absent("session_not_found");
+}
+
+/// Without an open stream, only a later 2xx shows the session alive; a server that expired it
+/// answers 404 to everything after.
+#[test]
+fn a_404_to_a_session_nothing_shows_alive_is_no_finding() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-S"));
+    for id in [2, 3] {
+        let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
+        let mut ex = c.request("POST", "/mcp", hs, &body);
+        c.respond(&mut ex, 404, &[("Content-Type", "application/json")]);
+        c.end(ex, Cut::Complete);
+    }
+    c.finish().absent("session_not_found");
+}

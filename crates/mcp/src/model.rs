@@ -512,7 +512,7 @@ pub struct Session {
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.
     pub finalized: bool,
-    /// Over by evidence (deleted, or forgotten by its server, with nothing open): a later
+    /// Over by evidence (deleted, with nothing open): a later
     /// exchange naming it starts a new session record.
     pub(crate) over: bool,
     /// Its exchanges still open, and since when none is (capture time).

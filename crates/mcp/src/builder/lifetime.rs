@@ -13,12 +13,14 @@ use crate::analysis;
 use crate::model::{Session, SessionIdx};
 
 impl Builder {
-    /// A session whose last open exchange ended: over if it was deleted or forgotten.
+    /// A session whose last open exchange ended: over if it was deleted. A 404 does not end it:
+    /// it proves that the server which answered does not know the session, and behind a
+    /// balancer another replica may serve it still; a later exchange naming it continues it.
     pub(super) fn end_if_over(&mut self, idx: SessionIdx) {
         let Some(s) = self.live_mut(idx) else {
             return;
         };
-        if s.open > 0 || s.finalized || (s.deleted.is_none() && s.forgotten.is_empty()) {
+        if s.open > 0 || s.finalized || s.deleted.is_none() {
             return;
         }
         s.over = true;

@@ -261,8 +261,8 @@ impl Builder {
         self
     }
 
-    /// Finalizes each session as soon as it is over by evidence: deleted, or forgotten by its
-    /// server (404), with nothing of it open. Silence never ends a session.
+    /// Finalizes each session as soon as it is over by evidence: deleted, with nothing of it
+    /// open. Silence never ends a session, nor does a 404 (another replica may still serve it).
     pub fn with_early_finalize(mut self, on: bool) -> Self {
         self.early_finalize = on;
         self

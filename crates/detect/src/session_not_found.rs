@@ -1,0 +1,235 @@
+//! `session_not_found`: a request of a live session answered 404. A 404 to a request that names
+//! a session means the server does not know it; that is right once the session was deleted or
+//! expired, and wrong while the session goes on: an exchange naming it answered 2xx after the 404
+//! was sent, or an event stream of it open across it. Behind a balancer without stickiness the
+//! replica that did not mint the session answers so while the other serves it (the server leg then
+//! shows the two replicas as two observations of the session ID; both are searched, in the same
+//! input so on the same clock). One finding per session ID and input, on the observation that
+//! holds the first such 404, listing them all, with the client's reaction: whether it kept using the session, started a new one on the same
+//! connection, or was not seen again.
+
+use serde_json::{Value, json};
+
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::model::{Session, Stream, session_label};
+use mcpf_model::Mark;
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::SessionNotFound,
+    severity: Severity::High,
+    when: "a request or resume of a live session answered 404 (\"Session not found\") while the session goes on: an exchange naming it answered 2xx after, or one of its event streams open across it",
+    meaning: "A server answered that it does not know a session that was alive: typically another replica behind a balancer without stickiness (it never saw the session), or a replica that restarted while its peer kept the session.",
+    why: "The client's request failed for no fault of its own; the SDKs surface it as an error (\"Session terminated\", \"Session not found\") and most keep using the session, so calls fail at random, and a resume answered 404 loses the stream.",
+    fix: "Balancer: route by Mcp-Session-Id (hash on the header, or a sticky cookie), or share session state between replicas. Client: on 404, initialize a new session as the spec says.",
+    evidence: &["request", "status", "servers", "client_reaction"],
+};
+
+/// Rejected requests listed in the evidence; `rejected` counts them all.
+const LISTED: usize = 20;
+
+/// Runs on `s`, one observation of its session ID, with every observation at hand (`s`
+/// included): the evidence that the session was alive may be in another (another replica).
+pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
+    let Some(sid) = s.session_id.as_deref() else {
+        return;
+    };
+    let same_clock: Vec<&Session> = group
+        .iter()
+        .copied()
+        .filter(|o| o.session_id.as_deref() == Some(sid) && o.inputs == s.inputs)
+        .collect();
+    // Every observation's rejected requests; the finding goes to the one that holds the first.
+    let mut rejected: Vec<(&Session, &Stream, Mark, &Session, &Stream)> = same_clock
+        .iter()
+        .flat_map(|o| o.streams.iter().map(move |st| (*o, st)))
+        .filter(|(_, st)| st.status == Some(404) && st.session_id_sent.as_deref() == Some(sid))
+        .filter_map(|(o, st)| {
+            let at = st.response_mark.unwrap_or(st.opened);
+            let (p, proof) = alive_at(&same_clock, sid, st.opened, at)?;
+            Some((o, st, at, p, proof))
+        })
+        .collect();
+    rejected.sort_by_key(|r| (r.2.time, r.0.idx, r.1.idx));
+    let Some(&(holder, first, at, o, proof)) = rejected.first() else {
+        return;
+    };
+    if holder.idx != s.idx {
+        return;
+    }
+    let listed: Vec<Value> = rejected
+        .iter()
+        .take(LISTED)
+        .map(|r| {
+            let mut v = request(r.1);
+            v["session"] = session_label(r.0.idx).into();
+            v
+        })
+        .collect();
+    let serving: Vec<String> = served(&same_clock, sid);
+    f.add(
+        s,
+        New {
+            kind: FindingKind::SessionNotFound,
+            severity: INFO.severity,
+            time: at,
+            frames: vec![first.opened, at, proof.opened],
+            streams: vec![first.idx],
+            summary: format!(
+                "{} {} of the live session answered 404 by {}{} (the session went on: {} {} answered {} at {}){}",
+                first.method,
+                what(first),
+                server_of(first),
+                if rejected.len() > 1 {
+                    format!(", and {} more requests", rejected.len() - 1)
+                } else {
+                    String::new()
+                },
+                proof.method,
+                if o.idx == s.idx {
+                    proof.label()
+                } else {
+                    format!("{} of {} at {}", proof.label(), session_label(o.idx), server_of(proof))
+                },
+                proof.status.unwrap_or(0),
+                proof.opened.time.clock_millis(),
+                reaction_note(s, &same_clock, sid, first),
+            ),
+            evidence: json!({
+                "request": request(first),
+                "status": 404,
+                "servers": {
+                    "answered_404": first.server.to_string(),
+                    "upstream_404": first.upstream,
+                    "serving": serving,
+                },
+                "alive_by": {
+                    "session": session_label(o.idx),
+                    "stream": proof.label(),
+                    "server": proof.server.to_string(),
+                    "status": proof.status,
+                    "time": proof.opened.time.rfc3339(),
+                    "frame": proof.opened.frame.frame,
+                    "input": proof.opened.frame.input,
+                },
+                "client_reaction": reaction(s, &same_clock, sid, first),
+                "rejected": rejected.len(),
+                "listed": listed,
+            }),
+            caused_by: Vec::new(),
+            subject: Subject::Stream(first.idx),
+        },
+    );
+}
+
+/// An exchange that shows the session alive when a request sent at `sent` was answered at `at`:
+/// one naming it, sent after and answered 2xx, or an event stream of it answered 2xx and open
+/// across; none once the session was deleted before.
+fn alive_at<'a>(
+    obs: &[&'a Session],
+    sid: &str,
+    sent: Mark,
+    at: Mark,
+) -> Option<(&'a Session, &'a Stream)> {
+    if obs
+        .iter()
+        .any(|o| o.deleted.is_some_and(|d| d.time < sent.time))
+    {
+        return None;
+    }
+    obs.iter().find_map(|o| {
+        o.streams
+            .iter()
+            .filter(|st| st.status.is_some_and(|c| (200..300).contains(&c)))
+            .filter(|st| names(st, sid))
+            .find(|st| {
+                st.opened.time > at.time
+                    || (st.event_stream
+                        && st.opened.time <= sent.time
+                        && st.ended.is_none_or(|e| e.time > at.time))
+            })
+            .map(|st| (*o, st))
+    })
+}
+
+/// The exchange is one of the session's: it named it, or minted it.
+fn names(st: &Stream, sid: &str) -> bool {
+    st.session_id_sent.as_deref() == Some(sid) || st.session_id_received.as_deref() == Some(sid)
+}
+
+/// The servers that answered the session 2xx.
+fn served(obs: &[&Session], sid: &str) -> Vec<String> {
+    let mut out: Vec<String> = obs
+        .iter()
+        .flat_map(|o| o.streams.iter())
+        .filter(|st| names(st, sid) && st.status.is_some_and(|c| (200..300).contains(&c)))
+        .map(server_of)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// What the client did after the first 404: went on naming the session, initialized a new one
+/// on the same TCP connection, or was not seen again in this input.
+fn reaction(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> Value {
+    let after = |st: &&Stream| st.opened.time > first.opened.time;
+    let later = obs
+        .iter()
+        .flat_map(|o| o.streams.iter())
+        .filter(after)
+        .filter(|st| st.session_id_sent.as_deref() == Some(sid))
+        .count();
+    let reinit = s
+        .streams
+        .iter()
+        .filter(after)
+        .any(|st| st.exchange.conn == first.exchange.conn && st.session_id_sent.is_none());
+    let what = if later > 0 {
+        "kept_going"
+    } else if reinit {
+        "reinitialized"
+    } else {
+        "not_seen_again"
+    };
+    json!({"what": what, "later_requests_naming_the_session": later})
+}
+
+fn reaction_note(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> String {
+    match reaction(s, obs, sid, first)["what"].as_str() {
+        Some("kept_going") => "; the client kept using the session".into(),
+        Some("reinitialized") => "; the client initialized a new session".into(),
+        _ => String::new(),
+    }
+}
+
+/// The server that answered: the upstream a proxy's log names, else the address.
+fn server_of(st: &Stream) -> String {
+    st.upstream.clone().unwrap_or_else(|| st.server.to_string())
+}
+
+fn what(st: &Stream) -> String {
+    match st.client_messages.first() {
+        Some(m) => match (&m.method, &m.id) {
+            (Some(method), Some(id)) => format!("{method} {}", id.label()),
+            (Some(method), None) => method.to_string(),
+            _ => st.label(),
+        },
+        None if st.resume.is_some() => "resume".into(),
+        None => st.label(),
+    }
+}
+
+fn request(st: &Stream) -> Value {
+    json!({
+        "stream": st.label(),
+        "method": st.method,
+        "jsonrpc": st.client_messages.first().map(|m| json!({
+            "method": m.method,
+            "id": m.id.as_ref().map(|i| i.to_value()),
+        })),
+        "last_event_id": st.resume.as_ref().map(|r| &r.last_event_id),
+        "server": st.server.to_string(),
+        "time": st.opened.time.rfc3339(),
+        "frame": st.opened.frame.frame,
+    })
+}
