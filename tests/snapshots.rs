@@ -193,6 +193,8 @@ samples! {
     balancer_no_stickiness_client_leg_pcap => "balancer-no-stickiness-client-leg.pcap",
     balancer_no_stickiness_nginx_jsonl => "balancer-no-stickiness.nginx.jsonl",
     balancer_no_stickiness_server_leg_pcap => "balancer-no-stickiness-server-leg.pcap",
+    buffering_nginx_client_leg_pcap => "buffering-nginx-client-leg.pcap",
+    buffering_nginx_server_leg_pcap => "buffering-nginx-server-leg.pcap",
     caddy_concurrent_jsonl => "caddy-concurrent.jsonl",
     caddy_healthy_jsonl => "caddy-healthy.jsonl",
     caddy_seed_jsonl => "caddy-seed.jsonl",

@@ -1243,3 +1243,78 @@ fn a_balancer_without_stickiness_gives_session_not_found() {
         assert_ne!(servers["answered_404"], s["minted_at_replica"]);
     }
 }
+
+/// nginx buffering the official Python SDK's event streams (its X-Accel-Buffering: no ignored):
+/// with both legs, each call whose events the truth says were held well over a second is a
+/// `stream_stalled` on its client-leg session, held about as long; calls held well under a
+/// second are not; each standalone GET (released only when the server ended it) is held or lost,
+/// one of the two. One leg alone cannot measure a hop: nothing is raised.
+#[test]
+fn a_buffering_proxy_shows_in_the_events_it_held() {
+    let t = truth("buffering-nginx.truth.json");
+    let client = "samples/buffering-nginx-client-leg.pcap";
+    let report = analyze(&[client, "samples/buffering-nginx-server-leg.pcap"]);
+    let findings = report["findings"].as_array().unwrap();
+    let on = |sid: &Value, stream: &str, kind: &str| -> Vec<&Value> {
+        findings
+            .iter()
+            .filter(|f| {
+                f["session_id"] == *sid && f["kind"] == kind && f["evidence"]["stream"] == stream
+            })
+            .chain(findings.iter().filter(|f| {
+                f["session_id"] == *sid
+                    && f["kind"] == kind
+                    && f["evidence"]["missing_from"]["stream"] == stream
+            }))
+            .collect()
+    };
+    let mut stalled = 0;
+    for st in t["streams"].as_array().unwrap() {
+        let sid = &st["session_id"];
+        let session = report["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == *sid && s["streams"][0]["input"] == 0)
+            .unwrap();
+        let request = st["request"].as_str().unwrap();
+        let label = session["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| match request.split_once(' ') {
+                Some(("GET", _)) => x["transport"] == "get",
+                Some((_, id)) => x["requests"] == serde_json::json!([id.parse::<i64>().unwrap()]),
+                None => x["methods"] == serde_json::json!([request]),
+            })
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{request} not in {sid}"));
+        let held = on(sid, &label, "stream_stalled");
+        if request == "GET standalone" {
+            let lost = on(sid, &label, "lost_in_transit");
+            assert_eq!(
+                held.len() + lost.len(),
+                1,
+                "{sid} {label}: {held:?} {lost:?}"
+            );
+            continue;
+        }
+        let truth_held = st["held_max_s"].as_f64().unwrap();
+        if truth_held >= 1.5 {
+            assert_eq!(held.len(), 1, "{sid} {label} held {truth_held}");
+            let got = held[0]["evidence"]["held_s"].as_f64().unwrap();
+            assert!(
+                (truth_held - 0.25..=truth_held + 0.05).contains(&got),
+                "{got} vs {truth_held}"
+            );
+            assert!(held[0]["evidence"]["burst_events"].as_u64().unwrap() >= 3);
+            stalled += 1;
+        } else if truth_held < 0.8 {
+            assert!(held.is_empty(), "{sid} {label} held {truth_held}: {held:?}");
+        }
+    }
+    assert!(stalled >= 4, "{stalled}");
+    for leg in [client, "samples/buffering-nginx-server-leg.pcap"] {
+        assert_eq!(analyze(&[leg])["findings"], Value::Array(vec![]), "{leg}");
+    }
+}

@@ -33,11 +33,12 @@ pub enum FindingKind {
     StatusCodeViolation,
     CrossSessionReplay,
     SessionNotFound,
+    StreamStalled,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 23] = [
+    pub const ALL: [FindingKind; 24] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -61,6 +62,7 @@ impl FindingKind {
         FindingKind::StatusCodeViolation,
         FindingKind::CrossSessionReplay,
         FindingKind::SessionNotFound,
+        FindingKind::StreamStalled,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -90,6 +92,7 @@ impl FindingKind {
             FindingKind::StatusCodeViolation => &status_code_violation::INFO,
             FindingKind::CrossSessionReplay => &cross_session_replay::INFO,
             FindingKind::SessionNotFound => &session_not_found::INFO,
+            FindingKind::StreamStalled => &stream_stalled::INFO,
         }
     }
 
@@ -119,6 +122,7 @@ impl FindingKind {
             FindingKind::StatusCodeViolation => "status_code_violation",
             FindingKind::CrossSessionReplay => "cross_session_replay",
             FindingKind::SessionNotFound => "session_not_found",
+            FindingKind::StreamStalled => "stream_stalled",
         }
     }
 

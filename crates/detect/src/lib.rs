@@ -30,6 +30,7 @@ mod session_not_reaffirmed;
 mod skipped_events;
 mod sse_fallback;
 mod status_code_violation;
+mod stream_stalled;
 mod unanswered_request;
 mod unsafe_resumption_after_fallback;
 pub mod verdict;

@@ -44,42 +44,42 @@ const IDS_LISTED: usize = 20;
 /// events' IDs and bytes.
 #[derive(Debug)]
 pub(crate) struct Observation {
-    label: String,
-    input: InputId,
+    pub(crate) label: String,
+    pub(crate) input: InputId,
     streams: Vec<Observed>,
     /// Its events were not kept (the budget was spent): nothing can be compared.
     dropped: bool,
 }
 
 #[derive(Debug)]
-struct Observed {
-    key: Key,
-    idx: StreamIdx,
-    label: String,
-    opened: Mark,
+pub(crate) struct Observed {
+    pub(crate) key: Key,
+    pub(crate) idx: StreamIdx,
+    pub(crate) label: String,
+    pub(crate) opened: Mark,
     /// The response's first byte, when it came.
-    head: Option<Mark>,
-    ended: Option<Mark>,
+    pub(crate) head: Option<Mark>,
+    pub(crate) ended: Option<Mark>,
     /// Bytes are missing from it, or the input did not record its body: what it lacks proves
     /// nothing.
-    lacks_bytes: bool,
-    events: Vec<Seen>,
+    pub(crate) lacks_bytes: bool,
+    pub(crate) events: Vec<Seen>,
 }
 
 #[derive(Debug)]
-struct Seen {
-    id: Option<Box<str>>,
+pub(crate) struct Seen {
+    pub(crate) id: Option<Box<str>>,
     data: Box<[u8]>,
-    mark: Mark,
+    pub(crate) mark: Mark,
 }
 
 /// What a request carried, so the same exchange is found in another observation: the JSON-RPC
 /// messages of a POST, or a GET's `Last-Event-ID`; `nth` tells apart exchanges that carried the
 /// same.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Key {
-    method: String,
-    carried: String,
+pub(crate) struct Key {
+    pub(crate) method: String,
+    pub(crate) carried: String,
     nth: u32,
 }
 
@@ -181,17 +181,17 @@ fn carried(st: &Stream) -> String {
 }
 
 /// One stream in two observations: `far` nearer the server, `near` nearer the client.
-struct Pair<'a> {
-    near: &'a Observed,
-    far: &'a Observed,
+pub(crate) struct Pair<'a> {
+    pub(crate) near: &'a Observed,
+    pub(crate) far: &'a Observed,
 }
 
 /// The clock offset of the far input against the near one (far − near), bounded by causality:
 /// a request reaches the far leg after the near one, an event the near leg after the far one.
 #[derive(Clone, Copy, Debug)]
-struct Offset {
-    low: f64,
-    high: f64,
+pub(crate) struct Offset {
+    pub(crate) low: f64,
+    pub(crate) high: f64,
     exchanges: usize,
 }
 
@@ -202,7 +202,7 @@ impl Offset {
             .then(|| (self.low + self.high) / 2.0)
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let r = |x: f64| (x * 1e6).round() / 1e6;
         json!({
             "estimate": self.estimate().map(r),
@@ -216,7 +216,7 @@ impl Offset {
 /// For each event of `a`, the event of `b` it is, matched in order, each of `b`'s once: the same
 /// ID and the same bytes. An index of `b` by both finds the candidates (its keys compare the
 /// bytes), so the matching is linear however many events are missing.
-fn matching(a: &Observed, b: &Observed) -> Vec<Option<usize>> {
+pub(crate) fn matching(a: &Observed, b: &Observed) -> Vec<Option<usize>> {
     let mut at: WireMap<(Option<&str>, &[u8]), VecDeque<usize>> = WireMap::default();
     for (j, e) in b.events.iter().enumerate() {
         at.entry((e.id.as_deref(), &e.data))
@@ -291,6 +291,33 @@ fn first_nearer_server(matched: &[(&Observed, &Observed)]) -> Option<bool> {
     }
 }
 
+/// Whether the first of each pair is nearer the server, by causality alone: a request reaches
+/// the leg nearer the server after the other, a response byte the leg nearer the client after
+/// the other. Taken the right way round the bounds these put on the clock offset meet whatever
+/// the offset; the wrong way round they cross by the two legs' delays. None when both or neither
+/// fit (too few exchanges with responses to tell).
+fn nearer_server_by_causality(matched: &[(&Observed, &Observed)]) -> Option<bool> {
+    let fits = |a_far: bool| {
+        let pairs: Vec<Pair<'_>> = matched
+            .iter()
+            .map(|&(x, y)| {
+                if a_far {
+                    Pair { near: y, far: x }
+                } else {
+                    Pair { near: x, far: y }
+                }
+            })
+            .collect();
+        let o = offset(&pairs);
+        o.low.is_finite() && o.high.is_finite() && o.low <= o.high
+    };
+    match (fits(true), fits(false)) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    }
+}
+
 fn offset(pairs: &[Pair<'_>]) -> Offset {
     let mut o = Offset {
         low: f64::NEG_INFINITY,
@@ -339,7 +366,8 @@ pub(crate) fn detect(
         return Vec::new();
     }
     let matched = pairs(oa, ob);
-    let Some(a_far) = first_nearer_server(&matched) else {
+    let by_loss = first_nearer_server(&matched);
+    let Some(a_far) = by_loss.or_else(|| nearer_server_by_causality(&matched)) else {
         return Vec::new();
     };
     let ((near, near_s), (far, far_s)) = if a_far {
@@ -363,7 +391,10 @@ pub(crate) fn detect(
         inputs,
         clock: offset(&pairs),
     };
-    let mut added = Vec::new();
+    let mut added = super::stream_stalled::detect(&pairs, &hop, near_s, far_s, f);
+    if by_loss.is_none() {
+        return added;
+    }
     for p in pairs
         .iter()
         .filter(|p| !p.near.lacks_bytes && !p.far.lacks_bytes)
@@ -439,22 +470,22 @@ fn before_the_end(p: &Pair<'_>, lost: Vec<usize>, clock: Offset) -> Vec<usize> {
 }
 
 /// The two observations and their inputs' names, for the evidence.
-struct Hop<'a> {
-    near: &'a Observation,
-    far: &'a Observation,
+pub(crate) struct Hop<'a> {
+    pub(crate) near: &'a Observation,
+    pub(crate) far: &'a Observation,
     inputs: &'a [String],
-    clock: Offset,
+    pub(crate) clock: Offset,
 }
 
 impl Hop<'_> {
-    fn name(&self, input: InputId) -> String {
+    pub(crate) fn name(&self, input: InputId) -> String {
         self.inputs
             .get(input as usize)
             .cloned()
             .unwrap_or_else(|| format!("input {input}"))
     }
 
-    fn side(&self, o: &Observation, st: &Observed) -> Value {
+    pub(crate) fn side(&self, o: &Observation, st: &Observed) -> Value {
         json!({
             "input": o.input,
             "input_path": self.name(o.input),

@@ -1,0 +1,159 @@
+//! `stream_stalled`: a hop held a stream's events. With two observations of a session (a leg
+//! nearer the client and one nearer the server, told apart by what one lost or by causality),
+//! each event the two carry (the same ID and bytes) took some time to cross; the fastest of all
+//! (an event or a response head) bounds the inputs' clock offset, and every other event took at
+//! least its own time minus that. An event that took a second or more longer than the fastest was
+//! held by the hop: a buffering proxy's signature, seen also when the server asked it not to
+//! buffer (`X-Accel-Buffering: no`). One finding per stream, with how long the near side was
+//! silent before the held events came, how many came at once, and how long each was held.
+
+use serde_json::json;
+
+use super::lost_in_transit::{Hop, Pair, matching};
+use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::model::{Session, SessionIdx};
+use mcpf_model::Mark;
+
+pub(crate) const INFO: KindInfo = KindInfo {
+    kind: FindingKind::StreamStalled,
+    severity: Severity::Info,
+    when: "events of a stream crossed a hop a second or more slower than the fastest event did (a proxy held them), measured from two observations of the session",
+    meaning: "Between the two legs the events of this stream were held: the server sent them over time, the leg nearer the client got them late, typically in one burst. A buffering proxy does this to an event stream; progress and notifications then arrive when the response ends or a buffer fills.",
+    why: "A client waiting on a held stream sees silence: it times out, falls back or reconnects, and progress is useless when it arrives with the result.",
+    fix: "Proxy: do not buffer event streams (nginx: proxy_buffering off for MCP, or honour the server's X-Accel-Buffering: no; no gzip on text/event-stream); the same for any CDN or gateway on the path.",
+    evidence: &["stream", "silent_s", "burst_events", "held_s"],
+};
+
+/// An event held this much longer than the fastest crossing was held by the hop.
+const HELD_S: f64 = 1.0;
+
+/// Finds the held streams of two observations' matched streams; returns the findings with their
+/// sessions (the one nearer the client when at hand, else the other).
+pub(crate) fn detect(
+    pairs: &[Pair<'_>],
+    hop: &Hop<'_>,
+    near_s: Option<&Session>,
+    far_s: Option<&Session>,
+    f: &mut Findings,
+) -> Vec<(SessionIdx, usize)> {
+    // The offset's lower bound is the fastest crossing: every delay is measured against it.
+    let low = hop.clock.low;
+    if !low.is_finite() {
+        return Vec::new();
+    }
+    let mut added = Vec::new();
+    for p in pairs {
+        let Some(held) = held(p, low) else { continue };
+        let (s, own) = match (near_s, far_s) {
+            (Some(s), _) => (s, p.near),
+            (None, Some(s)) => (s, p.far),
+            _ => continue,
+        };
+        let new = finding(p, hop, &held, own.idx, own.opened);
+        added.push((s.idx, f.add(s, new)));
+    }
+    added
+}
+
+/// What the hop did to a pair's events.
+struct Held {
+    /// How long at least each matched event was held: (near mark, far mark, seconds).
+    matched: Vec<(Mark, Mark, f64)>,
+    /// The most held one, and the burst it came in: near events (of `matched`) each within
+    /// [`BURST_GAP_S`] of the next.
+    worst: usize,
+    burst: std::ops::Range<usize>,
+    /// The near side's last byte before the burst (an event, or the head), else its request.
+    before: Mark,
+}
+
+/// Events a hop releases at once come this close together.
+const BURST_GAP_S: f64 = 0.010;
+
+fn held(p: &Pair<'_>, low: f64) -> Option<Held> {
+    let matched: Vec<(Mark, Mark, f64)> = matching(p.far, p.near)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| {
+            let (far, near) = (p.far.events[i].mark, p.near.events[(*j)?].mark);
+            Some((near, far, near.time.seconds_since(far.time) + low))
+        })
+        .collect();
+    let worst = (0..matched.len()).max_by(|&a, &b| matched[a].2.total_cmp(&matched[b].2))?;
+    if matched[worst].2 < HELD_S {
+        return None;
+    }
+    let close =
+        |a: usize, b: usize| matched[b].0.time.seconds_since(matched[a].0.time) <= BURST_GAP_S;
+    let mut start = worst;
+    while start > 0 && close(start - 1, start) {
+        start -= 1;
+    }
+    let mut end = worst + 1;
+    while end < matched.len() && close(end - 1, end) {
+        end += 1;
+    }
+    // The silence the client saw: since the last byte before the burst (a head that came with
+    // the burst was held with it, so then since the request).
+    let first = matched[start].0;
+    let before = match start {
+        0 => p
+            .near
+            .head
+            .filter(|h| first.time.seconds_since(h.time) > BURST_GAP_S)
+            .unwrap_or(p.near.opened),
+        k => matched[k - 1].0,
+    };
+    Some(Held {
+        matched,
+        worst,
+        burst: start..end,
+        before,
+    })
+}
+
+fn finding(p: &Pair<'_>, hop: &Hop<'_>, h: &Held, own: usize, opened: Mark) -> New {
+    let burst = &h.matched[h.burst.clone()];
+    let (first_near, first_far, _) = burst[0];
+    let (last_near, last_far, _) = burst[burst.len() - 1];
+    let max = h.matched[h.worst].2;
+    let held = h.matched.iter().filter(|e| e.2 >= HELD_S).count();
+    let silent = first_near.time.seconds_since(h.before.time).max(0.0);
+    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    let n = burst.len();
+    New {
+        kind: FindingKind::StreamStalled,
+        severity: INFO.severity,
+        time: first_near,
+        frames: vec![first_far, first_near],
+        streams: vec![own],
+        summary: format!(
+            "{held} of {} events of {} were held {:.1} s or more between {} and {} (at most {:.1} s): after {:.1} s of silence {n} came at once, which the server had sent over {:.1} s",
+            h.matched.len(),
+            p.near.label,
+            HELD_S,
+            hop.name(hop.far.input),
+            hop.name(hop.near.input),
+            max,
+            silent,
+            last_far.time.seconds_since(first_far.time),
+        ),
+        evidence: json!({
+            "stream": p.near.label,
+            "far_stream": p.far.label,
+            "silent_s": r(silent),
+            "burst_events": n,
+            "burst_span_s": r(last_near.time.seconds_since(first_near.time)),
+            "sent_span_s": r(last_far.time.seconds_since(first_far.time)),
+            "held_s": r(max),
+            "held_events": held,
+            "matched_events": h.matched.len(),
+            "near": hop.side(hop.near, p.near),
+            "far": hop.side(hop.far, p.far),
+            "opened": opened.time.rfc3339(),
+            "clock_offset_s": hop.clock.json(),
+        }),
+        caused_by: Vec::new(),
+        subject: Subject::Stream(own),
+    }
+}
