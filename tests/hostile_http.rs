@@ -59,7 +59,7 @@ fn write_capture(path: &std::path::Path, messages: &[(bool, Vec<u8>)]) {
 
 fn post(body: &[u8], extra_headers: &str) -> Vec<u8> {
     let mut m = format!(
-        "POST /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: s-1\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{extra_headers}Content-Length: {}\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: s-1\r\nMCP-Protocol-Version: 2025-06-18\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{extra_headers}Content-Length: {}\r\n\r\n",
         body.len()
     )
     .into_bytes();

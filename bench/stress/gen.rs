@@ -715,7 +715,11 @@ fn big_har<W: Write>(n: u64, mut w: W) -> io::Result<()> {
     let entry = |w: &mut W, i: u64, req: &str, status: u16, sid: Option<&str>, resp: &str| {
         let ms = i * 5;
         let session_hdr = sid
-            .map(|s| format!(r#",{{"name":"mcp-session-id","value":"{s}"}}"#))
+            .map(|s| {
+                format!(
+                    r#",{{"name":"mcp-session-id","value":"{s}"}},{{"name":"mcp-protocol-version","value":"2025-06-18"}}"#
+                )
+            })
             .unwrap_or_default();
         let sep = if i == 0 { "" } else { "," };
         write!(

@@ -6,16 +6,16 @@
 use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity};
-use mcpf_mcp::model::{Session, Stream, StreamTransport};
-use mcpf_mcp::revision::{NO_BATCHING, STATELESS, STREAMABLE_HTTP};
+use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
+use mcpf_mcp::revision::{NO_BATCHING, RevisionFrom, STATELESS, STREAMABLE_HTTP, VERSION_HEADER};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::RevisionViolation,
     severity: Severity::Medium,
-    when: "the transport is used in a way the session's negotiated revision does not allow: a batched POST body outside 2025-03-26; a session ID minted, or a Last-Event-ID answered with a replay, under 2026-07-28",
+    when: "the transport is used in a way the session's negotiated revision does not allow: a batched POST body outside 2025-03-26; from 2025-06-18 a request after initialize without the negotiated MCP-Protocol-Version header, or with another; a session ID minted, or a Last-Event-ID answered with a replay, under 2026-07-28",
     meaning: "One side follows another revision's rules than the one the session negotiated (its initialize result, else its MCP-Protocol-Version header, else 2025-03-26).",
     why: "A peer of the negotiated revision does not expect it: a batch is one malformed message to a 2025-06-18 server; under 2026-07-28 a client neither keeps a session ID nor resumes, so a server relying on either loses state or replays into a stream nobody asked to resume.",
-    fix: "Make both sides speak the negotiated revision: send one message per POST from 2025-06-18 on; from 2026-07-28 on, do not mint or echo session IDs, ignore Last-Event-ID and answer GET and DELETE with 405, and have the client re-issue a lost request with a new ID.",
+    fix: "Make both sides speak the negotiated revision: send one message per POST, and MCP-Protocol-Version with the negotiated date on every request after initialize, from 2025-06-18 on; from 2026-07-28 on, do not mint or echo session IDs, ignore Last-Event-ID and answer GET and DELETE with 405, and have the client re-issue a lost request with a new ID.",
     evidence: &[
         "rule",
         "revision",
@@ -49,6 +49,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             f.add(s, finding(s, st, "last_event_id_honoured", what));
         }
     }
+    version_header(s, f);
     // One finding for a server that mints session IDs, however many responses carry one.
     let minted: Vec<&Stream> = s
         .streams
@@ -64,6 +65,77 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         );
         f.add(s, finding(s, first, "session_id_minted", what));
     }
+}
+
+/// From 2025-06-18 the client sends `MCP-Protocol-Version: <negotiated>` on every request after
+/// `initialize`: one finding for the requests without it, one for those naming another revision.
+/// Only when the revision was negotiated by `initialize` (else the header is where it was read
+/// from) and the input records the header.
+fn version_header(s: &Session, f: &mut Findings) {
+    let rev = &s.revision;
+    let Some(init) = s.initializes.first() else {
+        return;
+    };
+    // The header is the Streamable HTTP transport's; the HTTP+SSE one has none.
+    if s.transport == Transport::LegacySse
+        || rev.from != RevisionFrom::Initialize
+        || !rev.at_least(VERSION_HEADER)
+        || rev.at_least(STATELESS)
+    {
+        return;
+    }
+    let later = || {
+        s.streams.iter().filter(|st| {
+            // A request with bytes missing may have lost the header with them, and one whose
+            // head was not captured (a response alone: no method) shows no header at all.
+            st.version_header_known
+                && !st.gap
+                && !st.method.is_empty()
+                && st.opened.time > init.time
+                && !is_initialize(st)
+        })
+    };
+    let missing: Vec<&Stream> = later()
+        .filter(|st| st.protocol_version_header.is_none())
+        .collect();
+    let other: Vec<&Stream> = later()
+        .filter(|st| {
+            st.protocol_version_header
+                .as_deref()
+                .is_some_and(|v| v.trim() != &*rev.date)
+        })
+        .collect();
+    if let [first, ..] = missing.as_slice() {
+        let what = format!(
+            "{} request{} after initialize sent no MCP-Protocol-Version header ({VERSION_HEADER} on: the client sends the negotiated {} on every request)",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            rev.date
+        );
+        f.add(
+            s,
+            finding(s, first, "protocol_version_header_missing", what),
+        );
+    }
+    if let [first, ..] = other.as_slice() {
+        let what = format!(
+            "{} request{} after initialize sent MCP-Protocol-Version {:?}, not the negotiated {}",
+            other.len(),
+            if other.len() == 1 { "" } else { "s" },
+            first.protocol_version_header.as_deref().unwrap_or(""),
+            rev.date
+        );
+        f.add(
+            s,
+            finding(s, first, "protocol_version_header_differs", what),
+        );
+    }
+}
+
+fn is_initialize(st: &Stream) -> bool {
+    st.client_messages
+        .iter()
+        .any(|m| m.method.as_deref() == Some("initialize"))
 }
 
 /// A resume answered with an event stream that carried events.

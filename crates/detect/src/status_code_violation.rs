@@ -3,7 +3,9 @@
 //! answered other than 202 (2025-03-26 on: "MUST return HTTP status code 202 Accepted"); a GET
 //! for an event stream answered 2xx with something else than an event stream (it "MUST either
 //! return Content-Type: text/event-stream … or else return HTTP 405"); under 2026-07-28, a GET or
-//! DELETE answered other than 405 (it has no GET stream and no sessions). Error statuses
+//! DELETE answered other than 405 (it has no GET stream and no sessions); a request naming a
+//! session after its DELETE was answered 2xx, answered 2xx itself (a terminated session "MUST"
+//! be answered 404; the DELETE may be in the record this one continues). Error statuses
 //! (4xx, 5xx) are the server refusing, and are left alone, and so is an exchange whose head the
 //! input lacks.
 
@@ -17,10 +19,10 @@ use mcpf_mcp::revision::{STATELESS, STREAMABLE_HTTP};
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::StatusCodeViolation,
     severity: Severity::Low,
-    when: "a status the transport's rules do not allow: notifications answered other than 202, a GET for an event stream answered 2xx without one, GET or DELETE not 405 under 2026-07-28",
+    when: "a status the transport's rules do not allow: notifications answered other than 202, a GET for an event stream answered 2xx without one, GET or DELETE not 405 under 2026-07-28, a request of a deleted session answered 2xx instead of 404",
     meaning: "The server answered a request with a status its revision of the transport does not allow for that kind of request.",
     why: "Clients decide what to do by the status: an SDK that waits for 202 after a notification, or for an event stream or 405 after its GET, misreads the answer (it may fall back, retry, or hang).",
-    fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE.",
+    fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE; 404 for every request naming a session once it was deleted.",
     evidence: &["rule", "status", "revision", "stream", "time", "frame"],
 };
 
@@ -45,6 +47,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
 
 /// Which rule the status breaks, with what happened in words.
 fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, String)> {
+    if let Some(at) = deleted_before(s, st) {
+        let what = format!(
+            "{} named the session deleted at {} and was answered {status}, not 404",
+            st.method,
+            at.time.clock_millis()
+        );
+        return Some(("deleted_session_not_404", what));
+    }
     if st.transport == StreamTransport::Post && only_notifications(st) && status != 202 {
         let what = format!("a POST of notifications only was answered {status}, not 202 Accepted");
         return Some(("notification_not_202", what));
@@ -65,6 +75,17 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
         "a GET for an event stream was answered {status} {ct}, neither an event stream nor 405"
     );
     Some(("get_not_event_stream", what))
+}
+
+/// When the session this request names was deleted (a DELETE answered 2xx) before it was sent.
+fn deleted_before(s: &Session, st: &Stream) -> Option<mcpf_model::Mark> {
+    let sid = s.session_id.as_deref()?;
+    (st.session_id_sent.as_deref() == Some(sid)).then_some(())?;
+    [s.deleted, s.deleted_before]
+        .into_iter()
+        .flatten()
+        .filter(|d| d.time < st.opened.time)
+        .min_by_key(|d| d.time)
 }
 
 /// A request body of JSON-RPC notifications and responses, and nothing else.

@@ -88,6 +88,10 @@ struct Capture {
     keep_alive: bool,
     /// The revision `initialize` asks for and its result names.
     version: &'static str,
+    /// Initialized: the client names the revision in `MCP-Protocol-Version` from then on, as a
+    /// correct client does (unless `no_version_header`).
+    negotiated: bool,
+    no_version_header: bool,
     /// The input its frames belong to (another leg of the same traffic is another input).
     input: u32,
 }
@@ -122,6 +126,8 @@ impl Capture {
             target: "/mcp".into(),
             keep_alive: false,
             version: "2025-06-18",
+            negotiated: false,
+            no_version_header: false,
             input: 0,
         }
     }
@@ -214,6 +220,9 @@ impl Capture {
         let mut hs = headers(&[("Content-Type", "application/json"), ("Accept", accept)]);
         if let Some(sid) = &self.sid {
             hs.push(("Mcp-Session-Id".into(), sid.clone()));
+        }
+        if self.negotiated && !self.no_version_header {
+            hs.push(("MCP-Protocol-Version".into(), self.version.into()));
         }
         hs.extend(headers(extra));
         hs
@@ -396,6 +405,7 @@ impl Capture {
     /// client holds the new session ID afterwards.
     fn initialize(&mut self, id: Value, sid: Option<&str>) -> Mark {
         self.sid = None;
+        self.negotiated = false;
         let hs = self.mcp_headers("application/json, text/event-stream", &[]);
         let target = self.target.clone();
         let body = rpc(
@@ -416,6 +426,7 @@ impl Capture {
         self.respond(&mut ex, 200, &rh);
         self.end_with_body(ex, Cut::Complete, &init_result(id, self.version));
         self.sid = sid.map(str::to_string);
+        self.negotiated = true;
         opened
     }
 
@@ -3206,4 +3217,96 @@ fn a_404_to_a_session_nothing_shows_alive_is_no_finding() {
         c.end(ex, Cut::Complete);
     }
     c.finish().absent("session_not_found");
+}
+
+/// A session whose DELETE is answered `deleted`, then a `tools/list` answered `then`; with
+/// `open_get` its standalone GET stream stays open across both (one session record), else the
+/// call continues the record the DELETE ended.
+fn after_delete(deleted: u16, then: u16, open_get: bool) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-S"));
+    let g = open_get.then(|| {
+        let mut g = c.get_request(None, &[]);
+        c.respond(&mut g, 200, &[("Content-Type", "text/event-stream")]);
+        g
+    });
+    let hs = c.mcp_headers("application/json", &[]);
+    let mut ex = c.request("DELETE", "/mcp", hs, "");
+    c.respond(&mut ex, deleted, &[]);
+    c.end(ex, Cut::Complete);
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let mut ex = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut ex, then, &[("Content-Type", "application/json")]);
+    c.end(ex, Cut::Complete);
+    if let Some(g) = g {
+        c.end(g, Cut::ServerClose);
+    }
+    c.finish()
+}
+
+#[test]
+fn a_deleted_session_must_be_answered_404() {
+    let rules = |run: &Run| -> Vec<String> {
+        run.all("status_code_violation")
+            .iter()
+            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for open_get in [true, false] {
+        assert_eq!(
+            rules(&after_delete(200, 200, open_get)),
+            ["deleted_session_not_404"],
+            "{open_get}"
+        );
+        assert!(
+            rules(&after_delete(200, 404, open_get)).is_empty(),
+            "{open_get}"
+        );
+        // A server may refuse the DELETE: the session then goes on.
+        assert!(
+            rules(&after_delete(405, 200, open_get)).is_empty(),
+            "{open_get}"
+        );
+    }
+}
+
+/// A session negotiating `version` whose later requests send `header` as MCP-Protocol-Version
+/// (None: no header).
+fn version_header(version: &'static str, header: Option<&str>) -> Run {
+    let mut c = Capture::new();
+    c.version = version;
+    c.initialize(json!(1), Some("sess-S"));
+    c.no_version_header = true;
+    let extra: Vec<(&str, &str)> = header
+        .map(|h| ("MCP-Protocol-Version", h))
+        .into_iter()
+        .collect();
+    let hs = c.mcp_headers("application/json, text/event-stream", &extra);
+    let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let mut ex = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut ex, 202, &[]);
+    c.end(ex, Cut::Complete);
+    c.finish()
+}
+
+#[test]
+fn the_protocol_version_header_is_required_from_2025_06_18() {
+    let rules = |run: &Run| -> Vec<String> {
+        run.all("revision_violation")
+            .iter()
+            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        rules(&version_header("2025-06-18", None)),
+        ["protocol_version_header_missing"]
+    );
+    assert_eq!(
+        rules(&version_header("2025-11-25", Some("2025-06-18"))),
+        ["protocol_version_header_differs"]
+    );
+    assert!(rules(&version_header("2025-11-25", Some("2025-11-25"))).is_empty());
+    // 2025-03-26 has no such header.
+    assert!(rules(&version_header("2025-03-26", None)).is_empty());
 }

@@ -240,6 +240,8 @@ pub struct Stream {
     pub body_not_decoded: bool,
     /// The source records the response's `Mcp-Session-Id` (an access log may not).
     pub session_header_known: bool,
+    /// The source records the request's `MCP-Protocol-Version` (an access log may not).
+    pub version_header_known: bool,
     /// The source does not record how the response ended (a log that writes `200` for a
     /// stream the client dropped), and its times are exact to this many nanoseconds.
     pub ending_unknown: Option<i64>,
@@ -346,6 +348,7 @@ impl Stream {
             body_unknown: false,
             body_not_decoded: false,
             session_header_known: true,
+            version_header_known: true,
             ending_unknown: None,
             end_time_unknown: false,
             summary: EventSummary::default(),
@@ -492,6 +495,9 @@ pub struct Session {
     pub streams: Vec<Stream>,
     pub fallbacks: Vec<Fallback>,
     pub deleted: Option<Mark>,
+    /// When the record this one continues was deleted (a DELETE answered 2xx): requests naming
+    /// the session since must be answered 404.
+    pub deleted_before: Option<Mark>,
     /// 404 answers to requests carrying the session ID: the server forgot the session.
     pub forgotten: Vec<Mark>,
     pub inputs: Vec<InputId>,

@@ -43,6 +43,9 @@ impl RevisionFrom {
 pub const HTTP_SSE: &str = "2024-11-05";
 pub const STREAMABLE_HTTP: &str = "2025-03-26";
 pub const NO_BATCHING: &str = "2025-06-18";
+/// From it the client names the revision in an `MCP-Protocol-Version` header on every request
+/// after `initialize`.
+pub const VERSION_HEADER: &str = "2025-06-18";
 pub const PRIMING: &str = "2025-11-25";
 pub const STATELESS: &str = "2026-07-28";
 

@@ -134,12 +134,6 @@ impl Builder {
                 let Some(session) = self.open_session(r.exchange) else {
                     return;
                 };
-                // After filing: a DELETE of a session already over ends its continuation.
-                if r.method.eq_ignore_ascii_case("DELETE")
-                    && let Some(s) = self.live_mut(session)
-                {
-                    s.deleted = Some(r.first);
-                }
                 if let Some(lei) = resume {
                     self.claim_unattributed(session, &lei);
                 }
@@ -216,6 +210,14 @@ impl Builder {
                     }
                     if h.status == 404 && sent {
                         s.forgotten.push(h.first);
+                    }
+                    // Deleted once a DELETE is answered 2xx: a server may refuse it (405), and
+                    // the session then goes on.
+                    if let Some(st) = s.streams.get(pos)
+                        && (200..300).contains(&h.status)
+                        && st.method.eq_ignore_ascii_case("DELETE")
+                    {
+                        s.deleted = Some(st.opened);
                     }
                 }
                 self.open_filing(h.exchange, Filing::Session(session, pos));

@@ -42,6 +42,7 @@ impl Builder {
             st.unpack_events();
             if let Some(caps) = self.capabilities.get(&st.input) {
                 st.session_header_known = caps.knows_response_header("mcp-session-id");
+                st.version_header_known = caps.knows_request_header("mcp-protocol-version");
                 st.ending_unknown = (!caps.response_end_known).then_some(caps.time_resolution_ns);
             }
         }
@@ -81,6 +82,7 @@ impl Builder {
                 Identity {
                     transport: s.transport,
                     stateless: s.stateless,
+                    deleted: s.deleted.or(s.deleted_before),
                 },
             );
             cb(s);

@@ -155,6 +155,8 @@ impl NotMcp {
 struct Identity {
     transport: Transport,
     stateless: bool,
+    /// When it was deleted, if it was.
+    deleted: Option<Mark>,
 }
 
 /// Events held per session by default: a session of 100,000 tool calls, each answered on an

@@ -73,6 +73,7 @@ impl Builder {
             event_id_scheme_from: "events",
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
+            deleted_before: None,
             continues: None,
             merged_sources: Vec::new(),
             frame_order: false,
@@ -113,6 +114,10 @@ impl Builder {
             None => self.continuation_of_retired(old, stream),
         };
         let path = self.live(old).map(|o| o.path.clone());
+        let deleted = match self.live(old) {
+            Some(o) => o.deleted.or(o.deleted_before),
+            None => self.retired.get(&old).and_then(|i| i.deleted),
+        };
         if let Some(p) = path.as_deref() {
             opening.path = p;
         }
@@ -127,6 +132,7 @@ impl Builder {
             s.protocol_version = version;
             s.stateless = stateless;
             s.continues = Some(old);
+            s.deleted_before = deleted;
         }
         for v in self
             .by_id
@@ -157,6 +163,7 @@ impl Builder {
         let o = self.retired.get(&old).copied().unwrap_or(Identity {
             transport: Transport::StreamableHttp,
             stateless: stream.session_id_sent.is_none(),
+            deleted: None,
         });
         // A legacy session is continued by a POST to its endpoint, which names it.
         let (id, legacy) = match o.transport {

@@ -51,6 +51,7 @@ pub(super) fn encode(s: &Session) -> Vec<u8> {
     mark(w, s.start);
     mark(w, s.end);
     opt_mark(w, s.deleted);
+    opt_mark(w, s.deleted_before);
     marks(w, &s.forgotten);
     put_u64(w, s.inputs.len() as u64);
     for i in &s.inputs {
@@ -93,6 +94,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
     let start = read_mark(r)?;
     let end = read_mark(r)?;
     let deleted = read_opt_mark(r)?;
+    let deleted_before = read_opt_mark(r)?;
     let forgotten = read_marks(r)?;
     let inputs = (0..r.u64()?)
         .map(|_| r.u64().and_then(|i| u32::try_from(i).ok()))
@@ -130,6 +132,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         streams,
         fallbacks,
         deleted,
+        deleted_before,
         forgotten,
         inputs,
         legacy_endpoint,
@@ -602,6 +605,7 @@ mod tests {
                 frames: vec![at(2), at(3)],
             }],
             deleted: Some(at(8)),
+            deleted_before: Some(at(0)),
             forgotten: vec![at(7)],
             inputs: vec![0, 1],
             legacy_endpoint: Some("/messages?sessionId=s-1".into()),
