@@ -161,8 +161,13 @@ fn assemble(
             .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?,
         idle,
     );
-    let detector_limits = fin.limits();
-    let (findings, sessions, timelines) = fin.finish();
+    let crate::finalize::Finished {
+        findings,
+        sessions,
+        timelines,
+        limits: detector_limits,
+        clock_offsets,
+    } = fin.finish();
     if let Some(e) = &sessions.error {
         anyhow::bail!("{e}");
     }
@@ -205,6 +210,7 @@ fn assemble(
         gap_bytes: tcp.gap_bytes,
         snaplen_bytes: tcp.snaplen_bytes,
         limits,
+        clock_offsets,
         tool: report::Tool {
             name: env!("CARGO_PKG_NAME"),
             version: env!("CARGO_PKG_VERSION"),

@@ -163,6 +163,11 @@ impl Finalizer {
     /// The final order of findings (finding references in timelines follow it), the rendered
     /// sessions and the timelines.
     /// What a cap of the detector stage left out, for the report's limits.
+    /// The clock offsets between inputs that the hop comparisons bounded.
+    pub fn clock_offsets(&self) -> Vec<mcpf_detect::ClockOffset> {
+        self.detector.clock_offsets()
+    }
+
     pub fn limits(&self) -> Vec<String> {
         let mut out = self.detector.limits();
         if self.released_early > 0 {
@@ -174,7 +179,10 @@ impl Finalizer {
         out
     }
 
-    pub fn finish(mut self) -> (Vec<Finding>, SessionWriter, Vec<Vec<Entry>>) {
+    /// Releases what is still held, then hands over everything: the findings in order, the
+    /// session records, the timelines, and (known only now) the limits reached and the clock
+    /// offsets between inputs.
+    pub fn finish(mut self) -> Finished {
         // Observations whose others never ended (none should be left: every session is
         // finalized at the end of the input).
         let mut left: Vec<Box<Session>> = std::mem::take(&mut self.held)
@@ -185,6 +193,8 @@ impl Finalizer {
         for s in left {
             self.release(vec![s]);
         }
+        let limits = self.limits();
+        let clock_offsets = self.clock_offsets();
         let (findings, position) = self.detector.finish();
         self.writer.finish();
         let sessions = self.writer.session_slots();
@@ -199,8 +209,23 @@ impl Finalizer {
                 *slot = entries;
             }
         }
-        (findings, self.writer, timelines)
+        Finished {
+            findings,
+            sessions: self.writer,
+            timelines,
+            limits,
+            clock_offsets,
+        }
     }
+}
+
+/// What the detector stage hands over at the end.
+pub struct Finished {
+    pub findings: Vec<Finding>,
+    pub sessions: SessionWriter,
+    pub timelines: Vec<Vec<Entry>>,
+    pub limits: Vec<String>,
+    pub clock_offsets: Vec<mcpf_detect::ClockOffset>,
 }
 
 /// Events a session holds.

@@ -1037,6 +1037,25 @@ fn the_clock_offset_between_two_hosts_is_measured() {
     assert!((offset - 3600.0).abs() < 1e-3, "{clock}");
     assert!(clock["min"].as_f64().unwrap() <= 3600.0 + 1e-3);
     assert_eq!(lost[0]["evidence"]["events"], 17);
+    // The report says it once for the pair of inputs, whatever was found.
+    let summary = &report["summary"]["clock_offsets"];
+    assert_eq!(summary.as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(
+        (&summary[0]["far_input"], &summary[0]["near_input"]),
+        (&Value::from(1), &Value::from(0))
+    );
+    let e = summary[0]["estimate"].as_f64().unwrap();
+    assert!((e - 3600.0).abs() < 1e-3, "{summary}");
+    let healthy = analyze(&[
+        "samples/python-sdk-resume-many.pcap",
+        "samples/python-sdk-resume-many-server-leg.pcap",
+    ]);
+    let c = &healthy["summary"]["clock_offsets"][0];
+    assert_eq!(c["from_sessions"], 24, "{c}");
+    assert!(
+        c["estimate"].as_f64().unwrap().abs() < 1e-3,
+        "one host: {c}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

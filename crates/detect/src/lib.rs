@@ -9,6 +9,7 @@
 //! skips the events that held the answer the client then waits for forever.
 
 mod capture_gap;
+mod clocks;
 mod cross_namespace_replay;
 mod cross_replica_resume;
 mod cross_session_replay;
@@ -39,6 +40,7 @@ mod finding;
 mod index;
 mod kind;
 
+pub use clocks::ClockOffset;
 pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
 pub use kind::{FindingKind, KindInfo};
 
@@ -52,6 +54,8 @@ use mcpf_model::Mark;
 #[derive(Debug, Default)]
 pub struct Detector {
     findings: Findings,
+    /// The clock offsets between inputs the hop comparisons bounded.
+    clocks: clocks::Clocks,
     /// The inputs' names, by input index; with one input there is no other hop to compare.
     inputs: Vec<String>,
     /// Observations of sessions already reported, by session ID, for an observation of the
@@ -166,6 +170,7 @@ impl Detector {
                     a,
                     b,
                     &self.inputs,
+                    &mut self.clocks,
                     &mut self.findings,
                 ));
             }
@@ -180,6 +185,7 @@ impl Detector {
                         a,
                         b,
                         &self.inputs,
+                        &mut self.clocks,
                         &mut self.findings,
                     ));
                 }
@@ -215,6 +221,12 @@ impl Detector {
             })
             .into_iter()
             .collect()
+    }
+
+    /// Each pair of inputs whose clocks the hop comparisons related: the far input's clock minus
+    /// the near one's, bounded over every session the two share.
+    pub fn clock_offsets(&self) -> Vec<ClockOffset> {
+        self.clocks.list()
     }
 
     /// Every finding so far, by handle.

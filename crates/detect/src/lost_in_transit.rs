@@ -359,6 +359,7 @@ pub(crate) fn detect(
     a: Side<'_>,
     b: Side<'_>,
     inputs: &[String],
+    clocks: &mut super::clocks::Clocks,
     f: &mut Findings,
 ) -> Vec<(SessionIdx, usize)> {
     let ((oa, sa), (ob, sb)) = (a, b);
@@ -391,6 +392,13 @@ pub(crate) fn detect(
         inputs,
         clock: offset(&pairs),
     };
+    clocks.add(
+        far.input,
+        near.input,
+        hop.clock.low,
+        hop.clock.high,
+        hop.clock.exchanges,
+    );
     let mut added = super::stream_stalled::detect(&pairs, &hop, near_s, far_s, f);
     if by_loss.is_none() {
         return added;

@@ -261,6 +261,9 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
     for l in &rep.limits {
         writeln!(out, "  note: {}", terminal(l))?;
     }
+    for c in &rep.clock_offsets {
+        writeln!(out, "  clock: {}", terminal(&clock_line(rep, c)))?;
+    }
     if rep.mcp.unattributed > 0 {
         writeln!(
             out,
@@ -589,4 +592,31 @@ fn write_exit_line(
             )
         }
     )
+}
+
+/// `samples/b.pcap runs 0.000037 s ahead of samples/a.pcap (between …, from 18 exchanges of 1
+/// session)`: how the hop comparison related two inputs' clocks.
+fn clock_line(rep: &Report, c: &mcpf_detect::ClockOffset) -> String {
+    let name = |i: u32| {
+        rep.inputs
+            .get(i as usize)
+            .map_or_else(|| format!("input {i}"), |x| x.path.clone())
+    };
+    let (far, near) = (name(c.far_input), name(c.near_input));
+    let bound = |x: Option<f64>| x.map_or("?".to_string(), |v| format!("{v:+.6} s"));
+    let between = format!("between {} and {}", bound(c.min), bound(c.max));
+    let of = format!(
+        "from {} exchanges of {} session{}",
+        c.from_exchanges,
+        c.from_sessions,
+        if c.from_sessions == 1 { "" } else { "s" }
+    );
+    match c.estimate {
+        Some(e) => {
+            format!("{far} (nearer the server) reads {e:+.6} s against {near} ({between}, {of})")
+        }
+        None => format!(
+            "{far} (nearer the server) against {near}: no single offset fits ({between}, {of}): the clocks drifted, or the legs are not of one path"
+        ),
+    }
 }

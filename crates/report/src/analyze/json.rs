@@ -414,6 +414,7 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.len(),
         "limits": rep.limits,
+        "clock_offsets": rep.clock_offsets,
         "by_input": by_input.iter().map(input).collect::<Vec<_>>(),
         "by_server": by_server.iter().map(server).collect::<Vec<_>>(),
     })

@@ -95,6 +95,8 @@ pub struct Report {
     pub connections_with_gaps: u64,
     /// Notes about what an input format could not support.
     pub limits: Vec<String>,
+    /// Between inputs whose sessions were compared hop by hop: the far clock minus the near.
+    pub clock_offsets: Vec<mcpf_detect::ClockOffset>,
     /// The program that wrote the report.
     pub tool: Tool,
 }
