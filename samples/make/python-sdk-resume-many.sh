@@ -7,14 +7,19 @@
 # events and some POST streams after 2 -> the official Python SDK server (MCPServer) with one event
 # store per session. The SDK client resumes every cut stream by itself with GET + Last-Event-ID.
 #
+# make/python-sdk-shared-store.sh runs this script as a variant (MCPF_VARIANT=shared-store: 6
+# sessions, one event store for all of them, its own name, ports and truth).
+#
 # Needs root (tcpdump on lo, apt-get). Uses TCP ports 18201 and 18202 only.
 # Scratch: ${MCPF_SCRATCH:-/tmp/mcpf-scratch}. Takes about 20 s (plus installs on a fresh machine).
 source "$(dirname "$0")/_common.sh"
-NAME=python-sdk-resume-many
-H="$MAKE_DIR/$NAME"
-RPORT=18201
-SPORT=18202
-N=24
+H="$MAKE_DIR/python-sdk-resume-many"
+case "${MCPF_VARIANT:-}" in
+  "") NAME=python-sdk-resume-many; RPORT=18201; SPORT=18202; N=24; STORE=(); TRUTH="$H/truth.py" ;;
+  shared-store) NAME=python-sdk-shared-store; RPORT=18211; SPORT=18212; N=6; STORE=(shared-store)
+                TRUTH="$MAKE_DIR/$NAME/truth.py" ;;
+  *) log "unknown MCPF_VARIANT ${MCPF_VARIANT}"; exit 2 ;;
+esac
 STAGGER=0.1
 need_capture_tools
 require_free_port "$RPORT" "$SPORT"
@@ -36,7 +41,7 @@ print(json.dumps({"get": {"clients": [ua(i) for i in range(n) if i % 3 != 2], "c
                   "hold_ms": 150}, indent=1))
 EOF
 
-(cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$SPORT" "$WORK/server.jsonl") >"$WORK/server.log" 2>&1 &
+(cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$SPORT" "$WORK/server.jsonl" "${STORE[@]}") >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
 /usr/bin/python3 "$H/relay.py" "$RPORT" "$SPORT" "$WORK/rules.json" "$WORK/relay.jsonl" >"$WORK/relay.log" 2>&1 &
 RELAY_PID=$!; _MCPF_PIDS+=("$RELAY_PID")
@@ -50,6 +55,6 @@ log "running $N Python SDK client sessions through the relay"
   log "clients failed"; tail -20 "$WORK/clients.log" >&2; exit 1; }
 sleep 1; kill -INT "$C1" "$C2"; wait "$C1" "$C2" || true
 stop_pid "$RELAY_PID"; stop_pid "$SERVER_PID"
-/usr/bin/python3 "$H/truth.py" "$WORK" "$SAMPLES_DIR/$NAME.truth.json" "$RPORT" "$SPORT"
+/usr/bin/python3 "$TRUTH" "$WORK" "$SAMPLES_DIR/$NAME.truth.json" "$RPORT" "$SPORT"
 tshark_counts "$PCAP" "$RPORT"
 tshark_counts "$LEG" "$SPORT"

@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, event_ref};
-use mcpf_mcp::model::{ForeignEvent, Session, Stream};
+use mcpf_mcp::model::{ForeignEvent, Session, Stream, short_id as short};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CrossSessionReplay,
@@ -122,21 +122,4 @@ fn finding(
         caused_by: Vec::new(),
         subject: Subject::Resume(st.idx),
     }
-}
-
-/// A session ID as the report's tables shorten it.
-fn short(id: &str) -> String {
-    if id.chars().count() <= 12 {
-        return id.to_string();
-    }
-    let head: String = id.chars().take(4).collect();
-    let tail: String = id
-        .chars()
-        .rev()
-        .take(4)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("{head}…{tail}")
 }

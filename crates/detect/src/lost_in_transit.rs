@@ -291,6 +291,20 @@ fn first_nearer_server(matched: &[(&Observed, &Observed)]) -> Option<bool> {
     }
 }
 
+/// The matched streams as pairs, the first of each nearer the server when `a_far`.
+fn oriented<'a>(matched: &[(&'a Observed, &'a Observed)], a_far: bool) -> Vec<Pair<'a>> {
+    matched
+        .iter()
+        .map(|&(x, y)| {
+            if a_far {
+                Pair { near: y, far: x }
+            } else {
+                Pair { near: x, far: y }
+            }
+        })
+        .collect()
+}
+
 /// Whether the first of each pair is nearer the server, by causality alone: a request reaches
 /// the leg nearer the server after the other, a response byte the leg nearer the client after
 /// the other. Taken the right way round the bounds these put on the clock offset meet whatever
@@ -298,17 +312,7 @@ fn first_nearer_server(matched: &[(&Observed, &Observed)]) -> Option<bool> {
 /// fit (too few exchanges with responses to tell).
 fn nearer_server_by_causality(matched: &[(&Observed, &Observed)]) -> Option<bool> {
     let fits = |a_far: bool| {
-        let pairs: Vec<Pair<'_>> = matched
-            .iter()
-            .map(|&(x, y)| {
-                if a_far {
-                    Pair { near: y, far: x }
-                } else {
-                    Pair { near: x, far: y }
-                }
-            })
-            .collect();
-        let o = offset(&pairs);
+        let o = offset(&oriented(matched, a_far));
         o.low.is_finite() && o.high.is_finite() && o.low <= o.high
     };
     match (fits(true), fits(false)) {
@@ -376,16 +380,7 @@ pub(crate) fn detect(
     } else {
         ((oa, sa), (ob, sb))
     };
-    let pairs: Vec<Pair<'_>> = matched
-        .iter()
-        .map(|&(x, y)| {
-            if a_far {
-                Pair { near: y, far: x }
-            } else {
-                Pair { near: x, far: y }
-            }
-        })
-        .collect();
+    let pairs = oriented(&matched, a_far);
     let hop = Hop {
         near,
         far,

@@ -288,6 +288,17 @@ pub struct Counts {
     pub notifications: usize,
 }
 
+/// A long ID as the reports shorten it, `2665…92a9`: its first and last four characters (IDs of
+/// 14 characters or fewer whole).
+pub fn short_id(id: &str) -> String {
+    if id.chars().count() <= 14 {
+        return id.to_string();
+    }
+    let head: String = id.chars().take(4).collect();
+    let tail: Vec<char> = id.chars().rev().take(4).collect();
+    format!("{head}…{}", tail.into_iter().rev().collect::<String>())
+}
+
 /// `S1`, `S2`, ...: how reports name session `idx`.
 pub fn session_label(idx: SessionIdx) -> String {
     format!("S{}", idx + 1)

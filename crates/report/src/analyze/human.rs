@@ -6,6 +6,7 @@
 use std::io::{self, Write};
 
 use mcpf_detect::{Severity, finding_id};
+use mcpf_mcp::model::short_id;
 use mcpf_model::{Mark, endpoint};
 
 use super::{Report, Selection, SessionHeader};
@@ -43,22 +44,6 @@ impl Style {
             text.to_string()
         }
     }
-}
-
-fn short_id(id: &str) -> String {
-    if id.chars().count() <= 14 {
-        return id.to_string();
-    }
-    let head: String = id.chars().take(4).collect();
-    let tail: String = id
-        .chars()
-        .rev()
-        .take(4)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("{head}…{tail}")
 }
 
 fn frames_text(frames: &[Mark]) -> String {
