@@ -34,11 +34,12 @@ pub enum FindingKind {
     CrossSessionReplay,
     SessionNotFound,
     StreamStalled,
+    ResyncWithoutReconciliation,
 }
 
 impl FindingKind {
     /// Every kind, in the order the detectors run.
-    pub const ALL: [FindingKind; 24] = [
+    pub const ALL: [FindingKind; 25] = [
         FindingKind::CaptureGap,
         FindingKind::SseFallback,
         FindingKind::UnsafeResumptionAfterFallback,
@@ -63,6 +64,7 @@ impl FindingKind {
         FindingKind::CrossSessionReplay,
         FindingKind::SessionNotFound,
         FindingKind::StreamStalled,
+        FindingKind::ResyncWithoutReconciliation,
     ];
 
     /// What the kind means, from the file of its detector.
@@ -93,6 +95,7 @@ impl FindingKind {
             FindingKind::CrossSessionReplay => &cross_session_replay::INFO,
             FindingKind::SessionNotFound => &session_not_found::INFO,
             FindingKind::StreamStalled => &stream_stalled::INFO,
+            FindingKind::ResyncWithoutReconciliation => &resync_without_reconciliation::INFO,
         }
     }
 
@@ -123,6 +126,7 @@ impl FindingKind {
             FindingKind::CrossSessionReplay => "cross_session_replay",
             FindingKind::SessionNotFound => "session_not_found",
             FindingKind::StreamStalled => "stream_stalled",
+            FindingKind::ResyncWithoutReconciliation => "resync_without_reconciliation",
         }
     }
 

@@ -22,6 +22,7 @@ mod pending_at_capture_end;
 mod request_id_reused;
 mod response_on_standalone_stream;
 mod resume_gap;
+mod resync_without_reconciliation;
 mod retry_not_honoured;
 mod retry_without_idempotency_key;
 mod revision_violation;
@@ -272,6 +273,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     }
     retry_without_idempotency_key::detect(s, &ix, f);
     revision_violation::detect(s, f);
+    resync_without_reconciliation::detect(s, f);
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.

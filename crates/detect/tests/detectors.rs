@@ -3310,3 +3310,87 @@ fn the_protocol_version_header_is_required_from_2025_06_18() {
     // 2025-03-26 has no such header.
     assert!(rules(&version_header("2025-03-26", None)).is_empty());
 }
+
+/// Session A falls back (tools/call 3, `beta`, abandoned), resumes with integer IDs (unsafe) and
+/// never gets 3 answered; then a new session B is initialized, on the connection of A's resume
+/// when `same_conn`, and calls `resend` (a tool name) or nothing.
+fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<&str>) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let s4 = c.post_request(
+        json!(3),
+        "tools/call",
+        call("beta", json!({}), Some("tok-3")),
+    );
+    c.wait(3.0);
+    c.end(s4, Cut::ClientRst);
+    let sse = [
+        ("Content-Type", "text/event-stream"),
+        ("Mcp-Session-Id", "sess-A"),
+    ];
+    let mut s5 = c.get_request(None, &[]);
+    c.respond(&mut s5, 200, &sse);
+    c.events(
+        &mut s5,
+        &[("1", progress("tok-3", 1)), ("2", progress("tok-3", 2))],
+    );
+    c.end(s5, Cut::ServerClose);
+    c.keep_alive = same_conn;
+    let mut s6 = c.get_request(Some("2"), &[]);
+    c.respond(&mut s6, 200, &sse);
+    c.events(&mut s6, &[("3", progress("tok-3", 3))]);
+    let kept = s6.clone();
+    c.end(s6, Cut::Complete);
+    c.keep_alive = false;
+    c.wait(1.0);
+    c.sid = None;
+    c.negotiated = false;
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+    );
+    let mut init = if same_conn {
+        c.request_after(&kept, "POST", "/mcp", hs, &body)
+    } else {
+        c.request("POST", "/mcp", hs, &body)
+    };
+    c.respond(
+        &mut init,
+        200,
+        &[
+            ("Content-Type", "application/json"),
+            ("Mcp-Session-Id", "sess-B"),
+        ],
+    );
+    c.end_with_body(init, Cut::Complete, &init_result(json!(1), "2025-06-18"));
+    c.sid = Some("sess-B".into());
+    c.negotiated = true;
+    c.initialized();
+    if let Some(tool) = resend {
+        let mut p = c.post(json!(2), "tools/call", call(tool, json!({}), None));
+        c.events(&mut p, &[("b-1", result(json!(2), "done"))]);
+        c.end(p, Cut::Complete);
+    }
+    c.finish()
+}
+
+#[test]
+fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconciliation() {
+    let run = reinitialized_after_unsafe_resume(true, None);
+    run.one("unsafe_resumption_after_fallback");
+    let f = run.one("resync_without_reconciliation");
+    assert_eq!(f.severity, Severity::Medium);
+    assert_eq!(f.evidence["request_id"], 3);
+    assert_eq!(f.evidence["tool"], "beta");
+    assert_eq!(f.evidence["session"], "sess-A");
+    assert_eq!(f.labels.session_id.as_deref(), Some("sess-B"));
+    // Another tool is no reconciliation of beta.
+    reinitialized_after_unsafe_resume(true, Some("alpha")).one("resync_without_reconciliation");
+    // Re-sent: reconciled.
+    reinitialized_after_unsafe_resume(true, Some("beta")).absent("resync_without_reconciliation");
+    // On another connection nothing ties B to A's client.
+    reinitialized_after_unsafe_resume(false, None).absent("resync_without_reconciliation");
+}

@@ -257,6 +257,14 @@ pub struct Stream {
     pub foreign_events: Vec<ForeignEvent>,
 }
 
+/// A client's new session, on the connection of its last: which, and when it initialized.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reinitialized {
+    pub session: SessionIdx,
+    pub session_id: String,
+    pub at: Mark,
+}
+
 /// An event a resume was replayed whose ID (one no counter mints) another session's stream
 /// carried first: the same event when the bytes are the same too.
 #[derive(Clone, Debug, PartialEq)]
@@ -526,6 +534,9 @@ pub struct Session {
     /// The record this one continues: the same session named again after it ended (DELETE or
     /// 404) and was handed on. One session, two records: counted once.
     pub continues: Option<SessionIdx>,
+    /// The session its client left for this one: its `initialize` came on a TCP connection that
+    /// had carried that session's exchanges and no other's.
+    pub reinitialized_from: Option<Reinitialized>,
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.
     pub finalized: bool,

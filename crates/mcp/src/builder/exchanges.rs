@@ -244,10 +244,33 @@ impl Builder {
         }
         match received {
             Some(id) => {
+                let left = self.left_for_new(stream.exchange.conn);
+                let at = stream.opened;
                 let session = self.session_for_id(&stream, id);
                 self.file_open(session, stream);
+                self.note_reinitialized(left, session, at);
             }
             None => self.file_sessionless_open(stream),
+        }
+    }
+
+    /// A session initialized on the connection of `left`, another session: its client's last.
+    fn note_reinitialized(&mut self, left: Option<SessionIdx>, session: SessionIdx, at: Mark) {
+        let Some(old) = left.filter(|&o| o != session) else {
+            return;
+        };
+        let Some(old_id) = self.live(old).and_then(|o| o.session_id.clone()) else {
+            return;
+        };
+        if let Some(s) = self.live_mut(session)
+            && s.session_id.as_deref() != Some(old_id.as_str())
+            && s.reinitialized_from.is_none()
+        {
+            s.reinitialized_from = Some(model::Reinitialized {
+                session: old,
+                session_id: old_id,
+                at,
+            });
         }
     }
 

@@ -191,6 +191,9 @@ pub struct Builder {
     /// The session a connection's exchanges were last filed under by evidence (the ID they
     /// named, the endpoint they posted to): where an orphan of that connection belongs.
     by_conn: HashMap<ConnId, SessionIdx>,
+    /// Open connections that carried exchanges of more than one session: what comes on them
+    /// next says nothing of which client it is (a pooled connection serves many).
+    conn_shared: rustc_hash::FxHashSet<ConnId>,
     open: HashMap<ExchangeId, Filing>,
     /// Open orphans by connection, filed when their connection ends.
     orphans: HashMap<ConnId, Vec<ExchangeId>>,
@@ -416,6 +419,7 @@ impl Builder {
         }
         self.sessionless.remove(&conn);
         self.by_conn.remove(&conn);
+        self.conn_shared.remove(&conn);
     }
 }
 

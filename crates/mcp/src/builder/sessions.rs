@@ -73,6 +73,7 @@ impl Builder {
             event_id_scheme_from: "events",
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
+            reinitialized_from: None,
             deleted_before: None,
             continues: None,
             merged_sources: Vec::new(),
@@ -237,15 +238,34 @@ impl Builder {
     pub(super) fn file_open(&mut self, session: SessionIdx, stream: Stream) {
         let (id, conn) = (stream.exchange, stream.exchange.conn);
         let (session, pos) = self.attach(session, stream);
-        self.by_conn.insert(conn, session);
+        self.carries(conn, session);
         self.open_filing(id, Filing::Session(session, pos));
+    }
+
+    /// The connection now carries `session` (and, if it carried another before, is shared).
+    fn carries(&mut self, conn: ConnId, session: SessionIdx) {
+        if let Some(before) = self.by_conn.insert(conn, session)
+            && before != session
+            && self.live(before).map(|s| &s.session_id) != self.live(session).map(|s| &s.session_id)
+        {
+            self.conn_shared.insert(conn);
+        }
+    }
+
+    /// The session whose exchanges alone a connection carried, when an `initialize` for a new
+    /// session comes on it: the client left that session for the new one.
+    pub(super) fn left_for_new(&self, conn: ConnId) -> Option<SessionIdx> {
+        self.by_conn
+            .get(&conn)
+            .copied()
+            .filter(|_| !self.conn_shared.contains(&conn))
     }
 
     /// Files a stream whose exchange has ended.
     pub(super) fn file_ended(&mut self, session: SessionIdx, stream: Stream) {
         let conn = stream.exchange.conn;
         let (session, _) = self.attach(session, stream);
-        self.by_conn.insert(conn, session);
+        self.carries(conn, session);
     }
 
     /// Files an orphan whose connection ended: under the session its response names, else the
@@ -317,7 +337,7 @@ impl Builder {
         let opened = stream.opened;
         let id = stream.exchange;
         let (session, pos) = self.attach(session, stream);
-        self.by_conn.insert(conn, session);
+        self.carries(conn, session);
         self.open_filing(id, Filing::Session(session, pos));
         if let Some(rejected) = self.rejected.remove(&conn) {
             self.fallback_at_connect(session, rejected, pos, opened);

@@ -59,6 +59,15 @@ pub(super) fn encode(s: &Session) -> Vec<u8> {
     }
     put_u64(w, u64::from(s.open));
     put_u64(w, s.continues.map_or(0, |c| c as u64 + 1));
+    match &s.reinitialized_from {
+        Some(r) => {
+            w.push(1);
+            put_u64(w, r.session as u64);
+            put_str(w, &r.session_id);
+            mark(w, r.at);
+        }
+        None => w.push(0),
+    }
     put_u64(w, s.fallbacks.len() as u64);
     for f in &s.fallbacks {
         fallback(w, f);
@@ -101,6 +110,15 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         .collect::<Option<Vec<_>>>()?;
     let open = u32::try_from(r.u64()?).ok()?;
     let continues = r.u64()?.checked_sub(1).map(|c| c as usize);
+    let reinitialized_from = match r.byte()? {
+        0 => None,
+        1 => Some(model::Reinitialized {
+            session: usize::try_from(r.u64()?).ok()?,
+            session_id: r.str()?.to_string(),
+            at: read_mark(r)?,
+        }),
+        _ => return None,
+    };
     let fallbacks = (0..r.u64()?)
         .map(|_| read_fallback(r))
         .collect::<Option<Vec<_>>>()?;
@@ -133,6 +151,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         fallbacks,
         deleted,
         deleted_before,
+        reinitialized_from,
         forgotten,
         inputs,
         legacy_endpoint,
@@ -615,6 +634,11 @@ mod tests {
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
             continues: Some(2),
+            reinitialized_from: Some(model::Reinitialized {
+                session: 1,
+                session_id: "s-0".into(),
+                at: at(1),
+            }),
             counts: model::Counts::default(),
             finalized: false,
             merged_sources: Vec::new(),
