@@ -20,6 +20,7 @@ pub struct ClockOffset {
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub from_exchanges: usize,
+    /// The comparisons of two observations of one session that bounded it.
     pub from_sessions: usize,
 }
 
@@ -43,6 +44,9 @@ impl Clocks {
         high: f64,
         exchanges: usize,
     ) {
+        if !low.is_finite() && !high.is_finite() {
+            return;
+        }
         let b = self.0.entry((far, near)).or_insert(Bounds {
             low: f64::NEG_INFINITY,
             high: f64::INFINITY,

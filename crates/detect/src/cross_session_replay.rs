@@ -1,7 +1,7 @@
 //! `cross_session_replay`: a resume in one session was replayed events another session had been
-//! sent. The proof is the event itself: an ID no counter mints (a uuid, the TypeScript SDK's
-//! `<stream>_<ms>_<random>`) that a stream of the other session carried first, with the same
-//! data bytes. An event store keyed by stream without the session does this: the official
+//! sent. The proof is the event itself: an ID random by construction (a uuid, the TypeScript
+//! SDK's `<stream>_<ms>_<random>`) that a stream of the other session carried first, fresh, in
+//! the same input (and no third session fresh), with the same data bytes. An event store keyed by stream without the session does this: the official
 //! Python SDK's session manager hands one store to every session and names every standalone
 //! stream `_GET_stream`, and a POST stream by its request ID, which every session reuses.
 //! One finding per resume, naming every session whose events it got; a duplicate response it
@@ -16,7 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CrossSessionReplay,
     severity: Severity::Critical,
     when: "a resume in one session receives events minted in another session",
-    meaning: "The server's event store answered a Last-Event-ID with events another session had been sent: the same event IDs (ones no counter mints) with the same bytes. Its streams are keyed without the session, so streams of the same name in different sessions are one stream to it.",
+    meaning: "The server's event store answered a Last-Event-ID with events another session had been sent: the same event IDs (random by construction) with the same bytes. Its streams are keyed without the session, so streams of the same name in different sessions are one stream to it.",
     why: "One client's notifications, progress and results are delivered to another: a data leak across sessions (and tenants), and a client that takes a replayed response for its own request gets another session's result.",
     fix: "Server: key the event store by session as well as stream, or give each session its own store (the official Python SDK's session manager hands one store to every session; wrap it per session), and drop a session's events when it ends.",
     evidence: &[
@@ -67,12 +67,15 @@ fn finding(
     events: &[(usize, &ForeignEvent)],
 ) -> New {
     let first = events[0];
+    // The minting sessions in the order their events came, with how many each.
     let mut minters: Vec<(&str, usize)> = Vec::new();
+    let mut at: mcpf_model::WireMap<&str, usize> = mcpf_model::WireMap::default();
     for (_, x) in events {
-        match minters.iter_mut().find(|(m, _)| *m == x.minted_in_session) {
-            Some((_, n)) => *n += 1,
-            None => minters.push((&x.minted_in_session, 1)),
-        }
+        let i = *at.entry(&x.minted_in_session).or_insert_with(|| {
+            minters.push((&x.minted_in_session, 0));
+            minters.len() - 1
+        });
+        minters[i].1 += 1;
     }
     let listed: Vec<_> = events
         .iter()

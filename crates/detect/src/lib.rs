@@ -106,13 +106,18 @@ impl Detector {
             .map(|s| {
                 let first = self.findings.list.len();
                 run_detectors(s, &mut self.findings);
-                // Whether the session was alive may show in another observation (a replica).
-                session_not_found::detect(s, sessions, &mut self.findings);
                 let own = first..self.findings.list.len();
                 let v = verdict::resumption(s, &self.findings.list[own.clone()]);
                 (v, own.collect())
             })
             .collect();
+        // Whether the session was alive may show in another observation (a replica): searched
+        // once for the group.
+        for (session, h) in session_not_found::detect_group(sessions, &mut self.findings) {
+            if let Some(at) = sessions.iter().position(|s| s.idx == session) {
+                out[at].1.push(h);
+            }
+        }
         // Replicas of one session seen as servers of their own (the server legs of a balancer).
         if sessions.len() > 1 {
             let first = self.findings.list.len();

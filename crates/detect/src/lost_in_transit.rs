@@ -71,6 +71,9 @@ pub(crate) struct Seen {
     pub(crate) id: Option<Box<str>>,
     data: Box<[u8]>,
     pub(crate) mark: Mark,
+    /// Its time is the input's estimate (a HAR spreads a body's events over its timings): no
+    /// clock bound or delay rests on it.
+    pub(crate) estimated: bool,
 }
 
 /// What a request carried, so the same exchange is found in another observation: the JSON-RPC
@@ -151,6 +154,7 @@ impl Observation {
                 id: ev.id.clone(),
                 data: data.into_boxed_slice(),
                 mark: ev.mark,
+                estimated: ev.estimated_time,
             });
         }
         out
@@ -339,7 +343,10 @@ fn offset(pairs: &[Pair<'_>]) -> Offset {
         }
         let matched = matching(p.far, p.near);
         for (i, j) in matched.iter().enumerate() {
-            if let Some(j) = j {
+            if let Some(j) = j
+                && !p.far.events[i].estimated
+                && !p.near.events[*j].estimated
+            {
                 let d = p.far.events[i]
                     .mark
                     .time
@@ -584,6 +591,7 @@ mod tests {
                     id: Some((*id).into()),
                     data: data.as_bytes().into(),
                     mark: at(input, *ms),
+                    estimated: false,
                 })
                 .collect(),
         }

@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::model::{Session, Stream, session_label};
+use mcpf_mcp::model::{Session, SessionIdx, Stream, session_label};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -27,35 +27,50 @@ pub(crate) const INFO: KindInfo = KindInfo {
 /// Rejected requests listed in the evidence; `rejected` counts them all.
 const LISTED: usize = 20;
 
-/// Runs on `s`, one observation of its session ID, with every observation at hand (`s`
-/// included): the evidence that the session was alive may be in another (another replica).
-pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
-    let Some(sid) = s.session_id.as_deref() else {
-        return;
-    };
-    let same_clock: Vec<&Session> = group
-        .iter()
-        .copied()
-        .filter(|o| o.session_id.as_deref() == Some(sid) && o.inputs == s.inputs)
-        .collect();
-    // Every observation's rejected requests; the finding goes to the one that holds the first.
-    let mut rejected: Vec<(&Session, &Stream, Mark, &Session, &Stream)> = same_clock
+/// Runs once on every observation of one session ID at hand (a lone session is a group of one):
+/// the observations of one input (one clock) are searched together, since the evidence that
+/// the session was alive may be in another (another replica). Returns the findings' handles
+/// with their sessions.
+pub(crate) fn detect_group(group: &[&Session], f: &mut Findings) -> Vec<(SessionIdx, usize)> {
+    let mut done: Vec<(&str, &[mcpf_model::InputId])> = Vec::new();
+    let mut added = Vec::new();
+    for s in group {
+        let Some(sid) = s.session_id.as_deref() else {
+            continue;
+        };
+        if done.contains(&(sid, s.inputs.as_slice())) {
+            continue;
+        }
+        done.push((sid, s.inputs.as_slice()));
+        let same_clock: Vec<&Session> = group
+            .iter()
+            .copied()
+            .filter(|o| o.session_id.as_deref() == Some(sid) && o.inputs == s.inputs)
+            .collect();
+        if let Some(h) = detect_one(&same_clock, sid, f) {
+            added.push(h);
+        }
+    }
+    added
+}
+
+/// The observations of one session ID on one clock: one finding, on the one holding the first
+/// 404 the session outlived.
+fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionIdx, usize)> {
+    let alive = Alive::of(obs, sid);
+    let mut rejected: Vec<(&Session, &Stream, Mark, &Session, &Stream)> = obs
         .iter()
         .flat_map(|o| o.streams.iter().map(move |st| (*o, st)))
         .filter(|(_, st)| st.status == Some(404) && st.session_id_sent.as_deref() == Some(sid))
         .filter_map(|(o, st)| {
             let at = st.response_mark.unwrap_or(st.opened);
-            let (p, proof) = alive_at(&same_clock, sid, st.opened, at)?;
+            let (p, proof) = alive.at(st.opened, at)?;
             Some((o, st, at, p, proof))
         })
         .collect();
     rejected.sort_by_key(|r| (r.2.time, r.0.idx, r.1.idx));
-    let Some(&(holder, first, at, o, proof)) = rejected.first() else {
-        return;
-    };
-    if holder.idx != s.idx {
-        return;
-    }
+    let &(holder, first, at, o, proof) = rejected.first()?;
+    let s = holder;
     let listed: Vec<Value> = rejected
         .iter()
         .take(LISTED)
@@ -65,8 +80,8 @@ pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
             v
         })
         .collect();
-    let serving: Vec<String> = served(&same_clock, sid);
-    f.add(
+    let serving: Vec<String> = served(obs, sid);
+    let h = f.add(
         s,
         New {
             kind: FindingKind::SessionNotFound,
@@ -92,7 +107,7 @@ pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
                 },
                 proof.status.unwrap_or(0),
                 proof.opened.time.clock_millis(),
-                reaction_note(s, &same_clock, sid, first),
+                reaction_note(s, obs, sid, first),
             ),
             evidence: json!({
                 "request": request(first),
@@ -111,7 +126,7 @@ pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
                     "frame": proof.opened.frame.frame,
                     "input": proof.opened.frame.input,
                 },
-                "client_reaction": reaction(s, &same_clock, sid, first),
+                "client_reaction": reaction(s, obs, sid, first),
                 "rejected": rejected.len(),
                 "listed": listed,
             }),
@@ -119,36 +134,102 @@ pub(crate) fn detect(s: &Session, group: &[&Session], f: &mut Findings) {
             subject: Subject::Stream(first.idx),
         },
     );
+    Some((s.idx, h))
 }
 
-/// An exchange that shows the session alive when a request sent at `sent` was answered at `at`:
-/// one naming it, sent after and answered 2xx, or an event stream of it answered 2xx and open
-/// across; none once the session was deleted before.
-fn alive_at<'a>(
-    obs: &[&'a Session],
-    sid: &str,
-    sent: Mark,
-    at: Mark,
-) -> Option<(&'a Session, &'a Stream)> {
-    if obs
-        .iter()
-        .any(|o| o.deleted.is_some_and(|d| d.time < sent.time))
-    {
-        return None;
-    }
-    obs.iter().find_map(|o| {
-        o.streams
-            .iter()
-            .filter(|st| st.status.is_some_and(|c| (200..300).contains(&c)))
-            .filter(|st| names(st, sid))
-            .find(|st| {
-                st.opened.time > at.time
-                    || (st.event_stream
-                        && st.opened.time <= sent.time
-                        && st.ended.is_none_or(|e| e.time > at.time))
+/// What shows the session alive at a moment, indexed once: the exchanges naming it that were
+/// answered 2xx, by when they began, and its event streams answered 2xx, by when they began with
+/// the latest end among those begun so far; and when it was deleted, if it was.
+struct Alive<'a> {
+    answered: Vec<(i64, &'a Session, &'a Stream)>,
+    /// (began, latest end of those begun by then, the stream that ends latest).
+    streams: Vec<(i64, i64, &'a Session, &'a Stream)>,
+    deleted: Option<i64>,
+    /// When an `initialize` minted the ID (again, for a server that hands out one ID twice):
+    /// what is answered after it is that new session's.
+    minted: Vec<i64>,
+}
+
+impl<'a> Alive<'a> {
+    fn of(obs: &[&'a Session], sid: &str) -> Alive<'a> {
+        let named = || {
+            obs.iter()
+                .flat_map(|o| o.streams.iter().map(move |st| (*o, st)))
+                .filter(|(_, st)| {
+                    st.session_id_sent.as_deref() == Some(sid)
+                        && st.status.is_some_and(|c| (200..300).contains(&c))
+                })
+        };
+        let mut answered: Vec<_> = named().map(|(o, st)| (st.opened.time.0, o, st)).collect();
+        answered.sort_by_key(|a| (a.0, a.1.idx, a.2.idx));
+        let mut spans: Vec<_> = named()
+            .filter(|(_, st)| st.event_stream)
+            .map(|(o, st)| {
+                (
+                    st.opened.time.0,
+                    st.ended.map_or(i64::MAX, |e| e.time.0),
+                    o,
+                    st,
+                )
             })
-            .map(|st| (*o, st))
-    })
+            .collect();
+        spans.sort_by_key(|a| (a.0, a.2.idx, a.3.idx));
+        let mut latest: Option<(i64, &Session, &Stream)> = None;
+        let streams = spans
+            .into_iter()
+            .map(|(began, end, o, st)| {
+                if latest.is_none_or(|l| end > l.0) {
+                    latest = Some((end, o, st));
+                }
+                let (end, o, st) = latest.unwrap_or((end, o, st));
+                (began, end, o, st)
+            })
+            .collect();
+        let deleted = obs
+            .iter()
+            .flat_map(|o| [o.deleted, o.deleted_before])
+            .flatten()
+            .map(|d| d.time.0)
+            .min();
+        let mut minted: Vec<i64> = obs
+            .iter()
+            .flat_map(|o| o.streams.iter())
+            .filter(|st| {
+                st.session_id_received.as_deref() == Some(sid)
+                    && st.session_id_sent.is_none()
+                    && st.status.is_some_and(|c| (200..300).contains(&c))
+            })
+            .map(|st| st.opened.time.0)
+            .collect();
+        minted.sort_unstable();
+        Alive {
+            answered,
+            streams,
+            deleted,
+            minted,
+        }
+    }
+
+    /// The exchange that shows the session alive for a request sent at `sent` and answered at
+    /// `at`: one naming it sent after and answered 2xx, or an event stream of it open across;
+    /// none once the session was deleted before.
+    fn at(&self, sent: Mark, at: Mark) -> Option<(&'a Session, &'a Stream)> {
+        if self.deleted.is_some_and(|d| d < sent.time.0) {
+            return None;
+        }
+        let after = self.answered.partition_point(|a| a.0 <= at.time.0);
+        let reminted = self
+            .minted
+            .get(self.minted.partition_point(|&m| m <= at.time.0));
+        if let Some(&(began, o, st)) = self.answered.get(after)
+            && reminted.is_none_or(|&m| began < m)
+        {
+            return Some((o, st));
+        }
+        let begun = self.streams.partition_point(|x| x.0 <= sent.time.0);
+        let &(_, end, o, st) = self.streams.get(begun.checked_sub(1)?)?;
+        (end > at.time.0).then_some((o, st))
+    }
 }
 
 /// The exchange is one of the session's: it named it, or minted it.

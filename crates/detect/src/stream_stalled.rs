@@ -36,9 +36,10 @@ pub(crate) fn detect(
     far_s: Option<&Session>,
     f: &mut Findings,
 ) -> Vec<(SessionIdx, usize)> {
-    // The offset's lower bound is the fastest crossing: every delay is measured against it.
-    let low = hop.clock.low;
-    if !low.is_finite() {
+    // The offset's lower bound is the fastest crossing: every delay is measured against it,
+    // and only while the bounds meet (crossing bounds are drift, or legs not of one path).
+    let (low, high) = (hop.clock.low, hop.clock.high);
+    if !low.is_finite() || low > high {
         return Vec::new();
     }
     let mut added = Vec::new();
@@ -75,7 +76,13 @@ fn held(p: &Pair<'_>, low: f64) -> Option<Held> {
         .iter()
         .enumerate()
         .filter_map(|(i, j)| {
-            let (far, near) = (p.far.events[i].mark, p.near.events[(*j)?].mark);
+            let (far, near) = (&p.far.events[i], &p.near.events[(*j)?]);
+            // An event without an ID is matched by its bytes alone, and may be another copy;
+            // an estimated time is no time to measure a hold by.
+            if far.id.is_none() || far.estimated || near.estimated {
+                return None;
+            }
+            let (far, near) = (far.mark, near.mark);
             Some((near, far, near.time.seconds_since(far.time) + low))
         })
         .collect();

@@ -2870,8 +2870,8 @@ fn delete_and_forgotten_sessions_are_recorded() {
     c.initialized();
     let hs = c.mcp_headers("application/json", &[]);
     let mut d = c.request("DELETE", "/mcp", hs, "");
-    let deleted = d.opened;
-    c.respond(&mut d, 200, &[]);
+    // Deleted when the server answered the DELETE.
+    let deleted = c.respond(&mut d, 200, &[]);
     c.end(d, Cut::Complete);
     let run = c.finish();
     assert_eq!(run.sessions.len(), 2);
@@ -3393,4 +3393,23 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
     reinitialized_after_unsafe_resume(true, Some("beta")).absent("resync_without_reconciliation");
     // On another connection nothing ties B to A's client.
     reinitialized_after_unsafe_resume(false, None).absent("resync_without_reconciliation");
+}
+
+/// A server that hands out one session ID again: after its 404 (it restarted), the client
+/// initializes and gets the same ID back; what that new session is answered shows nothing of the
+/// old one being alive.
+#[test]
+fn a_404_then_the_same_id_minted_again_is_no_session_not_found() {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-S"));
+    c.initialized();
+    let mut p = c.post_request(json!(2), "tools/list", json!({}));
+    c.respond(&mut p, 404, &[("Content-Type", "application/json")]);
+    c.end(p, Cut::Complete);
+    c.initialize(json!(1), Some("sess-S"));
+    c.initialized();
+    let mut p = c.post_request(json!(2), "tools/list", json!({}));
+    c.respond(&mut p, 200, &[("Content-Type", "application/json")]);
+    c.end(p, Cut::Complete);
+    c.finish().absent("session_not_found");
 }

@@ -539,10 +539,10 @@ fn another_exchange_within(
     w: i64,
     not: [StreamIdx; 2],
 ) -> bool {
-    let from = moments.partition_point(|&(t, _)| t < at - w);
+    let from = moments.partition_point(|&(t, _)| t < at.saturating_sub(w));
     moments[from..]
         .iter()
-        .take_while(|&&(t, _)| t <= at + w)
+        .take_while(|&&(t, _)| t <= at.saturating_add(w))
         .any(|(_, idx)| !not.contains(idx))
 }
 

@@ -16,6 +16,17 @@ pub fn integer(id: &str) -> Option<u64> {
     id.parse().ok()
 }
 
+/// An ID random by construction, which two independent minters never both mint: a uuid, or the
+/// official TypeScript SDK example store's `<stream-uuid>_<ms>_<random>` / `_GET_stream_<ms>_<random>`.
+pub fn random(id: &str) -> bool {
+    is_uuid(id)
+        || id.strip_prefix("_GET_stream_").is_some_and(ts_suffix)
+        || (id.len() > 37
+            && id.as_bytes()[36] == b'_'
+            && is_uuid(&id[..36])
+            && ts_suffix(&id[37..]))
+}
+
 /// The stream token an ID carries, when it carries one.
 pub fn stream_token(id: &str) -> Option<&str> {
     // TypeScript SDK example store: `<uuid>_<13-digit ms>_<base36>`; the standalone stream uses

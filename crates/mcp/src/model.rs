@@ -265,7 +265,7 @@ pub struct Reinitialized {
     pub at: Mark,
 }
 
-/// An event a resume was replayed whose ID (one no counter mints) another session's stream
+/// An event a resume was replayed whose ID (random by construction) another session's stream
 /// carried first: the same event when the bytes are the same too.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ForeignEvent {

@@ -15,7 +15,7 @@ use crate::model::{ForeignEvent, SessionIdx};
 use crate::payloads::PayloadRef;
 
 /// Event IDs the index holds at most; past it new IDs are counted, not indexed.
-pub(super) const MAX_CARRIED_IDS: usize = 4_000_000;
+pub(super) const MAX_CARRIED_IDS: usize = 1_000_000;
 
 #[derive(Default)]
 pub(super) struct Carriers {
@@ -28,16 +28,19 @@ pub(super) struct Carriers {
 
 struct Carrier {
     session: SessionIdx,
+    input: mcpf_model::InputId,
     exchange: ExchangeId,
     mark: Mark,
     data: Option<PayloadRef>,
+    /// Another session's stream carried it fresh too: a broadcast, or minters that are not
+    /// what their IDs look like; it proves nothing.
+    ambiguous: bool,
 }
 
-/// An ID that no counter of another session mints too: long, with no counter in it (a uuid, the
-/// TypeScript SDK's `<stream>_<ms>_<random>`). Two sessions' streams carrying one such ID carry
-/// one event.
+/// An ID that no other minter mints too: random by construction (a uuid, the TypeScript SDK's
+/// `<stream>_<ms>_<random>`). Two sessions' streams carrying one such ID carry one event.
 pub(super) fn unique_by_construction(id: &str) -> bool {
-    id.len() >= 16 && ids::counter(id).is_none()
+    ids::random(id)
 }
 
 /// What the index knows of an event as it arrives on a stream of a session.
@@ -45,6 +48,7 @@ pub(super) struct Arrival<'a> {
     pub(super) id: &'a str,
     pub(super) session: SessionIdx,
     pub(super) session_id: &'a str,
+    pub(super) input: mcpf_model::InputId,
     pub(super) exchange: ExchangeId,
     pub(super) mark: Mark,
     pub(super) data: Option<PayloadRef>,
@@ -59,12 +63,25 @@ impl Carriers {
     /// already be another session's event) is remembered; a resume of another session that
     /// carries it again gets what to compare.
     pub(super) fn arrive(&mut self, a: &Arrival<'_>) -> Option<ForeignEvent> {
-        if let Some(first) = self.by_id.get(a.id) {
-            if first.session == a.session || !a.on_resume {
+        if let Some(first) = self.by_id.get_mut(a.id) {
+            // Compared within one input only: another input may be another hop, whose session
+            // IDs a gateway rewrote.
+            if first.session == a.session || first.input != a.input {
                 return None;
             }
-            let minted_in = self.session_ids.get(&first.session)?;
-            return (**minted_in != *a.session_id).then(|| ForeignEvent {
+            let other = self.session_ids.get(&first.session)?;
+            if **other == *a.session_id {
+                return None;
+            }
+            if !a.on_resume {
+                first.ambiguous = true;
+                return None;
+            }
+            if first.ambiguous {
+                return None;
+            }
+            let minted_in = other;
+            return Some(ForeignEvent {
                 event: a.event,
                 minted_in_session: minted_in.to_string(),
                 first: first.mark,
@@ -86,9 +103,11 @@ impl Carriers {
             a.id.into(),
             Carrier {
                 session: a.session,
+                input: a.input,
                 exchange: a.exchange,
                 mark: a.mark,
                 data: a.data,
+                ambiguous: false,
             },
         );
         None
@@ -117,6 +136,7 @@ mod tests {
             id,
             session,
             session_id: sid,
+            input: 0,
             exchange: ExchangeId {
                 conn: ConnId::from_number(session as u64),
                 index: 1,
@@ -137,14 +157,17 @@ mod tests {
     fn an_id_one_session_was_sent_is_foreign_on_another_sessions_resume() {
         let mut c = Carriers::default();
         assert!(c.arrive(&arrival(UUID, 0, "sid0", false)).is_none());
-        // Another session's live stream: not a replay.
-        assert!(c.arrive(&arrival(UUID, 1, "sid1", false)).is_none());
         let f = c.arrive(&arrival(UUID, 1, "sid1", true)).unwrap();
         assert_eq!(f.minted_in_session, "sid0");
         // The same session seen at another hop (same ID) is no other session.
         assert!(c.arrive(&arrival(UUID, 2, "sid0", true)).is_none());
         c.forget(0, [UUID].into_iter());
         assert!(c.arrive(&arrival(UUID, 1, "sid1", true)).is_none());
+        // Carried fresh by two sessions (a broadcast): proves nothing.
+        let both = "9d2f7a10-3c4b-4e5f-8a6b-7c8d9e0f1a2b";
+        assert!(c.arrive(&arrival(both, 0, "sid0", false)).is_none());
+        assert!(c.arrive(&arrival(both, 1, "sid1", false)).is_none());
+        assert!(c.arrive(&arrival(both, 2, "sid2", true)).is_none());
         // What a resume carried first is no proof of who it was minted for.
         let other = "5b7c0e1e-0d6c-4f1e-9d43-2b8f6c9a1d20";
         assert!(c.arrive(&arrival(other, 3, "sid3", true)).is_none());
@@ -153,10 +176,20 @@ mod tests {
 
     #[test]
     fn counters_are_no_proof_of_one_event() {
-        for id in ["41", "post:41", "42/7", "short-id"] {
+        for id in [
+            "41",
+            "post:41",
+            "42/7",
+            "short-id",
+            "evt_000000000042",
+            "stream-1-event-0042",
+        ] {
             assert!(!unique_by_construction(id), "{id}");
         }
         assert!(unique_by_construction(UUID));
         assert!(unique_by_construction("_GET_stream_1764000000000_k3j2h1"));
+        assert!(unique_by_construction(
+            "44113fac-4a3d-4061-9aa3-e84ef71bbb04_1764000000000_k3j2h1"
+        ));
     }
 }

@@ -211,13 +211,14 @@ impl Builder {
                     if h.status == 404 && sent {
                         s.forgotten.push(h.first);
                     }
-                    // Deleted once a DELETE is answered 2xx: a server may refuse it (405), and
-                    // the session then goes on.
+                    // Deleted once a DELETE is answered 2xx, then: a server may refuse it (405),
+                    // and the session then goes on; a request it served while the DELETE was in
+                    // flight was served before.
                     if let Some(st) = s.streams.get(pos)
                         && (200..300).contains(&h.status)
                         && st.method.eq_ignore_ascii_case("DELETE")
                     {
-                        s.deleted = Some(st.opened);
+                        s.deleted = Some(h.first);
                     }
                 }
                 self.open_filing(h.exchange, Filing::Session(session, pos));
@@ -329,6 +330,7 @@ impl Builder {
             id,
             session: s,
             session_id: sid,
+            input: stream.input,
             exchange: stream.exchange,
             mark: rec.mark,
             data: rec.data(),

@@ -233,7 +233,7 @@ pub struct Builder {
     /// Sessions written to disk while quiet, and where.
     spilled: HashMap<SessionIdx, PayloadRef>,
     spill_file: PayloadWriter,
-    /// The open sessions' event IDs that no counter mints, by the stream that carried each first.
+    /// The open sessions' event IDs random by construction, by the stream that carried each first.
     carriers: carriers::Carriers,
     /// Sessions in the order they went quiet (nothing open), with when: spilled once quiet for
     /// long enough. An entry is stale when its session was active again since.

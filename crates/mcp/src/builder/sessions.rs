@@ -115,7 +115,12 @@ impl Builder {
             None => self.continuation_of_retired(old, stream),
         };
         let path = self.live(old).map(|o| o.path.clone());
+        // An initialize that mints the ID again starts a session of its own, deleted or not.
+        let minted_again = stream
+            .requests()
+            .any(|m| m.method.as_deref() == Some("initialize"));
         let deleted = match self.live(old) {
+            _ if minted_again => None,
             Some(o) => o.deleted.or(o.deleted_before),
             None => self.retired.get(&old).and_then(|i| i.deleted),
         };

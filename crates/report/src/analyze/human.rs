@@ -600,8 +600,11 @@ fn clock_line(rep: &Report, c: &mcpf_detect::ClockOffset) -> String {
         Some(e) => {
             format!("{far} (nearer the server) reads {e:+.6} s against {near} ({between}, {of})")
         }
-        None => format!(
+        None if c.min.is_some() && c.max.is_some() => format!(
             "{far} (nearer the server) against {near}: no single offset fits ({between}, {of}): the clocks drifted, or the legs are not of one path"
+        ),
+        None => format!(
+            "{far} (nearer the server) against {near}: bounded on one side only ({between}, {of})"
         ),
     }
 }
