@@ -161,12 +161,10 @@ fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
             )?;
         }
         Some(kind) => {
-            let Some(k) = FindingKind::from_name(&kind).map(FindingKind::info) else {
-                let known: Vec<&str> = FindingKind::ALL.map(FindingKind::name).to_vec();
-                anyhow::bail!(
-                    "unknown finding kind {kind:?}; known kinds: {}",
-                    known.join(", ")
-                );
+            // Kinds as people type them: any case, `-` for `_`.
+            let name = kind.trim().to_ascii_lowercase().replace('-', "_");
+            let Some(k) = FindingKind::from_name(&name).map(FindingKind::info) else {
+                anyhow::bail!("{}", unknown_kind(&kind));
             };
             writeln!(out, "{} ({})\n", k.kind, k.severity.name())?;
             writeln!(out, "When: {}\n", k.when)?;
@@ -178,6 +176,35 @@ fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
     }
     out.flush()?;
     Ok(Exit::Clean)
+}
+
+/// Why `explain` cannot take `kind`, and what it would.
+fn unknown_kind(kind: &str) -> String {
+    let known: Vec<&str> = FindingKind::ALL.map(FindingKind::name).to_vec();
+    let is_id = kind.len() > 1
+        && kind.starts_with(['F', 'f'])
+        && kind[1..].bytes().all(|b| b.is_ascii_digit());
+    if is_id {
+        return format!(
+            "{kind:?} is a finding of one report, not a kind: explain takes its kind (the word after the severity in the report, e.g. cross_namespace_replay), or run `mcp-forensics explain` for the list"
+        );
+    }
+    let lower = kind.to_ascii_lowercase();
+    let near: Vec<&str> = known
+        .iter()
+        .copied()
+        .filter(|k| k.contains(lower.as_str()) || lower.contains(k))
+        .collect();
+    match near.as_slice() {
+        [] => format!(
+            "unknown finding kind {kind:?}; known kinds: {}",
+            known.join(", ")
+        ),
+        some => format!(
+            "unknown finding kind {kind:?}; did you mean {}?",
+            some.join(", ")
+        ),
+    }
 }
 
 fn generate(what: Generated) -> anyhow::Result<Exit> {

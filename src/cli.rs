@@ -110,7 +110,7 @@ pub struct AnalyzeArgs {
     pub files: Vec<String>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
     pub format: ReportFormat,
 
     /// Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to
@@ -135,11 +135,23 @@ pub struct AnalyzeArgs {
     pub until: Option<String>,
 
     /// Hide findings below this severity.
-    #[arg(long, value_enum, value_name = "SEVERITY", help_heading = "Filters")]
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        value_name = "SEVERITY",
+        help_heading = "Filters"
+    )]
     pub min_severity: Option<SeverityArg>,
 
     /// Exit with status 1 when a finding is at or above this severity.
-    #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        default_value = "high",
+        value_name = "SEVERITY"
+    )]
     pub fail_on: SeverityArg,
 
     /// Treat this endpoint as an MCP server when telling client from server (an address, a
@@ -158,12 +170,18 @@ pub struct AnalyzeArgs {
     pub show_secrets: bool,
 
     /// When to colour the terminal report and show a progress bar.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub color: ColorChoice,
 
     /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
     /// log.entries, the keys of a JSON log's first line).
-    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        default_value = "auto",
+        value_name = "FORMAT"
+    )]
     pub input_format: InputFormat,
 
     /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as
@@ -208,7 +226,7 @@ pub struct HttpArgs {
     pub files: Vec<String>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
     pub format: Format,
 
     /// Show credentials instead of redacting them. By default every output redacts credential
@@ -222,7 +240,13 @@ pub struct HttpArgs {
 
     /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
     /// log.entries, the keys of a JSON log's first line).
-    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        default_value = "auto",
+        value_name = "FORMAT"
+    )]
     pub input_format: InputFormat,
 
     /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as
@@ -283,7 +307,7 @@ pub struct FlowsArgs {
     pub files: Vec<String>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
     pub format: Format,
 
     #[command(flatten)]

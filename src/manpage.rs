@@ -25,8 +25,11 @@ fn paragraph(r: &mut Roff, text: &str) {
 fn example(r: &mut Roff, what: &str, command: &str) {
     r.control("PP", []);
     r.text([roman(what)]);
-    r.control("IP", ["", "4"]);
+    // Indented by .RS/.RE: `.IP "" 4` would need a quoted empty tag, which the roff crate
+    // writes as nothing, so the indent became a tag ("4") printed before the command.
+    r.control("RS", ["4"]);
     r.text([bold(command)]);
+    r.control("RE", []);
 }
 
 /// The whole page, in roff: clap's title, name and synopsis, then our sections.

@@ -283,6 +283,39 @@ fn explain_cross_namespace_replay() {
     check("explain__cross_namespace_replay.txt", &args, &r);
 }
 
+/// Kinds as people type them, and what a report names that is no kind.
+#[test]
+fn explain_takes_a_kind_however_it_is_typed() {
+    let plain = run(&["explain", "cross_namespace_replay"]).stdout;
+    for typed in ["CROSS_NAMESPACE_REPLAY", "cross-namespace-replay"] {
+        let r = run(&["explain", typed]);
+        assert_eq!((r.code, &r.stdout), (0, &plain), "{typed}");
+    }
+    let r = run(&["explain", "F4"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("is a finding of one report, not a kind"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["explain", "replay"]);
+    assert!(
+        r.stderr
+            .contains("did you mean cross_namespace_replay, cross_session_replay?"),
+        "{}",
+        r.stderr
+    );
+    // Options' values in any case.
+    let r = run(&[
+        "analyze",
+        "--format",
+        "JSON",
+        "samples/python-sdk-healthy.pcap",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"schema_version\""));
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
