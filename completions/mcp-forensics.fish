@@ -60,7 +60,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s V -
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l format -d 'Output format' -r -f -a "table\t'Sessions, findings and the incident timeline, for people'
 json\t'One JSON document (schema_version 1, see docs/report-format.md)'
 ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'"
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id); repeatable' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it: 2665…92a9); repeatable. One that names no session is an error' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12:00:00Z)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (RFC 3339)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l min-severity -d 'Hide findings below this severity' -r -f -a "critical\t''

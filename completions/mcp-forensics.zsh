@@ -72,7 +72,7 @@ _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"))' \
-'*--session=[Only this session (S1, S2... or an Mcp-Session-Id); repeatable]:SESSION:_default' \
+'*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '--since=[Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12\:00\:00Z)]:TIME:_default' \
 '--until=[Only what happened at or before this time (RFC 3339)]:TIME:_default' \
 '--min-severity=[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \

@@ -320,6 +320,20 @@ fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
         }
         return Exit::Error;
     }
+    let unmatched = report.unmatched_session_keys(&job.selection);
+    if !unmatched.is_empty() {
+        let labels = report.session_labels();
+        eprintln!(
+            "mcp-forensics: --session {} names no session of these inputs; they have {} (a session ID may be given whole, or as the table shortens it)",
+            unmatched.join(", "),
+            match labels.as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}"),
+                [] => "none".into(),
+            }
+        );
+        return Exit::Error;
+    }
     if failed {
         return Exit::Error;
     }

@@ -122,7 +122,8 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub all_events: bool,
 
-    /// Only this session (S1, S2... or an Mcp-Session-Id); repeatable.
+    /// Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it:
+    /// 2665…92a9); repeatable. One that names no session is an error.
     #[arg(long, value_name = "SESSION", help_heading = "Filters")]
     pub session: Vec<String>,
 

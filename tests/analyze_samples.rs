@@ -298,8 +298,10 @@ fn fail_on_and_filters_drive_the_exit_code() {
         "samples/seed-incident-client-leg.pcap",
     ]);
     assert_eq!(code, 1);
+    // A --session that names no session is a mistake, said and exited 2 (issue 15); the report
+    // written is empty.
     let (doc, code) = analyze(&["--session", "S9", "samples/seed-incident-client-leg.pcap"]);
-    assert_eq!(code, 0, "no selected session, nothing fails");
+    assert_eq!(code, 2, "--session S9 names nothing");
     assert!(doc["sessions"].as_array().unwrap().is_empty());
     let (doc, _) = analyze(&[
         "--min-severity",

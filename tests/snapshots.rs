@@ -316,6 +316,48 @@ fn explain_takes_a_kind_however_it_is_typed() {
     assert!(r.stdout.contains("\"schema_version\""));
 }
 
+/// `--session` as people give it: a label or an ID as the table prints it selects; a key that
+/// names nothing is an error, not an empty report that exits 0. And the last line says the exit
+/// code the process gives when an input could not be read.
+#[test]
+fn session_keys_and_the_exit_line_say_what_happens() {
+    let f = "samples/seed-incident-client-leg.pcap";
+    let r = run(&["analyze", "--session", "S9", f]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("--session S9 names no session of these inputs; they have S1"),
+        "{}",
+        r.stderr
+    );
+    let json = run(&["analyze", "--format", "json", f]).stdout;
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sid = doc["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let chars: Vec<char> = sid.chars().collect();
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    for key in [
+        format!("{head}…{tail}"),
+        format!("{head}...{tail}"),
+        "s1".into(),
+        sid.clone(),
+    ] {
+        let r = run(&["analyze", "--session", &key, "--format", "json", f]);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{key}");
+    }
+    let r = run(&["analyze", f, "samples/no-such-input.pcap"]);
+    assert_eq!(r.code, 2);
+    let last = r.stdout.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("exit 2: 1 input could not be read"),
+        "{last}"
+    );
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

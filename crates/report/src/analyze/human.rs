@@ -561,10 +561,24 @@ fn write_exit_line(
         .counted_findings(sel)
         .filter(|f| f.severity.at_least(fail_on))
         .count();
+    let unread = rep.inputs.iter().filter(|i| i.error.is_some()).count();
+    let unmatched = rep.unmatched_session_keys(sel);
     writeln!(
         out,
         "\n{}",
-        if failing > 0 {
+        if !unmatched.is_empty() {
+            format!(
+                "exit 2: --session {} names no session of these inputs",
+                unmatched.join(", ")
+            )
+        } else if unread > 0 {
+            format!(
+                "exit 2: {} could not be read (the report is of the others: {} at or above --fail-on {})",
+                count(unread as u64, "input", "inputs"),
+                count(failing as u64, "finding", "findings"),
+                fail_on.name()
+            )
+        } else if failing > 0 {
             format!(
                 "exit 1: {} at or above --fail-on {}",
                 count(failing as u64, "finding", "findings"),

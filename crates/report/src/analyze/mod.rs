@@ -124,10 +124,7 @@ impl Report {
 
     fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
         if let Some(keys) = &sel.sessions
-            && !keys.iter().any(|k| {
-                k.eq_ignore_ascii_case(&s.label())
-                    || s.head.session_id.as_deref() == Some(k.as_str())
-            })
+            && !keys.iter().any(|k| key_names(k, s))
         {
             return false;
         }
@@ -136,6 +133,22 @@ impl Report {
             return false;
         }
         true
+    }
+
+    /// The sessions' labels, in order.
+    pub fn session_labels(&self) -> Vec<String> {
+        self.headers().map(SessionHeader::label).collect()
+    }
+
+    /// The `--session` keys that name no session of the report.
+    pub fn unmatched_session_keys<'a>(&self, sel: &'a Selection) -> Vec<&'a str> {
+        let Some(keys) = &sel.sessions else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter(|k| !self.headers().any(|h| key_names(k, h)))
+            .map(String::as_str)
+            .collect()
     }
 
     fn idx_selected(&self, idx: usize, sel: &Selection) -> bool {
@@ -199,4 +212,22 @@ impl Report {
         all.sort_by_key(|e| (e.time, e.session));
         all
     }
+}
+
+/// Whether a `--session` key names the session: its label (`S3`, any case), its ID whole, or its
+/// ID as the session table shortens it (`2665…92a9`, or with `...`).
+fn key_names(key: &str, s: &SessionHeader) -> bool {
+    if key.eq_ignore_ascii_case(&s.label()) {
+        return true;
+    }
+    let Some(id) = s.head.session_id.as_deref() else {
+        return false;
+    };
+    if id == key {
+        return true;
+    }
+    let split = key.split_once('…').or_else(|| key.split_once("..."));
+    split.is_some_and(|(head, tail)| {
+        !head.is_empty() && !tail.is_empty() && id.starts_with(head) && id.ends_with(tail)
+    })
 }
