@@ -61,8 +61,8 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l 
 json\t'One JSON document (schema_version 1, see docs/report-format.md)'
 ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it: 2665…92a9); repeatable. One that names no session is an error' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12:00:00Z)' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (RFC 3339)' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of day in UTC as the timeline prints it (04:36:14.297), on each session\'s date' -r
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (as --since)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l min-severity -d 'Hide findings below this severity' -r -f -a "critical\t''
 high\t''
 medium\t''

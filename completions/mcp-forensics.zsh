@@ -73,8 +73,8 @@ _arguments "${_arguments_options[@]}" : \
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"))' \
 '*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
-'--since=[Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12\:00\:00Z)]:TIME:_default' \
-'--until=[Only what happened at or before this time (RFC 3339)]:TIME:_default' \
+'--since=[Only what happened at or after this time\: RFC 3339 (2026-11-02T12\:00\:00Z), or a time of day in UTC as the timeline prints it (04\:36\:14.297), on each session'\''s date]:TIME:_default' \
+'--until=[Only what happened at or before this time (as --since)]:TIME:_default' \
 '--min-severity=[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \
 '--fail-on=[Exit with status 1 when a finding is at or above this severity]:SEVERITY:(critical high medium low info)' \
 '*--server=[Treat this endpoint as an MCP server when telling client from server (an address, a port, or address\:port); repeatable. Needed only when a capture starts mid-connection on unusual ports]:ADDR|PORT:_default' \

@@ -127,11 +127,12 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "SESSION", help_heading = "Filters")]
     pub session: Vec<String>,
 
-    /// Only what happened at or after this time (RFC 3339, e.g. 2026-11-02T12:00:00Z).
+    /// Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of
+    /// day in UTC as the timeline prints it (04:36:14.297), on each session's date.
     #[arg(long, value_name = "TIME", help_heading = "Filters")]
     pub since: Option<String>,
 
-    /// Only what happened at or before this time (RFC 3339).
+    /// Only what happened at or before this time (as --since).
     #[arg(long, value_name = "TIME", help_heading = "Filters")]
     pub until: Option<String>,
 

@@ -9,7 +9,7 @@ use mcpf_capture::tcp::{Limits, ServerSpec};
 use mcpf_detect::Severity;
 use mcpf_ingest::{FormatChoice, LogMap};
 use mcpf_model::Timestamp;
-use mcpf_report::analyze::Selection;
+use mcpf_report::analyze::{Selection, TimeBound};
 
 use crate::cli::{
     AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputFormat,
@@ -234,11 +234,16 @@ fn server_spec(text: &str) -> Option<ServerSpec> {
         .map(ServerSpec::Addr)
 }
 
-fn time_flag(flag: &str, value: Option<&str>) -> anyhow::Result<Option<Timestamp>> {
+fn time_flag(flag: &str, value: Option<&str>) -> anyhow::Result<Option<TimeBound>> {
     let Some(v) = value else { return Ok(None) };
-    match Timestamp::parse_rfc3339(v) {
+    match Timestamp::parse_rfc3339(v).map(TimeBound::At) {
         Some(t) => Ok(Some(t)),
-        None => bail!("{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z"),
+        None => match TimeBound::parse_time_of_day(v) {
+            Some(t) => Ok(Some(t)),
+            None => bail!(
+                "{flag} {v:?}: expected an RFC 3339 time such as 2026-11-02T12:00:00Z, or a time of day (UTC) as the timeline prints it, such as 04:36:14 or 04:36:14.297"
+            ),
+        },
     }
 }
 
@@ -280,6 +285,20 @@ mod tests {
         assert!(time_flag("--since", None).unwrap().is_none());
         let e = time_flag("--until", Some("yesterday")).unwrap_err();
         assert!(e.to_string().starts_with("--until \"yesterday\""), "{e}");
+        // As the timeline prints it: a time of day, UTC, on the session's date.
+        let t = time_flag("--since", Some("04:36:14.297")).unwrap().unwrap();
+        assert_eq!(
+            t,
+            TimeBound::OfDay((4 * 3600 + 36 * 60 + 14) * 1_000_000_000 + 297_000_000)
+        );
+        let day = Timestamp::parse_rfc3339("2026-11-30T23:59:00Z").unwrap();
+        assert_eq!(
+            t.for_session(day),
+            Timestamp::parse_rfc3339("2026-11-30T04:36:14.297Z").unwrap()
+        );
+        for bad in ["24:00", "4:61", "04:36:14.1234567890", "04:36:14:1", ":"] {
+            assert!(time_flag("--since", Some(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -118,9 +118,8 @@ impl Finalizer {
         mine: &[usize],
     ) {
         let sel = &self.sel;
-        let in_window = |m: Mark| {
-            !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
-        };
+        let start = s.start.time;
+        let in_window = |m: Mark| sel.in_window(m, start);
         let all = self.detector.findings();
         let shown: Vec<(usize, &Finding)> = mine
             .iter()

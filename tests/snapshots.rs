@@ -358,6 +358,32 @@ fn session_keys_and_the_exit_line_say_what_happens() {
     );
 }
 
+/// `--since` as the timeline prints a time (UTC time of day, on the session's date) selects what
+/// the same instant in RFC 3339 does.
+#[test]
+fn since_takes_a_time_as_the_timeline_prints_it() {
+    let f = "samples/seed-incident-client-leg.pcap";
+    let findings = |since: &str| -> Vec<String> {
+        let r = run(&["analyze", "--format", "json", "--since", since, f]);
+        assert!(r.code <= 1, "{since}: {}", r.stderr);
+        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let printed = findings("04:36:14");
+    assert_eq!(printed, findings("2026-11-30T04:36:14Z"));
+    assert!(!printed.is_empty() && printed.len() < findings("00:00").len());
+    let human = run(&["analyze", f]).stdout;
+    assert!(
+        human.contains("TIMELINE (S1)  2026-11-30 UTC"),
+        "the timeline says its zone"
+    );
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

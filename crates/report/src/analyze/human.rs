@@ -481,9 +481,10 @@ fn write_timeline(
     if entries.is_empty() {
         return Ok(());
     }
+    // Times are UTC, on this date: `--since`/`--until` take them as printed.
     writeln!(
         out,
-        "\n{}  {}",
+        "\n{}  {} UTC",
         style.heading(&format!("TIMELINE ({})", s.label())),
         s.head.start.time.date()
     )?;

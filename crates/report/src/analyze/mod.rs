@@ -41,11 +41,69 @@ const SCHEMA_VERSION: u32 = 1;
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub sessions: Option<Vec<String>>,
-    pub since: Option<Timestamp>,
-    pub until: Option<Timestamp>,
+    pub since: Option<TimeBound>,
+    pub until: Option<TimeBound>,
     pub min_severity: Option<Severity>,
     pub events: bool,
     pub all_events: bool,
+}
+
+/// A `--since` / `--until` time: an instant, or a time of day (UTC, as the timeline prints it)
+/// on the date each session began, the date its timeline heads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeBound {
+    At(Timestamp),
+    /// Nanoseconds since midnight UTC.
+    OfDay(i64),
+}
+
+const DAY_NS: i64 = 86_400_000_000_000;
+
+impl TimeBound {
+    /// The instant it names for a session that began at `start`.
+    pub fn for_session(self, start: Timestamp) -> Timestamp {
+        match self {
+            TimeBound::At(t) => t,
+            TimeBound::OfDay(ns) => Timestamp(start.0 - start.0.rem_euclid(DAY_NS) + ns),
+        }
+    }
+
+    /// `12:00:00Z`-style times of day: `HH:MM`, `HH:MM:SS` or `HH:MM:SS.fff…`, optionally
+    /// followed by `Z`.
+    pub fn parse_time_of_day(text: &str) -> Option<TimeBound> {
+        let t = text.trim().trim_end_matches(['Z', 'z']);
+        let mut parts = t.split(':');
+        let (h, m) = (parts.next()?, parts.next()?);
+        let s = parts.next().unwrap_or("0");
+        if parts.next().is_some() {
+            return None;
+        }
+        let num = |x: &str, max: i64| {
+            (!x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| x.parse::<i64>().ok())
+                .flatten()
+                .filter(|&v| v <= max)
+        };
+        let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+        if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let nanos = if frac.is_empty() {
+            0
+        } else {
+            format!("{frac:0<9}").parse::<i64>().ok()?
+        };
+        let secs = num(h, 23)? * 3600 + num(m, 59)? * 60 + num(whole, 59)?;
+        Some(TimeBound::OfDay(secs * 1_000_000_000 + nanos))
+    }
+}
+
+impl Selection {
+    /// Whether `m` of a session that began at `start` is inside the time window.
+    pub fn in_window(&self, m: Mark, start: Timestamp) -> bool {
+        !(self.since.is_some_and(|t| m.time < t.for_session(start))
+            || self.until.is_some_and(|t| m.time > t.for_session(start)))
+    }
 }
 
 /// How the session records are spilled: pretty for the JSON document, one line each for NDJSON,
@@ -129,7 +187,9 @@ impl Report {
             return false;
         }
         let (start, end) = (s.head.start.time, s.head.end.time);
-        if sel.since.is_some_and(|t| end < t) || sel.until.is_some_and(|t| start > t) {
+        if sel.since.is_some_and(|t| end < t.for_session(start))
+            || sel.until.is_some_and(|t| start > t.for_session(start))
+        {
             return false;
         }
         true
@@ -156,8 +216,11 @@ impl Report {
             .is_some_and(|h| self.session_selected(h, sel))
     }
 
-    fn in_window(&self, m: Mark, sel: &Selection) -> bool {
-        !(sel.since.is_some_and(|t| m.time < t) || sel.until.is_some_and(|t| m.time > t))
+    fn in_window(&self, f: &Finding, sel: &Selection) -> bool {
+        let start = self
+            .header(f.session)
+            .map_or(f.time.time, |h| h.head.start.time);
+        sel.in_window(f.time, start)
     }
 
     /// Positions of the findings shown.
@@ -166,7 +229,7 @@ impl Report {
             .iter()
             .enumerate()
             .filter(|(_, f)| self.idx_selected(f.session, sel))
-            .filter(|(_, f)| self.in_window(f.time, sel))
+            .filter(|(_, f)| self.in_window(f, sel))
             .filter(|(_, f)| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
             .map(|(i, _)| i)
             .collect()
@@ -177,7 +240,7 @@ impl Report {
         let sel = sel.clone();
         self.findings
             .iter()
-            .filter(move |f| self.idx_selected(f.session, &sel) && self.in_window(f.time, &sel))
+            .filter(move |f| self.idx_selected(f.session, &sel) && self.in_window(f, &sel))
     }
 
     /// The sessions shown, in label order.
