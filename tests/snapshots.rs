@@ -384,6 +384,17 @@ fn since_takes_a_time_as_the_timeline_prints_it() {
     );
 }
 
+/// The other commands' JSON is versioned like the report's.
+#[test]
+fn http_and_flows_json_carry_a_schema_version() {
+    for cmd in ["http", "flows"] {
+        let r = run(&[cmd, "--format", "json", "samples/python-sdk-healthy.pcap"]);
+        assert_eq!(r.code, 0, "{cmd}: {}", r.stderr);
+        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(doc["schema_version"], 1, "{cmd}");
+    }
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

@@ -66,6 +66,7 @@ impl FlowRow {
 
 #[derive(Serialize)]
 struct FlowsDocument<'a> {
+    schema_version: u32,
     connections: &'a [FlowRow],
     inputs: &'a [InputReport],
     reassembly: ReassemblyJson,
@@ -100,6 +101,9 @@ fn reassembly_json(stats: &ReassemblyStats) -> ReassemblyJson {
     }
 }
 
+/// The version of `flows --format json` (docs/report-format.md, "Other commands").
+pub const FLOWS_SCHEMA_VERSION: u32 = 1;
+
 pub fn write_json(
     out: &mut dyn Write,
     rows: &[FlowRow],
@@ -107,6 +111,7 @@ pub fn write_json(
     stats: &ReassemblyStats,
 ) -> io::Result<()> {
     let doc = FlowsDocument {
+        schema_version: FLOWS_SCHEMA_VERSION,
         connections: rows,
         inputs,
         reassembly: reassembly_json(stats),

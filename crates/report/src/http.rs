@@ -5,6 +5,9 @@ use std::io::{self, Write};
 
 use base64::Engine;
 use serde::Serialize;
+
+/// The version of `http --format json` (docs/report-format.md, "Other commands").
+pub const HTTP_SCHEMA_VERSION: u32 = 1;
 use serde_json::{Value, json};
 
 use comfy_table::Table;
@@ -352,7 +355,9 @@ impl Spool {
         inputs: &[InputReport],
         stats: &HttpStats,
     ) -> io::Result<()> {
-        out.write_all(b"{\n  \"exchanges\": [")?;
+        // Versioned like the analyze report: a field is added, never changed, within a version.
+        writeln!(out, "{{\n  \"schema_version\": {HTTP_SCHEMA_VERSION},")?;
+        out.write_all(b"  \"exchanges\": [")?;
         for (i, (_, range)) in self.pieces.iter().enumerate() {
             out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
             self.spills.copy(Records::Sessions, Some(*range), out)?;
