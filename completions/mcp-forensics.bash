@@ -73,7 +73,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --input-format --log-map --log-format --max-session-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-q -h -V --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --max-session-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -108,6 +108,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;

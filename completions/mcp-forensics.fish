@@ -74,7 +74,10 @@ medium\t''
 low\t''
 info\t''"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l server -d 'Treat this endpoint as an MCP server when telling client from server (an address, a port, or address:port); repeatable. Needed only when a capture starts mid-connection on unusual ports' -r
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l color -d 'When to colour the terminal report and show a progress bar' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is not set'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l color -d 'When to colour the terminal report (auto: on a terminal, unless NO_COLOR is set)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is not set'
+always\t''
+never\t''"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l progress -d 'When to show a progress bar on standard error (auto: when it is a terminal), whatever the colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l input-format -d 'How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR\'s log.entries, the keys of a JSON log\'s first line)' -r -f -a "auto\t'Detect from the content'
@@ -92,6 +95,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l 
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l events -d 'Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l all-events -d 'Show every event in the timeline instead of condensed runs'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l show-secrets -d 'Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s q -l quiet -d 'No progress bar (as --progress never)'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s V -l version -d 'Print version'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -78,9 +78,10 @@ ndjson\:"One JSON record per line (input, session, finding, timeline, event, sum
 '--min-severity=[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \
 '--fail-on=[Exit with status 1 when a finding is at or above this severity]:SEVERITY:(critical high medium low info)' \
 '*--server=[Treat this endpoint as an MCP server when telling client from server (an address, a port, or address\:port); repeatable. Needed only when a capture starts mid-connection on unusual ports]:ADDR|PORT:_default' \
-'--color=[When to colour the terminal report and show a progress bar]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
+'--color=[When to colour the terminal report (auto\: on a terminal, unless NO_COLOR is set)]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
 always\:""
 never\:""))' \
+'--progress=[When to show a progress bar on standard error (auto\: when it is a terminal), whatever the colour]:PROGRESS:(auto always never)' \
 '--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
@@ -96,6 +97,8 @@ log\:"A JSON Lines access log"))' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
 '--show-secrets[Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length]' \
+'-q[No progress bar (as --progress never)]' \
+'--quiet[No progress bar (as --progress never)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \

@@ -71,6 +71,13 @@ pub enum ReportFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SeverityArg {
     Critical,
     High,
@@ -171,9 +178,18 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub show_secrets: bool,
 
-    /// When to colour the terminal report and show a progress bar.
+    /// When to colour the terminal report (auto: on a terminal, unless NO_COLOR is set).
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub color: ColorChoice,
+
+    /// When to show a progress bar on standard error (auto: when it is a terminal), whatever the
+    /// colour.
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
+    pub progress: ProgressChoice,
+
+    /// No progress bar (as --progress never).
+    #[arg(short, long)]
+    pub quiet: bool,
 
     /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
     /// log.entries, the keys of a JSON log's first line).

@@ -13,7 +13,7 @@ use mcpf_report::analyze::{Selection, TimeBound};
 
 use crate::cli::{
     AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputFormat,
-    ReportFormat, SeverityArg,
+    ProgressChoice, ReportFormat, SeverityArg,
 };
 
 /// What one run of the program is to do.
@@ -148,7 +148,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
         color: terminal_decoration(a.color, &std::io::stdout()),
-        progress: terminal_decoration(a.color, &std::io::stderr()),
+        progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
         max_session_events: a.max_session_events,
     })
 }
@@ -247,7 +247,19 @@ fn time_flag(flag: &str, value: Option<&str>) -> anyhow::Result<Option<TimeBound
     }
 }
 
-/// Colour and progress bars: only on a terminal, and never with `NO_COLOR` or `--color never`.
+/// The progress bar: `-q` and `--progress never` hide it, `always` shows it, `auto` on a
+/// terminal; colour has nothing to do with it.
+fn show_progress(choice: ProgressChoice, quiet: bool, stream: &impl IsTerminal) -> bool {
+    match choice {
+        _ if quiet => false,
+        ProgressChoice::Always => true,
+        ProgressChoice::Never => false,
+        ProgressChoice::Auto => stream.is_terminal(),
+    }
+}
+
+/// Colour (and the `http` command's progress bar): only on a terminal, and never with `NO_COLOR`
+/// or `--color never`.
 fn terminal_decoration(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
     match choice {
         ColorChoice::Always => true,
