@@ -47,7 +47,13 @@ pub fn render() -> String {
     let _ = description().to_writer(&mut out);
     let _ = commands(&cmd).to_writer(&mut out);
     command_options(&cmd, &mut out);
-    for part in [examples(), exit_status(), findings(), files_and_formats()] {
+    for part in [
+        examples(),
+        exit_status(),
+        environment(),
+        findings(),
+        files_and_formats(),
+    ] {
         let _ = part.to_writer(&mut out);
     }
     let _ = man.render_version_section(&mut out);
@@ -145,7 +151,7 @@ fn exit_status() -> Roff {
         ("1", "At least one finding at or above --fail-on."),
         (
             "2",
-            "An input could not be analysed: missing, unreadable, not a capture, HAR or log, or no MCP session in it.",
+            "An input could not be analysed: missing, unreadable, not a capture, HAR or log, or no MCP session in it; or a --session names no session.",
         ),
         (
             "3",
@@ -157,6 +163,26 @@ fn exit_status() -> Roff {
         x.text([roman(meaning)]);
     }
     x
+}
+
+/// The variables the program reads.
+fn environment() -> Roff {
+    let mut e = section("ENVIRONMENT");
+    for (name, meaning) in [
+        (
+            "NO_COLOR",
+            "When set and not empty, the terminal report is not coloured (as --color never). The progress bar does not depend on it: --progress and -q decide.",
+        ),
+        (
+            "TMPDIR",
+            "Where the payload and spill files are made (event and body bytes, quiet sessions): unnamed files, removed by the system when the program ends.",
+        ),
+    ] {
+        e.control("TP", []);
+        e.text([bold(name)]);
+        e.text([roman(meaning)]);
+    }
+    e
 }
 
 /// Every finding kind, from the registry `explain` reads.

@@ -20,6 +20,10 @@ fn committed_man_page_is_generated_from_the_code() {
         committed == generated("man"),
         "man/mcp-forensics.1 is stale: run `cargo run -- generate man > man/mcp-forensics.1`"
     );
+    assert!(
+        committed.contains(".SH ENVIRONMENT"),
+        "the man page has an ENVIRONMENT section"
+    );
     // No indent written as a tag (`.IP  4` printed a stray "4" before every example).
     assert!(!committed.contains(".IP  "), "an .IP with an empty tag");
     // Every finding kind is documented in it.
