@@ -57,6 +57,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l thr
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l show-secrets -d 'Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s V -l version -d 'Print version'
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s o -l output -d 'Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always' -r -F
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l format -d 'Output format' -r -f -a "table\t'Sessions, findings and the incident timeline, for people'
 json\t'One JSON document (schema_version 1, see docs/report-format.md)'
 ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'"

@@ -69,6 +69,8 @@ log\:"A JSON Lines access log"))' \
 ;;
 (analyze)
 _arguments "${_arguments_options[@]}" : \
+'-o+[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
+'--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"))' \

@@ -17,6 +17,14 @@ use crate::finalize::Finalizer;
 use crate::pipeline::{self, Fed, Opened, Pipeline, TcpLoss};
 
 pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
+    // Before the analysis: a path that cannot be written should not cost a long run.
+    let output =
+        match &job.output {
+            Some(path) => Some(std::fs::File::create(path).map_err(|e| {
+                anyhow::anyhow!("--output {}: cannot write it: {e}", path.display())
+            })?),
+            None => None,
+        };
     let inputs = pipeline::open_inputs(&job.inputs);
     if inputs.is_empty() {
         return Ok(Exit::Error);
@@ -38,7 +46,14 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         run_inline(inputs, &mut stage, builder, job.progress)
     };
     let mut rep = assemble(run, &finalizer, &job, &redactor)?;
-    write(&mut rep, &job, &redactor)?;
+    match output {
+        Some(file) => {
+            let sink = std::io::BufWriter::with_capacity(1 << 16, file);
+            let out = mcpf_report::redact::Redacting::new(sink, redactor);
+            write(&mut rep, &job, &redactor, out)?;
+        }
+        None => write(&mut rep, &job, &redactor, stdout(redactor))?,
+    }
     Ok(exit(rep, &job))
 }
 
@@ -288,10 +303,15 @@ struct Assembled {
     failed: bool,
 }
 
-fn write(rep: &mut Assembled, job: &config::Analyze, redactor: &Redactor) -> anyhow::Result<()> {
+/// Writes the report through `out` (standard output, or the --output file), redacted.
+fn write<W: std::io::Write>(
+    rep: &mut Assembled,
+    job: &config::Analyze,
+    redactor: &Redactor,
+    mut out: mcpf_report::redact::Redacting<W>,
+) -> anyhow::Result<()> {
     let sel = &job.selection;
     let rep = &mut rep.report;
-    let mut out = stdout(*redactor);
     match job.format {
         ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,

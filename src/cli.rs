@@ -116,6 +116,12 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
+    /// Write the report to FILE instead of standard output (created, or truncated); warnings and
+    /// the progress bar stay on standard error, and the report is not coloured unless --color
+    /// always.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
     /// Output format.
     #[arg(long, value_enum, ignore_case = true, default_value = "table")]
     pub format: ReportFormat,

@@ -72,6 +72,8 @@ pub struct Analyze {
     pub progress: bool,
     /// SSE events held per session.
     pub max_session_events: u64,
+    /// Where the report goes instead of standard output.
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// What `generate` prints.
@@ -147,9 +149,13 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         selection,
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
-        color: terminal_decoration(a.color, &std::io::stdout()),
+        color: match &a.output {
+            Some(_) => a.color == ColorChoice::Always,
+            None => terminal_decoration(a.color, &std::io::stdout()),
+        },
         progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
         max_session_events: a.max_session_events,
+        output: a.output,
     })
 }
 

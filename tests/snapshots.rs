@@ -395,6 +395,47 @@ fn http_and_flows_json_carry_a_schema_version() {
     }
 }
 
+/// `-o FILE` writes exactly what standard output would have had (redacted, uncoloured), and a
+/// path that cannot be written fails before the analysis.
+#[test]
+fn output_writes_the_report_to_a_file() {
+    let f = "samples/python-sdk-healthy.pcap";
+    let dir = std::env::temp_dir().join(format!("mcpf-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for format in ["json", "table"] {
+        let path = dir.join(format!("report.{format}"));
+        let r = run(&[
+            "analyze",
+            "--format",
+            format,
+            "-o",
+            path.to_str().unwrap(),
+            f,
+        ]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, ""),
+            "{format}: {}",
+            r.stderr
+        );
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            written,
+            run(&["analyze", "--format", format, f]).stdout,
+            "{format}"
+        );
+    }
+    let r = run(&["analyze", "--output", "/nonexistent-dir/x.json", f]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("--output /nonexistent-dir/x.json: cannot write it"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
