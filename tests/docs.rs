@@ -133,3 +133,37 @@ fn every_readme_command_runs() {
     }
     assert!(ran >= 3, "only {ran} README commands found");
 }
+
+/// The example outputs in README.md are what the binary prints: every line of a block that opens
+/// with `$ mcp-forensics …` (but the `...` that stands for lines left out) is a line of that
+/// command's output, in order.
+#[test]
+fn readme_example_outputs_are_what_the_binary_prints() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let mut lines = readme.lines();
+    let mut checked = 0;
+    while let Some(line) = lines.next() {
+        let Some(cmd) = line.strip_prefix("$ mcp-forensics ") else {
+            continue;
+        };
+        let out = Command::cargo_bin("mcp-forensics")
+            .unwrap()
+            .args(words(cmd))
+            .output()
+            .unwrap();
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let mut printed = printed.lines().map(str::trim_end);
+        for want in lines.by_ref().take_while(|l| !l.starts_with("```")) {
+            let want = want.trim_end();
+            if want.trim() == "..." || want.is_empty() {
+                continue;
+            }
+            assert!(
+                printed.any(|l| l == want),
+                "README example of `mcp-forensics {cmd}` has a line the binary does not print (in this order):\n{want}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} example lines checked");
+}
