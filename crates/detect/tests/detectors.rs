@@ -447,6 +447,23 @@ impl Capture {
         self.request("POST", &target, hs, &rpc(id, method, params))
     }
 
+    /// A POST request answered `status` in JSON with no body.
+    fn post_answered(&mut self, id: Value, method: &str, params: Value, status: u16) {
+        let mut ex = self.post_request(id, method, params);
+        self.respond(&mut ex, status, &[("Content-Type", "application/json")]);
+        self.end(ex, Cut::Complete);
+    }
+
+    /// A DELETE of the session answered `status`; returns when it was answered.
+    fn delete(&mut self, status: u16) -> Mark {
+        let hs = self.mcp_headers("application/json", &[]);
+        let target = self.target.clone();
+        let mut d = self.request("DELETE", &target, hs, "");
+        let answered = self.respond(&mut d, status, &[]);
+        self.end(d, Cut::Complete);
+        answered
+    }
+
     /// A POST request answered `200 text/event-stream`; events follow.
     fn post(&mut self, id: Value, method: &str, params: Value) -> Ex {
         let mut ex = self.post_request(id, method, params);
@@ -585,6 +602,14 @@ impl Run {
             self.kinds()
         );
         all[0]
+    }
+
+    /// The `rule` of each finding of `kind`.
+    fn rules(&self, kind: &str) -> Vec<String> {
+        self.all(kind)
+            .iter()
+            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
+            .collect()
     }
 
     fn absent(&self, kind: &str) {
@@ -2107,12 +2132,7 @@ fn statuses(initialized: u16, get: u16, content_type: &str) -> Run {
 fn statuses_the_transport_does_not_allow_are_violations() {
     statuses(202, 200, "text/event-stream").absent("status_code_violation");
     statuses(202, 405, "text/plain").absent("status_code_violation");
-    let rules = |run: &Run| -> Vec<String> {
-        run.all("status_code_violation")
-            .iter()
-            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let rules = |run: &Run| run.rules("status_code_violation");
     assert_eq!(
         rules(&statuses(200, 200, "text/event-stream")),
         ["notification_not_202"]
@@ -2868,11 +2888,8 @@ fn delete_and_forgotten_sessions_are_recorded() {
     // The client re-initializes and later ends the new session.
     c.initialize(json!(1), Some("sess-B"));
     c.initialized();
-    let hs = c.mcp_headers("application/json", &[]);
-    let mut d = c.request("DELETE", "/mcp", hs, "");
     // Deleted when the server answered the DELETE.
-    let deleted = c.respond(&mut d, 200, &[]);
-    c.end(d, Cut::Complete);
+    let deleted = c.delete(200);
     let run = c.finish();
     assert_eq!(run.sessions.len(), 2);
     let a = &run.sessions[0];
@@ -3129,10 +3146,7 @@ fn a_deleted_session_named_again_continues_under_a_new_record() {
     let mut c = Capture::new();
     c.initialize(json!(0), Some("s-1"));
     c.initialized();
-    let hs = c.mcp_headers("application/json", &[]);
-    let mut d = c.request("DELETE", "/mcp", hs, "");
-    c.respond(&mut d, 200, &[]);
-    c.end(d, Cut::Complete);
+    c.delete(200);
     c.post_json(
         json!(5),
         "tools/list",
@@ -3160,24 +3174,13 @@ fn rejected_call(rejected: u16, then: Option<u16>, delete_first: bool) -> Run {
     c.initialize(json!(1), Some("sess-S"));
     let mut g = c.get_request(None, &[]);
     c.respond(&mut g, 200, &[("Content-Type", "text/event-stream")]);
-    let call = |c: &mut Capture, id: i64, status: u16| {
-        let hs = c.mcp_headers("application/json, text/event-stream", &[]);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "add", "arguments": {}}})
-        .to_string();
-        let mut ex = c.request("POST", "/mcp", hs, &body);
-        c.respond(&mut ex, status, &[("Content-Type", "application/json")]);
-        c.end(ex, Cut::Complete);
-    };
+    let add = || call("add", json!({}), None);
     if delete_first {
-        let hs = c.mcp_headers("application/json", &[]);
-        let mut ex = c.request("DELETE", "/mcp", hs, "");
-        c.respond(&mut ex, 200, &[]);
-        c.end(ex, Cut::Complete);
+        c.delete(200);
     }
-    call(&mut c, 2, rejected);
+    c.post_answered(json!(2), "tools/call", add(), rejected);
     if let Some(status) = then {
-        call(&mut c, 3, status);
+        c.post_answered(json!(3), "tools/call", add(), status);
     }
     c.end(g, Cut::ClientClose);
     c.finish()
@@ -3210,11 +3213,7 @@ fn a_404_to_a_session_nothing_shows_alive_is_no_finding() {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-S"));
     for id in [2, 3] {
-        let hs = c.mcp_headers("application/json, text/event-stream", &[]);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
-        let mut ex = c.request("POST", "/mcp", hs, &body);
-        c.respond(&mut ex, 404, &[("Content-Type", "application/json")]);
-        c.end(ex, Cut::Complete);
+        c.post_answered(json!(id), "tools/list", json!({}), 404);
     }
     c.finish().absent("session_not_found");
 }
@@ -3230,15 +3229,8 @@ fn after_delete(deleted: u16, then: u16, open_get: bool) -> Run {
         c.respond(&mut g, 200, &[("Content-Type", "text/event-stream")]);
         g
     });
-    let hs = c.mcp_headers("application/json", &[]);
-    let mut ex = c.request("DELETE", "/mcp", hs, "");
-    c.respond(&mut ex, deleted, &[]);
-    c.end(ex, Cut::Complete);
-    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
-    let mut ex = c.request("POST", "/mcp", hs, &body);
-    c.respond(&mut ex, then, &[("Content-Type", "application/json")]);
-    c.end(ex, Cut::Complete);
+    c.delete(deleted);
+    c.post_answered(json!(2), "tools/list", json!({}), then);
     if let Some(g) = g {
         c.end(g, Cut::ServerClose);
     }
@@ -3247,12 +3239,7 @@ fn after_delete(deleted: u16, then: u16, open_get: bool) -> Run {
 
 #[test]
 fn a_deleted_session_must_be_answered_404() {
-    let rules = |run: &Run| -> Vec<String> {
-        run.all("status_code_violation")
-            .iter()
-            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let rules = |run: &Run| run.rules("status_code_violation");
     for open_get in [true, false] {
         assert_eq!(
             rules(&after_delete(200, 200, open_get)),
@@ -3292,12 +3279,7 @@ fn version_header(version: &'static str, header: Option<&str>) -> Run {
 
 #[test]
 fn the_protocol_version_header_is_required_from_2025_06_18() {
-    let rules = |run: &Run| -> Vec<String> {
-        run.all("revision_violation")
-            .iter()
-            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let rules = |run: &Run| run.rules("revision_violation");
     assert_eq!(
         rules(&version_header("2025-06-18", None)),
         ["protocol_version_header_missing"]
@@ -3403,13 +3385,9 @@ fn a_404_then_the_same_id_minted_again_is_no_session_not_found() {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-S"));
     c.initialized();
-    let mut p = c.post_request(json!(2), "tools/list", json!({}));
-    c.respond(&mut p, 404, &[("Content-Type", "application/json")]);
-    c.end(p, Cut::Complete);
+    c.post_answered(json!(2), "tools/list", json!({}), 404);
     c.initialize(json!(1), Some("sess-S"));
     c.initialized();
-    let mut p = c.post_request(json!(2), "tools/list", json!({}));
-    c.respond(&mut p, 200, &[("Content-Type", "application/json")]);
-    c.end(p, Cut::Complete);
+    c.post_answered(json!(2), "tools/list", json!({}), 200);
     c.finish().absent("session_not_found");
 }
