@@ -163,11 +163,11 @@ impl Finalizer {
     /// sessions and the timelines.
     /// What a cap of the detector stage left out, for the report's limits.
     /// The clock offsets between inputs that the hop comparisons bounded.
-    pub fn clock_offsets(&self) -> Vec<mcpf_detect::ClockOffset> {
+    fn clock_offsets(&self) -> Vec<mcpf_detect::ClockOffset> {
         self.detector.clock_offsets()
     }
 
-    pub fn limits(&self) -> Vec<String> {
+    fn limits(&self) -> Vec<String> {
         let mut out = self.detector.limits();
         if self.released_early > 0 {
             out.push(format!(

@@ -92,7 +92,7 @@ fn version_header(s: &Session, f: &mut Findings) {
                 && !st.gap
                 && !st.method.is_empty()
                 && st.opened.time > init.time
-                && !is_initialize(st)
+                && !st.is_initialize()
         })
     };
     let missing: Vec<&Stream> = later()
@@ -130,12 +130,6 @@ fn version_header(s: &Session, f: &mut Findings) {
             finding(s, first, "protocol_version_header_differs", what),
         );
     }
-}
-
-fn is_initialize(st: &Stream) -> bool {
-    st.client_messages
-        .iter()
-        .any(|m| m.method.as_deref() == Some("initialize"))
 }
 
 /// A resume answered with an event stream that carried events.

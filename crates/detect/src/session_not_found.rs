@@ -81,6 +81,7 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
         })
         .collect();
     let serving: Vec<String> = served(obs, sid);
+    let reaction = reaction(s, obs, sid, first);
     let h = f.add(
         s,
         New {
@@ -107,7 +108,7 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
                 },
                 proof.status.unwrap_or(0),
                 proof.opened.time.clock_millis(),
-                reaction_note(s, obs, sid, first),
+                reaction_note(&reaction),
             ),
             evidence: json!({
                 "request": request(first),
@@ -126,7 +127,7 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
                     "frame": proof.opened.frame.frame,
                     "input": proof.opened.frame.input,
                 },
-                "client_reaction": reaction(s, obs, sid, first),
+                "client_reaction": reaction,
                 "rejected": rejected.len(),
                 "listed": listed,
             }),
@@ -187,8 +188,7 @@ impl<'a> Alive<'a> {
             .collect();
         let deleted = obs
             .iter()
-            .flat_map(|o| [o.deleted, o.deleted_before])
-            .flatten()
+            .filter_map(|o| o.first_deletion())
             .map(|d| d.time.0)
             .min();
         let mut minted: Vec<i64> = obs
@@ -275,8 +275,8 @@ fn reaction(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> Value {
     json!({"what": what, "later_requests_naming_the_session": later})
 }
 
-fn reaction_note(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> String {
-    match reaction(s, obs, sid, first)["what"].as_str() {
+fn reaction_note(reaction: &Value) -> String {
+    match reaction["what"].as_str() {
         Some("kept_going") => "; the client kept using the session".into(),
         Some("reinitialized") => "; the client initialized a new session".into(),
         _ => String::new(),

@@ -81,11 +81,7 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
 fn deleted_before(s: &Session, st: &Stream) -> Option<mcpf_model::Mark> {
     let sid = s.session_id.as_deref()?;
     (st.session_id_sent.as_deref() == Some(sid)).then_some(())?;
-    [s.deleted, s.deleted_before]
-        .into_iter()
-        .flatten()
-        .filter(|d| d.time < st.opened.time)
-        .min_by_key(|d| d.time)
+    s.first_deletion().filter(|d| d.time < st.opened.time)
 }
 
 /// A request body of JSON-RPC notifications and responses, and nothing else.

@@ -431,6 +431,12 @@ impl Stream {
             .find_map(|e| e.id.as_deref().filter(|id| !id.is_empty()))
     }
 
+    /// The exchange carried an `initialize` request.
+    pub fn is_initialize(&self) -> bool {
+        self.requests()
+            .any(|m| m.method.as_deref() == Some("initialize"))
+    }
+
     /// JSON-RPC requests this exchange carried (the client's).
     pub fn requests(&self) -> impl Iterator<Item = &Message> {
         self.client_messages
@@ -595,6 +601,15 @@ impl SessionHead {
 pub struct Seq(Option<mcpf_model::Timestamp>, FrameRef);
 
 impl Session {
+    /// When the session was first deleted (a DELETE answered 2xx), in this record or the one it
+    /// continues.
+    pub fn first_deletion(&self) -> Option<Mark> {
+        [self.deleted, self.deleted_before]
+            .into_iter()
+            .flatten()
+            .min_by_key(|d| d.time)
+    }
+
     /// What decides "after" in the session: the frame number when it all comes from one
     /// capture (a clock that stepped back does not reorder what was captured), else the time,
     /// ties broken by frame. Times are only shown.

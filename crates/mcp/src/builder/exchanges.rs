@@ -139,7 +139,7 @@ impl Builder {
                 }
                 return;
             }
-            Says::Mcp if is_initialize(&stream) => Pending::Initialize,
+            Says::Mcp if stream.is_initialize() => Pending::Initialize,
             Says::Mcp => Pending::Sessionless,
             Says::EventStream => Pending::Get,
             Says::Unproven => Pending::Unproven,
@@ -515,12 +515,6 @@ impl Builder {
             .unwrap_or((unknown, unknown));
         Stream::new(exchange, StreamTransport::Get, mark, client, server)
     }
-}
-
-fn is_initialize(stream: &Stream) -> bool {
-    stream
-        .requests()
-        .any(|m| m.method.as_deref() == Some("initialize"))
 }
 
 /// What a request's headers, method and body say of it.

@@ -82,7 +82,7 @@ impl Builder {
                 Identity {
                     transport: s.transport,
                     stateless: s.stateless,
-                    deleted: s.deleted.or(s.deleted_before),
+                    deleted: s.first_deletion(),
                 },
             );
             cb(s);

@@ -116,12 +116,9 @@ impl Builder {
         };
         let path = self.live(old).map(|o| o.path.clone());
         // An initialize that mints the ID again starts a session of its own, deleted or not.
-        let minted_again = stream
-            .requests()
-            .any(|m| m.method.as_deref() == Some("initialize"));
         let deleted = match self.live(old) {
-            _ if minted_again => None,
-            Some(o) => o.deleted.or(o.deleted_before),
+            _ if stream.is_initialize() => None,
+            Some(o) => o.first_deletion(),
             None => self.retired.get(&old).and_then(|i| i.deleted),
         };
         if let Some(p) = path.as_deref() {
@@ -407,10 +404,7 @@ impl Builder {
     pub(super) fn file_sessionless(&mut self, stream: Stream) {
         // An initialize whose answer the capture lost may have been answered with a session
         // ID: sessionless is not proved, and nothing else ties it.
-        let opens = stream
-            .requests()
-            .any(|m| m.method.as_deref() == Some("initialize"));
-        if opens && stream.status.is_none() && stream.gap {
+        if stream.is_initialize() && stream.status.is_none() && stream.gap {
             return self.note_unattributed(stream.exchange);
         }
         let session = self.sessionless_session(&stream);
