@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 
 use mcpf_model::InputId;
+
+use super::lost_in_transit::Offset;
 use serde::Serialize;
 
 /// The far input's clock minus the near input's, in seconds.
@@ -25,54 +27,34 @@ pub struct ClockOffset {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct Clocks(BTreeMap<(InputId, InputId), Bounds>);
-
-#[derive(Debug)]
-struct Bounds {
-    low: f64,
-    high: f64,
-    exchanges: usize,
-    sessions: usize,
-}
+pub(crate) struct Clocks(BTreeMap<(InputId, InputId), (Offset, usize)>);
 
 impl Clocks {
-    pub(crate) fn add(
-        &mut self,
-        far: InputId,
-        near: InputId,
-        low: f64,
-        high: f64,
-        exchanges: usize,
-    ) {
-        if !low.is_finite() && !high.is_finite() {
+    /// One comparison's bounds on the far input's clock against the near one's.
+    pub(crate) fn add(&mut self, far: InputId, near: InputId, o: Offset) {
+        if !o.low.is_finite() && !o.high.is_finite() {
             return;
         }
-        let b = self.0.entry((far, near)).or_insert(Bounds {
-            low: f64::NEG_INFINITY,
-            high: f64::INFINITY,
-            exchanges: 0,
-            sessions: 0,
-        });
-        b.low = b.low.max(low);
-        b.high = b.high.min(high);
-        b.exchanges += exchanges;
-        b.sessions += 1;
+        let (b, sessions) = self
+            .0
+            .entry((far, near))
+            .or_insert((Offset::unbounded(), 0));
+        b.intersect(o);
+        *sessions += 1;
     }
 
     pub(crate) fn list(&self) -> Vec<ClockOffset> {
         let r = |x: f64| x.is_finite().then(|| (x * 1e6).round() / 1e6);
         self.0
             .iter()
-            .map(|(&(far, near), b)| ClockOffset {
+            .map(|(&(far, near), (b, sessions))| ClockOffset {
                 far_input: far,
                 near_input: near,
-                estimate: (b.low.is_finite() && b.high.is_finite() && b.low <= b.high)
-                    .then(|| (b.low + b.high) / 2.0)
-                    .and_then(r),
+                estimate: b.estimate().and_then(r),
                 min: r(b.low),
                 max: r(b.high),
                 from_exchanges: b.exchanges,
-                from_sessions: b.sessions,
+                from_sessions: *sessions,
             })
             .collect()
     }
@@ -85,8 +67,13 @@ mod tests {
     #[test]
     fn bounds_from_several_sessions_are_intersected() {
         let mut c = Clocks::default();
-        c.add(1, 0, -0.002, 0.010, 5);
-        c.add(1, 0, 0.001, 0.004, 3);
+        let bounds = |low, high, exchanges| Offset {
+            low,
+            high,
+            exchanges,
+        };
+        c.add(1, 0, bounds(-0.002, 0.010, 5));
+        c.add(1, 0, bounds(0.001, 0.004, 3));
         let o = &c.list()[0];
         assert_eq!(
             (o.min, o.max, o.from_exchanges, o.from_sessions),
@@ -95,7 +82,7 @@ mod tests {
         assert_eq!(o.estimate, Some(0.0025));
         // Bounds that cross give no estimate (the clocks drifted, or the legs are not what
         // they seem).
-        c.add(1, 0, 0.005, 0.006, 1);
+        c.add(1, 0, bounds(0.005, 0.006, 1));
         assert_eq!(c.list()[0].estimate, None);
     }
 }

@@ -196,12 +196,28 @@ pub(crate) struct Pair<'a> {
 pub(crate) struct Offset {
     pub(crate) low: f64,
     pub(crate) high: f64,
-    exchanges: usize,
+    pub(crate) exchanges: usize,
 }
 
 impl Offset {
+    /// No bound yet.
+    pub(crate) fn unbounded() -> Offset {
+        Offset {
+            low: f64::NEG_INFINITY,
+            high: f64::INFINITY,
+            exchanges: 0,
+        }
+    }
+
+    /// Both bounds hold: the tighter of each, from the exchanges of both.
+    pub(crate) fn intersect(&mut self, other: Offset) {
+        self.low = self.low.max(other.low);
+        self.high = self.high.min(other.high);
+        self.exchanges += other.exchanges;
+    }
+
     /// The middle of the bounds, when both are known and do not cross.
-    fn estimate(&self) -> Option<f64> {
+    pub(crate) fn estimate(&self) -> Option<f64> {
         (self.low.is_finite() && self.high.is_finite() && self.low <= self.high)
             .then(|| (self.low + self.high) / 2.0)
     }
@@ -327,11 +343,7 @@ fn nearer_server_by_causality(matched: &[(&Observed, &Observed)]) -> Option<bool
 }
 
 fn offset(pairs: &[Pair<'_>]) -> Offset {
-    let mut o = Offset {
-        low: f64::NEG_INFINITY,
-        high: f64::INFINITY,
-        exchanges: 0,
-    };
+    let mut o = Offset::unbounded();
     for p in pairs {
         o.exchanges += 1;
         o.high = o
@@ -394,13 +406,7 @@ pub(crate) fn detect(
         inputs,
         clock: offset(&pairs),
     };
-    clocks.add(
-        far.input,
-        near.input,
-        hop.clock.low,
-        hop.clock.high,
-        hop.clock.exchanges,
-    );
+    clocks.add(far.input, near.input, hop.clock);
     let mut added = super::stream_stalled::detect(&pairs, &hop, near_s, far_s, f);
     if by_loss.is_none() {
         return added;
