@@ -447,6 +447,14 @@ impl Capture {
         self.request("POST", &target, hs, &rpc(id, method, params))
     }
 
+    /// `tools/call` `id` of `beta` (progress token `token`) that the client gives up on after 3 s
+    /// without a byte of answer: what makes it fall back.
+    fn abandoned_beta(&mut self, id: Value, token: &str) {
+        let ex = self.post_request(id, "tools/call", call("beta", json!({}), Some(token)));
+        self.wait(3.0);
+        self.end(ex, Cut::ClientRst);
+    }
+
     /// A POST request answered `status` in JSON with no body.
     fn post_answered(&mut self, id: Value, method: &str, params: Value, status: u16) {
         let mut ex = self.post_request(id, method, params);
@@ -1197,13 +1205,7 @@ fn fallback_then_resume(
         ],
     );
     c.end(s3, Cut::Complete);
-    let s4 = c.post_request(
-        json!(3),
-        "tools/call",
-        call("beta", json!({}), Some("tok-3")),
-    );
-    c.wait(3.0);
-    c.end(s4, Cut::ClientRst);
+    c.abandoned_beta(json!(3), "tok-3");
     let mut s5 = c.get_request(None, &[]);
     let sid = c.sid.clone().unwrap();
     let mut hs = vec![
@@ -1292,9 +1294,7 @@ fn an_echoed_transport_mode_that_differs_from_where_the_last_event_was_seen_is_u
     c.respond(&mut s3, 200, &post_mode);
     c.events(&mut s3, &[("1", log("a")), ("2", result(json!(2), "a"))]);
     c.end(s3, Cut::Complete);
-    let s4 = c.post_request(json!(3), "tools/call", call("beta", json!({}), Some("tok")));
-    c.wait(3.0);
-    c.end(s4, Cut::ClientRst);
+    c.abandoned_beta(json!(3), "tok");
     let mut s5 = c.get_request(None, &[]);
     c.respond(&mut s5, 200, &sse_mode);
     c.events(
@@ -3300,13 +3300,7 @@ fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<&str>) -> R
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
-    let s4 = c.post_request(
-        json!(3),
-        "tools/call",
-        call("beta", json!({}), Some("tok-3")),
-    );
-    c.wait(3.0);
-    c.end(s4, Cut::ClientRst);
+    c.abandoned_beta(json!(3), "tok-3");
     let sse = [
         ("Content-Type", "text/event-stream"),
         ("Mcp-Session-Id", "sess-A"),
