@@ -91,6 +91,7 @@ log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
 '--max-session-events=[SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event'\''s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session]:N:_default' \
+'--max-held-events=[SSE events the sessions seen in several inputs may hold together while they wait for their other observations to end (for the hop comparison); past it the oldest are reported at once and compared with what is kept of them]:N:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \

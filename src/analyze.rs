@@ -35,7 +35,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
             job.selection.clone(),
             session_writer(&job, &inputs, redactor),
         )
-        .with_inputs(inputs.paths.clone()),
+        .with_inputs(inputs.paths.clone())
+        .with_max_held_events(job.max_held_events),
     ));
     let builder =
         session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);

@@ -231,6 +231,17 @@ pub struct AnalyzeArgs {
     )]
     pub max_session_events: u64,
 
+    /// SSE events the sessions seen in several inputs may hold together while they wait for
+    /// their other observations to end (for the hop comparison); past it the oldest are
+    /// reported at once and compared with what is kept of them.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = crate::finalize::MAX_EVENTS_HELD,
+        help_heading = "Limits"
+    )]
+    pub max_held_events: usize,
+
     #[command(flatten)]
     pub capture: CaptureArgs,
 }

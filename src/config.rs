@@ -72,6 +72,7 @@ pub struct Analyze {
     pub progress: bool,
     /// SSE events held per session.
     pub max_session_events: u64,
+    pub max_held_events: usize,
     /// Where the report goes instead of standard output.
     pub output: Option<std::path::PathBuf>,
 }
@@ -155,6 +156,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         },
         progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
         max_session_events: a.max_session_events,
+        max_held_events: a.max_held_events,
         output: a.output,
     })
 }

@@ -22,6 +22,7 @@ pub struct Finalizer {
     /// Events the held sessions hold, and the sessions released early to stay under
     /// [`MAX_EVENTS_HELD`].
     held_events: usize,
+    max_held_events: usize,
     released_early: u64,
     timelines: Vec<(usize, Vec<Entry>)>,
     sel: Selection,
@@ -32,7 +33,7 @@ pub struct Finalizer {
 /// Events the sessions held for their other observations may hold together. Past it the oldest
 /// are reported at once; their observations are kept by the detector, so the comparison still
 /// happens when the others end (the finding then goes to the later one).
-const MAX_EVENTS_HELD: usize = 2_000_000;
+pub const MAX_EVENTS_HELD: usize = 2_000_000;
 
 /// Sessions whose timeline is kept although nothing was found in them: small captures show
 /// every session; large ones show the sessions with findings.
@@ -45,6 +46,7 @@ impl Finalizer {
             held: Default::default(),
             done: Default::default(),
             held_events: 0,
+            max_held_events: MAX_EVENTS_HELD,
             released_early: 0,
             timelines: Vec::new(),
             sel,
@@ -57,6 +59,12 @@ impl Finalizer {
     /// hop by hop.
     pub fn with_inputs(mut self, paths: Vec<String>) -> Self {
         self.detector = std::mem::take(&mut self.detector).with_inputs(paths);
+        self
+    }
+
+    /// Events the held sessions may hold together (`--max-held-events`).
+    pub fn with_max_held_events(mut self, n: usize) -> Self {
+        self.max_held_events = n;
         self
     }
 
@@ -81,9 +89,9 @@ impl Finalizer {
         self.release(group);
     }
 
-    /// Releases the oldest held sessions while they hold more than [`MAX_EVENTS_HELD`].
+    /// Releases the oldest held sessions while they hold more than the cap.
     fn stay_under_the_cap(&mut self) {
-        while self.held_events > MAX_EVENTS_HELD {
+        while self.held_events > self.max_held_events {
             let Some(oldest) = self
                 .held
                 .iter()
@@ -171,8 +179,13 @@ impl Finalizer {
         let mut out = self.detector.limits();
         if self.released_early > 0 {
             out.push(format!(
-                "{} sessions were reported before their observations in other inputs ended ({MAX_EVENTS_HELD} events held waiting): their hop comparison was made with what was kept of them, and its findings went to the later observation",
-                self.released_early
+                "{} reported before {} observations in other inputs ended ({} events held waiting, --max-held-events): their hop comparison was made with what was kept of them, and its findings went to the later observation",
+                match self.released_early {
+                    1 => "1 session was".to_string(),
+                    n => format!("{n} sessions were"),
+                },
+                if self.released_early == 1 { "its" } else { "their" },
+                self.max_held_events
             ));
         }
         out

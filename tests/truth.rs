@@ -1061,6 +1061,31 @@ fn the_clock_offset_between_two_hosts_is_measured() {
 
 /// Healthy hops lose nothing: the 52 healthy sessions of both nginx legs, the SDK's own resumes
 /// through a relay, and one input alone.
+/// Past `--max-held-events` a session waiting for its other observation is reported at once;
+/// the hop comparison still happens with what was kept of it, and the run says so.
+#[test]
+fn a_session_released_before_its_other_leg_ended_is_still_compared() {
+    let legs = [
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident-server-leg.pcap",
+    ];
+    let whole = analyze(&legs);
+    let capped = analyze(&[legs[0], legs[1], "--max-held-events", "1"]);
+    let (a, b) = (lost_in_transit(&whole), lost_in_transit(&capped));
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(a[0]["evidence"]["event_ids"], b[0]["evidence"]["event_ids"]);
+    assert_eq!(a[0]["session"], b[0]["session"]);
+    let limits = capped["summary"]["limits"].as_array().unwrap();
+    assert!(
+        limits.iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .starts_with("1 session was reported before its observations")),
+        "{limits:?}"
+    );
+    assert!(whole["summary"]["limits"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn hops_that_lost_nothing_get_no_lost_in_transit() {
     let t = truth("concurrent-nginx.truth.json");

@@ -278,7 +278,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     }
     retry_without_idempotency_key::detect(s, &ix, f);
     revision_violation::detect(s, f);
-    resync_without_reconciliation::detect(s, f);
+    resync_without_reconciliation::detect(s, &ix, f);
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.

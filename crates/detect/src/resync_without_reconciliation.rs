@@ -5,24 +5,30 @@
 //! exchanges and no other session's (a pooled connection proves nothing). The old session must
 //! have been analysed first (its findings are at hand); a call counts as re-sent when the new
 //! session calls the same tool.
+//!
+//! Re-sent is not always reconciled: if the lost call had begun running (the server reported
+//! progress on it) and the re-sent one, carrying no idempotency key, ran to a result, the tool
+//! ran twice, and that is the finding too, with both executions as its evidence.
 
 use serde_json::json;
 
 use super::{Finding, FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::jsonrpc::RequestId;
-use mcpf_mcp::model::Session;
+use crate::index::Index;
+use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
+use mcpf_mcp::model::{Reinitialized, Session, StreamIdx};
+use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::ResyncWithoutReconciliation,
     severity: Severity::Medium,
-    when: "after an unsafe resumption the client re-initialized (a new session on the same TCP connection) but did not re-send a tools/call whose result it never saw",
+    when: "after an unsafe resumption the client re-initialized (a new session on the same TCP connection) but did not re-send a tools/call whose result it never saw, or re-sent it without an idempotency key after the first had begun running, and both ran",
     meaning: "The client gave up on a session whose resume was unsafe and started over, but the call that was in flight there was never retried: whether it ran is unknown to the client, and nothing it did since accounts for it.",
     why: "The work the call stood for is either silently lost (never retried) or done without the client knowing: an index never rebuilt, a payment neither confirmed nor repeated.",
     fix: "Client: after re-initializing, reconcile every call still pending in the old session: re-send it with an idempotency key, or ask the server for its outcome. Server: make tool calls idempotent by key.",
     evidence: &["request_id", "session", "reinitialize_at"],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
     let Some(r) = &s.reinitialized_from else {
         return;
     };
@@ -43,39 +49,88 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         .collect();
     for u in lost {
         let tool = u.evidence["tool"].as_str();
-        let resent =
-            s.streams.iter().flat_map(|st| st.requests()).any(|m| {
-                m.method.as_deref() == Some("tools/call") && m.mcp.tool.as_deref() == tool
-            });
-        if resent {
-            continue;
-        }
-        let new = New {
-            kind: FindingKind::ResyncWithoutReconciliation,
-            severity: INFO.severity,
-            time: r.at,
-            frames: vec![u.time, r.at],
-            streams: s.streams.first().map(|st| st.idx).into_iter().collect(),
-            summary: format!(
-                "the client left session {} for this one (initialize on the same connection at {}) after an unsafe resumption, and never re-sent tools/call {}{}, whose result it never got",
-                r.session_id,
-                r.at.time.clock_millis(),
-                u.evidence["request_id"],
-                tool.map(|t| format!(" ({t})")).unwrap_or_default(),
-            ),
-            evidence: json!({
-                "request_id": u.evidence["request_id"],
-                "tool": tool,
-                "session": r.session_id,
-                "reinitialize_at": {"time": r.at.time.rfc3339(), "frame": r.at.frame.frame, "input": r.at.frame.input},
-                "unanswered": {"time": u.time.time.rfc3339(), "frame": u.time.frame.frame},
-            }),
-            caused_by: Vec::new(),
-            subject: Subject::Request(match &u.evidence["request_id"] {
-                serde_json::Value::String(id) => RequestId::String(id.clone()),
-                other => RequestId::Number(other.to_string()),
-            }),
+        let resent = ix.requests.iter().find(|(_, m)| {
+            m.method.as_deref() == Some("tools/call") && m.mcp.tool.as_deref() == tool
+        });
+        let twice = match resent {
+            None => None,
+            Some(&(st, m)) => match ran_again(s, ix, &u, (st, m)) {
+                Some(done) => Some((m, done)),
+                None => continue,
+            },
         };
-        f.add(s, new);
+        f.add(s, finding(s, r, &u, twice));
+    }
+}
+
+/// When the re-sent call `m` ran to a result although the lost call `u` had begun running
+/// (progress reported) and nothing lets the server recognise the repeat: the result's mark.
+fn ran_again(
+    s: &Session,
+    ix: &Index<'_>,
+    u: &Finding,
+    (st, m): (StreamIdx, &Message),
+) -> Option<Mark> {
+    if u.evidence["last_progress"].is_null() || m.mcp.idempotency_key.is_some() {
+        return None;
+    }
+    let sent = s.seq(s.streams[st].opened);
+    ix.answers
+        .between(m.id.as_ref()?, sent, None)
+        .iter()
+        .find(|a| a.message.kind == Kind::Response && !a.message.mcp.tool_error)
+        .map(|a| a.mark)
+}
+
+fn finding(s: &Session, r: &Reinitialized, u: &Finding, twice: Option<(&Message, Mark)>) -> New {
+    let tool = u.evidence["tool"].as_str();
+    let call = format!(
+        "tools/call {}{}",
+        u.evidence["request_id"],
+        tool.map(|t| format!(" ({t})")).unwrap_or_default()
+    );
+    let left = format!(
+        "the client left session {} for this one (initialize on the same connection at {}) after an unsafe resumption",
+        r.session_id,
+        r.at.time.clock_millis(),
+    );
+    let summary = match twice {
+        None => format!("{left}, and never re-sent {call}, whose result it never got"),
+        Some((m, done)) => format!(
+            "{left}, and re-sent {call} as request {} with no idempotency key: the first had begun running (progress reported before it was lost) and the second ran to a result at {}, so the tool ran twice",
+            m.id.as_ref().map(RequestId::label).unwrap_or_default(),
+            done.time.clock_millis(),
+        ),
+    };
+    let mut evidence = json!({
+        "request_id": u.evidence["request_id"],
+        "tool": tool,
+        "session": r.session_id,
+        "reinitialize_at": {"time": r.at.time.rfc3339(), "frame": r.at.frame.frame, "input": r.at.frame.input},
+        "unanswered": {"time": u.time.time.rfc3339(), "frame": u.time.frame.frame},
+        "resent": twice.is_some(),
+    });
+    if let Some((m, done)) = twice {
+        evidence["executions"] = json!({
+            "first": {"last_progress": u.evidence["last_progress"]},
+            "second": {
+                "request_id": m.id.as_ref().map(RequestId::to_value),
+                "result": {"time": done.time.rfc3339(), "frame": done.frame.frame, "input": done.frame.input},
+            },
+        });
+    }
+    New {
+        kind: FindingKind::ResyncWithoutReconciliation,
+        severity: INFO.severity,
+        time: r.at,
+        frames: vec![u.time, r.at],
+        streams: s.streams.first().map(|st| st.idx).into_iter().collect(),
+        summary,
+        evidence,
+        caused_by: Vec::new(),
+        subject: Subject::Request(match &u.evidence["request_id"] {
+            serde_json::Value::String(id) => RequestId::String(id.clone()),
+            other => RequestId::Number(other.to_string()),
+        }),
     }
 }

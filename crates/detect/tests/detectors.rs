@@ -3295,8 +3295,8 @@ fn the_protocol_version_header_is_required_from_2025_06_18() {
 
 /// Session A falls back (tools/call 3, `beta`, abandoned), resumes with integer IDs (unsafe) and
 /// never gets 3 answered; then a new session B is initialized, on the connection of A's resume
-/// when `same_conn`, and calls `resend` (a tool name) or nothing.
-fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<&str>) -> Run {
+/// when `same_conn`, and calls `tools/call` with the params `resend` (answered) or nothing.
+fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<Value>) -> Run {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
@@ -3345,8 +3345,8 @@ fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<&str>) -> R
     c.sid = Some("sess-B".into());
     c.negotiated = true;
     c.initialized();
-    if let Some(tool) = resend {
-        let mut p = c.post(json!(2), "tools/call", call(tool, json!({}), None));
+    if let Some(params) = resend {
+        let mut p = c.post(json!(2), "tools/call", params);
         c.events(&mut p, &[("b-1", result(json!(2), "done"))]);
         c.end(p, Cut::Complete);
     }
@@ -3363,12 +3363,31 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
     assert_eq!(f.evidence["tool"], "beta");
     assert_eq!(f.evidence["session"], "sess-A");
     assert_eq!(f.labels.session_id.as_deref(), Some("sess-B"));
+    assert_eq!(f.evidence["resent"], false);
     // Another tool is no reconciliation of beta.
-    reinitialized_after_unsafe_resume(true, Some("alpha")).one("resync_without_reconciliation");
-    // Re-sent: reconciled.
-    reinitialized_after_unsafe_resume(true, Some("beta")).absent("resync_without_reconciliation");
+    let alpha = call("alpha", json!({}), None);
+    reinitialized_after_unsafe_resume(true, Some(alpha)).one("resync_without_reconciliation");
     // On another connection nothing ties B to A's client.
     reinitialized_after_unsafe_resume(false, None).absent("resync_without_reconciliation");
+}
+
+/// The lost beta had reported progress (it was running); re-sent with no idempotency key and
+/// answered, it ran twice. With a key the server can recognise the repeat: reconciled.
+#[test]
+fn a_lost_call_that_had_begun_re_sent_without_a_key_ran_twice() {
+    let again = call("beta", json!({}), None);
+    let run = reinitialized_after_unsafe_resume(true, Some(again));
+    let f = run.one("resync_without_reconciliation");
+    assert_eq!(f.evidence["resent"], true);
+    assert_eq!(f.evidence["executions"]["second"]["request_id"], 2);
+    assert_eq!(
+        f.evidence["executions"]["first"]["last_progress"]["progress"],
+        3
+    );
+    assert!(f.summary.contains("ran twice"), "{}", f.summary);
+    let mut keyed = call("beta", json!({}), None);
+    keyed["_meta"] = json!({"idempotencyKey": "k-1"});
+    reinitialized_after_unsafe_resume(true, Some(keyed)).absent("resync_without_reconciliation");
 }
 
 /// A server that hands out one session ID again: after its 404 (it restarted), the client
