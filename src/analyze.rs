@@ -209,6 +209,13 @@ fn assemble(
             mcp_stats.event_ids_not_indexed
         ));
     }
+    if mcp_stats.minting_servers_not_kept > 0 {
+        limits.push(format!(
+            "{} servers minted session IDs after {} had been remembered: requests to them without one are not judged (status_code_violation session_header_missing_not_400)",
+            mcp_stats.minting_servers_not_kept,
+            mcpf_mcp::MAX_MINTING_SERVERS
+        ));
+    }
     limits.extend(http_caps_reached(&http));
     limits.extend(detector_limits);
     let mut inputs = fed.reports;

@@ -7,22 +7,25 @@
 //! session after its DELETE was answered 2xx, answered 2xx itself (a terminated session "MUST"
 //! be answered 404; the DELETE may be in the record this one continues). Error statuses
 //! (4xx, 5xx) are the server refusing, and are left alone, and so is an exchange whose head the
-//! input lacks.
+//! input lacks. From 2025-06-18 a request whose `MCP-Protocol-Version` is not a revision at all
+//! "MUST" get 400. A request without `Mcp-Session-Id` to a server that mints session IDs at that
+//! endpoint (it did so earlier in the input) "SHOULD" get 400. Whether an `Origin` is invalid
+//! (403 from 2025-11-25) is the server's configuration, which no input shows: not judged.
 
 use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity};
 use mcpf_mcp::jsonrpc::Kind;
 use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
-use mcpf_mcp::revision::{STATELESS, STREAMABLE_HTTP};
+use mcpf_mcp::revision::{STATELESS, STREAMABLE_HTTP, VERSION_HEADER};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::StatusCodeViolation,
     severity: Severity::Low,
-    when: "a status the transport's rules do not allow: notifications answered other than 202, a GET for an event stream answered 2xx without one, GET or DELETE not 405 under 2026-07-28, a request of a deleted session answered 2xx instead of 404",
+    when: "a status the transport's rules do not allow: notifications answered other than 202, a GET for an event stream answered 2xx without one, GET or DELETE not 405 under 2026-07-28, a request of a deleted session answered 2xx instead of 404, a request with an MCP-Protocol-Version that is no revision or without Mcp-Session-Id at a server that mints them answered 2xx instead of 400",
     meaning: "The server answered a request with a status its revision of the transport does not allow for that kind of request.",
     why: "Clients decide what to do by the status: an SDK that waits for 202 after a notification, or for an event stream or 405 after its GET, misreads the answer (it may fall back, retry, or hang).",
-    fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE; 404 for every request naming a session once it was deleted.",
+    fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE; 404 for every request naming a session once it was deleted; 400 for an invalid MCP-Protocol-Version and for a request without the session ID the server requires.",
     evidence: &["rule", "status", "revision", "stream", "time", "frame"],
 };
 
@@ -55,6 +58,23 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
         );
         return Some(("deleted_session_not_404", what));
     }
+    if let Some(v) = st.protocol_version_header.as_deref()
+        && s.revision.at_least(VERSION_HEADER)
+        && !is_revision_date(v)
+    {
+        let what = format!(
+            "a request with MCP-Protocol-Version \"{v}\" (not a revision) was answered {status}, not 400"
+        );
+        return Some(("invalid_version_header_not_400", what));
+    }
+    if let Some(minted) = lacks_session_header(s, st) {
+        let what = format!(
+            "{} without Mcp-Session-Id, to a server that has minted session IDs at this endpoint since {}, was answered {status}, not 400",
+            st.method,
+            minted.time.clock_millis()
+        );
+        return Some(("session_header_missing_not_400", what));
+    }
     if st.transport == StreamTransport::Post && only_notifications(st) && status != 202 {
         let what = format!("a POST of notifications only was answered {status}, not 202 Accepted");
         return Some(("notification_not_202", what));
@@ -82,6 +102,29 @@ fn deleted_before(s: &Session, st: &Stream) -> Option<mcpf_model::Mark> {
     let sid = s.session_id.as_deref()?;
     (st.session_id_sent.as_deref() == Some(sid)).then_some(())?;
     s.first_deletion().filter(|d| d.time < st.opened.time)
+}
+
+/// A revision is named by its date, `YYYY-MM-DD`; anything else is invalid ("MUST" get 400).
+fn is_revision_date(v: &str) -> bool {
+    let b = v.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        })
+}
+
+/// When the server first minted a session ID at this endpoint, if this request of a session
+/// without one came after it in the same input. A session that was initialized and given no ID
+/// is one the server chose to run without: not judged.
+fn lacks_session_header(s: &Session, st: &Stream) -> Option<mcpf_model::Mark> {
+    let minted = s.server_mints_ids?;
+    let judged = !s.initialize_seen
+        && !s.revision.at_least(STATELESS)
+        && st.session_id_sent.is_none()
+        && minted.frame.input == st.opened.frame.input
+        && minted.time < st.opened.time;
+    judged.then_some(minted)
 }
 
 /// A request body of JSON-RPC notifications and responses, and nothing else.

@@ -3404,3 +3404,57 @@ fn a_404_then_the_same_id_minted_again_is_no_session_not_found() {
     c.post_answered(json!(2), "tools/list", json!({}), 200);
     c.finish().absent("session_not_found");
 }
+
+/// After a session was minted, a `tools/list` without `Mcp-Session-Id` answered `status`; with
+/// `minting` false the server never minted an ID (it runs without sessions).
+fn request_without_session_header(minting: bool, status: u16) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), minting.then_some("sess-A"));
+    c.initialized();
+    c.sid = None;
+    let mut ex = c.post_request(json!(3), "tools/list", json!({}));
+    c.respond(&mut ex, status, &[("Content-Type", "application/json")]);
+    let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string();
+    c.end_with_body(ex, Cut::Complete, &answer);
+    c.finish()
+}
+
+#[test]
+fn a_request_without_the_session_header_a_server_mints_is_answered_400() {
+    let run = request_without_session_header(true, 200);
+    assert_eq!(
+        run.rules("status_code_violation"),
+        ["session_header_missing_not_400"]
+    );
+    let f = run.one("status_code_violation");
+    assert_eq!(f.evidence["status"], 200);
+    assert_eq!(f.labels.session_id, None);
+    let refused = request_without_session_header(true, 400);
+    refused.absent("status_code_violation");
+    // A server that never minted one runs without sessions: nothing to ask for.
+    request_without_session_header(false, 200).absent("status_code_violation");
+}
+
+#[test]
+fn a_protocol_version_header_that_names_no_revision_is_answered_400() {
+    let run = |value: &'static str, status: u16| {
+        let mut c = Capture::new();
+        c.initialize(json!(1), Some("sess-A"));
+        c.initialized();
+        c.version = value;
+        let mut ex = c.post_request(json!(2), "tools/list", json!({}));
+        c.respond(&mut ex, status, &[("Content-Type", "application/json")]);
+        let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).to_string();
+        c.end_with_body(ex, Cut::Complete, &answer);
+        c.finish()
+    };
+    let bad = run("latest", 200);
+    assert_eq!(
+        bad.rules("status_code_violation"),
+        ["invalid_version_header_not_400"]
+    );
+    run("latest", 400).absent("status_code_violation");
+    // Another revision than the one negotiated is the client's fault (revision_violation),
+    // and the server may support it.
+    run("2025-03-26", 200).absent("status_code_violation");
+}

@@ -543,6 +543,10 @@ pub struct Session {
     /// The session its client left for this one: its `initialize` came on a TCP connection that
     /// had carried that session's exchanges and no other's.
     pub reinitialized_from: Option<Reinitialized>,
+    /// A session without an ID at a server (address and endpoint) that minted IDs: when it first
+    /// did, in the input's time. Its requests lack the header the server asks for (`None` when
+    /// the inputs do not record the request header).
+    pub server_mints_ids: Option<Mark>,
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.
     pub finalized: bool,

@@ -185,6 +185,10 @@ impl Builder {
         stream.session_id_received = received.clone();
         stream.transport_mode = mode.clone();
         let sent = stream.session_id_sent.is_some();
+        if received.is_some() && !sent {
+            let endpoint = (stream.server, endpoint_path(&stream.target).to_string());
+            self.note_minting(endpoint, h.first);
+        }
         match self.take_filing(h.exchange) {
             Some(Filing::Pending(
                 stream,
@@ -700,4 +704,21 @@ fn hash_data(data: &str) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     data.hash(&mut h);
     h.finish()
+}
+
+impl Builder {
+    /// A server minted a session ID at `endpoint`, at `at`.
+    fn note_minting(&mut self, endpoint: (SocketAddr, String), at: Mark) {
+        let full = self.minting.len() >= super::MAX_MINTING_SERVERS;
+        if full && !self.minting.contains_key(&endpoint) {
+            self.stats.minting_servers_not_kept += 1;
+            return;
+        }
+        self.minting.entry(endpoint).or_insert(at);
+    }
+}
+
+/// The path a session's endpoint is known by: the request target without its query.
+pub(super) fn endpoint_path(target: &str) -> &str {
+    target.split('?').next().unwrap_or("")
 }

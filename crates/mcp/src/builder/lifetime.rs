@@ -38,15 +38,20 @@ impl Builder {
         if s.finalized {
             return;
         }
+        let mut requests_named = true;
         for st in &mut s.streams {
             st.unpack_events();
             if let Some(caps) = self.capabilities.get(&st.input) {
+                requests_named &= caps.knows_request_header("mcp-session-id");
                 st.session_header_known = caps.knows_response_header("mcp-session-id");
                 st.version_header_known = caps.knows_request_header("mcp-protocol-version");
                 st.ending_unknown = (!caps.response_end_known).then_some(caps.time_resolution_ns);
             }
         }
         s.payloads = payloads;
+        if s.stateless && requests_named {
+            s.server_mints_ids = self.minting.get(&(s.server, s.path.clone())).copied();
+        }
         // Inputs not named are captures.
         s.frame_order = matches!(s.inputs.as_slice(), [i] if self
             .sources

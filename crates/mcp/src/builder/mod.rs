@@ -114,6 +114,9 @@ pub struct McpStats {
     pub requests_cut_methods: Vec<String>,
     /// Event IDs not indexed for comparison across sessions because the index was full.
     pub event_ids_not_indexed: u64,
+    /// Servers (address and endpoint) seen minting session IDs past the cap on how many are
+    /// remembered: requests to them without one are not judged.
+    pub minting_servers_not_kept: u64,
     /// Frames (and their captured bytes) of connections that carried no HTTP, or HTTP but no
     /// MCP, by input: the input's accounting moves them from analysed to `not_http`/`not_mcp`.
     pub carried_nothing: std::collections::BTreeMap<InputId, NotCarried>,
@@ -163,6 +166,10 @@ struct Identity {
 /// SSE stream with a few progress notifications, holds well under it; at the cap the session's
 /// events take about 600 MB while it is analysed.
 pub const MAX_SESSION_EVENTS: u64 = 2_000_000;
+
+/// Servers (address and endpoint) remembered as minting session IDs: a capture holds a few; a
+/// hostile one holds a new path per request.
+pub const MAX_MINTING_SERVERS: usize = 65_536;
 
 #[derive(Clone, Copy, Debug)]
 struct EventCap(u64);
@@ -235,6 +242,9 @@ pub struct Builder {
     spill_file: PayloadWriter,
     /// The open sessions' event IDs random by construction, by the stream that carried each first.
     carriers: carriers::Carriers,
+    /// Where a server minted session IDs (address and endpoint path), with the first time: a
+    /// request there without one lacks the header the server asks for.
+    minting: HashMap<(std::net::SocketAddr, String), mcpf_model::Mark>,
     /// Sessions in the order they went quiet (nothing open), with when: spilled once quiet for
     /// long enough. An entry is stale when its session was active again since.
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,

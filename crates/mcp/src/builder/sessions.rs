@@ -74,6 +74,7 @@ impl Builder {
             not_determinable: Vec::new(),
             same_session_as: Vec::new(),
             reinitialized_from: None,
+            server_mints_ids: None,
             deleted_before: None,
             continues: None,
             merged_sources: Vec::new(),

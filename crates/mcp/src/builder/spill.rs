@@ -152,6 +152,8 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         deleted,
         deleted_before,
         reinitialized_from,
+        // Set when it is finalized, after it is read back.
+        server_mints_ids: None,
         forgotten,
         inputs,
         legacy_endpoint,
@@ -639,6 +641,7 @@ mod tests {
                 session_id: "s-0".into(),
                 at: at(1),
             }),
+            server_mints_ids: None,
             counts: model::Counts::default(),
             finalized: false,
             merged_sources: Vec::new(),
