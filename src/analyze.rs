@@ -324,7 +324,10 @@ fn write<W: std::io::Write>(
         ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
         ReportFormat::Table => {
-            let style = report::Style { color: job.color };
+            let style = report::Style {
+                color: job.color,
+                width: job.width,
+            };
             report::write_human(&mut out, rep, sel, redactor, style, job.fail_on)?
         }
     }

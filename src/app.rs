@@ -116,7 +116,11 @@ fn flows(job: config::Flows) -> anyhow::Result<Exit> {
     let mut out = stdout(report::redact::Redactor::new(true));
     match job.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &reports, &stats)?,
-        Format::Table => report::flows::write_table(&mut out, &rows, &reports, &stats)?,
+        Format::Table => {
+            let width =
+                crate::config::output_width(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+            report::flows::write_table(&mut out, &rows, &reports, &stats, width)?
+        }
     }
     out.flush()?;
     Ok(if failed { Exit::Error } else { Exit::Clean }.or_data_lost(&reports))
@@ -141,19 +145,27 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
     pipeline::print_warnings(&fed.reports);
     let stats = pipeline.http.stats.clone();
     let mut out = stdout(redactor);
-    pipeline.http.sink.write(&mut out, &fed.reports, &stats)?;
+    let width = crate::config::output_width(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    pipeline
+        .http
+        .sink
+        .write(&mut out, &fed.reports, &stats, width)?;
     out.flush()?;
     Ok(if fed.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&fed.reports))
 }
 
 fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
+    use std::io::IsTerminal;
+    let width = crate::config::output_width(std::io::stdout().is_terminal());
+    let wrap = report::wrap;
     let mut out = stdout(report::redact::Redactor::new(false));
     match kind {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
+            let hang = " ".repeat(44);
             for k in FindingKind::ALL.map(FindingKind::info) {
-                let name = k.kind.name();
-                writeln!(out, "{name:<34} {:<8} {}", k.severity.name(), k.when)?;
+                let lead = format!("{:<34} {:<8} ", k.kind.name(), k.severity.name());
+                writeln!(out, "{}", wrap(k.when, width.max(80), &lead, &hang))?;
             }
             writeln!(
                 out,
@@ -167,11 +179,20 @@ fn explain(kind: Option<String>) -> anyhow::Result<Exit> {
                 anyhow::bail!("{}", unknown_kind(&kind));
             };
             writeln!(out, "{} ({})\n", k.kind, k.severity.name())?;
-            writeln!(out, "When: {}\n", k.when)?;
-            writeln!(out, "What it means: {}\n", k.meaning)?;
-            writeln!(out, "Why it matters: {}\n", k.why)?;
-            writeln!(out, "What to change: {}\n", k.fix)?;
-            writeln!(out, "Evidence: {}", k.evidence.join(", "))?;
+            for (title, text) in [
+                ("When", k.when),
+                ("What it means", k.meaning),
+                ("Why it matters", k.why),
+                ("What to change", k.fix),
+            ] {
+                writeln!(
+                    out,
+                    "{}\n",
+                    wrap(&format!("{title}: {text}"), width, "", "  ")
+                )?;
+            }
+            let evidence = format!("Evidence: {}", k.evidence.join(", "));
+            writeln!(out, "{}", wrap(&evidence, width, "", "  "))?;
         }
     }
     out.flush()?;

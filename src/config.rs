@@ -68,6 +68,8 @@ pub struct Analyze {
     pub threaded: bool,
     /// Colour the terminal report.
     pub color: bool,
+    /// The width the human report fits.
+    pub width: usize,
     /// Show a progress bar on standard error.
     pub progress: bool,
     /// SSE events held per session.
@@ -150,6 +152,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         selection,
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
+        width: output_width(a.output.is_none() && std::io::stdout().is_terminal()),
         color: match &a.output {
             Some(_) => a.color == ColorChoice::Always,
             None => terminal_decoration(a.color, &std::io::stdout()),
@@ -264,6 +267,25 @@ fn show_progress(choice: ProgressChoice, quiet: bool, stream: &impl IsTerminal) 
         ProgressChoice::Never => false,
         ProgressChoice::Auto => stream.is_terminal(),
     }
+}
+
+/// The width reports fit: `COLUMNS` when set, else the terminal's when the output is one, else
+/// [`DEFAULT_WIDTH`](mcpf_report::analyze::DEFAULT_WIDTH). A width under 40 is taken as 40.
+pub fn output_width(to_terminal: bool) -> usize {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    let terminal = || {
+        to_terminal
+            .then(terminal_size::terminal_size)
+            .flatten()
+            .map(|(w, _)| usize::from(w.0))
+    };
+    columns
+        .or_else(terminal)
+        .unwrap_or(mcpf_report::analyze::DEFAULT_WIDTH)
+        .max(40)
 }
 
 /// Colour (and the `http` command's progress bar): only on a terminal, and never with `NO_COLOR`

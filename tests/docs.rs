@@ -146,9 +146,11 @@ fn readme_example_outputs_are_what_the_binary_prints() {
         let Some(cmd) = line.strip_prefix("$ mcp-forensics ") else {
             continue;
         };
+        // The width reports fit when the output is not a terminal, whatever the test's shell says.
         let out = Command::cargo_bin("mcp-forensics")
             .unwrap()
             .args(words(cmd))
+            .env("COLUMNS", "100")
             .output()
             .unwrap();
         let printed = String::from_utf8(out.stdout).unwrap();

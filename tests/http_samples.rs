@@ -914,8 +914,14 @@ fn bearer_token_is_redacted_unless_asked() {
 
 /// The `http` command's standard output, whatever its exit status (a lossy capture's is not 0).
 fn http_stdout(args: &[&str]) -> String {
+    http_stdout_at(args, 400)
+}
+
+/// Standard output with the output `columns` wide.
+fn http_stdout_at(args: &[&str], columns: usize) -> String {
     let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
         .args(args)
+        .env("COLUMNS", columns.to_string())
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap()
@@ -973,5 +979,14 @@ fn http_command_assembles_the_view_in_order() {
             .map(|id| id[3..id.find('#').unwrap()].to_string())
             .collect();
         assert_eq!(conns, want_conns, "{path}");
+        // At 80 columns the table leaves columns out, and says which, rather than wrap rows.
+        let narrow = http_stdout_at(&["http", path], 80);
+        assert!(
+            narrow.lines().all(|l| l.chars().count() <= 80),
+            "{path}: {narrow}"
+        );
+        let rows = narrow.lines().filter(|l| l.starts_with('│')).count();
+        assert_eq!(rows, want.len() + 1, "{path}: one line per exchange");
+        assert!(narrow.contains("(left out to fit 80 columns: "), "{path}");
     }
 }

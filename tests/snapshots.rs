@@ -40,6 +40,7 @@ fn run(args: &[&str]) -> Run {
         .unwrap()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("NO_COLOR")
+        .env("COLUMNS", "100")
         .args(args)
         .output()
         .unwrap();
@@ -489,5 +490,71 @@ fn no_stale_snapshots() {
     assert!(
         stale.is_empty(),
         "snapshots with no test in tests/snapshots.rs, delete them: {stale:?}"
+    );
+}
+
+/// `mcp-forensics ARGS` with the output `columns` wide.
+fn run_at(columns: usize, args: &[&str]) -> Run {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("COLUMNS", columns.to_string())
+        .args(args)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().expect("killed by a signal"),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// At 80×24 the first screen says what broke: the verdict names the critical finding, the
+/// request left hanging and since when, before the tables; no line is wider than the screen.
+#[test]
+fn the_first_screen_at_80_columns_holds_the_verdict() {
+    let r = run_at(80, &["analyze", "samples/seed-incident-client-leg.pcap"]);
+    let first: Vec<&str> = r.stdout.lines().take(24).collect();
+    let screen = first.join("\n");
+    let verdict = first
+        .iter()
+        .position(|l| *l == "VERDICT")
+        .expect("a verdict");
+    assert!(first[verdict + 1].starts_with(" S1 CRITICAL "), "{screen}");
+    let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "since 04:36:07.294 (sse_fallback)",
+        "cross_namespace_replay",
+        "request 7 tools/call \"reindex\" never answered",
+        "FINDINGS (S1)",
+        "F5 CRITICAL cross_namespace_replay",
+    ] {
+        assert!(
+            words.contains(want),
+            "{want:?} not in the first screen:\n{screen}"
+        );
+    }
+    for l in r.stdout.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    // The worst first: the critical finding heads the findings, the info one ends them.
+    let findings: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("FINDINGS"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with(" F"))
+        .collect();
+    assert!(findings[0].contains("CRITICAL"), "{findings:?}");
+    assert!(findings.last().unwrap().contains("INFO"), "{findings:?}");
+    // Healthy traffic: one line that says so.
+    let healthy = run_at(80, &["analyze", "samples/python-sdk-healthy.pcap"]);
+    assert!(
+        healthy
+            .stdout
+            .contains("VERDICT\n no finding above info in 1 session"),
+        "{}",
+        healthy.stdout
     );
 }

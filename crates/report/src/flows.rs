@@ -8,7 +8,7 @@ use mcpf_capture::tcp::{ConnSummary, HalfStats, ReassemblyStats};
 use mcpf_model::InputReport;
 use mcpf_model::{ConnId, endpoint};
 
-use super::table::{bytes, duration, new_table};
+use super::table::{bytes, duration, fitted_table};
 
 #[derive(Debug, Serialize)]
 pub struct FlowRow {
@@ -120,49 +120,64 @@ pub fn write_json(
     writeln!(out)
 }
 
+/// The columns of the flows table, and the order they are left out in when it is too wide.
+const COLUMNS: [&str; 11] = [
+    "#",
+    "client",
+    "server",
+    "start",
+    "duration",
+    "c→s",
+    "s→c",
+    "gaps",
+    "retrans",
+    "out of order",
+    "ended",
+];
+const DROPPED: [usize; 7] = [9, 8, 3, 4, 6, 7, 5];
+
 pub fn write_table(
     out: &mut dyn Write,
     rows: &[FlowRow],
     inputs: &[InputReport],
     stats: &ReassemblyStats,
+    width: usize,
 ) -> io::Result<()> {
     for input in inputs {
         super::write_input_line(out, input)?;
     }
-    let mut table = new_table(&[
-        "#",
-        "client",
-        "server",
-        "start",
-        "duration",
-        "c→s",
-        "s→c",
-        "gaps",
-        "retrans",
-        "out of order",
-        "ended",
-    ]);
-    for r in rows {
-        let gaps = if r.gaps == 0 {
-            "0".to_string()
-        } else {
-            format!("{} ({})", r.gaps, bytes(r.gap_bytes))
-        };
-        table.add_row(vec![
-            r.id.to_string(),
-            r.client.clone(),
-            r.server.clone(),
-            r.start.clone(),
-            duration(r.duration_s),
-            bytes(r.bytes_c2s),
-            bytes(r.bytes_s2c),
-            gaps,
-            r.retransmissions.to_string(),
-            r.out_of_order.to_string(),
-            r.ended.to_string(),
-        ]);
-    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let gaps = if r.gaps == 0 {
+                "0".to_string()
+            } else {
+                format!("{} ({})", r.gaps, bytes(r.gap_bytes))
+            };
+            vec![
+                r.id.to_string(),
+                r.client.clone(),
+                r.server.clone(),
+                r.start.clone(),
+                duration(r.duration_s),
+                bytes(r.bytes_c2s),
+                bytes(r.bytes_s2c),
+                gaps,
+                r.retransmissions.to_string(),
+                r.out_of_order.to_string(),
+                r.ended.to_string(),
+            ]
+        })
+        .collect();
+    let (table, dropped) = fitted_table(&COLUMNS, &cells, &DROPPED, &[], width);
     writeln!(out, "{table}")?;
+    if !dropped.is_empty() {
+        let note = format!(
+            "(left out to fit {width} columns: {}; --format json has them)",
+            dropped.join(", ")
+        );
+        writeln!(out, "{}", super::table::wrap(&note, width, "", "  "))?;
+    }
     let lost: u64 = rows.iter().map(|r| r.gap_bytes).sum();
     let with_gaps = rows.iter().filter(|r| r.gaps > 0).count();
     writeln!(

@@ -20,7 +20,7 @@ use mcpf_model::{Mark, endpoint};
 use super::analyze::spill::{Range, Records, Spills};
 use super::redact::Redactor;
 use super::sanitize::terminal;
-use super::table::{bytes, new_table};
+use super::table::{Fit, bytes, new_table};
 
 fn headers_json(h: &Headers, r: &Redactor) -> Value {
     Value::Array(
@@ -241,6 +241,9 @@ const TABLE_HEADER: [&str; 11] = [
     "flags",
 ];
 
+/// The columns left out, in this order, when the table is wider than the output.
+const TABLE_DROPPED: [usize; 6] = [1, 6, 7, 5, 8, 0];
+
 /// Indents what a pretty-printer writes at depth 0 to the depth of an element of the
 /// document's `exchanges`: a rendered JSON value has a newline only between its tokens.
 struct Nested<'a>(&'a mut dyn Write);
@@ -325,12 +328,13 @@ impl Spool {
         }
     }
 
-    /// Writes the view: the exchanges in order, then the rest.
+    /// Writes the view: the exchanges in order, then the rest; the table fits `width`.
     pub fn write(
         mut self,
         out: &mut dyn Write,
         inputs: &[InputReport],
         stats: &HttpStats,
+        width: usize,
     ) -> io::Result<()> {
         let anomalies = std::mem::take(&mut self.collector.anomalies);
         let open = std::mem::take(&mut self.collector).into_exchanges();
@@ -344,7 +348,7 @@ impl Spool {
         self.pieces.sort_unstable_by_key(|p| p.0);
         match self.view {
             View::Json => self.write_json(out, &anomalies, inputs, stats),
-            View::Table => self.write_table(out, inputs, stats),
+            View::Table => self.write_table(out, inputs, stats, width),
         }
     }
 
@@ -381,21 +385,32 @@ impl Spool {
         out: &mut dyn Write,
         inputs: &[InputReport],
         stats: &HttpStats,
+        width: usize,
     ) -> io::Result<()> {
         for input in inputs {
             super::write_input_line(out, input)?;
         }
+        let widths: Vec<usize> = self.widths.iter().map(|w| usize::from(*w)).collect();
+        // The JSON-RPC summary and the target are the columns whose cells may be shortened.
+        let fit = Fit::new(&widths, &TABLE_DROPPED, &[9, 3], width);
+        let kept = &fit.kept;
+        let pick = |cells: &[String]| fit.row(cells);
+        let header = pick(&TABLE_HEADER.map(String::from));
         if self.pieces.is_empty() {
-            writeln!(out, "{}", new_table(&TABLE_HEADER))?;
+            writeln!(
+                out,
+                "{}",
+                new_table(&header.iter().map(String::as_str).collect::<Vec<_>>())
+            )?;
         } else {
             // Every row is drawn with a last row as wide as the widest of each column, so that
             // its lines are those the whole table would have.
-            let ruler: Vec<String> = self
-                .widths
+            let ruler: Vec<String> = kept
                 .iter()
-                .map(|w| " ".repeat(usize::from(*w)))
+                .map(|&c| " ".repeat(fit.width_of(c, widths[c])))
                 .collect();
-            let mut frame = new_table(&TABLE_HEADER);
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            let mut frame = new_table(&header);
             frame.add_row(ruler.clone());
             let frame: Vec<String> = frame.lines().collect();
             for l in &frame[..3] {
@@ -404,14 +419,22 @@ impl Spool {
             for (_, range) in &self.pieces {
                 let piece = self.spills.read(Records::Sessions, Some(*range))?;
                 let cells: Vec<String> = serde_json::from_slice(&piece)?;
-                let mut t = new_table(&TABLE_HEADER);
-                t.add_row(cells).add_row(ruler.clone());
+                let mut t = new_table(&header);
+                t.add_row(pick(&cells)).add_row(ruler.clone());
                 let lines: Vec<String> = t.lines().collect();
                 for l in &lines[3..lines.len() - 2] {
                     writeln!(out, "{l}")?;
                 }
             }
             writeln!(out, "{}", frame[frame.len() - 1])?;
+        }
+        if kept.len() < TABLE_HEADER.len() {
+            let left = fit.left_out(&TABLE_HEADER);
+            let note = format!(
+                "(left out to fit {width} columns: {}; --format json has them)",
+                left.join(", ")
+            );
+            writeln!(out, "{}", super::table::wrap(&note, width, "", "  "))?;
         }
         writeln!(
             out,

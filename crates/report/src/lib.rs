@@ -8,6 +8,7 @@ pub mod http;
 pub mod redact;
 pub mod sanitize;
 mod table;
+pub use table::wrap;
 pub mod timeline;
 
 use std::io::{self, Write};

@@ -1,7 +1,9 @@
-//! The terminal report of `analyze`: what was read, the sessions table, what could not be
-//! determined, the findings as cause → consequence trees, each session's timeline, what to do,
-//! and the exit code the findings call for. Every string that came from a capture goes through
-//! `sanitize` (and the redactor) before it is printed.
+//! The terminal report of `analyze`: what was read, a verdict line per session with findings,
+//! the sessions table, what could not be determined, the findings most severe first (each naming
+//! its cause), each session's timeline, what to do, and the exit code the findings call for.
+//! Everything fits the output's width: tables leave columns out, text wraps between words.
+//! Every string that came from a capture goes through `sanitize` (and the redactor) before it is
+//! printed.
 
 use std::io::{self, Write};
 
@@ -12,14 +14,19 @@ use mcpf_model::{Mark, endpoint};
 use super::{Report, Selection, SessionHeader};
 use crate::redact::Redactor;
 use crate::sanitize::terminal;
-use crate::table::{bytes, count, new_table};
+use crate::table::{bytes, count, fitted_table, wrap};
 use crate::timeline::Entry;
 
-/// Terminal styling: colour only when asked for and on a terminal.
+/// Terminal styling: colour only when asked for and on a terminal, and the width to fit.
 #[derive(Clone, Copy, Debug)]
 pub struct Style {
     pub color: bool,
+    /// Columns: the terminal's, `COLUMNS`, or 100 when the output is not a terminal.
+    pub width: usize,
 }
+
+/// The width reports fit when nothing says otherwise.
+pub const DEFAULT_WIDTH: usize = 100;
 
 impl Style {
     fn severity(&self, sev: Severity) -> String {
@@ -77,7 +84,7 @@ pub fn write_human(
     style: Style,
     fail_on: Severity,
 ) -> io::Result<()> {
-    write_header(out, rep)?;
+    write_header(out, rep, style.width)?;
     if rep.session_count() == 0 {
         return writeln!(
             out,
@@ -92,11 +99,12 @@ pub fn write_human(
         );
     }
     let shown = rep.shown_findings(sel);
+    write_verdicts(out, rep, &all, &shown, r, style)?;
     let sessions = listed(rep, sel, &all, &shown);
     write_sessions(out, &sessions, all.len(), r, style)?;
-    write_rollups(out, rep, sel, &shown, r)?;
+    write_rollups(out, rep, sel, &shown, r, style)?;
     for s in &sessions {
-        write_not_determinable(out, s)?;
+        write_not_determinable(out, s, style)?;
         write_findings(out, rep, s, &shown, r, style)?;
     }
     for s in &sessions {
@@ -122,6 +130,7 @@ fn write_rollups(
     sel: &Selection,
     shown: &[usize],
     r: &Redactor,
+    style: Style,
 ) -> io::Result<()> {
     let (by_input, by_server) = super::rollup::rollups(rep, sel, shown);
     for (title, rows) in [("BY INPUT", by_input), ("BY SERVER", by_server)] {
@@ -134,16 +143,18 @@ fn write_rollups(
             .map(|x| x.name.chars().count())
             .max()
             .unwrap_or(0)
-            .min(60);
+            .min(60)
+            .min(style.width / 2);
         for row in rows {
             let redacted = r.text(&row.name);
             let name = crate::sanitize::terminal(&redacted);
             let sessions = plural(row.sessions, "session");
-            writeln!(
-                out,
-                " {name:<width$}  {sessions:>12}  {}",
+            let line = format!(
+                "{name:<width$}  {sessions:>12}  {}",
                 findings_text(rep, &row.findings)
-            )?;
+            );
+            let hang = " ".repeat(width + 17);
+            writeln!(out, "{}", wrap(&line, style.width, " ", &hang))?;
         }
     }
     Ok(())
@@ -179,7 +190,7 @@ fn plural(n: usize, what: &str) -> String {
 
 /// The tool, each input, what was read (connections, for captures, and exchanges), and the
 /// notes on what an input format could not support.
-fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
+fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<()> {
     writeln!(out, "{} {}", rep.tool.name, rep.tool.version)?;
     for input in &rep.inputs {
         crate::write_input_line(out, input)?;
@@ -234,30 +245,156 @@ fn write_header(out: &mut dyn Write, rep: &Report) -> io::Result<()> {
         .inputs
         .iter()
         .any(|i| i.error.is_none() && i.format.starts_with("pcap"));
-    if captures {
-        writeln!(
-            out,
+    let read = if captures {
+        format!(
             "{} ({lost}); {exchanges}",
             count(rep.connections, "TCP connection", "TCP connections")
-        )?;
+        )
     } else {
-        writeln!(out, "{exchanges}")?;
-    }
+        exchanges
+    };
+    writeln!(out, "{}", wrap(&read, width, "", "  "))?;
     for l in &rep.limits {
-        writeln!(out, "  note: {}", terminal(l))?;
+        let line = format!("note: {}", terminal(l));
+        writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     for c in &rep.clock_offsets {
-        writeln!(out, "  clock: {}", terminal(&clock_line(rep, c)))?;
+        let line = format!("clock: {}", terminal(&clock_line(rep, c)));
+        writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     if rep.mcp.unattributed > 0 {
-        writeln!(
-            out,
-            "  note: {} that nothing on the wire ties to a session (no session ID, no shared connection, no resume naming its events): {}",
+        let line = format!(
+            "note: {} that nothing on the wire ties to a session (no session ID, no shared connection, no resume naming its events): {}",
             count(rep.mcp.unattributed, "MCP exchange", "MCP exchanges"),
             rep.mcp.unattributed_examples.join(", ")
+        );
+        writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
+    }
+    Ok(())
+}
+
+/// Verdict lines shown at most: the rest are counted (their findings follow below).
+const VERDICTS_SHOWN: usize = 8;
+
+/// One line per session whose findings go above info, the worst first: how bad, since when,
+/// what broke (the most severe finding in its own words) and the request it left hanging.
+fn write_verdicts(
+    out: &mut dyn Write,
+    rep: &Report,
+    all: &[&SessionHeader],
+    shown: &[usize],
+    r: &Redactor,
+    style: Style,
+) -> io::Result<()> {
+    let mut bad: Vec<(Severity, &SessionHeader, usize)> = all
+        .iter()
+        .filter_map(|s| {
+            let worst = worst_of(rep, shown, s.head.idx)?;
+            let sev = rep.findings[worst].severity;
+            sev.at_least(Severity::Low).then_some((sev, *s, worst))
+        })
+        .collect();
+    bad.sort_by_key(|(sev, s, _)| (*sev, s.head.idx));
+    writeln!(out, "\n{}", style.heading("VERDICT"))?;
+    if bad.is_empty() {
+        let n = all.len() as u64;
+        return writeln!(
+            out,
+            " no finding above info in {}",
+            count(n, "session", "sessions")
+        );
+    }
+    for (sev, s, worst) in bad.iter().take(VERDICTS_SHOWN) {
+        let text = verdict_text(rep, shown, s, *worst);
+        let head = format!(" {} {} ", s.label(), style.severity(*sev));
+        // The colour codes take no columns: wrap as if the heading were plain.
+        let plain = format!(" {} {} ", s.label(), sev.name().to_uppercase());
+        let wrapped = wrap(&terminal(&r.text(&text)), style.width, &plain, "     ");
+        writeln!(out, "{head}{}", &wrapped[plain.len()..])?;
+    }
+    if bad.len() > VERDICTS_SHOWN {
+        writeln!(
+            out,
+            " … and {} more sessions with findings above info (below)",
+            bad.len() - VERDICTS_SHOWN
         )?;
     }
     Ok(())
+}
+
+/// The most severe shown finding of a session, the earliest of equals.
+fn worst_of(rep: &Report, shown: &[usize], session: usize) -> Option<usize> {
+    shown
+        .iter()
+        .copied()
+        .filter(|&p| rep.findings[p].session == session)
+        .min_by_key(|&p| (rep.findings[p].severity, rep.findings[p].time.time, p))
+}
+
+/// `since 04:36:07.294 (sse_fallback): resume with … (F5 cross_namespace_replay); request 7
+/// tools/call "reindex" never answered (F8)`.
+fn verdict_text(rep: &Report, shown: &[usize], s: &SessionHeader, worst: usize) -> String {
+    let f = &rep.findings[worst];
+    let root = root_cause(rep, worst);
+    let since = if root == worst {
+        format!("at {}", f.time.time.clock_millis())
+    } else {
+        let c = &rep.findings[root];
+        format!("since {} ({})", c.time.time.clock_millis(), c.kind)
+    };
+    let id = s
+        .head
+        .session_id
+        .as_deref()
+        .map(|i| format!("session {} ", short_id(i)))
+        .unwrap_or_default();
+    let mut text = format!(
+        "{id}{since}: {} ({} {})",
+        f.summary,
+        finding_id(worst),
+        f.kind
+    );
+    let hung = shown.iter().copied().find(|&p| {
+        let u = &rep.findings[p];
+        p != worst
+            && u.session == s.head.idx
+            && u.kind == mcpf_detect::FindingKind::UnansweredRequest
+            && u.severity.at_least(Severity::Low)
+    });
+    if let Some(p) = hung {
+        text.push_str(&format!(
+            "; {} ({})",
+            hung_request(&rep.findings[p]),
+            finding_id(p)
+        ));
+    }
+    text
+}
+
+/// The first cause of a finding, following `caused_by` (a cycle cannot be built, but a
+/// bound costs nothing).
+fn root_cause(rep: &Report, mut p: usize) -> usize {
+    for _ in 0..rep.findings.len() {
+        match rep.findings[p].caused_by.first() {
+            Some(&c) if c < rep.findings.len() => p = c,
+            _ => break,
+        }
+    }
+    p
+}
+
+/// `request 7 tools/call "reindex" never answered`.
+fn hung_request(u: &mcpf_detect::Finding) -> String {
+    let e = &u.evidence;
+    let id = match &e["request_id"] {
+        serde_json::Value::String(s) => format!("\"{s}\""),
+        v => v.to_string(),
+    };
+    let method = e["method"].as_str().unwrap_or("request");
+    match e["tool"].as_str() {
+        Some(t) => format!("request {id} {method} \"{t}\" never answered"),
+        None => format!("request {id} {method} never answered"),
+    }
 }
 
 /// Sessions the table lists whatever they hold: small captures show every session.
@@ -283,6 +420,20 @@ fn listed<'a>(
         .collect()
 }
 
+/// Columns of the sessions table, in the order they are left out when it is too wide.
+const SESSION_COLUMNS: [&str; 9] = [
+    "S",
+    "Mcp-Session-Id",
+    "server",
+    "transport",
+    "revision",
+    "client",
+    "fell back",
+    "IDs",
+    "resumption",
+];
+const SESSION_COLUMNS_DROPPED: [usize; 6] = [5, 3, 4, 7, 6, 2];
+
 /// The sessions table, how many sessions it leaves out of the `total` selected, and the
 /// sources merged into each session listed.
 fn write_sessions(
@@ -293,39 +444,41 @@ fn write_sessions(
     style: Style,
 ) -> io::Result<()> {
     writeln!(out, "\n{}", style.heading("SESSIONS"))?;
-    let mut table = new_table(&[
-        "S",
-        "Mcp-Session-Id",
-        "server",
-        "transport",
-        "revision",
-        "client",
-        "fell back",
-        "IDs",
-        "resumption",
-    ]);
-    for s in sessions {
-        table.add_row(session_row(s, r));
-    }
+    let rows: Vec<Vec<String>> = sessions.iter().map(|s| session_row(s, r)).collect();
+    let (table, dropped) = fitted_table(
+        &SESSION_COLUMNS,
+        &rows,
+        &SESSION_COLUMNS_DROPPED,
+        &[2],
+        style.width,
+    );
     writeln!(out, "{table}")?;
+    if !dropped.is_empty() {
+        let note = format!(
+            "(left out to fit {} columns: {}; --format json has them)",
+            style.width,
+            dropped.join(", ")
+        );
+        writeln!(out, "{}", wrap(&note, style.width, " ", "  "))?;
+    }
     if total > sessions.len() {
-        writeln!(
-            out,
-            " … and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
+        let more = format!(
+            "… and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
             total - sessions.len()
-        )?;
+        );
+        writeln!(out, "{}", wrap(&more, style.width, " ", "   "))?;
     }
     for s in sessions {
         for (_, path, matched, added, offset) in &s.merged {
-            writeln!(
-                out,
-                " {}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
+            let line = format!(
+                "{}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
                 s.label(),
                 terminal(path),
                 matched,
                 offset,
                 added
-            )?;
+            );
+            writeln!(out, "{}", wrap(&line, style.width, " ", "   "))?;
         }
     }
     Ok(())
@@ -375,7 +528,7 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
 }
 
 /// What the inputs could not tell about a session, and why.
-fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader) -> io::Result<()> {
+fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader, style: Style) -> io::Result<()> {
     if s.head.not_determinable.is_empty() {
         return Ok(());
     }
@@ -387,16 +540,17 @@ fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader) -> io::Result<
         .map(|(_, r)| r.as_str())
         .collect();
     reasons.dedup();
-    writeln!(
-        out,
-        "\n{} not determinable from these inputs: {} ({})",
+    let text = format!(
+        "{} not determinable from these inputs: {} ({})",
         s.label(),
         kinds.join(", "),
         reasons.join("; ")
-    )
+    );
+    writeln!(out, "\n{}", wrap(&text, style.width, "", "  "))
 }
 
-/// A session's shown findings as cause → consequence trees, root cause first.
+/// A session's shown findings, the most severe first (then by time), each naming the finding
+/// it follows from: the cause chain reads backwards from what matters most.
 fn write_findings(
     out: &mut dyn Write,
     rep: &Report,
@@ -405,7 +559,7 @@ fn write_findings(
     r: &Redactor,
     style: Style,
 ) -> io::Result<()> {
-    let mine: Vec<usize> = shown
+    let mut mine: Vec<usize> = shown
         .iter()
         .copied()
         .filter(|&p| rep.findings[p].session == s.head.idx)
@@ -413,56 +567,47 @@ fn write_findings(
     if mine.is_empty() {
         return Ok(());
     }
+    mine.sort_by_key(|&p| (rep.findings[p].severity, rep.findings[p].time.time, p));
     writeln!(
         out,
-        "\n{}  root cause first, consequences indented",
+        "\n{}  worst first; ← its cause",
         style.heading(&format!("FINDINGS ({})", s.label()))
     )?;
     let id_width = mine.iter().map(|&p| finding_id(p).len()).max().unwrap_or(2);
-    for (p, depth) in cause_trees(rep, &mine) {
+    for &p in &mine {
         let f = &rep.findings[p];
-        let indent = "  ".repeat(depth);
-        writeln!(
-            out,
-            " {indent}{:<id_width$} {:<8} {}  {}  {}",
+        let causes: Vec<String> = f
+            .caused_by
+            .iter()
+            .filter(|c| mine.contains(c))
+            .map(|&c| finding_id(c))
+            .collect();
+        let cause = if causes.is_empty() {
+            String::new()
+        } else {
+            format!("  ← {}", causes.join(", "))
+        };
+        let indent = " ".repeat(id_width + 2);
+        // Wrapped as plain text, then the severity coloured: colour codes take no columns.
+        let sev = format!("{:<8}", f.severity.name().to_uppercase());
+        let line = format!(
+            "{:<id_width$} {sev} {}  {}  {}{cause}",
             finding_id(p),
-            style.severity(f.severity),
             f.kind,
             f.time.time.clock_millis(),
             frames_text(&f.frames)
-        )?;
-        writeln!(out, " {indent}     {}", terminal(&r.text(&f.summary)))?;
+        );
+        let line = wrap(&line, style.width, " ", &indent);
+        let colored = style.severity(f.severity);
+        writeln!(out, "{}", line.replacen(sev.trim_end(), &colored, 1))?;
+        let summary = terminal(&r.text(&f.summary)).into_owned();
+        writeln!(out, "{}", wrap(&summary, style.width, &indent, &indent))?;
         if let Some(note) = &f.confidence_note {
-            writeln!(out, " {indent}     confidence reduced: {}", terminal(note))?;
+            let note = format!("confidence reduced: {}", terminal(note));
+            writeln!(out, "{}", wrap(&note, style.width, &indent, &indent))?;
         }
     }
     Ok(())
-}
-
-/// The findings at positions `mine` in print order, each with its depth: a finding is printed
-/// under its first shown cause, and roots and the consequences of each keep their order.
-fn cause_trees(rep: &Report, mine: &[usize]) -> Vec<(usize, usize)> {
-    let parent = |p: usize| {
-        rep.findings[p]
-            .caused_by
-            .iter()
-            .copied()
-            .find(|c| mine.contains(c))
-    };
-    let mut order = Vec::with_capacity(mine.len());
-    let mut stack: Vec<(usize, usize)> = mine
-        .iter()
-        .rev()
-        .copied()
-        .filter(|&p| parent(p).is_none())
-        .map(|p| (p, 0))
-        .collect();
-    while let Some((p, depth)) = stack.pop() {
-        order.push((p, depth));
-        let children = mine.iter().rev().copied().filter(|&c| parent(c) == Some(p));
-        stack.extend(children.map(|c| (c, depth + 1)));
-    }
-    order
 }
 
 /// A session's timeline, and its resumption verdict with the reason.
@@ -488,26 +633,23 @@ fn write_timeline(
         style.heading(&format!("TIMELINE ({})", s.label())),
         s.head.start.time.date()
     )?;
+    // Rows wrap under their text, so the time and marker columns stay clear.
     for e in entries {
         let text = terminal(&r.text(&e.text)).into_owned();
-        writeln!(
-            out,
-            " {}  {:<6} {}",
-            e.time.time.clock_millis(),
-            marker(e),
-            text
-        )?;
+        let lead = format!(" {}  {:<6} ", e.time.time.clock_millis(), marker(e));
+        let hang = " ".repeat(textwrap::core::display_width(&lead));
+        writeln!(out, "{}", wrap(&text, style.width, &lead, &hang))?;
     }
     let v = &s.verdict;
-    writeln!(
-        out,
-        " resumption: {}{}",
+    let line = format!(
+        "resumption: {}{}",
         v.verdict,
         v.reason
             .as_deref()
             .map(|r| format!(" — {}", terminal(r)))
             .unwrap_or_default()
-    )
+    );
+    writeln!(out, "{}", wrap(&line, style.width, " ", "   "))
 }
 
 /// The marker column of a timeline row: the direction, or the findings placed there.
@@ -546,7 +688,7 @@ fn write_what_to_do(
             style.heading("WHAT TO DO"),
             f.kind
         )?;
-        writeln!(out, " {}", f.kind.info().fix)?;
+        writeln!(out, "{}", wrap(f.kind.info().fix, style.width, " ", " "))?;
     }
     Ok(())
 }
@@ -564,34 +706,32 @@ fn write_exit_line(
         .count();
     let unread = rep.inputs.iter().filter(|i| i.error.is_some()).count();
     let unmatched = rep.unmatched_session_keys(sel);
-    writeln!(
-        out,
-        "\n{}",
-        if !unmatched.is_empty() {
-            format!(
-                "exit 2: --session {} names no session of these inputs",
-                unmatched.join(", ")
-            )
-        } else if unread > 0 {
-            format!(
-                "exit 2: {} could not be read (the report is of the others: {} at or above --fail-on {})",
-                count(unread as u64, "input", "inputs"),
-                count(failing as u64, "finding", "findings"),
-                fail_on.name()
-            )
-        } else if failing > 0 {
-            format!(
-                "exit 1: {} at or above --fail-on {}",
-                count(failing as u64, "finding", "findings"),
-                fail_on.name()
-            )
-        } else {
-            format!(
-                "exit 0: no finding at or above --fail-on {}",
-                fail_on.name()
-            )
-        }
-    )
+    let line = if !unmatched.is_empty() {
+        format!(
+            "exit 2: --session {} names no session of these inputs",
+            unmatched.join(", ")
+        )
+    } else if unread > 0 {
+        format!(
+            "exit 2: {} could not be read; in the others {} at or above --fail-on {}",
+            count(unread as u64, "input", "inputs"),
+            count(failing as u64, "finding", "findings"),
+            fail_on.name()
+        )
+    } else if failing > 0 {
+        format!(
+            "exit 1: {} at or above --fail-on {}",
+            count(failing as u64, "finding", "findings"),
+            fail_on.name()
+        )
+    } else {
+        format!(
+            "exit 0: no finding at or above --fail-on {}",
+            fail_on.name()
+        )
+    };
+    // One line, whatever the width: scripts read the last line.
+    writeln!(out, "\n{line}")
 }
 
 /// `samples/b.pcap runs 0.000037 s ahead of samples/a.pcap (between …, from 18 exchanges of 1

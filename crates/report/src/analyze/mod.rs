@@ -19,7 +19,7 @@ mod rollup;
 pub(crate) mod spill;
 mod writer;
 
-pub use human::{Style, write_human};
+pub use human::{DEFAULT_WIDTH, Style, write_human};
 pub use json::{write_json, write_ndjson};
 pub use writer::SessionWriter;
 
