@@ -170,6 +170,10 @@ fn environment() -> Roff {
     let mut e = section("ENVIRONMENT");
     for (name, meaning) in [
         (
+            "COLUMNS",
+            "The width the terminal report, http, flows and explain fit (tables leave columns out, text wraps between words). Unset: the terminal's width when standard output is one, else 100.",
+        ),
+        (
             "NO_COLOR",
             "When set and not empty, the terminal report is not coloured (as --color never). The progress bar does not depend on it: --progress and -q decide.",
         ),
