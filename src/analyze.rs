@@ -209,6 +209,11 @@ fn assemble(
             mcp_stats.event_ids_not_indexed
         ));
     }
+    if mcpf_model::interrupt::stop_requested() {
+        limits.push(
+            "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered".into(),
+        );
+    }
     if mcp_stats.minting_servers_not_kept > 0 {
         limits.push(format!(
             "{} servers minted session IDs after {} had been remembered: requests to them without one are not judged (status_code_violation session_header_missing_not_400)",

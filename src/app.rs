@@ -48,9 +48,18 @@ impl From<Exit> for ExitCode {
 
 pub fn run(cli: Cli) -> ExitCode {
     let result = Config::from_cli(cli).and_then(|config| match config {
-        Config::Flows(job) => flows(job),
-        Config::Http(job) => http_view(job),
-        Config::Analyze(job) => crate::analyze::run(job),
+        Config::Flows(job) => {
+            stop_reading_on_signals();
+            flows(job)
+        }
+        Config::Http(job) => {
+            stop_reading_on_signals();
+            http_view(job)
+        }
+        Config::Analyze(job) => {
+            stop_reading_on_signals();
+            crate::analyze::run(job)
+        }
         Config::Explain(kind) => explain(kind),
         Config::Generate(what) => generate(what),
     });
@@ -64,6 +73,25 @@ pub fn run(cli: Cli) -> ExitCode {
             Exit::Error.into()
         }
     }
+}
+
+/// The exit code of a program ended by SIGINT (128 + 2), as shells report it.
+const INTERRUPTED: i32 = 130;
+
+/// The first SIGINT, SIGTERM or SIGHUP ends every input where it is (`tcpdump -w - | analyze -`
+/// stopped with Ctrl-C: the report of what was read is still written); a second one ends the
+/// program at once. Without a handler (one could not be set) a signal ends it as usual.
+fn stop_reading_on_signals() {
+    static SIGNALS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let _ = ctrlc::set_handler(|| {
+        if SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            std::process::exit(INTERRUPTED);
+        }
+        mcpf_model::interrupt::request_stop();
+        eprintln!(
+            "\nmcp-forensics: stopping: the inputs end here, the report of what was read follows (again to quit at once)"
+        );
+    });
 }
 
 /// A message for standard error. Always redacted, `--show-secrets` or not: a diagnostic is never

@@ -123,14 +123,20 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
     let bytes_read = Arc::new(AtomicU64::new(0));
     let (source, size): (Box<dyn io::Read + Send>, Option<u64>) = if path == "-" {
         (
-            Box::new(CountingReader::new(io::stdin(), bytes_read.clone())),
+            Box::new(CountingReader::new(
+                mcpf_model::interrupt::Interruptible::stdin(),
+                bytes_read.clone(),
+            )),
             None,
         )
     } else {
         let file = open_file(path)?;
         let size = file.metadata().ok().map(|m| m.len());
         (
-            Box::new(CountingReader::new(file, bytes_read.clone())),
+            Box::new(CountingReader::new(
+                mcpf_model::interrupt::Interruptible::new(file),
+                bytes_read.clone(),
+            )),
             size,
         )
     };

@@ -31,7 +31,7 @@ mod har;
 mod timeline;
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -156,10 +156,16 @@ pub(crate) struct TextInput {
 pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
     let raw: Box<dyn Read> = if path == "-" {
-        Box::new(CountingReader::new(io::stdin(), bytes_read.clone()))
+        Box::new(CountingReader::new(
+            mcpf_model::interrupt::Interruptible::stdin(),
+            bytes_read.clone(),
+        ))
     } else {
         let file: File = open_file(path)?;
-        Box::new(CountingReader::new(file, bytes_read.clone()))
+        Box::new(CountingReader::new(
+            mcpf_model::interrupt::Interruptible::new(file),
+            bytes_read.clone(),
+        ))
     };
     let mut buffered = BufReader::new(raw);
     let head = buffered.fill_buf().map_err(|e| OpenError {

@@ -8,6 +8,7 @@
 mod accounting;
 mod conn;
 pub mod input;
+pub mod interrupt;
 mod paged;
 mod timestamp;
 

@@ -1,0 +1,82 @@
+//! A live pipe (`tcpdump -w - | mcp-forensics analyze -`) stopped by a signal: the input ends
+//! where it is and the report of what was read is written, with a note that it was cut short.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Feeds a capture to `analyze -` on a pipe kept open (the capture still "running"), then
+/// sends `signal` to the analyzer alone.
+fn stopped_by(signal: &str, args: &[&str]) -> (String, String, Option<i32>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("COLUMNS", "100")
+        .arg("analyze")
+        .args(args)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/seed-incident-client-leg.pcap"
+    ))
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes).unwrap();
+    stdin.flush().unwrap();
+    // 34 KiB in a pipe is read at once; the wait is for the process to be running at all.
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn sigint_on_a_live_pipe_ends_the_input_and_reports_what_was_read() {
+    let (stdout, stderr, code) = stopped_by("-INT", &[]);
+    assert_eq!(code, Some(1), "the findings' exit code: {stderr}");
+    assert!(stderr.contains("stopping: the inputs end here"), "{stderr}");
+    assert!(
+        stdout.contains("note: reading was stopped by a signal"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" S1 CRITICAL "), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("at or above --fail-on high"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn sigterm_does_the_same_for_the_json_report() {
+    let (stdout, stderr, code) = stopped_by("-TERM", &["--format", "json"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let limits = doc["summary"]["limits"].as_array().unwrap();
+    assert!(
+        limits.iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .starts_with("reading was stopped by a signal")),
+        "{limits:?}"
+    );
+    let kinds: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"cross_namespace_replay"), "{kinds:?}");
+}
