@@ -30,13 +30,15 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         return Ok(Exit::Error);
     }
     let redactor = Redactor::new(job.redact);
+    // NDJSON goes out as each session ends: the output is needed from the start.
+    let (writer, output) = match job.format {
+        ReportFormat::Ndjson => (live_writer(&job, &inputs, redactor, output), None),
+        _ => (session_writer(&job, &inputs, redactor), output),
+    };
     let finalizer = Arc::new(Mutex::new(
-        Finalizer::new(
-            job.selection.clone(),
-            session_writer(&job, &inputs, redactor),
-        )
-        .with_inputs(inputs.paths.clone())
-        .with_max_held_events(job.max_held_events),
+        Finalizer::new(job.selection.clone(), writer)
+            .with_inputs(inputs.paths.clone())
+            .with_max_held_events(job.max_held_events),
     ));
     let builder =
         session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
@@ -47,6 +49,15 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         run_inline(inputs, &mut stage, builder, job.progress)
     };
     let mut rep = assemble(run, &finalizer, &job, &redactor)?;
+    if let Some(live) = rep.report.sessions.take_live() {
+        if let Some(e) = &live.error {
+            anyhow::bail!("{e}");
+        }
+        let mut out = live.into_inner();
+        report::write_ndjson_tail(&mut out, &rep.report, &job.selection)?;
+        out.flush()?;
+        return Ok(exit(rep, &job));
+    }
     match output {
         Some(file) => {
             let sink = std::io::BufWriter::with_capacity(1 << 16, file);
@@ -56,6 +67,25 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         None => write(&mut rep, &job, &redactor, stdout(redactor))?,
     }
     Ok(exit(rep, &job))
+}
+
+/// Writes NDJSON to the output (standard output, or the `--output` file) as each session ends.
+fn live_writer(
+    job: &config::Analyze,
+    inputs: &Opened,
+    redactor: Redactor,
+    output: Option<std::fs::File>,
+) -> SessionWriter {
+    let sink: Box<dyn std::io::Write + Send> = match output {
+        Some(file) => Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        )),
+    };
+    let out = Box::new(mcpf_report::redact::Redacting::new(sink, redactor));
+    let live = report::LiveLines::new(out, job.selection.clone(), redactor, inputs.paths.clone());
+    SessionWriter::live(live, redactor)
 }
 
 /// Renders each session's record as it is finalized (on a thread of its own when there are

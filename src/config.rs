@@ -139,6 +139,9 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    // A live pipe is analysed on one thread: the hand-over between threads goes in batches, and
+    // a batch waiting for more traffic would hold back the sessions that already ended.
+    let live = a.files.iter().any(|f| f == "-");
     Ok(Analyze {
         inputs: inputs(
             a.files,
@@ -147,7 +150,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
             a.log_format.as_deref(),
         )?,
         capture: capture_settings(&a.capture, servers),
-        threaded: threaded(&a.capture),
+        threaded: threaded(&a.capture) && !live,
         format: a.format,
         selection,
         fail_on: a.fail_on.severity(),

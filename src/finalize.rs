@@ -3,7 +3,7 @@
 use mcpf_detect::{Detector, Finding, Severity};
 use mcpf_mcp::model::{Session, session_label};
 use mcpf_model::Mark;
-use mcpf_report::analyze::{Selection, SessionWriter};
+use mcpf_report::analyze::{LiveSession, Selection, SessionWriter};
 use mcpf_report::timeline::{self, Entry};
 
 /// The detector stage behind the MCP stage: runs the detectors on each session as it is
@@ -164,7 +164,22 @@ impl Finalizer {
             // The record needs summaries only: what waits for the renderer stays small.
             s.compact();
         }
-        self.writer.write(s, verdict, same);
+        if self.writer.is_live() {
+            let findings: Vec<&Finding> = mine.iter().map(|&h| &all[h]).collect();
+            let handles: Vec<usize> = shown.iter().map(|(h, _)| *h).collect();
+            let timeline = match self.timelines.last() {
+                Some((idx, entries)) if *idx == s.idx => entries.as_slice(),
+                _ => &[],
+            };
+            let live = LiveSession {
+                findings: &findings,
+                shown: &handles,
+                timeline,
+            };
+            self.writer.write(s, verdict, same, Some(&live));
+            return;
+        }
+        self.writer.write(s, verdict, same, None);
     }
 
     /// The final order of findings (finding references in timelines follow it), the rendered

@@ -80,3 +80,62 @@ fn sigterm_does_the_same_for_the_json_report() {
         .collect();
     assert!(kinds.contains(&"cross_namespace_replay"), "{kinds:?}");
 }
+
+/// NDJSON streams: the seed session ends by evidence (its DELETE answered), so its record and
+/// findings are on the pipe while the capture is still running; the inputs and the summary come
+/// once the input ends.
+#[test]
+fn ndjson_writes_a_session_as_soon_as_it_ends() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["analyze", "--format", "ndjson", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/seed-incident-client-leg.pcap"
+    ))
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes).unwrap();
+    stdin.flush().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Before the input ends: the session and its findings, nothing of the end.
+    let mut early = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
+        let rec: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let done = rec["type"] == "finding" && rec["kind"] == "unanswered_request";
+        early.push(rec);
+        if done {
+            break;
+        }
+    }
+    let types: Vec<&str> = early.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session"), "{types:?}");
+    assert!(
+        early.iter().any(|r| r["kind"] == "cross_namespace_replay"),
+        "{types:?}"
+    );
+    assert!(!types.contains(&"summary") && !types.contains(&"input"));
+    // The capture ends: the rest follows, the summary last.
+    drop(stdin);
+    let rest: Vec<String> = rx.iter().collect();
+    reader.join().unwrap();
+    child.wait().unwrap();
+    let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["type"], "summary");
+    assert!(rest.iter().any(|l| l.starts_with("{\"type\":\"input\"")));
+}

@@ -682,7 +682,19 @@ fn a_two_leg_report_matches_the_schema() {
 
 #[test]
 fn ndjson_records_match_the_schema() {
-    let sample = "samples/seed-incident-client-leg.pcap";
+    for sample in [
+        "samples/seed-incident-client-leg.pcap",
+        "samples/concurrent-nginx-client-leg.pcap",
+    ] {
+        ndjson_matches_the_document(sample);
+    }
+}
+
+/// NDJSON is written as sessions end: each session's record, its findings, its timeline and its
+/// events together; then the inputs and the summary. Every record validates, the records are
+/// those of the document (findings numbered in the order written), and every finding a record
+/// names was written.
+fn ndjson_matches_the_document(sample: &str) {
     let (stdout, stderr, code) = run(&["analyze", "--format", "ndjson", "--events", sample]);
     assert!(code == 0 || code == 1, "exit {code}: {stderr}");
     let schema = schema();
@@ -696,13 +708,11 @@ fn ndjson_records_match_the_schema() {
         "summary" => "#/$defs/ndjson_summary",
         other => panic!("record type {other} has no definition"),
     };
-    let order = [
-        "input", "session", "finding", "timeline", "event", "summary",
-    ];
     let mut errs = Vec::new();
     let mut types: Vec<String> = Vec::new();
+    let mut records: Vec<Value> = Vec::new();
     for (n, line) in stdout.lines().enumerate() {
-        let path = format!("line {}", n + 1);
+        let path = format!("{sample} line {}", n + 1);
         let rec: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("{path} is not one JSON value ({e}): {line}"));
         let Some(mut obj) = rec.as_object().cloned() else {
@@ -716,22 +726,42 @@ fn ndjson_records_match_the_schema() {
             errs.push(format!("{path}: schema_version is {version:?}, not 1"));
         }
         let Some(t) = t.as_str() else { continue };
-        errs.extend(v.validate_ref(def_of(t), &Value::Object(obj), &path));
+        errs.extend(v.validate_ref(def_of(t), &Value::Object(obj.clone()), &path));
         types.push(t.to_string());
+        records.push(Value::Object(obj));
     }
     assert!(
         errs.is_empty(),
         "{}",
         errs.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
-    // Records come grouped in document order, the summary last and once.
-    let ranks: Vec<usize> = types
+    // Per session: its record, then its findings, timeline and events; then inputs, summary.
+    let group = ["session", "finding", "timeline", "event"];
+    let tail = types
         .iter()
-        .map(|t| order.iter().position(|o| o == t).unwrap())
-        .collect();
+        .position(|t| t == "input")
+        .expect("input records");
+    let mut rank = 0;
+    for (i, t) in types[..tail].iter().enumerate() {
+        let r = group
+            .iter()
+            .position(|g| g == t)
+            .unwrap_or_else(|| panic!("{sample}: a {t} record (line {}) before the inputs", i + 1));
+        assert!(
+            r == 0 || r >= rank,
+            "{sample}: a {t} record after a later kind (line {})",
+            i + 1
+        );
+        assert!(
+            i > 0 || r == 0,
+            "{sample}: the first record is not a session"
+        );
+        rank = r;
+    }
     assert!(
-        ranks.windows(2).all(|w| w[0] <= w[1]),
-        "records out of order: {types:?}"
+        types[tail..tail + types[tail..].len() - 1]
+            .iter()
+            .all(|t| t == "input")
     );
     assert_eq!(types.iter().filter(|t| *t == "summary").count(), 1);
     assert_eq!(types.last().map(String::as_str), Some("summary"));
@@ -747,8 +777,54 @@ fn ndjson_records_match_the_schema() {
         assert_eq!(
             types.iter().filter(|x| *x == t).count(),
             doc[key].as_array().map(Vec::len).unwrap_or(0),
-            "{t} records vs the document's {key}"
+            "{sample}: {t} records vs the document's {key}"
         );
+    }
+    // The same findings as the document, whatever their numbers.
+    let key = |f: &Value| {
+        (
+            f["kind"].to_string(),
+            f["time"].to_string(),
+            f["session"].to_string(),
+        )
+    };
+    let of_type = |t: &str| -> Vec<&Value> {
+        types
+            .iter()
+            .zip(&records)
+            .filter(|(x, _)| *x == t)
+            .map(|(_, r)| r)
+            .collect()
+    };
+    let mut written: Vec<_> = of_type("finding").into_iter().map(key).collect();
+    let mut documented: Vec<_> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    written.sort();
+    documented.sort();
+    assert_eq!(written, documented, "{sample}");
+    let ids: BTreeSet<&str> = of_type("finding")
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    for f in of_type("finding") {
+        for c in f["caused_by"].as_array().unwrap() {
+            assert!(
+                ids.contains(c.as_str().unwrap()),
+                "{sample}: cause {c} not written"
+            );
+        }
+    }
+    for e in of_type("timeline") {
+        for c in e["findings"].as_array().unwrap() {
+            assert!(
+                ids.contains(c.as_str().unwrap()),
+                "{sample}: {c} not written"
+            );
+        }
     }
 }
 

@@ -251,9 +251,15 @@ fn session_json<'a>(
 }
 
 fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
+    let causes = f.caused_by.iter().map(|&c| finding_id(c)).collect();
+    finding_json_as(finding_id(pos), causes, f, r)
+}
+
+/// A finding under the ID `id`, its causes named `causes`.
+pub(super) fn finding_json_as(id: String, causes: Vec<String>, f: &Finding, r: &Redactor) -> Value {
     let (frames, refs) = frames_json(&f.frames);
     json!({
-        "id": finding_id(pos),
+        "id": id,
         "kind": f.kind,
         "severity": f.severity.name(),
         "session": f.labels.session_label,
@@ -265,19 +271,31 @@ fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
         "exchanges": f.labels.exchanges,
         "summary": r.text(&f.summary),
         "evidence": f.evidence,
-        "caused_by": f.caused_by.iter().map(|&c| finding_id(c)).collect::<Vec<_>>(),
+        "caused_by": causes,
         "confidence": f.confidence,
         "confidence_note": f.confidence_note,
     })
 }
 
 fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
+    let session = rep.header(e.session).map(|h| h.label());
+    let findings = e.findings.iter().map(|&p| finding_id(p)).collect();
+    entry_json_as(session, findings, e, r)
+}
+
+/// A timeline entry of the session `session`, the findings placed on it named `findings`.
+pub(super) fn entry_json_as(
+    session: Option<String>,
+    findings: Vec<String>,
+    e: &Entry,
+    r: &Redactor,
+) -> Value {
     let (frames, refs) = frames_json(&e.frames);
     json!({
         "time": e.time.time.rfc3339(),
         "frame": e.time.frame.frame,
         "input": e.time.frame.input,
-        "session": rep.header(e.session).map(|h| h.label()),
+        "session": session,
         "stream": e.stream,
         "direction": e.arrow,
         "kind": e.kind,
@@ -286,14 +304,14 @@ fn entry_json(rep: &Report, e: &Entry, r: &Redactor) -> Value {
         "event_ids": e.event_ids.as_ref().map(|(a, b)| json!([a, b])),
         "frames": frames,
         "frame_refs": refs,
-        "findings": e.findings.iter().map(|&p| finding_id(p)).collect::<Vec<_>>(),
+        "findings": findings,
     })
 }
 
 /// An event as the JSON report has it (see [`StreamRecord`] for why a struct): with `--events`,
 /// events are the bulk of the report, rendered one at a time.
 #[derive(Serialize)]
-struct EventRecord<'a> {
+pub(super) struct EventRecord<'a> {
     session: &'a str,
     stream: &'a str,
     transport: &'static str,
@@ -334,7 +352,7 @@ fn event_order(s: &Session) -> Vec<(u32, u32, Option<u32>)> {
 }
 
 /// Writes each of a session's events, in the report's order, with `write`.
-fn for_each_event(
+pub(super) fn for_each_event(
     s: &Session,
     mut write: impl FnMut(&EventRecord) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -508,7 +526,7 @@ pub fn write_json(
 }
 
 /// One NDJSON record: `{"type":...,"schema_version":1,` then the record's own fields.
-fn write_line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
+pub(super) fn write_line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
     let body = compact.strip_prefix(b"{").unwrap_or(compact);
     write!(
         out,
@@ -559,9 +577,27 @@ pub fn write_ndjson(
                 })?;
         }
     }
+    write_ndjson_summary(out, rep, sel, &shown)
+}
+
+fn write_ndjson_summary(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    shown: &[usize],
+) -> io::Result<()> {
     let count = rep.selected_count(sel);
-    let summary = json!({ "summary": summary_json(rep, sel, count, &shown), "tool": rep.tool });
+    let summary = json!({ "summary": summary_json(rep, sel, count, shown), "tool": rep.tool });
     write_line(out, "summary", &serde_json::to_vec(&summary)?)
+}
+
+/// What NDJSON written live leaves for the end: every `input` (their accounting is complete only
+/// now), then the `summary`.
+pub fn write_ndjson_tail(out: &mut dyn Write, rep: &Report, sel: &Selection) -> io::Result<()> {
+    for input in &rep.inputs {
+        write_line(out, "input", &serde_json::to_vec(input)?)?;
+    }
+    write_ndjson_summary(out, rep, sel, &rep.shown_findings(sel))
 }
 
 /// A session's record as it is spilled: pretty, indented to sit in the document's `sessions`,

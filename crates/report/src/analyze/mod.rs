@@ -15,12 +15,14 @@
 
 mod human;
 mod json;
+mod live;
 mod rollup;
 pub(crate) mod spill;
 mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};
-pub use json::{write_json, write_ndjson};
+pub use json::{write_json, write_ndjson, write_ndjson_tail};
+pub use live::{LiveLines, LiveSession};
 pub use writer::SessionWriter;
 
 use serde::Serialize;
@@ -99,6 +101,19 @@ impl TimeBound {
 }
 
 impl Selection {
+    /// Whether the session is shown: named by `--session` (when given) and overlapping the
+    /// time window.
+    fn selects(&self, s: &SessionHeader) -> bool {
+        if let Some(keys) = &self.sessions
+            && !keys.iter().any(|k| key_names(k, s))
+        {
+            return false;
+        }
+        let (start, end) = (s.head.start.time, s.head.end.time);
+        !(self.since.is_some_and(|t| end < t.for_session(start))
+            || self.until.is_some_and(|t| start > t.for_session(start)))
+    }
+
     /// Whether `m` of a session that began at `start` is inside the time window.
     pub fn in_window(&self, m: Mark, start: Timestamp) -> bool {
         !(self.since.is_some_and(|t| m.time < t.for_session(start))
@@ -181,18 +196,7 @@ impl Report {
     }
 
     fn session_selected(&self, s: &SessionHeader, sel: &Selection) -> bool {
-        if let Some(keys) = &sel.sessions
-            && !keys.iter().any(|k| key_names(k, s))
-        {
-            return false;
-        }
-        let (start, end) = (s.head.start.time, s.head.end.time);
-        if sel.since.is_some_and(|t| end < t.for_session(start))
-            || sel.until.is_some_and(|t| start > t.for_session(start))
-        {
-            return false;
-        }
-        true
+        sel.selects(s)
     }
 
     /// The sessions' labels, in order.

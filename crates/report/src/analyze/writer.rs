@@ -7,6 +7,7 @@ use mcpf_detect::verdict::Verdict;
 use mcpf_mcp::model::Session;
 
 use super::json;
+use super::live::{LiveLines, LiveSession};
 use super::spill::{Range, Ranges, Records, Spills};
 use super::{RecordFormat, SessionHeader};
 use crate::redact::Redactor;
@@ -52,6 +53,8 @@ pub struct SessionWriter {
     spills: Spills,
     renderer: Option<Renderer>,
     pub(super) headers: mcpf_model::PagedVec<Option<SessionHeader>>,
+    /// NDJSON written as each session ends, instead of spilled for the end.
+    live: Option<LiveLines>,
     /// The first error writing the spill (reported at the end).
     pub error: Option<String>,
 }
@@ -73,8 +76,26 @@ impl SessionWriter {
             spills: Spills::default(),
             renderer: None,
             headers: Default::default(),
+            live: None,
             error: None,
         }
+    }
+
+    /// Writes NDJSON as each session ends to `live`, and spills nothing.
+    pub fn live(live: LiveLines, redactor: Redactor) -> Self {
+        let mut w = SessionWriter::new(RecordFormat::None, false, redactor, Vec::new());
+        w.live = Some(live);
+        w
+    }
+
+    /// Whether sessions are written as they end: the finalizer then hands over their findings.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The live writer, for the tail of the output, and the first error it met.
+    pub fn take_live(&mut self) -> Option<LiveLines> {
+        self.live.take()
     }
 
     /// Renders records on a thread of their own from now on (same records, same order).
@@ -145,8 +166,17 @@ impl SessionWriter {
 
     /// Renders a finalized, summarized session and keeps its header. The session is consumed:
     /// a background renderer takes it.
-    pub fn write(&mut self, s: Box<Session>, verdict: Verdict, same_session_as: Vec<String>) {
+    pub fn write(
+        &mut self,
+        s: Box<Session>,
+        verdict: Verdict,
+        same_session_as: Vec<String>,
+        live: Option<&LiveSession<'_>>,
+    ) {
         let mut header = self.header(&s, verdict, same_session_as);
+        if let (Some(l), Some(extras)) = (self.live.as_mut(), live) {
+            l.session(&header, &s, extras);
+        }
         if self.cfg.format == RecordFormat::None {
             self.keep(header);
             return;

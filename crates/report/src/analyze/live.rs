@@ -1,0 +1,108 @@
+//! NDJSON written as sessions end: a session's record, its findings, its timeline and (with
+//! `--events`) its events go out the moment the session is finalized by evidence, so a live pipe
+//! (`tcpdump -w - | analyze --format ndjson -`) streams findings by. The inputs and the summary,
+//! complete only at the end, close the output ([`super::write_ndjson_tail`]).
+//!
+//! Findings are numbered in the order they are written: the document orders every finding of
+//! the run by time, which is known only once the input has ended.
+
+use std::io::{self, Write};
+
+use mcpf_detect::{Finding, finding_id};
+use mcpf_mcp::model::Session;
+use mcpf_model::WireMap;
+
+use super::json::{entry_json_as, finding_json_as, for_each_event, session_record, write_line};
+use super::{RecordFormat, Selection, SessionHeader};
+use crate::redact::Redactor;
+use crate::timeline::Entry;
+
+/// Where live NDJSON goes, and the numbers given to the findings written so far.
+pub struct LiveLines {
+    out: Box<dyn Write + Send>,
+    sel: Selection,
+    with_events: bool,
+    redactor: Redactor,
+    input_paths: Vec<String>,
+    /// Finding handles (creation order) to the numbers they were written under.
+    numbers: WireMap<usize, usize>,
+    /// The first error writing (reported at the end; later sessions are not written).
+    pub error: Option<String>,
+}
+
+/// A finalized session with what is written of it besides its record.
+pub struct LiveSession<'a> {
+    /// Every finding of the session (shown or not: a shown one may name one that is not).
+    pub findings: &'a [&'a Finding],
+    /// The handles of those shown.
+    pub shown: &'a [usize],
+    pub timeline: &'a [Entry],
+}
+
+impl LiveLines {
+    pub fn new(
+        out: Box<dyn Write + Send>,
+        sel: Selection,
+        redactor: Redactor,
+        input_paths: Vec<String>,
+    ) -> Self {
+        LiveLines {
+            out,
+            with_events: sel.events,
+            sel,
+            redactor,
+            input_paths,
+            numbers: WireMap::default(),
+            error: None,
+        }
+    }
+
+    /// The writer, for the tail of the output.
+    pub fn into_inner(self) -> Box<dyn Write + Send> {
+        self.out
+    }
+
+    /// Writes a session that is shown, numbering its findings first, then flushes: the lines
+    /// are for whoever reads the pipe now.
+    pub(super) fn session(&mut self, h: &SessionHeader, s: &Session, live: &LiveSession<'_>) {
+        for f in live.findings {
+            let next = self.numbers.len();
+            self.numbers.entry(f.handle).or_insert(next);
+        }
+        if self.error.is_some() || !self.sel.selects(h) {
+            return;
+        }
+        if let Err(e) = self.write(h, s, live).and_then(|()| self.out.flush()) {
+            self.error = Some(format!("cannot write the report: {e}"));
+        }
+    }
+
+    fn id(&self, handle: usize) -> String {
+        finding_id(self.numbers.get(&handle).copied().unwrap_or(handle))
+    }
+
+    fn write(&mut self, h: &SessionHeader, s: &Session, live: &LiveSession<'_>) -> io::Result<()> {
+        let r = self.redactor;
+        let record = session_record(RecordFormat::Lines, h, s, &self.input_paths, &r);
+        write_line(&mut self.out, "session", &record)?;
+        for f in live
+            .findings
+            .iter()
+            .filter(|f| live.shown.contains(&f.handle))
+        {
+            let causes = f.caused_by.iter().map(|&c| self.id(c)).collect();
+            let v = finding_json_as(self.id(f.handle), causes, f, &r);
+            write_line(&mut self.out, "finding", &serde_json::to_vec(&v)?)?;
+        }
+        for e in live.timeline {
+            let findings = e.findings.iter().map(|&p| self.id(p)).collect();
+            let v = entry_json_as(Some(h.label()), findings, e, &r);
+            write_line(&mut self.out, "timeline", &serde_json::to_vec(&v)?)?;
+        }
+        if self.with_events {
+            let out = &mut self.out;
+            for_each_event(s, |e| write_line(out, "event", &serde_json::to_vec(e)?))?;
+        }
+        Ok(())
+    }
+}
