@@ -88,7 +88,7 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json ndjson" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json ndjson markdown" -- "${cur}"))
                     return 0
                     ;;
                 --session)

@@ -60,7 +60,8 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s V -
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s o -l output -d 'Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always' -r -F
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l format -d 'Output format' -r -f -a "table\t'Sessions, findings and the incident timeline, for people'
 json\t'One JSON document (schema_version 1, see docs/report-format.md)'
-ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'"
+ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'
+markdown\t'For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it: 2665…92a9); repeatable. One that names no session is an error' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of day in UTC as the timeline prints it (04:36:14.297), on each session\'s date' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (as --since)' -r

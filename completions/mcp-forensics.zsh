@@ -73,7 +73,8 @@ _arguments "${_arguments_options[@]}" : \
 '--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
-ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"))' \
+ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
+markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"))' \
 '*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '--since=[Only what happened at or after this time\: RFC 3339 (2026-11-02T12\:00\:00Z), or a time of day in UTC as the timeline prints it (04\:36\:14.297), on each session'\''s date]:TIME:_default' \
 '--until=[Only what happened at or before this time (as --since)]:TIME:_default' \

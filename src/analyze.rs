@@ -92,7 +92,7 @@ fn live_writer(
 /// threads to spare).
 fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) -> SessionWriter {
     let format = match job.format {
-        ReportFormat::Json => RecordFormat::Pretty,
+        ReportFormat::Json | ReportFormat::Markdown => RecordFormat::Pretty,
         ReportFormat::Ndjson => RecordFormat::Lines,
         ReportFormat::Table => RecordFormat::None,
     };
@@ -358,6 +358,9 @@ fn write<W: std::io::Write>(
     match job.format {
         ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
+        ReportFormat::Markdown => {
+            mcpf_report::markdown::write_markdown_report(&mut out, rep, sel, redactor)?
+        }
         ReportFormat::Table => {
             let style = report::Style {
                 color: job.color,

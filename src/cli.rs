@@ -68,6 +68,9 @@ pub enum ReportFormat {
     Json,
     /// One JSON record per line (input, session, finding, timeline, event, summary).
     Ndjson,
+    /// For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid
+    /// sequence diagram and the timeline of each incident, as Markdown.
+    Markdown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -479,6 +479,7 @@ fn no_stale_snapshots() {
         .collect();
     wanted.insert("explain.txt.snap".into());
     wanted.insert("explain__cross_namespace_replay.txt.snap".into());
+    wanted.insert("snapshots__markdown_seed_incident_two_legs.snap".into());
     let dir = root().join("tests/snapshots");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return; // nothing recorded yet
@@ -557,4 +558,51 @@ fn the_first_screen_at_80_columns_holds_the_verdict() {
         "{}",
         healthy.stdout
     );
+}
+
+/// The postmortem Markdown of both legs of the seed: the verdict first, a findings table per
+/// session with a Wireshark filter per finding, and one sequence diagram with the client, the
+/// proxy and the server, where the progress the proxy held shows as events the server sent and
+/// the client never got.
+#[test]
+fn markdown_of_the_seed_incident() {
+    let files = [
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident-server-leg.pcap",
+    ];
+    let mut args = vec!["analyze", "--format", "markdown"];
+    args.extend_from_slice(&files);
+    let r = run(&args);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let md = normalise(&r.stdout);
+    insta::assert_snapshot!("markdown_seed_incident_two_legs", md);
+    let verdict = md.find("## Verdict").unwrap();
+    assert!(verdict < md.find("## Sessions").unwrap());
+    assert!(md[verdict..].starts_with("## Verdict\n\n- **S1** CRITICAL: "));
+    assert!(
+        md.contains("`frame.number in {114 142 148 152}`"),
+        "the client leg's replay"
+    );
+    // One diagram, three participants, the held progress drawn from the server to the proxy only.
+    assert_eq!(md.matches("```mermaid\nsequenceDiagram").count(), 1);
+    for p in [
+        "participant C as client",
+        "participant P as proxy 127.0.0.1:8080",
+        "participant S as server 127.0.0.1:9000/mcp",
+    ] {
+        assert!(md.contains(p), "{p}");
+    }
+    let held = "events 2–18 on post:s3 (17 × notifications/progress";
+    assert!(md.contains(&format!("S-->>P: {held}")), "{md}");
+    assert!(!md.contains(&format!("P-->>C: {held}")));
+    // Capture strings cannot end a diagram line or open an HTML tag.
+    let diagram = &md[md.find("```mermaid").unwrap()..];
+    let diagram = &diagram[..diagram[3..].find("```").unwrap()];
+    for line in diagram.lines().skip(2) {
+        assert!(
+            !line.contains(';') || line.contains("#35;") || line.contains("#59;"),
+            "{line}"
+        );
+        assert!(!line.contains('<'), "{line}");
+    }
 }

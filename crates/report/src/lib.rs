@@ -2,9 +2,11 @@
 //! analyse; every string that came from a capture is sanitised before it reaches a terminal.
 
 pub mod analyze;
+mod doc;
 pub mod flows;
 pub mod hints;
 pub mod http;
+pub mod markdown;
 pub mod redact;
 pub mod sanitize;
 mod table;

@@ -331,29 +331,11 @@ fn worst_of(rep: &Report, shown: &[usize], session: usize) -> Option<usize> {
         .min_by_key(|&p| (rep.findings[p].severity, rep.findings[p].time.time, p))
 }
 
-/// `since 04:36:07.294 (sse_fallback): resume with … (F5 cross_namespace_replay); request 7
-/// tools/call "reindex" never answered (F8)`.
+/// The verdict line's words ([`crate::doc::verdict_sentence`], shared with the Markdown).
 fn verdict_text(rep: &Report, shown: &[usize], s: &SessionHeader, worst: usize) -> String {
     let f = &rep.findings[worst];
     let root = root_cause(rep, worst);
-    let since = if root == worst {
-        format!("at {}", f.time.time.clock_millis())
-    } else {
-        let c = &rep.findings[root];
-        format!("since {} ({})", c.time.time.clock_millis(), c.kind)
-    };
-    let id = s
-        .head
-        .session_id
-        .as_deref()
-        .map(|i| format!("session {} ", short_id(i)))
-        .unwrap_or_default();
-    let mut text = format!(
-        "{id}{since}: {} ({} {})",
-        f.summary,
-        finding_id(worst),
-        f.kind
-    );
+    let c = &rep.findings[root];
     let hung = shown.iter().copied().find(|&p| {
         let u = &rep.findings[p];
         p != worst
@@ -361,14 +343,19 @@ fn verdict_text(rep: &Report, shown: &[usize], s: &SessionHeader, worst: usize) 
             && u.kind == mcpf_detect::FindingKind::UnansweredRequest
             && u.severity.at_least(Severity::Low)
     });
-    if let Some(p) = hung {
-        text.push_str(&format!(
-            "; {} ({})",
-            hung_request(&rep.findings[p]),
-            finding_id(p)
-        ));
-    }
-    text
+    let id = finding_id(worst);
+    crate::doc::verdict_sentence(&crate::doc::Verdict {
+        session_id: s.head.session_id.as_deref(),
+        at: f.time.time.clock_millis(),
+        since: (root != worst).then(|| (c.time.time.clock_millis(), c.kind.to_string())),
+        summary: &f.summary,
+        id: &id,
+        kind: f.kind.name(),
+        hung: hung.map(|p| {
+            let what = crate::doc::hung_request(&rep.findings[p].evidence);
+            (what, finding_id(p))
+        }),
+    })
 }
 
 /// The first cause of a finding, following `caused_by` (a cycle cannot be built, but a
@@ -381,20 +368,6 @@ fn root_cause(rep: &Report, mut p: usize) -> usize {
         }
     }
     p
-}
-
-/// `request 7 tools/call "reindex" never answered`.
-fn hung_request(u: &mcpf_detect::Finding) -> String {
-    let e = &u.evidence;
-    let id = match &e["request_id"] {
-        serde_json::Value::String(s) => format!("\"{s}\""),
-        v => v.to_string(),
-    };
-    let method = e["method"].as_str().unwrap_or("request");
-    match e["tool"].as_str() {
-        Some(t) => format!("request {id} {method} \"{t}\" never answered"),
-        None => format!("request {id} {method} never answered"),
-    }
 }
 
 /// Sessions the table lists whatever they hold: small captures show every session.

@@ -1,0 +1,397 @@
+//! Questions the postmortem formats ask of a JSON report document: which sessions have
+//! findings, the worst first, the verdict of each, the Wireshark filter of a finding, and the
+//! legs of a session (one observation, or a client leg and a server leg tied by session ID and
+//! a measured clock offset) for its sequence diagram.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::markdown::{clock, mermaid};
+
+/// Severities, worst first, as the document names them.
+const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
+
+fn rank(f: &Value) -> usize {
+    let s = f["severity"].as_str().unwrap_or("info");
+    SEVERITIES.iter().position(|x| *x == s).unwrap_or(4)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("")
+}
+
+/// A JSON report document, indexed for the questions below.
+pub(crate) struct Doc<'a> {
+    doc: &'a Value,
+    findings_by_id: HashMap<&'a str, &'a Value>,
+}
+
+/// A session's verdict line.
+pub(crate) struct VerdictLine {
+    pub session: String,
+    pub severity: String,
+    pub text: String,
+}
+
+impl<'a> Doc<'a> {
+    pub(crate) fn new(doc: &'a Value) -> Self {
+        let findings_by_id = doc["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| (text(f, "id"), f))
+            .collect();
+        Doc {
+            doc,
+            findings_by_id,
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> impl Iterator<Item = &'a str> {
+        let inputs = &self.doc["inputs"];
+        inputs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| text(i, "path"))
+    }
+
+    pub(crate) fn sessions(&self) -> impl Iterator<Item = &'a Value> {
+        let sessions = &self.doc["sessions"];
+        sessions.as_array().into_iter().flatten()
+    }
+
+    pub(crate) fn key(&self, s: &'a Value) -> &'a str {
+        text(s, "key")
+    }
+
+    pub(crate) fn findings_of(&self, key: &'a str) -> impl Iterator<Item = &'a Value> {
+        let findings = &self.doc["findings"];
+        findings
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(move |f| text(f, "session") == key)
+    }
+
+    /// A session's findings, the worst first, then by time.
+    pub(crate) fn worst_first(&self, key: &'a str) -> Vec<&'a Value> {
+        let mut v: Vec<&Value> = self.findings_of(key).collect();
+        v.sort_by(|a, b| (rank(a), text(a, "time")).cmp(&(rank(b), text(b, "time"))));
+        v
+    }
+
+    pub(crate) fn timeline_of(&self, key: &'a str) -> impl Iterator<Item = &'a Value> {
+        let timeline = &self.doc["timeline"];
+        timeline
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(move |e| text(e, "session") == key)
+    }
+
+    /// Sessions with a finding above info.
+    pub(crate) fn sessions_with_findings(&self) -> Vec<&'a Value> {
+        self.sessions()
+            .filter(|s| self.findings_of(self.key(s)).any(|f| rank(f) < 4))
+            .collect()
+    }
+
+    /// One line per session with a finding above info, the worst sessions first.
+    pub(crate) fn verdicts(&self) -> Vec<VerdictLine> {
+        let mut lines: Vec<(usize, VerdictLine)> = self
+            .sessions_with_findings()
+            .into_iter()
+            .filter_map(|s| {
+                let key = self.key(s);
+                let worst = *self.worst_first(key).first()?;
+                let line = VerdictLine {
+                    session: key.to_string(),
+                    severity: text(worst, "severity").to_string(),
+                    text: self.verdict_text(s, worst),
+                };
+                Some((rank(worst), line))
+            })
+            .collect();
+        lines.sort_by_key(|(r, _)| *r);
+        lines.into_iter().map(|(_, l)| l).collect()
+    }
+
+    fn verdict_text(&self, s: &Value, worst: &'a Value) -> String {
+        let root = self.root_cause(worst);
+        let since = (!std::ptr::eq(root, worst))
+            .then(|| (clock(text(root, "time")), text(root, "kind").to_string()));
+        let hung = self
+            .findings_of(self.key(s))
+            .find(|u| {
+                !std::ptr::eq(*u, worst) && text(u, "kind") == "unanswered_request" && rank(u) < 4
+            })
+            .map(|u| (hung_request(&u["evidence"]), text(u, "id").to_string()));
+        verdict_sentence(&Verdict {
+            session_id: s["session_id"].as_str(),
+            at: clock(text(worst, "time")),
+            since,
+            summary: text(worst, "summary"),
+            id: text(worst, "id"),
+            kind: text(worst, "kind"),
+            hung,
+        })
+    }
+
+    /// The first cause of a finding, following `caused_by` (bounded: the IDs come from a file).
+    fn root_cause(&self, mut f: &'a Value) -> &'a Value {
+        for _ in 0..self.findings_by_id.len() {
+            let cause = f["caused_by"][0]
+                .as_str()
+                .and_then(|c| self.findings_by_id.get(c));
+            match cause {
+                Some(c) => f = c,
+                None => break,
+            }
+        }
+        f
+    }
+
+    /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
+    /// when they are in several.
+    pub(crate) fn display_filter(&self, f: &Value) -> Option<String> {
+        let mut by_input: Vec<(u64, Vec<u64>)> = Vec::new();
+        for r in f["frame_refs"].as_array().into_iter().flatten() {
+            let (Some(input), Some(frame)) = (r["input"].as_u64(), r["frame"].as_u64()) else {
+                continue;
+            };
+            match by_input.iter_mut().find(|(i, _)| *i == input) {
+                Some((_, frames)) => frames.push(frame),
+                None => by_input.push((input, vec![frame])),
+            }
+        }
+        let one = |frames: &mut Vec<u64>| {
+            frames.sort_unstable();
+            frames.dedup();
+            let list: Vec<String> = frames.iter().map(u64::to_string).collect();
+            format!("frame.number in {{{}}}", list.join(" "))
+        };
+        match by_input.as_mut_slice() {
+            [] => None,
+            [(_, frames)] => Some(one(frames)),
+            several => {
+                let paths: Vec<&str> = self.inputs().collect();
+                let parts: Vec<String> = several
+                    .iter_mut()
+                    .map(|(i, frames)| {
+                        let path = paths.get(*i as usize).copied().unwrap_or("?");
+                        format!("{path}: {}", one(frames))
+                    })
+                    .collect();
+                Some(parts.join("; "))
+            }
+        }
+    }
+
+    /// What a session's sequence diagram draws: the session alone, or the client leg and the
+    /// server leg of it when both are in the report and their clocks were related. `None` for
+    /// the server leg of a pair (drawn with its client leg) and for a session with no timeline.
+    pub(crate) fn legs(&self, s: &'a Value) -> Option<Legs<'a>> {
+        self.timeline_of(self.key(s)).next()?;
+        let twin = s["same_session_as"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find_map(|k| self.sessions().find(|x| self.key(x) == k));
+        let Some(twin) = twin else {
+            return Some(Legs::One(s));
+        };
+        let input = |x: &Value| -> Option<usize> {
+            let path = x["sources"][0].as_str()?;
+            self.inputs().position(|p| p == path)
+        };
+        let offsets = self.doc["summary"]["clock_offsets"].as_array();
+        let offset = offsets.into_iter().flatten().find_map(|c| {
+            let (far, near) = (c["far_input"].as_u64()?, c["near_input"].as_u64()?);
+            let estimate = c["estimate"].as_f64()?;
+            Some((far as usize, near as usize, estimate))
+        });
+        match (offset, input(s), input(twin)) {
+            (Some((far, near, est)), Some(mine), Some(theirs)) if mine == near && theirs == far => {
+                Some(Legs::Two {
+                    near: s,
+                    far: twin,
+                    offset_s: est,
+                })
+            }
+            (Some((far, near, _)), Some(mine), Some(theirs)) if mine == far && theirs == near => {
+                None
+            }
+            _ => Some(Legs::One(s)),
+        }
+    }
+}
+
+/// What a verdict line says.
+pub(crate) struct Verdict<'a> {
+    pub session_id: Option<&'a str>,
+    /// When the worst finding happened, and its first cause when it has one (time, kind).
+    pub at: String,
+    pub since: Option<(String, String)>,
+    pub summary: &'a str,
+    pub id: &'a str,
+    pub kind: &'a str,
+    /// The request the session left hanging (in words) and its finding's ID.
+    pub hung: Option<(String, String)>,
+}
+
+/// `session 2665…92a9 since 04:36:07.294 (sse_fallback): resume with … (F5
+/// cross_namespace_replay); request 7 tools/call "reindex" never answered (F8)`.
+pub(crate) fn verdict_sentence(v: &Verdict<'_>) -> String {
+    let since = match &v.since {
+        Some((time, kind)) => format!("since {time} ({kind})"),
+        None => format!("at {}", v.at),
+    };
+    let id = v
+        .session_id
+        .map(|i| format!("session {} ", mcpf_mcp::model::short_id(i)))
+        .unwrap_or_default();
+    let mut text = format!("{id}{since}: {} ({} {})", v.summary, v.id, v.kind);
+    if let Some((what, id)) = &v.hung {
+        text.push_str(&format!("; {what} ({id})"));
+    }
+    text
+}
+
+/// `request 7 tools/call "reindex" never answered`, from an `unanswered_request`'s evidence.
+pub(crate) fn hung_request(e: &Value) -> String {
+    let id = match &e["request_id"] {
+        Value::String(s) => format!("\"{s}\""),
+        v => v.to_string(),
+    };
+    let method = e["method"].as_str().unwrap_or("request");
+    match e["tool"].as_str() {
+        Some(t) => format!("request {id} {method} \"{t}\" never answered"),
+        None => format!("request {id} {method} never answered"),
+    }
+}
+
+/// The observations a sequence diagram draws.
+pub(crate) enum Legs<'a> {
+    One(&'a Value),
+    /// The client leg (`near`) and the server leg (`far`, whose clock reads `offset_s` ahead).
+    Two {
+        near: &'a Value,
+        far: &'a Value,
+        offset_s: f64,
+    },
+}
+
+/// One line of a sequence diagram.
+pub(crate) struct Row {
+    /// Seconds since midnight (UTC) on the near clock, for the order of both legs.
+    at: f64,
+    line: String,
+}
+
+impl Row {
+    pub(crate) fn mermaid(&self) -> &str {
+        &self.line
+    }
+}
+
+/// Words per message at most: a diagram is read at a glance.
+const MESSAGE_CHARS: usize = 90;
+
+impl<'a> Legs<'a> {
+    pub(crate) fn title(&self) -> String {
+        match self {
+            Legs::One(s) => text(s, "key").to_string(),
+            Legs::Two { near, far, .. } => {
+                format!(
+                    "{} client leg, {} server leg",
+                    text(near, "key"),
+                    text(far, "key")
+                )
+            }
+        }
+    }
+
+    pub(crate) fn participants(&self) -> Vec<(&'static str, String)> {
+        let client = |s: &Value| format!("client {}", text(s, "client"));
+        let server = |s: &Value| format!("server {}{}", text(s, "server"), text(s, "endpoint"));
+        match self {
+            Legs::One(s) => vec![("C", client(s)), ("S", server(s))],
+            Legs::Two { near, far, .. } => vec![
+                ("C", client(near)),
+                ("P", format!("proxy {}", text(near, "server"))),
+                ("S", server(far)),
+            ],
+        }
+    }
+
+    /// The participants a note spans to cover the whole diagram.
+    pub(crate) fn span(&self) -> (&'static str, &'static str) {
+        ("C", "S")
+    }
+
+    pub(crate) fn rows(&self, d: &Doc<'a>) -> Vec<Row> {
+        let mut rows = Vec::new();
+        match self {
+            Legs::One(s) => rows.extend(leg_rows(d, s, ("C", "S"), 0.0)),
+            Legs::Two {
+                near,
+                far,
+                offset_s,
+            } => {
+                rows.extend(leg_rows(d, near, ("C", "P"), 0.0));
+                rows.extend(leg_rows(d, far, ("P", "S"), *offset_s));
+            }
+        }
+        rows.sort_by(|a, b| a.at.total_cmp(&b.at));
+        rows
+    }
+}
+
+/// The rows of one observation between `(client, server)`, its times moved back by `offset_s`.
+fn leg_rows<'a>(d: &Doc<'a>, s: &'a Value, (c, srv): (&str, &str), offset_s: f64) -> Vec<Row> {
+    d.timeline_of(text(s, "key"))
+        .map(|e| {
+            let summary = text(e, "summary");
+            let line = match text(e, "direction") {
+                "c→s" => format!("{c}->>{srv}: {}", message(summary)),
+                "s→c" => format!("{srv}-->>{c}: {}", message(summary)),
+                "c ✕" => format!("{c}-x{srv}: {}", message(summary)),
+                "s ✕" => format!("{srv}-x{c}: {}", message(summary)),
+                _ => {
+                    let ids: Vec<&str> = e["findings"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    let head = summary.split(':').next().unwrap_or(summary);
+                    format!("Note over {c},{srv}: {} {}", ids.join(","), message(head))
+                }
+            };
+            Row {
+                at: seconds_of_day(text(e, "time")) - offset_s,
+                line,
+            }
+        })
+        .collect()
+}
+
+fn message(text: &str) -> String {
+    mermaid(&crate::table::shorten(text.trim(), MESSAGE_CHARS))
+}
+
+/// `04:36:07.294984` of an RFC 3339 time as seconds since midnight.
+fn seconds_of_day(t: &str) -> f64 {
+    let part = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<f64>().ok());
+    match (
+        part(11..13),
+        part(14..16),
+        t.get(17..).map(|x| x.trim_end_matches('Z')),
+    ) {
+        (Some(h), Some(m), Some(s)) => h * 3600.0 + m * 60.0 + s.parse::<f64>().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
