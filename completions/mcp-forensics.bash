@@ -34,6 +34,9 @@ _mcp__forensics() {
             mcp__forensics,http)
                 cmd="mcp__forensics__subcmd__http"
                 ;;
+            mcp__forensics,report)
+                cmd="mcp__forensics__subcmd__report"
+                ;;
             mcp__forensics__subcmd__help,analyze)
                 cmd="mcp__forensics__subcmd__help__subcmd__analyze"
                 ;;
@@ -52,6 +55,9 @@ _mcp__forensics() {
             mcp__forensics__subcmd__help,http)
                 cmd="mcp__forensics__subcmd__help__subcmd__http"
                 ;;
+            mcp__forensics__subcmd__help,report)
+                cmd="mcp__forensics__subcmd__help__subcmd__report"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +65,7 @@ _mcp__forensics() {
 
     case "${cmd}" in
         mcp__forensics)
-            opts="-h -V --help --version flows http analyze explain generate help"
+            opts="-h -V --help --version flows http analyze report explain generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -237,7 +243,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__help)
-            opts="flows http analyze explain generate help"
+            opts="flows http analyze report explain generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +340,20 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcp__subcmd__forensics__subcmd__help__subcmd__report)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcp__subcmd__forensics__subcmd__http)
             opts="-h -V --format --show-secrets --input-format --log-map --log-format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -375,6 +395,28 @@ _mcp__forensics() {
                     ;;
                 --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcp__subcmd__forensics__subcmd__report)
+            opts="-h -V --format --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -110,6 +110,20 @@ log\:"A JSON Lines access log"))' \
 '*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
+(report)
+_arguments "${_arguments_options[@]}" : \
+'--format=[How to render it]:FORMAT:((table\:"The terminal report"
+markdown\:"The postmortem Markdown of \`analyze --format markdown\`"))' \
+'--color=[Colour in the terminal report]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
+always\:""
+never\:""))' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+':file -- A report written by `analyze --format json` or `--format ndjson` (`-` for standard input):_default' \
+&& ret=0
+;;
 (explain)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -152,6 +166,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(report)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (explain)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -179,6 +197,7 @@ _mcp-forensics_commands() {
 'flows:List the TCP connections of captures with their reassembly health' \
 'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
 'generate:Print the man page or shell completions generated from these definitions' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -211,6 +230,7 @@ _mcp-forensics__subcmd__help_commands() {
 'flows:List the TCP connections of captures with their reassembly health' \
 'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
 'generate:Print the man page or shell completions generated from these definitions' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -247,10 +267,20 @@ _mcp-forensics__subcmd__help__subcmd__http_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics help http commands' commands "$@"
 }
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__report_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__report_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help report commands' commands "$@"
+}
 (( $+functions[_mcp-forensics__subcmd__http_commands] )) ||
 _mcp-forensics__subcmd__http_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics http commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__report_commands] )) ||
+_mcp-forensics__subcmd__report_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics report commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_mcp-forensics" ]; then

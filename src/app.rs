@@ -60,6 +60,7 @@ pub fn run(cli: Cli) -> ExitCode {
             stop_reading_on_signals();
             crate::analyze::run(job)
         }
+        Config::Report(job) => saved_report(job),
         Config::Explain(kind) => explain(kind),
         Config::Generate(what) => generate(what),
     });
@@ -180,6 +181,34 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
         .write(&mut out, &fed.reports, &stats, width)?;
     out.flush()?;
     Ok(if fed.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&fed.reports))
+}
+
+/// `report FILE`: a saved report rendered again. Its strings were redacted when it was written
+/// (unless `--show-secrets` was given then): they are printed as they are in the file, sanitized.
+fn saved_report(job: config::Saved) -> anyhow::Result<Exit> {
+    let source: Box<dyn io::Read> = if job.file == "-" {
+        Box::new(io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(&job.file)
+                .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", job.file))?,
+        )
+    };
+    let doc =
+        report::saved::read_saved(source).map_err(|e| anyhow::anyhow!("{}: {e}", job.file))?;
+    let mut out = stdout(report::redact::Redactor::new(true));
+    match job.format {
+        crate::cli::SavedFormat::Table => {
+            let style = report::analyze::Style {
+                color: job.color,
+                width: job.width,
+            };
+            report::saved::write_saved_table(&mut out, &doc, style)?
+        }
+        crate::cli::SavedFormat::Markdown => report::markdown::write_markdown(&mut out, &doc)?,
+    }
+    out.flush()?;
+    Ok(Exit::Clean)
 }
 
 fn explain(kind: Option<String>) -> anyhow::Result<Exit> {

@@ -44,6 +44,12 @@ pub enum Command {
     /// reading it (corrupt records skipped, a cut file or gzip stream).
     Analyze(AnalyzeArgs),
 
+    /// Render a saved report again, without the capture.
+    ///
+    /// Reads what `analyze --format json` or `--format ndjson` wrote and prints it as the
+    /// terminal report or as Markdown.
+    Report(ReportArgs),
+
     /// Explain a finding kind: what it means, why it matters, what to change.
     ///
     /// Without KIND, lists every kind with its severity.
@@ -247,6 +253,28 @@ pub struct AnalyzeArgs {
 
     #[command(flatten)]
     pub capture: CaptureArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A report written by `analyze --format json` or `--format ndjson` (`-` for standard input).
+    pub file: String,
+
+    /// How to render it.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = SavedFormat::Table)]
+    pub format: SavedFormat,
+
+    /// Colour in the terminal report.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SavedFormat {
+    /// The terminal report.
+    Table,
+    /// The postmortem Markdown of `analyze --format markdown`.
+    Markdown,
 }
 
 #[derive(Debug, Args)]

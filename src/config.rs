@@ -21,10 +21,20 @@ pub enum Config {
     Flows(Flows),
     Http(Http),
     Analyze(Analyze),
+    /// `report FILE`.
+    Report(Saved),
     /// `explain [KIND]`.
     Explain(Option<String>),
     /// `generate man|bash|zsh|...` (hidden): the man page or a completion script.
     Generate(Generated),
+}
+
+/// `report FILE`: a saved report rendered again.
+pub struct Saved {
+    pub file: String,
+    pub format: crate::cli::SavedFormat,
+    pub width: usize,
+    pub color: bool,
 }
 
 /// `flows FILE...`.
@@ -92,6 +102,12 @@ impl Config {
             Command::Flows(a) => Config::Flows(flows(a)?),
             Command::Http(a) => Config::Http(http(a)?),
             Command::Analyze(a) => Config::Analyze(analyze(a)?),
+            Command::Report(a) => Config::Report(Saved {
+                width: output_width(std::io::stdout().is_terminal()),
+                color: terminal_decoration(a.color, &std::io::stdout()),
+                file: a.file,
+                format: a.format,
+            }),
             Command::Explain(a) => Config::Explain(a.kind),
             Command::Generate(a) => Config::Generate(generated(&a.what)?),
         })

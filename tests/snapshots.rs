@@ -606,3 +606,77 @@ fn markdown_of_the_seed_incident() {
         assert!(!line.contains('<'), "{line}");
     }
 }
+
+/// A saved report renders again without the capture: the terminal report from the JSON document
+/// is the one `analyze` printed (verdict, sessions, findings, timelines, what to do); from NDJSON
+/// the same but for the findings' numbers; the Markdown is byte for byte the one `analyze`
+/// wrote. `analyze` given a report says what it is; `report` given anything else refuses it.
+#[test]
+fn a_saved_report_renders_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = "samples/seed-incident-client-leg.pcap";
+    let json = dir.path().join("r.json");
+    let ndjson = dir.path().join("r.ndjson");
+    let (json, ndjson) = (json.to_str().unwrap(), ndjson.to_str().unwrap());
+    for (format, path) in [("json", json), ("ndjson", ndjson)] {
+        let r = run(&["analyze", "--format", format, "-o", path, sample]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+    }
+    let from = |text: &str| -> String {
+        let at = text.find("\nVERDICT\n").expect("a verdict");
+        let end = text.find("\nexit ").unwrap_or(text.len());
+        text[at..end]
+            .replace("--format json has them", "the saved file has them")
+            .trim_end()
+            .to_string()
+    };
+    let live = run(&["analyze", "--color", "never", sample]).stdout;
+    let again = run(&["report", "--color", "never", json]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(from(&again.stdout), from(&live));
+    let lines = run(&["report", "--color", "never", ndjson]).stdout;
+    let renumbered = |t: &str| -> String {
+        t.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+            .filter(|w| {
+                !(w.starts_with('F') && w[1..].chars().all(|c| c.is_ascii_digit()) && w.len() > 1)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(renumbered(&from(&lines)), renumbered(&from(&live)));
+    let md = run(&["analyze", "--format", "markdown", sample]).stdout;
+    assert_eq!(run(&["report", "--format", "markdown", json]).stdout, md);
+    // Each refuses the other's input, saying what to do.
+    let wrong = run(&["analyze", json]);
+    assert_eq!(wrong.code, 2);
+    assert!(
+        wrong
+            .stderr
+            .contains("is a report written by mcp-forensics"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(
+        wrong.stderr.contains("mcp-forensics report"),
+        "{}",
+        wrong.stderr
+    );
+    let wrong = run(&["report", sample]);
+    assert_eq!(wrong.code, 2);
+    assert!(
+        wrong
+            .stderr
+            .starts_with(&format!("mcp-forensics: {sample}: ")),
+        "{}",
+        wrong.stderr
+    );
+    let later = dir.path().join("later.json");
+    std::fs::write(&later, r#"{"schema_version":2,"sessions":[]}"#).unwrap();
+    let wrong = run(&["report", later.to_str().unwrap()]);
+    assert_eq!(wrong.code, 2);
+    assert!(
+        wrong.stderr.contains("schema_version 2"),
+        "{}",
+        wrong.stderr
+    );
+}

@@ -343,6 +343,15 @@ fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFor
     if have_map {
         return Ok(SourceFormat::AccessLog(LogFlavor::Mapped));
     }
+    if is_own_report(first) {
+        return Err(OpenError {
+            path: path.to_string(),
+            message: "is a report written by mcp-forensics, not traffic to analyse".into(),
+            hint: Some(format!(
+                "render it again with `mcp-forensics report {path}` (--format table or markdown)"
+            )),
+        });
+    }
     if let Some(flavor) = accesslog::recognise(first) {
         return Ok(SourceFormat::AccessLog(flavor));
     }
@@ -378,6 +387,13 @@ fn classify(path: &str, first: &FirstRecord, have_map: bool) -> Result<SourceFor
 
 /// The first JSON value of a file reduced to what detection needs: its keys in file order, and
 /// the keys of its `log` and `request` objects. Values are skipped, not built.
+/// The first record of an `analyze --format json` document or `--format ndjson` output: its
+/// `schema_version` with the document's `sessions`, or a record's `type`.
+fn is_own_report(first: &FirstRecord) -> bool {
+    let has = |k: &str| first.keys.iter().any(|x| x == k);
+    has("schema_version") && (has("sessions") || has("type"))
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct FirstRecord {
     pub(crate) keys: Vec<String>,

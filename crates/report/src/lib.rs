@@ -9,6 +9,7 @@ pub mod http;
 pub mod markdown;
 pub mod redact;
 pub mod sanitize;
+pub mod saved;
 mod table;
 pub use table::wrap;
 pub mod timeline;

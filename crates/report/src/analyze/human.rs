@@ -306,11 +306,8 @@ fn write_verdicts(
     }
     for (sev, s, worst) in bad.iter().take(VERDICTS_SHOWN) {
         let text = verdict_text(rep, shown, s, *worst);
-        let head = format!(" {} {} ", s.label(), style.severity(*sev));
-        // The colour codes take no columns: wrap as if the heading were plain.
-        let plain = format!(" {} {} ", s.label(), sev.name().to_uppercase());
-        let wrapped = wrap(&terminal(&r.text(&text)), style.width, &plain, "     ");
-        writeln!(out, "{head}{}", &wrapped[plain.len()..])?;
+        let text = terminal(&r.text(&text)).into_owned();
+        write_verdict_line(out, &s.label(), *sev, &text, style)?;
     }
     if bad.len() > VERDICTS_SHOWN {
         writeln!(
@@ -555,32 +552,93 @@ fn write_findings(
             .filter(|c| mine.contains(c))
             .map(|&c| finding_id(c))
             .collect();
-        let cause = if causes.is_empty() {
-            String::new()
-        } else {
-            format!("  ← {}", causes.join(", "))
-        };
-        let indent = " ".repeat(id_width + 2);
-        // Wrapped as plain text, then the severity coloured: colour codes take no columns.
-        let sev = format!("{:<8}", f.severity.name().to_uppercase());
-        let line = format!(
-            "{:<id_width$} {sev} {}  {}  {}{cause}",
-            finding_id(p),
-            f.kind,
-            f.time.time.clock_millis(),
-            frames_text(&f.frames)
-        );
-        let line = wrap(&line, style.width, " ", &indent);
-        let colored = style.severity(f.severity);
-        writeln!(out, "{}", line.replacen(sev.trim_end(), &colored, 1))?;
         let summary = terminal(&r.text(&f.summary)).into_owned();
-        writeln!(out, "{}", wrap(&summary, style.width, &indent, &indent))?;
-        if let Some(note) = &f.confidence_note {
-            let note = format!("confidence reduced: {}", terminal(note));
-            writeln!(out, "{}", wrap(&note, style.width, &indent, &indent))?;
-        }
+        let text = FindingText {
+            id: &finding_id(p),
+            severity: f.severity,
+            kind: f.kind.name(),
+            time: f.time.time.clock_millis(),
+            frames: frames_text(&f.frames),
+            causes,
+            summary: &summary,
+            note: f.confidence_note.as_deref(),
+        };
+        write_finding(out, &text, id_width, style)?;
     }
     Ok(())
+}
+
+/// A finding as the terminal report prints it (also for a saved report).
+pub(crate) struct FindingText<'a> {
+    pub id: &'a str,
+    pub severity: Severity,
+    pub kind: &'a str,
+    pub time: String,
+    pub frames: String,
+    /// The IDs of the findings it follows from.
+    pub causes: Vec<String>,
+    /// Sanitized and redacted already.
+    pub summary: &'a str,
+    pub note: Option<&'a str>,
+}
+
+/// A finding's head line (ID, severity, kind, time, frames, `← causes`) and its summary
+/// under it, wrapped at the width.
+pub(crate) fn write_finding(
+    out: &mut dyn Write,
+    f: &FindingText<'_>,
+    id_width: usize,
+    style: Style,
+) -> io::Result<()> {
+    let cause = if f.causes.is_empty() {
+        String::new()
+    } else {
+        format!("  ← {}", f.causes.join(", "))
+    };
+    let indent = " ".repeat(id_width + 2);
+    // Wrapped as plain text, then the severity coloured: colour codes take no columns.
+    let sev = format!("{:<8}", f.severity.name().to_uppercase());
+    let line = format!(
+        "{:<id_width$} {sev} {}  {}  {}{cause}",
+        f.id, f.kind, f.time, f.frames
+    );
+    let line = wrap(&line, style.width, " ", &indent);
+    let colored = style.severity(f.severity);
+    writeln!(out, "{}", line.replacen(sev.trim_end(), &colored, 1))?;
+    writeln!(out, "{}", wrap(f.summary, style.width, &indent, &indent))?;
+    if let Some(note) = f.note {
+        let note = format!("confidence reduced: {}", terminal(note));
+        writeln!(out, "{}", wrap(&note, style.width, &indent, &indent))?;
+    }
+    Ok(())
+}
+
+/// A timeline row: time, marker, and the text wrapped under itself.
+pub(crate) fn write_timeline_row(
+    out: &mut dyn Write,
+    time: &str,
+    marker: &str,
+    text: &str,
+    width: usize,
+) -> io::Result<()> {
+    let lead = format!(" {time}  {marker:<6} ");
+    let hang = " ".repeat(textwrap::core::display_width(&lead));
+    writeln!(out, "{}", wrap(text, width, &lead, &hang))
+}
+
+/// A verdict line: the session, its worst severity (coloured), the words wrapped under them.
+pub(crate) fn write_verdict_line(
+    out: &mut dyn Write,
+    label: &str,
+    severity: Severity,
+    text: &str,
+    style: Style,
+) -> io::Result<()> {
+    let head = format!(" {label} {} ", style.severity(severity));
+    // The colour codes take no columns: wrap as if the heading were plain.
+    let plain = format!(" {label} {} ", severity.name().to_uppercase());
+    let wrapped = wrap(text, style.width, &plain, "     ");
+    writeln!(out, "{head}{}", &wrapped[plain.len()..])
 }
 
 /// A session's timeline, and its resumption verdict with the reason.
@@ -609,9 +667,8 @@ fn write_timeline(
     // Rows wrap under their text, so the time and marker columns stay clear.
     for e in entries {
         let text = terminal(&r.text(&e.text)).into_owned();
-        let lead = format!(" {}  {:<6} ", e.time.time.clock_millis(), marker(e));
-        let hang = " ".repeat(textwrap::core::display_width(&lead));
-        writeln!(out, "{}", wrap(&text, style.width, &lead, &hang))?;
+        let time = e.time.time.clock_millis();
+        write_timeline_row(out, &time, &marker(e), &text, style.width)?;
     }
     let v = &s.verdict;
     let line = format!(
