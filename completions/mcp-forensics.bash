@@ -94,7 +94,7 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json ndjson markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json ndjson markdown html" -- "${cur}"))
                     return 0
                     ;;
                 --session)
@@ -412,7 +412,7 @@ _mcp__forensics() {
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table markdown html" -- "${cur}"))
                     return 0
                     ;;
                 --color)

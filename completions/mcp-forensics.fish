@@ -62,7 +62,8 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s 
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l format -d 'Output format' -r -f -a "table\t'Sessions, findings and the incident timeline, for people'
 json\t'One JSON document (schema_version 1, see docs/report-format.md)'
 ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'
-markdown\t'For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown'"
+markdown\t'For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown'
+html\t'One self-contained HTML file: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it: 2665…92a9); repeatable. One that names no session is an error' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of day in UTC as the timeline prints it (04:36:14.297), on each session\'s date' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (as --since)' -r
@@ -103,7 +104,8 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s 
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s V -l version -d 'Print version'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand report" -l format -d 'How to render it' -r -f -a "table\t'The terminal report'
-markdown\t'The postmortem Markdown of `analyze --format markdown`'"
+markdown\t'The postmortem Markdown of `analyze --format markdown`'
+html\t'The self-contained HTML of `analyze --format html`'"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand report" -l color -d 'Colour in the terminal report' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is not set'
 always\t''
 never\t''"

@@ -74,7 +74,8 @@ _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
-markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"))' \
+markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"
+html\:"One self-contained HTML file\: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence"))' \
 '*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '--since=[Only what happened at or after this time\: RFC 3339 (2026-11-02T12\:00\:00Z), or a time of day in UTC as the timeline prints it (04\:36\:14.297), on each session'\''s date]:TIME:_default' \
 '--until=[Only what happened at or before this time (as --since)]:TIME:_default' \
@@ -113,7 +114,8 @@ log\:"A JSON Lines access log"))' \
 (report)
 _arguments "${_arguments_options[@]}" : \
 '--format=[How to render it]:FORMAT:((table\:"The terminal report"
-markdown\:"The postmortem Markdown of \`analyze --format markdown\`"))' \
+markdown\:"The postmortem Markdown of \`analyze --format markdown\`"
+html\:"The self-contained HTML of \`analyze --format html\`"))' \
 '--color=[Colour in the terminal report]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
 always\:""
 never\:""))' \

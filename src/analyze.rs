@@ -92,7 +92,7 @@ fn live_writer(
 /// threads to spare).
 fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) -> SessionWriter {
     let format = match job.format {
-        ReportFormat::Json | ReportFormat::Markdown => RecordFormat::Pretty,
+        ReportFormat::Json | ReportFormat::Markdown | ReportFormat::Html => RecordFormat::Pretty,
         ReportFormat::Ndjson => RecordFormat::Lines,
         ReportFormat::Table => RecordFormat::None,
     };
@@ -360,6 +360,10 @@ fn write<W: std::io::Write>(
         ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
         ReportFormat::Markdown => {
             mcpf_report::markdown::write_markdown_report(&mut out, rep, sel, redactor)?
+        }
+        ReportFormat::Html => {
+            let doc = mcpf_report::markdown::document(rep, sel, redactor)?;
+            mcpf_report::html::write_html(&mut out, &doc)?
         }
         ReportFormat::Table => {
             let style = report::Style {

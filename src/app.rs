@@ -206,6 +206,7 @@ fn saved_report(job: config::Saved) -> anyhow::Result<Exit> {
             report::saved::write_saved_table(&mut out, &doc, style)?
         }
         crate::cli::SavedFormat::Markdown => report::markdown::write_markdown(&mut out, &doc)?,
+        crate::cli::SavedFormat::Html => report::html::write_html(&mut out, &doc)?,
     }
     out.flush()?;
     Ok(Exit::Clean)

@@ -77,6 +77,9 @@ pub enum ReportFormat {
     /// For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid
     /// sequence diagram and the timeline of each incident, as Markdown.
     Markdown,
+    /// One self-contained HTML file: a swimlane view per incident (a lane per stream, the
+    /// fallback, drop, resume and replay drawn across lanes) and the findings with their evidence.
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -275,6 +278,8 @@ pub enum SavedFormat {
     Table,
     /// The postmortem Markdown of `analyze --format markdown`.
     Markdown,
+    /// The self-contained HTML of `analyze --format html`.
+    Html,
 }
 
 #[derive(Debug, Args)]

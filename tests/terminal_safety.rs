@@ -80,7 +80,7 @@ fn crafted_capture(name: &str) -> tempfile_path::TempPath {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"\u001b]0;owned\u0007client","version":"1"}}}"#;
     let init_result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"srv\u202eevil","version":"1"}}}"#;
     let call = format!(
-        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"\u001b]0;pwned\u0007reindex\u202e","arguments":{{"note":"Bearer {TOKEN}"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"\u001b]0;pwned\u0007reindex\u202e<script>alert(1)</script><img src=x onerror=alert(2)>","arguments":{{"note":"Bearer {TOKEN}"}}}}}}"#
     );
     let mut frames = Vec::new();
     write_conversation(
@@ -189,6 +189,8 @@ fn bearer_tokens_never_reach_any_output() {
         vec!["analyze", path],
         vec!["analyze", "--format", "json", "--events", path],
         vec!["analyze", "--format", "ndjson", "--events", path],
+        vec!["analyze", "--format", "markdown", path],
+        vec!["analyze", "--format", "html", path],
         vec!["http", path],
         vec!["http", "--format", "json", path],
         vec![
@@ -215,4 +217,29 @@ fn bearer_tokens_never_reach_any_output() {
     }
     let shown = run(&["http", "--format", "json", "--show-secrets", path]);
     assert!(shown.contains(TOKEN), "--show-secrets shows it");
+}
+
+/// Markdown and HTML go into documents and browsers: capture text there is text, never markup,
+/// and the escapes and bidi overrides are shown as the terminal report shows them.
+#[test]
+fn capture_text_in_markdown_and_html_is_text() {
+    let file = crafted_capture("markup");
+    let path = file.0.to_str().unwrap();
+    let md = run(&["analyze", "--format", "markdown", path]);
+    let html = run(&["analyze", "--format", "html", path]);
+    assert!(md.contains("never answered"), "{md}");
+    for (what, text) in [("markdown", &md), ("html", &html)] {
+        assert_terminal_safe(text, what);
+        assert!(!text.contains("<img"), "{what}: markup from the capture");
+        assert!(
+            text.contains("&lt;script&gt;alert(1)"),
+            "{what}: shown as text"
+        );
+    }
+    assert!(!md.contains("<script"), "markdown: markup from the capture");
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "html: the page's own script only"
+    );
 }

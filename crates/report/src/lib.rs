@@ -5,6 +5,7 @@ pub mod analyze;
 mod doc;
 pub mod flows;
 pub mod hints;
+pub mod html;
 pub mod http;
 pub mod markdown;
 pub mod redact;

@@ -27,10 +27,18 @@ pub fn write_markdown_report(
     sel: &crate::analyze::Selection,
     r: &crate::redact::Redactor,
 ) -> io::Result<()> {
+    write_markdown(out, &document(rep, sel, r)?)
+}
+
+/// The JSON document of a run, as a value for the renderers that draw from it.
+pub fn document(
+    rep: &mut crate::analyze::Report,
+    sel: &crate::analyze::Selection,
+    r: &crate::redact::Redactor,
+) -> io::Result<Value> {
     let mut json = Vec::new();
     crate::analyze::write_json(&mut json, rep, sel, r)?;
-    let doc: Value = serde_json::from_slice(&json)?;
-    write_markdown(out, &doc)
+    Ok(serde_json::from_slice(&json)?)
 }
 
 pub fn write_markdown(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
@@ -224,6 +232,7 @@ fn short(id: &str) -> String {
 
 /// Text for a Markdown table cell: one line, no column break, no HTML.
 pub(crate) fn cell(text: &str) -> String {
+    let text = crate::sanitize::terminal(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -244,7 +253,8 @@ pub(crate) fn cell(text: &str) -> String {
 
 /// Text inside a code span: no backtick to end it, no column break, one line.
 fn code(text: &str) -> String {
-    text.chars()
+    crate::sanitize::terminal(text)
+        .chars()
         .map(|c| match c {
             '`' => '\'',
             '|' => '¦',
@@ -256,6 +266,7 @@ fn code(text: &str) -> String {
 
 /// Text for a Mermaid message or name: Mermaid reads `;` and `#…;` as syntax and `<br>` as HTML.
 pub(crate) fn mermaid(text: &str) -> String {
+    let text = crate::sanitize::terminal(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -278,7 +289,8 @@ mod tests {
     #[test]
     fn capture_text_cannot_break_a_table_or_a_diagram() {
         assert_eq!(cell("a|b<script>"), "a\\|b&lt;script&gt;");
-        assert_eq!(cell("x\ny"), "x y");
+        // A newline is shown as the terminal report shows it, its backslash kept by Markdown.
+        assert_eq!(cell("x\ny"), "x\\\\ny");
         assert_eq!(mermaid("#7; <b>"), "#35;7#59; #lt;b#gt;");
         assert_eq!(code("a`b|c"), "a'b¦c");
         assert_eq!(clock("2026-11-30T04:36:07.294984Z"), "04:36:07.294");

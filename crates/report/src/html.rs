@@ -1,0 +1,493 @@
+//! The report as one self-contained HTML file: no network fetch, no external script, style or
+//! font. For each session with findings, a swimlane view (a lane per stream, time flowing down,
+//! events as marks; the fallback, the drop, the resume and the replay drawn as arrows crossing
+//! lanes), then the findings as anchors with their evidence (frames, event IDs, request IDs).
+//!
+//! Rendered from the JSON document like the Markdown, so `report FILE.json --format html` draws
+//! the same. Every string from a capture is HTML-escaped; the one script only highlights what an
+//! anchor names and records errors for the browser test.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use crate::doc::Doc;
+use crate::markdown::clock;
+
+/// Lane geometry (SVG user units).
+const LANE_W: f64 = 150.0;
+const LEFT: f64 = 90.0;
+const TOP: f64 = 60.0;
+const HEIGHT: f64 = 640.0;
+/// Lanes drawn at most per session: a session of thousands of streams is summarised.
+const MAX_LANES: usize = 40;
+
+pub fn write_html(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
+    let d = Doc::new(doc);
+    writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    )?;
+    writeln!(
+        out,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+    )?;
+    writeln!(
+        out,
+        "<title>MCP incident report</title>\n<style>{STYLE}</style></head><body>"
+    )?;
+    let inputs: Vec<String> = d.inputs().map(esc).collect();
+    writeln!(
+        out,
+        "<h1>MCP incident report</h1>\n<p class=\"meta\">{} {} · {}</p>",
+        esc(doc["tool"]["name"].as_str().unwrap_or("mcp-forensics")),
+        esc(doc["tool"]["version"].as_str().unwrap_or("")),
+        inputs.join(", ")
+    )?;
+    write_verdict(out, &d)?;
+    for s in d.sessions_with_findings() {
+        write_session(out, &d, s)?;
+    }
+    writeln!(out, "<script>{SCRIPT}</script></body></html>")
+}
+
+fn write_verdict(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
+    writeln!(out, "<h2>Verdict</h2><ul class=\"verdict\">")?;
+    let lines = d.verdicts();
+    if lines.is_empty() {
+        writeln!(
+            out,
+            "<li>No finding above info in {} sessions.</li>",
+            d.sessions().count()
+        )?;
+    }
+    for v in lines {
+        writeln!(
+            out,
+            "<li><b>{}</b> <span class=\"sev {}\">{}</span> {}</li>",
+            esc(&v.session),
+            esc(&v.severity),
+            esc(&v.severity.to_uppercase()),
+            esc(&v.text)
+        )?;
+    }
+    writeln!(out, "</ul>")
+}
+
+fn write_session(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
+    let key = d.key(s);
+    writeln!(
+        out,
+        "<section class=\"session\" id=\"{k}\"><h2>Session {k} <code>{}</code> {} {}</h2>",
+        esc(s["session_id"].as_str().unwrap_or("")),
+        esc(s["server"].as_str().unwrap_or("")),
+        esc(s["endpoint"].as_str().unwrap_or("")),
+        k = esc(key)
+    )?;
+    write_swimlanes(out, d, s)?;
+    write_findings(out, d, key)?;
+    writeln!(out, "</section>")
+}
+
+/// The streams a session's lanes show: those its findings and resumes name, its GET streams,
+/// and its first (the initialize); the rest are counted.
+fn named_streams<'a>(d: &Doc<'a>, s: &'a Value) -> Vec<&'a str> {
+    let mut named: Vec<&str> = Vec::new();
+    for f in d.findings_of(d.key(s)) {
+        named.extend(
+            f["streams"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
+    }
+    for (i, st) in s["streams"].as_array().into_iter().flatten().enumerate() {
+        let Some(id) = st["id"].as_str() else {
+            continue;
+        };
+        if i == 0 || st["transport"] == "get" || st["resume"].is_object() {
+            named.push(id);
+        }
+        if let Some(c) = st["resume"]["continues"].as_str() {
+            named.push(c);
+        }
+    }
+    named
+}
+
+/// Where things are drawn: a lane per stream, a time scale from the session's start to its end,
+/// and the labels placed so far (a label is moved down past those it would cover).
+struct Scale<'a> {
+    lanes: Vec<&'a str>,
+    t0: f64,
+    t1: f64,
+    labels: Vec<(f64, f64, f64)>,
+}
+
+impl Scale<'_> {
+    /// Where a label of `width` at `x` wanting to be at `y` goes: below any it would cover.
+    fn label_y(&mut self, x: f64, width: f64, mut y: f64) -> f64 {
+        while self
+            .labels
+            .iter()
+            .any(|&(lx, lw, ly)| (ly - y).abs() < 12.0 && x < lx + lw && lx < x + width)
+        {
+            y += 12.0;
+        }
+        self.labels.push((x, width, y));
+        y
+    }
+
+    fn x(&self, stream: &str) -> Option<f64> {
+        let i = self.lanes.iter().position(|l| *l == stream)?;
+        Some(LEFT + LANE_W * i as f64 + LANE_W / 2.0)
+    }
+
+    fn y(&self, time: &str) -> f64 {
+        let t = seconds(time);
+        let span = (self.t1 - self.t0).max(1e-6);
+        TOP + ((t - self.t0) / span).clamp(0.0, 1.0) * HEIGHT
+    }
+}
+
+fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
+    let all: Vec<&Value> = s["streams"].as_array().into_iter().flatten().collect();
+    let named = named_streams(d, s);
+    let streams: Vec<&Value> = all
+        .iter()
+        .copied()
+        .filter(|st| st["id"].as_str().is_some_and(|id| named.contains(&id)))
+        .take(MAX_LANES)
+        .collect();
+    let mut scale = Scale {
+        lanes: streams.iter().filter_map(|st| st["id"].as_str()).collect(),
+        t0: seconds(s["start"].as_str().unwrap_or("")),
+        t1: seconds(s["end"].as_str().unwrap_or("")),
+        labels: Vec::new(),
+    };
+    let width = LEFT + LANE_W * scale.lanes.len() as f64 + 20.0;
+    let height = TOP + HEIGHT + 40.0;
+    writeln!(
+        out,
+        "<svg class=\"lanes\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"streams of {}\">",
+        esc(d.key(s))
+    )?;
+    writeln!(
+        out,
+        "<defs><marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\"/></marker></defs>"
+    )?;
+    write_time_axis(out, &scale, s)?;
+    for st in &streams {
+        write_lane(out, &scale, st)?;
+    }
+    for e in d.timeline_of(d.key(s)) {
+        write_event_mark(out, &mut scale, e)?;
+    }
+    for st in &streams {
+        write_resume_arrow(out, &mut scale, st)?;
+    }
+    for f in d.findings_of(d.key(s)) {
+        write_finding_mark(out, &mut scale, &streams, f)?;
+    }
+    if all.len() > streams.len() {
+        writeln!(
+            out,
+            "<text class=\"axis\" x=\"{LEFT}\" y=\"{}\">{} other streams of the session (no finding names them) not drawn</text>",
+            height - 10.0,
+            all.len() - streams.len()
+        )?;
+    }
+    writeln!(out, "</svg>")
+}
+
+fn write_time_axis(out: &mut dyn Write, scale: &Scale<'_>, s: &Value) -> io::Result<()> {
+    for (label, at) in [("start", "start"), ("end", "end")] {
+        let t = s[at].as_str().unwrap_or("");
+        writeln!(
+            out,
+            "<text class=\"axis\" x=\"4\" y=\"{:.1}\">{} {}</text>",
+            scale.y(t) + 4.0,
+            label,
+            esc(&clock(t))
+        )?;
+    }
+    Ok(())
+}
+
+fn write_lane(out: &mut dyn Write, scale: &Scale<'_>, st: &Value) -> io::Result<()> {
+    let id = st["id"].as_str().unwrap_or("");
+    let Some(x) = scale.x(id) else {
+        return Ok(());
+    };
+    let y0 = scale.y(st["opened"].as_str().unwrap_or(""));
+    // An exchange of a millisecond still shows as a stroke.
+    let y1 = st["ended"]
+        .as_str()
+        .map_or(TOP + HEIGHT, |t| scale.y(t))
+        .max(y0 + 6.0);
+    let what: Vec<&str> = st["methods"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let outcome = st["outcome"].as_str().unwrap_or("open");
+    writeln!(
+        out,
+        "<g class=\"lane {o}\" data-stream=\"{s}\"><text class=\"head\" x=\"{x:.1}\" y=\"20\">{s}</text><text class=\"sub\" x=\"{x:.1}\" y=\"36\">{m}</text><line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{y1:.1}\"/><title>{s} {method} {target}: {n} events, {o}</title></g>",
+        o = esc(outcome),
+        s = esc(id),
+        m = esc(&what.join(" ")),
+        method = esc(st["method"].as_str().unwrap_or("")),
+        target = esc(st["target"].as_str().unwrap_or("")),
+        n = st["events"],
+    )?;
+    if st["ended"].is_string() && matches!(outcome, "reset" | "closed_early" | "gap") {
+        writeln!(
+            out,
+            "<g class=\"drop\" data-stream=\"{}\"><path d=\"M{:.1},{:.1}l-6,-6m6,6l6,-6m-6,6l-6,6m6,-6l6,6\"/><title>{} by {}</title></g>",
+            esc(id),
+            x,
+            y1,
+            esc(outcome),
+            esc(st["closed_by"].as_str().unwrap_or("?")),
+        )?;
+    }
+    Ok(())
+}
+
+/// A timeline row of events on a stream: a mark at its time, with the event IDs.
+fn write_event_mark(out: &mut dyn Write, scale: &mut Scale<'_>, e: &Value) -> io::Result<()> {
+    if e["kind"] != "events" {
+        return Ok(());
+    }
+    let Some(x) = e["stream"].as_str().and_then(|s| scale.x(s)) else {
+        return Ok(());
+    };
+    let y = scale.y(e["time"].as_str().unwrap_or(""));
+    let ids = match e["event_ids"].as_array().map(Vec::as_slice) {
+        Some([a, b]) if a == b => a.as_str().unwrap_or("").to_string(),
+        Some([a, b]) => format!("{}–{}", a.as_str().unwrap_or(""), b.as_str().unwrap_or("")),
+        _ => String::new(),
+    };
+    let ly = scale.label_y(x + 7.0, 7.0 * ids.len() as f64, y + 4.0);
+    writeln!(
+        out,
+        "<g class=\"event\"><circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text><title>{} {}</title></g>",
+        x + 7.0,
+        esc(&ids),
+        esc(&clock(e["time"].as_str().unwrap_or(""))),
+        esc(e["summary"].as_str().unwrap_or(""))
+    )
+}
+
+/// A resume: from the stream whose `Last-Event-ID` it names to the resuming stream.
+fn write_resume_arrow(out: &mut dyn Write, scale: &mut Scale<'_>, st: &Value) -> io::Result<()> {
+    let r = &st["resume"];
+    let (Some(from), Some(to)) = (
+        r["continues"].as_str().and_then(|c| scale.x(c)),
+        st["id"].as_str().and_then(|s| scale.x(s)),
+    ) else {
+        return Ok(());
+    };
+    let y = scale.y(st["opened"].as_str().unwrap_or(""));
+    let label = format!(
+        "resume Last-Event-ID {}",
+        r["last_event_id"].as_str().unwrap_or("")
+    );
+    let lx = from.min(to) + 6.0;
+    let ly = scale.label_y(lx, 6.5 * label.len() as f64, y - 18.0);
+    writeln!(
+        out,
+        "<g class=\"arrow resume\" data-stream=\"{}\"><path d=\"M{from:.1},{:.1}L{to:.1},{y:.1}\" marker-end=\"url(#head)\"/><text x=\"{lx:.1}\" y=\"{ly:.1}\">{}</text></g>",
+        esc(st["id"].as_str().unwrap_or("")),
+        y - 14.0,
+        esc(&label),
+    )
+}
+
+/// A finding: an arrow across the lanes of the streams it names when it names several (the
+/// fallback, the replay), from the one opened first to the one opened last (time flows down);
+/// else a mark on its stream. Each is a link to its evidence.
+fn write_finding_mark(
+    out: &mut dyn Write,
+    scale: &mut Scale<'_>,
+    streams: &[&Value],
+    f: &Value,
+) -> io::Result<()> {
+    let opened = |id: &str| {
+        streams
+            .iter()
+            .find(|st| st["id"] == id)
+            .and_then(|st| st["opened"].as_str())
+            .map_or(0.0, seconds)
+    };
+    let mut lanes: Vec<(f64, f64)> = f["streams"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|s| Some((opened(s), scale.x(s)?)))
+        .collect();
+    lanes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (Some(&(_, mut first)), Some(&(_, last))) = (lanes.first(), lanes.last()) else {
+        return Ok(());
+    };
+    // A replay is drawn from the stream whose events it replayed to the resume.
+    if let Some(x) = f["evidence"]["replayed_from"]
+        .as_str()
+        .and_then(|s| scale.x(s))
+    {
+        first = x;
+    }
+    let id = esc(f["id"].as_str().unwrap_or(""));
+    let kind = esc(f["kind"].as_str().unwrap_or(""));
+    let sev = esc(f["severity"].as_str().unwrap_or(""));
+    let y = scale.y(f["time"].as_str().unwrap_or(""));
+    let title = format!(
+        "{id} {} {kind}: {}",
+        sev.to_uppercase(),
+        esc(f["summary"].as_str().unwrap_or(""))
+    );
+    let label = format!("{id} {kind}");
+    if (first - last).abs() > 1.0 {
+        let lx = first.min(last) + 6.0;
+        let ly = scale.label_y(lx, 6.5 * label.len() as f64, y - 5.0);
+        writeln!(
+            out,
+            "<a href=\"#{id}\"><g class=\"arrow finding {sev}\" data-finding=\"{id}\" data-kind=\"{kind}\"><path d=\"M{first:.1},{y:.1}L{last:.1},{y:.1}\" marker-end=\"url(#head)\"/><text x=\"{lx:.1}\" y=\"{ly:.1}\">{label}</text><title>{title}</title></g></a>",
+        )
+    } else {
+        let ly = scale.label_y(first + 10.0, 6.5 * label.len() as f64, y + 5.0);
+        writeln!(
+            out,
+            "<a href=\"#{id}\"><g class=\"mark finding {sev}\" data-finding=\"{id}\" data-kind=\"{kind}\"><path d=\"M{first:.1},{:.1}l7,12h-14z\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{label}</text><title>{title}</title></g></a>",
+            y - 6.0,
+            first + 10.0,
+        )
+    }
+}
+
+fn write_findings(out: &mut dyn Write, d: &Doc<'_>, key: &str) -> io::Result<()> {
+    writeln!(
+        out,
+        "<h3>Findings, worst first</h3><table class=\"findings\"><tr><th>ID</th><th>severity</th><th>kind</th><th>time (UTC)</th><th>cause</th><th>what</th><th>evidence</th></tr>"
+    )?;
+    for f in d.worst_first(key) {
+        let id = esc(f["id"].as_str().unwrap_or(""));
+        let causes: Vec<String> = f["caused_by"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|c| format!("<a href=\"#{0}\">{0}</a>", esc(c)))
+            .collect();
+        let filter = d.display_filter(f).unwrap_or_default();
+        let evidence = serde_json::to_string_pretty(&f["evidence"]).unwrap_or_default();
+        writeln!(
+            out,
+            "<tr id=\"{id}\" class=\"{sev}\" data-finding=\"{id}\"><td><a href=\"#{id}\">{id}</a></td><td><span class=\"sev {sev}\">{}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"filter\">Wireshark: <code>{}</code></div><details><summary>frames, event IDs, request IDs</summary><pre>{}</pre></details></td></tr>",
+            esc(&f["severity"].as_str().unwrap_or("").to_uppercase()),
+            esc(f["kind"].as_str().unwrap_or("")),
+            esc(&clock(f["time"].as_str().unwrap_or(""))),
+            causes.join(", "),
+            esc(f["summary"].as_str().unwrap_or("")),
+            esc(&filter),
+            esc(&evidence),
+            sev = esc(f["severity"].as_str().unwrap_or("")),
+        )?;
+    }
+    writeln!(out, "</table>")
+}
+
+/// Text for HTML content and attribute values: escape sequences and bidi overrides shown as
+/// the terminal report shows them, then the HTML metacharacters.
+pub(crate) fn esc(text: &str) -> String {
+    let text = crate::sanitize::terminal(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Seconds since 1970 of an RFC 3339 UTC time, to place marks (a session may cross midnight).
+fn seconds(t: &str) -> f64 {
+    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<i64>().ok());
+    let day = match (num(0..4), num(5..7), num(8..10)) {
+        (Some(y), Some(m), Some(d)) => days_from_civil(y, m, d) as f64 * 86_400.0,
+        _ => 0.0,
+    };
+    let secs = t.get(17..).map(|x| x.trim_end_matches('Z'));
+    match (
+        num(11..13),
+        num(14..16),
+        secs.and_then(|x| x.parse::<f64>().ok()),
+    ) {
+        (Some(h), Some(m), Some(s)) => day + (h * 3600 + m * 60) as f64 + s,
+        _ => day,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
+h1{font-size:22px}h2{font-size:18px;margin-top:28px}code{font:12px ui-monospace,monospace}\
+.meta{color:#666}.verdict li{margin:6px 0}\
+.sev{font-weight:700;padding:0 4px;border-radius:3px}.sev.critical{background:#b00020;color:#fff}\
+.sev.high{color:#b00020}.sev.medium{color:#a15c00}.sev.low{color:#006f8a}.sev.info{color:#777}\
+svg.lanes{display:block;margin:12px 0;background:#fafafa;border:1px solid #ddd}\
+.lane line{stroke:#555;stroke-width:3}.lane.reset line,.lane.closed_early line{stroke:#b00020}\
+.lane text{text-anchor:middle;font-size:12px}.lane .sub{fill:#666;font-size:11px}\
+.axis{font-size:11px;fill:#666}.event circle{fill:#1f6feb}.event text{font-size:10px;fill:#1f6feb}\
+.drop path{stroke:#b00020;stroke-width:3;fill:none}\
+.arrow path{stroke:#444;stroke-width:2;fill:none}.arrow text,.mark text{font-size:11px}\
+.arrow.resume path{stroke:#7b3fbf;stroke-dasharray:5 3}.arrow.resume text{fill:#7b3fbf}\
+.finding.critical path{stroke:#b00020;stroke-width:3}.finding.critical text{fill:#b00020;font-weight:700}\
+.finding.high path{stroke:#d0453a}.mark path{fill:#d0453a;stroke:none}.mark.info path,.arrow.info path{stroke:#999;fill:#999}\
+.hit path{stroke-width:5!important}tr.hit{outline:2px solid #1f6feb}\
+table.findings{border-collapse:collapse;width:100%}table.findings td,table.findings th{border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}\
+pre{font-size:11px;max-height:240px;overflow:auto;background:#f4f4f4;padding:6px}";
+
+/// Highlights what the address names (a finding's row and its marks), and records script
+/// errors on the document for the browser test to read.
+const SCRIPT: &str = "window.addEventListener('error',function(e){document.documentElement.dataset.errors=(document.documentElement.dataset.errors||'')+e.message+';'});\
+function hit(){document.querySelectorAll('.hit').forEach(function(n){n.classList.remove('hit')});\
+var id=location.hash.slice(1);if(!id)return;document.querySelectorAll('[data-finding=\"'+CSS.escape(id)+'\"]').forEach(function(n){n.classList.add('hit')});}\
+window.addEventListener('hashchange',hit);hit();document.documentElement.dataset.rendered='1';";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_text_is_escaped_and_times_place_in_order() {
+        assert_eq!(
+            esc("<script>\"x\"&'"),
+            "&lt;script&gt;&quot;x&quot;&amp;&#39;"
+        );
+        let a = seconds("2026-11-30T23:59:59.500000Z");
+        let b = seconds("2026-12-01T00:00:00.250000Z");
+        assert!(b > a && b - a < 1.0, "{a} {b}");
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    }
+}
