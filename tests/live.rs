@@ -5,9 +5,9 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Feeds a capture to `analyze -` on a pipe kept open (the capture still "running"), then
-/// sends `signal` to the analyzer alone.
-fn stopped_by(signal: &str, args: &[&str]) -> (String, String, Option<i32>) {
+/// `analyze ARGS -` reading the seed capture from a pipe kept open (the capture still
+/// "running"): the child, and the pipe's end to close or keep.
+fn on_a_live_pipe(args: &[&str]) -> (std::process::Child, std::process::ChildStdin) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("COLUMNS", "100")
@@ -27,6 +27,12 @@ fn stopped_by(signal: &str, args: &[&str]) -> (String, String, Option<i32>) {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&bytes).unwrap();
     stdin.flush().unwrap();
+    (child, stdin)
+}
+
+/// Sends `signal` to the analyzer alone while its pipe is still open.
+fn stopped_by(signal: &str, args: &[&str]) -> (String, String, Option<i32>) {
+    let (child, stdin) = on_a_live_pipe(args);
     // 34 KiB in a pipe is read at once; the wait is for the process to be running at all.
     std::thread::sleep(Duration::from_secs(2));
     let sent = Command::new("kill")
@@ -87,22 +93,7 @@ fn sigterm_does_the_same_for_the_json_report() {
 #[test]
 fn ndjson_writes_a_session_as_soon_as_it_ends() {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["analyze", "--format", "ndjson", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/samples/seed-incident-client-leg.pcap"
-    ))
-    .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&bytes).unwrap();
-    stdin.flush().unwrap();
+    let (mut child, stdin) = on_a_live_pipe(&["--format", "ndjson"]);
     let (tx, rx) = std::sync::mpsc::channel();
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {

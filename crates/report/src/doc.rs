@@ -260,6 +260,16 @@ pub(crate) fn verdict_sentence(v: &Verdict<'_>) -> String {
     text
 }
 
+/// The IDs of the findings a timeline entry places.
+pub(crate) fn entry_findings(e: &Value) -> Vec<&str> {
+    e["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 /// `request 7 tools/call "reindex" never answered`, from an `unanswered_request`'s evidence.
 pub(crate) fn hung_request(e: &Value) -> String {
     let id = match &e["request_id"] {
@@ -361,14 +371,9 @@ fn leg_rows<'a>(d: &Doc<'a>, s: &'a Value, (c, srv): (&str, &str), offset_s: f64
                 "c ✕" => format!("{c}-x{srv}: {}", message(summary)),
                 "s ✕" => format!("{srv}-x{c}: {}", message(summary)),
                 _ => {
-                    let ids: Vec<&str> = e["findings"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .collect();
                     let head = summary.split(':').next().unwrap_or(summary);
-                    format!("Note over {c},{srv}: {} {}", ids.join(","), message(head))
+                    let ids = entry_findings(e).join(",");
+                    format!("Note over {c},{srv}: {ids} {}", message(head))
                 }
             };
             Row {

@@ -185,11 +185,8 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
     writeln!(out, "| time | frame | | what |")?;
     writeln!(out, "|---|---|---|---|")?;
     for e in rows.iter().take(TIMELINE_ROWS) {
-        let findings: Vec<String> = e["findings"]
-            .as_array()
+        let findings: Vec<String> = crate::doc::entry_findings(e)
             .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
             .map(|id| format!("[{id}](#{id})"))
             .collect();
         let what = if findings.is_empty() {

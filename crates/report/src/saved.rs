@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 
 use mcpf_detect::{FindingKind, Severity};
 
-use crate::analyze::{FindingText, Style, write_finding, write_timeline_row, write_verdict_line};
+use crate::analyze::{
+    FindingText, SESSION_COLUMNS, SESSION_COLUMNS_DROPPED, Style, write_finding,
+    write_timeline_row, write_verdict_line,
+};
 use crate::doc::Doc;
 use crate::markdown::clock;
 use crate::sanitize::terminal;
@@ -153,17 +156,6 @@ fn style_heading(style: Style, text: &str) -> String {
 
 fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<()> {
     writeln!(out, "\n{}", style_heading(style, "SESSIONS"))?;
-    let header = [
-        "S",
-        "Mcp-Session-Id",
-        "server",
-        "transport",
-        "revision",
-        "client",
-        "fell back",
-        "IDs",
-        "resumption",
-    ];
     let rows: Vec<Vec<String>> = d
         .sessions()
         .map(|s| {
@@ -187,7 +179,13 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
             ]
         })
         .collect();
-    let (table, dropped) = fitted_table(&header, &rows, &[5, 3, 4, 7, 6, 2], &[2], style.width);
+    let (table, dropped) = fitted_table(
+        &SESSION_COLUMNS,
+        &rows,
+        &SESSION_COLUMNS_DROPPED,
+        &[2],
+        style.width,
+    );
     writeln!(out, "{table}")?;
     if !dropped.is_empty() {
         let note = format!(
@@ -264,15 +262,7 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
     )?;
     for e in rows {
         let marker = match e["direction"].as_str().unwrap_or("") {
-            "▲" => {
-                let ids: Vec<&str> = e["findings"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                format!("▲ {}", ids.join(","))
-            }
+            "▲" => format!("▲ {}", crate::doc::entry_findings(e).join(",")),
             other => other.to_string(),
         };
         let time = clock(e["time"].as_str().unwrap_or(""));

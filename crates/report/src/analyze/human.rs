@@ -391,7 +391,7 @@ fn listed<'a>(
 }
 
 /// Columns of the sessions table, in the order they are left out when it is too wide.
-const SESSION_COLUMNS: [&str; 9] = [
+pub(crate) const SESSION_COLUMNS: [&str; 9] = [
     "S",
     "Mcp-Session-Id",
     "server",
@@ -402,7 +402,7 @@ const SESSION_COLUMNS: [&str; 9] = [
     "IDs",
     "resumption",
 ];
-const SESSION_COLUMNS_DROPPED: [usize; 6] = [5, 3, 4, 7, 6, 2];
+pub(crate) const SESSION_COLUMNS_DROPPED: [usize; 6] = [5, 3, 4, 7, 6, 2];
 
 /// The sessions table, how many sessions it leaves out of the `total` selected, and the
 /// sources merged into each session listed.

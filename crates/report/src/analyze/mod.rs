@@ -21,7 +21,10 @@ pub(crate) mod spill;
 mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};
-pub(crate) use human::{FindingText, write_finding, write_timeline_row, write_verdict_line};
+pub(crate) use human::{
+    FindingText, SESSION_COLUMNS, SESSION_COLUMNS_DROPPED, write_finding, write_timeline_row,
+    write_verdict_line,
+};
 pub use json::{write_json, write_ndjson, write_ndjson_tail};
 pub use live::{LiveLines, LiveSession};
 pub use writer::SessionWriter;
