@@ -154,34 +154,24 @@ impl<'a> Doc<'a> {
     }
 
     /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
-    /// when they are in several.
+    /// (named by its path) when they are in several.
     pub(crate) fn display_filter(&self, f: &Value) -> Option<String> {
-        let mut by_input: Vec<(u64, Vec<u64>)> = Vec::new();
-        for r in f["frame_refs"].as_array().into_iter().flatten() {
-            let (Some(input), Some(frame)) = (r["input"].as_u64(), r["frame"].as_u64()) else {
-                continue;
-            };
-            match by_input.iter_mut().find(|(i, _)| *i == input) {
-                Some((_, frames)) => frames.push(frame),
-                None => by_input.push((input, vec![frame])),
-            }
-        }
-        let one = |frames: &mut Vec<u64>| {
-            frames.sort_unstable();
-            frames.dedup();
-            let list: Vec<String> = frames.iter().map(u64::to_string).collect();
-            format!("frame.number in {{{}}}", list.join(" "))
-        };
-        match by_input.as_mut_slice() {
+        let refs = f["frame_refs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| Some((r["input"].as_u64()?, r["frame"].as_u64()?)));
+        let filters = display_filters(refs);
+        match filters.as_slice() {
             [] => None,
-            [(_, frames)] => Some(one(frames)),
+            [(_, one)] => Some(one.clone()),
             several => {
                 let paths: Vec<&str> = self.inputs().collect();
                 let parts: Vec<String> = several
-                    .iter_mut()
-                    .map(|(i, frames)| {
+                    .iter()
+                    .map(|(i, filter)| {
                         let path = paths.get(*i as usize).copied().unwrap_or("?");
-                        format!("{path}: {}", one(frames))
+                        format!("{path}: {filter}")
                     })
                     .collect();
                 Some(parts.join("; "))
@@ -227,6 +217,24 @@ impl<'a> Doc<'a> {
             _ => Some(Legs::One(s)),
         }
     }
+}
+
+/// Wireshark display filters selecting frames, one per input in input order:
+/// `frame.number in {114 142 148 152}` (frame 0, unknown, left out).
+pub(crate) fn display_filters(refs: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, String)> {
+    let mut by_input: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for (input, frame) in refs.filter(|&(_, f)| f > 0) {
+        by_input.entry(input).or_default().push(frame);
+    }
+    by_input
+        .into_iter()
+        .map(|(input, mut frames)| {
+            frames.sort_unstable();
+            frames.dedup();
+            let list: Vec<String> = frames.iter().map(u64::to_string).collect();
+            (input, format!("frame.number in {{{}}}", list.join(" ")))
+        })
+        .collect()
 }
 
 /// What a verdict line says.

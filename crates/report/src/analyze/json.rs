@@ -44,6 +44,16 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
     (json!(nums), json!(refs))
 }
 
+/// The Wireshark display filters of a finding's frames, one per input.
+fn display_filters_json(frames: &[Mark]) -> Value {
+    let refs = frames.iter().map(|m| (u64::from(m.frame.input), m.frame.frame));
+    let filters = crate::doc::display_filters(refs);
+    json!(filters
+        .into_iter()
+        .map(|(input, filter)| json!({"input": input, "filter": filter}))
+        .collect::<Vec<_>>())
+}
+
 /// A stream as the JSON report has it. A struct, not a `json!` tree: a large capture has tens of
 /// thousands of streams, and a tree allocates every key and value before it is written.
 #[derive(Serialize)]
@@ -267,6 +277,7 @@ pub(super) fn finding_json_as(id: String, causes: Vec<String>, f: &Finding, r: &
         "time": f.time.time.rfc3339(),
         "frames": frames,
         "frame_refs": refs,
+        "display_filters": display_filters_json(&f.frames),
         "streams": f.labels.stream_labels,
         "exchanges": f.labels.exchanges,
         "summary": r.text(&f.summary),
