@@ -220,7 +220,7 @@ impl<'a> Doc<'a> {
 }
 
 /// Wireshark display filters selecting frames, one per input in input order:
-/// `frame.number in {114 142 148 152}` (frame 0, unknown, left out).
+/// `frame.number in {114, 142, 148, 152}` (frame 0, unknown, left out).
 pub(crate) fn display_filters(refs: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, String)> {
     let mut by_input: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
     for (input, frame) in refs.filter(|&(_, f)| f > 0) {
@@ -232,7 +232,7 @@ pub(crate) fn display_filters(refs: impl Iterator<Item = (u64, u64)>) -> Vec<(u6
             frames.sort_unstable();
             frames.dedup();
             let list: Vec<String> = frames.iter().map(u64::to_string).collect();
-            (input, format!("frame.number in {{{}}}", list.join(" ")))
+            (input, format!("frame.number in {{{}}}", list.join(", ")))
         })
         .collect()
 }
