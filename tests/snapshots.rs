@@ -680,3 +680,46 @@ fn a_saved_report_renders_again() {
         wrong.stderr
     );
 }
+
+/// The verdict singles out the incident among many sessions from one client address (behind
+/// nginx every client is 127.0.0.1) and says nothing against healthy traffic of software we did
+/// not write, in every format for people.
+#[test]
+fn the_verdict_names_the_incident_alone() {
+    let verdict_lines = |text: &str, head: &str, item: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| *l != head)
+            .skip(1)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
+            .filter(|l| l.starts_with(item))
+            .map(str::to_string)
+            .collect()
+    };
+    let incident = "samples/concurrent-nginx-client-leg.pcap";
+    let table = run(&["analyze", incident]).stdout;
+    let md = run(&["analyze", "--format", "markdown", incident]).stdout;
+    for (text, head, item) in [(&table, "VERDICT", " S"), (&md, "## Verdict", "- **S")] {
+        let lines = verdict_lines(text, head, item);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("CRITICAL"), "{lines:?}");
+    }
+    for healthy in [
+        "samples/python-sdk-resume-many.pcap",
+        "samples/chromium-ts-sdk-healthy.har",
+    ] {
+        let table = run(&["analyze", healthy]).stdout;
+        assert!(
+            table.contains("VERDICT\n no finding above info in "),
+            "{healthy}"
+        );
+        let md = run(&["analyze", "--format", "markdown", healthy]).stdout;
+        assert!(
+            md.contains("## Verdict\n\nNo finding above info in "),
+            "{healthy}"
+        );
+        let html = run(&["analyze", "--format", "html", healthy]).stdout;
+        assert!(html.contains("<li>No finding above info in "), "{healthy}");
+        assert!(!html.contains("<svg"), "{healthy}: no incident to draw");
+    }
+}

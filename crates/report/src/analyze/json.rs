@@ -46,12 +46,16 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
 
 /// The Wireshark display filters of a finding's frames, one per input.
 fn display_filters_json(frames: &[Mark]) -> Value {
-    let refs = frames.iter().map(|m| (u64::from(m.frame.input), m.frame.frame));
+    let refs = frames
+        .iter()
+        .map(|m| (u64::from(m.frame.input), m.frame.frame));
     let filters = crate::doc::display_filters(refs);
-    json!(filters
-        .into_iter()
-        .map(|(input, filter)| json!({"input": input, "filter": filter}))
-        .collect::<Vec<_>>())
+    json!(
+        filters
+            .into_iter()
+            .map(|(input, filter)| json!({"input": input, "filter": filter}))
+            .collect::<Vec<_>>()
+    )
 }
 
 /// A stream as the JSON report has it. A struct, not a `json!` tree: a large capture has tens of
