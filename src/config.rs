@@ -157,7 +157,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     // A live pipe is analysed on one thread: the hand-over between threads goes in batches, and
     // a batch waiting for more traffic would hold back the sessions that already ended.
-    let live = a.files.iter().any(|f| f == "-");
+    let live = a.files.iter().any(|f| mcpf_ingest::streamed(f));
     Ok(Analyze {
         inputs: inputs(
             a.files,

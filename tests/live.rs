@@ -130,3 +130,50 @@ fn ndjson_writes_a_session_as_soon_as_it_ends() {
     assert_eq!(last["type"], "summary");
     assert!(rest.iter().any(|l| l.starts_with("{\"type\":\"input\"")));
 }
+
+/// A FIFO (or `/dev/stdin`, or `<(tcpdump -w -)`) is a stream like standard input: read once,
+/// not looked at first, and ended by a signal with the report of what was read.
+#[test]
+fn a_fifo_is_read_as_it_comes_and_ends_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("live.pcap");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("COLUMNS", "100")
+        .arg("analyze")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the write end waits for the analyzer to open the read end.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/seed-incident-client-leg.pcap"
+    ))
+    .unwrap();
+    writer.write_all(&bytes).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    drop(writer);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(" S1 CRITICAL "), "{stdout}");
+    assert!(
+        stdout.contains("note: reading was stopped by a signal"),
+        "{stdout}"
+    );
+}

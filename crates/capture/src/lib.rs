@@ -134,7 +134,7 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
         let size = file.metadata().ok().map(|m| m.len());
         (
             Box::new(CountingReader::new(
-                mcpf_model::interrupt::Interruptible::new(file),
+                mcpf_model::interrupt::file(file),
                 bytes_read.clone(),
             )),
             size,

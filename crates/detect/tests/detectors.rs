@@ -3433,6 +3433,21 @@ fn a_request_without_the_session_header_a_server_mints_is_answered_400() {
     refused.absent("status_code_violation");
     // A server that never minted one runs without sessions: nothing to ask for.
     request_without_session_header(false, 200).absent("status_code_violation");
+    // Another Host at the same address is another server: one that mints proves nothing of it.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    c.sid = None;
+    let hs = c.mcp_headers(
+        "application/json, text/event-stream",
+        &[("Host", "other.example")],
+    );
+    let body = rpc(json!(3), "tools/list", json!({}));
+    let mut ex = c.request("POST", "/mcp", hs, &body);
+    c.respond(&mut ex, 200, &[("Content-Type", "application/json")]);
+    let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string();
+    c.end_with_body(ex, Cut::Complete, &answer);
+    c.finish().absent("status_code_violation");
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub fn resolve(
         FormatChoice::Capture => Ok(SourceFormat::Capture),
         FormatChoice::Har => Ok(SourceFormat::Har),
         FormatChoice::Auto | FormatChoice::Log => {
-            if path == "-" && choice == FormatChoice::Log {
+            if streamed(path) && choice == FormatChoice::Log {
                 return Ok(SourceFormat::AccessLog(if have_map {
                     LogFlavor::Mapped
                 } else {
@@ -112,7 +112,7 @@ pub fn resolve(
 
 /// With `--log-format`, every input that is not a capture is a text access log.
 pub fn resolve_text_log(path: &str) -> Result<SourceFormat, OpenError> {
-    if path != "-" && matches!(sniff_file(path), Ok(Sniff::Capture)) {
+    if !streamed(path) && matches!(sniff_file(path), Ok(Sniff::Capture)) {
         return Ok(SourceFormat::Capture);
     }
     Ok(SourceFormat::AccessLog(LogFlavor::Nginx))
@@ -130,7 +130,7 @@ pub fn read(
         SourceFormat::Har => read_har(path, input, sink),
         // Standard input cannot be looked at twice: its flavor is decided by its first record.
         SourceFormat::AccessLog(flavor) => {
-            let flavor = (path != "-").then_some(flavor);
+            let flavor = (!streamed(path)).then_some(flavor);
             accesslog::read_access_log_as(path, input, flavor, map, sink)
         }
         SourceFormat::Capture => Err(OpenError {
@@ -163,7 +163,7 @@ pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
     } else {
         let file: File = open_file(path)?;
         Box::new(CountingReader::new(
-            mcpf_model::interrupt::Interruptible::new(file),
+            mcpf_model::interrupt::file(file),
             bytes_read.clone(),
         ))
     };
@@ -232,8 +232,15 @@ fn read_head(path: &str) -> Result<(Vec<u8>, bool), OpenError> {
     Ok((head, input.gzip))
 }
 
+/// Standard input, or a path that is not a regular file (a FIFO, `/dev/stdin`, a process
+/// substitution): read once, as it comes, so it cannot be looked at before it is read.
+pub fn streamed(path: &str) -> bool {
+    path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
 fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
-    if path == "-" {
+    // Looking would take the bytes: a stream is taken for a capture, as standard input is.
+    if streamed(path) {
         return Ok(Sniff::Capture);
     }
     let (head, gzip) = read_head(path)?;

@@ -204,6 +204,9 @@ pub struct Stream {
     pub session_id_received: Option<String>,
     pub accept_sse: bool,
     pub protocol_version_header: Option<String>,
+    /// The request's `Host`: with the server's address and the endpoint, which server it asked
+    /// (one address may front several).
+    pub host: Option<String>,
     pub transport_mode: Option<String>,
     pub resume: Option<Resume>,
     /// JSON-RPC messages the client sent in the request body.
@@ -349,6 +352,7 @@ impl Stream {
             accept_sse: false,
             client_batch: false,
             protocol_version_header: None,
+            host: None,
             transport_mode: None,
             resume: None,
             client_messages: Vec::new(),
@@ -543,9 +547,10 @@ pub struct Session {
     /// The session its client left for this one: its `initialize` came on a TCP connection that
     /// had carried that session's exchanges and no other's.
     pub reinitialized_from: Option<Reinitialized>,
-    /// A session without an ID at a server (address and endpoint) that minted IDs: when it first
-    /// did, in the input's time. Its requests lack the header the server asks for (`None` when
-    /// the inputs do not record the request header).
+    /// A session without an ID at a server (address, `Host` and endpoint) that minted IDs: when
+    /// it first did, in the capture's time. Its requests lack the header the server asks for.
+    /// Judged only on a capture (a log has no bodies to show an `initialize`, nor the server's
+    /// address).
     pub server_mints_ids: Option<Mark>,
     pub counts: Counts,
     /// Analysed, detected and (unless events are asked for) compacted.

@@ -49,12 +49,19 @@ impl<R: Read> Interruptible<R> {
 impl Interruptible<io::Stdin> {
     /// Standard input, pumped by a thread so that a stop ends it even while no byte comes.
     pub fn stdin() -> Self {
+        Self::pumped(io::stdin())
+    }
+}
+
+impl<R: Read> Interruptible<R> {
+    /// A source whose reads may wait for bytes that are not coming (a pipe, a FIFO, a terminal),
+    /// read by a thread of its own.
+    pub fn pumped<S: Read + Send + 'static>(mut source: S) -> Self {
         let (tx, rx) = sync_channel(QUEUED);
         std::thread::spawn(move || {
-            let mut input = io::stdin().lock();
             loop {
                 let mut buf = vec![0u8; CHUNK];
-                let sent = match input.read(&mut buf) {
+                let sent = match source.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
                         buf.truncate(n);
@@ -76,6 +83,15 @@ impl Interruptible<io::Stdin> {
             pending: Vec::new(),
             at: 0,
         }
+    }
+}
+
+/// Opens `file` to be read until a stop: directly when it is a regular file, else (a FIFO, a
+/// character device, `/dev/stdin`) pumped by a thread, as standard input is.
+pub fn file(file: std::fs::File) -> Interruptible<std::fs::File> {
+    match file.metadata() {
+        Ok(m) if m.file_type().is_file() => Interruptible::new(file),
+        _ => Interruptible::pumped(file),
     }
 }
 

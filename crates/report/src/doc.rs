@@ -380,7 +380,7 @@ fn leg_rows<'a>(d: &Doc<'a>, s: &'a Value, (c, srv): (&str, &str), offset_s: f64
                 "s ✕" => format!("{srv}-x{c}: {}", message(summary)),
                 _ => {
                     let head = summary.split(':').next().unwrap_or(summary);
-                    let ids = entry_findings(e).join(",");
+                    let ids = mermaid(&entry_findings(e).join(","));
                     format!("Note over {c},{srv}: {ids} {}", message(head))
                 }
             };

@@ -28,9 +28,11 @@ pub fn write_html(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
     )?;
+    // Only the page's own script may run, named by its hash: nothing from a capture can.
     writeln!(
         out,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src '{}'\">",
+        script_hash()
     )?;
     writeln!(
         out,
@@ -241,7 +243,7 @@ fn write_lane(out: &mut dyn Write, scale: &Scale<'_>, st: &Value) -> io::Result<
         m = esc(&what.join(" ")),
         method = esc(st["method"].as_str().unwrap_or("")),
         target = esc(st["target"].as_str().unwrap_or("")),
-        n = st["events"],
+        n = st["events"].as_u64().unwrap_or(0),
     )?;
     if st["ended"].is_string() && matches!(outcome, "reset" | "closed_early" | "gap") {
         writeln!(
@@ -399,6 +401,17 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, key: &str) -> io::Result<()>
         )?;
     }
     writeln!(out, "</table>")
+}
+
+/// `sha256-…` of the page's script, as a Content-Security-Policy source.
+fn script_hash() -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(SCRIPT.as_bytes());
+    format!(
+        "sha256-{}",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
 }
 
 /// Text for HTML content and attribute values: escape sequences and bidi overrides shown as

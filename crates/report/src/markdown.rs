@@ -99,7 +99,9 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
     for s in d.sessions() {
-        let fell = s["fell_back"]["time"].as_str().map_or("no".into(), clock);
+        let fell = s["fell_back"]["time"]
+            .as_str()
+            .map_or("no".into(), |t| cell(&clock(t)));
         writeln!(
             out,
             "| {} | `{}` | {} {} | {} | {} | {} | {} | {} | {} |",
@@ -135,13 +137,13 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
             .collect();
         writeln!(
             out,
-            "| <a id=\"{id}\"></a>{id} | **{}** | `{}` | {} | {} | {} | {} |",
+            "| <a id=\"{anchor}\"></a>{id} | **{}** | `{}` | {} | {} | {} | {} |",
             cell(&f["severity"].as_str().unwrap_or("").to_uppercase()),
             code(f["kind"].as_str().unwrap_or("")),
-            clock(f["time"].as_str().unwrap_or("")),
+            cell(&clock(f["time"].as_str().unwrap_or(""))),
             causes
                 .iter()
-                .map(|c| format!("[{c}](#{c})"))
+                .map(|c| link(c))
                 .collect::<Vec<_>>()
                 .join(", "),
             cell(f["summary"].as_str().unwrap_or("")),
@@ -149,6 +151,7 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
                 .map(|x| format!("`{}`", code(&x)))
                 .unwrap_or_default(),
             id = cell(f["id"].as_str().unwrap_or("")),
+            anchor = slug(f["id"].as_str().unwrap_or("")),
         )?;
     }
     writeln!(out)
@@ -187,7 +190,7 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
     for e in rows.iter().take(TIMELINE_ROWS) {
         let findings: Vec<String> = crate::doc::entry_findings(e)
             .into_iter()
-            .map(|id| format!("[{id}](#{id})"))
+            .map(link)
             .collect();
         let what = if findings.is_empty() {
             cell(e["summary"].as_str().unwrap_or(""))
@@ -201,8 +204,8 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
         writeln!(
             out,
             "| {} | {} | {} | {} |",
-            clock(e["time"].as_str().unwrap_or("")),
-            e["frame"],
+            cell(&clock(e["time"].as_str().unwrap_or(""))),
+            e["frame"].as_u64().unwrap_or(0),
             cell(e["direction"].as_str().unwrap_or("")),
             what
         )?;
@@ -217,9 +220,30 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
     writeln!(out)
 }
 
-/// `04:36:07.294` of an RFC 3339 time.
+/// `04:36:07.294` of an RFC 3339 time; anything else (a saved report may hold anything) as
+/// the terminal report shows capture text.
 pub(crate) fn clock(t: &str) -> String {
-    t.get(11..23).unwrap_or(t).to_string()
+    match t.get(11..23) {
+        Some(c)
+            if c.bytes()
+                .all(|b| b.is_ascii_digit() || b == b':' || b == b'.') =>
+        {
+            c.into()
+        }
+        _ => crate::sanitize::terminal(t).into_owned(),
+    }
+}
+
+/// A finding ID as an anchor: its letters, digits, `-` and `_` only.
+pub(crate) fn slug(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
+}
+
+/// `[F5](#F5)`: a link to a finding's row.
+fn link(id: &str) -> String {
+    format!("[{}](#{})", cell(id), slug(id))
 }
 
 /// `2665…92a9`, as the terminal table shortens a session ID.
@@ -234,6 +258,7 @@ pub(crate) fn cell(text: &str) -> String {
     for c in text.chars() {
         match c {
             '|' => out.push_str("\\|"),
+            '"' => out.push_str("&quot;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),

@@ -118,7 +118,15 @@ pub(crate) fn shorten(text: &str, width: usize) -> String {
         out = next;
     }
     if out.is_empty() {
-        out = text.chars().take(width.saturating_sub(1)).collect();
+        let mut used = 0;
+        for c in text.chars() {
+            let w = textwrap::core::display_width(c.encode_utf8(&mut [0; 4]));
+            if used + w + 1 > width {
+                break;
+            }
+            used += w;
+            out.push(c);
+        }
     }
     out.push('…');
     out
@@ -170,7 +178,9 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
         .initial_indent(first)
         .subsequent_indent(rest)
         .break_words(false)
-        .word_separator(textwrap::WordSeparator::AsciiSpace);
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        // A UUID, a path or an event ID is one word: never split at its hyphens.
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     textwrap::fill(text, options)
 }
 
@@ -270,5 +280,8 @@ mod tests {
             "",
         );
         assert!(long.contains("https://example.test/a/very/long/path/that/is/one/word"));
+        let id = "Last-Event-ID 44113fac-4a3d-4061-9e3b-1f2a3b4c5d6e replayed";
+        let w = wrap(id, 40, "", "");
+        assert!(w.contains("44113fac-4a3d-4061-9e3b-1f2a3b4c5d6e"), "{w}");
     }
 }

@@ -186,7 +186,7 @@ impl Builder {
         stream.transport_mode = mode.clone();
         let sent = stream.session_id_sent.is_some();
         if received.is_some() && !sent {
-            let endpoint = (stream.server, endpoint_path(&stream.target).to_string());
+            let endpoint = minting_key(stream);
             self.note_minting(endpoint, h.first);
         }
         match self.take_filing(h.exchange) {
@@ -569,6 +569,7 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
     stream.accept_sse = event_stream_accepted(&r.headers);
     stream.client_batch = r.body.data.trim_ascii_start().first() == Some(&b'[');
     stream.protocol_version_header = header("mcp-protocol-version");
+    stream.host = header("host");
     stream.resume = header("last-event-id").map(|l| model::Resume {
         last_event_id: l,
         ..Default::default()
@@ -708,7 +709,7 @@ fn hash_data(data: &str) -> u64 {
 
 impl Builder {
     /// A server minted a session ID at `endpoint`, at `at`.
-    fn note_minting(&mut self, endpoint: (SocketAddr, String), at: Mark) {
+    fn note_minting(&mut self, endpoint: super::MintingKey, at: Mark) {
         let full = self.minting.len() >= super::MAX_MINTING_SERVERS;
         if full && !self.minting.contains_key(&endpoint) {
             self.stats.minting_servers_not_kept += 1;
@@ -716,6 +717,16 @@ impl Builder {
         }
         self.minting.entry(endpoint).or_insert(at);
     }
+}
+
+/// Which server a request asked: its address, `Host` and endpoint path.
+pub(super) fn minting_key(stream: &Stream) -> super::MintingKey {
+    let host = stream.host.clone().unwrap_or_default();
+    (
+        stream.server,
+        host,
+        endpoint_path(&stream.target).to_string(),
+    )
 }
 
 /// The path a session's endpoint is known by: the request target without its query.

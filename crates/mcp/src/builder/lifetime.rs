@@ -49,14 +49,19 @@ impl Builder {
             }
         }
         s.payloads = payloads;
-        if s.stateless && requests_named {
-            s.server_mints_ids = self.minting.get(&(s.server, s.path.clone())).copied();
-        }
         // Inputs not named are captures.
         s.frame_order = matches!(s.inputs.as_slice(), [i] if self
             .sources
             .get(*i as usize)
             .is_none_or(|f| *f == mcpf_model::SourceFormat::Capture));
+        // A log has no bodies (no initialize to see) and no server address: only a capture.
+        if s.stateless && requests_named && s.frame_order {
+            s.server_mints_ids = s
+                .streams
+                .first()
+                .and_then(|st| self.minting.get(&super::exchanges::minting_key(st)))
+                .copied();
+        }
         let negotiated = analysis::fill_initialize(s);
         analysis::fill_revision(s, negotiated.as_deref());
         analysis::analyse(s);

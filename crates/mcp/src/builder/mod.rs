@@ -167,6 +167,9 @@ struct Identity {
 /// events take about 600 MB while it is analysed.
 pub const MAX_SESSION_EVENTS: u64 = 2_000_000;
 
+/// A server as a request names it: address, `Host`, endpoint path.
+pub(super) type MintingKey = (std::net::SocketAddr, String, String);
+
 /// Servers (address and endpoint) remembered as minting session IDs: a capture holds a few; a
 /// hostile one holds a new path per request.
 pub const MAX_MINTING_SERVERS: usize = 65_536;
@@ -244,7 +247,7 @@ pub struct Builder {
     carriers: carriers::Carriers,
     /// Where a server minted session IDs (address and endpoint path), with the first time: a
     /// request there without one lacks the header the server asks for.
-    minting: HashMap<(std::net::SocketAddr, String), mcpf_model::Mark>,
+    minting: HashMap<MintingKey, mcpf_model::Mark>,
     /// Sessions in the order they went quiet (nothing open), with when: spilled once quiet for
     /// long enough. An entry is stale when its session was active again since.
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,

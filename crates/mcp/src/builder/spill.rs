@@ -208,6 +208,7 @@ fn stream(w: &mut Vec<u8>, st: &Stream) {
         &st.transport_mode,
         &st.transport_mode_sent,
         &st.upstream,
+        &st.host,
     ] {
         opt_str(w, t.as_deref());
     }
@@ -285,7 +286,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         2 => Some(Direction::ServerToClient),
         _ => return None,
     };
-    let mut texts: [Option<String>; 7] = Default::default();
+    let mut texts: [Option<String>; 8] = Default::default();
     for t in &mut texts {
         *t = read_opt_str(r)?;
     }
@@ -297,6 +298,7 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
         st.transport_mode,
         st.transport_mode_sent,
         st.upstream,
+        st.host,
     ] = texts;
     let [
         event_stream,
