@@ -84,7 +84,18 @@ fn live_writer(
         )),
     };
     let out = Box::new(mcpf_report::redact::Redacting::new(sink, redactor));
-    let live = report::LiveLines::new(out, job.selection.clone(), redactor, inputs.paths.clone());
+    let captures = inputs
+        .sources()
+        .iter()
+        .map(|f| *f == mcpf_model::SourceFormat::Capture)
+        .collect();
+    let live = report::LiveLines::new(
+        out,
+        job.selection.clone(),
+        redactor,
+        inputs.paths.clone(),
+        captures,
+    );
     SessionWriter::live(live, redactor)
 }
 

@@ -144,15 +144,15 @@ impl Finalizer {
         let notable = shown
             .iter()
             .any(|(_, f)| f.severity.at_least(Severity::Low));
+        let mut entries: Vec<Entry> = Vec::new();
         if selected || notable || self.timelines_for_any < TIMELINES_FOR_ANY_SESSION {
             if !selected && !notable {
                 self.timelines_for_any += 1;
             }
-            let entries: Vec<Entry> = timeline::build(&s, &shown, sel.all_events)
+            entries = timeline::build(&s, &shown, sel.all_events)
                 .into_iter()
                 .filter(|e| in_window(e.time))
                 .collect();
-            self.timelines.push((s.idx, entries));
         }
         s.summarize();
         let same: Vec<String> = s
@@ -167,17 +167,17 @@ impl Finalizer {
         if self.writer.is_live() {
             let findings: Vec<&Finding> = mine.iter().map(|&h| &all[h]).collect();
             let handles: Vec<usize> = shown.iter().map(|(h, _)| *h).collect();
-            let timeline = match self.timelines.last() {
-                Some((idx, entries)) if *idx == s.idx => entries.as_slice(),
-                _ => &[],
-            };
+            // Written now, so not kept: a live pipe runs for as long as it runs.
             let live = LiveSession {
                 findings: &findings,
                 shown: &handles,
-                timeline,
+                timeline: &entries,
             };
             self.writer.write(s, verdict, same, Some(&live));
             return;
+        }
+        if !entries.is_empty() {
+            self.timelines.push((s.idx, entries));
         }
         self.writer.write(s, verdict, same, None);
     }

@@ -49,15 +49,22 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
         .collect();
     for u in lost {
         let tool = u.evidence["tool"].as_str();
-        let resent = ix.requests.iter().find(|(_, m)| {
-            m.method.as_deref() == Some("tools/call") && m.mcp.tool.as_deref() == tool
-        });
-        let twice = match resent {
+        let mut resent = ix
+            .requests
+            .iter()
+            .filter(|(_, m)| {
+                m.method.as_deref() == Some("tools/call") && m.mcp.tool.as_deref() == tool
+            })
+            .peekable();
+        let twice = match resent.peek() {
             None => None,
-            Some(&(st, m)) => match ran_again(s, ix, &u, (st, m)) {
-                Some(done) => Some((m, done)),
-                None => continue,
-            },
+            // Any re-send that ran to a result ran the tool a second time.
+            Some(_) => {
+                match resent.find_map(|&(st, m)| Some((m, ran_again(s, ix, &u, (st, m))?))) {
+                    Some(done) => Some(done),
+                    None => continue,
+                }
+            }
         };
         f.add(s, finding(s, r, &u, twice));
     }
@@ -97,7 +104,7 @@ fn finding(s: &Session, r: &Reinitialized, u: &Finding, twice: Option<(&Message,
     let summary = match twice {
         None => format!("{left}, and never re-sent {call}, whose result it never got"),
         Some((m, done)) => format!(
-            "{left}, and re-sent {call} as request {} with no idempotency key: the first had begun running (progress reported before it was lost) and the second ran to a result at {}, so the tool ran twice",
+            "{left}, and re-sent {call} as request {} with no idempotency key: the first had begun running (progress reported before it was lost) and the second ran to a result at {}, so the tool ran twice (matched by tool name: the lost call's arguments are not kept to compare)",
             m.id.as_ref().map(RequestId::label).unwrap_or_default(),
             done.time.clock_millis(),
         ),

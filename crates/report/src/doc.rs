@@ -21,10 +21,23 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or("")
 }
 
-/// A JSON report document, indexed for the questions below.
+/// A JSON report document, indexed for the questions below: every question about a session is
+/// a lookup, so a report of 100,000 sessions renders in time in proportion.
 pub(crate) struct Doc<'a> {
     doc: &'a Value,
     findings_by_id: HashMap<&'a str, &'a Value>,
+    findings_by_session: HashMap<&'a str, Vec<&'a Value>>,
+    timeline_by_session: HashMap<&'a str, Vec<&'a Value>>,
+    sessions_by_key: HashMap<&'a str, &'a Value>,
+}
+
+/// The elements of a document's list by their `session`, in order.
+fn by_session(list: &Value) -> HashMap<&str, Vec<&Value>> {
+    let mut map: HashMap<&str, Vec<&Value>> = HashMap::new();
+    for x in list.as_array().into_iter().flatten() {
+        map.entry(text(x, "session")).or_default().push(x);
+    }
+    map
 }
 
 /// A session's verdict line.
@@ -45,6 +58,14 @@ impl<'a> Doc<'a> {
         Doc {
             doc,
             findings_by_id,
+            findings_by_session: by_session(&doc["findings"]),
+            timeline_by_session: by_session(&doc["timeline"]),
+            sessions_by_key: doc["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| (text(s, "key"), s))
+                .collect(),
         }
     }
 
@@ -66,13 +87,12 @@ impl<'a> Doc<'a> {
         text(s, "key")
     }
 
-    pub(crate) fn findings_of(&self, key: &'a str) -> impl Iterator<Item = &'a Value> {
-        let findings = &self.doc["findings"];
-        findings
-            .as_array()
+    pub(crate) fn findings_of(&self, key: &str) -> impl Iterator<Item = &'a Value> + '_ {
+        self.findings_by_session
+            .get(key)
             .into_iter()
             .flatten()
-            .filter(move |f| text(f, "session") == key)
+            .copied()
     }
 
     /// A session's findings, the worst first, then by time.
@@ -82,13 +102,12 @@ impl<'a> Doc<'a> {
         v
     }
 
-    pub(crate) fn timeline_of(&self, key: &'a str) -> impl Iterator<Item = &'a Value> {
-        let timeline = &self.doc["timeline"];
-        timeline
-            .as_array()
+    pub(crate) fn timeline_of(&self, key: &str) -> impl Iterator<Item = &'a Value> + '_ {
+        self.timeline_by_session
+            .get(key)
             .into_iter()
             .flatten()
-            .filter(move |e| text(e, "session") == key)
+            .copied()
     }
 
     /// Sessions with a finding above info.
@@ -156,11 +175,19 @@ impl<'a> Doc<'a> {
     /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
     /// (named by its path) when they are in several.
     pub(crate) fn display_filter(&self, f: &Value) -> Option<String> {
+        // A HAR's or a log's "frames" are its entries or lines: no Wireshark filter selects them.
+        let captures: Vec<bool> = self.doc["inputs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| text(i, "format").starts_with("pcap"))
+            .collect();
         let refs = f["frame_refs"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|r| Some((r["input"].as_u64()?, r["frame"].as_u64()?)));
+            .filter_map(|r| Some((r["input"].as_u64()?, r["frame"].as_u64()?)))
+            .filter(|(i, _)| captures.get(*i as usize).copied().unwrap_or(true));
         let filters = display_filters(refs);
         match filters.as_slice() {
             [] => None,
@@ -189,7 +216,7 @@ impl<'a> Doc<'a> {
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .find_map(|k| self.sessions().find(|x| self.key(x) == k));
+            .find_map(|k| self.sessions_by_key.get(k).copied());
         let Some(twin) = twin else {
             return Some(Legs::One(s));
         };
@@ -304,7 +331,7 @@ pub(crate) enum Legs<'a> {
 
 /// One line of a sequence diagram.
 pub(crate) struct Row {
-    /// Seconds since midnight (UTC) on the near clock, for the order of both legs.
+    /// Seconds since 1970 on the near clock, for the order of both legs.
     at: f64,
     line: String,
 }
@@ -385,7 +412,7 @@ fn leg_rows<'a>(d: &Doc<'a>, s: &'a Value, (c, srv): (&str, &str), offset_s: f64
                 }
             };
             Row {
-                at: seconds_of_day(text(e, "time")) - offset_s,
+                at: seconds(text(e, "time")) - offset_s,
                 line,
             }
         })
@@ -396,15 +423,31 @@ fn message(text: &str) -> String {
     mermaid(&crate::table::shorten(text.trim(), MESSAGE_CHARS))
 }
 
-/// `04:36:07.294984` of an RFC 3339 time as seconds since midnight.
-fn seconds_of_day(t: &str) -> f64 {
-    let part = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<f64>().ok());
-    match (
-        part(11..13),
-        part(14..16),
-        t.get(17..).map(|x| x.trim_end_matches('Z')),
-    ) {
-        (Some(h), Some(m), Some(s)) => h * 3600.0 + m * 60.0 + s.parse::<f64>().unwrap_or(0.0),
+/// Seconds since 1970 of an RFC 3339 UTC time, to place marks (a session may cross midnight).
+pub(crate) fn seconds(t: &str) -> f64 {
+    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<i64>().ok());
+    let day = match (num(0..4), num(5..7), num(8..10)) {
+        (Some(y), Some(m), Some(d)) => days_from_civil(y, m, d) as f64 * 86_400.0,
         _ => 0.0,
+    };
+    let secs = t.get(17..).map(|x| x.trim_end_matches('Z'));
+    match (
+        num(11..13),
+        num(14..16),
+        secs.and_then(|x| x.parse::<f64>().ok()),
+    ) {
+        (Some(h), Some(m), Some(s)) => day + (h * 3600 + m * 60) as f64 + s,
+        _ => day,
     }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }

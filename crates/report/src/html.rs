@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::doc::Doc;
+use crate::doc::{Doc, seconds};
 use crate::markdown::clock;
 
 /// Lane geometry (SVG user units).
@@ -21,6 +21,10 @@ const TOP: f64 = 60.0;
 const HEIGHT: f64 = 640.0;
 /// Lanes drawn at most per session: a session of thousands of streams is summarised.
 const MAX_LANES: usize = 40;
+/// Marks (event runs, findings) drawn at most per session, and how far a label moves down to
+/// clear the others: drawing stays linear in what is shown.
+const MAX_MARKS: usize = 400;
+const LABEL_STEPS: usize = 8;
 
 pub fn write_html(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
     let d = Doc::new(doc);
@@ -130,14 +134,21 @@ struct Scale<'a> {
 impl Scale<'_> {
     /// Where a label of `width` at `x` wanting to be at `y` goes: below any it would cover.
     fn label_y(&mut self, x: f64, width: f64, mut y: f64) -> f64 {
-        while self
-            .labels
-            .iter()
-            .any(|&(lx, lw, ly)| (ly - y).abs() < 12.0 && x < lx + lw && lx < x + width)
-        {
+        // A few steps down at most: past them a label may cover another, and the cost of placing
+        // each stays bounded.
+        for _ in 0..LABEL_STEPS {
+            let covers = self
+                .labels
+                .iter()
+                .any(|&(lx, lw, ly)| (ly - y).abs() < 12.0 && x < lx + lw && lx < x + width);
+            if !covers {
+                break;
+            }
             y += 12.0;
         }
-        self.labels.push((x, width, y));
+        if self.labels.len() < MAX_MARKS {
+            self.labels.push((x, width, y));
+        }
         y
     }
 
@@ -183,8 +194,20 @@ fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()
     for st in &streams {
         write_lane(out, &scale, st)?;
     }
-    for e in d.timeline_of(d.key(s)) {
+    let events: Vec<&Value> = d
+        .timeline_of(d.key(s))
+        .filter(|e| e["kind"] == "events")
+        .collect();
+    for e in events.iter().take(MAX_MARKS) {
         write_event_mark(out, &mut scale, e)?;
+    }
+    if events.len() > MAX_MARKS {
+        writeln!(
+            out,
+            "<text class=\"axis\" x=\"{LEFT}\" y=\"{}\">{} more runs of events in the timeline not drawn</text>",
+            height - 24.0,
+            events.len() - MAX_MARKS
+        )?;
     }
     for st in &streams {
         write_resume_arrow(out, &mut scale, st)?;
@@ -433,35 +456,6 @@ pub(crate) fn esc(text: &str) -> String {
     out
 }
 
-/// Seconds since 1970 of an RFC 3339 UTC time, to place marks (a session may cross midnight).
-fn seconds(t: &str) -> f64 {
-    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<i64>().ok());
-    let day = match (num(0..4), num(5..7), num(8..10)) {
-        (Some(y), Some(m), Some(d)) => days_from_civil(y, m, d) as f64 * 86_400.0,
-        _ => 0.0,
-    };
-    let secs = t.get(17..).map(|x| x.trim_end_matches('Z'));
-    match (
-        num(11..13),
-        num(14..16),
-        secs.and_then(|x| x.parse::<f64>().ok()),
-    ) {
-        (Some(h), Some(m), Some(s)) => day + (h * 3600 + m * 60) as f64 + s,
-        _ => day,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}code{font:12px ui-monospace,monospace}\
 .meta{color:#666}.verdict li{margin:6px 0}\
@@ -500,7 +494,7 @@ mod tests {
         let a = seconds("2026-11-30T23:59:59.500000Z");
         let b = seconds("2026-12-01T00:00:00.250000Z");
         assert!(b > a && b - a < 1.0, "{a} {b}");
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(crate::doc::days_from_civil(1970, 1, 1), 0);
+        assert_eq!(crate::doc::days_from_civil(2000, 3, 1), 11_017);
     }
 }

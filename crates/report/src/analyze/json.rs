@@ -44,10 +44,13 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
     (json!(nums), json!(refs))
 }
 
-/// The Wireshark display filters of a finding's frames, one per input.
-fn display_filters_json(frames: &[Mark]) -> Value {
+/// The Wireshark display filters of a finding's frames, one per capture input (a HAR's or a
+/// log's "frames" are its entries or lines, which no Wireshark filter selects).
+fn display_filters_json(frames: &[Mark], captures: &[bool]) -> Value {
+    let is_capture = |i: u32| captures.get(i as usize).copied().unwrap_or(true);
     let refs = frames
         .iter()
+        .filter(|m| is_capture(m.frame.input))
         .map(|m| (u64::from(m.frame.input), m.frame.frame));
     let filters = crate::doc::display_filters(refs);
     json!(
@@ -264,13 +267,27 @@ fn session_json<'a>(
     }
 }
 
-fn finding_json(pos: usize, f: &Finding, r: &Redactor) -> Value {
+fn finding_json(pos: usize, f: &Finding, r: &Redactor, captures: &[bool]) -> Value {
     let causes = f.caused_by.iter().map(|&c| finding_id(c)).collect();
-    finding_json_as(finding_id(pos), causes, f, r)
+    finding_json_as(finding_id(pos), causes, f, r, captures)
+}
+
+/// Which inputs are packet captures (their frames are Wireshark's), by index.
+fn capture_inputs(rep: &Report) -> Vec<bool> {
+    rep.inputs
+        .iter()
+        .map(|i| i.format.starts_with("pcap"))
+        .collect()
 }
 
 /// A finding under the ID `id`, its causes named `causes`.
-pub(super) fn finding_json_as(id: String, causes: Vec<String>, f: &Finding, r: &Redactor) -> Value {
+pub(super) fn finding_json_as(
+    id: String,
+    causes: Vec<String>,
+    f: &Finding,
+    r: &Redactor,
+    captures: &[bool],
+) -> Value {
     let (frames, refs) = frames_json(&f.frames);
     json!({
         "id": id,
@@ -281,7 +298,7 @@ pub(super) fn finding_json_as(id: String, causes: Vec<String>, f: &Finding, r: &
         "time": f.time.time.rfc3339(),
         "frames": frames,
         "frame_refs": refs,
-        "display_filters": display_filters_json(&f.frames),
+        "display_filters": display_filters_json(&f.frames, captures),
         "streams": f.labels.stream_labels,
         "exchanges": f.labels.exchanges,
         "summary": r.text(&f.summary),
@@ -519,9 +536,13 @@ pub fn write_json(
         .iter()
         .map(|&(record, _)| sessions.spilled(Records::Sessions, record));
     write_array(out, "sessions", &mut records, false)?;
-    let mut findings = shown
-        .iter()
-        .map(|&p| Ok(pretty_at(&finding_json(p, &rep.findings[p], r), 4)));
+    let captures = capture_inputs(rep);
+    let mut findings = shown.iter().map(|&p| {
+        Ok(pretty_at(
+            &finding_json(p, &rep.findings[p], r, &captures),
+            4,
+        ))
+    });
     write_array(out, "findings", &mut findings, false)?;
     let mut timeline = rep
         .shown_timeline(sel)
@@ -573,8 +594,9 @@ pub fn write_ndjson(
             write_line(out, "session", &record)?;
         }
     }
+    let captures = capture_inputs(rep);
     for &p in &shown {
-        let finding = finding_json(p, &rep.findings[p], r);
+        let finding = finding_json(p, &rep.findings[p], r, &captures);
         write_line(out, "finding", &serde_json::to_vec(&finding)?)?;
     }
     for e in rep.shown_timeline(sel) {

@@ -24,6 +24,8 @@ pub struct LiveLines {
     with_events: bool,
     redactor: Redactor,
     input_paths: Vec<String>,
+    /// Which inputs are packet captures, by index (display filters are for their frames only).
+    captures: Vec<bool>,
     /// Finding handles (creation order) to the numbers they were written under.
     numbers: WireMap<usize, usize>,
     /// The first error writing (reported at the end; later sessions are not written).
@@ -45,6 +47,7 @@ impl LiveLines {
         sel: Selection,
         redactor: Redactor,
         input_paths: Vec<String>,
+        captures: Vec<bool>,
     ) -> Self {
         LiveLines {
             out,
@@ -52,6 +55,7 @@ impl LiveLines {
             sel,
             redactor,
             input_paths,
+            captures,
             numbers: WireMap::default(),
             error: None,
         }
@@ -77,8 +81,11 @@ impl LiveLines {
         }
     }
 
-    fn id(&self, handle: usize) -> String {
-        finding_id(self.numbers.get(&handle).copied().unwrap_or(handle))
+    /// The number `handle` is written under: given now if it has none yet (a cause in a session
+    /// written later keeps it), so a reference never names another finding.
+    fn id(&mut self, handle: usize) -> String {
+        let next = self.numbers.len();
+        finding_id(*self.numbers.entry(handle).or_insert(next))
     }
 
     fn write(&mut self, h: &SessionHeader, s: &Session, live: &LiveSession<'_>) -> io::Result<()> {
@@ -91,7 +98,7 @@ impl LiveLines {
             .filter(|f| live.shown.contains(&f.handle))
         {
             let causes = f.caused_by.iter().map(|&c| self.id(c)).collect();
-            let v = finding_json_as(self.id(f.handle), causes, f, &r);
+            let v = finding_json_as(self.id(f.handle), causes, f, &r, &self.captures);
             write_line(&mut self.out, "finding", &serde_json::to_vec(&v)?)?;
         }
         for e in live.timeline {
