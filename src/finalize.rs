@@ -194,7 +194,7 @@ impl Finalizer {
         let mut out = self.detector.limits();
         if self.released_early > 0 {
             out.push(format!(
-                "{} reported before {} observations in other inputs ended ({} events held waiting, --max-held-events): their hop comparison was made with what was kept of them, and its findings went to the later observation",
+                "{} reported before {} observations in other inputs ended ({} events held waiting, --max-held-events): their hop comparison was made with what was kept of them, and its findings went to the later observation; findings that need every observation at once (session_not_found across replicas) may be missed for them",
                 match self.released_early {
                     1 => "1 session was".to_string(),
                     n => format!("{n} sessions were"),
