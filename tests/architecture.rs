@@ -12,6 +12,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("mcpf-model", &[]),
     ("mcpf-capture", &["mcpf-model"]),
     ("mcpf-http", &["mcpf-model", "mcpf-capture"]),
+    // TLS sits between TCP and HTTP; its tests read captures through the capture stage.
+    ("mcpf-tls", &["mcpf-model", "mcpf-capture"]),
     // Ingest is the side entrance: HAR files and logs become HTTP events.
     ("mcpf-ingest", &["mcpf-model", "mcpf-capture", "mcpf-http"]),
     // Above HTTP nothing knows packets, or which entrance an exchange came by.

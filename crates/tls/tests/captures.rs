@@ -1,0 +1,111 @@
+//! The decryptor on a real capture: curl and Debian's nginx over TLS 1.3 and 1.2, one
+//! connection per suite, with curl's key log (`samples/make/tls-nginx-curl.sh`). What comes out
+//! is what the truth says nginx served and curl received; the CBC connection is reported as a
+//! suite not supported, and without the key log every connection as having no key.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use mcpf_capture::tcp::TcpEvent;
+use mcpf_capture::{CaptureStage, Settings, open_capture};
+use mcpf_model::ConnId;
+use mcpf_tls::{Direction, KeyLog, Output, TlsConnection, Undecryptable};
+
+fn sample(name: &str) -> String {
+    format!("{}/../../samples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What a connection's decryptor yielded: client plaintext, server plaintext, what was lost.
+type Yield = (Vec<u8>, Vec<u8>, Vec<Undecryptable>);
+
+/// Each TCP connection of the capture with what its decryptor yielded, in capture order.
+fn decrypt(keys: &KeyLog) -> BTreeMap<ConnId, Yield> {
+    let mut inputs = vec![open_capture(&sample("tls-nginx-curl.pcap"), 0).unwrap()];
+    let mut stage = CaptureStage::new(Settings::default(), 1);
+    let mut conns: BTreeMap<ConnId, TlsConnection> = BTreeMap::new();
+    let mut got: BTreeMap<ConnId, Yield> = BTreeMap::new();
+    let mut sink = |ev: TcpEvent<'_>| {
+        if let TcpEvent::Data {
+            conn, dir, data, ..
+        } = ev
+        {
+            let direction = match dir {
+                mcpf_model::Direction::ClientToServer => Direction::ClientToServer,
+                mcpf_model::Direction::ServerToClient => Direction::ServerToClient,
+            };
+            let outs = conns.entry(conn).or_default().feed(direction, data, keys);
+            let entry = got.entry(conn).or_default();
+            for o in outs {
+                match o {
+                    Output::Plaintext {
+                        direction: Direction::ClientToServer,
+                        data,
+                        ..
+                    } => entry.0.extend(data),
+                    Output::Plaintext { data, .. } => entry.1.extend(data),
+                    Output::Undecryptable { why, .. } => entry.2.push(why),
+                }
+            }
+        }
+    };
+    mcpf_capture::run(&mut inputs, &mut stage, &mut sink);
+    got
+}
+
+fn truth() -> serde_json::Value {
+    let text = std::fs::read_to_string(sample("tls-nginx-curl.truth.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn every_aead_connection_decrypts_to_what_curl_received() {
+    let t = truth();
+    let keys = KeyLog::parse(&std::fs::read(sample("tls-nginx-curl.keys")).unwrap()).unwrap();
+    let got = decrypt(&keys);
+    let conns: Vec<_> = got.values().collect();
+    let names: Vec<&str> = t["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(conns.len(), names.len());
+    for ((client, server, lost), c) in conns.iter().zip(t["connections"].as_array().unwrap()) {
+        let name = c["name"].as_str().unwrap();
+        if name.contains("cbc") {
+            assert!(client.is_empty() && server.is_empty(), "{name}");
+            assert_eq!(
+                lost,
+                &vec![Undecryptable::UnsupportedSuite(0xC009); 2],
+                "{name}"
+            );
+            continue;
+        }
+        assert!(lost.is_empty(), "{name}: {lost:?}");
+        assert!(
+            client.starts_with(b"GET /mcp HTTP/1.1\r\n"),
+            "{name}: {:?}",
+            String::from_utf8_lossy(client)
+        );
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(c["received_b64"].as_str().unwrap())
+            .unwrap();
+        assert!(server.starts_with(b"HTTP/1.1 200 OK\r\n"), "{name}");
+        assert!(server.ends_with(&body), "{name}: the body curl received");
+    }
+}
+
+#[test]
+fn without_its_secrets_a_connection_is_reported_not_guessed() {
+    let other = format!("CLIENT_RANDOM {} {}", "00".repeat(32), "11".repeat(48));
+    let keys = KeyLog::parse(other.as_bytes()).unwrap();
+    for (client, server, lost) in decrypt(&keys).values() {
+        assert!(client.is_empty() && server.is_empty());
+        assert!(!lost.is_empty());
+        assert!(
+            lost.iter()
+                .all(|w| matches!(w, Undecryptable::NoKey | Undecryptable::UnsupportedSuite(_))),
+            "{lost:?}"
+        );
+    }
+}
