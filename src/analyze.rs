@@ -43,10 +43,11 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
     let builder =
         session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
+    let tls = job.tls_keys.clone();
     let run = if job.threaded {
-        run_threaded(inputs, &mut stage, builder, job.progress)?
+        run_threaded(inputs, &mut stage, builder, job.progress, tls)?
     } else {
-        run_inline(inputs, &mut stage, builder, job.progress)
+        run_inline(inputs, &mut stage, builder, job.progress, tls)
     };
     let mut rep = assemble(run, &finalizer, &job, &redactor)?;
     if let Some(live) = rep.report.sessions.take_live() {
@@ -139,6 +140,8 @@ struct Run {
     builder: mcpf_mcp::Builder,
     http: http::HttpStats,
     tcp: TcpLoss,
+    /// What the TLS layer decrypted, when a key log was given.
+    tls: Option<mcpf_tls::TlsStats>,
 }
 
 fn run_inline(
@@ -146,13 +149,15 @@ fn run_inline(
     stage: &mut CaptureStage,
     builder: mcpf_mcp::Builder,
     progress: bool,
+    tls: Option<Arc<mcpf_tls::KeyLog>>,
 ) -> Run {
-    let mut pipeline = Pipeline::new(builder);
+    let mut pipeline = Pipeline::new(builder).with_tls(tls);
     let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
     Run {
         fed,
         http: pipeline.http.stats.clone(),
         tcp: pipeline.tcp,
+        tls: pipeline.tls.map(|t| t.stats),
         builder: pipeline.http.sink,
     }
 }
@@ -163,6 +168,7 @@ fn run_threaded(
     stage: &mut CaptureStage,
     builder: mcpf_mcp::Builder,
     progress: bool,
+    tls: Option<Arc<mcpf_tls::KeyLog>>,
 ) -> anyhow::Result<Run> {
     let (forwarder, rx) = http::threaded::channel();
     std::thread::scope(|scope| {
@@ -171,11 +177,12 @@ fn run_threaded(
             http::threaded::replay(rx, &mut builder);
             builder
         });
-        let mut pipeline = Pipeline::new(forwarder);
+        let mut pipeline = Pipeline::new(forwarder).with_tls(tls);
         let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
         pipeline.http.sink.flush();
         let tcp = std::mem::take(&mut pipeline.tcp);
         let http = pipeline.http.stats.clone();
+        let tls = pipeline.tls.take().map(|t| t.stats);
         // Dropping the forwarder closes the channel: the consumer drains it and returns.
         drop(pipeline);
         let builder = consumer
@@ -186,8 +193,26 @@ fn run_threaded(
             builder,
             http,
             tcp,
+            tls,
         })
     })
+}
+
+/// `TLS: 6 of 7 connections decrypted with the key log; not decrypted: 1 (cipher suite 0xC009 …)`.
+fn tls_line(t: &mcpf_tls::TlsStats) -> String {
+    let mut line = format!(
+        "TLS: {} of {} connections decrypted with the key log",
+        t.decrypted, t.connections
+    );
+    if !t.undecryptable.is_empty() {
+        let why: Vec<String> = t
+            .undecryptable
+            .iter()
+            .map(|(reason, n)| format!("{n} ({reason})"))
+            .collect();
+        line.push_str(&format!("; not decrypted: {}", why.join(", ")));
+    }
+    line
 }
 
 /// Finishes the MCP stage and the detectors, and puts the report together.
@@ -202,6 +227,7 @@ fn assemble(
         mut builder,
         http,
         tcp,
+        tls,
     } = run;
     for (input, caps) in fed.capabilities {
         builder.set_capabilities(input, caps);
@@ -249,6 +275,9 @@ fn assemble(
             "{} event IDs arrived while the index of the open sessions' IDs was full: cross_session_replay may be missed for the resumes that replayed them",
             mcp_stats.event_ids_not_indexed
         ));
+    }
+    if let Some(t) = tls.as_ref().filter(|t| t.connections > 0) {
+        limits.push(tls_line(t));
     }
     if mcpf_model::interrupt::stop_requested() {
         limits.push(

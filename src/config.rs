@@ -85,6 +85,8 @@ pub struct Analyze {
     /// SSE events held per session.
     pub max_session_events: u64,
     pub max_held_events: usize,
+    /// The key log TLS connections are decrypted with, read whole.
+    pub tls_keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>,
     /// Where the report goes instead of standard output.
     pub output: Option<std::path::PathBuf>,
 }
@@ -179,6 +181,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
         max_session_events: a.max_session_events,
         max_held_events: a.max_held_events,
+        tls_keys: tls_keys(a.tls_keylog.as_deref())?,
         output: a.output,
     })
 }
@@ -286,6 +289,24 @@ fn show_progress(choice: ProgressChoice, quiet: bool, stream: &impl IsTerminal) 
         ProgressChoice::Never => false,
         ProgressChoice::Auto => stream.is_terminal(),
     }
+}
+
+/// The key log named by `--tls-keylog`, else by `SSLKEYLOGFILE`. An error names the file and
+/// what is wrong with it, never a line of it.
+fn tls_keys(
+    flag: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::sync::Arc<mcpf_tls::KeyLog>>> {
+    let env = std::env::var_os("SSLKEYLOGFILE").filter(|v| !v.is_empty());
+    let (path, from) = match (flag, &env) {
+        (Some(p), _) => (p.to_path_buf(), "--tls-keylog"),
+        (None, Some(e)) => (std::path::PathBuf::from(e), "SSLKEYLOGFILE"),
+        (None, None) => return Ok(None),
+    };
+    let bytes = std::fs::read(&path)
+        .map_err(|e| anyhow::anyhow!("{from} {}: cannot read it: {e}", path.display()))?;
+    let log = mcpf_tls::KeyLog::parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("{from} {}: {e}", path.display()))?;
+    Ok(Some(std::sync::Arc::new(log)))
 }
 
 /// The width reports fit: `COLUMNS` when set, else the terminal's when the output is one, else

@@ -174,6 +174,10 @@ fn environment() -> Roff {
             "The width the terminal report, http, flows and explain fit (tables leave columns out, text wraps between words). Unset: the terminal's width when standard output is one, else 100.",
         ),
         (
+            "SSLKEYLOGFILE",
+            "An NSS key log analyze decrypts TLS connections with, when --tls-keylog is not given (the variable clients write their key log to). Its secrets are never written to any output.",
+        ),
+        (
             "NO_COLOR",
             "When set and not empty, the terminal report is not coloured (as --color never). The progress bar does not depend on it: --progress and -q decide.",
         ),

@@ -224,6 +224,8 @@ fn ingest_one<S: http::HttpSink>(
 pub struct Pipeline<S: http::HttpSink> {
     pub http: http::Stage<S>,
     pub tcp: TcpLoss,
+    /// TLS connections decrypted with a key log, between TCP and HTTP.
+    pub tls: Option<mcpf_tls::TlsLayer>,
 }
 
 /// Connections the capture stage closed, and the bytes missing from them.
@@ -244,7 +246,14 @@ impl<S: http::HttpSink> Pipeline<S> {
         Pipeline {
             http: http::Stage::new(sink),
             tcp: TcpLoss::default(),
+            tls: None,
         }
+    }
+
+    /// Decrypts the TLS connections `keys` has secrets for.
+    pub fn with_tls(mut self, keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>) -> Self {
+        self.tls = keys.map(mcpf_tls::TlsLayer::new);
+        self
     }
 }
 
@@ -265,6 +274,9 @@ impl<S: http::HttpSink> TcpSink for Pipeline<S> {
                     .or_default() += gap.saturating_sub(snaplen);
             }
         }
-        self.http.on_tcp(event);
+        match &mut self.tls {
+            Some(tls) => tls.on_tcp(event, &mut self.http),
+            None => self.http.on_tcp(event),
+        }
     }
 }

@@ -9,6 +9,8 @@
 pub mod conn;
 mod crypto;
 pub mod keylog;
+pub mod layer;
 
 pub use conn::{Direction, Output, TlsConnection, Undecryptable};
 pub use keylog::{KeyLog, KeyLogError};
+pub use layer::{TlsLayer, TlsStats};

@@ -1,0 +1,158 @@
+//! The TLS layer between TCP and HTTP: each connection whose client opens with a TLS record is
+//! decrypted with the key log, and the HTTP stage downstream gets its plaintext as if it had
+//! crossed the wire in clear, at the frame of the segment that completed each record. What
+//! cannot be decrypted is counted per reason and passed on as nothing (its records never reach
+//! HTTP as if they were plaintext).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use mcpf_capture::tcp::TcpEvent;
+use mcpf_capture::tcp::TcpSink;
+use mcpf_model::ConnId;
+
+use crate::conn::{Direction, Output, TlsConnection};
+use crate::keylog::KeyLog;
+
+/// What the layer did, for the report.
+#[derive(Clone, Debug, Default)]
+pub struct TlsStats {
+    /// Connections that opened with a TLS record.
+    pub connections: u64,
+    /// Of them, those with plaintext out of both directions.
+    pub decrypted: u64,
+    /// Connections not (wholly) decrypted, by reason.
+    pub undecryptable: BTreeMap<String, u64>,
+}
+
+enum Conn {
+    /// Not known yet: no byte seen.
+    Undecided,
+    Plain,
+    Tls {
+        tls: Box<TlsConnection>,
+        plaintext: [bool; 2],
+        failed: bool,
+    },
+}
+
+pub struct TlsLayer {
+    keys: Arc<KeyLog>,
+    conns: HashMap<ConnId, Conn>,
+    pub stats: TlsStats,
+}
+
+impl TlsLayer {
+    pub fn new(keys: Arc<KeyLog>) -> Self {
+        TlsLayer {
+            keys,
+            conns: HashMap::new(),
+            stats: TlsStats::default(),
+        }
+    }
+
+    /// One TCP event: passed on as it is, or, on a TLS connection, as the plaintext it held.
+    pub fn on_tcp(&mut self, event: TcpEvent<'_>, next: &mut impl TcpSink) {
+        match event {
+            TcpEvent::Data {
+                conn,
+                dir,
+                data,
+                mark,
+                acked,
+            } => self.data(conn, dir, data, mark, acked, next),
+            TcpEvent::Gap { conn, .. } if self.is_tls(conn) => {
+                // A record cut by lost bytes cannot be authenticated, nor the next ones framed.
+                self.fail(
+                    conn,
+                    "a gap in the record stream (bytes missing from the capture)",
+                );
+            }
+            TcpEvent::Closed { summary } => {
+                if let Some(Conn::Tls {
+                    plaintext, failed, ..
+                }) = self.conns.remove(&summary.conn)
+                    && plaintext == [true, true]
+                    && !failed
+                {
+                    self.stats.decrypted += 1;
+                }
+                next.on_tcp(event);
+            }
+            other => next.on_tcp(other),
+        }
+    }
+
+    fn is_tls(&self, conn: ConnId) -> bool {
+        matches!(self.conns.get(&conn), Some(Conn::Tls { .. }))
+    }
+
+    fn fail(&mut self, conn: ConnId, why: &str) {
+        if let Some(Conn::Tls { failed, .. }) = self.conns.get_mut(&conn)
+            && !*failed
+        {
+            *failed = true;
+            *self.stats.undecryptable.entry(why.to_string()).or_default() += 1;
+        }
+    }
+
+    fn data(
+        &mut self,
+        conn: ConnId,
+        dir: mcpf_model::Direction,
+        data: &[u8],
+        mark: mcpf_model::Mark,
+        acked: Option<u64>,
+        next: &mut impl TcpSink,
+    ) {
+        let state = self.conns.entry(conn).or_insert(Conn::Undecided);
+        if matches!(state, Conn::Undecided) {
+            // A client opening with a handshake record: 0x16, major version 3.
+            let tls = dir == mcpf_model::Direction::ClientToServer && data.starts_with(&[0x16, 3]);
+            *state = if tls {
+                self.stats.connections += 1;
+                Conn::Tls {
+                    tls: Box::default(),
+                    plaintext: [false, false],
+                    failed: false,
+                }
+            } else {
+                Conn::Plain
+            };
+        }
+        let Conn::Tls { tls, plaintext, .. } = state else {
+            return next.on_tcp(TcpEvent::Data {
+                conn,
+                dir,
+                data,
+                mark,
+                acked,
+            });
+        };
+        let direction = match dir {
+            mcpf_model::Direction::ClientToServer => Direction::ClientToServer,
+            mcpf_model::Direction::ServerToClient => Direction::ServerToClient,
+        };
+        let outs = tls.feed(direction, data, &self.keys);
+        let mut reasons = Vec::new();
+        for out in outs {
+            match out {
+                Output::Plaintext { data: plain, .. } => {
+                    plaintext[direction as usize] = true;
+                    // The acknowledgment counts ciphertext bytes: it says nothing of plaintext.
+                    next.on_tcp(TcpEvent::Data {
+                        conn,
+                        dir,
+                        data: &plain,
+                        mark,
+                        acked: None,
+                    });
+                }
+                Output::Undecryptable { why, .. } => reasons.push(why.describe()),
+            }
+        }
+        for why in reasons {
+            self.fail(conn, &why);
+        }
+    }
+}
