@@ -254,6 +254,8 @@ samples! {
     traefik_seed_jsonl => "traefik-seed.jsonl",
     ts_sdk_resumption_pcap => "ts-sdk-resumption.pcap",
     ts_sdk_resumption_server_leg_pcap => "ts-sdk-resumption-server-leg.pcap",
+    ts_sdk_tls_client_leg_pcap => "ts-sdk-tls-client-leg.pcap",
+    ts_sdk_tls_server_leg_pcap => "ts-sdk-tls-server-leg.pcap",
 }
 
 /// Both legs of the seed incident and nginx's log of it, as one report.

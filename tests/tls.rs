@@ -109,3 +109,76 @@ fn the_key_log_is_never_echoed() {
         "{err}"
     );
 }
+
+/// The official TypeScript SDK client over HTTPS through nginx to the SDK server
+/// (`samples/make/ts-sdk-tls.sh`): decrypted with the client's key log, the TLS leg holds the
+/// session the client says it had, with every request it sent, exactly as the plaintext leg
+/// behind nginx does; the two legs tie, and healthy traffic gets no finding.
+#[test]
+fn an_sdk_session_over_tls_is_the_same_as_its_plaintext_leg() {
+    let truth: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/samples/ts-sdk-tls.truth.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let keys = "samples/ts-sdk-tls.keys";
+    let tls_leg = "samples/ts-sdk-tls-client-leg.pcap";
+    let clear_leg = "samples/ts-sdk-tls-server-leg.pcap";
+    let doc = |args: &[&str]| -> serde_json::Value {
+        let (out, err, _) = run(args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"))
+    };
+    let sessions = |d: &serde_json::Value| -> Vec<String> {
+        d["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let decrypted = doc(&["analyze", "--format", "json", "--tls-keylog", keys, tls_leg]);
+    let clear = doc(&["analyze", "--format", "json", clear_leg]);
+    let want: Vec<String> = truth["client_sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sessions(&decrypted), want);
+    assert_eq!(sessions(&clear), want);
+    for d in [&decrypted, &clear] {
+        assert_eq!(d["summary"]["mcp_exchanges"], truth["client_requests"]);
+        assert!(
+            d["findings"].as_array().unwrap().is_empty(),
+            "{}",
+            d["findings"]
+        );
+    }
+    let both = doc(&[
+        "analyze",
+        "--format",
+        "json",
+        "--tls-keylog",
+        keys,
+        tls_leg,
+        clear_leg,
+    ]);
+    let tied: Vec<&serde_json::Value> = both["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !s["same_session_as"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(tied.len(), 2, "the two legs are one session");
+    assert!(
+        both["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        both["findings"]
+    );
+    // Without the key log the TLS leg holds no session.
+    let (_, _, code) = run(&["analyze", tls_leg]);
+    assert_eq!(code, 2);
+}
