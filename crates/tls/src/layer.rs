@@ -1,6 +1,7 @@
 //! The TLS layer between TCP and HTTP: each connection whose client opens with a TLS record is
 //! decrypted with the key log, and the HTTP stage downstream gets its plaintext as if it had
-//! crossed the wire in clear, at the frame of the segment that completed each record. What
+//! crossed the wire in clear, at the frame of the segment that completed each record: the
+//! moment its bytes could be read, and the frame Wireshark shows the decrypted data in. What
 //! cannot be decrypted is counted per reason and passed on as nothing (its records never reach
 //! HTTP as if they were plaintext).
 
