@@ -12,7 +12,8 @@ SPORT=18445
 need_capture_tools
 need_apt nginx:nginx-light openssl:openssl
 require_free_port "$TPORT" "$SPORT"
-D="$(node_deps "$NAME")"
+# The client and server of ts-sdk-resumption, unchanged.
+D="$(node_deps ts-sdk-resumption)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 mkdir -p "$WORK/tmp"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/ec.key" \

@@ -9,13 +9,12 @@ use serde_json::{Map, Value};
 use mcpf_detect::{FindingKind, Severity};
 
 use crate::analyze::{
-    FindingText, SESSION_COLUMNS, SESSION_COLUMNS_DROPPED, Style, write_finding,
-    write_timeline_row, write_verdict_line,
+    FindingText, Style, write_finding, write_session_table, write_timeline_row, write_verdict_line,
 };
 use crate::doc::Doc;
 use crate::markdown::clock;
 use crate::sanitize::terminal;
-use crate::table::{fitted_table, wrap};
+use crate::table::wrap;
 
 /// The schema version this build reads.
 const SCHEMA_VERSION: u64 = 1;
@@ -179,23 +178,7 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
             ]
         })
         .collect();
-    let (table, dropped) = fitted_table(
-        &SESSION_COLUMNS,
-        &rows,
-        &SESSION_COLUMNS_DROPPED,
-        &[2],
-        style.width,
-    );
-    writeln!(out, "{table}")?;
-    if !dropped.is_empty() {
-        let note = format!(
-            "(left out to fit {} columns: {}; the saved file has them)",
-            style.width,
-            dropped.join(", ")
-        );
-        writeln!(out, "{}", wrap(&note, style.width, " ", "  "))?;
-    }
-    Ok(())
+    write_session_table(out, &rows, style, "the saved file has them")
 }
 
 fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> io::Result<()> {

@@ -391,7 +391,7 @@ fn listed<'a>(
 }
 
 /// Columns of the sessions table, in the order they are left out when it is too wide.
-pub(crate) const SESSION_COLUMNS: [&str; 9] = [
+const SESSION_COLUMNS: [&str; 9] = [
     "S",
     "Mcp-Session-Id",
     "server",
@@ -415,22 +415,7 @@ fn write_sessions(
 ) -> io::Result<()> {
     writeln!(out, "\n{}", style.heading("SESSIONS"))?;
     let rows: Vec<Vec<String>> = sessions.iter().map(|s| session_row(s, r)).collect();
-    let (table, dropped) = fitted_table(
-        &SESSION_COLUMNS,
-        &rows,
-        &SESSION_COLUMNS_DROPPED,
-        &[2],
-        style.width,
-    );
-    writeln!(out, "{table}")?;
-    if !dropped.is_empty() {
-        let note = format!(
-            "(left out to fit {} columns: {}; --format json has them)",
-            style.width,
-            dropped.join(", ")
-        );
-        writeln!(out, "{}", wrap(&note, style.width, " ", "  "))?;
-    }
+    write_session_table(out, &rows, style, "--format json has them")?;
     if total > sessions.len() {
         let more = format!(
             "… and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
@@ -450,6 +435,33 @@ fn write_sessions(
             );
             writeln!(out, "{}", wrap(&line, style.width, " ", "   "))?;
         }
+    }
+    Ok(())
+}
+
+/// The sessions table fitted to the width, and which columns it left out (`elsewhere` says where
+/// they are to be had).
+pub(crate) fn write_session_table(
+    out: &mut dyn Write,
+    rows: &[Vec<String>],
+    style: Style,
+    elsewhere: &str,
+) -> io::Result<()> {
+    let (table, dropped) = fitted_table(
+        &SESSION_COLUMNS,
+        rows,
+        &SESSION_COLUMNS_DROPPED,
+        &[2],
+        style.width,
+    );
+    writeln!(out, "{table}")?;
+    if !dropped.is_empty() {
+        let note = format!(
+            "(left out to fit {} columns: {}; {elsewhere})",
+            style.width,
+            dropped.join(", ")
+        );
+        writeln!(out, "{}", wrap(&note, style.width, " ", "  "))?;
     }
     Ok(())
 }
