@@ -431,6 +431,15 @@ fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
             eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
             eprintln!("  hint: {}", h.hint);
         }
+        // Connections the key log did not open are not passed on as bytes: say so here.
+        for l in report.limits.iter().filter(|l| l.starts_with("TLS: ")) {
+            if l.contains("not decrypted") {
+                eprintln!("mcp-forensics: no MCP session found: {l}");
+                eprintln!(
+                    "  hint: the key log must be the one the client wrote during this capture (each connection's secrets are keyed by its ClientHello random)"
+                );
+            }
+        }
         return Exit::Error;
     }
     let unmatched = report.unmatched_session_keys(&job.selection);

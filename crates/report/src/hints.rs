@@ -69,7 +69,7 @@ pub fn no_session(
                 super::table::count(http.connections_tls, "TLS connection", "TLS connections"),
                 ports(&http.tls_ports)
             ),
-            hint: "capture the plaintext leg between the TLS-terminating proxy and the MCP server (decryption with SSLKEYLOGFILE is not supported yet)".into(),
+            hint: "give the client's key log (--tls-keylog FILE, or SSLKEYLOGFILE as the client had it), or capture the plaintext leg between the TLS-terminating proxy and the MCP server".into(),
         });
     }
     if http.connections_http2 > 0 {
