@@ -433,7 +433,7 @@ fn exit(rep: Assembled, job: &config::Analyze) -> Exit {
         }
         // Connections the key log did not open are not passed on as bytes: say so here.
         for l in report.limits.iter().filter(|l| l.starts_with("TLS: ")) {
-            if l.contains("not decrypted") {
+            if l.contains("no secret in the key log") {
                 eprintln!("mcp-forensics: no MCP session found: {l}");
                 eprintln!(
                     "  hint: the key log must be the one the client wrote during this capture (each connection's secrets are keyed by its ClientHello random)"

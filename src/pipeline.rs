@@ -252,7 +252,7 @@ impl<S: http::HttpSink> Pipeline<S> {
 
     /// Decrypts the TLS connections `keys` has secrets for.
     pub fn with_tls(mut self, keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>) -> Self {
-        self.tls = keys.map(mcpf_tls::TlsLayer::new);
+        self.tls = keys.map(|k| mcpf_tls::TlsLayer::new((*k).clone()));
         self
     }
 }
@@ -278,5 +278,12 @@ impl<S: http::HttpSink> TcpSink for Pipeline<S> {
             Some(tls) => tls.on_tcp(event, &mut self.http),
             None => self.http.on_tcp(event),
         }
+    }
+
+    fn on_tls_secrets(&mut self, key_log: &[u8]) {
+        let tls = self
+            .tls
+            .get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()));
+        tls.add_secrets(key_log);
     }
 }

@@ -248,6 +248,7 @@ samples! {
     seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
     snaplen_mcp_pcap => "snaplen-mcp.pcap",
     stateless_concurrent_pcap => "stateless-concurrent.pcap",
+    tls_nginx_curl_dsb_pcapng => "tls-nginx-curl-dsb.pcapng",
     tls_nginx_curl_pcap => "tls-nginx-curl.pcap",
     traefik_concurrent_jsonl => "traefik-concurrent.jsonl",
     traefik_healthy_jsonl => "traefik-healthy.jsonl",

@@ -20,7 +20,11 @@ const TIMEOUT_S: u64 = 60;
 fn input(class: &str, n: u64) -> PathBuf {
     let ext = stress::extension(class).unwrap();
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("stress-{class}-{n}.{ext}"));
-    stress::generate(class, n, &path).unwrap();
+    // Two tests may ask for the same input at once: each writes its own copy and renames it in
+    // place, so neither reads the other's half-written file.
+    let tmp = path.with_extension(format!("{ext}.{:?}.tmp", std::thread::current().id()));
+    stress::generate(class, n, &tmp).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
     path
 }
 

@@ -182,3 +182,21 @@ fn an_sdk_session_over_tls_is_the_same_as_its_plaintext_leg() {
     let (_, _, code) = run(&["analyze", tls_leg]);
     assert_eq!(code, 2);
 }
+
+/// A pcapng whose Decryption Secrets Block holds the key log (`editcap --inject-secrets`) is
+/// decrypted with no flag, and the secrets it carries reach no output either.
+#[test]
+fn the_key_log_inside_a_pcapng_is_used_and_never_echoed() {
+    let dsb = "samples/tls-nginx-curl-dsb.pcapng";
+    let (out, err, _) = run(&["analyze", "--format", "json", "--events", dsb]);
+    assert_eq!(summary(&out)["http_exchanges"], 6, "{err}");
+    let keys = std::fs::read_to_string(format!("{}/{KEYS}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    for secret in keys.lines().filter_map(|l| l.split_whitespace().nth(2)) {
+        assert!(!out.contains(secret) && !err.contains(secret));
+    }
+    let (table, _, _) = run(&["analyze", dsb]);
+    assert!(
+        table.contains("TLS: 6 of 7 connections decrypted"),
+        "{table}"
+    );
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# samples/tls-nginx-curl.pcap + .keys + .truth.json: HTTPS (HTTP/1.1) between curl and Debian's
+# samples/tls-nginx-curl.pcap + .keys + .truth.json (and -dsb.pcapng, the key log inside): HTTPS (HTTP/1.1) between curl and Debian's
 # nginx on loopback, one connection per cipher suite: TLS 1.3 with AES-128-GCM, AES-256-GCM and
 # ChaCha20-Poly1305; TLS 1.2 ECDHE with AES-128-GCM, AES-256-GCM and ChaCha20-Poly1305; and
 # TLS 1.2 AES-128-CBC-SHA (a suite the decryptor reports as not supported). curl writes the key
@@ -57,6 +57,9 @@ capture_stop "$CAPTURE_PID"
 stop_pid "$NGINX"
 cp "$W/tls.pcap" "$SAMPLES_DIR/tls-nginx-curl.pcap"
 cp "$W/keys.txt" "$SAMPLES_DIR/tls-nginx-curl.keys"
+# The same capture with the key log inside it, as Wireshark's editcap puts it (a pcapng
+# Decryption Secrets Block): read with no --tls-keylog.
+editcap --inject-secrets "tls,$W/keys.txt" "$W/tls.pcap" "$SAMPLES_DIR/tls-nginx-curl-dsb.pcapng"
 python3 - "$W" "$SAMPLES_DIR/tls-nginx-curl.truth.json" <<'PY'
 import base64, json, sys
 w, out = sys.argv[1], sys.argv[2]

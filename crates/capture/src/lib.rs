@@ -399,7 +399,9 @@ pub fn run(
     if inputs.len() == 1 {
         let input = &mut inputs[0];
         loop {
-            match input.reader.next_frame() {
+            hand_on_secrets(input, sink);
+            let read = input.reader.next_frame();
+            match read {
                 Ok(Some(frame)) => stage.frame(&frame, sink),
                 Ok(None) => break,
                 Err(e) => {
@@ -429,6 +431,7 @@ pub fn run(
         let Some((_, i)) = next else {
             break;
         };
+        hand_on_secrets(&mut inputs[i], sink);
         if let Some(h) = held[i].as_ref() {
             let frame = Frame {
                 time: h.time,
@@ -442,6 +445,14 @@ pub fn run(
         refill(&mut inputs[i], &mut held[i]);
     }
     stage.finish(sink)
+}
+
+/// Key log lines read from the input's blocks so far go downstream before its next packet.
+fn hand_on_secrets(input: &mut CaptureInput, sink: &mut impl TcpSink) {
+    let secrets = input.reader.take_tls_secrets();
+    if !secrets.is_empty() {
+        sink.on_tls_secrets(&secrets);
+    }
 }
 
 fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {

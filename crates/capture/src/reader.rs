@@ -640,7 +640,24 @@ pub(crate) struct ReadNotes {
     pub(crate) truncated_bytes: u64,
     /// pcap records that claimed more captured bytes than the file's snap length.
     pub(crate) over_snaplen: u64,
+    /// TLS key log lines from pcapng Decryption Secrets Blocks, not yet handed on.
+    pub(crate) tls_secrets: Secrets,
 }
+
+/// Key material: kept out of every `Debug` output (its length only).
+#[derive(Clone, Default)]
+pub(crate) struct Secrets(pub(crate) Vec<u8>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} bytes)", self.0.len())
+    }
+}
+
+/// Key log bytes from Decryption Secrets Blocks kept at most per input.
+const MAX_DSB_BYTES: usize = 64 << 20;
+/// The pcapng secrets type of an NSS key log ("TLSK").
+const DSB_TLS_KEY_LOG: u32 = 0x544c_534b;
 
 impl ReadNotes {
     pub(crate) fn skip(&mut self, reason: &'static str) {
@@ -695,6 +712,11 @@ pub struct CaptureReader {
 }
 
 impl CaptureReader {
+    /// The TLS key log lines the file's Decryption Secrets Blocks held since the last call.
+    pub fn take_tls_secrets(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.notes.tls_secrets.0)
+    }
+
     /// Opens a capture from any byte source, unwrapping gzip when the magic bytes say so.
     pub fn open(source: BoxedRead, input: InputId) -> Result<Self, ReadError> {
         let mut window = Window::new(source);
@@ -962,8 +984,20 @@ impl Section {
                 }
                 BlockRead::Other
             }
+            Block::DecryptionSecrets(dsb) if dsb.secrets_type.0 == DSB_TLS_KEY_LOG => {
+                // The data is padded to 32 bits: the key log is its first secrets_len bytes.
+                let len = (dsb.secrets_len as usize).min(dsb.data.len());
+                let kept = &mut notes.tls_secrets.0;
+                if kept.len() + len <= MAX_DSB_BYTES {
+                    kept.extend_from_slice(&dsb.data[..len]);
+                    kept.push(b'\n');
+                } else {
+                    notes.skip("pcapng decryption secrets past 64 MiB (not kept)");
+                }
+                BlockRead::Other
+            }
             Block::DecryptionSecrets(_) => {
-                notes.skip("pcapng decryption secrets block (TLS is not decrypted)");
+                notes.skip("pcapng decryption secrets block of another kind than a TLS key log");
                 BlockRead::Other
             }
             _ => BlockRead::Other,

@@ -202,6 +202,10 @@ pub enum TcpEvent<'a> {
 
 pub trait TcpSink {
     fn on_tcp(&mut self, event: TcpEvent<'_>);
+
+    /// NSS key log lines an input carried (pcapng Decryption Secrets Blocks), before the
+    /// packets they open: for a TLS stage downstream. Ignored by default.
+    fn on_tls_secrets(&mut self, _key_log: &[u8]) {}
 }
 
 impl<F: FnMut(TcpEvent<'_>)> TcpSink for F {

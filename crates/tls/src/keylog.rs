@@ -35,7 +35,7 @@ const MAX_LINE: usize = 512;
 pub const MAX_SECRETS: usize = 4_000_000;
 
 /// The secrets of a key log by client random and label.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct KeyLog {
     secrets: HashMap<([u8; 32], Label), Vec<u8>>,
     /// Lines that are neither a comment nor a secret this tool uses (other labels such as
@@ -66,13 +66,18 @@ impl KeyLog {
     /// programs may hold a torn last line. A file with no secret at all is an error.
     pub fn parse(text: &[u8]) -> Result<KeyLog, KeyLogError> {
         let mut log = KeyLog::default();
-        for line in text.split(|&b| b == b'\n') {
-            log.line(line);
-        }
+        log.extend(text);
         if log.secrets.is_empty() {
             return Err(KeyLogError::NoSecret);
         }
         Ok(log)
+    }
+
+    /// Adds the secrets of more key log lines (a capture's Decryption Secrets Blocks).
+    pub fn extend(&mut self, text: &[u8]) {
+        for line in text.split(|&b| b == b'\n') {
+            self.line(line);
+        }
     }
 
     fn line(&mut self, line: &[u8]) {

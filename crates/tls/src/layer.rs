@@ -6,7 +6,6 @@
 //! HTTP as if they were plaintext).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
@@ -38,18 +37,23 @@ enum Conn {
 }
 
 pub struct TlsLayer {
-    keys: Arc<KeyLog>,
+    keys: KeyLog,
     conns: HashMap<ConnId, Conn>,
     pub stats: TlsStats,
 }
 
 impl TlsLayer {
-    pub fn new(keys: Arc<KeyLog>) -> Self {
+    pub fn new(keys: KeyLog) -> Self {
         TlsLayer {
             keys,
             conns: HashMap::new(),
             stats: TlsStats::default(),
         }
+    }
+
+    /// Secrets a capture carried (its Decryption Secrets Blocks), for the connections after.
+    pub fn add_secrets(&mut self, key_log: &[u8]) {
+        self.keys.extend(key_log);
     }
 
     /// One TCP event: passed on as it is, or, on a TLS connection, as the plaintext it held.
