@@ -359,7 +359,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --log-format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-h -V --format --show-secrets --input-format --log-map --tls-keylog --log-format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -374,6 +374,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --log-map)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-keylog)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

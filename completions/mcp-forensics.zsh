@@ -53,6 +53,7 @@ pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
+'--tls-keylog=[An NSS key log to decrypt TLS connections with (as \`analyze --tls-keylog\`; default\: \$SSLKEYLOGFILE when set). The secrets are never written to any output]:FILE:_files' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \

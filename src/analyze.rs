@@ -199,7 +199,7 @@ fn run_threaded(
 }
 
 /// `TLS: 6 of 7 connections decrypted with the key log; not decrypted: 1 (cipher suite 0xC009 …)`.
-fn tls_line(t: &mcpf_tls::TlsStats) -> String {
+pub fn tls_line(t: &mcpf_tls::TlsStats) -> String {
     let mut line = format!(
         "TLS: {} of {} connections decrypted with the key log",
         t.decrypted, t.connections

@@ -166,12 +166,19 @@ fn http_view(job: config::Http) -> anyhow::Result<Exit> {
         Format::Json => report::http::View::Json,
         Format::Table => report::http::View::Table,
     };
-    let mut pipeline = Pipeline::new(report::http::Spool::new(view, redactor));
+    let mut pipeline =
+        Pipeline::new(report::http::Spool::new(view, redactor)).with_tls(job.tls_keys.clone());
     let fed = pipeline::feed(inputs, &mut stage, &mut pipeline, job.progress);
     if fed.reports.is_empty() {
         return Ok(Exit::Error);
     }
     pipeline::print_warnings(&fed.reports);
+    if let Some(t) = pipeline.tls.as_ref().filter(|t| t.stats.connections > 0) {
+        eprintln!(
+            "mcp-forensics: note: {}",
+            crate::analyze::tls_line(&t.stats)
+        );
+    }
     let stats = pipeline.http.stats.clone();
     let mut out = stdout(redactor);
     let width = crate::config::output_width(std::io::IsTerminal::is_terminal(&std::io::stdout()));

@@ -336,6 +336,11 @@ pub struct HttpArgs {
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
 
+    /// An NSS key log to decrypt TLS connections with (as `analyze --tls-keylog`; default:
+    /// $SSLKEYLOGFILE when set). The secrets are never written to any output.
+    #[arg(long, value_name = "FILE")]
+    pub tls_keylog: Option<std::path::PathBuf>,
+
     /// The nginx log_format of a text access log (`combined`, or the format string with extra
     /// quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id"
     /// "$http_last_event_id"): every input that is not a capture is read as lines in it.

@@ -63,6 +63,8 @@ pub struct Http {
     pub redact: bool,
     /// Show a progress bar on standard error.
     pub progress: bool,
+    /// The key log TLS connections are decrypted with.
+    pub tls_keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>,
 }
 
 /// `analyze FILE...`.
@@ -136,6 +138,7 @@ fn http(a: HttpArgs) -> anyhow::Result<Http> {
         capture: capture_settings(&a.capture, Vec::new()),
         redact: !a.show_secrets,
         progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
+        tls_keys: tls_keys(a.tls_keylog.as_deref())?,
     })
 }
 

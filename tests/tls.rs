@@ -200,3 +200,29 @@ fn the_key_log_inside_a_pcapng_is_used_and_never_echoed() {
         "{table}"
     );
 }
+
+/// `http` reads decrypted TLS as `analyze` does: with the key log, or the one inside a pcapng.
+#[test]
+fn the_http_view_decrypts_too() {
+    for args in [
+        vec!["http", "--format", "json", "--tls-keylog", KEYS, PCAP],
+        vec![
+            "http",
+            "--format",
+            "json",
+            "samples/tls-nginx-curl-dsb.pcapng",
+        ],
+    ] {
+        let (out, err, code) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["exchanges"].as_array().unwrap().len(), 6, "{args:?}");
+        assert!(
+            err.contains("note: TLS: 6 of 7 connections decrypted"),
+            "{err}"
+        );
+    }
+    let (out, _, _) = run(&["http", "--format", "json", PCAP]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(doc["exchanges"].as_array().unwrap().is_empty());
+}
