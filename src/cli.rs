@@ -255,8 +255,8 @@ pub struct AnalyzeArgs {
     pub max_held_events: usize,
 
     /// An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write): TLS 1.2
-    /// and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM and
-    /// ChaCha20-Poly1305 suites). Default: $SSLKEYLOGFILE when it is set. The secrets are never
+    /// and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM,
+    /// ChaCha20-Poly1305, and TLS 1.2's AES-CBC suites). Default: $SSLKEYLOGFILE when it is set. The secrets are never
     /// written to any output.
     #[arg(long, value_name = "FILE")]
     pub tls_keylog: Option<std::path::PathBuf>,

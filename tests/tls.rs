@@ -28,10 +28,10 @@ fn summary(stdout: &str) -> serde_json::Value {
 
 #[test]
 fn a_key_log_turns_tls_connections_into_http_exchanges() {
-    // curl fetched /mcp seven times; six suites are decrypted, AES-CBC is not (yet).
+    // curl fetched /mcp seven times, one suite each: all are decrypted.
     let (out, err, _) = run(&["analyze", "--format", "json", "--tls-keylog", KEYS, PCAP]);
     let s = summary(&out);
-    assert_eq!(s["http_exchanges"], 6, "{err}");
+    assert_eq!(s["http_exchanges"], 7, "{err}");
     let limits: Vec<&str> = s["limits"]
         .as_array()
         .unwrap()
@@ -39,9 +39,7 @@ fn a_key_log_turns_tls_connections_into_http_exchanges() {
         .map(|l| l.as_str().unwrap())
         .collect();
     assert!(
-        limits.contains(
-            &"TLS: 6 of 7 connections decrypted with the key log; not decrypted: 1 (cipher suite 0xC009 is not one this build decrypts)"
-        ),
+        limits.contains(&"TLS: 7 of 7 connections decrypted with the key log"),
         "{limits:?}"
     );
     // Without it: nothing is read as HTTP, as before.
@@ -57,7 +55,7 @@ fn a_key_log_turns_tls_connections_into_http_exchanges() {
         .unwrap();
     assert_eq!(
         summary(&String::from_utf8(out.stdout).unwrap())["http_exchanges"],
-        6
+        7
     );
 }
 
@@ -189,14 +187,14 @@ fn an_sdk_session_over_tls_is_the_same_as_its_plaintext_leg() {
 fn the_key_log_inside_a_pcapng_is_used_and_never_echoed() {
     let dsb = "samples/tls-nginx-curl-dsb.pcapng";
     let (out, err, _) = run(&["analyze", "--format", "json", "--events", dsb]);
-    assert_eq!(summary(&out)["http_exchanges"], 6, "{err}");
+    assert_eq!(summary(&out)["http_exchanges"], 7, "{err}");
     let keys = std::fs::read_to_string(format!("{}/{KEYS}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     for secret in keys.lines().filter_map(|l| l.split_whitespace().nth(2)) {
         assert!(!out.contains(secret) && !err.contains(secret));
     }
     let (table, _, _) = run(&["analyze", dsb]);
     assert!(
-        table.contains("TLS: 6 of 7 connections decrypted"),
+        table.contains("TLS: 7 of 7 connections decrypted"),
         "{table}"
     );
 }
@@ -216,9 +214,9 @@ fn the_http_view_decrypts_too() {
         let (out, err, code) = run(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(doc["exchanges"].as_array().unwrap().len(), 6, "{args:?}");
+        assert_eq!(doc["exchanges"].as_array().unwrap().len(), 7, "{args:?}");
         assert!(
-            err.contains("note: TLS: 6 of 7 connections decrypted"),
+            err.contains("note: TLS: 7 of 7 connections decrypted"),
             "{err}"
         );
     }

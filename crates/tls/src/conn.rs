@@ -138,6 +138,8 @@ struct Hello {
     server_random: Option<[u8; 32]>,
     suite: Option<Suite>,
     tls13: bool,
+    /// TLS 1.2: the server agreed to encrypt-then-MAC (RFC 7366).
+    encrypt_then_mac: bool,
 }
 
 pub struct TlsConnection {
@@ -371,6 +373,9 @@ impl TlsConnection {
         let id = sh.cipher.0;
         self.hello.server_random = Some(random);
         self.hello.tls13 = tls13;
+        self.hello.encrypt_then_mac = exts
+            .iter()
+            .any(|e| matches!(e, TlsExtension::EncryptThenMac));
         let Some(suite) = suite(id) else {
             for direction in [Direction::ClientToServer, Direction::ServerToClient] {
                 self.lose(direction, Undecryptable::UnsupportedSuite(id), out);
@@ -378,6 +383,12 @@ impl TlsConnection {
             return;
         };
         self.hello.suite = Some(suite);
+        if tls13 && !suite.bulk_is_aead() {
+            for direction in [Direction::ClientToServer, Direction::ServerToClient] {
+                self.lose(direction, Undecryptable::UnsupportedSuite(id), out);
+            }
+            return;
+        }
         if tls13 {
             self.switch13(
                 Direction::ServerToClient,
@@ -425,9 +436,9 @@ impl TlsConnection {
         ) else {
             return;
         };
-        let pair = keys
-            .get(&cr, Label::ClientRandom)
-            .and_then(|master| Tls12Keys::pair(suite, master, &cr, &sr));
+        let pair = keys.get(&cr, Label::ClientRandom).and_then(|master| {
+            Tls12Keys::pair(suite, master, &cr, &sr, self.hello.encrypt_then_mac)
+        });
         match pair {
             Some((client, server)) => {
                 self.sides[0].next = Some(Box::new(client));

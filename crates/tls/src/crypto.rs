@@ -1,7 +1,8 @@
 //! The TLS key schedule on RustCrypto's primitives: the cipher suites decrypted, TLS 1.3's
 //! HKDF-Expand-Label and traffic keys (RFC 8446 §7.1–7.3), TLS 1.2's PRF and key block
 //! (RFC 5246 §5, §6.3), and each direction's record protection (RFC 8446 §5.2–5.4, RFC 5288,
-//! RFC 7905). AEAD suites only for now; CBC suites are reported as not supported.
+//! RFC 7905), and TLS 1.2's CBC suites, MAC-then-encrypt or encrypt-then-MAC (RFC 5246
+//! §6.2.3.2, RFC 7366).
 
 use aes_gcm::{AeadInOut, Aes128Gcm, Aes256Gcm, KeyInit};
 use chacha20poly1305::ChaCha20Poly1305;
@@ -29,13 +30,37 @@ pub(crate) enum Bulk {
     Aes128Gcm,
     Aes256Gcm,
     Chacha20,
+    Aes128Cbc,
+    Aes256Cbc,
 }
 
 impl Bulk {
     fn key_len(self) -> usize {
         match self {
-            Bulk::Aes128Gcm => 16,
-            Bulk::Aes256Gcm | Bulk::Chacha20 => 32,
+            Bulk::Aes128Gcm | Bulk::Aes128Cbc => 16,
+            Bulk::Aes256Gcm | Bulk::Chacha20 | Bulk::Aes256Cbc => 32,
+        }
+    }
+
+    fn aead(self) -> bool {
+        !matches!(self, Bulk::Aes128Cbc | Bulk::Aes256Cbc)
+    }
+}
+
+/// The record MAC of a CBC suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MacAlg {
+    Sha1,
+    Sha256,
+    Sha384,
+}
+
+impl MacAlg {
+    fn len(self) -> usize {
+        match self {
+            MacAlg::Sha1 => 20,
+            MacAlg::Sha256 => 32,
+            MacAlg::Sha384 => 48,
         }
     }
 }
@@ -45,23 +70,36 @@ impl Bulk {
 pub(crate) struct Suite {
     pub bulk: Bulk,
     pub hash: Hash,
+    /// CBC suites only.
+    pub mac: Option<MacAlg>,
+}
+
+impl Suite {
+    /// An AEAD suite (every TLS 1.3 suite is one).
+    pub(crate) fn bulk_is_aead(&self) -> bool {
+        self.bulk.aead()
+    }
 }
 
 /// The suite `id` names, when it is one this build decrypts (TLS 1.3's three, and TLS 1.2's
-/// AEAD suites with ECDHE, DHE or RSA key exchange).
+/// AEAD and AES-CBC suites with ECDHE, DHE or RSA key exchange).
 pub(crate) fn suite(id: u16) -> Option<Suite> {
     use Bulk::*;
     use Hash::*;
-    let (bulk, hash) = match id {
-        0x1301 => (Aes128Gcm, Sha256),
-        0x1302 => (Aes256Gcm, Sha384),
-        0x1303 => (Chacha20, Sha256),
-        0xC02B | 0xC02F | 0x009E | 0x009C => (Aes128Gcm, Sha256),
-        0xC02C | 0xC030 | 0x009F | 0x009D => (Aes256Gcm, Sha384),
-        0xCCA8..=0xCCAA => (Chacha20, Sha256),
+    let (bulk, hash, mac) = match id {
+        0x1301 => (Aes128Gcm, Sha256, None),
+        0x1302 => (Aes256Gcm, Sha384, None),
+        0x1303 => (Chacha20, Sha256, None),
+        0xC02B | 0xC02F | 0x009E | 0x009C => (Aes128Gcm, Sha256, None),
+        0xC02C | 0xC030 | 0x009F | 0x009D => (Aes256Gcm, Sha384, None),
+        0xCCA8..=0xCCAA => (Chacha20, Sha256, None),
+        0xC009 | 0xC013 | 0x0033 | 0x002F => (Aes128Cbc, Sha256, Some(MacAlg::Sha1)),
+        0xC00A | 0xC014 | 0x0039 | 0x0035 => (Aes256Cbc, Sha256, Some(MacAlg::Sha1)),
+        0xC023 | 0xC027 | 0x0067 | 0x003C => (Aes128Cbc, Sha256, Some(MacAlg::Sha256)),
+        0xC024 | 0xC028 | 0x006B | 0x003D => (Aes256Cbc, Sha384, Some(MacAlg::Sha384)),
         _ => return None,
     };
-    Some(Suite { bulk, hash })
+    Some(Suite { bulk, hash, mac })
 }
 
 /// RFC 8446 §7.1: HKDF-Expand(Secret, HkdfLabel, Length), HkdfLabel = length, "tls13 " +
@@ -129,6 +167,7 @@ impl Aead {
             Bulk::Aes128Gcm => Aead::Aes128(Box::new(Aes128Gcm::new_from_slice(key).ok()?)),
             Bulk::Aes256Gcm => Aead::Aes256(Box::new(Aes256Gcm::new_from_slice(key).ok()?)),
             Bulk::Chacha20 => Aead::Chacha(Box::new(ChaCha20Poly1305::new_from_slice(key).ok()?)),
+            Bulk::Aes128Cbc | Bulk::Aes256Cbc => return None,
         })
     }
 
@@ -202,47 +241,72 @@ impl Tls13Keys {
     }
 }
 
-/// One direction's TLS 1.2 AEAD record protection.
+/// One direction's TLS 1.2 record protection: an AEAD, or AES-CBC with its MAC.
 pub(crate) struct Tls12Keys {
     suite: Suite,
-    aead: Aead,
+    aead: Option<Aead>,
+    key: Vec<u8>,
+    mac_key: Vec<u8>,
     iv: [u8; 12],
     seq: u64,
+    /// RFC 7366 encrypt-then-MAC (CBC only).
+    etm: bool,
 }
 
 impl Tls12Keys {
     /// RFC 5246 §6.3: both directions' keys (client's, server's) from the master secret:
-    /// key_block = PRF(master, "key expansion", server_random + client_random).
+    /// key_block = PRF(master, "key expansion", server_random + client_random), laid out as
+    /// the two MAC keys, the two encryption keys, the two IVs.
     pub(crate) fn pair(
         suite: Suite,
         master: &[u8],
         client_random: &[u8; 32],
         server_random: &[u8; 32],
+        etm: bool,
     ) -> Option<(Self, Self)> {
+        let mac_len = suite.mac.map_or(0, MacAlg::len);
         let key_len = suite.bulk.key_len();
-        // GCM: a 4-byte salt, the rest of the nonce is on the wire; ChaCha20: a 12-byte IV.
-        let iv_len = if suite.bulk == Bulk::Chacha20 { 12 } else { 4 };
-        let mut block = vec![0; 2 * (key_len + iv_len)];
+        // GCM: a 4-byte salt, the rest of the nonce is on the wire; ChaCha20: a 12-byte IV; CBC
+        // (TLS 1.1 on): an explicit IV in every record.
+        let iv_len = match suite.bulk {
+            Bulk::Aes128Gcm | Bulk::Aes256Gcm => 4,
+            Bulk::Chacha20 => 12,
+            Bulk::Aes128Cbc | Bulk::Aes256Cbc => 0,
+        };
+        let mut block = vec![0; 2 * (mac_len + key_len + iv_len)];
         let seed: [&[u8]; 3] = [b"key expansion", server_random, client_random];
         prf(suite.hash, master, &seed, &mut block)?;
-        let (client_key, rest) = block.split_at(key_len);
+        let (client_mac, rest) = block.split_at(mac_len);
+        let (server_mac, rest) = rest.split_at(mac_len);
+        let (client_key, rest) = rest.split_at(key_len);
         let (server_key, rest) = rest.split_at(key_len);
         let (client_iv, server_iv) = rest.split_at(iv_len);
-        let keys = |key: &[u8], iv: &[u8]| {
+        let keys = |mac: &[u8], key: &[u8], iv: &[u8]| {
             let mut full = [0u8; 12];
             full[..iv.len()].copy_from_slice(iv);
+            let aead = if suite.bulk.aead() {
+                Some(Aead::new(suite.bulk, key)?)
+            } else {
+                None
+            };
             Some(Tls12Keys {
                 suite,
-                aead: Aead::new(suite.bulk, key)?,
+                aead,
+                key: key.to_vec(),
+                mac_key: mac.to_vec(),
                 iv: full,
                 seq: 0,
+                etm,
             })
         };
-        Some((keys(client_key, client_iv)?, keys(server_key, server_iv)?))
+        Some((
+            keys(client_mac, client_key, client_iv)?,
+            keys(server_mac, server_key, server_iv)?,
+        ))
     }
 
-    /// Decrypts one record; where the plaintext is in `body`. The AAD is seq, type, version and
-    /// the plaintext's length (RFC 5246 §6.2.3.3).
+    /// Decrypts one record; where the plaintext is in `body`. The AAD (and the CBC MAC's
+    /// header) is seq, type, version and a length (RFC 5246 §6.2.3).
     pub(crate) fn open(
         &mut self,
         header: &[u8; 5],
@@ -256,25 +320,94 @@ impl Tls12Keys {
             a[11..].copy_from_slice(&u16::try_from(len).unwrap_or(u16::MAX).to_be_bytes());
             a
         };
-        let range = match self.suite.bulk {
-            Bulk::Aes128Gcm | Bulk::Aes256Gcm => {
+        let range = match (&self.aead, self.suite.bulk) {
+            (Some(aead), Bulk::Aes128Gcm | Bulk::Aes256Gcm) => {
                 // RFC 5288 §3: nonce = salt + the record's first 8 bytes.
                 let explicit: [u8; 8] = body.get(..8)?.try_into().ok()?;
                 let mut n = self.iv;
                 n[4..].copy_from_slice(&explicit);
                 let len = body.len().checked_sub(8 + TAG)?;
-                let opened = self.aead.open(&n, &aad(len), &mut body[8..])?;
+                let opened = aead.open(&n, &aad(len), &mut body[8..])?;
                 8..8 + opened
             }
-            Bulk::Chacha20 => {
+            (Some(aead), Bulk::Chacha20) => {
                 // RFC 7905 §2: nonce = IV XOR seq.
                 let len = body.len().checked_sub(TAG)?;
-                let opened = self.aead.open(&nonce(&self.iv, seq), &aad(len), body)?;
+                let opened = aead.open(&nonce(&self.iv, seq), &aad(len), body)?;
                 0..opened
             }
+            (None, Bulk::Aes128Cbc | Bulk::Aes256Cbc) => self.open_cbc(&aad, body)?,
+            _ => return None,
         };
         self.seq += 1;
         Some(range)
+    }
+
+    /// RFC 5246 §6.2.3.2: IV, then the encrypted data, MAC and padding; with encrypt-then-MAC
+    /// (RFC 7366) the MAC follows the ciphertext and covers it instead. Both MACs are checked.
+    fn open_cbc(
+        &self,
+        aad: &dyn Fn(usize) -> [u8; 13],
+        body: &mut [u8],
+    ) -> Option<std::ops::Range<usize>> {
+        use cbc::cipher::{BlockModeDecrypt, KeyIvInit, block_padding::NoPadding};
+        let mac = self.suite.mac?;
+        let mac_len = mac.len();
+        let mut end = body.len();
+        if self.etm {
+            end = end.checked_sub(mac_len)?;
+            let (covered, tag) = body.split_at(end);
+            if !verify_mac(mac, &self.mac_key, &aad(covered.len()), covered, tag) {
+                return None;
+            }
+        }
+        if end < 32 || !end.is_multiple_of(16) {
+            return None;
+        }
+        let (iv, ct) = body[..end].split_at_mut(16);
+        let plain = match self.suite.bulk {
+            Bulk::Aes128Cbc => cbc::Decryptor::<aes::Aes128>::new_from_slices(&self.key, iv)
+                .ok()?
+                .decrypt_padded::<NoPadding>(ct)
+                .ok()?
+                .len(),
+            _ => cbc::Decryptor::<aes::Aes256>::new_from_slices(&self.key, iv)
+                .ok()?
+                .decrypt_padded::<NoPadding>(ct)
+                .ok()?
+                .len(),
+        };
+        let pad = usize::from(*ct.get(plain.checked_sub(1)?)?);
+        let unpadded = plain.checked_sub(pad + 1)?;
+        if !ct[unpadded..plain - 1]
+            .iter()
+            .all(|&b| usize::from(b) == pad)
+        {
+            return None;
+        }
+        if self.etm {
+            return Some(16..16 + unpadded);
+        }
+        let len = unpadded.checked_sub(mac_len)?;
+        let (data, tag) = ct[..unpadded].split_at(len);
+        verify_mac(mac, &self.mac_key, &aad(len), data, tag).then_some(16..16 + len)
+    }
+}
+
+/// An HMAC over `header` then `data` equals `tag` (compared in constant time by the crate).
+fn verify_mac(alg: MacAlg, key: &[u8], header: &[u8], data: &[u8], tag: &[u8]) -> bool {
+    fn check<M: Mac + KeyInit>(key: &[u8], header: &[u8], data: &[u8], tag: &[u8]) -> bool {
+        let Ok(mut m) = <M as KeyInit>::new_from_slice(key) else {
+            return false;
+        };
+        m.update(header);
+        m.update(data);
+        m.verify_slice(tag).is_ok()
+    }
+    match alg {
+        MacAlg::Sha1 => check::<Hmac<sha1::Sha1>>(key, header, data, tag),
+        MacAlg::Sha256 => check::<Hmac<Sha256>>(key, header, data, tag),
+        MacAlg::Sha384 => check::<Hmac<Sha384>>(key, header, data, tag),
     }
 }
 
