@@ -12,18 +12,16 @@ use tls_parser::{
     parse_tls_handshake_server_hello,
 };
 
+use mcpf_model::Direction;
+
 use crate::crypto::{Suite, Tls12Keys, Tls13Keys, suite};
 use crate::keylog::{KeyLog, Label};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    ClientToServer,
-    ServerToClient,
-}
-
-impl Direction {
-    fn index(self) -> usize {
-        self as usize
+/// A side's slot in the per-direction arrays.
+pub(crate) fn index(direction: Direction) -> usize {
+    match direction {
+        Direction::ClientToServer => 0,
+        Direction::ServerToClient => 1,
     }
 }
 
@@ -164,7 +162,7 @@ impl TlsConnection {
     /// The next bytes of `direction`, in order: what the whole records among them yield.
     pub fn feed(&mut self, direction: Direction, bytes: &[u8], keys: &KeyLog) -> Vec<Output> {
         let mut out = Vec::new();
-        let d = direction.index();
+        let d = index(direction);
         if matches!(self.sides[d].keys, Keys::Lost) {
             return out;
         }
@@ -197,7 +195,7 @@ impl TlsConnection {
     }
 
     fn lose(&mut self, direction: Direction, why: Undecryptable, out: &mut Vec<Output>) {
-        let side = &mut self.sides[direction.index()];
+        let side = &mut self.sides[index(direction)];
         side.keys = Keys::Lost;
         side.pending = Vec::new();
         side.handshake = Vec::new();
@@ -218,7 +216,7 @@ impl TlsConnection {
     ) {
         let header: [u8; 5] = [record[0], record[1], record[2], record[3], record[4]];
         let body = &mut record[5..];
-        let d = direction.index();
+        let d = index(direction);
         match (&mut self.sides[d].keys, header[0]) {
             (Keys::None, HANDSHAKE) => {
                 let body = body.to_vec();
@@ -289,7 +287,7 @@ impl TlsConnection {
         keys: &KeyLog,
         out: &mut Vec<Output>,
     ) {
-        let d = direction.index();
+        let d = index(direction);
         self.sides[d].handshake.extend_from_slice(bytes);
         loop {
             let buf = &self.sides[d].handshake;
@@ -323,7 +321,7 @@ impl TlsConnection {
         const SERVER_HELLO: u8 = 2;
         const FINISHED: u8 = 20;
         const KEY_UPDATE: u8 = 24;
-        let d = direction.index();
+        let d = index(direction);
         match message[0] {
             CLIENT_HELLO => {
                 if let Ok((_, ch)) = parse_tls_handshake_client_hello(&message[4..]) {
@@ -422,7 +420,7 @@ impl TlsConnection {
             .get(&random, label)
             .and_then(|secret| Tls13Keys::new(suite, secret))
         {
-            Some(k) => self.sides[direction.index()].keys = Keys::Tls13(Box::new(k)),
+            Some(k) => self.sides[index(direction)].keys = Keys::Tls13(Box::new(k)),
             None => self.lose(direction, Undecryptable::NoKey, out),
         }
     }

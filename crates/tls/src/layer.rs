@@ -11,7 +11,7 @@ use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
 use mcpf_model::ConnId;
 
-use crate::conn::{Direction, Output, TlsConnection};
+use crate::conn::{Output, TlsConnection};
 use crate::keylog::KeyLog;
 
 /// What the layer did, for the report.
@@ -134,16 +134,12 @@ impl TlsLayer {
                 acked,
             });
         };
-        let direction = match dir {
-            mcpf_model::Direction::ClientToServer => Direction::ClientToServer,
-            mcpf_model::Direction::ServerToClient => Direction::ServerToClient,
-        };
-        let outs = tls.feed(direction, data, &self.keys);
+        let outs = tls.feed(dir, data, &self.keys);
         let mut reasons = Vec::new();
         for out in outs {
             match out {
                 Output::Plaintext { data: plain, .. } => {
-                    plaintext[direction as usize] = true;
+                    plaintext[crate::conn::index(dir)] = true;
                     // The acknowledgment counts ciphertext bytes: it says nothing of plaintext.
                     next.on_tcp(TcpEvent::Data {
                         conn,

@@ -11,6 +11,6 @@ mod crypto;
 pub mod keylog;
 pub mod layer;
 
-pub use conn::{Direction, Output, TlsConnection, Undecryptable};
+pub use conn::{Output, TlsConnection, Undecryptable};
 pub use keylog::{KeyLog, KeyLogError};
 pub use layer::{TlsLayer, TlsStats};

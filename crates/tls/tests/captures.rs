@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::{CaptureStage, Settings, open_capture};
-use mcpf_model::ConnId;
-use mcpf_tls::{Direction, KeyLog, Output, TlsConnection, Undecryptable};
+use mcpf_model::{ConnId, Direction};
+use mcpf_tls::{KeyLog, Output, TlsConnection, Undecryptable};
 
 fn sample(name: &str) -> String {
     format!("{}/../../samples/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -29,11 +29,7 @@ fn decrypt(keys: &KeyLog) -> BTreeMap<ConnId, Yield> {
             conn, dir, data, ..
         } = ev
         {
-            let direction = match dir {
-                mcpf_model::Direction::ClientToServer => Direction::ClientToServer,
-                mcpf_model::Direction::ServerToClient => Direction::ServerToClient,
-            };
-            let outs = conns.entry(conn).or_default().feed(direction, data, keys);
+            let outs = conns.entry(conn).or_default().feed(dir, data, keys);
             let entry = got.entry(conn).or_default();
             for o in outs {
                 match o {
@@ -109,14 +105,13 @@ fn damaged_records_are_reported_never_a_panic() {
     let keys = KeyLog::parse(&std::fs::read(sample("tls-nginx-curl.keys")).unwrap()).unwrap();
     let mut inputs = vec![open_capture(&sample("tls-nginx-curl.pcap"), 0).unwrap()];
     let mut stage = CaptureStage::new(Settings::default(), 1);
-    let mut streams: BTreeMap<(ConnId, bool), Vec<Vec<u8>>> = BTreeMap::new();
+    let mut streams: BTreeMap<(ConnId, Direction), Vec<Vec<u8>>> = BTreeMap::new();
     let mut sink = |ev: TcpEvent<'_>| {
         if let TcpEvent::Data {
             conn, dir, data, ..
         } = ev
         {
-            let c2s = dir == mcpf_model::Direction::ClientToServer;
-            streams.entry((conn, c2s)).or_default().push(data.to_vec());
+            streams.entry((conn, dir)).or_default().push(data.to_vec());
         }
     };
     mcpf_capture::run(&mut inputs, &mut stage, &mut sink);
@@ -130,12 +125,7 @@ fn damaged_records_are_reported_never_a_panic() {
     for round in 0..300 {
         let mut conns: BTreeMap<ConnId, TlsConnection> = BTreeMap::new();
         let mut damaged = 0;
-        for ((conn, c2s), segments) in &streams {
-            let direction = if *c2s {
-                Direction::ClientToServer
-            } else {
-                Direction::ServerToClient
-            };
+        for (&(conn, direction), segments) in &streams {
             for seg in segments {
                 let mut seg = seg.clone();
                 match next() % 8 {
@@ -148,7 +138,7 @@ fn damaged_records_are_reported_never_a_panic() {
                     2 => seg.extend_from_within(..),
                     _ => {}
                 }
-                let outs = conns.entry(*conn).or_default().feed(direction, &seg, &keys);
+                let outs = conns.entry(conn).or_default().feed(direction, &seg, &keys);
                 assert!(outs.len() <= seg.len() + 1, "round {round}");
             }
         }
