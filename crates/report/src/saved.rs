@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use mcpf_detect::{FindingKind, Severity};
 
 use crate::analyze::{
-    FindingText, Style, write_finding, write_session_table, write_timeline_row, write_verdict_line,
+    FindingText, Style, frames_text, write_finding, write_session_table, write_timeline_row,
+    write_verdict_line,
 };
 use crate::doc::Doc;
 use crate::markdown::clock;
@@ -200,12 +201,6 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
             .filter(|c| ids.contains(c))
             .map(|c| terminal(c).into_owned())
             .collect();
-        let frames: Vec<String> = f["frames"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(Value::to_string)
-            .collect();
         let summary = terminal(f["summary"].as_str().unwrap_or("")).into_owned();
         let id = terminal(f["id"].as_str().unwrap_or("")).into_owned();
         let kind = terminal(f["kind"].as_str().unwrap_or("")).into_owned();
@@ -215,11 +210,13 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
                 .unwrap_or(Severity::Info),
             kind: &kind,
             time: clock(f["time"].as_str().unwrap_or("")),
-            frames: match frames.len() {
-                0 => String::new(),
-                1 => format!("frame {}", frames[0]),
-                _ => format!("frames {}", frames.join(", ")),
-            },
+            frames: frames_text(
+                f["frames"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64),
+            ),
             causes,
             summary: &summary,
             note: f["confidence_note"].as_str(),

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use mcpf_detect::{Severity, finding_id};
 use mcpf_mcp::model::short_id;
-use mcpf_model::{Mark, endpoint};
+use mcpf_model::endpoint;
 
 use super::{Report, Selection, SessionHeader};
 use crate::redact::Redactor;
@@ -53,12 +53,10 @@ impl Style {
     }
 }
 
-fn frames_text(frames: &[Mark]) -> String {
-    let mut nums: Vec<u64> = frames
-        .iter()
-        .map(|m| m.frame.frame)
-        .filter(|&n| n > 0)
-        .collect();
+/// `frame 10`, `frames 10, 15, 18`, `frames 10…158` (more than four): the frame numbers, in
+/// order, once each, 0 (unknown) left out.
+pub(crate) fn frames_text(frames: impl IntoIterator<Item = u64>) -> String {
+    let mut nums: Vec<u64> = frames.into_iter().filter(|&n| n > 0).collect();
     nums.sort_unstable();
     nums.dedup();
     match nums.as_slice() {
@@ -570,7 +568,7 @@ fn write_findings(
             severity: f.severity,
             kind: f.kind.name(),
             time: f.time.time.clock_millis(),
-            frames: frames_text(&f.frames),
+            frames: frames_text(f.frames.iter().map(|m| m.frame.frame)),
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),

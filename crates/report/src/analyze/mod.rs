@@ -22,7 +22,8 @@ mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};
 pub(crate) use human::{
-    FindingText, write_finding, write_session_table, write_timeline_row, write_verdict_line,
+    FindingText, frames_text, write_finding, write_session_table, write_timeline_row,
+    write_verdict_line,
 };
 pub use json::{write_json, write_ndjson, write_ndjson_tail};
 pub use live::{LiveLines, LiveSession};
