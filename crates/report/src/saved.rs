@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use mcpf_detect::{FindingKind, Severity};
 
 use crate::analyze::{
-    FindingText, Style, frames_text, write_finding, write_session_table, write_timeline_row,
-    write_verdict_line,
+    FindingText, Style, frames_text, write_finding, write_fix, write_session_table,
+    write_timeline_row, write_verdict_line,
 };
 use crate::doc::Doc;
 use crate::markdown::clock;
@@ -122,7 +122,7 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Value, style: Style) -> io::
         let line = format!("note: {}", terminal(l.as_str().unwrap_or("")));
         writeln!(out, "{}", wrap(&line, style.width, "  ", "    "))?;
     }
-    writeln!(out, "\n{}", style_heading(style, "VERDICT"))?;
+    writeln!(out, "\n{}", style.heading("VERDICT"))?;
     let verdicts = d.verdicts();
     if verdicts.is_empty() {
         writeln!(
@@ -143,19 +143,11 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Value, style: Style) -> io::
     for s in &shown {
         write_timeline(out, &d, s, style)?;
     }
-    write_what_to_do(out, &d, &shown, style)
-}
-
-fn style_heading(style: Style, text: &str) -> String {
-    if style.color {
-        format!("\x1b[1m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
+    write_what_to_do(out, doc, style)
 }
 
 fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<()> {
-    writeln!(out, "\n{}", style_heading(style, "SESSIONS"))?;
+    writeln!(out, "\n{}", style.heading("SESSIONS"))?;
     let rows: Vec<Vec<String>> = d
         .sessions()
         .map(|s| {
@@ -188,7 +180,7 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
     writeln!(
         out,
         "\n{}  worst first; ← its cause",
-        style_heading(style, &format!("FINDINGS ({})", terminal(key)))
+        style.heading(&format!("FINDINGS ({})", terminal(key)))
     )?;
     let ids: Vec<&str> = mine.iter().filter_map(|f| f["id"].as_str()).collect();
     let id_width = ids.iter().map(|i| i.len()).max().unwrap_or(2);
@@ -234,12 +226,7 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
     }
     let date = s["start"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
     let title = format!("TIMELINE ({})", terminal(key));
-    writeln!(
-        out,
-        "\n{}  {} UTC",
-        style_heading(style, &title),
-        terminal(date)
-    )?;
+    writeln!(out, "\n{}  {} UTC", style.heading(&title), terminal(date))?;
     for e in rows {
         let marker = match e["direction"].as_str().unwrap_or("") {
             "▲" => format!("▲ {}", crate::doc::entry_findings(e).join(",")),
@@ -261,30 +248,23 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> 
     writeln!(out, "{}", wrap(&line, style.width, " ", "   "))
 }
 
-fn write_what_to_do(
-    out: &mut dyn Write,
-    d: &Doc<'_>,
-    shown: &[&Value],
-    style: Style,
-) -> io::Result<()> {
-    let worst = shown
-        .iter()
-        .filter_map(|s| d.worst_first(d.key(s)).first().copied())
+/// The fix for the most severe finding (medium or above), the earliest of equals: the live
+/// report's choice, the document's findings being in its order.
+fn write_what_to_do(out: &mut dyn Write, doc: &Value, style: Style) -> io::Result<()> {
+    let worst = doc["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter_map(|f| {
             let sev = Severity::parse(f["severity"].as_str()?)?;
             let kind = FindingKind::from_name(f["kind"].as_str()?)?;
             sev.at_least(Severity::Medium).then_some((sev, kind))
         })
         .min_by_key(|(sev, _)| *sev);
-    if let Some((_, kind)) = worst {
-        writeln!(
-            out,
-            "\n{}  (mcp-forensics explain {kind})",
-            style_heading(style, "WHAT TO DO")
-        )?;
-        writeln!(out, "{}", wrap(kind.info().fix, style.width, " ", " "))?;
+    match worst {
+        Some((_, kind)) => write_fix(out, kind, style),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ impl Style {
         format!("\x1b[{code}m{name}\x1b[0m")
     }
 
-    fn heading(&self, text: &str) -> String {
+    pub(crate) fn heading(&self, text: &str) -> String {
         if self.color {
             format!("\x1b[1m{text}\x1b[0m")
         } else {
@@ -720,17 +720,24 @@ fn write_what_to_do(
         .copied()
         .filter(|&p| rep.findings[p].severity.at_least(Severity::Medium))
         .min_by_key(|&p| (rep.findings[p].severity, p));
-    if let Some(p) = worst {
-        let f = &rep.findings[p];
-        writeln!(
-            out,
-            "\n{}  (mcp-forensics explain {})",
-            style.heading("WHAT TO DO"),
-            f.kind
-        )?;
-        writeln!(out, "{}", wrap(f.kind.info().fix, style.width, " ", " "))?;
+    match worst {
+        Some(p) => write_fix(out, rep.findings[p].kind, style),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// `WHAT TO DO`: the fix of a finding kind, and the command that explains it.
+pub(crate) fn write_fix(
+    out: &mut dyn Write,
+    kind: mcpf_detect::FindingKind,
+    style: Style,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n{}  (mcp-forensics explain {kind})",
+        style.heading("WHAT TO DO")
+    )?;
+    writeln!(out, "{}", wrap(kind.info().fix, style.width, " ", " "))
 }
 
 /// The exit code the findings call for, and why.
