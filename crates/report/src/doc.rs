@@ -29,6 +29,9 @@ pub(crate) struct Doc<'a> {
     findings_by_session: HashMap<&'a str, Vec<&'a Value>>,
     timeline_by_session: HashMap<&'a str, Vec<&'a Value>>,
     sessions_by_key: HashMap<&'a str, &'a Value>,
+    /// Which inputs are packet captures, by index: a HAR's or a log's "frames" are its entries
+    /// or lines, which no Wireshark filter selects.
+    captures: Vec<bool>,
 }
 
 /// The elements of a document's list by their `session`, in order.
@@ -65,6 +68,12 @@ impl<'a> Doc<'a> {
                 .into_iter()
                 .flatten()
                 .map(|s| (text(s, "key"), s))
+                .collect(),
+            captures: doc["inputs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| text(i, "format").starts_with("pcap"))
                 .collect(),
         }
     }
@@ -175,13 +184,7 @@ impl<'a> Doc<'a> {
     /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
     /// (named by its path) when they are in several.
     pub(crate) fn display_filter(&self, f: &Value) -> Option<String> {
-        // A HAR's or a log's "frames" are its entries or lines: no Wireshark filter selects them.
-        let captures: Vec<bool> = self.doc["inputs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|i| text(i, "format").starts_with("pcap"))
-            .collect();
+        let captures = &self.captures;
         let refs = f["frame_refs"]
             .as_array()
             .into_iter()
