@@ -136,11 +136,7 @@ impl Finalizer {
             .filter(|f| sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
             .map(|f| (f.handle, f))
             .collect();
-        let selected = sel.sessions.as_ref().is_some_and(|keys| {
-            keys.iter().any(|k| {
-                k.eq_ignore_ascii_case(&s.label()) || s.session_id.as_deref() == Some(k.as_str())
-            })
-        });
+        let selected = sel.names(&s.label(), s.session_id.as_deref());
         let notable = shown
             .iter()
             .any(|(_, f)| f.severity.at_least(Severity::Low));

@@ -727,3 +727,26 @@ fn the_verdict_names_the_incident_alone() {
         assert!(!html.contains("<svg"), "{healthy}: no incident to draw");
     }
 }
+
+/// A session asked for by its ID as the table shortens it is shown whole, timeline included,
+/// however far down a large capture it is (past the sessions whose timelines are kept anyway).
+#[test]
+fn a_session_asked_for_by_its_short_id_gets_its_timeline() {
+    let f = "samples/concurrent-nginx-client-leg.pcap";
+    let doc: serde_json::Value =
+        serde_json::from_str(&run(&["analyze", "--format", "json", f]).stdout).unwrap();
+    let id = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "S45")
+        .unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let short = format!("{}…{}", &id[..4], &id[id.len() - 4..]);
+    for key in ["S45", short.as_str(), id.as_str()] {
+        let out = run(&["analyze", "--session", key, f]).stdout;
+        assert!(out.contains("TIMELINE (S45)"), "--session {key}: {out}");
+    }
+}

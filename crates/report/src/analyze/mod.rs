@@ -105,6 +105,14 @@ impl TimeBound {
 }
 
 impl Selection {
+    /// Whether `--session` names the session labelled `label` with this ID (its label, its ID
+    /// whole or shortened as the table prints it); false when no `--session` was given.
+    pub fn names(&self, label: &str, session_id: Option<&str>) -> bool {
+        self.sessions
+            .as_ref()
+            .is_some_and(|keys| keys.iter().any(|k| key_names_session(k, label, session_id)))
+    }
+
     /// Whether the session is shown: named by `--session` (when given) and overlapping the
     /// time window.
     fn selects(&self, s: &SessionHeader) -> bool {
@@ -288,10 +296,15 @@ impl Report {
 /// Whether a `--session` key names the session: its label (`S3`, any case), its ID whole, or its
 /// ID as the session table shortens it (`2665…92a9`, or with `...`).
 fn key_names(key: &str, s: &SessionHeader) -> bool {
-    if key.eq_ignore_ascii_case(&s.label()) {
+    key_names_session(key, &s.label(), s.head.session_id.as_deref())
+}
+
+/// The same, of a session known by its label and ID.
+fn key_names_session(key: &str, label: &str, session_id: Option<&str>) -> bool {
+    if key.eq_ignore_ascii_case(label) {
         return true;
     }
-    let Some(id) = s.head.session_id.as_deref() else {
+    let Some(id) = session_id else {
         return false;
     };
     if id == key {
