@@ -79,7 +79,9 @@ fn abandoned(
 ) -> Option<Mark> {
     let lost = match (stream.status, stream.outcome) {
         (Some(404), _) => stream.response_mark,
-        (_, Some(Outcome::Reset | Outcome::ClosedEarly | Outcome::Gap)) => stream.ended,
+        (_, Some(Outcome::Reset | Outcome::StreamReset | Outcome::ClosedEarly | Outcome::Gap)) => {
+            stream.ended
+        }
         _ => None,
     }?;
     let id = m.id.as_ref()?;

@@ -357,6 +357,14 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
             );
             on("client_gave_up", text, ch)
         }
+        (Some(Outcome::StreamReset), _) => on(
+            "stream_reset",
+            format!(
+                "the server reset the HTTP/2 stream of {} (its connection went on)",
+                ch.label()
+            ),
+            ch,
+        ),
         (Some(Outcome::ClosedEarly), Some(Direction::ServerToClient)) => on(
             "server_closed",
             format!("the server closed {} without answering", ch.label()),

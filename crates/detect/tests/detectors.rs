@@ -365,6 +365,8 @@ impl Capture {
                 mark,
                 unknown: false,
                 when_unknown: false,
+                gap_bytes: 0,
+                snaplen_bytes: 0,
             });
         }
         if !self.keep_alive {

@@ -20,20 +20,21 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::body::{ChunkOutput, ChunkedDecoder, ContentDecoder, Framing};
-use super::held::{HeldBytes, MAX_BYTES_HELD};
+use super::body::{ChunkOutput, ChunkedDecoder, Framing};
+use super::h2::{H2Connection, PREFACE};
+use super::payload::Payload;
 use super::resync::{self, Search};
-use super::shrink::{JsonShrinker, KEEP_STRING};
 use super::sse::{SseEvent, SseParser};
 use super::{
-    Body, ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd,
-    ResponseHead,
+    ConnKind, ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
 };
 use mcpf_model::Mark;
 use mcpf_model::{ConnId, Direction};
 
 /// Bytes of a connection's start looked at to tell TLS and HTTP/2 apart from HTTP/1.1.
 const PROBE_BYTES: usize = 24;
+/// Server bytes kept while the client has sent none (an HTTP/2 server's first frames).
+const MAX_EARLY_SERVER_BYTES: usize = 64 << 10;
 /// Headers larger than this are not an HTTP message we can use.
 const MAX_HEAD: usize = 64 * 1024;
 /// A start line is looked for within lines up to this long while resynchronising.
@@ -45,7 +46,7 @@ pub(crate) const MAX_BODY: usize = 16 << 20;
 /// Header fields kept per message; past it only the fields the pipeline reads
 /// ([`READ_PAST_MAX_HEADERS`]) are, and the others are counted and dropped, with an anomaly.
 /// The head is still parsed whole (any number of lines within [`MAX_HEAD`]).
-const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 /// The fields that frame a message or place it in an MCP session: never dropped, wherever a
 /// crafted head puts them.
 const READ_PAST_MAX_HEADERS: &[&str] = &[
@@ -103,34 +104,18 @@ struct Message {
     framing: Framing,
     remaining: u64,
     chunked: Option<ChunkedDecoder>,
-    decoder: ContentDecoder,
-    body: Body,
-    shrink: Shrink,
+    payload: Payload,
     /// Body bytes after a gap are not kept (they would be joined across the hole).
     holed: bool,
     gap: bool,
     /// A gap of it was bytes lost, not only bytes the snap length cut.
     lost: bool,
-    sse: Option<SseParser>,
     first: Mark,
     last: Mark,
     /// Stream offset of its first byte (its start line).
     offset: u64,
     /// Its head was not cut by a gap.
     head_complete: bool,
-    /// What its body or event in progress holds against the budget of all messages.
-    held: HeldBytes,
-}
-
-/// How a body past [`MAX_BODY`] is kept.
-#[derive(Debug)]
-enum Shrink {
-    /// Cut at the limit.
-    NotJson,
-    /// JSON: kept with its strings cut ([`JsonShrinker`]) once past the limit...
-    Json,
-    /// ... as it now is.
-    Shrinking(Box<JsonShrinker>),
 }
 
 #[derive(Debug)]
@@ -263,6 +248,41 @@ pub(crate) struct Counts {
     pub(crate) messages_cut_by_held: u64,
     pub(crate) headers_dropped: u64,
     pub(crate) json_bodies_shrunk: u64,
+    pub(crate) h2_streams: u64,
+    pub(crate) h2_streams_reset: u64,
+    pub(crate) h2_goaways: u64,
+    pub(crate) h2_flow_stalls: u64,
+    pub(crate) h2_flow_stall_ns: u64,
+    pub(crate) h2_flow_stalled_at_end: u64,
+}
+
+impl Counts {
+    pub(crate) fn plus(&self, o: &Counts) -> Counts {
+        Counts {
+            inconsistent_retransmissions: self.inconsistent_retransmissions
+                + o.inconsistent_retransmissions,
+            inconsistent_bytes: self.inconsistent_bytes + o.inconsistent_bytes,
+            inconsistent_unattributed: self.inconsistent_unattributed + o.inconsistent_unattributed,
+            responses_held: self.responses_held + o.responses_held,
+            held_paired: self.held_paired + o.held_paired,
+            held_released_early: self.held_released_early + o.held_released_early,
+            midstream_resyncs: self.midstream_resyncs + o.midstream_resyncs,
+            heads_cut: self.heads_cut + o.heads_cut,
+            heads_cut_by_snaplen: self.heads_cut_by_snaplen + o.heads_cut_by_snaplen,
+            bodies_not_decoded_past_budget: self.bodies_not_decoded_past_budget
+                + o.bodies_not_decoded_past_budget,
+            brotli_bodies_refused: self.brotli_bodies_refused + o.brotli_bodies_refused,
+            messages_cut_by_held: self.messages_cut_by_held + o.messages_cut_by_held,
+            headers_dropped: self.headers_dropped + o.headers_dropped,
+            json_bodies_shrunk: self.json_bodies_shrunk + o.json_bodies_shrunk,
+            h2_streams: self.h2_streams + o.h2_streams,
+            h2_streams_reset: self.h2_streams_reset + o.h2_streams_reset,
+            h2_goaways: self.h2_goaways + o.h2_goaways,
+            h2_flow_stalls: self.h2_flow_stalls + o.h2_flow_stalls,
+            h2_flow_stall_ns: self.h2_flow_stall_ns + o.h2_flow_stall_ns,
+            h2_flow_stalled_at_end: self.h2_flow_stalled_at_end + o.h2_flow_stalled_at_end,
+        }
+    }
 }
 
 /// The server's first bytes on a connection picked up mid-stream, while they are searched for a
@@ -349,8 +369,10 @@ pub(crate) struct Connection {
     first_fin: Option<(Direction, Mark)>,
     anomalies: u64,
     scanned_without_http: u64,
-    /// The first bytes of the connection, until they tell TLS or HTTP/2 from the rest.
+    /// The client's first bytes, until they tell TLS or HTTP/2 from the rest, ...
     probe: Vec<u8>,
+    /// ... and the server's bytes before them (see `keep_early_server_bytes`).
+    early_server: Option<Vec<(Vec<u8>, Mark)>>,
     out_events: Vec<SseEvent>,
     /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
     /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
@@ -367,6 +389,9 @@ pub(crate) struct Connection {
     /// Set on a connection picked up mid-stream until its server side shows a head, an event
     /// stream, or neither within the probe's bounds.
     sse_probe: Option<Box<SseProbe>>,
+    /// Set once the connection is seen to speak HTTP/2 (its preface, or an upgrade to h2c):
+    /// every byte from then on is its.
+    h2: Option<Box<H2Connection>>,
 }
 
 /// The index of a direction in per-direction arrays.
@@ -403,6 +428,7 @@ impl Connection {
             anomalies: 0,
             scanned_without_http: 0,
             probe: Vec::new(),
+            early_server: None,
             out_events: Vec::new(),
             pos: [0; 2],
             step_used: [0; 2],
@@ -420,6 +446,7 @@ impl Connection {
                     due: false,
                 })
             }),
+            h2: None,
         }
     }
 
@@ -429,10 +456,16 @@ impl Connection {
     }
 
     pub(crate) fn counts(&self) -> Counts {
-        self.counts
+        match &self.h2 {
+            Some(h2) => self.counts.plus(&h2.counts),
+            None => self.counts,
+        }
     }
 
     pub(crate) fn kind(&self) -> ConnKind {
+        if self.h2.is_some() {
+            return ConnKind::Http2;
+        }
         match self.kind {
             Some(k) => k,
             None if self.saw_data => ConnKind::Other,
@@ -441,11 +474,11 @@ impl Connection {
     }
 
     pub(crate) fn skipped_bytes(&self) -> u64 {
-        self.req.skipped + self.resp.skipped
+        self.req.skipped + self.resp.skipped + self.h2.as_ref().map_or(0, |h| h.skipped)
     }
 
     pub(crate) fn anomalies(&self) -> u64 {
-        self.anomalies
+        self.anomalies + self.h2.as_ref().map_or(0, |h| h.anomalies)
     }
 
     fn anomaly(&mut self, dir: Direction, mark: Mark, what: String, sink: &mut impl HttpSink) {
@@ -470,20 +503,61 @@ impl Connection {
     ) {
         self.expire_hold(mark, sink);
         self.saw_data = true;
-        if self.kind.is_none() && self.probe.len() < PROBE_BYTES {
-            let take = (PROBE_BYTES - self.probe.len()).min(data.len());
+        if let Some(h2) = self.h2.as_mut() {
+            return h2.data(dir, data, mark, sink);
+        }
+        if self.kind.is_none() && dir == Direction::ServerToClient {
+            self.keep_early_server_bytes(data, mark);
+        }
+        if self.kind.is_none() && dir == Direction::ClientToServer && self.probe.len() < PROBE_BYTES
+        {
+            let before = self.probe.len();
+            let take = (PROBE_BYTES - before).min(data.len());
             self.probe.extend_from_slice(&data[..take]);
             if let Some(kind) = classify_first_bytes(&self.probe) {
                 // TLS or HTTP/2 from the first byte on: nothing here for an HTTP/1.1 parser.
                 self.kind = Some(kind);
                 self.req.state = State::Opaque;
                 self.resp.state = State::Opaque;
+                if kind == ConnKind::Http2 {
+                    return self.become_h2(before, data, mark, sink);
+                }
             }
+        }
+        if self.kind.is_some() || self.probe.len() >= PROBE_BYTES {
+            self.early_server = None;
         }
         self.feed(dir, data, mark, acked, sink);
         if dir == Direction::ClientToServer {
             self.release_if_answered(sink);
         }
+    }
+
+    /// Server bytes that came before the client's first: kept (bounded) until the client's bytes
+    /// tell what the connection speaks, for an HTTP/2 server sends its SETTINGS as soon as the
+    /// TLS handshake is done, often before the client's preface is captured.
+    fn keep_early_server_bytes(&mut self, data: &[u8], mark: Mark) {
+        if !self.probe.is_empty() {
+            return;
+        }
+        let early = self.early_server.get_or_insert_with(Vec::new);
+        let held: usize = early.iter().map(|(b, _)| b.len()).sum();
+        if held + data.len() <= MAX_EARLY_SERVER_BYTES {
+            early.push((data.to_vec(), mark));
+        }
+    }
+
+    /// The client's bytes began with the HTTP/2 preface: from here on the connection is read
+    /// as HTTP/2, from the server's early bytes and the probe's on.
+    fn become_h2(&mut self, before: usize, data: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+        let mut h2 = Box::new(H2Connection::new(self.id, self.client, self.server));
+        for (bytes, m) in self.early_server.take().unwrap_or_default() {
+            h2.data(Direction::ServerToClient, &bytes, m, sink);
+        }
+        // The probe's bytes before these were the client's, the preface's start.
+        h2.data(Direction::ClientToServer, &self.probe[..before], mark, sink);
+        h2.data(Direction::ClientToServer, data, mark, sink);
+        self.h2 = Some(h2);
     }
 
     /// Parses bytes of `dir`, unless they start a response to hold (or one is held already).
@@ -510,6 +584,11 @@ impl Connection {
             let used = self.step(dir, rest, mark, sink);
             self.pos[di(dir)] += used as u64;
             rest = &rest[used..];
+            if let Some(h2) = self.h2.as_mut() {
+                // Upgraded: the rest of the segment is HTTP/2.
+                h2.data(dir, rest, mark, sink);
+                return;
+            }
             if dir == Direction::ServerToClient && self.sse_probe.as_ref().is_some_and(|p| p.due) {
                 self.search_sse(false, sink);
             }
@@ -616,7 +695,7 @@ impl Connection {
         msg.chunked = decoder;
         let mut sse = SseParser::new();
         sse.gap_at_boundary();
-        msg.sse = Some(sse);
+        msg.payload.sse = Some(sse);
         self.begin_body(dir, msg);
         if let Some(m) = self.resp.msg.as_mut() {
             // Its start is not in the capture: it cannot end complete.
@@ -756,6 +835,11 @@ impl Connection {
         sink: &mut impl HttpSink,
     ) {
         self.counts.inconsistent_retransmissions += 1;
+        if self.h2.is_some() {
+            // Frames are not tied to stream offsets here: counted, not attributed.
+            self.counts.inconsistent_unattributed += 1;
+            return;
+        }
         let parsed = self.pos[di(dir)];
         let half = match dir {
             Direction::ClientToServer => &mut self.req,
@@ -764,7 +848,7 @@ impl Connection {
         let mut carried_by = None;
         match half.msg.as_mut() {
             Some(m) if m.offset <= offset && offset < parsed => {
-                m.body.inconsistent_bytes += len;
+                m.payload.body.inconsistent_bytes += len;
                 carried_by = Some(m.exchange);
             }
             _ if offset >= parsed && self.future_inconsistent.len() < MAX_FUTURE_INCONSISTENT => {
@@ -794,13 +878,13 @@ impl Connection {
                 return true;
             }
             if f.offset >= msg.offset {
-                msg.body.inconsistent_bytes += f.len;
+                msg.payload.body.inconsistent_bytes += f.len;
             } else {
                 counts.inconsistent_unattributed += 1;
             }
             false
         });
-        self.counts.inconsistent_bytes += msg.body.inconsistent_bytes;
+        self.counts.inconsistent_bytes += msg.payload.body.inconsistent_bytes;
     }
 
     fn half(&mut self, dir: Direction) -> &mut Half {
@@ -1156,6 +1240,17 @@ impl Connection {
             conn: self.id,
             index,
         };
+        if status == 101 && headers_upgrade_to_h2c(&headers) {
+            // Cleartext HTTP/2 from here on (RFC 7540 §3.2): the 101 is interim, and the
+            // response comes on stream 1.
+            self.interim.push(101);
+            let interim = std::mem::take(&mut self.interim);
+            let h2 = H2Connection::upgraded(self.id, self.client, self.server, exchange, interim);
+            self.h2 = Some(Box::new(h2));
+            self.req.state = State::Opaque;
+            self.resp.state = State::Opaque;
+            return;
+        }
         let (framing, problem) = response_framing(&method, status, &headers);
         if let Some(p) = problem {
             self.anomaly(dir, mark, p, sink);
@@ -1177,7 +1272,7 @@ impl Connection {
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
         let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
         if event_stream {
-            msg.sse = Some(SseParser::new());
+            msg.payload.sse = Some(SseParser::new());
         }
         self.begin_body(dir, msg);
         if framing == Framing::Tunnel {
@@ -1299,6 +1394,8 @@ impl Connection {
             mark,
             unknown: false,
             when_unknown: false,
+            gap_bytes: 0,
+            snaplen_bytes: 0,
         });
     }
 
@@ -1372,7 +1469,7 @@ impl Connection {
                 0
             }
             Framing::UntilCut => {
-                msg.body.unknown = false;
+                msg.payload.body.unknown = false;
                 self.body_bytes(dir, data, mark, sink);
                 data.len()
             }
@@ -1432,42 +1529,23 @@ impl Connection {
         if bytes.is_empty() {
             return;
         }
-        let mut decode_error = None;
-        {
-            let (half, out_events) = match dir {
-                Direction::ClientToServer => (&mut self.req, &mut self.out_events),
-                Direction::ServerToClient => (&mut self.resp, &mut self.out_events),
-            };
-            let Some(msg) = half.msg.as_mut() else {
-                return;
-            };
-            msg.last = mark;
-            msg.body.wire_bytes += bytes.len() as u64;
-            if msg.holed && msg.sse.is_none() {
-                return;
-            }
-            let Message {
-                decoder,
-                body,
-                sse,
-                shrink,
-                held,
-                ..
-            } = msg;
-            let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, out_events);
-            if let Err(e) = decoder.write(bytes, &mut keep) {
-                if e.is_bomb() {
-                    msg.body.truncated = true;
-                    self.counts.bodies_not_decoded_past_budget += 1;
-                }
-                self.counts.brotli_bodies_refused += u64::from(e.is_windows_held());
-                msg.body.not_decoded = true;
-                msg.body.decode_error = Some(e.to_string());
-                decode_error = Some(e.to_string());
-            }
-        }
+        let half = match dir {
+            Direction::ClientToServer => &mut self.req,
+            Direction::ServerToClient => &mut self.resp,
+        };
+        let Some(msg) = half.msg.as_mut() else {
+            return;
+        };
+        msg.last = mark;
+        let failed = msg.payload.write(
+            bytes,
+            !msg.holed,
+            mark,
+            &mut self.out_events,
+            &mut self.counts,
+        );
         self.flush_events(dir, sink);
-        if let Some(e) = decode_error {
+        if let Some(e) = failed {
             self.anomaly(dir, mark, e, sink);
         }
     }
@@ -1508,34 +1586,11 @@ impl Connection {
         if matches!(outcome, Outcome::ClosedEarly | Outcome::Reset) && mark > msg.last {
             msg.last = mark;
         }
-        if let Some(e) = msg.finish_body(outcome, mark, &mut self.out_events) {
-            // What the decoder still held at the end is decoded under the same budget.
-            self.counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
-            self.anomaly(dir, mark, e.to_string(), sink);
-        }
-        if msg.held.cut {
-            self.counts.messages_cut_by_held += 1;
-            let what = format!(
-                "the body or an event of this message was kept shorter than its own cap (JSON \
-                 with its strings cut to {} KiB, other bytes cut): the messages in progress held \
-                 the {} MiB allowed together",
-                KEEP_STRING >> 10,
-                MAX_BYTES_HELD >> 20
-            );
-            self.anomaly(dir, mark, what, sink);
-        }
-        if let Shrink::Shrinking(s) = &msg.shrink
-            && !msg.held.cut
-        {
-            self.counts.json_bodies_shrunk += 1;
-            let what = format!(
-                "JSON body of {} bytes, over the {} MiB a message keeps: kept with every string \
-                 cut to {} KiB ({} bytes dropped), so that its JSON-RPC envelope is whole",
-                msg.body.decoded_bytes,
-                MAX_BODY >> 20,
-                KEEP_STRING >> 10,
-                s.dropped
-            );
+        let complete = outcome == Outcome::Complete && !msg.holed;
+        let notes = msg
+            .payload
+            .finish(complete, mark, &mut self.out_events, &mut self.counts);
+        for what in notes {
             self.anomaly(dir, mark, what, sink);
         }
         let end = self.pos[di(dir)] + self.step_used[di(dir)];
@@ -1549,7 +1604,7 @@ impl Connection {
         } else {
             outcome
         };
-        msg.body.chunked = msg.chunked.is_some() || msg.framing == Framing::Chunked;
+        msg.payload.body.chunked = msg.chunked.is_some() || msg.framing == Framing::Chunked;
         sink.on_http(msg.into_event(outcome, closed_by, client, server));
     }
 
@@ -1563,6 +1618,9 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
+        if let Some(h2) = self.h2.as_mut() {
+            return h2.gap(dir, len, snaplen, mark, sink);
+        }
         self.expire_hold(mark, sink);
         match dir {
             Direction::ServerToClient if self.hold.is_some() => {
@@ -1647,13 +1705,13 @@ impl Connection {
         if let Some(msg) = half.msg.as_mut() {
             // Unknown until bytes come after the cut: those are the body's first, with no hole
             // before them yet.
-            msg.body.unknown = true;
+            msg.payload.body.unknown = true;
             msg.holed = !keep_body;
             msg.gap = true;
             msg.lost |= !snaplen;
-            msg.body.gap_bytes += len;
+            msg.payload.body.gap_bytes += len;
             if snaplen {
-                msg.body.snaplen_bytes += len;
+                msg.payload.body.snaplen_bytes += len;
             }
             if keep_body {
                 msg.framing = Framing::UntilCut;
@@ -1728,6 +1786,9 @@ impl Connection {
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
     /// cut short.
     pub(crate) fn fin(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        if let Some(h2) = self.h2.as_mut() {
+            return h2.fin(dir);
+        }
         self.expire_hold(mark, sink);
         // The order the FINs were captured in says who gave up first, held or not.
         if self.first_fin.is_none() {
@@ -1822,6 +1883,9 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
+        if let Some(h2) = self.h2.as_mut() {
+            return h2.close(outcome, by, mark, sink);
+        }
         // What was held goes first: the connection ends after it.
         self.release_hold(true, sink);
         if self.sse_probe.is_some() {
@@ -1875,105 +1939,26 @@ impl Connection {
                 mark: gave_up,
                 unknown: false,
                 when_unknown: false,
+                gap_bytes: 0,
+                snaplen_bytes: 0,
             });
         }
     }
 }
 
-/// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
-/// [`MAX_BODY`] (the rest counted, and the body marked truncated). A JSON body past it is kept
-/// shrunk: what was kept and what follows with every string cut ([`JsonShrinker`]), so that its
-/// JSON-RPC envelope is still read whole.
-#[inline]
-fn keep(
-    body: &mut Body,
-    sse: &mut Option<SseParser>,
-    shrink: &mut Shrink,
-    held: &mut HeldBytes,
-    decoded: &[u8],
-    mark: Mark,
-    events: &mut Vec<SseEvent>,
-) {
-    body.decoded_bytes += decoded.len() as u64;
-    let allowed = held.allowed();
-    if let Some(sse) = sse.as_mut() {
-        sse.set_allowed(allowed);
-        sse.feed(decoded, mark, events);
-        held.set(sse.held() as u64);
-        held.cut |= sse.stats.cut_by_held > 0;
-        return;
-    }
-    let limit = MAX_BODY.min(allowed);
-    let room = limit.saturating_sub(body.data.len());
-    held.cut |= decoded.len() > room && limit < MAX_BODY;
-    match shrink {
-        Shrink::Json if decoded.len() > room => {
-            let mut s = Box::new(JsonShrinker::default());
-            let head = std::mem::take(&mut body.data);
-            s.feed(&head, &mut body.data);
-            s.feed(decoded, &mut body.data);
-            *shrink = Shrink::Shrinking(s);
-            body.truncated = true;
-        }
-        Shrink::Shrinking(s) => s.feed(decoded, &mut body.data),
-        _ => {
-            body.data
-                .extend_from_slice(&decoded[..decoded.len().min(room)]);
-            body.truncated |= decoded.len() > room;
-        }
-    }
-    // Shrunk, it may still be too large (many strings, or none): then it is cut.
-    body.data.truncate(limit);
-    held.set(body.data.len() as u64);
-}
-
 impl Message {
-    /// The end of the body: what the content decoder still holds, and the end of the event
-    /// stream.
-    /// Returns why the decoder could not finish, when it could not.
-    fn finish_body(
-        &mut self,
-        outcome: Outcome,
-        mark: Mark,
-        events: &mut Vec<SseEvent>,
-    ) -> Option<crate::body::DecodeError> {
-        let mut failed = None;
-        // A coding not decoded hides only the bytes that came.
-        self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
-        if outcome == Outcome::Complete && !self.holed {
-            let Message {
-                decoder,
-                body,
-                sse,
-                shrink,
-                held,
-                ..
-            } = self;
-            let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
-            if let Err(e) = decoder.finish(&mut keep) {
-                self.body.truncated |= e.is_bomb();
-                self.body.not_decoded = true;
-                self.body.decode_error = Some(e.to_string());
-                failed = Some(e);
-            }
-        }
-        if let Some(sse) = self.sse.as_mut() {
-            sse.finish();
-        }
-        failed
-    }
-
     /// `len` bytes of the body are missing from the capture. Returns whether the framing
     /// survives them (the next message can still be found where it starts).
     fn lose(&mut self, len: u64, snaplen: bool) -> bool {
         self.gap = true;
         self.lost |= !snaplen;
         self.holed = true;
-        self.body.gap_bytes += len;
+        self.payload.body.gap_bytes += len;
         if snaplen {
-            self.body.snaplen_bytes += len;
+            self.payload.body.snaplen_bytes += len;
         }
-        self.body
+        self.payload
+            .body
             .decode_error
             .get_or_insert_with(|| "bytes missing from the capture".into());
         // Between two events, with chunk framing to find the next chunk, nothing needs
@@ -1983,7 +1968,7 @@ impl Message {
                 .chunked
                 .as_ref()
                 .is_none_or(|c| c.remaining_in_chunk().is_none_or(|r| len > r));
-        if let Some(sse) = self.sse.as_mut() {
+        if let Some(sse) = self.payload.sse.as_mut() {
             if clean && sse.at_boundary() {
                 sse.gap_at_boundary();
             } else {
@@ -2036,7 +2021,7 @@ impl Message {
                 target,
                 version,
                 headers: self.headers,
-                body: self.body,
+                body: self.payload.body,
                 first: self.first,
                 last: self.last,
                 outcome,
@@ -2044,11 +2029,11 @@ impl Message {
             })),
             Start::Response => HttpEvent::ResponseEnd(Box::new(ResponseEnd {
                 exchange: self.exchange,
-                body: self.body,
+                body: self.payload.body,
                 last: self.last,
                 outcome,
                 closed_by,
-                sse: self.sse.map(|s| s.stats),
+                sse: self.payload.sse.map(|s| s.stats),
                 when_unknown: false,
             })),
         }
@@ -2063,12 +2048,7 @@ fn new_message(
     first: Mark,
     head_end: Mark,
 ) -> Message {
-    let decoder = ContentDecoder::for_encoding(headers.get("content-encoding"));
-    let content_encoding = headers.get("content-encoding").map(str::to_string);
-    let shrink = match headers.media_type().as_deref() {
-        Some(t) if t == "application/json" || t.ends_with("+json") => Shrink::Json,
-        _ => Shrink::NotJson,
-    };
+    let payload = Payload::new(&headers);
     let remaining = match framing {
         Framing::Length(n) => n,
         _ => 0,
@@ -2080,21 +2060,14 @@ fn new_message(
         framing,
         remaining,
         chunked: None,
-        decoder,
-        body: Body {
-            content_encoding,
-            ..Body::default()
-        },
-        shrink,
+        payload,
         holed: false,
         lost: false,
         gap: false,
-        sse: None,
         first,
         last: head_end,
         offset: 0,
         head_complete: true,
-        held: HeldBytes::default(),
     }
 }
 
@@ -2104,7 +2077,7 @@ fn is_forbidden(b: u8) -> bool {
 }
 
 /// A frame as anomaly text names it (with its input when there are several).
-fn frame_name(mark: Mark) -> String {
+pub(crate) fn frame_name(mark: Mark) -> String {
     match mark.frame.input {
         0 => format!("frame {}", mark.frame.frame),
         i => format!("frame {} of input {i}", mark.frame.frame),
@@ -2237,7 +2210,7 @@ fn content_length(headers: &Headers) -> Result<Option<u64>, ContentLengthError<'
 }
 
 /// Whether a field is one that is never dropped ([`READ_PAST_MAX_HEADERS`]).
-fn never_dropped(name: &[u8]) -> bool {
+pub(crate) fn never_dropped(name: &[u8]) -> bool {
     READ_PAST_MAX_HEADERS
         .iter()
         .any(|f| f.as_bytes().eq_ignore_ascii_case(name))
@@ -2343,11 +2316,16 @@ pub(crate) fn is_status_line(line: &[u8]) -> bool {
         && line.get(12).is_none_or(|&b| b == b' ')
 }
 
+/// A 101 response switching to cleartext HTTP/2 (RFC 7540 §3.2).
+fn headers_upgrade_to_h2c(headers: &Headers) -> bool {
+    headers.has_token("upgrade", "h2c")
+}
+
 fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
     if data.len() >= 2 && data[0] == 0x16 && data[1] == 0x03 {
         return Some(ConnKind::Tls);
     }
-    if data.starts_with(b"PRI * HTTP/2.0") {
+    if data.starts_with(&PREFACE[..14]) {
         return Some(ConnKind::Http2);
     }
     None

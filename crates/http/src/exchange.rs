@@ -232,6 +232,8 @@ mod tests {
             mark: mark(frame),
             unknown: false,
             when_unknown: false,
+            gap_bytes: 0,
+            snaplen_bytes: 0,
         }
     }
 

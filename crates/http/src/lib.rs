@@ -36,7 +36,10 @@
 mod body;
 mod conn;
 pub mod exchange;
+mod h2;
+pub use h2::HTTP2_VERSION;
 mod held;
+mod payload;
 mod resync;
 mod shrink;
 pub mod sse;
@@ -125,6 +128,9 @@ pub enum Outcome {
     ClosedEarly,
     /// The connection was reset.
     Reset,
+    /// The HTTP/2 stream was reset (RST_STREAM, or left unprocessed by a GOAWAY): the
+    /// connection and its other streams went on. `closed_by` says which side reset it.
+    StreamReset,
     /// Bytes of it are missing from the capture.
     Gap,
     /// The connection was evicted as idle.
@@ -171,7 +177,7 @@ pub struct Request {
     pub server: SocketAddr,
     pub method: String,
     pub target: String,
-    /// HTTP minor version (1 for HTTP/1.1).
+    /// HTTP minor version (1 for HTTP/1.1), or [`HTTP2_VERSION`] for an HTTP/2 stream.
     pub version: u8,
     pub headers: Headers,
     pub body: Body,
@@ -191,6 +197,7 @@ pub struct ResponseHead {
     pub exchange: ExchangeId,
     pub status: u16,
     pub reason: String,
+    /// As [`Request::version`].
     pub version: u8,
     pub headers: Headers,
     /// Interim (1xx) statuses received before this one.
@@ -247,6 +254,11 @@ pub enum HttpEvent {
         /// The source did not record when it ended (a HAR entry whose timings stop at sending):
         /// `mark` is only when the request was sent.
         when_unknown: bool,
+        /// Bytes missing from the capture where the response would have been (the server's
+        /// HTTP/2 frames became unreadable at a gap of this many bytes), and of them the bytes
+        /// the snap length cut; 0 elsewhere.
+        gap_bytes: u64,
+        snaplen_bytes: u64,
     },
     /// Something about the bytes that is worth a line in the report.
     Anomaly {
@@ -375,6 +387,25 @@ pub struct HttpStats {
     /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
     #[serde(skip)]
     pub json_bodies_shrunk: u64,
+    /// HTTP/2 streams the client opened (each an exchange), ...
+    #[serde(skip)]
+    pub h2_streams: u64,
+    /// ... of them ended by RST_STREAM or left unprocessed by a GOAWAY, ...
+    #[serde(skip)]
+    pub h2_streams_reset: u64,
+    /// ... GOAWAY frames, ...
+    #[serde(skip)]
+    pub h2_goaways: u64,
+    /// ... waits of a sender that had used all its flow-control window until the other side
+    /// granted more, and how long they took in all, ...
+    #[serde(skip)]
+    pub h2_flow_stalls: u64,
+    #[serde(skip)]
+    pub h2_flow_stall_ns: u64,
+    /// ... and streams that ended, or were cut by the capture's end, while their sender still
+    /// waited (each an anomaly).
+    #[serde(skip)]
+    pub h2_flow_stalled_at_end: u64,
 }
 
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
@@ -427,7 +458,10 @@ impl<S: HttpSink> Stage<S> {
                 self.stats.connections_tls += 1;
                 note_port(&mut self.stats.tls_ports, port);
             }
-            ConnKind::Http2 => self.stats.connections_http2 += 1,
+            ConnKind::Http2 => {
+                self.stats.connections_http2 += 1;
+                note_port(&mut self.stats.http_ports, port);
+            }
             ConnKind::Empty => self.stats.connections_empty += 1,
             ConnKind::Other => self.stats.connections_other += 1,
         }
@@ -448,6 +482,12 @@ impl<S: HttpSink> Stage<S> {
         self.stats.messages_cut_by_held += n.messages_cut_by_held;
         self.stats.headers_dropped += n.headers_dropped;
         self.stats.json_bodies_shrunk += n.json_bodies_shrunk;
+        self.stats.h2_streams += n.h2_streams;
+        self.stats.h2_streams_reset += n.h2_streams_reset;
+        self.stats.h2_goaways += n.h2_goaways;
+        self.stats.h2_flow_stalls += n.h2_flow_stalls;
+        self.stats.h2_flow_stall_ns += n.h2_flow_stall_ns;
+        self.stats.h2_flow_stalled_at_end += n.h2_flow_stalled_at_end;
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,

@@ -396,12 +396,13 @@ impl Stream {
         self.gap_bytes > 0 && self.snaplen_bytes == self.gap_bytes
     }
 
-    /// The client gave up on it: closed or reset the connection before the response ended.
+    /// The client gave up on it: closed or reset the connection (or, in HTTP/2, reset the
+    /// stream) before the response ended.
     pub fn abandoned_by_client(&self) -> bool {
         self.closed_by == Some(Direction::ClientToServer)
             && matches!(
                 self.outcome,
-                Some(Outcome::ClosedEarly | Outcome::Reset) | None
+                Some(Outcome::ClosedEarly | Outcome::Reset | Outcome::StreamReset) | None
             )
     }
 

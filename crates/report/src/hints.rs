@@ -72,21 +72,6 @@ pub fn no_session(
             hint: "give the client's key log (--tls-keylog FILE, or SSLKEYLOGFILE as the client had it), or capture the plaintext leg between the TLS-terminating proxy and the MCP server".into(),
         });
     }
-    if http.connections_http2 > 0 {
-        out.push(Hint {
-            problem: format!(
-                "{}: HTTP/2 is not supported yet",
-                super::table::count(
-                    http.connections_http2,
-                    "HTTP/2 connection",
-                    "HTTP/2 connections"
-                )
-            ),
-            hint:
-                "capture a leg that speaks HTTP/1.1 (most proxies talk HTTP/1.1 to their upstream)"
-                    .into(),
-        });
-    }
     if http.heads_cut_by_snaplen > 0 {
         out.push(Hint {
             problem: format!(
@@ -99,7 +84,7 @@ pub fn no_session(
         });
         return out;
     }
-    if http.connections_http > 0 {
+    if http.connections_http + http.connections_http2 > 0 {
         out.push(Hint {
             problem: format!(
                 "HTTP on {} carried no MCP{}",
@@ -108,10 +93,10 @@ pub fn no_session(
             ),
             hint: "check that the capture covers the MCP endpoint; if the capture starts mid-connection, name the server with --server ADDR|PORT".into(),
         });
-    } else if http.connections_tls == 0 && http.connections_http2 == 0 {
+    } else if http.connections_tls == 0 {
         out.push(Hint {
             problem: format!(
-                "{}, none of them HTTP/1.1 ({} other, {} without data)",
+                "{}, none of them HTTP ({} other, {} without data)",
                 super::table::count(connections, "TCP connection", "TCP connections"),
                 http.connections_other, http.connections_empty
             ),
@@ -248,10 +233,11 @@ mod tests {
             connections_http2: 1,
             ..Default::default()
         };
+        // HTTP/2 is read as HTTP: with no MCP on it, that is what is said.
         assert!(
             no_session(&[input(5)], 1, &h2, &mcp)[0]
                 .problem
-                .contains("HTTP/2")
+                .contains("carried no MCP")
         );
     }
 }

@@ -438,20 +438,53 @@ impl Spool {
         }
         writeln!(
             out,
-            "{} exchanges on {} HTTP connections",
+            "{} exchanges on {} HTTP connections{}",
             self.pieces.len(),
-            stats.connections_http
+            stats.connections_http + stats.connections_http2,
+            h2_summary(stats)
         )?;
-        let other = stats.connections_tls + stats.connections_http2 + stats.connections_other;
+        let other = stats.connections_tls + stats.connections_other;
         if other > 0 {
             writeln!(
                 out,
-                "skipped {other} non-HTTP/1.1 connections ({} TLS, {} HTTP/2, {} other)",
-                stats.connections_tls, stats.connections_http2, stats.connections_other
+                "skipped {other} non-HTTP connections ({} TLS, {} other)",
+                stats.connections_tls, stats.connections_other
             )?;
         }
         Ok(())
     }
+}
+
+/// What the HTTP/2 connections among them carried, when there are any.
+fn h2_summary(stats: &HttpStats) -> String {
+    if stats.connections_http2 == 0 {
+        return String::new();
+    }
+    let mut parts = vec![format!(
+        "{} of them HTTP/2 with {}",
+        stats.connections_http2,
+        super::table::count(stats.h2_streams, "stream", "streams")
+    )];
+    if stats.h2_streams_reset > 0 {
+        parts.push(format!("{} reset", stats.h2_streams_reset));
+    }
+    if stats.h2_goaways > 0 {
+        parts.push(super::table::count(stats.h2_goaways, "GOAWAY", "GOAWAYs"));
+    }
+    if stats.h2_flow_stalls > 0 {
+        parts.push(format!(
+            "{} on flow control ({:.3} s in all)",
+            super::table::count(stats.h2_flow_stalls, "wait", "waits"),
+            stats.h2_flow_stall_ns as f64 / 1e9
+        ));
+    }
+    if stats.h2_flow_stalled_at_end > 0 {
+        parts.push(format!(
+            "{} stalled at its end",
+            stats.h2_flow_stalled_at_end
+        ));
+    }
+    format!(" ({})", parts.join(", "))
 }
 
 impl HttpSink for Spool {

@@ -69,6 +69,14 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
         (Some(Outcome::Reset), _) => {
             Some(("s ✕", format!("{} reset by the server{after}", st.label())))
         }
+        (Some(Outcome::StreamReset), Some(Direction::ClientToServer)) => Some((
+            "c ✕",
+            format!("{} stream reset by the client (HTTP/2){after}", st.label()),
+        )),
+        (Some(Outcome::StreamReset), _) => Some((
+            "s ✕",
+            format!("{} stream reset by the server (HTTP/2){after}", st.label()),
+        )),
         (Some(Outcome::ClosedEarly), Some(Direction::ClientToServer)) => {
             Some(("c ✕", format!("client closed {}{after}", st.label())))
         }

@@ -201,10 +201,13 @@ class _TappedStream(httpx2.AsyncByteStream):
 
 
 class TapTransport(httpx2.AsyncHTTPTransport):
-    """httpx2 transport that logs what the SDK client sends and receives, per session tag."""
+    """httpx2 transport that logs what the SDK client sends and receives, per session tag.
+    With `inner`, requests go through that transport (one connection pool, and over HTTP/2 one
+    connection, shared by several sessions' taps)."""
 
-    def __init__(self, note, session, **kw):
+    def __init__(self, note, session, inner=None, **kw):
         super().__init__(**kw)
+        self._inner = inner
         self._note = note
         self.session = session
         self._seq = 0
@@ -225,7 +228,10 @@ class TapTransport(httpx2.AsyncHTTPTransport):
                    accept=h.get("accept"), user_agent=h.get("user-agent"),
                    jsonrpc=describe_message(body) if body is not None else None)
         try:
-            resp = await super().handle_async_request(request)
+            if self._inner is not None:
+                resp = await self._inner.handle_async_request(request)
+            else:
+                resp = await super().handle_async_request(request)
         except BaseException as e:
             self._note(ev="http_error", session=self.session, seq=seq, error=type(e).__name__)
             raise
@@ -341,6 +347,7 @@ class AsgiRequestLog:
         state = {"status": None, "sid": None, "ctype": None, "ended": False, "logged_req": False}
         client = scope.get("client") or (None, None)
         base = {"seq": seq, "method": scope["method"], "path": scope["path"], "peer_port": client[1],
+                "http_version": scope.get("http_version"),
                 "mcp_session_id": h.get("mcp-session-id"), "last_event_id": h.get("last-event-id"),
                 "mcp_protocol_version": h.get("mcp-protocol-version"), "user_agent": h.get("user-agent")}
 

@@ -12,9 +12,13 @@ With a third argument `shared-store`, every session writes to ONE event store ke
 alone, as the SDK's session manager does when given one store (every standalone stream is
 `_GET_stream`, every POST stream its request id): a resume can replay other sessions' events.
 
+Served by uvicorn (HTTP/1.1), or with MCPF_ASGI_SERVER=hypercorn by Hypercorn, which also speaks
+cleartext HTTP/2, by prior knowledge or after an `Upgrade: h2c`.
+
 usage: py_server.py PORT LOG_JSONL [shared-store]
 """
 import asyncio
+import os
 import sys
 
 import uvicorn
@@ -71,8 +75,17 @@ async def broadcast(count: int, interval_ms: int, ctx: Context) -> str:
 async def main():
     app = mcp.streamable_http_app(json_response=False, stateless_http=False, host="127.0.0.1")
     per_session_event_stores(mcp._lowlevel_server._session_manager, note, shared=SHARED_STORE)
-    config = uvicorn.Config(AsgiRequestLog(app, note), host="127.0.0.1", port=PORT, log_level="warning")
+    logged = AsgiRequestLog(app, note)
     note(ev="listening", port=PORT)
+    if os.environ.get("MCPF_ASGI_SERVER") == "hypercorn":
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"127.0.0.1:{PORT}"]
+        await serve(logged, config)
+        return
+    config = uvicorn.Config(logged, host="127.0.0.1", port=PORT, log_level="warning")
     await uvicorn.Server(config).serve()
 
 

@@ -109,6 +109,8 @@ impl Exchanges<'_> {
                         mark: mark(r.end),
                         unknown: false,
                         when_unknown: false,
+                        gap_bytes: 0,
+                        snaplen_bytes: 0,
                     },
                 );
             }

@@ -99,6 +99,8 @@ impl<'a> Exchanges<'a> {
                         // Timings that stop at the request's sending (mitmproxy's for a client
                         // that went away) say nothing of when it went.
                         when_unknown: e.end <= e.req_last,
+                        gap_bytes: 0,
+                        snaplen_bytes: 0,
                     },
                 );
             }

@@ -410,7 +410,7 @@ impl Builder {
         }
         let tally = self.stats.carried_nothing.entry(input).or_default();
         let slot = match kind {
-            mcpf_http::ConnKind::Http => &mut tally.not_mcp,
+            mcpf_http::ConnKind::Http | mcpf_http::ConnKind::Http2 => &mut tally.not_mcp,
             _ => &mut tally.not_http,
         };
         slot.0 += packets;
@@ -460,11 +460,15 @@ impl HttpSink for Builder {
                 mark,
                 unknown,
                 when_unknown,
+                gap_bytes,
+                snaplen_bytes,
             } => {
                 self.end_time_unknown(exchange, when_unknown);
                 // Unknown, not absent: nothing may be concluded from what it seems to lack.
                 let body = unknown.then(|| mcpf_http::Body {
                     unknown: true,
+                    gap_bytes,
+                    snaplen_bytes,
                     ..Default::default()
                 });
                 self.on_end(exchange, outcome, closed_by, mark, body.as_ref(), None)

@@ -391,6 +391,7 @@ fn outcome_code(o: Outcome) -> u8 {
         Outcome::Reset => 4,
         Outcome::Gap => 5,
         Outcome::Idle => 6,
+        Outcome::StreamReset => 7,
     }
 }
 
@@ -403,6 +404,7 @@ fn outcome_of(code: u8) -> Option<Option<Outcome>> {
         4 => Outcome::Reset,
         5 => Outcome::Gap,
         6 => Outcome::Idle,
+        7 => Outcome::StreamReset,
         _ => return None,
     }))
 }

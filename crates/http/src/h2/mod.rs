@@ -1,0 +1,1107 @@
+//! One TCP connection seen as HTTP/2 (RFC 9113): over TLS after ALPN `h2`, or in clear with
+//! prior knowledge, or after an `Upgrade: h2c`. Each client-initiated stream is one exchange,
+//! reported through the same [`HttpEvent`]s as HTTP/1.1: its request when the client ends it,
+//! its response head, the Server-Sent Events of its body as they come, and how it ended:
+//! `END_STREAM`, a `RST_STREAM` (a stream reset, not a closed connection: the connection and
+//! its other streams go on), a `GOAWAY` that left it unprocessed, or the connection's end.
+//!
+//! Header blocks are decoded with HPACK (`loona-hpack`), one decoder per direction whose
+//! dynamic table follows every block in order; its size is bounded by what the receiving side
+//! advertised, and never past [`MAX_TABLE`]. A block that cannot be decoded, or a capture gap,
+//! loses the table (and the frame boundaries, after a gap): that direction is read no further,
+//! and the streams it left open end with [`Outcome::Gap`]. Nothing is guessed past that point.
+//!
+//! Flow control is followed as a passive observer can: each side's connection and stream
+//! windows, from the SETTINGS and WINDOW_UPDATE frames of the other side. A sender that used
+//! its whole window waits; a wait that ends is counted, one still waiting when its stream or
+//! the capture ends is reported (a stalled stream, not an idle one).
+
+mod frame;
+
+use std::net::SocketAddr;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use frame::{END_HEADERS, END_STREAM, FrameHead, Kind, PADDED, PRIORITY, Piece, Reader};
+
+use super::conn::{Counts, MAX_HEADERS, frame_name, never_dropped};
+use super::payload::Payload;
+use super::sse::{SseEvent, SseParser};
+use super::{
+    ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
+};
+use mcpf_model::{ConnId, Direction, Mark};
+
+pub(crate) use frame::PREFACE;
+
+/// `Request::version` and `ResponseHead::version` of an HTTP/2 message.
+pub const HTTP2_VERSION: u8 = 20;
+/// The largest HPACK dynamic table a decoder keeps, whatever an endpoint advertised.
+pub(crate) const MAX_TABLE: usize = 64 << 10;
+/// A header block (a HEADERS frame and its CONTINUATIONs) is read up to this size.
+const MAX_BLOCK: usize = 1 << 20;
+/// Streams open at once on a connection; past it new streams are counted and not followed.
+const MAX_OPEN_STREAMS: usize = 4096;
+/// Events of a response held while its request has not ended (a server may answer before the
+/// client ends its stream); past it the request is reported as it stands.
+const MAX_QUEUED: usize = 4096;
+/// RFC 9113 §6.9.2.
+const DEFAULT_WINDOW: i64 = 65_535;
+
+/// Error codes of RST_STREAM and GOAWAY (RFC 9113 §7), by name.
+fn error_name(code: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    match NAMES.get(code as usize) {
+        Some(name) => format!("{name} (0x{code:x})"),
+        None => format!("unknown error 0x{code:x}"),
+    }
+}
+
+fn di(dir: Direction) -> usize {
+    match dir {
+        Direction::ClientToServer => 0,
+        Direction::ServerToClient => 1,
+    }
+}
+
+fn other(dir: Direction) -> Direction {
+    match dir {
+        Direction::ClientToServer => Direction::ServerToClient,
+        Direction::ServerToClient => Direction::ClientToServer,
+    }
+}
+
+fn side(dir: Direction) -> &'static str {
+    match dir {
+        Direction::ClientToServer => "client",
+        Direction::ServerToClient => "server",
+    }
+}
+
+/// A header block being read: a HEADERS or PUSH_PROMISE frame and its CONTINUATIONs.
+#[derive(Debug)]
+struct Block {
+    stream: u32,
+    end_stream: bool,
+    push: bool,
+    bytes: Vec<u8>,
+    first: Mark,
+}
+
+#[derive(Debug)]
+enum Start {
+    Request { method: String, target: String },
+    Response,
+}
+
+#[derive(Debug)]
+struct Message {
+    start: Start,
+    headers: Headers,
+    payload: Payload,
+    first: Mark,
+    last: Mark,
+}
+
+#[derive(Debug)]
+struct Stream {
+    exchange: ExchangeId,
+    /// The request, while the client has not ended its side.
+    request: Option<Message>,
+    request_done: bool,
+    /// The response, once its head came and until it ends.
+    response: Option<Message>,
+    responded: bool,
+    interim: Vec<u16>,
+    /// Response events that came before the request ended, in order.
+    queued: Vec<HttpEvent>,
+    /// What each side may still send on it, and since when a side that used it all waits.
+    window: [i64; 2],
+    blocked: [Option<Mark>; 2],
+}
+
+/// How a stream or a message of it ended, for the events that report it.
+#[derive(Clone, Copy, Debug)]
+struct End {
+    outcome: Outcome,
+    closed_by: Option<Direction>,
+    mark: Mark,
+    /// Cut where its side's frames became unreadable: at a gap of these many bytes, of which
+    /// these the snap length cut.
+    cut: Cut,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Cut {
+    gap_bytes: u64,
+    snaplen_bytes: u64,
+}
+
+impl std::fmt::Debug for H2Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H2Connection")
+            .field("id", &self.id)
+            .field("streams", &self.streams.len())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct H2Connection {
+    id: ConnId,
+    client: SocketAddr,
+    server: SocketAddr,
+    readers: [Reader; 2],
+    /// The HPACK decoder of the blocks each side sends.
+    decoders: [Box<loona_hpack::Decoder<'static>>; 2],
+    block: [Option<Block>; 2],
+    streams: HashMap<u32, Stream>,
+    next_index: u32,
+    /// What each side may still send on the connection, since when it waits, and the window
+    /// each side's new streams start with (the other side's SETTINGS_INITIAL_WINDOW_SIZE).
+    window: [i64; 2],
+    blocked: [Option<Mark>; 2],
+    initial_window: [i64; 2],
+    /// The highest stream each side opened, and the last one a GOAWAY of the server allowed.
+    last_stream: [u32; 2],
+    first_fin: Option<Direction>,
+    /// Where each side's frames became unreadable at a capture gap: what that gap was.
+    cut: [Cut; 2],
+    streams_refused: u64,
+    events: Vec<SseEvent>,
+    pub(crate) counts: Counts,
+    pub(crate) anomalies: u64,
+    pub(crate) skipped: u64,
+}
+
+impl H2Connection {
+    pub(crate) fn new(id: ConnId, client: SocketAddr, server: SocketAddr) -> Self {
+        H2Connection {
+            id,
+            client,
+            server,
+            readers: [Reader::new(true), Reader::new(false)],
+            decoders: [new_decoder(), new_decoder()],
+            block: [None, None],
+            streams: HashMap::default(),
+            next_index: 0,
+            window: [DEFAULT_WINDOW; 2],
+            blocked: [None; 2],
+            initial_window: [DEFAULT_WINDOW; 2],
+            last_stream: [0; 2],
+            first_fin: None,
+            cut: [Cut::default(); 2],
+            streams_refused: 0,
+            events: Vec::new(),
+            counts: Counts::default(),
+            anomalies: 0,
+            skipped: 0,
+        }
+    }
+
+    /// A connection upgraded from HTTP/1.1 (RFC 7540 §3.2): stream 1 is the request that asked
+    /// for it, already reported whole as `exchange`; its response comes in HTTP/2, after the
+    /// `interim` statuses (the 101 among them).
+    pub(crate) fn upgraded(
+        id: ConnId,
+        client: SocketAddr,
+        server: SocketAddr,
+        exchange: ExchangeId,
+        interim: Vec<u16>,
+    ) -> Self {
+        let mut c = H2Connection::new(id, client, server);
+        c.next_index = exchange.index + 1;
+        c.last_stream[0] = 1;
+        let mut stream = c.new_stream(exchange);
+        stream.request_done = true;
+        stream.interim = interim;
+        c.streams.insert(1, stream);
+        c
+    }
+
+    fn new_stream(&self, exchange: ExchangeId) -> Stream {
+        Stream {
+            exchange,
+            request: None,
+            request_done: false,
+            response: None,
+            responded: false,
+            interim: Vec::new(),
+            queued: Vec::new(),
+            window: self.initial_window,
+            blocked: [None; 2],
+        }
+    }
+
+    fn anomaly(&mut self, dir: Direction, mark: Mark, what: String, sink: &mut impl HttpSink) {
+        self.anomalies += 1;
+        sink.on_http(HttpEvent::Anomaly {
+            conn: self.id,
+            dir,
+            mark,
+            what: format!("HTTP/2: {what}"),
+        });
+    }
+
+    pub(crate) fn data(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        if self.readers[di(dir)].is_broken() {
+            self.skipped += data.len() as u64;
+            return;
+        }
+        let mut reader = std::mem::replace(&mut self.readers[di(dir)], Reader::new(false));
+        reader.feed(data, &mut |piece| self.piece(dir, piece, mark, sink));
+        if self.readers[di(dir)].is_broken() {
+            // Reading stopped on the way (an undecodable block): it stays stopped.
+            reader.stop();
+        }
+        self.readers[di(dir)] = reader;
+    }
+
+    fn piece(&mut self, dir: Direction, piece: Piece<'_>, mark: Mark, sink: &mut impl HttpSink) {
+        if self.readers[di(dir)].is_broken() {
+            return;
+        }
+        match piece {
+            Piece::Preface => {}
+            Piece::Frame { head, payload, cut } => self.frame(dir, head, payload, cut, mark, sink),
+            Piece::Data { stream, bytes } => self.body(dir, stream, bytes, mark, sink),
+            Piece::DataEnd {
+                stream,
+                end_stream,
+                flow_len,
+            } => {
+                self.spend_window(dir, stream, flow_len, mark);
+                if end_stream {
+                    self.end_side(dir, stream, mark, sink);
+                }
+            }
+            Piece::Broken(why) => self.unreadable(dir, why, mark, sink),
+        }
+    }
+
+    /// `dir`'s bytes cannot be read from here on: the streams it left open end cut.
+    fn unreadable(&mut self, dir: Direction, why: String, mark: Mark, sink: &mut impl HttpSink) {
+        self.unreadable_at(dir, why, Cut::default(), mark, sink);
+    }
+
+    /// As [`Self::unreadable`], at a capture gap (`cut`).
+    fn unreadable_at(
+        &mut self,
+        dir: Direction,
+        why: String,
+        cut: Cut,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        self.readers[di(dir)].stop();
+        self.cut[di(dir)] = cut;
+        self.block[di(dir)] = None;
+        let open: Vec<u32> = self
+            .open_streams()
+            .into_iter()
+            .filter(|id| self.streams.get(id).is_some_and(|s| in_progress(s, dir)))
+            .collect();
+        let what = format!(
+            "the {}'s frames are not read past here: {why}{}",
+            side(dir),
+            match open.len() {
+                0 => String::new(),
+                1 => "; 1 stream cut".into(),
+                n => format!("; {n} streams cut"),
+            }
+        );
+        self.anomaly(dir, mark, what, sink);
+        let end = End {
+            outcome: Outcome::Gap,
+            closed_by: None,
+            mark,
+            cut,
+        };
+        for id in open {
+            match dir {
+                Direction::ClientToServer => self.end_request(id, end, sink),
+                Direction::ServerToClient => self.end_stream(id, end, true, sink),
+            }
+        }
+    }
+
+    fn open_streams(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.streams.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn frame(
+        &mut self,
+        dir: Direction,
+        head: FrameHead,
+        payload: &[u8],
+        cut: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        if self.block[di(dir)].is_some() && head.kind != Kind::Continuation {
+            let why = format!("a {:?} frame inside a header block (§6.10)", head.kind);
+            return self.unreadable(dir, why, mark, sink);
+        }
+        match head.kind {
+            Kind::Headers | Kind::PushPromise => {
+                self.begin_block(dir, head, payload, cut, mark, sink)
+            }
+            Kind::Continuation => self.continue_block(dir, head, payload, cut, mark, sink),
+            Kind::Settings if !head.has(frame::ACK) => self.settings(dir, payload),
+            Kind::WindowUpdate if payload.len() >= 4 => {
+                let inc =
+                    u32::from_be_bytes([payload[0] & 0x7f, payload[1], payload[2], payload[3]]);
+                self.window_update(other(dir), head.stream, i64::from(inc), mark);
+            }
+            Kind::RstStream if payload.len() >= 4 => {
+                let code = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                self.reset(dir, head.stream, code, mark, sink);
+            }
+            Kind::GoAway if payload.len() >= 8 => self.goaway(dir, payload, mark, sink),
+            _ => {}
+        }
+    }
+
+    fn begin_block(
+        &mut self,
+        dir: Direction,
+        head: FrameHead,
+        payload: &[u8],
+        cut: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let push = head.kind == Kind::PushPromise;
+        let Some(fragment) = block_fragment(head, payload) else {
+            return self.unreadable(
+                dir,
+                format!("a malformed {:?} frame", head.kind),
+                mark,
+                sink,
+            );
+        };
+        self.block[di(dir)] = Some(Block {
+            stream: head.stream,
+            end_stream: !push && head.has(END_STREAM),
+            push,
+            bytes: fragment.to_vec(),
+            first: mark,
+        });
+        self.continue_block(dir, head, &[], cut, mark, sink);
+    }
+
+    fn continue_block(
+        &mut self,
+        dir: Direction,
+        head: FrameHead,
+        payload: &[u8],
+        cut: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let Some(block) = self.block[di(dir)].as_mut() else {
+            return self.unreadable(
+                dir,
+                "a CONTINUATION frame with no header block".into(),
+                mark,
+                sink,
+            );
+        };
+        block.bytes.extend_from_slice(payload);
+        if cut || block.bytes.len() > MAX_BLOCK {
+            let why = format!("a header block over {} KiB", MAX_BLOCK >> 10);
+            return self.unreadable(dir, why, mark, sink);
+        }
+        if !head.has(END_HEADERS) {
+            return;
+        }
+        let block = self.block[di(dir)].take().expect("checked above");
+        let mut fields = Vec::new();
+        let mut dropped = 0u64;
+        let decoded = self.decoders[di(dir)].decode_with_cb(&block.bytes, |name, value| {
+            if fields.len() < MAX_HEADERS || never_dropped(&name) || name.starts_with(b":") {
+                fields.push((
+                    String::from_utf8_lossy(&name).into_owned(),
+                    String::from_utf8_lossy(&value).into_owned(),
+                ));
+            } else {
+                dropped += 1;
+            }
+        });
+        if let Err(e) = decoded {
+            return self.unreadable(dir, format!("HPACK: {e:?}"), mark, sink);
+        }
+        if dropped > 0 {
+            self.counts.headers_dropped += dropped;
+            let what = format!("{dropped} header fields past the first {MAX_HEADERS} dropped");
+            self.anomaly(dir, mark, what, sink);
+        }
+        if block.push {
+            // Pushed responses answer no request of the client's: decoded for the table only.
+            return;
+        }
+        self.header_block(dir, block, fields, mark, sink);
+    }
+
+    fn header_block(
+        &mut self,
+        dir: Direction,
+        block: Block,
+        fields: Vec<(String, String)>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let id = block.stream;
+        match dir {
+            Direction::ClientToServer if !self.streams.contains_key(&id) => {
+                if id <= self.last_stream[0] || id.is_multiple_of(2) {
+                    // A stream already ended (trailers after a reset) or not the client's.
+                    return;
+                }
+                self.last_stream[0] = id;
+                self.open_request(id, block, fields, mark, sink);
+            }
+            // Trailers end the side that sent them.
+            _ if self.streams.get(&id).is_some_and(|s| side_open(s, dir)) => {
+                if block.end_stream {
+                    self.end_side(dir, id, mark, sink);
+                }
+            }
+            Direction::ServerToClient => {
+                self.open_orphan(id);
+                self.response_head(id, block, fields, mark, sink)
+            }
+            Direction::ClientToServer => {}
+        }
+    }
+
+    fn open_request(
+        &mut self,
+        id: u32,
+        block: Block,
+        fields: Vec<(String, String)>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        if self.streams.len() >= MAX_OPEN_STREAMS {
+            self.streams_refused += 1;
+            if self.streams_refused == 1 {
+                let what = format!(
+                    "stream {id} and later ones not followed: {MAX_OPEN_STREAMS} streams open at once"
+                );
+                self.anomaly(Direction::ClientToServer, mark, what, sink);
+            }
+            return;
+        }
+        let exchange = ExchangeId {
+            conn: self.id,
+            index: self.next_index,
+        };
+        self.next_index += 1;
+        self.counts.h2_streams += 1;
+        let (pseudo, headers) = split_pseudo(fields);
+        let method = pseudo_value(&pseudo, ":method").unwrap_or_default();
+        let target = pseudo_value(&pseudo, ":path")
+            .or_else(|| pseudo_value(&pseudo, ":authority"))
+            .unwrap_or_default();
+        let headers = with_host(headers, pseudo_value(&pseudo, ":authority"));
+        let mut stream = self.new_stream(exchange);
+        stream.request = Some(Message {
+            payload: Payload::new(&headers),
+            start: Start::Request { method, target },
+            headers,
+            first: block.first,
+            last: mark,
+        });
+        self.streams.insert(id, stream);
+        if block.end_stream {
+            self.end_side(Direction::ClientToServer, id, mark, sink);
+        }
+    }
+
+    /// A response on a stream whose request the capture lost (the client's frames became
+    /// unreadable before it): reported as an exchange with no request, as HTTP/1.1 reports a
+    /// response whose request was lost.
+    fn open_orphan(&mut self, id: u32) {
+        let lost = self.readers[di(Direction::ClientToServer)].is_broken();
+        if !lost
+            || id.is_multiple_of(2)
+            || id <= self.last_stream[0]
+            || self.streams.contains_key(&id)
+        {
+            return;
+        }
+        if self.streams.len() >= MAX_OPEN_STREAMS {
+            self.streams_refused += 1;
+            return;
+        }
+        self.last_stream[0] = id;
+        let exchange = ExchangeId {
+            conn: self.id,
+            index: self.next_index,
+        };
+        self.next_index += 1;
+        let mut stream = self.new_stream(exchange);
+        stream.request_done = true;
+        self.streams.insert(id, stream);
+    }
+
+    fn response_head(
+        &mut self,
+        id: u32,
+        block: Block,
+        fields: Vec<(String, String)>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let (pseudo, headers) = split_pseudo(fields);
+        let status = pseudo_value(&pseudo, ":status")
+            .and_then(|s| s.parse::<u16>().ok())
+            .unwrap_or(0);
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.responded {
+            return;
+        }
+        if (100..200).contains(&status) {
+            s.interim.push(status);
+            return;
+        }
+        s.responded = true;
+        let event_stream = (200..300).contains(&status)
+            && headers.media_type().as_deref() == Some("text/event-stream");
+        let head = ResponseHead {
+            exchange: s.exchange,
+            status,
+            reason: String::new(),
+            version: HTTP2_VERSION,
+            headers: headers.clone(),
+            interim: std::mem::take(&mut s.interim),
+            first: block.first,
+            event_stream,
+            head_complete: true,
+            upstream: None,
+        };
+        let mut payload = Payload::new(&headers);
+        if event_stream {
+            payload.sse = Some(SseParser::new());
+        }
+        s.response = Some(Message {
+            start: Start::Response,
+            headers,
+            payload,
+            first: block.first,
+            last: mark,
+        });
+        emit(s, HttpEvent::ResponseHead(Box::new(head)), sink);
+        if block.end_stream {
+            self.end_side(Direction::ServerToClient, id, mark, sink);
+        }
+    }
+
+    fn body(
+        &mut self,
+        dir: Direction,
+        id: u32,
+        bytes: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let msg = match dir {
+            Direction::ClientToServer => s.request.as_mut(),
+            Direction::ServerToClient => s.response.as_mut(),
+        };
+        let Some(msg) = msg else {
+            return;
+        };
+        msg.last = mark;
+        let failed = msg
+            .payload
+            .write(bytes, true, mark, &mut self.events, &mut self.counts);
+        let exchange = s.exchange;
+        for event in self.events.drain(..) {
+            emit(s, HttpEvent::SseEvent { exchange, event }, sink);
+        }
+        if let Some(e) = failed {
+            self.anomaly(dir, mark, format!("stream {id}: {e}"), sink);
+        }
+        self.overflow(id, mark, sink);
+    }
+
+    /// A response that came before its request ended holds its events; past
+    /// [`MAX_QUEUED`] the request is reported as it stands, so that they can go on.
+    fn overflow(&mut self, id: u32, mark: Mark, sink: &mut impl HttpSink) {
+        if self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.queued.len() > MAX_QUEUED)
+        {
+            let what = format!(
+                "stream {id}: the response went on past {MAX_QUEUED} events while the request \
+                 was still being sent; the request is reported as it stood"
+            );
+            self.anomaly(Direction::ServerToClient, mark, what, sink);
+            let end = End {
+                outcome: Outcome::Gap,
+                closed_by: None,
+                mark,
+                cut: Cut::default(),
+            };
+            self.end_request(id, end, sink);
+        }
+    }
+
+    /// `dir` ended its side of a stream (`END_STREAM`).
+    fn end_side(&mut self, dir: Direction, id: u32, mark: Mark, sink: &mut impl HttpSink) {
+        let end = End {
+            outcome: Outcome::Complete,
+            closed_by: None,
+            mark,
+            cut: Cut::default(),
+        };
+        match dir {
+            Direction::ClientToServer => self.end_request(id, end, sink),
+            Direction::ServerToClient => self.end_stream(id, end, false, sink),
+        }
+    }
+
+    /// Reports the request of a stream (ended as `end` says) and the response events it held.
+    fn end_request(&mut self, id: u32, end: End, sink: &mut impl HttpSink) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.request_done {
+            return;
+        }
+        s.request_done = true;
+        if let Some(msg) = s.request.take() {
+            let exchange = s.exchange;
+            let event = self.finish(Direction::ClientToServer, exchange, msg, end, sink);
+            sink.on_http(event);
+        }
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        for event in s.queued.drain(..) {
+            sink.on_http(event);
+        }
+        if s.response.is_none() && s.responded {
+            // The response had ended before the request did.
+            self.streams.remove(&id);
+        }
+    }
+
+    /// Ends a stream: its request if still open, and its response, or says none came
+    /// (`unknown`: whether one came is not known, after a gap).
+    fn end_stream(&mut self, id: u32, end: End, unknown: bool, sink: &mut impl HttpSink) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let exchange = s.exchange;
+        let response = s.response.take();
+        let responded = s.responded;
+        let queued_events = std::mem::take(&mut s.queued);
+        let request_done = s.request_done;
+        let mut events = queued_events;
+        match response {
+            Some(msg) => {
+                events.push(self.finish(Direction::ServerToClient, exchange, msg, end, sink))
+            }
+            None if !responded => events.push(HttpEvent::NoResponse {
+                exchange,
+                outcome: end.outcome,
+                closed_by: end.closed_by,
+                mark: end.mark,
+                unknown,
+                when_unknown: false,
+                gap_bytes: end.cut.gap_bytes,
+                snaplen_bytes: end.cut.snaplen_bytes,
+            }),
+            None => {}
+        }
+        let s = self.streams.get_mut(&id).expect("looked up above");
+        if request_done {
+            for event in events {
+                sink.on_http(event);
+            }
+            self.streams.remove(&id);
+        } else {
+            // The server ended its side first: the request reports them when it ends.
+            s.queued = events;
+            s.responded = true;
+        }
+    }
+
+    /// The event that reports a finished message.
+    fn finish(
+        &mut self,
+        dir: Direction,
+        exchange: ExchangeId,
+        mut msg: Message,
+        end: End,
+        sink: &mut impl HttpSink,
+    ) -> HttpEvent {
+        let complete = end.outcome == Outcome::Complete;
+        let notes = msg
+            .payload
+            .finish(complete, end.mark, &mut self.events, &mut self.counts);
+        for what in notes {
+            self.anomaly(dir, end.mark, what, sink);
+        }
+        for event in self.events.drain(..) {
+            sink.on_http(HttpEvent::SseEvent { exchange, event });
+        }
+        if !complete && end.mark > msg.last {
+            msg.last = end.mark;
+        }
+        msg.payload.body.gap_bytes += end.cut.gap_bytes;
+        msg.payload.body.snaplen_bytes += end.cut.snaplen_bytes;
+        match msg.start {
+            Start::Request { method, target } => HttpEvent::Request(Box::new(Request {
+                exchange,
+                client: self.client,
+                server: self.server,
+                method,
+                target,
+                version: HTTP2_VERSION,
+                headers: msg.headers,
+                body: msg.payload.body,
+                first: msg.first,
+                last: msg.last,
+                outcome: end.outcome,
+                head_complete: true,
+            })),
+            Start::Response => HttpEvent::ResponseEnd(Box::new(ResponseEnd {
+                exchange,
+                body: msg.payload.body,
+                last: msg.last,
+                outcome: end.outcome,
+                closed_by: end.closed_by,
+                sse: msg.payload.sse.map(|s| s.stats),
+                when_unknown: false,
+            })),
+        }
+    }
+
+    fn reset(&mut self, dir: Direction, id: u32, code: u32, mark: Mark, sink: &mut impl HttpSink) {
+        if !self.streams.contains_key(&id) {
+            return;
+        }
+        self.counts.h2_streams_reset += 1;
+        // A client cancelling a stream is how it stops reading one (an event stream it is done
+        // with): an ordinary end, like closing an HTTP/1.1 connection.
+        if !(dir == Direction::ClientToServer && matches!(code, 0 | 8)) {
+            let what = format!(
+                "stream {id} reset by the {}: {}",
+                side(dir),
+                error_name(code)
+            );
+            self.anomaly(dir, mark, what, sink);
+        }
+        self.reset_stream(id, dir, mark, sink);
+    }
+
+    /// Ends a stream reset by `by` (a RST_STREAM, or a GOAWAY that left it unprocessed).
+    fn reset_stream(&mut self, id: u32, by: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        self.report_stall(id, mark, sink);
+        let end = End {
+            outcome: Outcome::StreamReset,
+            closed_by: Some(by),
+            mark,
+            cut: Cut::default(),
+        };
+        self.end_request(id, end, sink);
+        self.end_stream(id, end, false, sink);
+        self.streams.remove(&id);
+    }
+
+    fn goaway(&mut self, dir: Direction, payload: &[u8], mark: Mark, sink: &mut impl HttpSink) {
+        self.counts.h2_goaways += 1;
+        let last = u32::from_be_bytes([payload[0] & 0x7f, payload[1], payload[2], payload[3]]);
+        let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        // Streams the sender's peer opened above `last` were not processed (§6.8).
+        let peer_opened = |id: u32| (id % 2 == 1) == (dir == Direction::ServerToClient);
+        let unprocessed: Vec<u32> = self
+            .open_streams()
+            .into_iter()
+            .filter(|&id| id > last && peer_opened(id))
+            .collect();
+        if code != 0 || !unprocessed.is_empty() {
+            let debug = String::from_utf8_lossy(&payload[8..payload.len().min(8 + 256)]);
+            let what = format!(
+                "GOAWAY from the {}: {}, last stream {last}{}{}",
+                side(dir),
+                error_name(code),
+                match unprocessed.len() {
+                    0 => String::new(),
+                    n => format!("; {n} stream(s) above it not processed"),
+                },
+                if debug.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (\"{debug}\")")
+                }
+            );
+            self.anomaly(dir, mark, what, sink);
+        }
+        for id in unprocessed {
+            self.reset_stream(id, dir, mark, sink);
+        }
+    }
+
+    fn settings(&mut self, dir: Direction, payload: &[u8]) {
+        for entry in payload.chunks_exact(6) {
+            let id = u16::from_be_bytes([entry[0], entry[1]]);
+            let value = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
+            match id {
+                // What `dir` decodes with: the bound of the table the other side encodes with.
+                1 => self.decoders[di(other(dir))]
+                    .set_max_allowed_table_size((value as usize).min(MAX_TABLE)),
+                4 => {
+                    let sender = di(other(dir));
+                    let delta = i64::from(value) - self.initial_window[sender];
+                    self.initial_window[sender] = i64::from(value);
+                    for s in self.streams.values_mut() {
+                        s.window[sender] += delta;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `sender` sent `len` flow-controlled bytes on stream `id`.
+    fn spend_window(&mut self, sender: Direction, id: u32, len: u32, mark: Mark) {
+        if len == 0 {
+            return;
+        }
+        let d = di(sender);
+        self.window[d] -= i64::from(len);
+        if self.window[d] <= 0 && self.blocked[d].is_none() {
+            self.blocked[d] = Some(mark);
+        }
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.window[d] -= i64::from(len);
+            if s.window[d] <= 0 && s.blocked[d].is_none() {
+                s.blocked[d] = Some(mark);
+            }
+        }
+    }
+
+    /// The other side granted `sender` `inc` more bytes on stream `id` (0: the connection).
+    fn window_update(&mut self, sender: Direction, id: u32, inc: i64, mark: Mark) {
+        let d = di(sender);
+        let (window, blocked) = match id {
+            0 => (&mut self.window[d], &mut self.blocked[d]),
+            _ => match self.streams.get_mut(&id) {
+                Some(s) => (&mut s.window[d], &mut s.blocked[d]),
+                None => return,
+            },
+        };
+        *window += inc;
+        if *window > 0
+            && let Some(since) = blocked.take()
+        {
+            self.counts.h2_flow_stalls += 1;
+            let waited = mark.time.0.saturating_sub(since.time.0).max(0) as u64;
+            self.counts.h2_flow_stall_ns = self.counts.h2_flow_stall_ns.saturating_add(waited);
+        }
+    }
+
+    /// A stream that ends, or the capture, while its sender still waits for flow-control credit
+    /// was stalled, not idle: said with the frame that used the window up.
+    fn report_stall(&mut self, id: u32, mark: Mark, sink: &mut impl HttpSink) {
+        let Some(s) = self.streams.get(&id) else {
+            return;
+        };
+        let mut stalls = Vec::new();
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+            let d = di(dir);
+            let which = if s.blocked[d].is_some() {
+                "stream's"
+            } else {
+                "connection's"
+            };
+            if let Some(since) = s.blocked[d].or(self.blocked[d])
+                && side_open(s, dir)
+            {
+                stalls.push((dir, which, since));
+            }
+        }
+        for (dir, which, since) in stalls {
+            let what = format!(
+                "stream {id}: the {} used all of the {which} flow-control window at {} and was \
+                 granted no more for {:.3} s, until the stream ended",
+                side(dir),
+                frame_name(since),
+                mark.time.seconds_since(since.time).max(0.0)
+            );
+            self.counts.h2_flow_stalled_at_end += 1;
+            self.anomaly(dir, mark, what, sink);
+        }
+    }
+
+    pub(crate) fn gap(
+        &mut self,
+        dir: Direction,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        if self.readers[di(dir)].is_broken() {
+            return;
+        }
+        let why = format!(
+            "{len} bytes are missing from the capture (the frame boundaries and the HPACK table \
+             are lost with them)"
+        );
+        let cut = Cut {
+            gap_bytes: len,
+            snaplen_bytes: if snaplen { len } else { 0 },
+        };
+        self.unreadable_at(dir, why, cut, mark, sink);
+    }
+
+    pub(crate) fn fin(&mut self, dir: Direction) {
+        self.first_fin.get_or_insert(dir);
+    }
+
+    pub(crate) fn close(
+        &mut self,
+        outcome: Outcome,
+        by: Option<Direction>,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let end = End {
+            outcome,
+            closed_by: by.or(self.first_fin),
+            mark,
+            cut: Cut::default(),
+        };
+        // Past a point where the server's frames became unreadable, whether a response came is
+        // not known: the streams are cut, not unanswered.
+        let server_lost = self.readers[di(Direction::ServerToClient)].is_broken();
+        let response_end = if server_lost {
+            End {
+                outcome: Outcome::Gap,
+                closed_by: None,
+                mark,
+                cut: self.cut[di(Direction::ServerToClient)],
+            }
+        } else {
+            end
+        };
+        for id in self.open_streams() {
+            self.report_stall(id, mark, sink);
+            self.end_request(id, end, sink);
+            self.end_stream(id, response_end, server_lost, sink);
+        }
+    }
+}
+
+fn new_decoder() -> Box<loona_hpack::Decoder<'static>> {
+    let mut d = Box::new(loona_hpack::Decoder::new());
+    // Until SETTINGS say otherwise, the protocol's default (RFC 9113 §6.5.2).
+    d.set_max_allowed_table_size(4096);
+    d
+}
+
+/// Whether what `dir` sends on the stream is still to come: the request until the client ends
+/// it, the response (or word that none came) once the request was sent.
+fn in_progress(s: &Stream, dir: Direction) -> bool {
+    match dir {
+        Direction::ClientToServer => !s.request_done,
+        Direction::ServerToClient => s.request_done,
+    }
+}
+
+/// Whether `dir` has not ended its side of the stream yet.
+fn side_open(s: &Stream, dir: Direction) -> bool {
+    match dir {
+        Direction::ClientToServer => !s.request_done,
+        Direction::ServerToClient => s.responded && s.response.is_some(),
+    }
+}
+
+/// Reports a response event now, or holds it until the request is reported.
+fn emit(s: &mut Stream, event: HttpEvent, sink: &mut impl HttpSink) {
+    if s.request_done {
+        sink.on_http(event);
+    } else {
+        s.queued.push(event);
+    }
+}
+
+/// The header block fragment of a HEADERS or PUSH_PROMISE frame (§6.2, §6.6): without its
+/// padding, priority or promised stream. None when the frame is too short for what its flags
+/// say it holds.
+fn block_fragment(head: FrameHead, payload: &[u8]) -> Option<&[u8]> {
+    let mut p = payload;
+    let mut pad = 0usize;
+    if head.has(PADDED) {
+        pad = usize::from(*p.first()?);
+        p = &p[1..];
+    }
+    let skip = match head.kind {
+        Kind::PushPromise => 4,
+        _ if head.has(PRIORITY) => 5,
+        _ => 0,
+    };
+    let p = p.get(skip..)?;
+    p.get(..p.len().checked_sub(pad)?)
+}
+
+/// Pseudo-header fields (`:method`, `:status`, ...) apart from the others.
+fn split_pseudo(fields: Vec<(String, String)>) -> (Vec<(String, String)>, Headers) {
+    let (pseudo, regular): (Vec<_>, Vec<_>) =
+        fields.into_iter().partition(|(n, _)| n.starts_with(':'));
+    (pseudo, Headers(regular))
+}
+
+fn pseudo_value(pseudo: &[(String, String)], name: &str) -> Option<String> {
+    pseudo
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+}
+
+/// HTTP/2 carries the host in `:authority` (RFC 9113 §8.3.1); what reads `Host` finds it there.
+fn with_host(mut headers: Headers, authority: Option<String>) -> Headers {
+    if let Some(a) = authority
+        && !headers.has("host")
+    {
+        headers.0.insert(0, ("host".into(), a));
+    }
+    headers
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,421 @@
+use super::frame::tests::frame;
+use super::*;
+use crate::ConnKind;
+use crate::conn::Connection;
+use mcpf_model::{FrameRef, Timestamp};
+
+const C: Direction = Direction::ClientToServer;
+const S: Direction = Direction::ServerToClient;
+
+fn mark(n: u64) -> Mark {
+    Mark {
+        time: Timestamp(n as i64 * 1_000_000),
+        frame: FrameRef::new(0, n),
+    }
+}
+
+#[derive(Default)]
+struct Events(Vec<HttpEvent>);
+
+impl HttpSink for Events {
+    fn on_http(&mut self, event: HttpEvent) {
+        self.0.push(event);
+    }
+}
+
+/// Both sides of an HTTP/2 connection, written frame by frame with real HPACK encoders, and
+/// read back through the connection parser.
+struct Wire {
+    enc: [loona_hpack::Encoder<'static>; 2],
+    bytes: Vec<(Direction, Vec<u8>)>,
+}
+
+impl Wire {
+    fn new() -> Wire {
+        let mut w = Wire {
+            enc: [loona_hpack::Encoder::new(), loona_hpack::Encoder::new()],
+            bytes: Vec::new(),
+        };
+        let mut preface = PREFACE.to_vec();
+        preface.extend(frame(4, 0, 0, &[]));
+        w.bytes.push((C, preface));
+        w.bytes.push((S, frame(4, 0, 0, &[])));
+        w
+    }
+
+    fn send(&mut self, dir: Direction, bytes: Vec<u8>) -> &mut Self {
+        self.bytes.push((dir, bytes));
+        self
+    }
+
+    fn headers(
+        &mut self,
+        dir: Direction,
+        stream: u32,
+        fields: &[(&str, &str)],
+        end: bool,
+    ) -> &mut Self {
+        let block =
+            self.enc[di(dir)].encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+        let flags = END_HEADERS | if end { END_STREAM } else { 0 };
+        self.send(dir, frame(1, flags, stream, &block))
+    }
+
+    fn post(&mut self, stream: u32, body: &str) -> &mut Self {
+        self.headers(
+            C,
+            stream,
+            &[
+                (":method", "POST"),
+                (":scheme", "https"),
+                (":authority", "mcp.example:8443"),
+                (":path", "/mcp"),
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s-1"),
+            ],
+            false,
+        )
+        .send(C, frame(0, END_STREAM, stream, body.as_bytes()))
+    }
+
+    fn sse_head(&mut self, stream: u32) -> &mut Self {
+        self.headers(
+            S,
+            stream,
+            &[(":status", "200"), ("content-type", "text/event-stream")],
+            false,
+        )
+    }
+
+    /// Reads everything back, each direction's bytes cut in `chunk`-byte pieces.
+    fn read(&self, chunk: usize, end: Outcome) -> Vec<HttpEvent> {
+        let mut conn = Connection::new(
+            ConnId::tcp(0),
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:8443".parse().unwrap(),
+            mark(0),
+            false,
+        );
+        let mut events = Events::default();
+        let mut n = 0;
+        for (dir, bytes) in &self.bytes {
+            for piece in bytes.chunks(chunk) {
+                n += 1;
+                conn.data(*dir, piece, mark(n), None, &mut events);
+            }
+        }
+        conn.close(end, None, mark(n + 1), &mut events);
+        assert_eq!(conn.kind(), ConnKind::Http2);
+        events.0
+    }
+}
+
+/// One line per event, what a reader compares.
+fn summary(events: &[HttpEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e {
+            HttpEvent::Request(r) => format!(
+                "req #{} {} {} host={} body={}",
+                r.exchange.index,
+                r.method,
+                r.target,
+                r.headers.get("host").unwrap_or("-"),
+                String::from_utf8_lossy(&r.body.data)
+            ),
+            HttpEvent::ResponseHead(h) => {
+                format!(
+                    "head #{} {} sse={}",
+                    h.exchange.index, h.status, h.event_stream
+                )
+            }
+            HttpEvent::SseEvent { exchange, event } => {
+                format!("event #{} id={:?} {}", exchange.index, event.id, event.data)
+            }
+            HttpEvent::ResponseEnd(e) => format!(
+                "end #{} {:?} by={:?} body={}",
+                e.exchange.index,
+                e.outcome,
+                e.closed_by,
+                String::from_utf8_lossy(&e.body.data)
+            ),
+            HttpEvent::NoResponse {
+                exchange,
+                outcome,
+                closed_by,
+                unknown,
+                ..
+            } => format!(
+                "none #{} {outcome:?} by={closed_by:?} unknown={unknown}",
+                exchange.index
+            ),
+            HttpEvent::Anomaly { what, .. } => format!("anomaly {what}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_stream_is_an_exchange_and_its_event_stream_is_read_as_over_http_1_1_in_any_chunking() {
+    let mut w = Wire::new();
+    w.post(1, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .sse_head(1)
+        .send(S, frame(0, 0, 1, b"id: a1\ndata: {\"x\":1}\n\n"))
+        .send(S, frame(0, END_STREAM, 1, b"id: a2\ndata: two\n\n"));
+    let want = vec![
+        r#"req #0 POST /mcp host=mcp.example:8443 body={"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        "head #0 200 sse=true",
+        r#"event #0 id=Some("a1") {"x":1}"#,
+        r#"event #0 id=Some("a2") two"#,
+        "end #0 Complete by=None body=",
+    ];
+    for chunk in [1, 3, 9, 10, 4096] {
+        assert_eq!(
+            summary(&w.read(chunk, Outcome::CutByCaptureEnd)),
+            want,
+            "chunk {chunk}"
+        );
+    }
+    let events = w.read(4096, Outcome::CutByCaptureEnd);
+    let HttpEvent::Request(r) = &events[0] else {
+        panic!()
+    };
+    assert_eq!(r.version, HTTP2_VERSION);
+    assert_eq!(r.headers.get("mcp-session-id"), Some("s-1"));
+}
+
+#[test]
+fn interleaved_streams_are_separate_exchanges_and_a_reset_stream_leaves_the_others() {
+    let mut w = Wire::new();
+    w.headers(
+        C,
+        1,
+        &[
+            (":method", "GET"),
+            (":path", "/mcp"),
+            (":authority", "h"),
+            ("accept", "text/event-stream"),
+        ],
+        true,
+    )
+    .post(3, "{}")
+    .sse_head(1)
+    .headers(
+        S,
+        3,
+        &[(":status", "200"), ("content-type", "application/json")],
+        false,
+    )
+    .send(S, frame(0, 0, 3, b"{\"re"))
+    .send(S, frame(0, 0, 1, b"data: ping\n\n"))
+    .send(S, frame(0, END_STREAM, 3, b"sult\":1}"))
+    // The client is done with its event stream: CANCEL, an ordinary end.
+    .send(C, frame(3, 0, 1, &8u32.to_be_bytes()))
+    .post(5, "{}")
+    // The server fails stream 5: the connection goes on.
+    .send(S, frame(3, 0, 5, &2u32.to_be_bytes()))
+    .post(7, "{}")
+    .headers(S, 7, &[(":status", "202")], true);
+    assert_eq!(
+        summary(&w.read(7, Outcome::CutByCaptureEnd)),
+        vec![
+            "req #0 GET /mcp host=h body=",
+            "req #1 POST /mcp host=mcp.example:8443 body={}",
+            "head #0 200 sse=true",
+            "head #1 200 sse=false",
+            "event #0 id=None ping",
+            r#"end #1 Complete by=None body={"result":1}"#,
+            "end #0 StreamReset by=Some(ClientToServer) body=",
+            "req #2 POST /mcp host=mcp.example:8443 body={}",
+            "anomaly HTTP/2: stream 5 reset by the server: INTERNAL_ERROR (0x2)",
+            "none #2 StreamReset by=Some(ServerToClient) unknown=false",
+            "req #3 POST /mcp host=mcp.example:8443 body={}",
+            "head #3 202 sse=false",
+            "end #3 Complete by=None body=",
+        ]
+    );
+}
+
+#[test]
+fn goaway_ends_the_streams_it_did_not_process_and_the_capture_end_cuts_the_rest() {
+    let mut w = Wire::new();
+    w.post(1, "{}").post(3, "{}").sse_head(1);
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    w.send(S, frame(7, 0, 0, &goaway));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert_eq!(
+        got[3..],
+        [
+            "anomaly HTTP/2: GOAWAY from the server: NO_ERROR (0x0), last stream 1; 1 stream(s) above it not processed",
+            "none #1 StreamReset by=Some(ServerToClient) unknown=false",
+            "end #0 CutByCaptureEnd by=None body=",
+        ]
+    );
+}
+
+#[test]
+fn a_response_before_its_request_ended_is_reported_after_it() {
+    let mut w = Wire::new();
+    w.headers(C, 1, &[(":method", "POST"), (":path", "/mcp")], false)
+        .headers(S, 1, &[(":status", "413")], true)
+        .send(C, frame(0, END_STREAM, 1, b"big"));
+    assert_eq!(
+        summary(&w.read(4096, Outcome::CutByCaptureEnd)),
+        vec![
+            "req #0 POST /mcp host=- body=big",
+            "head #0 413 sse=false",
+            "end #0 Complete by=None body="
+        ]
+    );
+}
+
+#[test]
+fn a_sender_waiting_for_window_at_the_capture_end_is_a_stall_and_a_granted_wait_is_counted() {
+    let chunk = vec![b'x'; 16_384];
+    let mut w = Wire::new();
+    w.post(1, "{}").headers(S, 1, &[(":status", "200")], false);
+    for _ in 0..3 {
+        w.send(S, frame(0, 0, 1, &chunk));
+    }
+    w.send(S, frame(0, 0, 1, &chunk[..16_383]));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(
+        got.iter().any(|l| l.starts_with(
+            "anomaly HTTP/2: stream 1: the server used all of the stream's flow-control window at frame"
+        )),
+        "{got:#?}"
+    );
+    // The client grants more: the wait ended, nothing to report.
+    let mut update = frame(8, 0, 1, &1000u32.to_be_bytes());
+    update.extend(frame(8, 0, 0, &1000u32.to_be_bytes()));
+    w.send(C, update).send(S, frame(0, END_STREAM, 1, b"y"));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(!got.iter().any(|l| l.contains("flow-control")), "{got:#?}");
+}
+
+#[test]
+fn a_gap_stops_its_direction_and_cuts_what_it_left_open() {
+    let mut w = Wire::new();
+    w.post(1, "{}")
+        .sse_head(1)
+        .send(S, frame(0, 0, 1, b"data: one\n\n"));
+    let mut conn = Connection::new(
+        ConnId::tcp(0),
+        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:8443".parse().unwrap(),
+        mark(0),
+        false,
+    );
+    let mut events = Events::default();
+    for (i, (dir, bytes)) in w.bytes.iter().enumerate() {
+        conn.data(*dir, bytes, mark(i as u64 + 1), None, &mut events);
+    }
+    conn.gap(S, 100, false, mark(50), &mut events);
+    conn.data(
+        S,
+        &frame(0, 0, 1, b"data: two\n\n"),
+        mark(51),
+        None,
+        &mut events,
+    );
+    conn.close(Outcome::CutByCaptureEnd, None, mark(52), &mut events);
+    let got = summary(&events.0);
+    assert_eq!(got[2], "event #0 id=None one");
+    assert!(
+        got[3].starts_with("anomaly HTTP/2: the server's frames are not read past here: 100 bytes")
+    );
+    assert_eq!(got[4], "end #0 Gap by=None body=");
+    assert_eq!(got.len(), 5, "{got:#?}");
+}
+
+#[test]
+fn hostile_frames_never_panic_and_an_oversized_table_update_stops_the_direction() {
+    let mut w = Wire::new();
+    // A dynamic table size update to 1 MiB, past the 4096 bytes allowed by default.
+    let mut block = vec![0x3f];
+    let mut rest = (1u32 << 20) - 31;
+    while rest >= 128 {
+        block.push((rest % 128) as u8 | 0x80);
+        rest /= 128;
+    }
+    block.push(rest as u8);
+    block.extend_from_slice(b"\x82");
+    w.send(C, frame(1, END_HEADERS | END_STREAM, 1, &block));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(
+        got[0].starts_with("anomaly HTTP/2: the client's frames are not read past here: HPACK"),
+        "{got:#?}"
+    );
+
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..200 {
+        let mut w = Wire::new();
+        let mut junk = Vec::new();
+        for _ in 0..(round * 7 % 300) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            junk.push(seed as u8);
+        }
+        // Frame-shaped junk: small lengths, any type and flags.
+        for piece in junk.chunks(12) {
+            let mut f = vec![0, 0, piece.len().min(3) as u8];
+            f.extend_from_slice(piece);
+            w.send(if piece[0] % 2 == 0 { C } else { S }, f);
+        }
+        let _ = w.read(5, Outcome::Reset);
+    }
+}
+
+#[test]
+fn the_servers_settings_captured_before_the_clients_preface_are_read() {
+    let mut w = Wire::new();
+    // The server's SETTINGS first: a 4-byte initial window for what the client sends.
+    let mut settings = 4u16.to_be_bytes().to_vec();
+    settings.extend(4u32.to_be_bytes());
+    w.bytes.insert(0, (S, frame(4, 0, 0, &settings)));
+    w.headers(C, 1, &[(":method", "POST"), (":path", "/mcp")], false)
+        .send(C, frame(0, 0, 1, b"{\"a\""));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(
+        got.iter().any(|l| l.starts_with(
+            "anomaly HTTP/2: stream 1: the client used all of the stream's flow-control window"
+        )),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn an_upgrade_to_h2c_answers_its_request_on_stream_1_and_goes_on_in_http2() {
+    let mut w = Wire::new();
+    let (client_start, server_start) = (w.bytes.remove(0).1, w.bytes.remove(0).1);
+    let mut server =
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    server.extend(server_start);
+    w.bytes.push((
+        C,
+        b"GET /mcp HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAP__\r\n\r\n".to_vec(),
+    ));
+    w.bytes.push((S, server));
+    w.bytes.push((C, client_start));
+    w.sse_head(1)
+        .send(S, frame(0, END_STREAM, 1, b"data: up\n\n"))
+        .post(3, "{}");
+    let events = w.read(4096, Outcome::CutByCaptureEnd);
+    assert_eq!(
+        summary(&events),
+        vec![
+            "req #0 GET /mcp host=h body=",
+            "head #0 200 sse=true",
+            "event #0 id=None up",
+            "end #0 Complete by=None body=",
+            "req #1 POST /mcp host=mcp.example:8443 body={}",
+            "none #1 CutByCaptureEnd by=None unknown=false",
+        ]
+    );
+    let Some(HttpEvent::ResponseHead(head)) = events.get(1) else {
+        panic!()
+    };
+    assert_eq!(head.interim, vec![101]);
+}

@@ -1,0 +1,195 @@
+//! What becomes of a message's body bytes once its framing is taken off, whatever framed them
+//! (HTTP/1.1 lengths and chunks, HTTP/2 DATA frames): content decoding, then an event stream's
+//! parser or the kept body, within the caps every message shares.
+
+use super::body::{ContentDecoder, DecodeError};
+use super::conn::{Counts, MAX_BODY};
+use super::held::{HeldBytes, MAX_BYTES_HELD};
+use super::shrink::{JsonShrinker, KEEP_STRING};
+use super::sse::{SseEvent, SseParser};
+use super::{Body, Headers};
+use mcpf_model::Mark;
+
+#[derive(Debug)]
+pub(crate) struct Payload {
+    pub(crate) decoder: ContentDecoder,
+    pub(crate) body: Body,
+    /// Set for event streams, whose events are reported one by one instead of kept.
+    pub(crate) sse: Option<SseParser>,
+    shrink: Shrink,
+    /// What its body or event in progress holds against the budget of all messages.
+    pub(crate) held: HeldBytes,
+}
+
+/// How a body past [`MAX_BODY`] is kept.
+#[derive(Debug)]
+enum Shrink {
+    /// Cut at the limit.
+    NotJson,
+    /// JSON: kept with its strings cut ([`JsonShrinker`]) once past the limit...
+    Json,
+    /// ... as it now is.
+    Shrinking(Box<JsonShrinker>),
+}
+
+impl Payload {
+    /// The payload of a message with these headers (its content coding and media type).
+    pub(crate) fn new(headers: &Headers) -> Self {
+        let content_encoding = headers.get("content-encoding");
+        let shrink = match headers.media_type().as_deref() {
+            Some(t) if t == "application/json" || t.ends_with("+json") => Shrink::Json,
+            _ => Shrink::NotJson,
+        };
+        Payload {
+            decoder: ContentDecoder::for_encoding(content_encoding),
+            body: Body {
+                content_encoding: content_encoding.map(str::to_string),
+                ..Body::default()
+            },
+            sse: None,
+            shrink,
+            held: HeldBytes::default(),
+        }
+    }
+
+    /// Body bytes as framed on the wire (`kept`: false after a hole, when only their count and
+    /// an event stream's parser, which resynchronises itself, may use them). Returns why they
+    /// could not be decoded, for an anomaly, when they could not.
+    pub(crate) fn write(
+        &mut self,
+        bytes: &[u8],
+        kept: bool,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        counts: &mut Counts,
+    ) -> Option<String> {
+        self.body.wire_bytes += bytes.len() as u64;
+        if !kept && self.sse.is_none() {
+            return None;
+        }
+        let Payload {
+            decoder,
+            body,
+            sse,
+            shrink,
+            held,
+        } = self;
+        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
+        let e = decoder.write(bytes, &mut keep).err()?;
+        if e.is_bomb() {
+            self.body.truncated = true;
+            counts.bodies_not_decoded_past_budget += 1;
+        }
+        counts.brotli_bodies_refused += u64::from(e.is_windows_held());
+        self.body.not_decoded = true;
+        self.body.decode_error = Some(e.to_string());
+        Some(e.to_string())
+    }
+
+    /// The end of the body (`complete`: by its own framing, with no hole): what the content
+    /// decoder still holds, and the end of the event stream. Returns what a reader should be
+    /// told of how it was kept, one anomaly each.
+    pub(crate) fn finish(
+        &mut self,
+        complete: bool,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        counts: &mut Counts,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        // A coding not decoded hides only the bytes that came.
+        self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
+        if complete && let Some(e) = self.finish_decoding(mark, events) {
+            // What the decoder still held at the end is decoded under the same budget.
+            counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
+            notes.push(e.to_string());
+        }
+        if let Some(sse) = self.sse.as_mut() {
+            sse.finish();
+        }
+        if self.held.cut {
+            counts.messages_cut_by_held += 1;
+            notes.push(format!(
+                "the body or an event of this message was kept shorter than its own cap (JSON \
+                 with its strings cut to {} KiB, other bytes cut): the messages in progress held \
+                 the {} MiB allowed together",
+                KEEP_STRING >> 10,
+                MAX_BYTES_HELD >> 20
+            ));
+        } else if let Shrink::Shrinking(s) = &self.shrink {
+            counts.json_bodies_shrunk += 1;
+            notes.push(format!(
+                "JSON body of {} bytes, over the {} MiB a message keeps: kept with every string \
+                 cut to {} KiB ({} bytes dropped), so that its JSON-RPC envelope is whole",
+                self.body.decoded_bytes,
+                MAX_BODY >> 20,
+                KEEP_STRING >> 10,
+                s.dropped
+            ));
+        }
+        notes
+    }
+
+    fn finish_decoding(&mut self, mark: Mark, events: &mut Vec<SseEvent>) -> Option<DecodeError> {
+        let Payload {
+            decoder,
+            body,
+            sse,
+            shrink,
+            held,
+        } = self;
+        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
+        let e = decoder.finish(&mut keep).err()?;
+        self.body.truncated |= e.is_bomb();
+        self.body.not_decoded = true;
+        self.body.decode_error = Some(e.to_string());
+        Some(e)
+    }
+}
+
+/// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
+/// [`MAX_BODY`] (the rest counted, and the body marked truncated). A JSON body past it is kept
+/// shrunk: what was kept and what follows with every string cut ([`JsonShrinker`]), so that its
+/// JSON-RPC envelope is still read whole.
+#[inline]
+fn keep(
+    body: &mut Body,
+    sse: &mut Option<SseParser>,
+    shrink: &mut Shrink,
+    held: &mut HeldBytes,
+    decoded: &[u8],
+    mark: Mark,
+    events: &mut Vec<SseEvent>,
+) {
+    body.decoded_bytes += decoded.len() as u64;
+    let allowed = held.allowed();
+    if let Some(sse) = sse.as_mut() {
+        sse.set_allowed(allowed);
+        sse.feed(decoded, mark, events);
+        held.set(sse.held() as u64);
+        held.cut |= sse.stats.cut_by_held > 0;
+        return;
+    }
+    let limit = MAX_BODY.min(allowed);
+    let room = limit.saturating_sub(body.data.len());
+    held.cut |= decoded.len() > room && limit < MAX_BODY;
+    match shrink {
+        Shrink::Json if decoded.len() > room => {
+            let mut s = Box::new(JsonShrinker::default());
+            let head = std::mem::take(&mut body.data);
+            s.feed(&head, &mut body.data);
+            s.feed(decoded, &mut body.data);
+            *shrink = Shrink::Shrinking(s);
+            body.truncated = true;
+        }
+        Shrink::Shrinking(s) => s.feed(decoded, &mut body.data),
+        _ => {
+            body.data
+                .extend_from_slice(&decoded[..decoded.len().min(room)]);
+            body.truncated |= decoded.len() > room;
+        }
+    }
+    // Shrunk, it may still be too large (many strings, or none): then it is cut.
+    body.data.truncate(limit);
+    held.set(body.data.len() as u64);
+}

@@ -1,0 +1,155 @@
+//! HTTP/2 end to end, on real captures of the official Python SDK client (6 sessions sharing one
+//! HTTP/2 connection) through Debian's nginx: over TLS with its key log, and in clear with prior
+//! knowledge. nginx speaks HTTP/1.1 to the SDK server, so the server leg is the plaintext
+//! equivalent of both: each HTTP/2 leg must give its sessions exactly as the server leg does.
+
+use std::collections::BTreeMap;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const TLS: &str = "samples/python-sdk-h2-tls.pcap";
+const KEYS: &str = "samples/python-sdk-h2-tls.keys";
+const H2C: &str = "samples/python-sdk-h2c.pcap";
+const SERVER_LEG: &str = "samples/python-sdk-h2-server-leg.pcap";
+const TRUTH: &str = "samples/python-sdk-h2.truth.json";
+
+fn run(args: &[&str]) -> (String, String, i32) {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SSLKEYLOGFILE")
+        .env("COLUMNS", "100")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap(),
+    )
+}
+
+fn analyze(args: &[&str]) -> Value {
+    let mut all = vec!["analyze", "--format", "json"];
+    all.extend_from_slice(args);
+    let (out, err, code) = run(&all);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn truth() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/python-sdk-h2.truth.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect(TRUTH)).unwrap()
+}
+
+/// Per session ID, what each of its streams was: a line per stream, sorted.
+fn streams_by_session(doc: &Value) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for s in doc["sessions"].as_array().unwrap() {
+        let mut lines: Vec<String> = s["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| {
+                format!(
+                    "{} {} {} events={} {} by={} {}",
+                    st["transport"],
+                    st["method"],
+                    st["status"],
+                    st["events"],
+                    st["outcome"],
+                    st["closed_by"],
+                    st["methods"]
+                )
+            })
+            .collect();
+        lines.sort();
+        out.insert(s["session_id"].as_str().unwrap().to_string(), lines);
+    }
+    out
+}
+
+fn check_leg(doc: &Value, leg: &str) {
+    let truth = truth();
+    let want: Vec<&str> = truth[leg]["sessions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let got = streams_by_session(doc);
+    let mut got_ids: Vec<&str> = got.keys().map(String::as_str).collect();
+    let mut want_ids = want.clone();
+    got_ids.sort_unstable();
+    want_ids.sort_unstable();
+    assert_eq!(got_ids, want_ids, "{leg}: the sessions the clients had");
+    assert_eq!(
+        doc["summary"]["http_exchanges"], truth[leg]["requests"],
+        "{leg}: one exchange per HTTP/2 stream, one stream per request the clients sent"
+    );
+    assert_eq!(
+        doc["findings"].as_array().unwrap().len(),
+        0,
+        "{leg}: healthy traffic"
+    );
+    let server = streams_by_session(&analyze(&[SERVER_LEG]));
+    for id in want {
+        assert_eq!(
+            got[id], server[id],
+            "{leg}: session {id} as the server leg has it"
+        );
+    }
+}
+
+#[test]
+fn six_sessions_on_one_tls_http2_connection_are_those_of_the_plaintext_leg() {
+    let doc = analyze(&["--tls-keylog", KEYS, TLS]);
+    assert_eq!(doc["summary"]["connections"], 1);
+    assert_eq!(doc["summary"]["http"]["connections_http2"], 1);
+    check_leg(&doc, "tls");
+}
+
+#[test]
+fn six_sessions_on_one_cleartext_http2_connection_are_those_of_the_plaintext_leg() {
+    let doc = analyze(&[H2C]);
+    check_leg(&doc, "h2c");
+}
+
+#[test]
+fn without_its_key_log_the_tls_leg_is_counted_and_nothing_is_invented() {
+    let (out, err, code) = run(&["analyze", TLS]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("1 TLS connection"), "{err}");
+    assert!(
+        !out.contains("MCP session") || out.contains("no MCP session"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_key_log_reaches_no_output() {
+    let keys = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/python-sdk-h2-tls.keys"
+    ))
+    .unwrap();
+    let secrets: Vec<&str> = keys
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert!(!secrets.is_empty());
+    for format in ["table", "json", "markdown", "html"] {
+        let (out, err, _) = run(&["analyze", "--format", format, "--tls-keylog", KEYS, TLS]);
+        for s in &secrets {
+            assert!(
+                !out.contains(s) && !err.contains(s),
+                "{format}: a secret was printed"
+            );
+        }
+    }
+}
