@@ -215,6 +215,20 @@ pub fn tls_line(t: &mcpf_tls::TlsStats) -> String {
     line
 }
 
+/// Each connection the key log could not (wholly) decrypt, as an anomaly of that connection at
+/// the frame where reading stopped.
+fn tls_failures(
+    tls: Option<&mcpf_tls::TlsStats>,
+) -> impl Iterator<Item = mcpf_mcp::HttpAnomaly> + '_ {
+    tls.into_iter().flat_map(|t| {
+        t.failures.iter().map(|f| mcpf_mcp::HttpAnomaly {
+            conn: f.conn,
+            mark: f.mark,
+            what: f.reason.clone(),
+        })
+    })
+}
+
 /// Finishes the MCP stage and the detectors, and puts the report together.
 fn assemble(
     run: Run,
@@ -279,6 +293,7 @@ fn assemble(
     if let Some(t) = tls.as_ref().filter(|t| t.connections > 0) {
         limits.push(tls_line(t));
     }
+    let tls_not_decrypted = tls_failures(tls.as_ref()).collect();
     if mcpf_model::interrupt::stop_requested() {
         limits.push(
             "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered".into(),
@@ -308,6 +323,7 @@ fn assemble(
         gap_bytes: tcp.gap_bytes,
         snaplen_bytes: tcp.snaplen_bytes,
         limits,
+        tls_not_decrypted,
         clock_offsets,
         tool: report::Tool {
             name: env!("CARGO_PKG_NAME"),

@@ -153,3 +153,72 @@ fn the_key_log_reaches_no_output() {
         }
     }
 }
+
+#[test]
+fn an_upgrade_to_h2c_keeps_its_exchange_and_the_event_stream_on_stream_1() {
+    // curl offered `Upgrade: h2c` on every request; Hypercorn took it for the two without a
+    // body (the standalone GET and the DELETE), whose responses came in HTTP/2 on stream 1.
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/samples/h2c-upgrade.truth.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let doc = analyze(&["samples/h2c-upgrade.pcap"]);
+    assert_eq!(doc["summary"]["http"]["connections_http2"], 2);
+    assert_eq!(doc["summary"]["http"]["connections_http"], 4);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 0);
+    let sessions = doc["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["session_id"], truth["sessions"][0]);
+    let streams = sessions[0]["streams"].as_array().unwrap();
+    let requests = truth["requests"].as_array().unwrap();
+    assert_eq!(streams.len(), requests.len());
+    for (st, r) in streams.iter().zip(requests) {
+        // The final status is the HTTP/2 one; the 101 was interim.
+        let last = r["status_lines"].as_array().unwrap().last().unwrap();
+        let status = last.as_str().unwrap().split(' ').nth(1).unwrap();
+        assert_eq!(st["status"].to_string(), status, "{}", r["request"]);
+    }
+    let get = &streams[2];
+    assert_eq!(get["transport"], "get");
+    assert_eq!(
+        get["events"].as_u64().unwrap() as usize,
+        requests[2]["sse_data_lines"].as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn a_key_log_without_the_connections_secret_names_it_and_why() {
+    let path = std::env::temp_dir().join(format!("mcpf-h2-other-{}.keys", std::process::id()));
+    let other = "CLIENT_RANDOM 00000000000000000000000000000000000000000000000000000000000000ff \
+                 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\n";
+    std::fs::write(&path, other).unwrap();
+    let keys = path.to_str().unwrap();
+    let (out, err, code) = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "--tls-keylog",
+        keys,
+        H2C,
+        TLS,
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let s = &doc["summary"];
+    // The h2c input's sessions are analysed; the TLS one is counted as TLS, not as nothing.
+    assert_eq!(s["sessions"], 6);
+    assert_eq!(s["http"]["connections_tls"], 1);
+    let listed = s["tls_not_decrypted"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["input"], 1);
+    assert!(listed[0]["frame"].as_u64().unwrap() > 0);
+    assert_eq!(
+        listed[0]["reason"],
+        "no secret in the key log for this connection's client random"
+    );
+}

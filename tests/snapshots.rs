@@ -203,6 +203,7 @@ samples! {
     concurrent_nginx_client_leg_pcap => "concurrent-nginx-client-leg.pcap",
     concurrent_nginx_nginx_jsonl => "concurrent-nginx.nginx.jsonl",
     concurrent_nginx_server_leg_pcap => "concurrent-nginx-server-leg.pcap",
+    h2c_upgrade_pcap => "h2c-upgrade.pcap",
     haproxy_concurrent_jsonl => "haproxy-concurrent.jsonl",
     haproxy_healthy_jsonl => "haproxy-healthy.jsonl",
     haproxy_seed_jsonl => "haproxy-seed.jsonl",

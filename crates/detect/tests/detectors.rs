@@ -94,6 +94,8 @@ struct Capture {
     no_version_header: bool,
     /// The input its frames belong to (another leg of the same traffic is another input).
     input: u32,
+    /// Requests' heads are cut (by a snap length) after the headers they are given.
+    heads_cut: bool,
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -129,6 +131,7 @@ impl Capture {
             negotiated: false,
             no_version_header: false,
             input: 0,
+            heads_cut: false,
         }
     }
 
@@ -202,7 +205,7 @@ impl Capture {
             first,
             last: first,
             outcome: Outcome::Complete,
-            head_complete: true,
+            head_complete: !self.heads_cut,
         };
         self.b.on_http(HttpEvent::Request(Box::new(req)));
         Ex {
@@ -3474,4 +3477,38 @@ fn a_protocol_version_header_that_names_no_revision_is_answered_400() {
     // Another revision than the one negotiated is the client's fault (revision_violation),
     // and the server may support it.
     run("2025-03-26", 200).absent("status_code_violation");
+}
+
+#[test]
+fn a_get_that_named_no_session_is_filed_under_the_session_its_response_names() {
+    // Its head was cut before its Mcp-Session-Id (a snap length), but the server's response
+    // carried the session's ID: that is the evidence, not a new sessionless session.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let hs = headers(&[("Host", "127.0.0.1"), ("Accept", "text/event-stream")]);
+    let target = c.target.clone();
+    c.heads_cut = true;
+    let mut g = c.request("GET", &target, hs, "");
+    c.heads_cut = false;
+    c.sse_ok(&mut g);
+    c.event(&mut g, "7", &log("on the standalone stream"));
+    c.end(g, Cut::Complete);
+    let run = c.finish();
+    assert_eq!(
+        run.sessions.len(),
+        1,
+        "{:?}",
+        run.sessions
+            .iter()
+            .map(|s| &s.session_id)
+            .collect::<Vec<_>>()
+    );
+    let methods: Vec<&str> = run
+        .session()
+        .streams
+        .iter()
+        .map(|st| st.method.as_str())
+        .collect();
+    assert!(methods.contains(&"GET"), "{methods:?}");
 }

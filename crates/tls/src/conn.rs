@@ -30,6 +30,8 @@ pub(crate) fn index(direction: Direction) -> usize {
 pub enum Undecryptable {
     /// The key log has no secret for this connection's client random.
     NoKey,
+    /// As `NoKey`, on a connection that resumed an earlier session.
+    NoKeyResumed,
     /// A suite this build does not decrypt (by its IANA number).
     UnsupportedSuite(u16),
     /// A record whose tag did not hold: wrong key, or bytes damaged.
@@ -46,6 +48,9 @@ impl Undecryptable {
             Undecryptable::NoKey => {
                 "no secret in the key log for this connection's client random".into()
             }
+            Undecryptable::NoKeyResumed => "a resumed session (ticket or session ID) whose \
+                secret is not in the key log for this connection's client random"
+                .into(),
             Undecryptable::UnsupportedSuite(id) => {
                 format!("cipher suite 0x{id:04X} is not one this build decrypts")
             }
@@ -138,6 +143,11 @@ struct Hello {
     tls13: bool,
     /// TLS 1.2: the server agreed to encrypt-then-MAC (RFC 7366).
     encrypt_then_mac: bool,
+    /// The session ID the client offered (TLS 1.2 resumption echoes it), ...
+    client_session_id: Vec<u8>,
+    /// ... and whether the server resumed a session: its secret comes from an earlier
+    /// connection, and a key log may lack it.
+    resumed: bool,
 }
 
 pub struct TlsConnection {
@@ -233,7 +243,7 @@ impl TlsConnection {
                 let why = if self.hello.client_random.is_none() {
                     Undecryptable::HandshakeMissing
                 } else {
-                    Undecryptable::NoKey
+                    self.no_key()
                 };
                 self.lose(direction, why, out);
             }
@@ -326,6 +336,7 @@ impl TlsConnection {
             CLIENT_HELLO => {
                 if let Ok((_, ch)) = parse_tls_handshake_client_hello(&message[4..]) {
                     self.hello.client_random = ch.random.try_into().ok();
+                    self.hello.client_session_id = ch.session_id.unwrap_or_default().to_vec();
                 }
             }
             SERVER_HELLO => self.server_hello(&message[4..], keys, out),
@@ -374,6 +385,13 @@ impl TlsConnection {
         self.hello.encrypt_then_mac = exts
             .iter()
             .any(|e| matches!(e, TlsExtension::EncryptThenMac));
+        let echoed = sh.session_id.unwrap_or_default();
+        self.hello.resumed = if tls13 {
+            exts.iter()
+                .any(|e| matches!(e, TlsExtension::PreSharedKey(_)))
+        } else {
+            !echoed.is_empty() && echoed == self.hello.client_session_id.as_slice()
+        };
         let Some(suite) = suite(id) else {
             for direction in [Direction::ClientToServer, Direction::ServerToClient] {
                 self.lose(direction, Undecryptable::UnsupportedSuite(id), out);
@@ -405,6 +423,15 @@ impl TlsConnection {
         }
     }
 
+    /// Why a connection whose key is not in the key log cannot be read.
+    fn no_key(&self) -> Undecryptable {
+        if self.hello.resumed {
+            Undecryptable::NoKeyResumed
+        } else {
+            Undecryptable::NoKey
+        }
+    }
+
     /// TLS 1.3: `direction` reads its next records under the secret `label`.
     fn switch13(
         &mut self,
@@ -421,7 +448,7 @@ impl TlsConnection {
             .and_then(|secret| Tls13Keys::new(suite, secret))
         {
             Some(k) => self.sides[index(direction)].keys = Keys::Tls13(Box::new(k)),
-            None => self.lose(direction, Undecryptable::NoKey, out),
+            None => self.lose(direction, self.no_key(), out),
         }
     }
 
@@ -444,7 +471,7 @@ impl TlsConnection {
             }
             None => {
                 for direction in [Direction::ClientToServer, Direction::ServerToClient] {
-                    self.lose(direction, Undecryptable::NoKey, out);
+                    self.lose(direction, self.no_key(), out);
                 }
             }
         }

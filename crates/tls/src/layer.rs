@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
-use mcpf_model::ConnId;
+use mcpf_model::{ConnId, Mark};
 
 use crate::conn::{Output, TlsConnection};
 use crate::keylog::KeyLog;
@@ -23,6 +23,19 @@ pub struct TlsStats {
     pub decrypted: u64,
     /// Connections not (wholly) decrypted, by reason.
     pub undecryptable: BTreeMap<String, u64>,
+    /// The first [`MAX_FAILURES_LISTED`] of them, each with where reading stopped and why.
+    pub failures: Vec<TlsFailure>,
+}
+
+/// Undecryptable connections listed one by one (the counts by reason are whole).
+pub const MAX_FAILURES_LISTED: usize = 256;
+
+/// A connection that could not be (wholly) decrypted: where and why.
+#[derive(Clone, Debug)]
+pub struct TlsFailure {
+    pub conn: ConnId,
+    pub mark: Mark,
+    pub reason: String,
 }
 
 enum Conn {
@@ -33,6 +46,9 @@ enum Conn {
         tls: Box<TlsConnection>,
         plaintext: [bool; 2],
         failed: bool,
+        /// The header of the client's first record, handed on when nothing of the connection
+        /// could be decrypted: downstream then counts it as the TLS it is.
+        first: [u8; 5],
     },
 }
 
@@ -66,11 +82,13 @@ impl TlsLayer {
                 mark,
                 acked,
             } => self.data(conn, dir, data, mark, acked, next),
-            TcpEvent::Gap { conn, .. } if self.is_tls(conn) => {
+            TcpEvent::Gap { conn, mark, .. } if self.is_tls(conn) => {
                 // A record cut by lost bytes cannot be authenticated, nor the next ones framed.
                 self.fail(
                     conn,
+                    mark,
                     "a gap in the record stream (bytes missing from the capture)",
+                    next,
                 );
             }
             TcpEvent::Closed { summary } => {
@@ -92,12 +110,33 @@ impl TlsLayer {
         matches!(self.conns.get(&conn), Some(Conn::Tls { .. }))
     }
 
-    fn fail(&mut self, conn: ConnId, why: &str) {
-        if let Some(Conn::Tls { failed, .. }) = self.conns.get_mut(&conn)
+    fn fail(&mut self, conn: ConnId, mark: Mark, why: &str, next: &mut impl TcpSink) {
+        if let Some(Conn::Tls {
+            failed,
+            plaintext,
+            first,
+            ..
+        }) = self.conns.get_mut(&conn)
             && !*failed
         {
             *failed = true;
+            if *plaintext == [false, false] {
+                next.on_tcp(TcpEvent::Data {
+                    conn,
+                    dir: mcpf_model::Direction::ClientToServer,
+                    data: &first[..],
+                    mark,
+                    acked: None,
+                });
+            }
             *self.stats.undecryptable.entry(why.to_string()).or_default() += 1;
+            if self.stats.failures.len() < MAX_FAILURES_LISTED {
+                self.stats.failures.push(TlsFailure {
+                    conn,
+                    mark,
+                    reason: why.to_string(),
+                });
+            }
         }
     }
 
@@ -116,10 +155,14 @@ impl TlsLayer {
             let tls = dir == mcpf_model::Direction::ClientToServer && data.starts_with(&[0x16, 3]);
             *state = if tls {
                 self.stats.connections += 1;
+                let mut first = [0; 5];
+                let n = data.len().min(5);
+                first[..n].copy_from_slice(&data[..n]);
                 Conn::Tls {
                     tls: Box::default(),
                     plaintext: [false, false],
                     failed: false,
+                    first,
                 }
             } else {
                 Conn::Plain
@@ -153,7 +196,7 @@ impl TlsLayer {
             }
         }
         for why in reasons {
-            self.fail(conn, &why);
+            self.fail(conn, mark, &why, next);
         }
     }
 }

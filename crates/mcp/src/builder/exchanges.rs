@@ -388,6 +388,12 @@ impl Builder {
             return;
         };
         self.note_mcp();
+        // A request that named no session (its head cut, often) whose response did: the
+        // server's header is the evidence.
+        if let Some(id) = stream.session_id_received.clone() {
+            let session = self.session_for_id(&stream, &id);
+            return self.file_open(session, *stream);
+        }
         match endpoint {
             Some(uri) if stream.packed.len() == 1 => self.file_legacy(*stream, uri),
             _ => self.file_sessionless_open(*stream),

@@ -255,6 +255,9 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
     for l in &rep.limits {
         let line = format!("note: {}", terminal(l));
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
+        if l.starts_with("TLS: ") {
+            write_tls_not_decrypted(out, rep, width)?;
+        }
     }
     for c in &rep.clock_offsets {
         let line = format!("clock: {}", terminal(&clock_line(rep, c)));
@@ -273,6 +276,29 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
 
 /// Verdict lines shown at most: the rest are counted (their findings follow below).
 const VERDICTS_SHOWN: usize = 8;
+
+/// Under the TLS note: the first connections the key log did not open, where and why.
+fn write_tls_not_decrypted(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<()> {
+    const SHOWN: usize = 5;
+    for f in rep.tls_not_decrypted.iter().take(SHOWN) {
+        let line = format!(
+            "tcp{}{} from frame {}: {}",
+            f.conn.number(),
+            match rep.inputs.len() {
+                1 => String::new(),
+                _ => format!(" of input {}", f.mark.frame.input + 1),
+            },
+            f.mark.frame.frame,
+            terminal(&f.what)
+        );
+        writeln!(out, "{}", wrap(&line, width, "    ", "      "))?;
+    }
+    let more = rep.tls_not_decrypted.len().saturating_sub(SHOWN);
+    if more > 0 {
+        writeln!(out, "    … {more} more (--format json lists them)")?;
+    }
+    Ok(())
+}
 
 /// One line per session whose findings go above info, the worst first: how bad, since when,
 /// what broke (the most severe finding in its own words) and the request it left hanging.

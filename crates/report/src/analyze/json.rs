@@ -464,6 +464,13 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.len(),
         "limits": rep.limits,
+        "tls_not_decrypted": rep.tls_not_decrypted.iter().map(|f| json!({
+            "connection": f.conn.number(),
+            "input": f.mark.frame.input,
+            "frame": f.mark.frame.frame,
+            "time": f.mark.time.rfc3339(),
+            "reason": f.what,
+        })).collect::<Vec<_>>(),
         "clock_offsets": rep.clock_offsets,
         "by_input": by_input.iter().map(input).collect::<Vec<_>>(),
         "by_server": by_server.iter().map(server).collect::<Vec<_>>(),

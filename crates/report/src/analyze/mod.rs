@@ -180,6 +180,8 @@ pub struct Report {
     pub connections_with_gaps: u64,
     /// Notes about what an input format could not support.
     pub limits: Vec<String>,
+    /// TLS connections the key log could not (wholly) decrypt: where reading stopped, and why.
+    pub tls_not_decrypted: Vec<HttpAnomaly>,
     /// Between inputs whose sessions were compared hop by hop: the far clock minus the near.
     pub clock_offsets: Vec<mcpf_detect::ClockOffset>,
     /// The program that wrote the report.
