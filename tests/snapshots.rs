@@ -250,6 +250,8 @@ samples! {
     seed_incident_mitmproxy_sanitized_har => "seed-incident.mitmproxy.sanitized.har",
     seed_incident_nginx_jsonl => "seed-incident.nginx.jsonl",
     seed_incident_server_leg_pcap => "seed-incident-server-leg.pcap",
+    seed_incident_tls_client_leg_pcap => "seed-incident-tls-client-leg.pcap",
+    seed_incident_tls_server_leg_pcap => "seed-incident-tls-server-leg.pcap",
     snaplen_mcp_pcap => "snaplen-mcp.pcap",
     stateless_concurrent_pcap => "stateless-concurrent.pcap",
     tls_nginx_curl_dsb_pcapng => "tls-nginx-curl-dsb.pcapng",

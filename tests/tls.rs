@@ -224,3 +224,53 @@ fn the_http_view_decrypts_too() {
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(doc["exchanges"].as_array().unwrap().is_empty());
 }
+
+/// Each finding's kind and severity, in the report's order.
+fn findings(doc: &serde_json::Value) -> Vec<(String, String)> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_seed_incident_over_tls_gives_the_findings_of_its_plaintext_leg() {
+    // seed-client --HTTPS--> the buffering nginx --HTTP--> seed-server: the decrypted client leg
+    // must tell the incident as the server leg, and as the plaintext seed incident, do.
+    let leg = "samples/seed-incident-tls-client-leg.pcap";
+    let keys = "samples/seed-incident-tls.keys";
+    let (out, err, code) = run(&["analyze", "--format", "json", "--tls-keylog", keys, leg]);
+    assert_eq!(code, 1, "findings above --fail-on: {err}");
+    let tls: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (out, _, _) = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "samples/seed-incident-tls-server-leg.pcap",
+    ]);
+    let plain: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(findings(&tls), findings(&plain));
+    let kinds: Vec<String> = findings(&tls).into_iter().map(|(k, _)| k).collect();
+    for k in [
+        "cross_namespace_replay",
+        "unsafe_resumption_after_fallback",
+        "duplicate_response",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "{k} missing: {kinds:?}");
+    }
+    assert_eq!(
+        tls["sessions"][0]["session_id"],
+        plain["sessions"][0]["session_id"]
+    );
+    // Without its key log: the connections are counted as TLS, nothing is invented.
+    let (out, err, code) = run(&["analyze", leg]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("4 TLS connections"), "{err}");
+}

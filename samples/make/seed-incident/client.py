@@ -19,6 +19,7 @@ Everything the client sends and receives is recorded (not from a capture) in
 the JSON written to --truth-out.
 """
 import argparse
+import ssl
 import asyncio
 import json
 import socket
@@ -120,7 +121,9 @@ class Conn:
         client.connections.append(self.rec)
 
     async def open(self):
-        self.reader, self.writer = await asyncio.open_connection(self.client.host, self.client.port)
+        c = self.client
+        tls = {"ssl": c.tls, "server_hostname": "localhost"} if c.tls else {}
+        self.reader, self.writer = await asyncio.open_connection(c.host, c.port, **tls)
         return self
 
     def send(self, method, body=None, extra=()):
@@ -184,6 +187,12 @@ class Conn:
 
     def close_fin(self):
         self.rec["closed_by_client"] = "FIN"
+        if self.client.tls:
+            # A FIN without TLS's close_notify first: nginx, holding the response in its
+            # buffers, learns of a close_notify only when it next reads, of a FIN at once (as
+            # over plaintext, which the incident's timing rests on).
+            self.writer.transport.abort()
+            return
         self.writer.close()
 
     def abort_rst(self):
@@ -197,6 +206,9 @@ class Client:
     def __init__(self, args):
         self.args = args
         self.host, self.port = args.host, args.port
+        # TLS with the CA given (the certificate is for localhost); Python's ssl writes the key
+        # log named by SSLKEYLOGFILE.
+        self.tls = ssl.create_default_context(cafile=args.tls_ca) if args.tls_ca else None
         self.connections = []
         self.http_requests = []
         self.http_seq = 0
@@ -424,6 +436,7 @@ async def main():
     ap.add_argument("--reconnect-delay", type=float, default=3.0)
     ap.add_argument("--resume-wait", type=float, default=4.0)
     ap.add_argument("--truth-out")
+    ap.add_argument("--tls-ca", help="speak TLS, trusting this CA file")
     args = ap.parse_args()
     cl = Client(args)
     try:
