@@ -1,10 +1,11 @@
 //! `resync_without_reconciliation`: after an unsafe resumption the client started a new session
 //! but never re-sent the `tools/call` it had lost in the old one (the seed incident's operational
 //! effect: the call is neither known done nor retried). The new session is tied to the old by
-//! evidence only: its `initialize` came on a TCP connection that had carried the old session's
-//! exchanges and no other session's (a pooled connection proves nothing). The old session must
-//! have been analysed first (its findings are at hand); a call counts as re-sent when the new
-//! session calls the same tool.
+//! evidence only: its `initialize` came on an HTTP/1.1 connection that had carried the old
+//! session's exchanges and no other session's (a pooled connection proves nothing, nor does an
+//! HTTP/2 one, whose streams may be any client's). The old session must have been analysed
+//! first (its findings are at hand); a call counts as re-sent when the new session calls the
+//! same tool.
 //!
 //! Re-sent is not always reconciled: if the lost call had begun running (the server reported
 //! progress on it) and the re-sent one, carrying no idempotency key, ran to a result, the tool
@@ -21,7 +22,7 @@ use mcpf_model::Mark;
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::ResyncWithoutReconciliation,
     severity: Severity::Medium,
-    when: "after an unsafe resumption the client re-initialized (a new session on the same TCP connection) but did not re-send a tools/call whose result it never saw, or re-sent it without an idempotency key after the first had begun running, and both ran",
+    when: "after an unsafe resumption the client re-initialized (a new session on the same HTTP/1.1 connection) but did not re-send a tools/call whose result it never saw, or re-sent it without an idempotency key after the first had begun running, and both ran",
     meaning: "The client gave up on a session whose resume was unsafe and started over, but the call that was in flight there was never retried: whether it ran is unknown to the client, and nothing it did since accounts for it.",
     why: "The work the call stood for is either silently lost (never retried) or done without the client knowing: an index never rebuilt, a payment neither confirmed nor repeated.",
     fix: "Client: after re-initializing, reconcile every call still pending in the old session: re-send it with an idempotency key, or ask the server for its outcome. Server: make tool calls idempotent by key.",

@@ -96,6 +96,8 @@ struct Capture {
     input: u32,
     /// Requests' heads are cut (by a snap length) after the headers they are given.
     heads_cut: bool,
+    /// The HTTP version of the messages (`mcpf_http::HTTP2_VERSION`: streams of HTTP/2).
+    http_version: u8,
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -132,6 +134,7 @@ impl Capture {
             no_version_header: false,
             input: 0,
             heads_cut: false,
+            http_version: 1,
         }
     }
 
@@ -194,7 +197,7 @@ impl Capture {
             server: self.server,
             method: method.into(),
             target: target.into(),
-            version: 1,
+            version: self.http_version,
             headers: Headers(hs),
             body: Body {
                 data: body.as_bytes().to_vec(),
@@ -240,7 +243,7 @@ impl Capture {
                 exchange: ex.id,
                 status,
                 reason: String::new(),
-                version: 1,
+                version: self.http_version,
                 headers: hs,
                 interim: Vec::new(),
                 first,
@@ -3302,7 +3305,16 @@ fn the_protocol_version_header_is_required_from_2025_06_18() {
 /// never gets 3 answered; then a new session B is initialized, on the connection of A's resume
 /// when `same_conn`, and calls `tools/call` with the params `resend` (answered) or nothing.
 fn reinitialized_after_unsafe_resume(same_conn: bool, resend: Option<Value>) -> Run {
+    reinitialized_after_unsafe_resume_over(1, same_conn, resend)
+}
+
+fn reinitialized_after_unsafe_resume_over(
+    version: u8,
+    same_conn: bool,
+    resend: Option<Value>,
+) -> Run {
     let mut c = Capture::new();
+    c.http_version = version;
     c.initialize(json!(1), Some("sess-A"));
     c.initialized();
     c.abandoned_beta(json!(3), "tok-3");
@@ -3372,8 +3384,11 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
     // Another tool is no reconciliation of beta.
     let alpha = call("alpha", json!({}), None);
     reinitialized_after_unsafe_resume(true, Some(alpha)).one("resync_without_reconciliation");
-    // On another connection nothing ties B to A's client.
+    // On another connection nothing ties B to A's client; nor on one HTTP/2 connection, which
+    // multiplexes the streams of any number of clients.
     reinitialized_after_unsafe_resume(false, None).absent("resync_without_reconciliation");
+    reinitialized_after_unsafe_resume_over(mcpf_http::HTTP2_VERSION, true, None)
+        .absent("resync_without_reconciliation");
 }
 
 /// The lost beta had reported progress (it was running); re-sent with no idempotency key and

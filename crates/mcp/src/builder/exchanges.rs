@@ -41,6 +41,9 @@ enum Says {
 impl Builder {
     pub(super) fn on_request(&mut self, r: &mcpf_http::Request) {
         self.stats.exchanges_total += 1;
+        if r.version == mcpf_http::HTTP2_VERSION {
+            self.multiplexed.insert(r.exchange.conn);
+        }
         self.note_time(r.first.time);
         let messages = if r.body.data.is_empty() {
             Vec::new()
@@ -162,6 +165,9 @@ impl Builder {
 
     pub(super) fn on_response_head(&mut self, h: &mcpf_http::ResponseHead) {
         self.stats.responses += 1;
+        if h.version == mcpf_http::HTTP2_VERSION {
+            self.multiplexed.insert(h.exchange.conn);
+        }
         if self.not_mcp.contains(&h.exchange) {
             return;
         }

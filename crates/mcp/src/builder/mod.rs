@@ -204,6 +204,9 @@ pub struct Builder {
     /// Open connections that carried exchanges of more than one session: what comes on them
     /// next says nothing of which client it is (a pooled connection serves many).
     conn_shared: rustc_hash::FxHashSet<ConnId>,
+    /// Open HTTP/2 connections: each stream of one may be any client's (an agent host's pooled
+    /// connection multiplexes many sessions), so the connection ties no exchange to another.
+    multiplexed: rustc_hash::FxHashSet<ConnId>,
     open: HashMap<ExchangeId, Filing>,
     /// Open orphans by connection, filed when their connection ends.
     orphans: HashMap<ConnId, Vec<ExchangeId>>,
@@ -433,6 +436,7 @@ impl Builder {
         self.sessionless.remove(&conn);
         self.by_conn.remove(&conn);
         self.conn_shared.remove(&conn);
+        self.multiplexed.remove(&conn);
     }
 }
 

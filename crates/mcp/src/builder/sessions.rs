@@ -258,6 +258,9 @@ impl Builder {
     /// The session whose exchanges alone a connection carried, when an `initialize` for a new
     /// session comes on it: the client left that session for the new one.
     pub(super) fn left_for_new(&self, conn: ConnId) -> Option<SessionIdx> {
+        if self.multiplexed.contains(&conn) {
+            return None;
+        }
         self.by_conn
             .get(&conn)
             .copied()
@@ -282,7 +285,11 @@ impl Builder {
             self.note_mcp();
             return self.file_ended(session, stream);
         }
-        if let Some(&session) = self.by_conn.get(&stream.exchange.conn) {
+        if let Some(&session) = self
+            .by_conn
+            .get(&stream.exchange.conn)
+            .filter(|_| !self.multiplexed.contains(&stream.exchange.conn))
+        {
             self.note_mcp();
             return self.file_ended(session, stream);
         }
