@@ -256,6 +256,7 @@ samples! {
     stateless_concurrent_pcap => "stateless-concurrent.pcap",
     tls_nginx_curl_dsb_pcapng => "tls-nginx-curl-dsb.pcapng",
     tls_nginx_curl_pcap => "tls-nginx-curl.pcap",
+    tls_resumption_pcap => "tls-resumption.pcap",
     traefik_concurrent_jsonl => "traefik-concurrent.jsonl",
     traefik_healthy_jsonl => "traefik-healthy.jsonl",
     traefik_seed_jsonl => "traefik-seed.jsonl",

@@ -274,3 +274,86 @@ fn the_seed_incident_over_tls_gives_the_findings_of_its_plaintext_leg() {
     assert_eq!(code, 2, "{out}");
     assert!(err.contains("4 TLS connections"), "{err}");
 }
+
+/// The key log of `samples/tls-resumption.pcap` without the lines of these client randoms.
+fn keys_without(randoms: &[&str], name: &str) -> std::path::PathBuf {
+    let all = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/tls-resumption.keys"
+    ))
+    .unwrap();
+    let kept: String = all
+        .lines()
+        .filter(|l| !randoms.iter().any(|r| l.contains(r)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let path = std::env::temp_dir().join(format!("mcpf-{name}-{}.keys", std::process::id()));
+    std::fs::write(&path, kept).unwrap();
+    path
+}
+
+#[test]
+fn resumed_sessions_and_mac_then_encrypt_records_are_decrypted_and_a_missing_resumed_secret_is_named()
+ {
+    // Five connections: TLS 1.3 and its PSK resumption, TLS 1.2 and its ticket resumption, TLS
+    // 1.2 AES-128-CBC-SHA with MAC-then-encrypt (s_client -no_etm). All decrypt with their log.
+    let pcap = "samples/tls-resumption.pcap";
+    let (out, err, _) = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "--tls-keylog",
+        "samples/tls-resumption.keys",
+        pcap,
+    ]);
+    let s = summary(&out);
+    assert_eq!(s["http_exchanges"], 5, "{err}");
+    assert_eq!(s["tls_not_decrypted"].as_array().unwrap().len(), 0);
+    // Without the secrets of the two resumed connections (streams 1 and 3).
+    let resumed = [
+        "a5dd5d54a5edd9793091d4d8571b0b1a32d9d4227f11391d43436e3529a5ed2d",
+        "997e5f8109cfb5af18a1c05cd020986a1af7bf72df459294866e78ffc8a364a6",
+    ];
+    let keys = keys_without(&resumed, "resumed");
+    let (out, _, _) = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "--tls-keylog",
+        keys.to_str().unwrap(),
+        pcap,
+    ]);
+    let _ = std::fs::remove_file(&keys);
+    let s = summary(&out);
+    assert_eq!(s["http_exchanges"], 3);
+    let listed = s["tls_not_decrypted"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for l in listed {
+        assert!(
+            l["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("a resumed session"),
+            "{l}"
+        );
+    }
+    // A full handshake's missing secret is no resumption.
+    let keys = keys_without(
+        &["feb657a4bafcbf3b14b95a04b87495533182505ff8ff95e9f4fdb1ed36887ad3"],
+        "full",
+    );
+    let (out, _, _) = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "--tls-keylog",
+        keys.to_str().unwrap(),
+        pcap,
+    ]);
+    let _ = std::fs::remove_file(&keys);
+    let listed = summary(&out)["tls_not_decrypted"].clone();
+    assert_eq!(
+        listed[0]["reason"],
+        "no secret in the key log for this connection's client random"
+    );
+}
