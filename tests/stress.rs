@@ -352,6 +352,37 @@ fn thousands_of_calls_in_one_session_are_all_answered() {
 }
 
 #[test]
+fn thousands_of_calls_on_one_http2_connection_are_all_answered() {
+    let n = 3_000;
+    let doc = analyze("h2_calls", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 1);
+    assert_eq!(doc["summary"]["http"]["connections_http2"], 1);
+    // initialize, notifications/initialized and the calls: one stream each.
+    assert_eq!(doc["summary"]["http_exchanges"], n + 2);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert_harmless("h2_calls", &doc);
+}
+
+#[test]
+fn a_header_block_that_never_ends_stops_its_direction_without_holding_it() {
+    // 100 CONTINUATION frames of 16 KiB (1.6 MiB) after a HEADERS without END_HEADERS: read up
+    // to the 1 MiB a block may take, then that direction is read no further.
+    let doc = analyze("h2_continuation", 100, &[]);
+    assert_eq!(doc["summary"]["http_anomalies"], 1);
+    assert!(doc["summary"]["http"]["skipped_bytes"].as_u64().unwrap() > 0);
+    assert_harmless("h2_continuation", &doc);
+}
+
+#[test]
+fn streams_past_the_open_cap_are_not_followed() {
+    let doc = analyze("h2_open_streams", 5_000, &[]);
+    // 4096 followed, the rest counted in one anomaly.
+    assert_eq!(doc["summary"]["http_exchanges"], 4096);
+    assert_eq!(doc["summary"]["http_anomalies"], 1);
+    assert_harmless("h2_open_streams", &doc);
+}
+
+#[test]
 fn a_large_batch_is_answered_by_its_batch() {
     let n = 5_000;
     let doc = analyze("batch", n, &[]);

@@ -108,6 +108,21 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
         "pcap.gz",
         "healthy sessions before the gzip stream is cut",
     ),
+    (
+        "h2_calls",
+        "pcap",
+        "tools/call streams answered in one session on one cleartext HTTP/2 connection",
+    ),
+    (
+        "h2_continuation",
+        "pcap",
+        "16 KiB CONTINUATION frames after a HEADERS frame that never ends its block",
+    ),
+    (
+        "h2_open_streams",
+        "pcap",
+        "HTTP/2 streams opened and never ended, on one connection",
+    ),
 ];
 
 /// The file name extension of a class.
@@ -158,6 +173,9 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
         "syn_flood" => syn_flood(n, w),
         "sse_events" => sse_events(n, w),
         "many_calls" => many_calls(n, w),
+        "h2_calls" => h2_calls(n, w),
+        "h2_continuation" => h2_continuation(n, w),
+        "h2_open_streams" => h2_open_streams(n, w),
         "batch" => batch(n, w),
         "duplicates" => duplicates(n, w),
         "resumes" => resumes(n, w),
@@ -469,6 +487,166 @@ fn sse_events<W: Write>(n: u64, w: W) -> io::Result<()> {
 fn many_calls<W: Write>(n: u64, w: W) -> io::Result<()> {
     let mut cap = Capture::pcap(w, 262_144)?;
     healthy_session(&mut cap, 1, SESSION, n)
+}
+
+/// An HTTP/2 frame.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.push(kind);
+    f.push(flags);
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A header block of literal fields, never indexed and never Huffman-coded (RFC 7541 §6.2.3):
+/// what any HPACK decoder reads without a table.
+fn hpack_literal(fields: &[(&str, &str)]) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        let n = s.len();
+        if n < 127 {
+            out.push(n as u8);
+        } else {
+            out.push(127);
+            let mut rest = n - 127;
+            while rest >= 128 {
+                out.push((rest % 128) as u8 | 0x80);
+                rest /= 128;
+            }
+            out.push(rest as u8);
+        }
+        out.extend_from_slice(s.as_bytes());
+    }
+    let mut out = Vec::new();
+    for (name, value) in fields {
+        out.push(0x10);
+        string(&mut out, name);
+        string(&mut out, value);
+    }
+    out
+}
+
+const H2_END_STREAM: u8 = 0x1;
+const H2_END_HEADERS: u8 = 0x4;
+
+/// A request's HEADERS frame (and its DATA, ending the stream, when it has a body).
+fn h2_post(stream: u32, session: Option<&str>, body: &str) -> Vec<u8> {
+    let mut fields = vec![
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":authority", "127.0.0.1"),
+        (":path", "/mcp"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        fields.push(("mcp-session-id", s));
+        fields.push(("mcp-protocol-version", "2025-06-18"));
+    }
+    let mut out = h2_frame(1, H2_END_HEADERS, stream, &hpack_literal(&fields));
+    out.extend(h2_frame(0, H2_END_STREAM, stream, body.as_bytes()));
+    out
+}
+
+/// The client's preface and both sides' SETTINGS (with windows large enough that nothing waits).
+fn h2_open<W: Write>(cap: &mut Capture<W>, c: &mut Conn) -> io::Result<()> {
+    c.handshake(cap)?;
+    let settings = {
+        let mut p = 4u16.to_be_bytes().to_vec();
+        p.extend((1u32 << 30).to_be_bytes());
+        h2_frame(4, 0, 0, &p)
+    };
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend(&settings);
+    preface.extend(h2_frame(8, 0, 0, &(1u32 << 30).to_be_bytes()));
+    c.client_send(cap, &preface)?;
+    let mut server = settings;
+    server.extend(h2_frame(8, 0, 0, &(1u32 << 30).to_be_bytes()));
+    c.server_send(cap, &server)
+}
+
+fn h2_calls<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    h2_open(&mut cap, &mut c)?;
+    c.client_send(&mut cap, &h2_post(1, None, &initialize_request(1)))?;
+    let head = hpack_literal(&[
+        (":status", "200"),
+        ("content-type", "application/json"),
+        ("mcp-session-id", SESSION),
+    ]);
+    let mut answer = h2_frame(1, H2_END_HEADERS, 1, &head);
+    answer.extend(h2_frame(
+        0,
+        H2_END_STREAM,
+        1,
+        initialize_result(1).as_bytes(),
+    ));
+    c.server_send(&mut cap, &answer)?;
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    c.client_send(&mut cap, &h2_post(3, Some(SESSION), note))?;
+    let accepted = hpack_literal(&[(":status", "202"), ("mcp-session-id", SESSION)]);
+    c.server_send(
+        &mut cap,
+        &h2_frame(1, H2_END_HEADERS | H2_END_STREAM, 3, &accepted),
+    )?;
+    let sse = hpack_literal(&[
+        (":status", "200"),
+        ("content-type", "text/event-stream"),
+        ("mcp-session-id", SESSION),
+    ]);
+    // Two calls in flight at a time, answered in the other order: streams interleave.
+    for pair in 0..n.div_ceil(2) {
+        let ids: Vec<u64> = (2 + 2 * pair..(2 + 2 * pair + 2).min(2 + n)).collect();
+        let mut req = Vec::new();
+        for &id in &ids {
+            req.extend(h2_post(3 + 2 * id as u32, Some(SESSION), &tools_call(id)));
+        }
+        c.client_send(&mut cap, &req)?;
+        let mut resp = Vec::new();
+        for &id in ids.iter().rev() {
+            let stream = 3 + 2 * id as u32;
+            resp.extend(h2_frame(1, H2_END_HEADERS, stream, &sse));
+            let event = sse_event(&format!("{id}-1"), &tools_call_result(id));
+            resp.extend(h2_frame(0, H2_END_STREAM, stream, event.as_bytes()));
+        }
+        c.server_send(&mut cap, &resp)?;
+    }
+    c.close(&mut cap)
+}
+
+fn h2_continuation<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    h2_open(&mut cap, &mut c)?;
+    let block = hpack_literal(&[(":method", "POST"), (":path", "/mcp")]);
+    c.client_send(&mut cap, &h2_frame(1, 0, 1, &block))?;
+    let filler = vec![0x10u8; 16 << 10];
+    for _ in 0..n {
+        c.client_send(&mut cap, &h2_frame(9, 0, 1, &filler))?;
+    }
+    c.close(&mut cap)
+}
+
+fn h2_open_streams<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    h2_open(&mut cap, &mut c)?;
+    let block = hpack_literal(&[
+        (":method", "POST"),
+        (":path", "/mcp"),
+        ("mcp-session-id", SESSION),
+    ]);
+    let mut buf = Vec::new();
+    for i in 0..n {
+        buf.extend(h2_frame(1, H2_END_HEADERS, 1 + 2 * i as u32, &block));
+        if buf.len() > 16 * MSS {
+            c.client_send(&mut cap, &buf)?;
+            buf.clear();
+        }
+    }
+    c.client_send(&mut cap, &buf)?;
+    c.close(&mut cap)
 }
 
 fn batch<W: Write>(n: u64, w: W) -> io::Result<()> {

@@ -71,6 +71,9 @@ secrets 10
 corrupt_pcap 100
 corrupt_pcapng 100
 truncated_gz 100
+h2_calls 2000
+h2_continuation 200
+h2_open_streams 20000
 "
 CLASSES=${CLASSES:-$(echo "$PLAN" | awk 'NF {print $1}')}
 
