@@ -327,9 +327,9 @@ pub struct HttpStats {
     /// Bytes skipped while looking for the next message after a gap or on a non-HTTP stream.
     pub skipped_bytes: u64,
     pub anomalies: u64,
-    // Counters the JSON report does not carry yet (its schema lists the keys above): the report
-    // decides how to show them.
     /// Retransmissions TCP saw disagree with the first copy (each also an anomaly).
+    // Counters the JSON report does not carry (its schema lists the keys it does): the report
+    // decides how to show them.
     #[serde(skip)]
     pub inconsistent_retransmissions: u64,
     /// Bytes marked as [`Body::inconsistent_bytes`] over all messages.
@@ -388,23 +388,17 @@ pub struct HttpStats {
     #[serde(skip)]
     pub json_bodies_shrunk: u64,
     /// HTTP/2 streams the client opened (each an exchange), ...
-    #[serde(skip)]
     pub h2_streams: u64,
     /// ... of them ended by RST_STREAM or left unprocessed by a GOAWAY, ...
-    #[serde(skip)]
     pub h2_streams_reset: u64,
     /// ... GOAWAY frames, ...
-    #[serde(skip)]
     pub h2_goaways: u64,
     /// ... waits of a sender that had used all its flow-control window until the other side
     /// granted more, and how long they took in all, ...
-    #[serde(skip)]
     pub h2_flow_stalls: u64,
-    #[serde(skip)]
     pub h2_flow_stall_ns: u64,
     /// ... and streams that ended, or were cut by the capture's end, while their sender still
     /// waited (each an anomaly).
-    #[serde(skip)]
     pub h2_flow_stalled_at_end: u64,
 }
 

@@ -460,11 +460,16 @@ fn h2_summary(stats: &HttpStats) -> String {
     if stats.connections_http2 == 0 {
         return String::new();
     }
-    let mut parts = vec![format!(
-        "{} of them HTTP/2 with {}",
+    format!(
+        " ({} of them HTTP/2 with {})",
         stats.connections_http2,
-        super::table::count(stats.h2_streams, "stream", "streams")
-    )];
+        h2_parts(stats).join(", ")
+    )
+}
+
+/// The HTTP/2 streams, resets, GOAWAYs and flow-control waits of a run, as words.
+pub(crate) fn h2_parts(stats: &HttpStats) -> Vec<String> {
+    let mut parts = vec![super::table::count(stats.h2_streams, "stream", "streams")];
     if stats.h2_streams_reset > 0 {
         parts.push(format!("{} reset", stats.h2_streams_reset));
     }
@@ -480,11 +485,11 @@ fn h2_summary(stats: &HttpStats) -> String {
     }
     if stats.h2_flow_stalled_at_end > 0 {
         parts.push(format!(
-            "{} stalled at its end",
-            stats.h2_flow_stalled_at_end
+            "{} stalled on flow control at its end",
+            super::table::count(stats.h2_flow_stalled_at_end, "stream", "streams")
         ));
     }
-    format!(" ({})", parts.join(", "))
+    parts
 }
 
 impl HttpSink for Spool {

@@ -252,6 +252,14 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
         exchanges
     };
     writeln!(out, "{}", wrap(&read, width, "", "  "))?;
+    if rep.http.connections_http2 > 0 {
+        let line = format!(
+            "note: HTTP/2: {}, {}",
+            count(rep.http.connections_http2, "connection", "connections"),
+            crate::http::h2_parts(&rep.http).join(", ")
+        );
+        writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
+    }
     for l in &rep.limits {
         let line = format!("note: {}", terminal(l));
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
