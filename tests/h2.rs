@@ -222,3 +222,47 @@ fn a_key_log_without_the_connections_secret_names_it_and_why() {
         "no secret in the key log for this connection's client random"
     );
 }
+
+#[test]
+fn nginx_ending_its_connections_with_goaway_refuses_the_streams_above_its_last() {
+    // keepalive_requests 8: after each GOAWAY (last stream 15) the SDK client had already
+    // opened stream 17, its session's standalone GET; nginx never processed it and httpx2
+    // failed the session instead of retrying. Each failed session is one whose GET the
+    // server refused; the others have no such stream.
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/samples/python-sdk-h2-goaway.truth.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let doc = analyze(&["samples/python-sdk-h2-goaway.pcap"]);
+    // tshark: 7 GOAWAY frames, 4 from nginx and 3 from the client (PROTOCOL_ERROR).
+    assert_eq!(doc["summary"]["http"]["h2_goaways"], 7);
+    let failed: Vec<&str> = truth["failed_sessions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|tag| truth["sessions"][tag].as_str().unwrap())
+        .collect();
+    assert!(!failed.is_empty());
+    for s in doc["sessions"].as_array().unwrap() {
+        let refused = s["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|st| st["outcome"] == "stream_reset" && st["closed_by"] == "server");
+        let id = s["session_id"].as_str().unwrap();
+        assert_eq!(refused, failed.contains(&id), "session {id}");
+    }
+    // What failed were a notification and event streams, not requests: nothing went
+    // unanswered, and no finding says otherwise.
+    let above: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert!(above.is_empty(), "{above:#?}");
+}

@@ -360,7 +360,7 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
         (Some(Outcome::StreamReset), _) => on(
             "stream_reset",
             format!(
-                "the server reset the HTTP/2 stream of {} (its connection went on)",
+                "the server reset the HTTP/2 stream of {}, or left it unprocessed with a GOAWAY",
                 ch.label()
             ),
             ch,

@@ -124,6 +124,8 @@ struct Stream {
     /// The request, while the client has not ended its side.
     request: Option<Message>,
     request_done: bool,
+    /// Opened above the last stream a GOAWAY of the server allowed: never processed.
+    refused: bool,
     /// The response, once its head came and until it ends.
     response: Option<Message>,
     responded: bool,
@@ -181,6 +183,9 @@ pub(crate) struct H2Connection {
     first_fin: Option<Direction>,
     /// Where each side's frames became unreadable at a capture gap: what that gap was.
     cut: [Cut; 2],
+    /// The last stream of the peer a side's GOAWAY said it would process: streams the peer
+    /// opens above it after are refused (RFC 9113 §6.8).
+    goaway_last: [Option<u32>; 2],
     streams_refused: u64,
     events: Vec<SseEvent>,
     pub(crate) counts: Counts,
@@ -205,6 +210,7 @@ impl H2Connection {
             last_stream: [0; 2],
             first_fin: None,
             cut: [Cut::default(); 2],
+            goaway_last: [None; 2],
             streams_refused: 0,
             events: Vec::new(),
             counts: Counts::default(),
@@ -238,6 +244,7 @@ impl H2Connection {
             exchange,
             request: None,
             request_done: false,
+            refused: false,
             response: None,
             responded: false,
             interim: Vec::new(),
@@ -528,6 +535,15 @@ impl H2Connection {
             .unwrap_or_default();
         let headers = with_host(headers, pseudo_value(&pseudo, ":authority"));
         let mut stream = self.new_stream(exchange);
+        if let Some(last) = self.goaway_last[di(Direction::ServerToClient)]
+            && id > last
+        {
+            stream.refused = true;
+            let what = format!(
+                "stream {id} opened after the server's GOAWAY (last stream {last}): not processed"
+            );
+            self.anomaly(Direction::ClientToServer, mark, what, sink);
+        }
         stream.request = Some(Message {
             payload: Payload::new(&headers),
             start: Start::Request { method, target },
@@ -686,7 +702,12 @@ impl H2Connection {
             cut: Cut::default(),
         };
         match dir {
-            Direction::ClientToServer => self.end_request(id, end, sink),
+            Direction::ClientToServer => {
+                self.end_request(id, end, sink);
+                if self.streams.get(&id).is_some_and(|s| s.refused) {
+                    self.reset_stream(id, Direction::ServerToClient, mark, sink);
+                }
+            }
             Direction::ServerToClient => self.end_stream(id, end, false, sink),
         }
     }
@@ -813,7 +834,6 @@ impl H2Connection {
         if !self.streams.contains_key(&id) {
             return;
         }
-        self.counts.h2_streams_reset += 1;
         // A client cancelling a stream is how it stops reading one (an event stream it is done
         // with): an ordinary end, like closing an HTTP/1.1 connection.
         if !(dir == Direction::ClientToServer && matches!(code, 0 | 8)) {
@@ -829,6 +849,7 @@ impl H2Connection {
 
     /// Ends a stream reset by `by` (a RST_STREAM, or a GOAWAY that left it unprocessed).
     fn reset_stream(&mut self, id: u32, by: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        self.counts.h2_streams_reset += 1;
         self.report_stall(id, mark, sink);
         let end = End {
             outcome: Outcome::StreamReset,
@@ -844,6 +865,9 @@ impl H2Connection {
     fn goaway(&mut self, dir: Direction, payload: &[u8], mark: Mark, sink: &mut impl HttpSink) {
         self.counts.h2_goaways += 1;
         let last = u32::from_be_bytes([payload[0] & 0x7f, payload[1], payload[2], payload[3]]);
+        // A later GOAWAY may lower the last stream, never raise it (§6.8).
+        let d = di(dir);
+        self.goaway_last[d] = Some(self.goaway_last[d].map_or(last, |l| l.min(last)));
         let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
         // Streams the sender's peer opened above `last` were not processed (§6.8).
         let peer_opened = |id: u32| (id % 2 == 1) == (dir == Direction::ServerToClient);
@@ -1020,6 +1044,10 @@ impl H2Connection {
             end
         };
         for id in self.open_streams() {
+            if self.streams.get(&id).is_some_and(|s| s.refused) {
+                self.reset_stream(id, Direction::ServerToClient, mark, sink);
+                continue;
+            }
             self.report_stall(id, mark, sink);
             self.end_request(id, end, sink);
             self.end_stream(id, response_end, server_lost, sink);

@@ -419,3 +419,23 @@ fn an_upgrade_to_h2c_answers_its_request_on_stream_1_and_goes_on_in_http2() {
     };
     assert_eq!(head.interim, vec![101]);
 }
+
+#[test]
+fn a_stream_opened_after_the_servers_goaway_is_refused_not_unanswered() {
+    let mut w = Wire::new();
+    w.post(1, "{}");
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    // The client had not read the GOAWAY when it opened stream 3.
+    w.send(S, frame(7, 0, 0, &goaway)).post(3, "{}");
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert_eq!(
+        got[1..],
+        [
+            "anomaly HTTP/2: stream 3 opened after the server's GOAWAY (last stream 1): not processed",
+            "req #1 POST /mcp host=mcp.example:8443 body={}",
+            "none #1 StreamReset by=Some(ServerToClient) unknown=false",
+            "none #0 CutByCaptureEnd by=None unknown=false",
+        ]
+    );
+}
