@@ -80,6 +80,14 @@ node_deps() {
   echo "$dir/$name"
 }
 
+# throwaway_cert DIR : a P-256 key and a self-signed certificate for localhost, DIR/ec.key and
+# DIR/ec.crt, valid two days: for captures whose key logs are committed.
+throwaway_cert() {
+  need_apt openssl:openssl
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1/ec.key" \
+    -out "$1/ec.crt" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
+}
+
 # wait_listen PORT : wait until something LISTENs on 127.0.0.1:PORT, without connecting.
 wait_listen() {
   local hex i; hex="$(printf '%04X' "$1")"

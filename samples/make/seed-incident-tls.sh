@@ -16,8 +16,7 @@ need_capture_tools
 need_apt nginx:nginx openssl:openssl
 require_free_port "$TPORT" "$SPORT"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/ec.key" \
-  -out "$WORK/ec.crt" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
+throwaway_cert "$WORK"
 seed_nginx_conf "$TPORT" "$SPORT" "$WORK/nginx.conf"
 sed -i "s|listen 127.0.0.1:$TPORT;|listen 127.0.0.1:$TPORT ssl; ssl_certificate $WORK/ec.crt; ssl_certificate_key $WORK/ec.key; ssl_buffer_size 4k;|" \
   "$WORK/nginx.conf"

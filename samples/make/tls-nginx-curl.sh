@@ -14,8 +14,7 @@ require_free_port "$PORT"
 W="$SCRATCH/tls-nginx-curl"
 rm -rf "$W"; mkdir -p "$W/www" "$W/tmp"
 cd "$W"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ec.key -out ec.crt \
-  -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
+throwaway_cert "$W"
 # The body nginx serves: a JSON-RPC result, as an MCP server's would be.
 printf '{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"reindex"}]}}' > www/mcp.json
 cat > nginx.conf <<CONF

@@ -18,8 +18,7 @@ require_free_port "$PORT"
 W="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 mkdir -p "$W/www" "$W/tmp"
 chmod 755 "$W"   # nginx's worker reads www/ as its own user
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ec.key" \
-  -out "$W/ec.crt" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
+throwaway_cert "$W"
 printf '{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}' > "$W/www/mcp.json"
 cat > "$W/nginx.conf" <<CONF
 daemon off;

@@ -16,8 +16,7 @@ require_free_port "$TPORT" "$SPORT"
 D="$(node_deps ts-sdk-resumption)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 mkdir -p "$WORK/tmp"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/ec.key" \
-  -out "$WORK/ec.crt" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
+throwaway_cert "$WORK"
 cat > "$WORK/nginx.conf" <<CONF
 daemon off;
 pid $WORK/nginx.pid;

@@ -67,15 +67,7 @@ impl Payload {
         if !kept && self.sse.is_none() {
             return None;
         }
-        let Payload {
-            decoder,
-            body,
-            sse,
-            shrink,
-            held,
-        } = self;
-        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
-        let e = decoder.write(bytes, &mut keep).err()?;
+        let e = self.decode(mark, events, |d, out| d.write(bytes, out))?;
         if e.is_bomb() {
             self.body.truncated = true;
             counts.bodies_not_decoded_past_budget += 1;
@@ -131,6 +123,21 @@ impl Payload {
     }
 
     fn finish_decoding(&mut self, mark: Mark, events: &mut Vec<SseEvent>) -> Option<DecodeError> {
+        let e = self.decode(mark, events, |d, out| d.finish(out))?;
+        self.body.truncated |= e.is_bomb();
+        self.body.not_decoded = true;
+        self.body.decode_error = Some(e.to_string());
+        Some(e)
+    }
+
+    /// Runs the content decoder (`step`: a write or the finish), its output kept as [`keep`]
+    /// keeps it; returns why it failed, when it did.
+    fn decode(
+        &mut self,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        step: impl FnOnce(&mut ContentDecoder, &mut dyn FnMut(&[u8])) -> Result<(), DecodeError>,
+    ) -> Option<DecodeError> {
         let Payload {
             decoder,
             body,
@@ -139,11 +146,7 @@ impl Payload {
             held,
         } = self;
         let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
-        let e = decoder.finish(&mut keep).err()?;
-        self.body.truncated |= e.is_bomb();
-        self.body.not_decoded = true;
-        self.body.decode_error = Some(e.to_string());
-        Some(e)
+        step(decoder, &mut keep).err()
     }
 }
 
