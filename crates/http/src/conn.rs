@@ -373,6 +373,7 @@ pub(crate) struct Connection {
     probe: Vec<u8>,
     /// ... and the server's bytes before them (see `keep_early_server_bytes`).
     early_server: Option<Vec<(Vec<u8>, Mark)>>,
+    early_server_bytes: usize,
     out_events: Vec<SseEvent>,
     /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
     /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
@@ -392,6 +393,9 @@ pub(crate) struct Connection {
     /// Set once the connection is seen to speak HTTP/2 (its preface, or an upgrade to h2c):
     /// every byte from then on is its.
     h2: Option<Box<H2Connection>>,
+    /// The client's SETTINGS from the last request asking for `Upgrade: h2c` (its
+    /// `HTTP2-Settings`), for the connection the 101 starts.
+    h2c_settings: Option<Vec<u8>>,
 }
 
 /// The index of a direction in per-direction arrays.
@@ -429,6 +433,7 @@ impl Connection {
             scanned_without_http: 0,
             probe: Vec::new(),
             early_server: None,
+            early_server_bytes: 0,
             out_events: Vec::new(),
             pos: [0; 2],
             step_used: [0; 2],
@@ -447,6 +452,7 @@ impl Connection {
                 })
             }),
             h2: None,
+            h2c_settings: None,
         }
     }
 
@@ -537,13 +543,20 @@ impl Connection {
     /// tell what the connection speaks, for an HTTP/2 server sends its SETTINGS as soon as the
     /// TLS handshake is done, often before the client's preface is captured.
     fn keep_early_server_bytes(&mut self, data: &[u8], mark: Mark) {
-        if !self.probe.is_empty() {
+        if !self.probe.is_empty() || self.early_server_bytes > MAX_EARLY_SERVER_BYTES {
+            return;
+        }
+        // Past the cap nothing more is kept, so that what is replayed has no hole in it.
+        self.early_server_bytes += data.len();
+        if self.early_server_bytes > MAX_EARLY_SERVER_BYTES {
+            self.early_server = None;
             return;
         }
         let early = self.early_server.get_or_insert_with(Vec::new);
-        let held: usize = early.iter().map(|(b, _)| b.len()).sum();
-        if held + data.len() <= MAX_EARLY_SERVER_BYTES {
-            early.push((data.to_vec(), mark));
+        match early.last_mut() {
+            // Many tiny segments are kept as one piece (at the first one's mark).
+            Some((last, _)) if last.len() < 1024 => last.extend_from_slice(data),
+            _ => early.push((data.to_vec(), mark)),
         }
     }
 
@@ -814,10 +827,20 @@ impl Connection {
                 self.hold_item(item);
                 continue;
             }
-            match item {
-                Held::Data { bytes, mark, acked } => self.feed(dir, &bytes, mark, acked, sink),
-                Held::Gap { len, snaplen, mark } => self.lose(dir, len, snaplen, mark, sink),
-                Held::Fin { mark } => self.fin_now(dir, mark, sink),
+            // A held 101 may have upgraded the connection: what follows it is HTTP/2's.
+            match (item, self.h2.as_mut()) {
+                (Held::Data { bytes, mark, .. }, Some(h2)) => h2.data(dir, &bytes, mark, sink),
+                (Held::Gap { len, snaplen, mark }, Some(h2)) => {
+                    h2.gap(dir, len, snaplen, mark, sink)
+                }
+                (Held::Fin { .. }, Some(h2)) => h2.fin(dir),
+                (Held::Data { bytes, mark, acked }, None) => {
+                    self.feed(dir, &bytes, mark, acked, sink)
+                }
+                (Held::Gap { len, snaplen, mark }, None) => {
+                    self.lose(dir, len, snaplen, mark, sink)
+                }
+                (Held::Fin { mark }, None) => self.fin_now(dir, mark, sink),
             }
         }
     }
@@ -1196,6 +1219,11 @@ impl Connection {
         let target = req.path.unwrap_or("").to_string();
         let version = req.version.unwrap_or(1);
         let headers = self.headers_of(Direction::ClientToServer, req.headers, mark, sink);
+        if headers.has_token("upgrade", "h2c") {
+            self.h2c_settings = headers
+                .get("http2-settings")
+                .and_then(decode_http2_settings);
+        }
         let (framing, problem) = request_framing(&headers);
         if let Some(p) = problem {
             self.anomaly(Direction::ClientToServer, mark, p, sink);
@@ -1245,7 +1273,15 @@ impl Connection {
             // response comes on stream 1.
             self.interim.push(101);
             let interim = std::mem::take(&mut self.interim);
-            let h2 = H2Connection::upgraded(self.id, self.client, self.server, exchange, interim);
+            let settings = self.h2c_settings.take();
+            let h2 = H2Connection::upgraded(
+                self.id,
+                self.client,
+                self.server,
+                exchange,
+                interim,
+                settings.as_deref(),
+            );
             self.h2 = Some(Box::new(h2));
             self.req.state = State::Opaque;
             self.resp.state = State::Opaque;
@@ -2314,6 +2350,21 @@ pub(crate) fn is_status_line(line: &[u8]) -> bool {
         && line[8] == b' '
         && line[9..12].iter().all(u8::is_ascii_digit)
         && line.get(12).is_none_or(|&b| b == b' ')
+}
+
+/// The SETTINGS payload an `HTTP2-Settings` header carries: base64url, padding optional (RFC
+/// 7540 §3.2.1); at most a few hundred settings are read.
+fn decode_http2_settings(value: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const URL_SAFE_ANY_PADDING: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let value = value.trim();
+    (value.len() <= 4096)
+        .then(|| URL_SAFE_ANY_PADDING.decode(value).ok())
+        .flatten()
 }
 
 /// A 101 response switching to cleartext HTTP/2 (RFC 7540 §3.2).

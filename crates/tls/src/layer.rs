@@ -46,8 +46,8 @@ enum Conn {
         tls: Box<TlsConnection>,
         plaintext: [bool; 2],
         failed: bool,
-        /// The header of the client's first record, handed on when nothing of the connection
-        /// could be decrypted: downstream then counts it as the TLS it is.
+        /// The header of the client's first record, handed on at the connection's end when
+        /// nothing of it could be decrypted: downstream then counts it as the TLS it is.
         first: [u8; 5],
     },
 }
@@ -88,17 +88,29 @@ impl TlsLayer {
                     conn,
                     mark,
                     "a gap in the record stream (bytes missing from the capture)",
-                    next,
                 );
             }
             TcpEvent::Closed { summary } => {
                 if let Some(Conn::Tls {
-                    plaintext, failed, ..
+                    plaintext,
+                    failed,
+                    first,
+                    ..
                 }) = self.conns.remove(&summary.conn)
-                    && plaintext == [true, true]
-                    && !failed
                 {
-                    self.stats.decrypted += 1;
+                    if plaintext == [true, true] && !failed {
+                        self.stats.decrypted += 1;
+                    }
+                    if plaintext == [false, false] && failed {
+                        // Nothing of it could be read: downstream counts it as the TLS it is.
+                        next.on_tcp(TcpEvent::Data {
+                            conn: summary.conn,
+                            dir: mcpf_model::Direction::ClientToServer,
+                            data: &first[..],
+                            mark: summary.end,
+                            acked: None,
+                        });
+                    }
                 }
                 next.on_tcp(event);
             }
@@ -110,25 +122,11 @@ impl TlsLayer {
         matches!(self.conns.get(&conn), Some(Conn::Tls { .. }))
     }
 
-    fn fail(&mut self, conn: ConnId, mark: Mark, why: &str, next: &mut impl TcpSink) {
-        if let Some(Conn::Tls {
-            failed,
-            plaintext,
-            first,
-            ..
-        }) = self.conns.get_mut(&conn)
+    fn fail(&mut self, conn: ConnId, mark: Mark, why: &str) {
+        if let Some(Conn::Tls { failed, .. }) = self.conns.get_mut(&conn)
             && !*failed
         {
             *failed = true;
-            if *plaintext == [false, false] {
-                next.on_tcp(TcpEvent::Data {
-                    conn,
-                    dir: mcpf_model::Direction::ClientToServer,
-                    data: &first[..],
-                    mark,
-                    acked: None,
-                });
-            }
             *self.stats.undecryptable.entry(why.to_string()).or_default() += 1;
             if self.stats.failures.len() < MAX_FAILURES_LISTED {
                 self.stats.failures.push(TlsFailure {
@@ -196,7 +194,7 @@ impl TlsLayer {
             }
         }
         for why in reasons {
-            self.fail(conn, mark, &why, next);
+            self.fail(conn, mark, &why);
         }
     }
 }

@@ -16,12 +16,14 @@
 //! its whole window waits; a wait that ends is counted, one still waiting when its stream or
 //! the capture ends is reported (a stalled stream, not an idle one).
 
+mod flow;
 mod frame;
 
 use std::net::SocketAddr;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use flow::{Flow, StreamWindow};
 use frame::{END_HEADERS, END_STREAM, FrameHead, Kind, PADDED, PRIORITY, Piece, Reader};
 
 use super::conn::{Counts, MAX_HEADERS, frame_name, never_dropped};
@@ -45,8 +47,9 @@ const MAX_OPEN_STREAMS: usize = 4096;
 /// Events of a response held while its request has not ended (a server may answer before the
 /// client ends its stream); past it the request is reported as it stands.
 const MAX_QUEUED: usize = 4096;
-/// RFC 9113 §6.9.2.
-const DEFAULT_WINDOW: i64 = 65_535;
+/// Bytes of response events held, over all streams of a connection, while their requests are
+/// still being sent; past it the stream holding the most reports its request as it stands.
+const MAX_QUEUED_BYTES: usize = 16 << 20;
 
 /// Error codes of RST_STREAM and GOAWAY (RFC 9113 §7), by name.
 fn error_name(code: u32) -> String {
@@ -130,11 +133,10 @@ struct Stream {
     response: Option<Message>,
     responded: bool,
     interim: Vec<u16>,
-    /// Response events that came before the request ended, in order.
+    /// Response events that came before the request ended, in order, and their bytes.
     queued: Vec<HttpEvent>,
-    /// What each side may still send on it, and since when a side that used it all waits.
-    window: [i64; 2],
-    blocked: [Option<Mark>; 2],
+    queued_bytes: usize,
+    window: StreamWindow,
 }
 
 /// How a stream or a message of it ended, for the events that report it.
@@ -173,11 +175,9 @@ pub(crate) struct H2Connection {
     block: [Option<Block>; 2],
     streams: HashMap<u32, Stream>,
     next_index: u32,
-    /// What each side may still send on the connection, since when it waits, and the window
-    /// each side's new streams start with (the other side's SETTINGS_INITIAL_WINDOW_SIZE).
-    window: [i64; 2],
-    blocked: [Option<Mark>; 2],
-    initial_window: [i64; 2],
+    flow: Flow,
+    /// Bytes of the response events all streams hold until their requests end.
+    queued_bytes: usize,
     /// The highest stream each side opened, and the last one a GOAWAY of the server allowed.
     last_stream: [u32; 2],
     first_fin: Option<Direction>,
@@ -204,9 +204,8 @@ impl H2Connection {
             block: [None, None],
             streams: HashMap::default(),
             next_index: 0,
-            window: [DEFAULT_WINDOW; 2],
-            blocked: [None; 2],
-            initial_window: [DEFAULT_WINDOW; 2],
+            flow: Flow::default(),
+            queued_bytes: 0,
             last_stream: [0; 2],
             first_fin: None,
             cut: [Cut::default(); 2],
@@ -228,8 +227,13 @@ impl H2Connection {
         server: SocketAddr,
         exchange: ExchangeId,
         interim: Vec<u16>,
+        http2_settings: Option<&[u8]>,
     ) -> Self {
         let mut c = H2Connection::new(id, client, server);
+        // The client's first SETTINGS came in the upgrade request (`HTTP2-Settings`).
+        if let Some(settings) = http2_settings {
+            c.settings(Direction::ClientToServer, settings);
+        }
         c.next_index = exchange.index + 1;
         c.last_stream[0] = 1;
         let mut stream = c.new_stream(exchange);
@@ -249,8 +253,8 @@ impl H2Connection {
             responded: false,
             interim: Vec::new(),
             queued: Vec::new(),
-            window: self.initial_window,
-            blocked: [None; 2],
+            queued_bytes: 0,
+            window: StreamWindow::default(),
         }
     }
 
@@ -436,6 +440,13 @@ impl H2Connection {
                 sink,
             );
         };
+        if head.stream != block.stream {
+            let why = format!(
+                "a CONTINUATION frame of stream {} inside the header block of stream {} (§6.10)",
+                head.stream, block.stream
+            );
+            return self.unreadable(dir, why, mark, sink);
+        }
         block.bytes.extend_from_slice(payload);
         if cut || block.bytes.len() > MAX_BLOCK {
             let why = format!("a header block over {} KiB", MAX_BLOCK >> 10);
@@ -632,7 +643,12 @@ impl H2Connection {
             first: block.first,
             last: mark,
         });
-        emit(s, HttpEvent::ResponseHead(Box::new(head)), sink);
+        self.emit(
+            id,
+            vec![HttpEvent::ResponseHead(Box::new(head))],
+            mark,
+            sink,
+        );
         if block.end_stream {
             self.end_side(Direction::ServerToClient, id, mark, sink);
         }
@@ -661,26 +677,38 @@ impl H2Connection {
             .payload
             .write(bytes, true, mark, &mut self.events, &mut self.counts);
         let exchange = s.exchange;
-        for event in self.events.drain(..) {
-            emit(s, HttpEvent::SseEvent { exchange, event }, sink);
-        }
+        let events: Vec<HttpEvent> = self
+            .events
+            .drain(..)
+            .map(|event| HttpEvent::SseEvent { exchange, event })
+            .collect();
+        self.emit(id, events, mark, sink);
         if let Some(e) = failed {
             self.anomaly(dir, mark, format!("stream {id}: {e}"), sink);
         }
-        self.overflow(id, mark, sink);
     }
 
-    /// A response that came before its request ended holds its events; past
-    /// [`MAX_QUEUED`] the request is reported as it stands, so that they can go on.
-    fn overflow(&mut self, id: u32, mark: Mark, sink: &mut impl HttpSink) {
-        if self
-            .streams
-            .get(&id)
-            .is_some_and(|s| s.queued.len() > MAX_QUEUED)
-        {
+    /// Reports response events of stream `id` now, or holds them until its request is reported
+    /// (a server may answer before the client ends its stream); past [`MAX_QUEUED`] events on
+    /// the stream, or [`MAX_QUEUED_BYTES`] over the connection, the request is reported as it
+    /// stands, so that they can go on.
+    fn emit(&mut self, id: u32, events: Vec<HttpEvent>, mark: Mark, sink: &mut impl HttpSink) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.request_done {
+            return events.into_iter().for_each(|e| sink.on_http(e));
+        }
+        let bytes: usize = events.iter().map(event_bytes).sum();
+        s.queued.extend(events);
+        s.queued_bytes += bytes;
+        self.queued_bytes += bytes;
+        let over = s.queued.len() > MAX_QUEUED || self.queued_bytes > MAX_QUEUED_BYTES;
+        if over {
             let what = format!(
-                "stream {id}: the response went on past {MAX_QUEUED} events while the request \
-                 was still being sent; the request is reported as it stood"
+                "stream {id}: the response went on past {MAX_QUEUED} events or {} MiB while the \
+                 request was still being sent; the request is reported as it stood",
+                MAX_QUEUED_BYTES >> 20
             );
             self.anomaly(Direction::ServerToClient, mark, what, sink);
             let end = End {
@@ -723,12 +751,13 @@ impl H2Connection {
         s.request_done = true;
         if let Some(msg) = s.request.take() {
             let exchange = s.exchange;
-            let event = self.finish(Direction::ClientToServer, exchange, msg, end, sink);
-            sink.on_http(event);
+            let events = self.finish(Direction::ClientToServer, exchange, msg, end, sink);
+            events.into_iter().for_each(|e| sink.on_http(e));
         }
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
+        self.queued_bytes -= std::mem::take(&mut s.queued_bytes).min(self.queued_bytes);
         for event in s.queued.drain(..) {
             sink.on_http(event);
         }
@@ -747,14 +776,10 @@ impl H2Connection {
         let exchange = s.exchange;
         let response = s.response.take();
         let responded = s.responded;
-        let queued_events = std::mem::take(&mut s.queued);
-        let request_done = s.request_done;
-        let mut events = queued_events;
-        match response {
-            Some(msg) => {
-                events.push(self.finish(Direction::ServerToClient, exchange, msg, end, sink))
-            }
-            None if !responded => events.push(HttpEvent::NoResponse {
+        s.responded = true;
+        let events = match response {
+            Some(msg) => self.finish(Direction::ServerToClient, exchange, msg, end, sink),
+            None if !responded => vec![HttpEvent::NoResponse {
                 exchange,
                 outcome: end.outcome,
                 closed_by: end.closed_by,
@@ -763,23 +788,18 @@ impl H2Connection {
                 when_unknown: false,
                 gap_bytes: end.cut.gap_bytes,
                 snaplen_bytes: end.cut.snaplen_bytes,
-            }),
-            None => {}
-        }
-        let s = self.streams.get_mut(&id).expect("looked up above");
-        if request_done {
-            for event in events {
-                sink.on_http(event);
-            }
+            }],
+            None => Vec::new(),
+        };
+        // Before the request ended, they wait for it (with what the response sent before).
+        self.emit(id, events, end.mark, sink);
+        if self.streams.get(&id).is_some_and(|s| s.request_done) {
             self.streams.remove(&id);
-        } else {
-            // The server ended its side first: the request reports them when it ends.
-            s.queued = events;
-            s.responded = true;
         }
     }
 
-    /// The event that reports a finished message.
+    /// The events that report a finished message: the events its body still held, then the
+    /// request, or the end of the response.
     fn finish(
         &mut self,
         dir: Direction,
@@ -787,7 +807,7 @@ impl H2Connection {
         mut msg: Message,
         end: End,
         sink: &mut impl HttpSink,
-    ) -> HttpEvent {
+    ) -> Vec<HttpEvent> {
         let complete = end.outcome == Outcome::Complete;
         let notes = msg
             .payload
@@ -795,15 +815,17 @@ impl H2Connection {
         for what in notes {
             self.anomaly(dir, end.mark, what, sink);
         }
-        for event in self.events.drain(..) {
-            sink.on_http(HttpEvent::SseEvent { exchange, event });
-        }
+        let mut events: Vec<HttpEvent> = self
+            .events
+            .drain(..)
+            .map(|event| HttpEvent::SseEvent { exchange, event })
+            .collect();
         if !complete && end.mark > msg.last {
             msg.last = end.mark;
         }
         msg.payload.body.gap_bytes += end.cut.gap_bytes;
         msg.payload.body.snaplen_bytes += end.cut.snaplen_bytes;
-        match msg.start {
+        events.push(match msg.start {
             Start::Request { method, target } => HttpEvent::Request(Box::new(Request {
                 exchange,
                 client: self.client,
@@ -827,7 +849,8 @@ impl H2Connection {
                 sse: msg.payload.sse.map(|s| s.stats),
                 when_unknown: false,
             })),
-        }
+        });
+        events
     }
 
     fn reset(&mut self, dir: Direction, id: u32, code: u32, mark: Mark, sink: &mut impl HttpSink) {
@@ -835,8 +858,17 @@ impl H2Connection {
             return;
         }
         // A client cancelling a stream is how it stops reading one (an event stream it is done
-        // with): an ordinary end, like closing an HTTP/1.1 connection.
-        if !(dir == Direction::ClientToServer && matches!(code, 0 | 8)) {
+        // with): an ordinary end, like closing an HTTP/1.1 connection. So is a server's NO_ERROR
+        // after its whole response: the request's body is no longer wanted (§8.1).
+        let answered = self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.responded && s.response.is_none());
+        let ordinary = match dir {
+            Direction::ClientToServer => matches!(code, 0 | 8),
+            Direction::ServerToClient => code == 0 && answered,
+        };
+        if !ordinary {
             let what = format!(
                 "stream {id} reset by the {}: {}",
                 side(dir),
@@ -850,7 +882,7 @@ impl H2Connection {
     /// Ends a stream reset by `by` (a RST_STREAM, or a GOAWAY that left it unprocessed).
     fn reset_stream(&mut self, id: u32, by: Direction, mark: Mark, sink: &mut impl HttpSink) {
         self.counts.h2_streams_reset += 1;
-        self.report_stall(id, mark, sink);
+        self.report_stall(id, mark, "the stream was reset", sink);
         let end = End {
             outcome: Outcome::StreamReset,
             closed_by: Some(by),
@@ -870,12 +902,21 @@ impl H2Connection {
         self.goaway_last[d] = Some(self.goaway_last[d].map_or(last, |l| l.min(last)));
         let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
         // Streams the sender's peer opened above `last` were not processed (§6.8).
-        let peer_opened = |id: u32| (id % 2 == 1) == (dir == Direction::ServerToClient);
-        let unprocessed: Vec<u32> = self
-            .open_streams()
-            .into_iter()
-            .filter(|&id| id > last && peer_opened(id))
-            .collect();
+        // Only the client's streams are followed: a server's GOAWAY above the last of them
+        // leaves nothing to look for (and a flood of them costs no scan).
+        let unprocessed: Vec<u32> =
+            if dir == Direction::ServerToClient && last < self.last_stream[0] {
+                let mut ids: Vec<u32> = self
+                    .streams
+                    .keys()
+                    .copied()
+                    .filter(|&id| id > last)
+                    .collect();
+                ids.sort_unstable();
+                ids
+            } else {
+                Vec::new()
+            };
         if code != 0 || !unprocessed.is_empty() {
             let debug = String::from_utf8_lossy(&payload[8..payload.len().min(8 + 256)]);
             let what = format!(
@@ -907,14 +948,7 @@ impl H2Connection {
                 // What `dir` decodes with: the bound of the table the other side encodes with.
                 1 => self.decoders[di(other(dir))]
                     .set_max_allowed_table_size((value as usize).min(MAX_TABLE)),
-                4 => {
-                    let sender = di(other(dir));
-                    let delta = i64::from(value) - self.initial_window[sender];
-                    self.initial_window[sender] = i64::from(value);
-                    for s in self.streams.values_mut() {
-                        s.window[sender] += delta;
-                    }
-                }
+                4 => self.flow.set_initial(other(dir), value),
                 _ => {}
             }
         }
@@ -925,63 +959,39 @@ impl H2Connection {
         if len == 0 {
             return;
         }
-        let d = di(sender);
-        self.window[d] -= i64::from(len);
-        if self.window[d] <= 0 && self.blocked[d].is_none() {
-            self.blocked[d] = Some(mark);
-        }
-        if let Some(s) = self.streams.get_mut(&id) {
-            s.window[d] -= i64::from(len);
-            if s.window[d] <= 0 && s.blocked[d].is_none() {
-                s.blocked[d] = Some(mark);
-            }
-        }
+        let stream = self.streams.get_mut(&id).map(|s| &mut s.window);
+        self.flow.spend(sender, stream, len, mark);
     }
 
     /// The other side granted `sender` `inc` more bytes on stream `id` (0: the connection).
     fn window_update(&mut self, sender: Direction, id: u32, inc: i64, mark: Mark) {
-        let d = di(sender);
-        let (window, blocked) = match id {
-            0 => (&mut self.window[d], &mut self.blocked[d]),
-            _ => match self.streams.get_mut(&id) {
-                Some(s) => (&mut s.window[d], &mut s.blocked[d]),
-                None => return,
-            },
-        };
-        *window += inc;
-        if *window > 0
-            && let Some(since) = blocked.take()
-        {
-            self.counts.h2_flow_stalls += 1;
-            let waited = mark.time.0.saturating_sub(since.time.0).max(0) as u64;
-            self.counts.h2_flow_stall_ns = self.counts.h2_flow_stall_ns.saturating_add(waited);
+        match id {
+            0 => self.flow.grant_conn(sender, inc, mark, &mut self.counts),
+            _ => {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    let counts = &mut self.counts;
+                    self.flow
+                        .grant_stream(sender, &mut s.window, inc, mark, counts);
+                }
+            }
         }
     }
 
     /// A stream that ends, or the capture, while its sender still waits for flow-control credit
     /// was stalled, not idle: said with the frame that used the window up.
-    fn report_stall(&mut self, id: u32, mark: Mark, sink: &mut impl HttpSink) {
+    fn report_stall(&mut self, id: u32, mark: Mark, until: &str, sink: &mut impl HttpSink) {
         let Some(s) = self.streams.get(&id) else {
             return;
         };
-        let mut stalls = Vec::new();
-        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
-            let d = di(dir);
-            let which = if s.blocked[d].is_some() {
-                "stream's"
-            } else {
-                "connection's"
-            };
-            if let Some(since) = s.blocked[d].or(self.blocked[d])
-                && side_open(s, dir)
-            {
-                stalls.push((dir, which, since));
-            }
-        }
-        for (dir, which, since) in stalls {
+        let stalls: Vec<_> = [Direction::ClientToServer, Direction::ServerToClient]
+            .into_iter()
+            .filter(|&dir| side_open(s, dir))
+            .filter_map(|dir| self.flow.waiting(&s.window, dir).map(|w| (dir, w)))
+            .collect();
+        for (dir, (since, which)) in stalls {
             let what = format!(
                 "stream {id}: the {} used all of the {which} flow-control window at {} and was \
-                 granted no more for {:.3} s, until the stream ended",
+                 granted no more for {:.3} s, until {until}",
                 side(dir),
                 frame_name(since),
                 mark.time.seconds_since(since.time).max(0.0)
@@ -1043,12 +1053,16 @@ impl H2Connection {
         } else {
             end
         };
+        let until = match outcome {
+            Outcome::CutByCaptureEnd => "the capture ended",
+            _ => "the connection ended",
+        };
         for id in self.open_streams() {
             if self.streams.get(&id).is_some_and(|s| s.refused) {
                 self.reset_stream(id, Direction::ServerToClient, mark, sink);
                 continue;
             }
-            self.report_stall(id, mark, sink);
+            self.report_stall(id, mark, until, sink);
             self.end_request(id, end, sink);
             self.end_stream(id, response_end, server_lost, sink);
         }
@@ -1079,12 +1093,16 @@ fn side_open(s: &Stream, dir: Direction) -> bool {
     }
 }
 
-/// Reports a response event now, or holds it until the request is reported.
-fn emit(s: &mut Stream, event: HttpEvent, sink: &mut impl HttpSink) {
-    if s.request_done {
-        sink.on_http(event);
-    } else {
-        s.queued.push(event);
+/// What an event held in a queue costs, roughly: the bytes it carries.
+fn event_bytes(e: &HttpEvent) -> usize {
+    const BASE: usize = 128;
+    BASE + match e {
+        HttpEvent::SseEvent { event, .. } => {
+            event.data.len() + event.id.as_ref().map_or(0, |i| i.len())
+        }
+        HttpEvent::ResponseEnd(r) => r.body.data.len(),
+        HttpEvent::ResponseHead(h) => h.headers.0.iter().map(|(n, v)| n.len() + v.len()).sum(),
+        _ => 0,
     }
 }
 

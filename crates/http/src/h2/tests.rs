@@ -439,3 +439,118 @@ fn a_stream_opened_after_the_servers_goaway_is_refused_not_unanswered() {
         ]
     );
 }
+
+fn new_conn() -> Connection {
+    Connection::new(
+        ConnId::tcp(0),
+        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:8443".parse().unwrap(),
+        mark(0),
+        false,
+    )
+}
+
+const UPGRADE_GET: &[u8] = b"GET /mcp HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAccept: text/event-stream\r\n\r\n";
+const SWITCHING: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+#[test]
+fn an_upgrade_whose_101_was_held_goes_on_in_http2_with_what_was_held_after_it() {
+    // The server's segments are captured before the request they answer (a reordered
+    // capture): both are held, then replayed once the request is read.
+    let mut w = Wire::new();
+    let client_start = w.bytes.remove(0).1;
+    let mut later = w.bytes.remove(0).1;
+    w.sse_head(1)
+        .send(S, frame(0, END_STREAM, 1, b"data: up\n\n"));
+    for (_, b) in &w.bytes {
+        later.extend_from_slice(b);
+    }
+    let acked = UPGRADE_GET.len() as u64;
+    let mut conn = new_conn();
+    let mut ev = Events::default();
+    conn.data(S, SWITCHING, mark(1), Some(acked), &mut ev);
+    conn.data(S, &later, mark(2), Some(acked), &mut ev);
+    conn.data(C, UPGRADE_GET, mark(3), None, &mut ev);
+    conn.data(C, &client_start, mark(4), None, &mut ev);
+    conn.close(Outcome::CutByCaptureEnd, None, mark(5), &mut ev);
+    let got = summary(&ev.0);
+    assert_eq!(
+        got,
+        vec![
+            "req #0 GET /mcp host=h body=",
+            "head #0 200 sse=true",
+            "event #0 id=None up",
+            "end #0 Complete by=None body=",
+        ]
+    );
+}
+
+#[test]
+fn a_larger_initial_window_ends_a_wait_and_an_upgrade_reads_the_clients_http2_settings() {
+    let chunk = vec![b'x'; 16_384];
+    let mut w = Wire::new();
+    w.headers(C, 1, &[(":method", "GET"), (":path", "/mcp")], true)
+        .sse_head(1);
+    for _ in 0..4 {
+        w.send(S, frame(0, 0, 1, &chunk));
+    }
+    let mut settings = 4u16.to_be_bytes().to_vec();
+    settings.extend((1u32 << 20).to_be_bytes());
+    let mut up = frame(4, 0, 0, &settings);
+    up.extend(frame(8, 0, 0, &(1u32 << 20).to_be_bytes()));
+    w.send(C, up).send(S, frame(0, 0, 1, b"data: more\n\n"));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(!got.iter().any(|l| l.contains("flow-control")), "{got:#?}");
+
+    // curl's HTTP2-Settings grants a 32 MiB initial window: 80 KB on stream 1 is no wait.
+    let mut w = Wire::new();
+    let server_start = w.bytes.remove(1).1;
+    w.bytes[0] = (C, UPGRADE_GET.to_vec());
+    let mut server = SWITCHING.to_vec();
+    server.extend(server_start);
+    w.bytes.push((S, server));
+    w.sse_head(1);
+    let event = format!("data: {}\n\n", "y".repeat(16_000));
+    for _ in 0..5 {
+        w.send(S, frame(0, 0, 1, event.as_bytes()));
+    }
+    let mut pre = PREFACE.to_vec();
+    pre.extend(frame(8, 0, 0, &0x01ff_0001u32.to_be_bytes()));
+    w.send(C, pre);
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(!got.iter().any(|l| l.contains("flow-control")), "{got:#?}");
+    assert_eq!(got.iter().filter(|l| l.starts_with("event #0")).count(), 5);
+}
+
+#[test]
+fn a_servers_no_error_reset_after_its_whole_response_is_no_anomaly() {
+    let mut w = Wire::new();
+    w.headers(C, 1, &[(":method", "POST"), (":path", "/mcp")], false)
+        .send(C, frame(0, 0, 1, b"{\"jsonrpc\":\"2.0\","))
+        .headers(S, 1, &[(":status", "202")], true)
+        .send(S, frame(3, 0, 1, &0u32.to_be_bytes()));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(!got.iter().any(|l| l.starts_with("anomaly")), "{got:#?}");
+    assert_eq!(got.last().unwrap(), "end #0 Complete by=None body=");
+}
+
+#[test]
+fn response_events_held_for_an_open_request_stay_within_the_bytes_allowed() {
+    // 20 MiB of events while the request is still being sent: past 16 MiB the request is
+    // reported as it stood and the events go on, instead of being held.
+    let mut w = Wire::new();
+    w.headers(C, 1, &[(":method", "POST"), (":path", "/mcp")], false)
+        .sse_head(1);
+    let event = format!("data: {}\n\n", "z".repeat(1 << 20));
+    for _ in 0..20 {
+        w.send(S, frame(0, 0, 1, event.as_bytes()));
+    }
+    let got = summary(&w.read(1 << 16, Outcome::CutByCaptureEnd));
+    let over = got
+        .iter()
+        .position(|l| l.contains("the request is reported as it stood"));
+    let request = got.iter().position(|l| l.starts_with("req #0"));
+    assert!(over.is_some() && request > over, "{:?}", &got[..3]);
+    assert_eq!(got.iter().filter(|l| l.starts_with("event #0")).count(), 20);
+}
