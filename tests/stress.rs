@@ -246,6 +246,17 @@ fn gzip_bomb_is_no_crash_and_no_false_finding() {
 }
 
 #[test]
+fn many_large_answers_are_dropped_as_they_are_read() {
+    // 200 answers of 16 MiB each (3.2 GiB decoded, from 3 MB): all answered, within the
+    // memory limit (they once queued between the threads, 1,024 events to a batch).
+    let n = 200;
+    let doc = analyze("gzip_answers", n, &[]);
+    assert_eq!(doc["summary"]["sessions"], 1);
+    assert_eq!(counts(&doc, "responses"), n + 1);
+    assert_harmless("gzip_answers", &doc);
+}
+
+#[test]
 fn gzip_bomb_is_capped_and_reported() {
     let doc = analyze("gzip_bomb", 40, &[]);
     assert!(

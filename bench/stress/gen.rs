@@ -27,6 +27,11 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
     ),
     ("gzip_bomb", "pcap", "MiB of decoded gzip body"),
     (
+        "gzip_answers",
+        "pcap",
+        "tools/call each answered with a 16 MiB JSON body decoded from 16 KB of gzip",
+    ),
+    (
         "held_bodies",
         "pcap",
         "connections each holding a gzip body or SSE line of 15 MiB in progress (100 KB on the wire)",
@@ -168,6 +173,7 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
     match class {
         "brotli_bomb" => brotli_bomb(n, w),
         "gzip_bomb" => gzip_bomb(n, w),
+        "gzip_answers" => gzip_answers(n, w),
         "brotli_windows" => brotli_windows(n, w),
         "held_bodies" => held_bodies(n, w),
         "syn_flood" => syn_flood(n, w),
@@ -216,6 +222,33 @@ fn encoded_answer<W: Write>(body: &[u8], encoding: &str, seg: usize, w: W) -> io
     )?;
     let extra = format!("content-encoding: {encoding}\r\n");
     c.server_send_in(&mut cap, &json_response(SESSION, body, &extra), seg)?;
+    c.close(&mut cap)
+}
+
+/// Many answers each within the decoding budget (16 KB of gzip decodes to 16 MiB), one after
+/// another on one connection: each is dropped once read, so memory stays that of one.
+fn gzip_answers<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    let extra = "content-encoding: gzip\r\n";
+    for id in 2..2 + n {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        write!(
+            gz,
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+        )?;
+        let filler = vec![b'0'; (16 << 20) - 200];
+        gz.write_all(&filler)?;
+        gz.write_all(br#""}]}}"#)?;
+        let body = gz.finish()?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
+        )?;
+        c.server_send_in(&mut cap, &json_response(SESSION, &body, extra), 65_535 - 40)?;
+    }
     c.close(&mut cap)
 }
 

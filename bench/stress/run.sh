@@ -49,6 +49,7 @@ GEN="$TARGET_DIR/release/examples/gen_stress"
 PLAN="
 brotli_bomb 500
 gzip_bomb 50
+gzip_answers 100
 held_bodies 20
 brotli_windows 20
 syn_flood 30000

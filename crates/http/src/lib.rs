@@ -289,6 +289,23 @@ pub enum HttpEvent {
     },
 }
 
+impl HttpEvent {
+    /// The bytes of bodies, events and headers an event carries: what holding it costs.
+    pub fn payload_bytes(&self) -> usize {
+        let fields = |h: &Headers| h.0.iter().map(|(n, v)| n.len() + v.len()).sum::<usize>();
+        match self {
+            HttpEvent::Request(r) => r.body.data.len() + fields(&r.headers),
+            HttpEvent::ResponseHead(h) => fields(&h.headers),
+            HttpEvent::SseEvent { event, .. } => {
+                event.data.len() + event.id.as_ref().map_or(0, |i| i.len())
+            }
+            HttpEvent::ResponseEnd(e) => e.body.data.len(),
+            HttpEvent::Anomaly { what, .. } => what.len(),
+            _ => 0,
+        }
+    }
+}
+
 /// The next stage of the HTTP events.
 pub trait HttpSink {
     fn on_http(&mut self, event: HttpEvent);

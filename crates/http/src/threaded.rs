@@ -10,13 +10,16 @@ use std::sync::mpsc;
 
 use super::{HttpEvent, HttpSink};
 
-/// Events per batch, and batches in flight.
+/// Events per batch, bytes they carry past which a batch goes early (a few events with large
+/// bodies), and batches in flight: at most about 5 × 8 MiB wait between the threads.
 const BATCH_EVENTS: usize = 1024;
+const BATCH_BYTES: usize = 8 << 20;
 const IN_FLIGHT: usize = 4;
 
 /// The first thread's HTTP sink.
 pub struct Forwarder {
     batch: Vec<HttpEvent>,
+    batch_bytes: usize,
     tx: mpsc::SyncSender<Vec<HttpEvent>>,
     closed: bool,
 }
@@ -27,6 +30,7 @@ impl Forwarder {
         if self.batch.is_empty() || self.closed {
             return;
         }
+        self.batch_bytes = 0;
         let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_EVENTS));
         if self.tx.send(full).is_err() {
             // The consumer is gone (it only stops by panicking): nothing more to send.
@@ -37,8 +41,9 @@ impl Forwarder {
 
 impl HttpSink for Forwarder {
     fn on_http(&mut self, event: HttpEvent) {
+        self.batch_bytes += event.payload_bytes();
         self.batch.push(event);
-        if self.batch.len() >= BATCH_EVENTS {
+        if self.batch.len() >= BATCH_EVENTS || self.batch_bytes >= BATCH_BYTES {
             self.flush();
         }
     }
@@ -53,6 +58,7 @@ pub fn channel() -> (Forwarder, Receiver) {
     (
         Forwarder {
             batch: Vec::with_capacity(BATCH_EVENTS),
+            batch_bytes: 0,
             tx,
             closed: false,
         },

@@ -1093,17 +1093,9 @@ fn side_open(s: &Stream, dir: Direction) -> bool {
     }
 }
 
-/// What an event held in a queue costs, roughly: the bytes it carries.
+/// What an event held in a queue costs: the bytes it carries, and its own size.
 fn event_bytes(e: &HttpEvent) -> usize {
-    const BASE: usize = 128;
-    BASE + match e {
-        HttpEvent::SseEvent { event, .. } => {
-            event.data.len() + event.id.as_ref().map_or(0, |i| i.len())
-        }
-        HttpEvent::ResponseEnd(r) => r.body.data.len(),
-        HttpEvent::ResponseHead(h) => h.headers.0.iter().map(|(n, v)| n.len() + v.len()).sum(),
-        _ => 0,
-    }
+    std::mem::size_of::<HttpEvent>() + e.payload_bytes()
 }
 
 /// The header block fragment of a HEADERS or PUSH_PROMISE frame (§6.2, §6.6): without its
