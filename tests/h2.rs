@@ -252,7 +252,7 @@ fn nginx_ending_its_connections_with_goaway_refuses_the_streams_above_its_last()
             .as_array()
             .unwrap()
             .iter()
-            .any(|st| st["outcome"] == "stream_reset" && st["closed_by"] == "server");
+            .any(|st| st["outcome"] == "refused" && st["closed_by"] == "server");
         let id = s["session_id"].as_str().unwrap();
         assert_eq!(refused, failed.contains(&id), "session {id}");
     }

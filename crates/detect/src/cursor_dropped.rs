@@ -100,6 +100,12 @@ fn lost_not_left(st: &Stream) -> bool {
     st.closed_by != Some(Direction::ClientToServer)
         && matches!(
             st.outcome,
-            Some(Outcome::ClosedEarly | Outcome::Reset | Outcome::StreamReset | Outcome::Complete)
+            Some(
+                Outcome::ClosedEarly
+                    | Outcome::Reset
+                    | Outcome::StreamReset
+                    | Outcome::Refused
+                    | Outcome::Complete
+            )
         )
 }

@@ -359,8 +359,14 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
         }
         (Some(Outcome::StreamReset), _) => on(
             "stream_reset",
+            format!("the server reset the HTTP/2 stream of {}", ch.label()),
+            ch,
+        ),
+        (Some(Outcome::Refused), _) => on(
+            "stream_refused",
             format!(
-                "the server reset the HTTP/2 stream of {}, or left it unprocessed with a GOAWAY",
+                "the server refused the HTTP/2 stream of {} (a GOAWAY or REFUSED_STREAM: never \
+                 processed, safe to send again)",
                 ch.label()
             ),
             ch,

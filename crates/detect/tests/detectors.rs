@@ -50,6 +50,10 @@ enum Cut {
     Gap(u64),
     /// Complete, but TCP retransmitted this many of its bytes with other content.
     TwoVersions(u64),
+    /// The server reset the HTTP/2 stream (RST_STREAM).
+    ServerStreamReset,
+    /// The server refused the HTTP/2 stream (above its GOAWAY's last stream).
+    Refused,
 }
 
 /// An open exchange.
@@ -341,6 +345,8 @@ impl Capture {
             Cut::CaptureEnd => (Outcome::CutByCaptureEnd, None, 0),
             Cut::Gap(n) => (Outcome::Gap, None, n),
             Cut::TwoVersions(_) => (Outcome::Complete, None, 0),
+            Cut::ServerStreamReset => (Outcome::StreamReset, Some(Direction::ServerToClient), 0),
+            Cut::Refused => (Outcome::Refused, Some(Direction::ServerToClient), 0),
         };
         let inconsistent_bytes = match cut {
             Cut::TwoVersions(n) => n,
@@ -2467,6 +2473,16 @@ fn an_unanswered_request_says_why() {
             Cut::Complete,
             "never_answered",
             "the server never answered on post:s3",
+        ),
+        (
+            Cut::ServerStreamReset,
+            "stream_reset",
+            "the server reset the HTTP/2 stream of post:s3",
+        ),
+        (
+            Cut::Refused,
+            "stream_refused",
+            "the server refused the HTTP/2 stream of post:s3",
         ),
     ] {
         let run = call_beside_an_answered_one(cut);

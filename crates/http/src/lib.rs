@@ -128,9 +128,13 @@ pub enum Outcome {
     ClosedEarly,
     /// The connection was reset.
     Reset,
-    /// The HTTP/2 stream was reset (RST_STREAM, or left unprocessed by a GOAWAY): the
-    /// connection and its other streams went on. `closed_by` says which side reset it.
+    /// The HTTP/2 stream was reset (RST_STREAM): the connection and its other streams went on.
+    /// `closed_by` says which side reset it.
     StreamReset,
+    /// The server refused the HTTP/2 stream: it was above the last stream its GOAWAY would
+    /// process, or reset with REFUSED_STREAM. Never processed (RFC 9113 §8.7): a client may
+    /// retry it safely.
+    Refused,
     /// Bytes of it are missing from the capture.
     Gap,
     /// The connection was evicted as idle.

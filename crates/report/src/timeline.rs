@@ -77,6 +77,13 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
             "s ✕",
             format!("{} stream reset by the server (HTTP/2){after}", st.label()),
         )),
+        (Some(Outcome::Refused), _) => Some((
+            "s ✕",
+            format!(
+                "{} refused by the server (HTTP/2 GOAWAY or REFUSED_STREAM: never processed){after}",
+                st.label()
+            ),
+        )),
         (Some(Outcome::ClosedEarly), Some(Direction::ClientToServer)) => {
             Some(("c ✕", format!("client closed {}{after}", st.label())))
         }

@@ -51,6 +51,9 @@ const MAX_QUEUED: usize = 4096;
 /// still being sent; past it the stream holding the most reports its request as it stands.
 const MAX_QUEUED_BYTES: usize = 16 << 20;
 
+/// RFC 9113 §7: the stream was not processed.
+const REFUSED_STREAM: u32 = 0x7;
+
 /// Error codes of RST_STREAM and GOAWAY (RFC 9113 §7), by name.
 fn error_name(code: u32) -> String {
     const NAMES: [&str; 14] = [
@@ -733,7 +736,7 @@ impl H2Connection {
             Direction::ClientToServer => {
                 self.end_request(id, end, sink);
                 if self.streams.get(&id).is_some_and(|s| s.refused) {
-                    self.reset_stream(id, Direction::ServerToClient, mark, sink);
+                    self.refuse_stream(id, mark, sink);
                 }
             }
             Direction::ServerToClient => self.end_stream(id, end, false, sink),
@@ -876,15 +879,34 @@ impl H2Connection {
             );
             self.anomaly(dir, mark, what, sink);
         }
-        self.reset_stream(id, dir, mark, sink);
+        match (dir, code) {
+            (Direction::ServerToClient, REFUSED_STREAM) => self.refuse_stream(id, mark, sink),
+            _ => self.reset_stream(id, dir, mark, sink),
+        }
     }
 
-    /// Ends a stream reset by `by` (a RST_STREAM, or a GOAWAY that left it unprocessed).
+    /// Ends a stream the server refused (never processed).
+    fn refuse_stream(&mut self, id: u32, mark: Mark, sink: &mut impl HttpSink) {
+        self.end_reset(id, Outcome::Refused, Direction::ServerToClient, mark, sink);
+    }
+
+    /// Ends a stream reset by `by` with RST_STREAM.
     fn reset_stream(&mut self, id: u32, by: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        self.end_reset(id, Outcome::StreamReset, by, mark, sink);
+    }
+
+    fn end_reset(
+        &mut self,
+        id: u32,
+        outcome: Outcome,
+        by: Direction,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.counts.h2_streams_reset += 1;
         self.report_stall(id, mark, "the stream was reset", sink);
         let end = End {
-            outcome: Outcome::StreamReset,
+            outcome,
             closed_by: Some(by),
             mark,
             cut: Cut::default(),
@@ -936,7 +958,7 @@ impl H2Connection {
             self.anomaly(dir, mark, what, sink);
         }
         for id in unprocessed {
-            self.reset_stream(id, dir, mark, sink);
+            self.refuse_stream(id, mark, sink);
         }
     }
 
@@ -1059,7 +1081,7 @@ impl H2Connection {
         };
         for id in self.open_streams() {
             if self.streams.get(&id).is_some_and(|s| s.refused) {
-                self.reset_stream(id, Direction::ServerToClient, mark, sink);
+                self.refuse_stream(id, mark, sink);
                 continue;
             }
             self.report_stall(id, mark, until, sink);

@@ -248,7 +248,7 @@ fn goaway_ends_the_streams_it_did_not_process_and_the_capture_end_cuts_the_rest(
         got[3..],
         [
             "anomaly HTTP/2: GOAWAY from the server: NO_ERROR (0x0), last stream 1; 1 stream(s) above it not processed",
-            "none #1 StreamReset by=Some(ServerToClient) unknown=false",
+            "none #1 Refused by=Some(ServerToClient) unknown=false",
             "end #0 CutByCaptureEnd by=None body=",
         ]
     );
@@ -434,7 +434,7 @@ fn a_stream_opened_after_the_servers_goaway_is_refused_not_unanswered() {
         [
             "anomaly HTTP/2: stream 3 opened after the server's GOAWAY (last stream 1): not processed",
             "req #1 POST /mcp host=mcp.example:8443 body={}",
-            "none #1 StreamReset by=Some(ServerToClient) unknown=false",
+            "none #1 Refused by=Some(ServerToClient) unknown=false",
             "none #0 CutByCaptureEnd by=None unknown=false",
         ]
     );
@@ -553,4 +553,22 @@ fn response_events_held_for_an_open_request_stay_within_the_bytes_allowed() {
     let request = got.iter().position(|l| l.starts_with("req #0"));
     assert!(over.is_some() && request > over, "{:?}", &got[..3]);
     assert_eq!(got.iter().filter(|l| l.starts_with("event #0")).count(), 20);
+}
+
+#[test]
+fn refused_stream_is_a_refusal_and_another_code_a_reset() {
+    let mut w = Wire::new();
+    w.post(1, "{}")
+        .send(S, frame(3, 0, 1, &7u32.to_be_bytes()))
+        .post(3, "{}")
+        .send(S, frame(3, 0, 3, &2u32.to_be_bytes()));
+    let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
+    assert!(
+        got.contains(&"none #0 Refused by=Some(ServerToClient) unknown=false".to_string()),
+        "{got:#?}"
+    );
+    assert!(
+        got.contains(&"none #1 StreamReset by=Some(ServerToClient) unknown=false".to_string()),
+        "{got:#?}"
+    );
 }

@@ -392,6 +392,7 @@ fn outcome_code(o: Outcome) -> u8 {
         Outcome::Gap => 5,
         Outcome::Idle => 6,
         Outcome::StreamReset => 7,
+        Outcome::Refused => 8,
     }
 }
 
@@ -405,6 +406,7 @@ fn outcome_of(code: u8) -> Option<Option<Outcome>> {
         5 => Outcome::Gap,
         6 => Outcome::Idle,
         7 => Outcome::StreamReset,
+        8 => Outcome::Refused,
         _ => return None,
     }))
 }
