@@ -88,6 +88,37 @@ throwaway_cert() {
     -out "$1/ec.crt" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
 }
 
+# nginx_conf WORK SERVERS : WORK/nginx.conf for an nginx in the foreground whose files are all
+# under WORK (WORK/tmp must exist), with the server blocks SERVERS.
+nginx_conf() {
+  cat > "$1/nginx.conf" <<CONF
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events {}
+http {
+  access_log $1/access.log;
+  client_body_temp_path $1/tmp;
+  proxy_temp_path $1/tmp;
+$2
+}
+CONF
+}
+
+# mcp_location PORT : a `location /mcp` handing requests to the MCP server on 127.0.0.1:PORT as
+# the SDK servers need: HTTP/1.1 upstream, nothing buffered.
+mcp_location() {
+  cat <<LOC
+    location /mcp {
+      proxy_pass http://127.0.0.1:$1;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 60s;
+    }
+LOC
+}
+
 # wait_listen PORT : wait until something LISTENs on 127.0.0.1:PORT, without connecting.
 wait_listen() {
   local hex i; hex="$(printf '%04X' "$1")"

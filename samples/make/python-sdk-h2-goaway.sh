@@ -19,28 +19,11 @@ require_free_port "$PORT" "$SPORT"
 PY="$(py_venv "py-mcp-$MCPF_PY_MCP_VERSION-h2" "$H/requirements.lock.txt")"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 mkdir -p "$WORK/tmp"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-events {}
-http {
-  access_log $WORK/access.log;
-  client_body_temp_path $WORK/tmp;
-  proxy_temp_path $WORK/tmp;
-  server {
+nginx_conf "$WORK" "  server {
     listen 127.0.0.1:$PORT http2;
     keepalive_requests 8;
-    location /mcp {
-      proxy_pass http://127.0.0.1:$SPORT;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_read_timeout 60s;
-    }
-  }
-}
-CONF
+$(mcp_location "$SPORT")
+  }"
 (cd "$MAKE_DIR/_py" && exec "$PY" py_server.py "$SPORT" "$WORK/server.jsonl") >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
 bg NGINX nginx -c "$WORK/nginx.conf" -p "$WORK/"

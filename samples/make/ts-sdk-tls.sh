@@ -17,29 +17,12 @@ D="$(node_deps ts-sdk-resumption)"
 WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 mkdir -p "$WORK/tmp"
 throwaway_cert "$WORK"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-events {}
-http {
-  access_log $WORK/access.log;
-  client_body_temp_path $WORK/tmp;
-  proxy_temp_path $WORK/tmp;
-  server {
+nginx_conf "$WORK" "  server {
     listen 127.0.0.1:$TPORT ssl;
     ssl_certificate $WORK/ec.crt;
     ssl_certificate_key $WORK/ec.key;
-    location /mcp {
-      proxy_pass http://127.0.0.1:$SPORT;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_read_timeout 60s;
-    }
-  }
-}
-CONF
+$(mcp_location "$SPORT")
+  }"
 (cd "$D" && exec node server.mjs "$SPORT" "$WORK/server.jsonl") >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
 bg NGINX nginx -c "$WORK/nginx.conf" -p "$WORK/"
