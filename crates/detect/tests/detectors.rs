@@ -3543,3 +3543,33 @@ fn a_get_that_named_no_session_is_filed_under_the_session_its_response_names() {
         .collect();
     assert!(methods.contains(&"GET"), "{methods:?}");
 }
+
+/// Two stateless exchanges (the server mints no session ID) on one connection, both request ID 1.
+fn stateless_exchanges_on_one_connection(http_version: u8) -> Run {
+    let mut c = Capture::new();
+    c.http_version = http_version;
+    c.keep_alive = true;
+    let hs = c.mcp_headers("application/json, text/event-stream", &[]);
+    let body = rpc(json!(1), "tools/list", json!({}));
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}).to_string();
+    let json = [("Content-Type", "application/json")];
+    let mut a = c.request("POST", "/mcp", hs.clone(), &body);
+    c.respond(&mut a, 200, &json);
+    let kept = a.clone();
+    c.end_with_body(a, Cut::Complete, &answer);
+    let mut b = c.request_after(&kept, "POST", "/mcp", hs, &body);
+    c.respond(&mut b, 200, &json);
+    c.end_with_body(b, Cut::Complete, &answer);
+    c.finish()
+}
+
+#[test]
+fn stateless_exchanges_are_one_clients_on_an_http1_connection_and_nobodys_on_http2() {
+    // HTTP/1.1 carries one exchange at a time: the connection is the client, and ID 1 twice
+    // is a reuse. An HTTP/2 connection multiplexes any number of clients: nothing ties the
+    // two, so nothing is reused.
+    stateless_exchanges_on_one_connection(1).one("request_id_reused");
+    let run = stateless_exchanges_on_one_connection(mcpf_http::HTTP2_VERSION);
+    run.absent("request_id_reused");
+    assert_eq!(run.sessions.len(), 2);
+}

@@ -427,9 +427,13 @@ impl Builder {
 
     /// The session of the sessionless exchanges of the stream's connection, made on first
     /// sight: a server that mints no session ID leaves nothing but the connection to tie a
-    /// client's exchanges.
+    /// client's exchanges (and on HTTP/2 not even that: each exchange is alone).
     fn sessionless_session(&mut self, stream: &Stream) -> SessionIdx {
         let conn = stream.exchange.conn;
+        // On HTTP/2 the streams of one connection may be any client's: nothing ties them.
+        if self.multiplexed.contains(&conn) {
+            return self.new_session(Opening::of(stream, None));
+        }
         if let Some(&s) = self.sessionless.get(&conn)
             && !self.is_over(s)
         {
