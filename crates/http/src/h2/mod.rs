@@ -3,7 +3,8 @@
 //! reported through the same [`HttpEvent`]s as HTTP/1.1: its request when the client ends it,
 //! its response head, the Server-Sent Events of its body as they come, and how it ended:
 //! `END_STREAM`, a `RST_STREAM` (a stream reset, not a closed connection: the connection and
-//! its other streams go on), a `GOAWAY` that left it unprocessed, or the connection's end.
+//! its other streams go on), a refusal (above the last stream of the server's `GOAWAY`, or
+//! `REFUSED_STREAM`: never processed), or the connection's end.
 //!
 //! Header blocks are decoded with HPACK (`loona-hpack`), one decoder per direction whose
 //! dynamic table follows every block in order; its size is bounded by what the receiving side
@@ -282,10 +283,12 @@ impl H2Connection {
             self.skipped += data.len() as u64;
             return;
         }
+        // The reader is taken out while it hands its pieces to `self`; a placeholder stands in
+        // its place, and stopping the direction on the way (`unreadable`) stops the placeholder,
+        // which is carried over to the reader once it is back.
         let mut reader = std::mem::replace(&mut self.readers[di(dir)], Reader::new(false));
         reader.feed(data, &mut |piece| self.piece(dir, piece, mark, sink));
         if self.readers[di(dir)].is_broken() {
-            // Reading stopped on the way (an undecodable block): it stays stopped.
             reader.stop();
         }
         self.readers[di(dir)] = reader;
