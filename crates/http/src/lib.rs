@@ -423,6 +423,32 @@ pub struct HttpStats {
     pub h2_flow_stalled_at_end: u64,
 }
 
+impl HttpStats {
+    /// What one connection's parsers counted.
+    fn add(&mut self, n: &conn::Counts) {
+        self.inconsistent_retransmissions += n.inconsistent_retransmissions;
+        self.inconsistent_bytes += n.inconsistent_bytes;
+        self.inconsistent_unattributed += n.inconsistent_unattributed;
+        self.responses_held += n.responses_held;
+        self.held_paired += n.held_paired;
+        self.held_released_early += n.held_released_early;
+        self.midstream_resyncs += n.midstream_resyncs;
+        self.heads_cut += n.heads_cut;
+        self.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
+        self.bodies_not_decoded_past_budget += n.bodies_not_decoded_past_budget;
+        self.brotli_bodies_refused += n.brotli_bodies_refused;
+        self.messages_cut_by_held += n.messages_cut_by_held;
+        self.headers_dropped += n.headers_dropped;
+        self.json_bodies_shrunk += n.json_bodies_shrunk;
+        self.h2_streams += n.h2_streams;
+        self.h2_streams_reset += n.h2_streams_reset;
+        self.h2_goaways += n.h2_goaways;
+        self.h2_flow_stalls += n.h2_flow_stalls;
+        self.h2_flow_stall_ns += n.h2_flow_stall_ns;
+        self.h2_flow_stalled_at_end += n.h2_flow_stalled_at_end;
+    }
+}
+
 /// The HTTP stage: a [`TcpSink`] that keeps one parser per connection and forwards
 /// [`HttpEvent`]s to the next stage.
 pub struct Stage<S: HttpSink> {
@@ -482,27 +508,9 @@ impl<S: HttpSink> Stage<S> {
         }
         self.stats.skipped_bytes += c.skipped_bytes();
         self.stats.anomalies += c.anomalies();
-        let n = c.counts();
-        self.stats.inconsistent_retransmissions += n.inconsistent_retransmissions;
-        self.stats.inconsistent_bytes += n.inconsistent_bytes;
-        self.stats.inconsistent_unattributed += n.inconsistent_unattributed;
-        self.stats.responses_held += n.responses_held;
-        self.stats.held_paired += n.held_paired;
-        self.stats.held_released_early += n.held_released_early;
-        self.stats.midstream_resyncs += n.midstream_resyncs;
-        self.stats.heads_cut += n.heads_cut;
-        self.stats.heads_cut_by_snaplen += n.heads_cut_by_snaplen;
-        self.stats.bodies_not_decoded_past_budget += n.bodies_not_decoded_past_budget;
-        self.stats.brotli_bodies_refused += n.brotli_bodies_refused;
-        self.stats.messages_cut_by_held += n.messages_cut_by_held;
-        self.stats.headers_dropped += n.headers_dropped;
-        self.stats.json_bodies_shrunk += n.json_bodies_shrunk;
-        self.stats.h2_streams += n.h2_streams;
-        self.stats.h2_streams_reset += n.h2_streams_reset;
-        self.stats.h2_goaways += n.h2_goaways;
-        self.stats.h2_flow_stalls += n.h2_flow_stalls;
-        self.stats.h2_flow_stall_ns += n.h2_flow_stall_ns;
-        self.stats.h2_flow_stalled_at_end += n.h2_flow_stalled_at_end;
+        for n in c.counts() {
+            self.stats.add(n);
+        }
         self.sink.on_http(HttpEvent::ConnectionEnd {
             conn: summary.conn,
             client: summary.client,
