@@ -529,8 +529,7 @@ impl H2Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) {
-        if self.streams.len() >= MAX_OPEN_STREAMS {
-            self.streams_refused += 1;
+        let Some(mut stream) = self.next_stream() else {
             if self.streams_refused == 1 {
                 let what = format!(
                     "stream {id} and later ones not followed: {MAX_OPEN_STREAMS} streams open at once"
@@ -538,12 +537,7 @@ impl H2Connection {
                 self.anomaly(Direction::ClientToServer, mark, what, sink);
             }
             return;
-        }
-        let exchange = ExchangeId {
-            conn: self.id,
-            index: self.next_index,
         };
-        self.next_index += 1;
         self.counts.h2_streams += 1;
         let (pseudo, headers) = split_pseudo(fields);
         let method = pseudo_value(&pseudo, ":method").unwrap_or_default();
@@ -551,7 +545,6 @@ impl H2Connection {
             .or_else(|| pseudo_value(&pseudo, ":authority"))
             .unwrap_or_default();
         let headers = with_host(headers, pseudo_value(&pseudo, ":authority"));
-        let mut stream = self.new_stream(exchange);
         if let Some(last) = self.goaway_last[di(Direction::ServerToClient)]
             && id > last
         {
@@ -586,19 +579,27 @@ impl H2Connection {
         {
             return;
         }
+        let Some(mut stream) = self.next_stream() else {
+            return;
+        };
+        self.last_stream[0] = id;
+        stream.request_done = true;
+        self.streams.insert(id, stream);
+    }
+
+    /// A new stream of the client's, the connection's next exchange; none past
+    /// [`MAX_OPEN_STREAMS`] open at once (counted).
+    fn next_stream(&mut self) -> Option<Stream> {
         if self.streams.len() >= MAX_OPEN_STREAMS {
             self.streams_refused += 1;
-            return;
+            return None;
         }
-        self.last_stream[0] = id;
         let exchange = ExchangeId {
             conn: self.id,
             index: self.next_index,
         };
         self.next_index += 1;
-        let mut stream = self.new_stream(exchange);
-        stream.request_done = true;
-        self.streams.insert(id, stream);
+        Some(self.new_stream(exchange))
     }
 
     fn response_head(
