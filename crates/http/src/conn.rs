@@ -2353,7 +2353,7 @@ fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use mcpf_model::{FrameRef, Timestamp};
 
@@ -2383,7 +2383,8 @@ mod tests {
 
     use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
-    fn mark(n: u64) -> Mark {
+    /// Frame `n`, `n` ms into the capture.
+    pub(crate) fn mark(n: u64) -> Mark {
         Mark {
             time: Timestamp(n as i64 * 1_000_000),
             frame: FrameRef::new(0, n),
@@ -2392,7 +2393,7 @@ mod tests {
 
     /// What a connection reported, in order.
     #[derive(Default)]
-    struct Events(Vec<HttpEvent>);
+    pub(crate) struct Events(pub(crate) Vec<HttpEvent>);
 
     impl HttpSink for Events {
         fn on_http(&mut self, event: HttpEvent) {

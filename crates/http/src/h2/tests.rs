@@ -2,25 +2,19 @@ use super::frame::tests::frame;
 use super::*;
 use crate::ConnKind;
 use crate::conn::Connection;
-use mcpf_model::{FrameRef, Timestamp};
+use crate::conn::tests::{Events, mark};
 
 const C: Direction = Direction::ClientToServer;
 const S: Direction = Direction::ServerToClient;
 
-fn mark(n: u64) -> Mark {
-    Mark {
-        time: Timestamp(n as i64 * 1_000_000),
-        frame: FrameRef::new(0, n),
-    }
-}
-
-#[derive(Default)]
-struct Events(Vec<HttpEvent>);
-
-impl HttpSink for Events {
-    fn on_http(&mut self, event: HttpEvent) {
-        self.0.push(event);
-    }
+fn new_conn() -> Connection {
+    Connection::new(
+        ConnId::tcp(0),
+        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:8443".parse().unwrap(),
+        mark(0),
+        false,
+    )
 }
 
 /// Both sides of an HTTP/2 connection, written frame by frame with real HPACK encoders, and
@@ -89,13 +83,7 @@ impl Wire {
 
     /// Reads everything back, each direction's bytes cut in `chunk`-byte pieces.
     fn read(&self, chunk: usize, end: Outcome) -> Vec<HttpEvent> {
-        let mut conn = Connection::new(
-            ConnId::tcp(0),
-            "127.0.0.1:40000".parse().unwrap(),
-            "127.0.0.1:8443".parse().unwrap(),
-            mark(0),
-            false,
-        );
+        let mut conn = new_conn();
         let mut events = Events::default();
         let mut n = 0;
         for (dir, bytes) in &self.bytes {
@@ -300,13 +288,7 @@ fn a_gap_stops_its_direction_and_cuts_what_it_left_open() {
     w.post(1, "{}")
         .sse_head(1)
         .send(S, frame(0, 0, 1, b"data: one\n\n"));
-    let mut conn = Connection::new(
-        ConnId::tcp(0),
-        "127.0.0.1:40000".parse().unwrap(),
-        "127.0.0.1:8443".parse().unwrap(),
-        mark(0),
-        false,
-    );
+    let mut conn = new_conn();
     let mut events = Events::default();
     for (i, (dir, bytes)) in w.bytes.iter().enumerate() {
         conn.data(*dir, bytes, mark(i as u64 + 1), None, &mut events);
@@ -438,16 +420,6 @@ fn a_stream_opened_after_the_servers_goaway_is_refused_not_unanswered() {
             "none #0 CutByCaptureEnd by=None unknown=false",
         ]
     );
-}
-
-fn new_conn() -> Connection {
-    Connection::new(
-        ConnId::tcp(0),
-        "127.0.0.1:40000".parse().unwrap(),
-        "127.0.0.1:8443".parse().unwrap(),
-        mark(0),
-        false,
-    )
 }
 
 const UPGRADE_GET: &[u8] = b"GET /mcp HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAccept: text/event-stream\r\n\r\n";
