@@ -14,7 +14,8 @@ use crate::app::{Exit, stdout};
 use crate::cli::ReportFormat;
 use crate::config;
 use crate::finalize::Finalizer;
-use crate::pipeline::{self, Fed, Opened, Pipeline, TcpLoss};
+use crate::pipeline::{self, Fed, Opened, TcpLoss};
+use crate::shards;
 
 pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
     // Before the analysis: a path that cannot be written should not cost a long run.
@@ -44,8 +45,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
     let tls = job.tls_keys.clone();
-    let run = if job.threaded {
-        run_threaded(inputs, &mut stage, builder, job.progress, tls)?
+    let run = if job.threads > 1 {
+        run_threaded(inputs, &mut stage, builder, job.progress, tls, job.threads)?
     } else {
         run_inline(inputs, &mut stage, builder, job.progress, tls)
     };
@@ -109,7 +110,7 @@ fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) ->
         ReportFormat::Table => RecordFormat::None,
     };
     let writer = SessionWriter::new(format, job.selection.events, redactor, inputs.paths.clone());
-    if job.threaded {
+    if job.threads > 1 {
         writer.in_background()
     } else {
         writer
@@ -142,60 +143,90 @@ struct Run {
     tcp: TcpLoss,
     /// What the TLS layer decrypted, when a key log was given.
     tls: Option<mcpf_tls::TlsStats>,
+    /// Each shard's work, for `--shard-stats`.
+    shard_work: String,
 }
 
+/// One thread: every stage in turn on each packet.
 fn run_inline(
-    inputs: Opened,
+    mut inputs: Opened,
     stage: &mut CaptureStage,
-    builder: mcpf_mcp::Builder,
+    mut builder: mcpf_mcp::Builder,
     progress: bool,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
 ) -> Run {
-    let mut pipeline = Pipeline::new(builder).with_tls(tls);
-    let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
-    Run {
-        fed,
-        http: pipeline.http.stats.clone(),
-        tcp: pipeline.tcp,
-        tls: pipeline.tls.map(|t| t.stats),
-        builder: pipeline.http.sink,
-    }
+    use http::HttpSink;
+    let mut front = shards::Inline::new(tls.as_deref(), prepare, |ev| builder.on_http(ev));
+    let captured = pipeline::feed_captures(&mut inputs, stage, &mut front, progress);
+    let tcp = std::mem::take(&mut front.tcp);
+    let (shards, _) = front.into_shards();
+    finish_run(inputs, captured, builder, &shards, tcp, 1)
 }
 
-/// Two cores: packets, TCP and HTTP on this thread; sessions and detectors on another.
+/// Several threads: packets and TCP on this one, the per-connection stages on `workers` more,
+/// sessions and detectors on another (and JSON records rendered on one more).
 fn run_threaded(
-    inputs: Opened,
+    mut inputs: Opened,
     stage: &mut CaptureStage,
     builder: mcpf_mcp::Builder,
     progress: bool,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
+    workers: usize,
 ) -> anyhow::Result<Run> {
-    let (forwarder, rx) = http::threaded::channel();
     std::thread::scope(|scope| {
+        let (mut dispatch, results, handles) =
+            shards::start(scope, workers, tls.as_deref(), prepare, weigh);
         let consumer = scope.spawn(move || {
+            use http::HttpSink;
             let mut builder = builder;
-            http::threaded::replay(rx, &mut builder);
+            shards::merge(results, |ev| builder.on_http(ev));
             builder
         });
-        let mut pipeline = Pipeline::new(forwarder).with_tls(tls);
-        let fed = pipeline::feed(inputs, stage, &mut pipeline, progress);
-        pipeline.http.sink.flush();
-        let tcp = std::mem::take(&mut pipeline.tcp);
-        let http = pipeline.http.stats.clone();
-        let tls = pipeline.tls.take().map(|t| t.stats);
-        // Dropping the forwarder closes the channel: the consumer drains it and returns.
-        drop(pipeline);
+        let captured = pipeline::feed_captures(&mut inputs, stage, &mut dispatch, progress);
+        dispatch.flush();
+        let tcp = std::mem::take(&mut dispatch.tcp);
+        // Dropping the dispatch ends the workers' input: they finish, and the session thread
+        // after them.
+        drop(dispatch);
+        let workers = handles.len();
+        let shards = shards::join(handles)?;
         let builder = consumer
             .join()
             .map_err(|_| anyhow::anyhow!("internal error: the session stage failed"))?;
-        Ok(Run {
-            fed,
-            builder,
-            http,
-            tcp,
-            tls,
-        })
+        Ok(finish_run(inputs, captured, builder, &shards, tcp, workers))
     })
+}
+
+/// What the shards hand the session stage: the HTTP events as they are.
+fn prepare(ev: http::HttpEvent) -> http::HttpEvent {
+    ev
+}
+
+/// What holding an event costs, besides its size.
+fn weigh(ev: &http::HttpEvent) -> usize {
+    ev.payload_bytes()
+}
+
+/// The HAR files and logs after the captures, straight into the session stage, and what the
+/// shards counted.
+fn finish_run(
+    inputs: Opened,
+    captured: Vec<(mcpf_model::InputId, mcpf_model::InputReport)>,
+    mut builder: mcpf_mcp::Builder,
+    shards: &shards::Shards<http::HttpEvent>,
+    tcp: TcpLoss,
+    workers: usize,
+) -> Run {
+    let mut http = shards.http_stats();
+    let fed = pipeline::feed_others(inputs, captured, &mut builder, &mut http);
+    Run {
+        fed,
+        builder,
+        http,
+        tcp,
+        tls: shards.tls_stats(),
+        shard_work: shards.work_line(workers),
+    }
 }
 
 /// `TLS: 6 of 7 connections decrypted with the key log; not decrypted: 1 (cipher suite 0xC009 …)`.
@@ -242,7 +273,11 @@ fn assemble(
         http,
         tcp,
         tls,
+        shard_work,
     } = run;
+    if job.shard_stats {
+        eprintln!("{shard_work}");
+    }
     for (input, caps) in fed.capabilities {
         builder.set_capabilities(input, caps);
     }
@@ -348,15 +383,17 @@ fn http_caps_reached(http: &http::HttpStats) -> Vec<String> {
     }
     if http.brotli_bodies_refused > 0 {
         out.push(format!(
-            "{} brotli bodies were not decoded: the bodies in progress already held the {} MiB of decoding windows allowed together",
+            "{} brotli bodies were not decoded: the bodies in progress on their shard (an eighth of the connections) already held the {} MiB of decoding windows a shard may hold ({} MiB over all)",
             http.brotli_bodies_refused,
+            (http::MAX_BROTLI_WINDOWS_HELD / shards::SHARDS as u64) >> 20,
             http::MAX_BROTLI_WINDOWS_HELD >> 20
         ));
     }
     if http.messages_cut_by_held > 0 {
         out.push(format!(
-            "{} messages were kept shorter than their own caps: the messages in progress held the {} MiB of bodies and events allowed together",
+            "{} messages were kept shorter than their own caps: the messages in progress on their shard (an eighth of the connections) held the {} MiB of bodies and events a shard may hold ({} MiB over all)",
             http.messages_cut_by_held,
+            (http::MAX_MESSAGE_BYTES_HELD / shards::SHARDS as u64) >> 20,
             http::MAX_MESSAGE_BYTES_HELD >> 20
         ));
     }

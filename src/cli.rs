@@ -128,6 +128,11 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
+    /// Print on standard error, at the end, one JSON line of the work each shard of the
+    /// per-connection stages did (for benchmarks).
+    #[arg(long, hide = true)]
+    pub shard_stats: bool,
+
     /// Write the report to FILE instead of standard output (created, or truncated); warnings and
     /// the progress bar stay on standard error, and the report is not coloured unless --color
     /// always.
@@ -435,9 +440,10 @@ pub struct CaptureArgs {
     )]
     pub idle_timeout: u64,
 
-    /// Threads: 2 reads and reassembles packets on one core while the rest of the analysis runs
-    /// on another (and JSON records are rendered on a third); 1 runs everything on one. The
-    /// output is the same either way. Default: 2 when the machine has two cores or more.
+    /// Threads for TLS, HTTP, SSE and JSON-RPC, which run in shards by connection (up to 8);
+    /// packets and TCP are read on one more thread, sessions and detectors on another, and JSON
+    /// records rendered on a third. 1 runs everything on one thread. The report is the same
+    /// byte for byte whatever N. Default: the cores the machine has.
     #[arg(long, value_name = "N", help_heading = "Reassembly")]
     pub threads: Option<usize>,
 }

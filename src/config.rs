@@ -75,9 +75,10 @@ pub struct Analyze {
     pub selection: Selection,
     pub fail_on: Severity,
     pub redact: bool,
-    /// Packets, TCP and HTTP on one thread, the rest on another (and records rendered on a
-    /// third).
-    pub threaded: bool,
+    /// Threads for the per-connection stages; 1 runs everything on the calling thread.
+    pub threads: usize,
+    /// Print each shard's work on standard error at the end (`--shard-stats`).
+    pub shard_stats: bool,
     /// Colour the terminal report.
     pub color: bool,
     /// The width the human report fits.
@@ -171,7 +172,8 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
             a.log_format.as_deref(),
         )?,
         capture: capture_settings(&a.capture, servers),
-        threaded: threaded(&a.capture) && !live,
+        threads: if live { 1 } else { threads(&a.capture) },
+        shard_stats: a.shard_stats,
         format: a.format,
         selection,
         fail_on: a.fail_on.severity(),
@@ -247,11 +249,11 @@ fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_capture::
     }
 }
 
-fn threaded(a: &CaptureArgs) -> bool {
-    match a.threads {
-        Some(n) => n > 1,
-        None => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
-    }
+/// Threads for the per-connection stages: as many as asked, else as the machine has cores.
+fn threads(a: &CaptureArgs) -> usize {
+    a.threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
 }
 
 /// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.

@@ -15,6 +15,7 @@ mod inputs;
 mod manpage;
 mod pipeline;
 mod progress;
+mod shards;
 
 use std::process::ExitCode;
 

@@ -145,6 +145,11 @@ pub struct Fed {
     pub failed: bool,
 }
 
+/// A TCP sink that counts what TCP lost: what the capture stage feeds.
+pub trait CaptureSink: TcpSink {
+    fn tcp_loss(&self) -> &TcpLoss;
+}
+
 /// Runs every input through the capture stage (captures, merged by time) or the ingest (HAR
 /// files and logs, each in time order) into `pipeline`.
 pub fn feed<S: http::HttpSink>(
@@ -153,29 +158,57 @@ pub fn feed<S: http::HttpSink>(
     pipeline: &mut Pipeline<S>,
     progress: bool,
 ) -> Fed {
-    let mut reports: Vec<(InputId, InputReport)> = Vec::new();
-    if !inputs.captures.is_empty() {
-        let total = inputs.captures.iter().map(|i| i.size).sum::<Option<u64>>();
-        let counters = inputs
-            .captures
-            .iter()
-            .map(|i| i.bytes_read.clone())
-            .collect();
-        let bar = crate::progress::Progress::start(progress, total, counters, stage.frames.clone());
-        capture::run(&mut inputs.captures, stage, pipeline);
-        bar.finish();
-        reports.extend(inputs.captures.iter().map(|i| {
+    let captured = feed_captures(&mut inputs, stage, pipeline, progress);
+    let http = &mut pipeline.http;
+    feed_others(inputs, captured, &mut http.sink, &mut http.stats)
+}
+
+/// Runs the captures through the capture stage, merged by time, into `front`; returns their
+/// reports.
+pub fn feed_captures(
+    inputs: &mut Opened,
+    stage: &mut CaptureStage,
+    front: &mut impl CaptureSink,
+    progress: bool,
+) -> Vec<(InputId, InputReport)> {
+    if inputs.captures.is_empty() {
+        return Vec::new();
+    }
+    let total = inputs.captures.iter().map(|i| i.size).sum::<Option<u64>>();
+    let counters = inputs
+        .captures
+        .iter()
+        .map(|i| i.bytes_read.clone())
+        .collect();
+    let bar = crate::progress::Progress::start(progress, total, counters, stage.frames.clone());
+    capture::run(&mut inputs.captures, stage, front);
+    bar.finish();
+    let unseen_by_input = &front.tcp_loss().unseen_by_input;
+    inputs
+        .captures
+        .iter()
+        .map(|i| {
             let mut rep = stage.report(i);
-            let unseen = pipeline.tcp.unseen_by_input.get(&rep.index);
+            let unseen = unseen_by_input.get(&rep.index);
             rep.accounting
                 .missing(mcpf_model::bucket::GAP, unseen.copied().unwrap_or(0));
             (i.reader.input_id(), rep)
-        }));
-    }
+        })
+        .collect()
+}
+
+/// Runs the HAR files and logs through the ingest into `sink` (after the captures, whose
+/// reports `captured` holds); puts every input's report together.
+pub fn feed_others(
+    inputs: Opened,
+    mut reports: Vec<(InputId, InputReport)>,
+    sink: &mut impl http::HttpSink,
+    stats: &mut http::HttpStats,
+) -> Fed {
     let mut capabilities = Vec::new();
     let mut failed = inputs.failed;
     for (i, path, format) in &inputs.others {
-        match ingest_one(path, *i, *format, inputs.log_map.as_ref(), pipeline) {
+        match ingest_one(path, *i, *format, inputs.log_map.as_ref(), sink, stats) {
             Ok((rep, caps)) => {
                 reports.push((*i, rep));
                 capabilities.push((*i, caps));
@@ -197,24 +230,24 @@ pub fn feed<S: http::HttpSink>(
 }
 
 /// Reads one HAR file or access log into the HTTP stage's sink, counting its connections.
-fn ingest_one<S: http::HttpSink>(
+fn ingest_one(
     path: &str,
     input: InputId,
     format: SourceFormat,
     log_map: Option<&LogMap>,
-    pipeline: &mut Pipeline<S>,
+    http_sink: &mut impl http::HttpSink,
+    stats: &mut http::HttpStats,
 ) -> Result<(InputReport, Capabilities), OpenError> {
     let mut connections = 0u64;
-    let http_stage = &mut pipeline.http;
     let mut sink = |ev: http::HttpEvent| {
         if matches!(ev, http::HttpEvent::ConnectionEnd { .. }) {
             connections += 1;
         }
-        http::HttpSink::on_http(&mut http_stage.sink, ev);
+        http_sink.on_http(ev);
     };
     let (mut rep, caps) = mcpf_ingest::read(path, input, format, log_map, &mut sink)?;
     rep.index = input;
-    pipeline.http.stats.connections_http += connections;
+    stats.connections_http += connections;
     rep.warnings
         .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
     Ok((rep, caps))
@@ -241,6 +274,27 @@ pub struct TcpLoss {
     pub unseen_by_input: std::collections::BTreeMap<InputId, u64>,
 }
 
+impl TcpLoss {
+    /// Counts a connection that closed, with what its directions missed.
+    pub fn count(&mut self, event: &TcpEvent<'_>) {
+        let TcpEvent::Closed { summary } = event else {
+            return;
+        };
+        self.connections += 1;
+        let gap = summary.c2s.gap_bytes + summary.s2c.gap_bytes;
+        if gap > 0 {
+            self.connections_with_gaps += 1;
+            self.gap_bytes += gap;
+            let snaplen = summary.c2s.snaplen_bytes + summary.s2c.snaplen_bytes;
+            self.snaplen_bytes += snaplen;
+            *self
+                .unseen_by_input
+                .entry(summary.end.frame.input)
+                .or_default() += gap.saturating_sub(snaplen);
+        }
+    }
+}
+
 impl<S: http::HttpSink> Pipeline<S> {
     pub fn new(sink: S) -> Self {
         Pipeline {
@@ -257,23 +311,15 @@ impl<S: http::HttpSink> Pipeline<S> {
     }
 }
 
+impl<S: http::HttpSink> CaptureSink for Pipeline<S> {
+    fn tcp_loss(&self) -> &TcpLoss {
+        &self.tcp
+    }
+}
+
 impl<S: http::HttpSink> TcpSink for Pipeline<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
-        if let TcpEvent::Closed { summary } = &event {
-            self.tcp.connections += 1;
-            let gap = summary.c2s.gap_bytes + summary.s2c.gap_bytes;
-            if gap > 0 {
-                self.tcp.connections_with_gaps += 1;
-                self.tcp.gap_bytes += gap;
-                let snaplen = summary.c2s.snaplen_bytes + summary.s2c.snaplen_bytes;
-                self.tcp.snaplen_bytes += snaplen;
-                *self
-                    .tcp
-                    .unseen_by_input
-                    .entry(summary.end.frame.input)
-                    .or_default() += gap.saturating_sub(snaplen);
-            }
-        }
+        self.tcp.count(&event);
         match &mut self.tls {
             Some(tls) => tls.on_tcp(event, &mut self.http),
             None => self.http.on_tcp(event),

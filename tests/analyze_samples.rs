@@ -462,47 +462,92 @@ fn mitmproxy_har_is_a_healthy_session() {
     assert_eq!(doc["inputs"][0]["format"], "har");
 }
 
-/// The threaded pipeline (capture and HTTP on one thread, MCP on another) must be an
-/// implementation detail: every sample, alone and all together, gives byte-identical reports
-/// with one thread and with two, in both formats and with the per-event listing.
+/// The arguments a truth file gives for reading `path` (a text log's `--log-format`).
+fn truth_args(path: &str) -> Vec<String> {
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("samples/nginx-formats.truth.json").unwrap())
+            .unwrap();
+    truth["files"][path]["analyze_args"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// Every input file under samples/ (captures, HAR files, logs), with the key log that opens it
+/// when there is one (the longest `.keys` file whose name begins the sample's) and the options
+/// its truth file gives.
+fn every_sample() -> Vec<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir("samples")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let keys: Vec<&String> = names.iter().filter(|n| n.ends_with(".keys")).collect();
+    let input = |n: &str| {
+        [".pcap", ".pcapng", ".har", ".jsonl", ".log", ".gz"]
+            .iter()
+            .any(|ext| n.ends_with(ext))
+    };
+    names
+        .iter()
+        .filter(|n| input(n))
+        .map(|n| {
+            let key = keys
+                .iter()
+                .filter(|k| n.starts_with(k.trim_end_matches(".keys")))
+                .max_by_key(|k| k.len());
+            let mut args = truth_args(&format!("samples/{n}"));
+            if let Some(k) = key {
+                args.extend(["--tls-keylog".to_string(), format!("samples/{k}")]);
+            }
+            args.push(format!("samples/{n}"));
+            args
+        })
+        .collect()
+}
+
+/// The threads are an implementation detail: the per-connection stages run in the same shards
+/// whatever their number, and the session stage sees their events in wire order. Every sample,
+/// and several together, gives byte-identical reports for 1, 2, 3 and 8 threads, as JSON with
+/// the per-event listing and as the terminal report.
 #[test]
 fn threads_do_not_change_the_report() {
-    let samples = [
-        "samples/seed-incident-client-leg.pcap",
-        "samples/seed-incident-server-leg.pcap",
-        "samples/namespaced-ids-client-leg.pcap",
-        "samples/python-sdk-healthy.pcapng",
-        "samples/ts-sdk-resumption.pcap",
-        "samples/legacy-sse-fallback.pcap",
-        "samples/lossy.pcap",
-        "samples/http-basic.pcap",
-    ];
-    let run = |threads: &str, extra: &[&str], files: &[&str]| {
+    let run = |threads: &str, extra: &[&str], args: &[String]| {
         Command::cargo_bin("mcp-forensics")
             .unwrap()
             .arg("analyze")
             .args(["--threads", threads])
             .args(extra)
-            .args(files)
+            .args(args)
             .output()
             .unwrap()
     };
-    let mut cases: Vec<Vec<&str>> = samples.iter().map(|s| vec![*s]).collect();
-    cases.push(samples.to_vec());
-    for files in &cases {
-        for extra in [
-            &["--format", "json"][..],
-            &["--format", "json", "--events"],
-            &[],
-        ] {
-            let one = run("1", extra, files);
-            let two = run("2", extra, files);
-            assert!(!one.stdout.is_empty(), "{files:?} {extra:?}: empty report");
-            assert_eq!(
-                one.stdout, two.stdout,
-                "{files:?} {extra:?}: --threads 1 and --threads 2 disagree"
-            );
-            assert_eq!(one.status.code(), two.status.code());
+    let mut cases = every_sample();
+    assert!(cases.len() > 50, "samples not found: {}", cases.len());
+    cases.push(
+        [
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident-server-leg.pcap",
+            "samples/concurrent-nginx-client-leg.pcap",
+            "samples/concurrent-nginx-server-leg.pcap",
+            "samples/seed-incident.nginx.jsonl",
+            "samples/seed-incident.mitmproxy.har",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for args in &cases {
+        for extra in [&["--format", "json", "--events"][..], &[]] {
+            let one = run("1", extra, args);
+            assert!(!one.stdout.is_empty(), "{args:?} {extra:?}: empty report");
+            for threads in ["2", "3", "8"] {
+                let many = run(threads, extra, args);
+                assert!(
+                    one.stdout == many.stdout,
+                    "{args:?} {extra:?}: --threads 1 and --threads {threads} disagree"
+                );
+                assert_eq!(one.status.code(), many.status.code());
+            }
         }
     }
 }

@@ -92,6 +92,7 @@
 //! ```
 
 pub mod decode;
+pub mod held;
 pub mod reader;
 pub mod tcp;
 pub mod writer;

@@ -6,6 +6,8 @@
 //! and brotli, flushed after every write; the connection keeps at most `MAX_BODY` decoded bytes
 //! of a body, so a crafted body cannot exhaust memory.
 
+use crate::budget;
+
 /// A chunk-size or trailer line longer than this is not HTTP.
 const MAX_CHUNK_LINE: usize = 4096;
 
@@ -354,19 +356,8 @@ struct BrotliStream {
     buf: Box<[u8]>,
     /// The stream's last metablock was read.
     done: bool,
-    /// Window bytes reserved from [`WINDOWS_HELD`], once the stream's first byte named them.
+    /// Window bytes reserved from the stage's budget, once the stream's first byte named them.
     window: Option<u64>,
-}
-
-/// Window bytes all brotli bodies in progress may hold together. Each asks for its window in
-/// its first byte (up to 16 MiB) and holds it until it ends, so a capture of many connections
-/// each opening a brotli body with a few bytes could otherwise make the decoders take gigabytes.
-/// 512 MiB is 128 bodies at the 4 MiB window brotli encoders default to.
-pub(crate) const MAX_WINDOWS_HELD: u64 = 512 << 20;
-
-thread_local! {
-    /// The HTTP stage runs on one thread: the windows of its decoders are budgeted there.
-    static WINDOWS_HELD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The window a brotli stream's first byte asks for (RFC 7932 section 9.1: WBITS read from the
@@ -389,7 +380,7 @@ fn brotli_window(first: u8) -> Option<u64> {
 impl Drop for BrotliStream {
     fn drop(&mut self) {
         if let Some(w) = self.window.take() {
-            WINDOWS_HELD.with(|h| h.set(h.get().saturating_sub(w)));
+            budget::update(|b| b.windows_held = b.windows_held.saturating_sub(w));
         }
     }
 }
@@ -419,11 +410,15 @@ impl BrotliStream {
         };
         // The reserved code is the decoder's to refuse, as corrupt.
         let window = brotli_window(first).unwrap_or(0);
-        let held = WINDOWS_HELD.with(std::cell::Cell::get);
-        if held + window > MAX_WINDOWS_HELD {
-            return Err(DecodeError::WindowsHeld { window, held });
+        let b = budget::current();
+        if b.windows_held + window > b.max_windows_held {
+            return Err(DecodeError::WindowsHeld {
+                window,
+                held: b.windows_held,
+                max: b.max_windows_held,
+            });
         }
-        WINDOWS_HELD.with(|h| h.set(held + window));
+        budget::update(|b| b.windows_held += window);
         self.window = Some(window);
         Ok(())
     }
@@ -684,9 +679,9 @@ pub(crate) enum DecodeError {
     #[error(
         "the brotli body asks for a window of {} KiB while other bodies in progress hold {} KiB \
          of windows (at most {} MiB together); it is not decoded",
-        window >> 10, held >> 10, MAX_WINDOWS_HELD >> 20
+        window >> 10, held >> 10, max >> 20
     )]
-    WindowsHeld { window: u64, held: u64 },
+    WindowsHeld { window: u64, held: u64, max: u64 },
 }
 
 impl DecodeError {
@@ -891,7 +886,7 @@ mod tests {
                 })
                 .collect()
         };
-        let fit = (MAX_WINDOWS_HELD >> 24) as usize;
+        let fit = (crate::budget::MAX_WINDOWS_HELD >> 24) as usize;
         let mut held: Vec<ContentDecoder> = open(fit).into_iter().map(Result::unwrap).collect();
         let refused = open(1).pop().unwrap().expect_err("past the cap");
         assert!(
@@ -902,7 +897,7 @@ mod tests {
         held.pop();
         assert!(open(1).pop().unwrap().is_ok());
         drop(held);
-        assert_eq!(WINDOWS_HELD.with(std::cell::Cell::get), 0);
+        assert_eq!(budget::current().windows_held, 0);
     }
 
     /// `len` zero bytes, compressed by `enc` as a body's bytes on the wire.

@@ -2,23 +2,15 @@
 //!
 //! One message may hold a body of up to 16 MiB, or an SSE line or event of as much, and a
 //! compressed one costs the capture a thousandth of that: many connections each holding one
-//! open would otherwise take memory without bound. Past [`MAX_BYTES_HELD`] over all messages in
+//! open would otherwise take memory without bound. Past the stage's budget over all messages in
 //! progress, a growing body or line is kept the way one over its own cap is (JSON shrunk to its
 //! envelope, the rest cut), and the message says so.
 
-use std::cell::Cell;
-
-/// Bytes all messages in progress may hold together, past each one's [`FLOOR`].
-pub(crate) const MAX_BYTES_HELD: u64 = 1 << 30;
+use crate::budget;
 
 /// Bytes one message may hold whatever the others hold: enough for the JSON-RPC envelope of a
 /// shrunk message (its strings cut to 64 KiB), so the budget never costs an answer its ID.
 pub(crate) const FLOOR: u64 = 128 << 10;
-
-thread_local! {
-    /// The HTTP stage runs on one thread: its messages are budgeted there.
-    static HELD: Cell<u64> = const { Cell::new(0) };
-}
 
 /// What one message holds against the budget, given back when it is dropped.
 #[derive(Debug, Default)]
@@ -32,14 +24,15 @@ impl HeldBytes {
     /// The message now holds `now` bytes; what is past its floor counts against the budget.
     pub(crate) fn set(&mut self, now: u64) {
         let (was, is) = (self.bytes.saturating_sub(FLOOR), now.saturating_sub(FLOOR));
-        HELD.with(|h| h.set(h.get().saturating_sub(was).saturating_add(is)));
+        budget::update(|b| b.bytes_held = b.bytes_held.saturating_sub(was).saturating_add(is));
         self.bytes = now;
     }
 
     /// Bytes this message may hold at most now: its floor, or what it holds past it and what
     /// is left over all.
     pub(crate) fn allowed(&self) -> usize {
-        let left = MAX_BYTES_HELD.saturating_sub(HELD.with(Cell::get));
+        let b = budget::current();
+        let left = b.max_bytes_held.saturating_sub(b.bytes_held);
         let past_floor = self.bytes.saturating_sub(FLOOR);
         usize::try_from(FLOOR + past_floor.saturating_add(left)).unwrap_or(usize::MAX)
     }
@@ -54,6 +47,7 @@ impl Drop for HeldBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::MAX_BYTES_HELD;
 
     #[test]
     fn what_one_message_holds_leaves_less_for_the_others_until_it_is_dropped() {

@@ -34,6 +34,7 @@
 //! through `mcpf-ingest`.
 
 mod body;
+mod budget;
 mod conn;
 pub mod exchange;
 mod h2;
@@ -57,10 +58,10 @@ use mcpf_model::{ConnId, Direction};
 use conn::Connection;
 
 /// Decoding windows all brotli bodies in progress may hold together, in bytes.
-pub const MAX_BROTLI_WINDOWS_HELD: u64 = body::MAX_WINDOWS_HELD;
+pub const MAX_BROTLI_WINDOWS_HELD: u64 = budget::MAX_WINDOWS_HELD;
 
 /// Bytes of bodies and events all messages in progress may hold together.
-pub const MAX_MESSAGE_BYTES_HELD: u64 = held::MAX_BYTES_HELD;
+pub const MAX_MESSAGE_BYTES_HELD: u64 = budget::MAX_BYTES_HELD;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -396,7 +397,7 @@ pub struct HttpStats {
     #[serde(skip)]
     pub brotli_bodies_refused: u64,
     /// Messages whose body or event was kept shorter than its own cap because the messages in
-    /// progress held all the bytes allowed together (`held::MAX_BYTES_HELD`), each an anomaly.
+    /// progress held all the bytes allowed together (`budget::MAX_BYTES_HELD`), each an anomaly.
     #[serde(skip)]
     pub messages_cut_by_held: u64,
     /// Header fields dropped past the first 128 of a head (each such head an anomaly; the
@@ -424,6 +425,88 @@ pub struct HttpStats {
 }
 
 impl HttpStats {
+    /// Adds what another stage counted (a shard of the same run). Every field is named, so a new
+    /// counter cannot be left out.
+    pub fn merge(&mut self, other: &HttpStats) {
+        let HttpStats {
+            connections_http,
+            connections_tls,
+            connections_http2,
+            connections_other,
+            connections_empty,
+            tls_ports,
+            http_ports,
+            skipped_bytes,
+            anomalies,
+            inconsistent_retransmissions,
+            inconsistent_bytes,
+            inconsistent_unattributed,
+            responses_held,
+            held_paired,
+            held_released_early,
+            midstream_resyncs,
+            heads_cut,
+            heads_cut_by_snaplen,
+            bodies_not_decoded_past_budget,
+            brotli_bodies_refused,
+            messages_cut_by_held,
+            headers_dropped,
+            json_bodies_shrunk,
+            h2_streams,
+            h2_streams_reset,
+            h2_goaways,
+            h2_flow_stalls,
+            h2_flow_stall_ns,
+            h2_flow_stalled_at_end,
+        } = other;
+        for (mine, theirs) in [
+            (&mut self.connections_http, connections_http),
+            (&mut self.connections_tls, connections_tls),
+            (&mut self.connections_http2, connections_http2),
+            (&mut self.connections_other, connections_other),
+            (&mut self.connections_empty, connections_empty),
+            (&mut self.skipped_bytes, skipped_bytes),
+            (&mut self.anomalies, anomalies),
+            (
+                &mut self.inconsistent_retransmissions,
+                inconsistent_retransmissions,
+            ),
+            (&mut self.inconsistent_bytes, inconsistent_bytes),
+            (
+                &mut self.inconsistent_unattributed,
+                inconsistent_unattributed,
+            ),
+            (&mut self.responses_held, responses_held),
+            (&mut self.held_paired, held_paired),
+            (&mut self.held_released_early, held_released_early),
+            (&mut self.midstream_resyncs, midstream_resyncs),
+            (&mut self.heads_cut, heads_cut),
+            (&mut self.heads_cut_by_snaplen, heads_cut_by_snaplen),
+            (
+                &mut self.bodies_not_decoded_past_budget,
+                bodies_not_decoded_past_budget,
+            ),
+            (&mut self.brotli_bodies_refused, brotli_bodies_refused),
+            (&mut self.messages_cut_by_held, messages_cut_by_held),
+            (&mut self.headers_dropped, headers_dropped),
+            (&mut self.json_bodies_shrunk, json_bodies_shrunk),
+            (&mut self.h2_streams, h2_streams),
+            (&mut self.h2_streams_reset, h2_streams_reset),
+            (&mut self.h2_goaways, h2_goaways),
+            (&mut self.h2_flow_stalls, h2_flow_stalls),
+            (&mut self.h2_flow_stall_ns, h2_flow_stall_ns),
+            (&mut self.h2_flow_stalled_at_end, h2_flow_stalled_at_end),
+        ] {
+            *mine += theirs;
+        }
+        for &p in tls_ports {
+            note_port(&mut self.tls_ports, p);
+        }
+        for &p in http_ports {
+            note_port(&mut self.http_ports, p);
+        }
+    }
+
     /// What one connection's parsers counted.
     fn add(&mut self, n: &conn::Counts) {
         self.inconsistent_retransmissions += n.inconsistent_retransmissions;
@@ -458,6 +541,10 @@ pub struct Stage<S: HttpSink> {
     pub stats: HttpStats,
     /// Server bytes held over all connections for responses whose requests are not parsed yet.
     held: usize,
+    /// Past it, the connection that holds more gives its hold up.
+    max_held: usize,
+    /// What the messages in progress of this stage's connections hold, and may hold.
+    budget: budget::Budget,
 }
 
 /// Server bytes held over all connections for responses whose requests are not parsed yet: past
@@ -471,6 +558,20 @@ impl<S: HttpSink> Stage<S> {
             sink,
             stats: HttpStats::default(),
             held: 0,
+            max_held: MAX_HELD_TOTAL,
+            budget: budget::Budget::whole(),
+        }
+    }
+
+    /// A stage for one of `parts` shards of a run's connections: each cap on what connections
+    /// hold together is divided among the shards, so the run's memory stays what one stage's
+    /// would be, and each shard's decisions depend on its own connections only.
+    pub fn shard(sink: S, parts: u64) -> Self {
+        let parts_usize = usize::try_from(parts.max(1)).unwrap_or(usize::MAX);
+        Stage {
+            max_held: (MAX_HELD_TOTAL / parts_usize).max(conn::MAX_HELD),
+            budget: budget::Budget::share(parts),
+            ..Stage::new(sink)
         }
     }
 
@@ -525,7 +626,7 @@ impl<S: HttpSink> Stage<S> {
 
 impl<S: HttpSink> Stage<S> {
     /// Hands an event to its connection's parser, keeping the count of server bytes held over
-    /// all connections: past [`MAX_HELD_TOTAL`], this connection's hold is given up on (which
+    /// all connections: past the stage's share of [`MAX_HELD_TOTAL`], this connection's hold is given up on (which
     /// it counts).
     #[inline]
     fn on_conn(&mut self, conn: ConnId, event: impl FnOnce(&mut Connection, &mut S)) {
@@ -535,7 +636,7 @@ impl<S: HttpSink> Stage<S> {
         let before = c.held_bytes();
         event(c, &mut self.sink);
         self.held = (self.held + c.held_bytes()).saturating_sub(before);
-        if self.held > MAX_HELD_TOTAL {
+        if self.held > self.max_held {
             self.held -= c.held_bytes().min(self.held);
             c.release_hold(true, &mut self.sink);
         }
@@ -551,6 +652,14 @@ fn note_port(ports: &mut Vec<u16>, port: u16) {
 
 impl<S: HttpSink> TcpSink for Stage<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        let outer = budget::swap(self.budget);
+        self.dispatch(event);
+        self.budget = budget::swap(outer);
+    }
+}
+
+impl<S: HttpSink> Stage<S> {
+    fn dispatch(&mut self, event: TcpEvent<'_>) {
         match event {
             TcpEvent::Opened {
                 conn,

@@ -4,7 +4,7 @@
 
 use super::body::{ContentDecoder, DecodeError};
 use super::conn::{Counts, MAX_BODY};
-use super::held::{HeldBytes, MAX_BYTES_HELD};
+use super::held::HeldBytes;
 use super::shrink::{JsonShrinker, KEEP_STRING};
 use super::sse::{SseEvent, SseParser};
 use super::{Body, Headers};
@@ -106,7 +106,7 @@ impl Payload {
                  with its strings cut to {} KiB, other bytes cut): the messages in progress held \
                  the {} MiB allowed together",
                 KEEP_STRING >> 10,
-                MAX_BYTES_HELD >> 20
+                crate::budget::current().max_bytes_held >> 20
             ));
         } else if let Shrink::Shrinking(s) = &self.shrink {
             counts.json_bodies_shrunk += 1;

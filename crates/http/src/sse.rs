@@ -59,6 +59,18 @@ const MAX_DATA: usize = 16 << 20;
 /// `truncated` and the line counted: a crafted stream cannot make us buffer without bound.
 const MAX_LINE: usize = MAX_DATA;
 
+/// `value` kept within `room` bytes the way a line over its cap is: JSON with its strings cut
+/// (so that a JSON-RPC envelope stays whole), then cut at `room` if still too long.
+fn push_shrunk(data: &mut String, value: &str, room: usize) {
+    let mut shrunk = Vec::with_capacity(room.min(value.len()));
+    JsonShrinker::default().feed(value.as_bytes(), &mut shrunk);
+    let mut end = shrunk.len().min(room);
+    while end > 0 && end < shrunk.len() && (shrunk[end] & 0xc0) == 0x80 {
+        end -= 1;
+    }
+    data.push_str(&String::from_utf8_lossy(&shrunk[..end]));
+}
+
 /// One event as dispatched by the stream (or kept as priming).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SseEvent {
@@ -311,14 +323,19 @@ impl SseParser {
             "data" => {
                 self.has_data_field = true;
                 self.data_truncated |= cut;
-                let shared = self.allowed.saturating_sub(line.len());
-                if self.data.len() + value.len() + 1 > MAX_DATA.min(shared) {
-                    self.stats.cut_by_held += u64::from(shared < MAX_DATA);
+                // The line's bytes become the data's: the line is let go once read, so the
+                // data may take what the line held.
+                let room = MAX_DATA
+                    .min(self.allowed)
+                    .saturating_sub(self.data.len() + 1);
+                if value.len() > room {
+                    self.stats.cut_by_held += u64::from(self.allowed < MAX_DATA);
                     self.data_truncated = true;
+                    push_shrunk(&mut self.data, value, room);
                 } else {
                     self.data.push_str(value);
-                    self.data.push('\n');
                 }
+                self.data.push('\n');
             }
             "id" if !value.contains('\0') => {
                 let id: Arc<str> = Arc::from(value);
@@ -447,6 +464,48 @@ mod tests {
 
     fn parse(s: &str) -> Vec<SseEvent> {
         parse_chunks(&[s.as_bytes()]).0
+    }
+
+    /// Events of `stream` in 1000-byte chunks, with `allowed` bytes held at most.
+    fn parse_within(stream: &str, allowed: usize) -> (Vec<SseEvent>, SseParser) {
+        let mut p = SseParser::new();
+        p.set_allowed(allowed);
+        let mut out = Vec::new();
+        for (i, c) in stream.as_bytes().chunks(1000).enumerate() {
+            p.feed(c, mark(i as u64 + 1), &mut out);
+        }
+        p.finish();
+        (out, p)
+    }
+
+    #[test]
+    fn a_line_held_within_the_budget_becomes_the_event_s_data_whole() {
+        // The line takes 9 KB of a 10 KB budget; its data takes the line's place. (It was once
+        // counted twice, line and data, and dropped: the answer it carried was lost.)
+        let json = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{{"t":"{}"}}}}"#,
+            "A".repeat(9000)
+        );
+        let (ev, p) = parse_within(&format!("data: {json}\n\n"), 10_000);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].data.as_str(), ev[0].truncated),
+            (json.as_str(), false)
+        );
+        assert_eq!(p.stats.cut_by_held, 0);
+    }
+
+    #[test]
+    fn data_past_the_budget_keeps_its_envelope() {
+        let big = "A".repeat(300 << 10);
+        let json = format!(r#"{{"jsonrpc":"2.0","id":2,"result":{{"t":"{big}"}}}}"#);
+        let (ev, p) = parse_within(&format!("data: {json}\n\n"), 200 << 10);
+        assert_eq!(ev.len(), 1);
+        assert!(ev[0].truncated);
+        assert_eq!(p.stats.cut_by_held, 1);
+        let v: serde_json::Value = serde_json::from_str(&ev[0].data).unwrap();
+        assert_eq!(v["id"], 2);
+        assert!(ev[0].data.len() < 200 << 10);
     }
 
     #[test]

@@ -27,6 +27,27 @@ pub struct TlsStats {
     pub failures: Vec<TlsFailure>,
 }
 
+impl TlsStats {
+    /// Adds what another layer counted (a shard of the same run); [`Self::order_failures`]
+    /// then puts the list in order.
+    pub fn merge(&mut self, other: &TlsStats) {
+        self.connections += other.connections;
+        self.decrypted += other.decrypted;
+        for (why, n) in &other.undecryptable {
+            *self.undecryptable.entry(why.clone()).or_default() += n;
+        }
+        self.failures.extend(other.failures.iter().cloned());
+    }
+
+    /// The failures by when reading stopped, the first [`MAX_FAILURES_LISTED`] kept. Each
+    /// shard kept its own first ones, so the run's first ones are among them.
+    pub fn order_failures(&mut self) {
+        self.failures
+            .sort_by_key(|f| (f.mark.time, f.mark.frame.input, f.mark.frame.frame, f.conn));
+        self.failures.truncate(MAX_FAILURES_LISTED);
+    }
+}
+
 /// Undecryptable connections listed one by one (the counts by reason are whole).
 pub const MAX_FAILURES_LISTED: usize = 256;
 

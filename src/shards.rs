@@ -1,0 +1,596 @@
+//! The per-connection stages on as many threads as a run has: TLS, HTTP, SSE and the JSON-RPC
+//! read of each message, in shards by connection, and the sessions built from what they find in
+//! wire order.
+//!
+//! The reading thread reads packets and reassembles TCP: one table of connections, so that its
+//! caps and connection numbers are the run's whatever the threads. Each TCP event gets a
+//! sequence number and goes to the shard of its connection. A run always has [`SHARDS`] shards,
+//! and a shard's state depends on its own connections only (the HTTP stage's caps are divided
+//! among the shards, [`mcpf_http::Stage::shard`]): the number of threads only decides which
+//! worker feeds which shards. The session thread merges the shards' output by sequence number,
+//! so the MCP stage sees the same events in the same order on one thread or many, and the
+//! report is the same byte for byte.
+
+use std::sync::mpsc;
+
+use mcpf_capture::held::{HeldEvents, conn_of};
+use mcpf_capture::tcp::{TcpEvent, TcpSink};
+use mcpf_http as http;
+
+use crate::pipeline::{CaptureSink, TcpLoss};
+
+/// Shards of every run. Eight keeps each shard's share of the HTTP caps at least 128 MiB of
+/// message bytes and 64 MiB of brotli windows; the session thread, not the shards, bounds what
+/// more workers would gain.
+pub const SHARDS: usize = 8;
+
+/// TCP events per round, and bytes past which a round goes early: a round is what the reading
+/// thread hands every worker at once.
+const ROUND_EVENTS: usize = 4096;
+const ROUND_BYTES: usize = 4 << 20;
+/// Rounds queued for each worker, and results queued for the session thread, per worker.
+const IN_FLIGHT: usize = 4;
+
+/// The shard of a connection: by its number, which the reassembler gives in order of
+/// appearance, so shards are balanced and no sender can aim its connections at one.
+fn shard_of(event: &TcpEvent<'_>) -> usize {
+    (conn_of(event).number() % SHARDS as u64) as usize
+}
+
+/// What one shard did: the evidence that more workers would have more to share.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShardWork {
+    pub connections: u64,
+    pub tcp_events: u64,
+    pub bytes: u64,
+    pub http_events: u64,
+}
+
+/// The per-connection stages of one shard, and what they produced since last taken.
+pub struct Shard<T> {
+    tls: Option<mcpf_tls::TlsLayer>,
+    pub http: http::Stage<Collect<T>>,
+    pub work: ShardWork,
+}
+
+/// The HTTP sink of a shard: each event, prepared for the session stage, with the sequence
+/// number of the TCP event that produced it.
+pub struct Collect<T> {
+    seq: u64,
+    out: Vec<(u64, T)>,
+    prepare: fn(http::HttpEvent) -> T,
+}
+
+impl<T> http::HttpSink for Collect<T> {
+    fn on_http(&mut self, event: http::HttpEvent) {
+        self.out.push((self.seq, (self.prepare)(event)));
+    }
+}
+
+impl<T> Shard<T> {
+    fn new(keys: Option<&mcpf_tls::KeyLog>, prepare: fn(http::HttpEvent) -> T) -> Self {
+        let sink = Collect {
+            seq: 0,
+            out: Vec::new(),
+            prepare,
+        };
+        Shard {
+            tls: keys.map(|k| mcpf_tls::TlsLayer::new(k.clone())),
+            http: http::Stage::shard(sink, SHARDS as u64),
+            work: ShardWork::default(),
+        }
+    }
+
+    fn feed(&mut self, seq: u64, event: TcpEvent<'_>) {
+        self.work.tcp_events += 1;
+        match &event {
+            TcpEvent::Opened { .. } => self.work.connections += 1,
+            TcpEvent::Data { data, .. } => self.work.bytes += data.len() as u64,
+            _ => {}
+        }
+        self.http.sink.seq = seq;
+        match &mut self.tls {
+            Some(tls) => tls.on_tcp(event, &mut self.http),
+            None => self.http.on_tcp(event),
+        }
+    }
+
+    fn add_secrets(&mut self, key_log: &[u8]) {
+        self.tls
+            .get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()))
+            .add_secrets(key_log);
+    }
+
+    /// What the shard produced since last asked, in sequence order.
+    fn drain(&mut self) -> std::vec::Drain<'_, (u64, T)> {
+        self.work.http_events += self.http.sink.out.len() as u64;
+        self.http.sink.out.drain(..)
+    }
+
+    /// The TLS layer's counts, if the shard had one.
+    pub fn tls_stats(&self) -> Option<&mcpf_tls::TlsStats> {
+        self.tls.as_ref().map(|t| &t.stats)
+    }
+}
+
+/// Every shard of a run, in shard order, with what they counted together.
+pub struct Shards<T> {
+    pub shards: Vec<Shard<T>>,
+}
+
+impl<T> Shards<T> {
+    /// The HTTP stage's counts over every shard.
+    pub fn http_stats(&self) -> http::HttpStats {
+        let mut all = http::HttpStats::default();
+        for s in &self.shards {
+            all.merge(&s.http.stats);
+        }
+        all
+    }
+
+    /// The TLS layer's counts over every shard, when any had a TLS layer.
+    pub fn tls_stats(&self) -> Option<mcpf_tls::TlsStats> {
+        let mut layers = self.shards.iter().filter_map(Shard::tls_stats).peekable();
+        layers.peek()?;
+        let mut all = mcpf_tls::TlsStats::default();
+        for t in layers {
+            all.merge(t);
+        }
+        all.order_failures();
+        Some(all)
+    }
+
+    /// One JSON line of each shard's work, for `--shard-stats`.
+    pub fn work_line(&self, workers: usize) -> String {
+        let rows: Vec<String> = self
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let w = s.work;
+                format!(
+                    r#"{{"shard":{i},"worker":{},"connections":{},"tcp_events":{},"bytes":{},"http_events":{}}}"#,
+                    i % workers.max(1),
+                    w.connections,
+                    w.tcp_events,
+                    w.bytes,
+                    w.http_events
+                )
+            })
+            .collect();
+        format!(r#"{{"shard_stats":[{}]}}"#, rows.join(","))
+    }
+}
+
+/// Every shard on the calling thread: each TCP event through its shard, and what that produced
+/// straight on to `deliver`, so the order is the wire's without merging.
+pub struct Inline<T, D: FnMut(T)> {
+    shards: Vec<Shard<T>>,
+    seq: u64,
+    pub tcp: TcpLoss,
+    deliver: D,
+}
+
+impl<T, D: FnMut(T)> Inline<T, D> {
+    pub fn new(
+        keys: Option<&mcpf_tls::KeyLog>,
+        prepare: fn(http::HttpEvent) -> T,
+        deliver: D,
+    ) -> Self {
+        Inline {
+            shards: (0..SHARDS).map(|_| Shard::new(keys, prepare)).collect(),
+            seq: 0,
+            tcp: TcpLoss::default(),
+            deliver,
+        }
+    }
+
+    pub fn into_shards(self) -> (Shards<T>, D) {
+        (
+            Shards {
+                shards: self.shards,
+            },
+            self.deliver,
+        )
+    }
+}
+
+impl<T, D: FnMut(T)> CaptureSink for Inline<T, D> {
+    fn tcp_loss(&self) -> &TcpLoss {
+        &self.tcp
+    }
+}
+
+impl CaptureSink for Dispatch {
+    fn tcp_loss(&self) -> &TcpLoss {
+        &self.tcp
+    }
+}
+
+impl<T, D: FnMut(T)> TcpSink for Inline<T, D> {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        self.tcp.count(&event);
+        let shard = &mut self.shards[shard_of(&event)];
+        shard.feed(self.seq, event);
+        self.seq += 1;
+        for (_, t) in shard.drain() {
+            (self.deliver)(t);
+        }
+    }
+
+    fn on_tls_secrets(&mut self, key_log: &[u8]) {
+        for s in &mut self.shards {
+            s.add_secrets(key_log);
+        }
+    }
+}
+
+/// What the reading thread hands one worker at a time: the TCP events of its shards, each with
+/// its sequence number and shard, and key logs to hand every shard before the event numbered.
+#[derive(Default)]
+struct Round {
+    events: HeldEvents,
+    tags: Vec<(u64, u8)>,
+    secrets: Vec<(u64, Vec<u8>)>,
+    /// The sequence number after the round's last event, of any worker.
+    end: u64,
+}
+
+impl Round {
+    fn clear(&mut self) {
+        self.events.clear();
+        self.tags.clear();
+        self.secrets.clear();
+    }
+}
+
+/// The reading thread's TCP sink: numbers each event and puts it in the round of its shard's
+/// worker; hands each worker its round once the rounds are full.
+pub struct Dispatch {
+    rounds: Vec<Round>,
+    txs: Vec<mpsc::SyncSender<Round>>,
+    /// Rounds the workers are done with, to be filled again: their buffers are kept.
+    spare: mpsc::Receiver<Round>,
+    seq: u64,
+    events: usize,
+    bytes: usize,
+    pub tcp: TcpLoss,
+    /// A worker stopped (it only stops by panicking): nothing more is sent.
+    closed: bool,
+}
+
+impl Dispatch {
+    fn worker_of(&self, shard: usize) -> usize {
+        shard % self.txs.len()
+    }
+
+    /// Hands every worker its round, empty or not: each worker's answer to a round tells the
+    /// session thread that it has done everything before the round's end.
+    pub fn flush(&mut self) {
+        if self.closed
+            || self
+                .rounds
+                .iter()
+                .all(|r| r.tags.is_empty() && r.secrets.is_empty())
+        {
+            return;
+        }
+        for (round, tx) in self.rounds.iter_mut().zip(&self.txs) {
+            round.end = self.seq;
+            let next = self.spare.try_recv().unwrap_or_default();
+            if tx.send(std::mem::replace(round, next)).is_err() {
+                self.closed = true;
+                return;
+            }
+        }
+        self.events = 0;
+        self.bytes = 0;
+    }
+}
+
+impl TcpSink for Dispatch {
+    fn on_tcp(&mut self, event: TcpEvent<'_>) {
+        self.tcp.count(&event);
+        let shard = shard_of(&event);
+        let worker = self.worker_of(shard);
+        let round = &mut self.rounds[worker];
+        let before = round.events.byte_len();
+        round.events.push(event);
+        round.tags.push((self.seq, shard as u8));
+        self.seq += 1;
+        self.events += 1;
+        self.bytes += round.events.byte_len() - before;
+        if self.events >= ROUND_EVENTS || self.bytes >= ROUND_BYTES {
+            self.flush();
+        }
+    }
+
+    fn on_tls_secrets(&mut self, key_log: &[u8]) {
+        for round in &mut self.rounds {
+            round.secrets.push((self.seq, key_log.to_vec()));
+        }
+    }
+}
+
+/// Bytes of events a worker gathers before it hands them on mid-round (a round of compressed
+/// bodies can decode to gigabytes), and bytes waiting for the session thread past which a worker
+/// that is ahead of another waits for it.
+const MESSAGE_BYTES: usize = 8 << 20;
+const MAX_PENDING: usize = 64 << 20;
+
+/// What a worker hands the session thread: events in sequence order, and that it has done
+/// every event numbered below `through`.
+struct Out<T> {
+    worker: usize,
+    through: u64,
+    events: Vec<(u64, T)>,
+}
+
+/// Bounds the events waiting for the session thread. The session thread can hand on only what
+/// every worker has passed, so a worker ahead of the others waits while too much waits; the one
+/// furthest behind never does, so the others always catch up: no cycle of waits.
+struct Gate {
+    state: std::sync::Mutex<GateState>,
+    moved: std::sync::Condvar,
+}
+
+struct GateState {
+    pending: usize,
+    through: Vec<u64>,
+}
+
+impl Gate {
+    fn new(workers: usize) -> Self {
+        Gate {
+            state: std::sync::Mutex::new(GateState {
+                pending: 0,
+                through: vec![0; workers],
+            }),
+            moved: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Waits until worker `me` may hand on `bytes` more, done through `through`.
+    fn admit(&self, me: usize, through: u64, bytes: usize) {
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        while st.pending > MAX_PENDING && st.through.iter().any(|&t| t < st.through[me]) {
+            st = match self.moved.wait(st) {
+                Ok(st) => st,
+                Err(_) => return,
+            };
+        }
+        st.pending += bytes;
+        st.through[me] = through;
+        drop(st);
+        self.moved.notify_all();
+    }
+
+    /// The session thread handed on `bytes`.
+    fn release(&self, bytes: usize) {
+        if let Ok(mut st) = self.state.lock() {
+            st.pending = st.pending.saturating_sub(bytes);
+        }
+        self.moved.notify_all();
+    }
+}
+
+/// What an event costs to hold while it waits.
+fn weight<T>(event: &T, weigh: fn(&T) -> usize) -> usize {
+    weigh(event) + std::mem::size_of::<T>()
+}
+
+/// One worker: what it needs to feed its shards and hand on what they produce.
+struct Worker<T> {
+    me: usize,
+    workers: usize,
+    shards: Vec<Shard<T>>,
+    out: Vec<(u64, T)>,
+    bytes: usize,
+    tx: mpsc::SyncSender<Out<T>>,
+    gate: std::sync::Arc<Gate>,
+    weigh: fn(&T) -> usize,
+}
+
+impl<T> Worker<T> {
+    /// Each round through the shards (shard `i` is the `i / workers`-th of `shards`), what
+    /// they produce handed on in sequence order; the round back to be filled again.
+    fn run(mut self, rx: mpsc::Receiver<Round>, spare: mpsc::Sender<Round>) -> Vec<Shard<T>> {
+        for mut round in rx {
+            let mut secrets = round.secrets.iter().peekable();
+            for (i, &(seq, shard)) in round.tags.iter().enumerate() {
+                while let Some((_, key_log)) = secrets.next_if(|(at, _)| *at <= seq) {
+                    self.shards.iter_mut().for_each(|s| s.add_secrets(key_log));
+                }
+                let shard = &mut self.shards[shard as usize / self.workers];
+                shard.feed(seq, round.events.get(i));
+                for (seq, t) in shard.drain() {
+                    self.bytes += weight(&t, self.weigh);
+                    self.out.push((seq, t));
+                }
+                if self.bytes >= MESSAGE_BYTES && !self.hand_on(seq + 1) {
+                    return self.shards;
+                }
+            }
+            for (_, key_log) in secrets {
+                self.shards.iter_mut().for_each(|s| s.add_secrets(key_log));
+            }
+            if !self.hand_on(round.end) {
+                break;
+            }
+            round.clear();
+            // The reading thread may be gone: the round is then dropped.
+            let _ = spare.send(round);
+        }
+        self.shards
+    }
+
+    /// Hands on what was gathered, done through `through`; false when the session thread is
+    /// gone.
+    fn hand_on(&mut self, through: u64) -> bool {
+        self.gate.admit(self.me, through, self.bytes);
+        self.bytes = 0;
+        let out = Out {
+            worker: self.me,
+            through,
+            events: std::mem::take(&mut self.out),
+        };
+        self.tx.send(out).is_ok()
+    }
+}
+
+/// The session thread: the workers' events, handed to `deliver` in sequence order as soon as
+/// every worker has passed them. Returns when the workers are done.
+pub fn merge<T>(results: Results<T>, mut deliver: impl FnMut(T)) {
+    let Results { rx, gate, weigh } = results;
+    let workers = gate.state.lock().map_or(0, |s| s.through.len());
+    let mut queues: Vec<std::collections::VecDeque<(u64, T)>> =
+        (0..workers).map(|_| Default::default()).collect();
+    let mut through = vec![0u64; workers];
+    for out in rx {
+        queues[out.worker].extend(out.events);
+        through[out.worker] = out.through;
+        let ready = through.iter().copied().min().unwrap_or(0);
+        gate.release(deliver_ready(&mut queues, ready, weigh, &mut deliver));
+    }
+    deliver_ready(&mut queues, u64::MAX, weigh, &mut deliver);
+}
+
+/// Hands on, in sequence order, every queued event numbered below `ready`; returns their
+/// weight.
+fn deliver_ready<T>(
+    queues: &mut [std::collections::VecDeque<(u64, T)>],
+    ready: u64,
+    weigh: fn(&T) -> usize,
+    deliver: &mut impl FnMut(T),
+) -> usize {
+    let mut bytes = 0;
+    loop {
+        let next = queues
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| q.front().map(|(seq, _)| (*seq, i)))
+            .filter(|(seq, _)| *seq < ready)
+            .min();
+        let Some((_, i)) = next else {
+            return bytes;
+        };
+        if let Some((_, t)) = queues[i].pop_front() {
+            bytes += weight(&t, weigh);
+            deliver(t);
+        }
+    }
+}
+
+/// The session thread's end of the workers' output.
+pub struct Results<T> {
+    rx: mpsc::Receiver<Out<T>>,
+    gate: std::sync::Arc<Gate>,
+    weigh: fn(&T) -> usize,
+}
+
+/// A worker thread, which gives its shards back when it ends.
+pub type Joining<'scope, T> = std::thread::ScopedJoinHandle<'scope, Vec<Shard<T>>>;
+
+/// Starts `workers` worker threads in `scope`, each feeding its shards: returns the reading
+/// thread's sink, the session thread's end, and the workers to join.
+pub fn start<'scope, T: Send + 'static>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    workers: usize,
+    keys: Option<&mcpf_tls::KeyLog>,
+    prepare: fn(http::HttpEvent) -> T,
+    weigh: fn(&T) -> usize,
+) -> (Dispatch, Results<T>, Vec<Joining<'scope, T>>) {
+    let workers = workers.clamp(1, SHARDS);
+    let gate = std::sync::Arc::new(Gate::new(workers));
+    let (out_tx, out_rx) = mpsc::sync_channel(IN_FLIGHT * workers);
+    let (spare_tx, spare_rx) = mpsc::channel();
+    let mut txs = Vec::new();
+    let mut handles = Vec::new();
+    for me in 0..workers {
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        let worker = Worker {
+            me,
+            workers,
+            shards: (me..SHARDS)
+                .step_by(workers)
+                .map(|_| Shard::new(keys, prepare))
+                .collect(),
+            out: Vec::new(),
+            bytes: 0,
+            tx: out_tx.clone(),
+            gate: gate.clone(),
+            weigh,
+        };
+        let spare = spare_tx.clone();
+        handles.push(scope.spawn(move || worker.run(rx, spare)));
+        txs.push(tx);
+    }
+    let dispatch = Dispatch {
+        rounds: (0..workers).map(|_| Round::default()).collect(),
+        txs,
+        spare: spare_rx,
+        seq: 0,
+        events: 0,
+        bytes: 0,
+        tcp: TcpLoss::default(),
+        closed: false,
+    };
+    let results = Results {
+        rx: out_rx,
+        gate,
+        weigh,
+    };
+    (dispatch, results, handles)
+}
+
+/// The shards back from their workers, in shard order.
+pub fn join<T>(handles: Vec<Joining<'_, T>>) -> anyhow::Result<Shards<T>> {
+    let workers = handles.len();
+    let mut by_worker = Vec::new();
+    for h in handles {
+        let shards = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("internal error: an HTTP worker failed"))?;
+        by_worker.push(shards.into_iter());
+    }
+    let shards = (0..SHARDS)
+        .filter_map(|i| by_worker[i % workers].next())
+        .collect();
+    Ok(Shards { shards })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_handed_on_in_sequence_order_once_every_worker_passed_them() {
+        let mut queues: Vec<std::collections::VecDeque<(u64, char)>> = vec![
+            [(0, 'a'), (3, 'd'), (4, 'e')].into(),
+            [].into(),
+            [(1, 'b'), (2, 'c'), (7, 'h')].into(),
+        ];
+        let mut out = String::new();
+        let weigh = |_: &char| 1;
+        deliver_ready(&mut queues, 4, weigh, &mut |c| out.push(c));
+        assert_eq!(out, "abcd");
+        deliver_ready(&mut queues, u64::MAX, weigh, &mut |c| out.push(c));
+        assert_eq!(out, "abcdeh");
+    }
+
+    #[test]
+    fn the_worker_furthest_behind_is_never_held_back() {
+        let gate = Gate::new(2);
+        gate.admit(0, 10, MAX_PENDING + 1);
+        // Worker 1 is behind (0 < 10): it passes although too much waits.
+        gate.admit(1, 5, 1);
+        // Worker 0 (10) is ahead of worker 1 (5): it would wait until the session thread
+        // hands some on.
+        gate.release(MAX_PENDING);
+        gate.admit(0, 20, 1);
+        let st = gate.state.lock().unwrap();
+        assert_eq!((st.through.clone(), st.pending), (vec![20, 5], 3));
+    }
+}
