@@ -53,6 +53,8 @@ fi
 if [ "$VIEW" != analyze ]; then
     log "NOTE: 'mcp-forensics analyze' is not available; measuring the '$VIEW --format json' view instead"
 fi
+QUIET=()
+[ "$VIEW" != analyze ] || QUIET=(-q) # no progress bar (stderr is a file anyway); `http` has no -q
 
 count_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counts"][sys.argv[2]])' "$1" "$2"; }
 cpu_of() { python3 -c 'import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 3))' "$1" "$2"; }
@@ -89,7 +91,7 @@ for SIZE in $SIZES; do
     for run in $(seq 1 "$MAX_RUNS"); do
         if [ "$run" -le "$RUNS" ]; then
             record "$SIZE" mcp-forensics "$run" "$(measure --stdout "$REPORT" --stderr "$BENCH_DIR/mf-$SIZE.stderr" \
-                -- "$BIN" "$VIEW" --format json -q "$CAP")"
+                -- "$BIN" "$VIEW" --format json "${QUIET[@]}" "$CAP")"
         fi
         if [ "$run" -le "$TSHARK_RUNS" ]; then
             record "$SIZE" tshark "$run" "$(measure --stdout "$BENCH_DIR/ts-$SIZE.txt" --stderr "$BENCH_DIR/ts-$SIZE.stderr" \
@@ -171,7 +173,7 @@ if [ "$VIEW" != analyze ]; then
     echo "> **Note:** \`mcp-forensics analyze\` did not exist when this ran; the rows measure \`mcp-forensics $VIEW --format json\` instead."
 fi
 echo
-echo "- mcp-forensics: \`$VIEW --format json -q FILE\`"
+echo "- mcp-forensics: \`$VIEW --format json ${QUIET[*]:+${QUIET[*]} }FILE\`"
 echo "- tshark: \`tshark -r FILE -d tcp.port==$PORT,http -Y http.request -T fields -e http.request.method\`"
 echo "- floor: \`read_floor FILE\` (bench/floor.rs: reads the capture and decodes Ethernet/IP/TCP, nothing else)"
 echo
