@@ -239,6 +239,13 @@ for size in sizes:
     rt = f"**{m['rss'] / t['rss']:.3f}** (1/{t['rss'] / m['rss']:.1f})" if t else "-"
     print(f"| {size} | {wt} | {ct} | {wf} | {rt} |")
 
+busy = sorted({size for (size, tool), st in stats.items()
+               if tool in ("tshark", "floor") and st["cpu"] < 0.9 * st["wall"]})
+if busy:
+    print()
+    print(f"> **Note:** tshark or the floor, both single-threaded, got less than 90% of a core on {', '.join(busy)}: "
+          "the machine was busy with something else and these timings are unreliable.")
+
 if len(sizes) >= 2 and (sizes[0], "mcp-forensics") in stats and (sizes[-1], "mcp-forensics") in stats:
     r0, r1 = stats[(sizes[0], "mcp-forensics")]["rss"], stats[(sizes[-1], "mcp-forensics")]["rss"]
     print()
