@@ -1,58 +1,51 @@
 #!/usr/bin/env bash
-# Benchmark: mcp-forensics `analyze` against tshark on synthetic MCP captures (issue 7).
+# Benchmark: mcp-forensics `analyze` against tshark and the read-and-decode floor on synthetic MCP
+# captures (issues 7 and 17).
 #
 #   bench/run.sh                 # 256 MiB and 1 GiB, results as markdown on stdout
 #   SIZES="64MiB" bench/run.sh   # any sizes the generator accepts
 #
+# On each capture the three programs take turns (mcp-forensics, tshark, floor, mcp-forensics, ...)
+# so that a slow minute of a shared machine hits them alike; the report gives medians of wall time,
+# CPU time (user+sys) and peak RSS, and the ratios between them. Then bench/threads.sh runs on
+# the same capture.
+#
 # Environment:
-#   SIZES      capture sizes (default "256MiB 1GiB")
-#   BENCH_DIR  where captures and reports go (default: a new temporary directory; never the repo)
-#   KEEP=1     keep captures and reports afterwards (default: delete them; the counts files stay)
-#   SEED, PORT generator seed (default 1) and server port (default 8080)
-#   VIEW       force the analyzer view: analyze (default when it exists) or http (fallback)
-#   SKIP_TSHARK=1  do not run tshark
-#   RUNS       runs of mcp-forensics per size; the best wall time is reported (default 3)
-#   CARGO_TARGET_DIR is honoured.
+#   SIZES        capture sizes (default "256MiB 1GiB")
+#   BENCH_DIR    where captures and reports go (default: a new temporary directory; never the repo)
+#   KEEP=1       keep captures and reports afterwards (default: delete them; the counts files stay)
+#   SEED, PORT   generator seed (default 1) and server port (default 8080)
+#   VIEW         force the analyzer view: analyze (default when it exists) or http (fallback)
+#   RUNS         runs of mcp-forensics and of the floor per size (default 3)
+#   TSHARK_RUNS  runs of tshark per size (default 3); SKIP_TSHARK=1 runs none
+#   THREADS      thread counts for bench/threads.sh (default "1 2 8"); SKIP_THREADS=1 skips it
+#   BIN, GEN, FLOOR  prebuilt mcp-forensics, gen_capture and read_floor; what is not given is
+#                built with `cargo build --release` (CARGO_TARGET_DIR honoured)
 #
 # Progress goes to stderr; stdout is only the markdown report (for docs/performance.md).
+# Exits 1 when a count check fails or the reports of different thread counts differ.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SIZES=${SIZES:-"256MiB 1GiB"}
 SEED=${SEED:-1}
 PORT=${PORT:-8080}
 KEEP=${KEEP:-0}
 SKIP_TSHARK=${SKIP_TSHARK:-0}
+SKIP_THREADS=${SKIP_THREADS:-0}
 RUNS=${RUNS:-3}
-BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-forensics-bench.XXXXXX")}
-mkdir -p "$BENCH_DIR"
-BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
-case "$BENCH_DIR/" in
-"$REPO"/*) echo "BENCH_DIR must be outside the repository" >&2; exit 2 ;;
-esac
-
-log() { printf '[bench] %s\n' "$*" >&2; }
+TSHARK_RUNS=${TSHARK_RUNS:-3}
+[ "$SKIP_TSHARK" != 1 ] || TSHARK_RUNS=0
+THREADS=${THREADS:-"1 2 8"}
+BENCH_DIR=$(bench_dir "${BENCH_DIR:-}" mcp-forensics-bench)
 
 # --- tools -----------------------------------------------------------------------------------
-need_pkgs=()
-[ -x /usr/bin/time ] || need_pkgs+=(time)
-if [ "$SKIP_TSHARK" != 1 ] && ! command -v tshark >/dev/null; then need_pkgs+=(tshark); fi
-command -v python3 >/dev/null || need_pkgs+=(python3)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-    log "installing ${need_pkgs[*]} from Debian"
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
-fi
-
-# --- build -----------------------------------------------------------------------------------
-log "building release binary and generator"
-(cd "$REPO" && cargo build --release --quiet --bin mcp-forensics --example gen_capture >&2)
-TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}
-BIN="$TARGET_DIR/release/mcp-forensics"
-GEN="$TARGET_DIR/release/examples/gen_capture"
+tools=(/usr/bin/time:time python3:python3)
+[ "$TSHARK_RUNS" = 0 ] || tools+=(tshark:tshark)
+apt_install "${tools[@]}"
+BUILT=0
+[ -n "${BIN:-}" ] || BUILT=1
+resolve_bins bin gen floor
 
 if [ -z "${VIEW:-}" ]; then
     if "$BIN" analyze --help >/dev/null 2>&1; then VIEW=analyze; else VIEW=http; fi
@@ -60,65 +53,59 @@ fi
 if [ "$VIEW" != analyze ]; then
     log "NOTE: 'mcp-forensics analyze' is not available; measuring the '$VIEW --format json' view instead"
 fi
-
-# --- helpers ---------------------------------------------------------------------------------
-# Wall seconds, peak RSS (KiB) and CPU% from a `/usr/bin/time -v` report.
-parse_time() {
-    python3 - "$1" <<'EOF'
-import re, sys
-t = open(sys.argv[1]).read()
-wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", t).group(1)
-secs = 0.0
-for part in wall.split(":"):
-    secs = secs * 60 + float(part)
-rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
-cpu = re.search(r"Percent of CPU this job got: (\d+)%", t)
-status = re.search(r"Exit status: (\d+)", t)
-print(f"{secs:.3f} {rss} {cpu.group(1) if cpu else '?'} {status.group(1) if status else '?'}")
-EOF
-}
+QUIET=()
+[ "$VIEW" != analyze ] || QUIET=(-q) # no progress bar (stderr is a file anyway); `http` has no -q
 
 count_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counts"][sys.argv[2]])' "$1" "$2"; }
+cpu_of() { python3 -c 'import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 3))' "$1" "$2"; }
 
-fmt() { python3 -c "$1" "${@:2}"; }
+# One line per run: size, tool, run, wall, user, sys, peak RSS KiB, exit status.
+RUNS_TSV="$BENCH_DIR/runs.tsv"
+: >"$RUNS_TSV"
+record() { # size tool run "wall user sys rss status"
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$4" | tr ' ' '\t')" >>"$RUNS_TSV"
+    read -r w u s r x <<<"$4"
+    log "  $2 run $3: ${w}s wall, $(cpu_of "$u" "$s")s CPU, $r KiB, exit $x"
+}
 
-ROWS=()
 CHECKS=()
 INFO=()
+THREAD_SECTIONS=()
 FAILED=0
-declare -A RSS_BY_SIZE
 
 for SIZE in $SIZES; do
     CAP="$BENCH_DIR/mcp-$SIZE.pcap"
     COUNTS="$CAP.counts.json"
     log "generating $SIZE -> $CAP"
-    /usr/bin/time -v -o "$BENCH_DIR/gen-$SIZE.time" "$GEN" --size "$SIZE" --out "$CAP" --seed "$SEED" --port "$PORT" >&2
-    BYTES=$(count_field "$COUNTS" bytes)
+    G=$(measure --stderr "$BENCH_DIR/gen-$SIZE.stderr" -- "$GEN" --size "$SIZE" --out "$CAP" --seed "$SEED" --port "$PORT")
+    record "$SIZE" generator 1 "$G"
     PACKETS=$(count_field "$COUNTS" packets)
     REQUESTS=$(count_field "$COUNTS" http_requests)
-    read -r G_WALL G_RSS G_CPU _ < <(parse_time "$BENCH_DIR/gen-$SIZE.time")
 
-    # Both tools read from the page cache.
+    # Every program reads from the page cache.
     cat "$CAP" >/dev/null
 
-    log "$VIEW on $SIZE"
     REPORT="$BENCH_DIR/report-$SIZE.json"
-    # Best wall time of RUNS runs (a shared VM's timings vary by tens of percent from run to
-    # run); the peak RSS reported is the highest of all runs.
-    M_WALL=""; M_RSS=0; M_CPU=""; M_STATUS=0
-    for run in $(seq 1 "$RUNS"); do
-        set +e
-        /usr/bin/time -v -o "$BENCH_DIR/mf-$SIZE.time" "$BIN" "$VIEW" --format json "$CAP" >"$REPORT" 2>"$BENCH_DIR/mf-$SIZE.stderr"
-        set -e
-        read -r R_WALL R_RSS R_CPU R_STATUS < <(parse_time "$BENCH_DIR/mf-$SIZE.time")
-        log "  run $run: ${R_WALL}s, ${R_RSS} KiB"
-        if [ -z "$M_WALL" ] || python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$R_WALL" "$M_WALL"; then
-            M_WALL=$R_WALL; M_CPU=$R_CPU
+    MAX_RUNS=$(( RUNS > TSHARK_RUNS ? RUNS : TSHARK_RUNS ))
+    T_BAD=0 F_BAD=0
+    for run in $(seq 1 "$MAX_RUNS"); do
+        if [ "$run" -le "$RUNS" ]; then
+            record "$SIZE" mcp-forensics "$run" "$(measure --stdout "$REPORT" --stderr "$BENCH_DIR/mf-$SIZE.stderr" \
+                -- "$BIN" "$VIEW" --format json "${QUIET[@]}" "$CAP")"
         fi
-        [ "$R_RSS" -gt "$M_RSS" ] && M_RSS=$R_RSS
-        [ "$R_STATUS" = 0 ] || M_STATUS=$R_STATUS
+        if [ "$run" -le "$TSHARK_RUNS" ]; then
+            record "$SIZE" tshark "$run" "$(measure --stdout "$BENCH_DIR/ts-$SIZE.txt" --stderr "$BENCH_DIR/ts-$SIZE.stderr" \
+                -- tshark -r "$CAP" -d "tcp.port==$PORT,http" -Y http.request -T fields -e http.request.method)"
+            T_REQ=$(wc -l <"$BENCH_DIR/ts-$SIZE.txt")
+            [ "$T_REQ" = "$REQUESTS" ] || T_BAD=1
+        fi
+        if [ "$run" -le "$RUNS" ]; then
+            record "$SIZE" floor "$run" "$(measure --stdout "$BENCH_DIR/floor-$SIZE.json" --stderr "$BENCH_DIR/floor-$SIZE.stderr" \
+                -- "$FLOOR" "$CAP")"
+            F_FRAMES=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["frames"])' "$BENCH_DIR/floor-$SIZE.json" 2>/dev/null || echo "?")
+            [ "$F_FRAMES" = "$PACKETS" ] || F_BAD=1
+        fi
     done
-    [ "$M_STATUS" = 0 ] || log "WARNING: mcp-forensics exited with $M_STATUS (see $BENCH_DIR/mf-$SIZE.stderr)"
     REPORT_BYTES=$(stat -c %s "$REPORT")
 
     log "checking counts"
@@ -128,45 +115,23 @@ for SIZE in $SIZES; do
     set -e
     CHECKS+=("### $SIZE: \`$VIEW\` counts vs generator" "" "$(cat "$BENCH_DIR/check-$SIZE.md")" "")
     [ "$KEEP" = 1 ] || rm -f "$REPORT"
+    if [ "$TSHARK_RUNS" -gt 0 ]; then
+        if [ "$T_BAD" = 0 ]; then T_OK=ok; else T_OK=MISMATCH; FAILED=1; fi
+        CHECKS+=("tshark on $SIZE: $T_REQ HTTP requests (every run), generator $REQUESTS: $T_OK" "")
+    fi
+    if [ "$F_BAD" = 0 ]; then F_OK=ok; else F_OK=MISMATCH; FAILED=1; fi
+    CHECKS+=("floor on $SIZE: $F_FRAMES frames (every run), generator $PACKETS packets: $F_OK" "")
 
-    if [ "$SKIP_TSHARK" != 1 ]; then
-        log "tshark on $SIZE"
+    if [ "$SKIP_THREADS" != 1 ]; then
+        log "thread scaling on $SIZE"
         set +e
-        /usr/bin/time -v -o "$BENCH_DIR/ts-$SIZE.time" tshark -r "$CAP" -d "tcp.port==$PORT,http" \
-            -Y http.request -T fields -e http.request.method >"$BENCH_DIR/ts-$SIZE.txt" 2>"$BENCH_DIR/ts-$SIZE.stderr"
+        SECTION=$(BIN="$BIN" THREADS="$THREADS" RUNS="$RUNS" OUT_DIR="$BENCH_DIR" KEEP="$KEEP" \
+            "$REPO/bench/threads.sh" "$CAP")
+        [ $? = 0 ] || FAILED=1
         set -e
-        read -r T_WALL T_RSS T_CPU T_STATUS < <(parse_time "$BENCH_DIR/ts-$SIZE.time")
-        T_REQ=$(wc -l <"$BENCH_DIR/ts-$SIZE.txt")
-        if [ "$T_REQ" = "$REQUESTS" ]; then T_OK="ok"; else T_OK="MISMATCH"; FAILED=1; fi
-        CHECKS+=("tshark on $SIZE: $T_REQ HTTP requests, generator $REQUESTS: $T_OK" "")
+        THREAD_SECTIONS+=("$SECTION" "")
     fi
 
-    RSS_BY_SIZE[$SIZE]=$M_RSS
-    ROW=$(fmt '
-import sys
-size, b, p, w, rss, cpu, label = sys.argv[1:8]
-b, p, w, rss = int(b), int(p), float(w), int(rss)
-print(f"| {size} | {label} | {w:.2f} | {b/w/1e6:.1f} | {p/w/1e3:.0f} | {rss/1024:.0f} | {cpu}% |")
-' "$SIZE" "$BYTES" "$PACKETS" "$M_WALL" "$M_RSS" "$M_CPU" "mcp-forensics $VIEW")
-    ROWS+=("$ROW")
-    if [ "$SKIP_TSHARK" != 1 ]; then
-        ROWS+=("$(fmt '
-import sys
-size, b, p, w, rss, cpu = sys.argv[1:7]
-b, p, w, rss = int(b), int(p), float(w), int(rss)
-print(f"| {size} | tshark | {w:.2f} | {b/w/1e6:.1f} | {p/w/1e3:.0f} | {rss/1024:.0f} | {cpu}% |")
-' "$SIZE" "$BYTES" "$PACKETS" "$T_WALL" "$T_RSS" "$T_CPU")")
-        ROWS+=("$(fmt '
-import sys
-size, mw, tw, mr, tr = sys.argv[1:6]
-print(f"| {size} | **ratio** | | **{float(tw)/float(mw):.1f}× tshark throughput** | | **RSS {int(mr)/int(tr):.3f}× tshark (1/{int(tr)/max(int(mr),1):.1f})** | |")
-' "$SIZE" "$M_WALL" "$T_WALL" "$M_RSS" "$T_RSS")")
-    fi
-    ROWS+=("$(fmt '
-import sys
-size, b, w, rss, cpu = sys.argv[1:6]
-print(f"| {size} | generator (for reference) | {float(w):.2f} | {int(b)/float(w)/1e6:.1f} | | {int(rss)/1024:.0f} | {cpu}% |")
-' "$SIZE" "$BYTES" "$G_WALL" "$G_RSS" "$G_CPU")")
     INFO+=("- $SIZE: $(python3 - "$COUNTS" "$REPORT_BYTES" "$VIEW" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))["counts"]
@@ -187,14 +152,20 @@ done
 # --- report ----------------------------------------------------------------------------------
 CPU_MODEL=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 MEM=$(free -g 2>/dev/null | awk '/^Mem:/ {print $2 " GiB"}')
-TSHARK_V=$( [ "$SKIP_TSHARK" = 1 ] || tshark -v 2>/dev/null | head -1)
-REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(cd "$REPO" && [ -n "$(git status --porcelain 2>/dev/null)" ] && echo " (with uncommitted changes)" || true)
+TSHARK_V=$( [ "$TSHARK_RUNS" = 0 ] || tshark -v 2>/dev/null | head -1)
+BIN_V=$("$BIN" --version 2>/dev/null | head -1 || true)
+if [ "$BUILT" = 1 ]; then
+    REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    DIRTY=$(cd "$REPO" && [ -n "$(git status --porcelain 2>/dev/null)" ] && echo " with uncommitted changes" || true)
+    BIN_DESC="${BIN_V:-mcp-forensics}, release build of $REV$DIRTY"
+else
+    BIN_DESC="${BIN_V:-mcp-forensics}, prebuilt \`$BIN\`"
+fi
 
 echo "## Benchmark run $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "- Machine: $(nproc) CPUs ($CPU_MODEL), $MEM RAM, $(uname -sr)"
-echo "- mcp-forensics $REV$DIRTY, release build; ${TSHARK_V:-tshark not run}"
+echo "- $BIN_DESC; ${TSHARK_V:-tshark not run}"
 echo "- Captures from \`examples/gen_capture.rs\` (seed $SEED, port $PORT), read from the page cache:"
 printf '%s\n' "${INFO[@]}"
 if [ "$VIEW" != analyze ]; then
@@ -202,19 +173,89 @@ if [ "$VIEW" != analyze ]; then
     echo "> **Note:** \`mcp-forensics analyze\` did not exist when this ran; the rows measure \`mcp-forensics $VIEW --format json\` instead."
 fi
 echo
-echo "tshark: \`tshark -r FILE -d tcp.port==$PORT,http -Y http.request -T fields -e http.request.method\`."
-echo "mcp-forensics: best wall time of $RUNS runs (peak RSS: the highest of them); tshark: one run."
-echo "MB = 10^6 bytes of capture file; peak RSS from \`/usr/bin/time -v\`; CPU% above 100 means more than one core."
+echo "- mcp-forensics: \`$VIEW --format json ${QUIET[*]:+${QUIET[*]} }FILE\`"
+echo "- tshark: \`tshark -r FILE -d tcp.port==$PORT,http -Y http.request -T fields -e http.request.method\`"
+echo "- floor: \`read_floor FILE\` (bench/floor.rs: reads the capture and decodes Ethernet/IP/TCP, nothing else)"
 echo
-echo "| capture | tool | wall s | MB/s | k packets/s | peak RSS MiB | CPU |"
-echo "|---|---|---:|---:|---:|---:|---:|"
-printf '%s\n' "${ROWS[@]}"
-SIZES_ARR=($SIZES)
-if [ ${#SIZES_ARR[@]} -ge 2 ]; then
-    FIRST=${SIZES_ARR[0]}
-    LAST=${SIZES_ARR[${#SIZES_ARR[@]}-1]}
+python3 - "$RUNS_TSV" "$VIEW" "$SIZES" <<'EOF'
+import statistics, sys
+
+tsv, view, sizes = sys.argv[1], sys.argv[2], sys.argv[3].split()
+runs = {}
+for line in open(tsv):
+    size, tool, _, w, u, s, r, x = line.rstrip("\n").split("\t")
+    runs.setdefault((size, tool), []).append((float(w), float(u) + float(s), int(r), int(x)))
+med = statistics.median
+stats = {}
+for key, rs in runs.items():
+    stats[key] = dict(
+        n=len(rs), wall=med([x[0] for x in rs]), lo=min(x[0] for x in rs), hi=max(x[0] for x in rs),
+        cpu=med([x[1] for x in rs]), rss=med([x[2] for x in rs]),
+        bad=[x[3] for x in rs if x[3] != 0])
+
+label = {"mcp-forensics": f"mcp-forensics {view}", "tshark": "tshark",
+         "floor": "read-and-decode floor", "generator": "generator (for reference)"}
+counts = {}
+import json, os
+bench_dir = os.path.dirname(tsv)
+for size in sizes:
+    try:
+        counts[size] = json.load(open(os.path.join(bench_dir, f"mcp-{size}.pcap.counts.json")))["counts"]
+    except OSError:
+        counts[size] = {}
+
+n = {t: max((st["n"] for (s, tt), st in stats.items() if tt == t), default=0) for t in label}
+print(f"Medians of {n['mcp-forensics']} runs of mcp-forensics and of the floor, {n['tshark']} of tshark, the three "
+      "taking turns on each file; wall s gives the range of the runs in brackets. CPU s is user+sys; "
+      "CPU % above 100 means more than one core. MB = 10^6 bytes of capture file; peak RSS is the "
+      "kernel's maximum resident set (as `/usr/bin/time -v`).")
+print()
+print("| capture | tool | runs | wall s | CPU s | CPU % | MB/s | k packets/s | peak RSS MiB |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+for size in sizes:
+    b, p = counts[size].get("bytes"), counts[size].get("packets")
+    for tool in ["mcp-forensics", "tshark", "floor", "generator"]:
+        st = stats.get((size, tool))
+        if not st:
+            continue
+        w = st["wall"]
+        rng = f" ({st['lo']:.3f}–{st['hi']:.3f})" if st["n"] > 1 else ""
+        mbs = f"{b / w / 1e6:.1f}" if b else ""
+        kps = f"{p / w / 1e3:.0f}" if p and tool != "generator" else ""
+        bad = f" (exit {st['bad'][0]})" if st["bad"] else ""
+        print(f"| {size} | {label[tool]}{bad} | {st['n']} | {w:.3f}{rng} | {st['cpu']:.3f} | "
+              f"{100 * st['cpu'] / w:.0f}% | {mbs} | {kps} | {st['rss'] / 1024:.0f} |")
+
+print()
+print("| capture | wall × tshark (times faster) | CPU × tshark (times less) | wall × floor (times the floor) | peak RSS / tshark's |")
+print("|---|---:|---:|---:|---:|")
+for size in sizes:
+    m, t, f = (stats.get((size, k)) for k in ("mcp-forensics", "tshark", "floor"))
+    if not m:
+        continue
+    wt = f"**{t['wall'] / m['wall']:.1f}×**" if t else "-"
+    ct = f"{t['cpu'] / m['cpu']:.1f}×" if t else "-"
+    wf = f"**{m['wall'] / f['wall']:.1f}×**" if f else "-"
+    rt = f"**{m['rss'] / t['rss']:.3f}** (1/{t['rss'] / m['rss']:.1f})" if t else "-"
+    print(f"| {size} | {wt} | {ct} | {wf} | {rt} |")
+
+busy = sorted({size for (size, tool), st in stats.items()
+               if tool in ("tshark", "floor") and st["cpu"] < 0.9 * st["wall"]})
+if busy:
+    print()
+    print(f"> **Note:** tshark or the floor, both single-threaded, got less than 90% of a core on {', '.join(busy)}: "
+          "the machine was busy with something else and these timings are unreliable.")
+
+if len(sizes) >= 2 and (sizes[0], "mcp-forensics") in stats and (sizes[-1], "mcp-forensics") in stats:
+    r0, r1 = stats[(sizes[0], "mcp-forensics")]["rss"], stats[(sizes[-1], "mcp-forensics")]["rss"]
+    print()
+    print(f"Peak RSS of mcp-forensics, {sizes[-1]} vs {sizes[0]}: {r1 / r0:.2f}× (target ≤ 1.5×).")
+EOF
+if [ ${#THREAD_SECTIONS[@]} -gt 0 ]; then
     echo
-    echo "Peak RSS of mcp-forensics, $LAST vs $FIRST: $(fmt 'import sys; print(f"{int(sys.argv[2])/int(sys.argv[1]):.2f}×")' "${RSS_BY_SIZE[$FIRST]}" "${RSS_BY_SIZE[$LAST]}") (target ≤ 1.5×)."
+    echo "### Thread scaling"
+    echo
+    printf '%s\n' "${THREAD_SECTIONS[@]}"
 fi
 echo
 printf '%s\n' "${CHECKS[@]}"
