@@ -7,8 +7,9 @@
 # For each N of THREADS, runs `analyze --threads N --format json FILE` RUNS times, the N taking
 # turns (1, 2, 8, 1, 2, 8, ...), and prints the median wall and CPU (user+sys) time, the speed-up
 # over the first N (N=1 by default), and whether the JSON reports are byte-identical across N
-# (cmp). When the report has `summary.shards` (one object per shard), it also prints those
-# counts for the largest N and the max/mean ratio of each.
+# (cmp). One more run at the largest N with `--shard-stats` gives the work of each shard of the
+# per-connection stages (connections, TCP events, bytes, HTTP events): printed with the max/mean
+# ratio of each, and the same summed per worker thread.
 #
 # Environment:
 #   BIN       mcp-forensics binary (default: `cargo build --release`, CARGO_TARGET_DIR honoured)
@@ -54,8 +55,11 @@ for n in $THREADS; do
     fi
 done
 LAST=$(echo $THREADS | tr ' ' '\n' | sort -n | tail -1)
+# Untimed: the work of each shard (an older binary without the flag prints nothing of it).
+"$BIN" analyze --threads "$LAST" --format json -q --shard-stats "$CAP" \
+    >/dev/null 2>"$OUT_DIR/threads-$NAME-shards.stderr" || true
 
-python3 - "$TSV" "$FIRST" "$OUT_DIR/threads-$NAME-$LAST.json" "$LAST" "$NAME" "${SAME[@]}" <<'EOF' || FAILED=1
+python3 - "$TSV" "$FIRST" "$OUT_DIR/threads-$NAME-shards.stderr" "$LAST" "$NAME" "${SAME[@]}" <<'EOF' || FAILED=1
 import json, statistics, sys
 
 tsv, first, report, last, name = sys.argv[1:6]
@@ -82,54 +86,48 @@ for n, rs in runs.items():
     print(f"| {n} | {w:.3f} | {c:.3f} | {100 * c / w:.0f}% | {base / w:.2f}× | {r / 1024:.0f} | {same.get(n, '?')}{note} |")
 
 
-def summary_of(path, chunk=1 << 20):
-    """The report's `summary` object, read without loading the sessions (it comes first)."""
-    dec = json.JSONDecoder()
-    buf = ""
-    with open(path, encoding="utf-8") as f:
-        while True:
-            more = f.read(chunk)
-            buf += more
-            at = buf.find('"summary":')
-            if at >= 0:
-                pos = buf.index("{", at)
-                try:
-                    return dec.raw_decode(buf, pos)[0]
-                except json.JSONDecodeError:
-                    pass
-            if not more:
-                return None
+def shard_stats(path):
+    """The `{"shard_stats": [...]}` line `--shard-stats` prints on standard error."""
+    try:
+        for line in open(path, encoding="utf-8", errors="replace"):
+            if line.startswith('{"shard_stats"'):
+                return json.loads(line)["shard_stats"]
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-print()
-try:
-    summary = summary_of(report)
-except (OSError, ValueError) as e:
-    summary = None
-    print(f"Could not read the summary of the --threads {last} report: {e}")
-shards = (summary or {}).get("shards")
-if not isinstance(shards, list) or not shards:
-    print(f"The --threads {last} report has no `summary.shards`: no per-shard counts from this binary.")
-else:
-    LABELS = ["shard", "id", "index"]
-    fields = []
-    for s in shards:
-        for k, v in (s.items() if isinstance(s, dict) else []):
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in fields + LABELS:
-                fields.append(k)
-    print(f"`summary.shards` with --threads {last}:")
-    print()
-    print("| shard | " + " | ".join(fields) + " |")
+def table(rows, label, fields):
+    print(f"| {label} | " + " | ".join(fields) + " |")
     print("|---:|" + "---:|" * len(fields))
-    for i, s in enumerate(shards):
-        label = next((s[k] for k in LABELS if k in s), i) if isinstance(s, dict) else i
-        print(f"| {label} | " + " | ".join(f"{s.get(k, 0):,}" for k in fields) + " |")
+    for key, r in rows:
+        print(f"| {key} | " + " | ".join(f"{r.get(k, 0):,}" for k in fields) + " |")
     ratios = []
     for k in fields:
-        vals = [s.get(k, 0) for s in shards if isinstance(s, dict)]
+        vals = [r.get(k, 0) for _, r in rows]
         mean = sum(vals) / len(vals)
         ratios.append(f"{max(vals) / mean:.2f}" if mean else "-")
     print("| **max/mean** | " + " | ".join(ratios) + " |")
+    print()
+
+
+print()
+shards = shard_stats(report)
+if not shards:
+    print(f"No per-shard counts: this binary has no `--shard-stats`.")
+else:
+    fields = [k for k in shards[0] if k not in ("shard", "worker")]
+    print(f"Work of each shard of the per-connection stages, `--threads {last} --shard-stats`:")
+    print()
+    table([(s["shard"], s) for s in shards], "shard", fields)
+    workers = {}
+    for s in shards:
+        w = workers.setdefault(s["worker"], {})
+        for k in fields:
+            w[k] = w.get(k, 0) + s[k]
+    print(f"The same by worker thread (`--threads {last}`):")
+    print()
+    table(sorted(workers.items()), "worker", fields)
 sys.exit(1 if bad else 0)
 EOF
 
