@@ -155,8 +155,9 @@ fn run_inline(
     progress: bool,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
 ) -> Run {
-    use http::HttpSink;
-    let mut front = shards::Inline::new(tls.as_deref(), prepare, |ev| builder.on_http(ev));
+    let mut front = shards::Inline::new(tls.as_deref(), mcpf_mcp::prepare, |ev| {
+        builder.on_prepared(ev)
+    });
     let captured = pipeline::feed_captures(&mut inputs, stage, &mut front, progress);
     let tcp = std::mem::take(&mut front.tcp);
     let (shards, _) = front.into_shards();
@@ -175,11 +176,10 @@ fn run_threaded(
 ) -> anyhow::Result<Run> {
     std::thread::scope(|scope| {
         let (mut dispatch, results, handles) =
-            shards::start(scope, workers, tls.as_deref(), prepare, weigh);
+            shards::start(scope, workers, tls.as_deref(), mcpf_mcp::prepare, weigh);
         let consumer = scope.spawn(move || {
-            use http::HttpSink;
             let mut builder = builder;
-            shards::merge(results, |ev| builder.on_http(ev));
+            shards::merge(results, |ev| builder.on_prepared(ev));
             builder
         });
         let captured = pipeline::feed_captures(&mut inputs, stage, &mut dispatch, progress);
@@ -197,13 +197,8 @@ fn run_threaded(
     })
 }
 
-/// What the shards hand the session stage: the HTTP events as they are.
-fn prepare(ev: http::HttpEvent) -> http::HttpEvent {
-    ev
-}
-
 /// What holding an event costs, besides its size.
-fn weigh(ev: &http::HttpEvent) -> usize {
+fn weigh(ev: &mcpf_mcp::Prepared) -> usize {
     ev.payload_bytes()
 }
 
@@ -213,7 +208,7 @@ fn finish_run(
     inputs: Opened,
     captured: Vec<(mcpf_model::InputId, mcpf_model::InputReport)>,
     mut builder: mcpf_mcp::Builder,
-    shards: &shards::Shards<http::HttpEvent>,
+    shards: &shards::Shards<mcpf_mcp::Prepared>,
     tcp: TcpLoss,
     workers: usize,
 ) -> Run {

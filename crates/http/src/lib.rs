@@ -68,6 +68,11 @@ pub const MAX_MESSAGE_BYTES_HELD: u64 = budget::MAX_BYTES_HELD;
 pub struct Headers(pub Vec<(String, String)>);
 
 impl Headers {
+    /// The bytes of the names and values.
+    pub fn bytes(&self) -> usize {
+        self.0.iter().map(|(n, v)| n.len() + v.len()).sum()
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
@@ -295,12 +300,16 @@ pub enum HttpEvent {
 }
 
 impl HttpEvent {
+    /// The bytes of a request's body and headers.
+    pub fn request_bytes(r: &Request) -> usize {
+        r.body.data.len() + r.headers.bytes()
+    }
+
     /// The bytes of bodies, events and headers an event carries: what holding it costs.
     pub fn payload_bytes(&self) -> usize {
-        let fields = |h: &Headers| h.0.iter().map(|(n, v)| n.len() + v.len()).sum::<usize>();
         match self {
-            HttpEvent::Request(r) => r.body.data.len() + fields(&r.headers),
-            HttpEvent::ResponseHead(h) => fields(&h.headers),
+            HttpEvent::Request(r) => Self::request_bytes(r),
+            HttpEvent::ResponseHead(h) => h.headers.bytes(),
             HttpEvent::SseEvent { event, .. } => {
                 event.data.len() + event.id.as_ref().map_or(0, |i| i.len())
             }

@@ -22,7 +22,7 @@ pub mod revision;
 
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{
-    Builder, HttpAnomaly, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried,
-    SessionCallback,
+    Builder, HttpAnomaly, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
+    SessionCallback, prepare,
 };
 pub use payloads::{PayloadRef, Payloads};

@@ -39,17 +39,12 @@ enum Says {
 }
 
 impl Builder {
-    pub(super) fn on_request(&mut self, r: &mcpf_http::Request) {
+    pub(super) fn on_request(&mut self, r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) {
         self.stats.exchanges_total += 1;
         if r.version == mcpf_http::HTTP2_VERSION {
             self.multiplexed.insert(r.exchange.conn);
         }
         self.note_time(r.first.time);
-        let messages = if r.body.data.is_empty() {
-            Vec::new()
-        } else {
-            jsonrpc::parse_payload(&r.body.data)
-        };
         let legacy = self.legacy.get(&(r.server, r.target.clone())).copied();
         let cut = legacy
             .is_none()
@@ -285,11 +280,15 @@ impl Builder {
         }
     }
 
-    pub(super) fn on_event(&mut self, exchange: ExchangeId, ev: &mcpf_http::sse::SseEvent) {
+    pub(super) fn on_event(
+        &mut self,
+        exchange: ExchangeId,
+        ev: &mcpf_http::sse::SseEvent,
+        mut rec: EventRec,
+    ) {
         if self.not_mcp.contains(&exchange) {
             return;
         }
-        let mut rec = event_rec(ev);
         if self.past_event_cap(exchange, rec.after_gap) {
             return;
         }
@@ -414,6 +413,7 @@ impl Builder {
         mark: Mark,
         body: Option<&mcpf_http::Body>,
         sse: Option<&mcpf_http::sse::SseStats>,
+        messages: Option<Vec<jsonrpc::Message>>,
     ) {
         self.note_time(mark.time);
         if self.not_mcp.remove(&exchange) {
@@ -432,7 +432,7 @@ impl Builder {
         };
         let initialized = self.stream_mut(exchange).and_then(|stream| {
             stream.response_data = stream.response_data.or(kept);
-            record_end(stream, outcome, closed_by, mark, body, sse)
+            record_end(stream, outcome, closed_by, mark, body, sse, messages)
         });
         match self.take_filing(exchange) {
             Some(Filing::Session(s, pos)) => self.session_exchange_ended(s, pos, mark, initialized),
@@ -629,7 +629,7 @@ fn transport_mode(headers: &Headers) -> Option<String> {
 }
 
 /// The compact record of an SSE event.
-fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
+pub(super) fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {
     let endpoint = (ev.event == "endpoint").then(|| ev.data.trim().to_string());
     let messages = if endpoint.is_some() {
         Box::new([])
@@ -669,6 +669,7 @@ fn record_end(
     mark: Mark,
     body: Option<&mcpf_http::Body>,
     sse: Option<&mcpf_http::sse::SseStats>,
+    messages: Option<Vec<jsonrpc::Message>>,
 ) -> Option<Initialized> {
     let mut initialized = None;
     stream.packed.shrink_to_fit();
@@ -690,7 +691,7 @@ fn record_end(
             .as_deref()
             .is_some_and(|c| c == "application/json" || c.ends_with("+json"));
         if json && !b.data.is_empty() {
-            let messages = jsonrpc::parse_payload(&b.data);
+            let messages = messages.unwrap_or_else(|| jsonrpc::parse_payload(&b.data));
             initialized = messages
                 .iter()
                 .find(|m| m.kind == Kind::Response && m.mcp.protocol_version.is_some())

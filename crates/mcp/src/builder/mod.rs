@@ -12,6 +12,9 @@
 mod carriers;
 mod exchanges;
 mod lifetime;
+mod prepared;
+
+pub use prepared::{Prepared, prepare};
 mod sessions;
 mod spill;
 mod unattributed;
@@ -21,7 +24,7 @@ use std::net::SocketAddr;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use mcpf_http::{ExchangeId, HttpEvent, HttpSink};
+use mcpf_http::{ExchangeId, HttpEvent};
 use mcpf_model::{ConnId, InputId, Mark, SourceFormat, WireMap};
 
 use crate::model::{Session, SessionIdx, Stream, Transport};
@@ -440,23 +443,36 @@ impl Builder {
     }
 }
 
-impl HttpSink for Builder {
-    fn on_http(&mut self, event: HttpEvent) {
+impl Builder {
+    fn on_response_end(
+        &mut self,
+        end: &mcpf_http::ResponseEnd,
+        messages: Option<Vec<crate::jsonrpc::Message>>,
+    ) {
+        self.end_time_unknown(end.exchange, end.when_unknown);
+        self.on_end(
+            end.exchange,
+            end.outcome,
+            end.closed_by,
+            end.last,
+            Some(&end.body),
+            end.sse.as_ref(),
+            messages,
+        )
+    }
+
+    /// The events that carry no JSON-RPC.
+    fn on_other(&mut self, event: HttpEvent) {
         match event {
-            HttpEvent::Request(r) => self.on_request(&r),
-            HttpEvent::ResponseHead(h) => self.on_response_head(&h),
-            HttpEvent::SseEvent { exchange, event } => self.on_event(exchange, &event),
-            HttpEvent::ResponseEnd(end) => {
-                self.end_time_unknown(end.exchange, end.when_unknown);
-                self.on_end(
-                    end.exchange,
-                    end.outcome,
-                    end.closed_by,
-                    end.last,
-                    Some(&end.body),
-                    end.sse.as_ref(),
-                )
+            HttpEvent::Request(r) => {
+                let messages = prepared::request_messages(&r);
+                self.on_request(&r, messages)
             }
+            HttpEvent::ResponseHead(h) => self.on_response_head(&h),
+            HttpEvent::SseEvent { exchange, event } => {
+                self.on_event(exchange, &event, exchanges::event_rec(&event))
+            }
+            HttpEvent::ResponseEnd(end) => self.on_response_end(&end, None),
             HttpEvent::NoResponse {
                 exchange,
                 outcome,
@@ -475,7 +491,7 @@ impl HttpSink for Builder {
                     snaplen_bytes,
                     ..Default::default()
                 });
-                self.on_end(exchange, outcome, closed_by, mark, body.as_ref(), None)
+                self.on_end(exchange, outcome, closed_by, mark, body.as_ref(), None, None)
             }
             HttpEvent::Anomaly {
                 conn, mark, what, ..
