@@ -9,7 +9,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-#[allow(dead_code)] // read by the next commit's envelope reader
+#[cfg(test)]
+mod differential;
+mod envelope;
 mod scan;
 mod serde_reader;
 
@@ -298,15 +300,33 @@ pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
     if text.is_empty() {
         return Vec::new();
     }
-    serde_reader::parse_payload_str(text)
+    if !text.starts_with('[') {
+        return vec![envelope::parse_one(text)];
+    }
+    // The batch is checked whole before any message is read, as serde_json does: one syntax
+    // error anywhere makes the whole payload malformed, with serde_json's words for it.
+    match scan::Cursor::new(text).batch() {
+        Some(items) if !items.is_empty() => items.into_iter().map(envelope::parse_one).collect(),
+        _ => serde_reader::parse_payload_str(text),
+    }
 }
 
 /// The `result` (or `error`) text of each response in a payload, by ID, as sent: what "the
 /// same answer" compares, byte for byte. In a batch the first response to an ID counts.
 pub(crate) fn answer_texts(bytes: &[u8]) -> mcpf_model::WireMap<RequestId, String> {
     let mut out = mcpf_model::WireMap::default();
-    if let Ok(text) = std::str::from_utf8(trim_ascii(bytes)) {
-        serde_reader::answer_texts(text, &mut out);
+    let Ok(text) = std::str::from_utf8(trim_ascii(bytes)) else {
+        return out;
+    };
+    if !text.starts_with('[') {
+        envelope::answer_text(text, &mut out);
+        return out;
+    }
+    match scan::Cursor::new(text).batch() {
+        Some(items) => items
+            .into_iter()
+            .for_each(|item| envelope::answer_text(item, &mut out)),
+        None => serde_reader::answer_texts(text, &mut out),
     }
     out
 }

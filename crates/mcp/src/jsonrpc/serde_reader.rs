@@ -1,5 +1,7 @@
-//! The serde_json reader of JSON-RPC envelopes: every message deserialised into an envelope of
-//! raw values, and `params`, `result` and `error` parsed a second time for the MCP details.
+//! The serde_json reader of JSON-RPC envelopes, as it was before the [`super::envelope`] reader:
+//! that reader hands it every payload it is not sure of, so its verdicts and its error texts
+//! ("invalid JSON: …") stay the ones reports have always shown, and the differential tests
+//! compare the two on everything else.
 
 use std::borrow::Cow;
 
