@@ -107,6 +107,15 @@ impl<T> Shard<T> {
         self.http.sink.out.drain(..)
     }
 
+    /// The same, taken whole: room for as many is left in its place.
+    fn take(&mut self) -> Vec<(u64, T)> {
+        let out = &mut self.http.sink.out;
+        self.work.http_events += out.len() as u64;
+        // Room for a round busier than this one, so the next rarely grows.
+        let capacity = out.len() + out.len() / 2;
+        std::mem::replace(out, Vec::with_capacity(capacity))
+    }
+
     /// The TLS layer's counts, if the shard had one.
     pub fn tls_stats(&self) -> Option<&mcpf_tls::TlsStats> {
         self.tls.as_ref().map(|t| &t.stats)
@@ -237,6 +246,15 @@ struct Round {
 }
 
 impl Round {
+    /// A round with room for what fills one, so it does not grow by copies.
+    fn sized() -> Round {
+        Round {
+            events: HeldEvents::with_capacity(ROUND_EVENTS, ROUND_BYTES + (64 << 10)),
+            tags: Vec::with_capacity(ROUND_EVENTS),
+            ..Round::default()
+        }
+    }
+
     fn clear(&mut self) {
         self.events.clear();
         self.tags.clear();
@@ -277,7 +295,7 @@ impl Dispatch {
         }
         for (round, tx) in self.rounds.iter_mut().zip(&self.txs) {
             round.end = self.seq;
-            let next = self.spare.try_recv().unwrap_or_default();
+            let next = self.spare.try_recv().unwrap_or_else(|_| Round::sized());
             if tx.send(std::mem::replace(round, next)).is_err() {
                 self.closed = true;
                 return;
@@ -318,12 +336,13 @@ impl TcpSink for Dispatch {
 const MESSAGE_BYTES: usize = 8 << 20;
 const MAX_PENDING: usize = 64 << 20;
 
-/// What a worker hands the session thread: events in sequence order, and that it has done
-/// every event numbered below `through`.
+/// What a worker hands the session thread: the events of each of its shards in sequence order
+/// (its `i`-th shard is shard `worker + i * workers`), and that it has done every event numbered
+/// below `through`.
 struct Out<T> {
     worker: usize,
     through: u64,
-    events: Vec<(u64, T)>,
+    runs: Vec<Vec<(u64, T)>>,
 }
 
 /// Bounds the events waiting for the session thread. The session thread can hand on only what
@@ -386,7 +405,6 @@ struct Worker<T> {
     me: usize,
     workers: usize,
     shards: Vec<Shard<T>>,
-    out: Vec<(u64, T)>,
     bytes: usize,
     tx: mpsc::SyncSender<Out<T>>,
     gate: std::sync::Arc<Gate>,
@@ -404,11 +422,13 @@ impl<T> Worker<T> {
                     self.shards.iter_mut().for_each(|s| s.add_secrets(key_log));
                 }
                 let shard = &mut self.shards[shard as usize / self.workers];
+                let before = shard.http.sink.out.len();
                 shard.feed(seq, round.events.get(i));
-                for (seq, t) in shard.drain() {
-                    self.bytes += weight(&t, self.weigh);
-                    self.out.push((seq, t));
-                }
+                let made = &shard.http.sink.out[before..];
+                self.bytes += made
+                    .iter()
+                    .map(|(_, t)| weight(t, self.weigh))
+                    .sum::<usize>();
                 if self.bytes >= MESSAGE_BYTES && !self.hand_on(seq + 1) {
                     return self.shards;
                 }
@@ -434,7 +454,7 @@ impl<T> Worker<T> {
         let out = Out {
             worker: self.me,
             through,
-            events: std::mem::take(&mut self.out),
+            runs: self.shards.iter_mut().map(Shard::take).collect(),
         };
         self.tx.send(out).is_ok()
     }
@@ -445,11 +465,12 @@ impl<T> Worker<T> {
 pub fn merge<T>(results: Results<T>, mut deliver: impl FnMut(T)) {
     let Results { rx, gate, weigh } = results;
     let workers = gate.state.lock().map_or(0, |s| s.through.len());
-    let mut queues: Vec<std::collections::VecDeque<(u64, T)>> =
-        (0..workers).map(|_| Default::default()).collect();
+    let mut queues: Vec<Queue<T>> = (0..SHARDS).map(|_| Default::default()).collect();
     let mut through = vec![0u64; workers];
     for out in rx {
-        queues[out.worker].extend(out.events);
+        for (i, run) in out.runs.into_iter().enumerate() {
+            queues[out.worker + i * workers].push_back(run.into_iter());
+        }
         through[out.worker] = out.through;
         let ready = through.iter().copied().min().unwrap_or(0);
         gate.release(deliver_ready(&mut queues, ready, weigh, &mut deliver));
@@ -457,10 +478,26 @@ pub fn merge<T>(results: Results<T>, mut deliver: impl FnMut(T)) {
     deliver_ready(&mut queues, u64::MAX, weigh, &mut deliver);
 }
 
+/// A shard's events not handed on yet, in the batches they came in (taken from where they lie,
+/// not copied into one queue).
+type Queue<T> = std::collections::VecDeque<std::vec::IntoIter<(u64, T)>>;
+
+/// The sequence number of the next event of a shard's queue, its empty batches dropped.
+fn front<T>(queue: &mut Queue<T>) -> Option<u64> {
+    loop {
+        match queue.front()?.as_slice().first() {
+            Some((seq, _)) => return Some(*seq),
+            None => {
+                queue.pop_front();
+            }
+        }
+    }
+}
+
 /// Hands on, in sequence order, every queued event numbered below `ready`; returns their
 /// weight.
 fn deliver_ready<T>(
-    queues: &mut [std::collections::VecDeque<(u64, T)>],
+    queues: &mut [Queue<T>],
     ready: u64,
     weigh: fn(&T) -> usize,
     deliver: &mut impl FnMut(T),
@@ -468,15 +505,15 @@ fn deliver_ready<T>(
     let mut bytes = 0;
     loop {
         let next = queues
-            .iter()
+            .iter_mut()
             .enumerate()
-            .filter_map(|(i, q)| q.front().map(|(seq, _)| (*seq, i)))
+            .filter_map(|(i, q)| front(q).map(|seq| (seq, i)))
             .filter(|(seq, _)| *seq < ready)
             .min();
         let Some((_, i)) = next else {
             return bytes;
         };
-        if let Some((_, t)) = queues[i].pop_front() {
+        if let Some((_, t)) = queues[i].front_mut().and_then(Iterator::next) {
             bytes += weight(&t, weigh);
             deliver(t);
         }
@@ -517,7 +554,6 @@ pub fn start<'scope, T: Send + 'static>(
                 .step_by(workers)
                 .map(|_| Shard::new(keys, prepare))
                 .collect(),
-            out: Vec::new(),
             bytes: 0,
             tx: out_tx.clone(),
             gate: gate.clone(),
@@ -567,10 +603,11 @@ mod tests {
 
     #[test]
     fn events_are_handed_on_in_sequence_order_once_every_worker_passed_them() {
-        let mut queues: Vec<std::collections::VecDeque<(u64, char)>> = vec![
-            [(0, 'a'), (3, 'd'), (4, 'e')].into(),
+        let batch = |b: &[(u64, char)]| b.to_vec().into_iter();
+        let mut queues: Vec<Queue<char>> = vec![
+            [batch(&[(0, 'a')]), batch(&[]), batch(&[(3, 'd'), (4, 'e')])].into(),
             [].into(),
-            [(1, 'b'), (2, 'c'), (7, 'h')].into(),
+            [batch(&[(1, 'b'), (2, 'c'), (7, 'h')])].into(),
         ];
         let mut out = String::new();
         let weigh = |_: &char| 1;

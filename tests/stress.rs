@@ -231,7 +231,11 @@ fn bodies_in_progress_are_held_within_one_budget() {
     let n = 100;
     let doc = analyze("held_bodies", n, &[]);
     assert_eq!(doc["summary"]["sessions"], n);
-    assert!(limit_says(&doc, "bodies and events a shard may hold"), "{}", doc["summary"]);
+    assert!(
+        limit_says(&doc, "bodies and events a shard may hold"),
+        "{}",
+        doc["summary"]
+    );
     // Kept shrunk, every answer keeps its envelope: all answered.
     assert_eq!(counts(&doc, "responses"), n * 2);
     assert_harmless("held_bodies", &doc);

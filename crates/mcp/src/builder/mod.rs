@@ -491,7 +491,15 @@ impl Builder {
                     snaplen_bytes,
                     ..Default::default()
                 });
-                self.on_end(exchange, outcome, closed_by, mark, body.as_ref(), None, None)
+                self.on_end(
+                    exchange,
+                    outcome,
+                    closed_by,
+                    mark,
+                    body.as_ref(),
+                    None,
+                    None,
+                )
             }
             HttpEvent::Anomaly {
                 conn, mark, what, ..

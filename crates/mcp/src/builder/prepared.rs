@@ -20,7 +20,7 @@ enum Carried {
     Event {
         exchange: mcpf_http::ExchangeId,
         event: mcpf_http::sse::SseEvent,
-        rec: Box<EventRec>,
+        rec: EventRec,
     },
     /// The body's messages, read when the body looks like JSON: the session stage reads them
     /// only if the response's type says JSON, and reads them itself if they were not.
@@ -36,7 +36,7 @@ pub fn prepare(event: HttpEvent) -> Prepared {
             Carried::Request(r, messages)
         }
         HttpEvent::SseEvent { exchange, event } => {
-            let rec = Box::new(event_rec(&event));
+            let rec = event_rec(&event);
             Carried::Event {
                 exchange,
                 event,
@@ -44,7 +44,8 @@ pub fn prepare(event: HttpEvent) -> Prepared {
             }
         }
         HttpEvent::ResponseEnd(end) => {
-            let messages = looks_like_json(&end.body.data).then(|| jsonrpc::parse_payload(&end.body.data));
+            let messages =
+                looks_like_json(&end.body.data).then(|| jsonrpc::parse_payload(&end.body.data));
             Carried::End(end, messages)
         }
         other => Carried::Other(other),
@@ -80,7 +81,9 @@ impl Prepared {
                     + rec.messages.len() * std::mem::size_of::<Message>()
             }
             Carried::End(end, m) => {
-                end.body.data.len() + m.as_ref().map_or(0, |m| m.len() * std::mem::size_of::<Message>())
+                end.body.data.len()
+                    + m.as_ref()
+                        .map_or(0, |m| m.len() * std::mem::size_of::<Message>())
             }
             Carried::Other(ev) => ev.payload_bytes(),
         }
@@ -96,7 +99,7 @@ impl Builder {
                 exchange,
                 event,
                 rec,
-            } => self.on_event(exchange, &event, *rec),
+            } => self.on_event(exchange, &event, rec),
             Carried::End(end, messages) => self.on_response_end(&end, messages),
             Carried::Other(ev) => self.on_other(ev),
         }
