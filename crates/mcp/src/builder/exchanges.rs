@@ -411,9 +411,8 @@ impl Builder {
         outcome: Outcome,
         closed_by: Option<mcpf_model::Direction>,
         mark: Mark,
-        body: Option<&mcpf_http::Body>,
+        (body, messages): ReadBody<'_>,
         sse: Option<&mcpf_http::sse::SseStats>,
-        messages: Option<Vec<jsonrpc::Message>>,
     ) {
         self.note_time(mark.time);
         if self.not_mcp.remove(&exchange) {
@@ -627,6 +626,9 @@ fn transport_mode(headers: &Headers) -> Option<String> {
         .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
         .map(|(_, v)| v.clone())
 }
+
+/// A response body, with its messages when they were read already.
+pub(super) type ReadBody<'a> = (Option<&'a mcpf_http::Body>, Option<Vec<jsonrpc::Message>>);
 
 /// The compact record of an SSE event.
 pub(super) fn event_rec(ev: &mcpf_http::sse::SseEvent) -> EventRec {

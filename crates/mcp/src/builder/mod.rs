@@ -455,9 +455,8 @@ impl Builder {
             end.outcome,
             end.closed_by,
             end.last,
-            Some(&end.body),
+            (Some(&end.body), messages),
             end.sse.as_ref(),
-            messages,
         )
     }
 
@@ -496,8 +495,7 @@ impl Builder {
                     outcome,
                     closed_by,
                     mark,
-                    body.as_ref(),
-                    None,
+                    (body.as_ref(), None),
                     None,
                 )
             }
