@@ -603,7 +603,7 @@ mod tests {
 
     #[test]
     fn events_are_handed_on_in_sequence_order_once_every_worker_passed_them() {
-        let batch = |b: &[(u64, char)]| b.to_vec().into_iter();
+        let batch = |b: &[(u64, char)]| Vec::from(b).into_iter();
         let mut queues: Vec<Queue<char>> = vec![
             [batch(&[(0, 'a')]), batch(&[]), batch(&[(3, 'd'), (4, 'e')])].into(),
             [].into(),
