@@ -7,8 +7,9 @@
 # Runs `valgrind --tool=callgrind BIN analyze --threads 1 --format json -q FILE` on a synthetic
 # capture, reads the inclusive cost of each function from `callgrind_annotate --inclusive=yes`, and
 # splits the instructions into the stages of STAGES below. With one thread the stages nest (the
-# reassembler calls the HTTP stage, which calls the MCP builder, which calls the analysis when a
-# session ends, which renders its record), so a stage is the inclusive cost of its entry points
+# reassembler calls the HTTP stage of the connection's shard, which reads the JSON-RPC of each
+# message it finds, then the MCP builder, which calls the analysis when a session ends, which
+# renders its record), so a stage is the inclusive cost of its entry points
 # minus that of the entry points of the stages it calls. Costs of a function that callgrind lists
 # under several source files (inlined code) are taken from the outermost, the largest.
 #
@@ -35,11 +36,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # points) is the total minus the stages. STAGES in the environment replaces this list.
 DEFAULT_STAGES='
 reading the capture (capture::reader) | mcpf_capture::reader::CaptureReader::next_frame |
-link, IP, TCP decoding, reassembly (capture) | mcpf_capture::run | mcpf_capture::reader::CaptureReader::next_frame ; <mcpf_http::Stage<S> as mcpf_capture::tcp::TcpSink>::on_tcp
-HTTP framing, chunked decoding, bodies (http::conn) | <mcpf_http::Stage<S> as mcpf_capture::tcp::TcpSink>::on_tcp | mcpf_http::sse::SseParser::feed ; <mcpf_mcp::builder::Builder as mcpf_http::HttpSink>::on_http
+link, IP, TCP decoding, reassembly (capture) | mcpf_capture::run | mcpf_capture::reader::CaptureReader::next_frame ; <mcpf_http::Stage<S> as mcpf_capture::tcp::TcpSink>::on_tcp ; mcpf_mcp::builder::prepared::<impl mcpf_mcp::builder::Builder>::on_prepared
+HTTP framing, chunked decoding, bodies (http::conn) | <mcpf_http::Stage<S> as mcpf_capture::tcp::TcpSink>::on_tcp | mcpf_http::sse::SseParser::feed ; mcpf_mcp::builder::prepared::prepare
 SSE parsing (http::sse) | mcpf_http::sse::SseParser::feed |
-JSON-RPC envelopes (mcp::jsonrpc) | mcpf_mcp::jsonrpc::parse_payload_str |
-MCP session building (mcp::builder) | <mcpf_mcp::builder::Builder as mcpf_http::HttpSink>::on_http ; mcpf_mcp::builder::Builder::finish | mcpf_mcp::jsonrpc::parse_payload_str ; mcpf_mcp::builder::lifetime::<impl mcpf_mcp::builder::Builder>::finalize
+JSON-RPC envelopes and event records (mcp::prepare) | mcpf_mcp::builder::prepared::prepare |
+MCP session building (mcp::builder) | mcpf_mcp::builder::prepared::<impl mcpf_mcp::builder::Builder>::on_prepared ; mcpf_mcp::builder::Builder::finish | mcpf_mcp::builder::lifetime::<impl mcpf_mcp::builder::Builder>::finalize
 analysis at session end: unpacking, attribution, detectors (finalize) | mcpf_mcp::builder::lifetime::<impl mcpf_mcp::builder::Builder>::finalize | mcpf_report::analyze::writer::SessionWriter::write
 rendering session records (report) | mcpf_report::analyze::writer::SessionWriter::write |
 assembling the JSON document (report) | mcpf_report::analyze::json::write_json |
