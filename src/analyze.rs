@@ -41,8 +41,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
             .with_inputs(inputs.paths.clone())
             .with_max_held_events(job.max_held_events),
     ));
-    let builder =
-        session_stage(&inputs, finalizer.clone()).with_max_session_events(job.max_session_events);
+    let (builder, finishing) = session_stage(&inputs, finalizer.clone(), job.threads > 1);
+    let builder = builder.with_max_session_events(job.max_session_events);
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
     let tls = job.tls_keys.clone();
     let run = if job.threads > 1 {
@@ -50,7 +50,7 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
     } else {
         run_inline(inputs, &mut stage, builder, job.progress, tls)
     };
-    let mut rep = assemble(run, &finalizer, &job, &redactor)?;
+    let mut rep = assemble(run, (&finalizer, finishing), &job, &redactor)?;
     if let Some(live) = rep.report.sessions.take_live() {
         if let Some(e) = &live.error {
             anyhow::bail!("{e}");
@@ -117,22 +117,41 @@ fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) ->
     }
 }
 
-/// The MCP stage, handing each finalized session to the finalizer.
-fn session_stage(inputs: &Opened, finalizer: Arc<Mutex<Finalizer>>) -> mcpf_mcp::Builder {
+/// The MCP stage, handing each finalized session to the finalizer: on a thread of its own when
+/// there are threads (returned, to be joined once the builder is done), so the detectors of a
+/// session that ended run while the builder files the events of the others.
+fn session_stage(
+    inputs: &Opened,
+    finalizer: Arc<Mutex<Finalizer>>,
+    threaded: bool,
+) -> (mcpf_mcp::Builder, Option<std::thread::JoinHandle<()>>) {
     // Sessions are finalized as they end (detectors run, events dropped) so memory follows the
     // sessions in progress; a HAR or log must first be matched with the capture of the same
     // traffic, so those runs finalize at the end. Either way a session ends at the same point
     // (the builder closes it on evidence), so its findings do not depend on the choice.
     let early = inputs.others.is_empty();
-    let callback = Box::new(move |s: Box<Session>| {
+    let finalize = move |s: Box<Session>| {
         if let Ok(mut f) = finalizer.lock() {
             f.run(s);
         }
-    });
-    mcpf_mcp::Builder::new()
+    };
+    let (callback, finishing): (mcpf_mcp::SessionCallback, _) = if threaded {
+        // A few sessions at most wait: each holds its events until its detectors have run.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<Session>>(4);
+        let handle = std::thread::spawn(move || rx.into_iter().for_each(finalize));
+        let send = move |s: Box<Session>| {
+            // The finalizer thread only stops by panicking, which joining it reports.
+            let _ = tx.send(s);
+        };
+        (Box::new(send), Some(handle))
+    } else {
+        (Box::new(finalize), None)
+    };
+    let builder = mcpf_mcp::Builder::new()
         .with_early_finalize(early)
         .with_sources(inputs.sources())
-        .with_session_callback(callback)
+        .with_session_callback(callback);
+    (builder, finishing)
 }
 
 /// What the first stages produced.
@@ -258,7 +277,7 @@ fn tls_failures(
 /// Finishes the MCP stage and the detectors, and puts the report together.
 fn assemble(
     run: Run,
-    finalizer: &Mutex<Finalizer>,
+    (finalizer, finishing): (&Mutex<Finalizer>, Option<std::thread::JoinHandle<()>>),
     job: &config::Analyze,
     redactor: &Redactor,
 ) -> anyhow::Result<Assembled> {
@@ -277,6 +296,13 @@ fn assemble(
         builder.set_capabilities(input, caps);
     }
     let (sessions, anomalies, mcp_stats) = builder.finish();
+    // The builder is gone, and with it the finalizer thread's input: it ends once it has run
+    // the detectors of every session.
+    if let Some(handle) = finishing {
+        handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("internal error: the detector stage failed"))?;
+    }
     drop(sessions);
     let idle = Finalizer::new(
         job.selection.clone(),
