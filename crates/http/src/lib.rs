@@ -14,7 +14,6 @@
 //!   [`Headers`], [`Outcome`], [`ExchangeId`].
 //! - [`sse`]: the Server-Sent Events parser, which can be used on its own (its module shows how).
 //! - [`exchange`]: gathers the events into whole exchanges, for the `http` view and the tests.
-//! - [`threaded`]: hands the events to a second thread, in order.
 //!
 //! Inside, and not public: the start-line search and head parsing (with `httparse`), body
 //! framing (RFC 9112: `Content-Length`, chunked, until close), content decoding (gzip, deflate,
@@ -44,7 +43,6 @@ mod payload;
 mod resync;
 mod shrink;
 pub mod sse;
-pub mod threaded;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
