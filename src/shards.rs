@@ -29,7 +29,7 @@ pub const SHARDS: usize = 8;
 const ROUND_EVENTS: usize = 2048;
 const ROUND_BYTES: usize = 1 << 20;
 /// Rounds queued for each worker, and results queued for the session thread, per worker.
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 2;
 
 /// The shard of a connection: by its number, which the reassembler gives in order of
 /// appearance, so shards are balanced and no sender can aim its connections at one.
@@ -333,8 +333,8 @@ impl TcpSink for Dispatch {
 /// Bytes of events a worker gathers before it hands them on mid-round (a round of compressed
 /// bodies can decode to gigabytes), and bytes waiting for the session thread past which a worker
 /// that is ahead of another waits for it.
-const MESSAGE_BYTES: usize = 4 << 20;
-const MAX_PENDING: usize = 16 << 20;
+const MESSAGE_BYTES: usize = 2 << 20;
+const MAX_PENDING: usize = 8 << 20;
 
 /// What a worker hands the session thread: the events of each of its shards in sequence order
 /// (its `i`-th shard is shard `worker + i * workers`), and that it has done every event numbered
