@@ -440,10 +440,11 @@ pub struct CaptureArgs {
     )]
     pub idle_timeout: u64,
 
-    /// Threads for TLS, HTTP, SSE and JSON-RPC, which run in shards by connection (up to 8);
-    /// packets and TCP are read on one more thread, sessions and detectors on another, and JSON
-    /// records rendered on a third. 1 runs everything on one thread. The report is the same
-    /// byte for byte whatever N. Default: the cores the machine has.
+    /// analyze: threads for TLS, HTTP, SSE and JSON-RPC, which run in 8 shards by connection
+    /// (so up to 8 are used); packets and TCP are read on one more thread, sessions on another,
+    /// detectors on another and JSON records rendered on one more. 1 runs everything on one
+    /// thread. The report is the same byte for byte whatever N. Default: the cores the machine
+    /// has. (The http and flows views run on one thread.)
     #[arg(long, value_name = "N", help_heading = "Reassembly")]
     pub threads: Option<usize>,
 }
