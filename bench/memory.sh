@@ -5,18 +5,19 @@
 #   CONC_SIZE=32MiB CONCURRENCIES="250 1000" MEM_SIZES="16MiB 32MiB" SIZE_CONC=1000 bench/memory.sh
 #
 # Two series of synthetic captures (examples/gen_capture.rs):
-#   - concurrency: CONC_SIZE (default 128MiB) at --concurrency CONCURRENCIES (default
-#     "250 1000 2500 5000");
-#   - size: MEM_SIZES (default "64MiB 128MiB 256MiB 512MiB") at --concurrency SIZE_CONC (2500).
+#   - concurrency: CONC_SIZE (default 256MiB: shorter captures do not reach the higher
+#     concurrencies) at --concurrency CONCURRENCIES (default "250 1000 2500 5000");
+#   - size: MEM_SIZES (default "64MiB 128MiB 256MiB 512MiB") at --concurrency SIZE_CONC (1000,
+#     which even the 64 MiB capture reaches).
 # Each capture is analysed RUNS times (default 1; the median peak RSS is used) under
 # `/usr/bin/time -v`, and its report checked against the generator's counts (check_counts.py).
 # The generator's detail.max_concurrent_clients (open sessions) and
 # detail.max_concurrent_connections (open connections) are then fitted by least squares:
-#     peak RSS ≈ base + a·open_sessions + b·open_connections
-# Sessions and connections open at once are strongly correlated (each client holds one or two
-# connections), so the split between a and b is loose; the script also gives the simple slope of
-# the concurrency series per open session (its connections included). The size series shows
-# whether RSS stays flat when only the length of the traffic grows.
+#     peak RSS ≈ base + a·open_sessions + b·sessions_in_the_run
+# (what is open, and what the run keeps of every session it saw). Sessions and connections open
+# at once are proportional in the generator's captures (each client holds one or two
+# connections), so bytes per open connection are the per-session figure put on its connections.
+# The size series shows how much RSS grows when only the length of the traffic grows.
 #
 # Environment: BIN, GEN (prebuilt binaries; otherwise `cargo build --release`, CARGO_TARGET_DIR
 # honoured), BENCH_DIR, KEEP=1, SEED (1), PORT (8080), RUNS, ARGS (extra analyze options, e.g.
@@ -25,9 +26,9 @@ set -euo pipefail
 LOG_TAG=memory
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CONC_SIZE=${CONC_SIZE:-128MiB}
+CONC_SIZE=${CONC_SIZE:-256MiB}
 CONCURRENCIES=${CONCURRENCIES:-"250 1000 2500 5000"}
-SIZE_CONC=${SIZE_CONC:-2500}
+SIZE_CONC=${SIZE_CONC:-1000}
 MEM_SIZES=${MEM_SIZES:-"64MiB 128MiB 256MiB 512MiB"}
 RUNS=${RUNS:-1}
 SEED=${SEED:-1}
@@ -182,21 +183,26 @@ print()
 if len(pts) < 4:
     print(f"{len(pts)} distinct captures: too few to fit three parameters.")
 else:
-    fit = lstsq([[1, r["open_s"], r["open_c"]] for r in pts], [r["rss"] for r in pts])
+    # What is open and what the run has seen so far: the concurrency series varies the first at
+    # a fixed length, the size series the second at a fixed concurrency, so the two are apart.
+    fit = lstsq([[1, r["open_s"], r["sessions"]] for r in pts], [r["rss"] for r in pts])
     if not fit:
-        print("The fit is singular (open sessions and connections are proportional in these captures).")
+        print("The fit is singular.")
     else:
         base, a, b = fit
-        pred = [base + a * r["open_s"] + b * r["open_c"] for r in pts]
+        pred = [base + a * r["open_s"] + b * r["sessions"] for r in pts]
         res = [r["rss"] - p for r, p in zip(pts, pred)]
         rms = (sum(x * x for x in res) / len(res)) ** 0.5
-        print(f"peak RSS ≈ {base / MiB:.1f} MiB + **{a:,.0f} bytes per open session** + **{b:,.0f} bytes per open connection** "
+        per_conn = sum(r["open_c"] for r in pts) / sum(r["open_s"] for r in pts)
+        print(f"peak RSS ≈ {base / MiB:.1f} MiB + **{a:,.0f} bytes per open session** (with its "
+              f"{per_conn:.2f} open connections: **{a / per_conn:,.0f} bytes per open connection** if all of "
+              f"it is put on connections) + **{b:,.0f} bytes per session in the run** "
               f"({len(pts)} captures; residuals RMS {rms / MiB:.1f} MiB, largest {max(abs(x) for x in res) / MiB:.1f} MiB).")
         print()
-        print(f"Open sessions and open connections correlate at r = {corr([r['open_s'] for r in pts], [r['open_c'] for r in pts]):.3f} "
-              "over these captures, so a and b trade off against each other; their sum weighted by the usual "
-              f"ratio (about {sum(r['open_c'] for r in pts) / sum(r['open_s'] for r in pts):.2f} connections per session) "
-              "is better determined than either.")
+        print("The generator opens about the same number of connections per session in every capture "
+              f"(r = {corr([r['open_s'] for r in pts], [r['open_c'] for r in pts]):.3f} between open sessions and "
+              "open connections), so what a session holds and what its connections hold cannot be told apart "
+              "by these captures; the two figures above are the same memory put on one or the other.")
         print()
         print("| capture | --concurrency | peak RSS MiB | fitted MiB | residual MiB |")
         print("|---|---:|---:|---:|---:|")
