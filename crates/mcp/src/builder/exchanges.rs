@@ -620,10 +620,17 @@ fn adopt_orphan(stream: &mut Stream, o: Stream) {
 
 /// A transport-mode header (a server's token that the client echoes to resume safely).
 fn transport_mode(headers: &Headers) -> Option<String> {
+    const NAME: &[u8] = b"transport-mode";
+    // Every request asks this of every header: compared in place, not lowercased into a copy.
+    let names = |n: &str| {
+        n.as_bytes()
+            .windows(NAME.len())
+            .any(|w| w.eq_ignore_ascii_case(NAME))
+    };
     headers
         .0
         .iter()
-        .find(|(n, _)| n.to_ascii_lowercase().contains("transport-mode"))
+        .find(|(n, _)| names(n))
         .map(|(_, v)| v.clone())
 }
 
