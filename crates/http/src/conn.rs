@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::body::{ChunkOutput, ChunkedDecoder, Framing};
+use super::body::{ChunkOutput, ChunkedDecoder, ChunkedError, Framing};
 use super::h2::{H2Connection, PREFACE};
 use super::payload::Payload;
 use super::resync::{self, Search};
@@ -1480,17 +1480,10 @@ impl Connection {
                 data.len()
             }
             Framing::Chunked => {
-                let mut out = Vec::new();
-                let result = msg
-                    .chunked
-                    .get_or_insert_with(ChunkedDecoder::new)
-                    .decode(data, &mut out);
-                let mut ended = false;
-                for piece in out {
-                    match piece {
-                        ChunkOutput::Data(bytes) => self.body_bytes(dir, bytes, mark, sink),
-                        ChunkOutput::End => ended = true,
-                    }
+                let mut decoder = msg.chunked.take().unwrap_or_default();
+                let (result, ended) = self.dechunk(dir, &mut decoder, data, mark, sink);
+                if let Some(m) = self.half(dir).msg.as_mut() {
+                    m.chunked = Some(decoder);
                 }
                 let (Ok(used) | Err((used, _))) = &result;
                 self.step_used[di(dir)] = *used as u64;
@@ -1527,6 +1520,28 @@ impl Connection {
                         used
                     }
                 }
+            }
+        }
+    }
+
+    /// Reads chunked framing from `data`, each piece of body as it comes; returns the bytes
+    /// used (or those read before a framing error, and the error) and whether the body ended.
+    /// The decoder is out of its message meanwhile, so that the pieces need no buffer.
+    fn dechunk(
+        &mut self,
+        dir: Direction,
+        decoder: &mut ChunkedDecoder,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> (Result<usize, (usize, ChunkedError)>, bool) {
+        let mut pos = 0;
+        loop {
+            match decoder.next(data, &mut pos) {
+                Ok(Some(ChunkOutput::Data(bytes))) => self.body_bytes(dir, bytes, mark, sink),
+                Ok(Some(ChunkOutput::End)) => return (Ok(pos), true),
+                Ok(None) => return (Ok(pos), false),
+                Err(e) => return (Err((pos, e)), false),
             }
         }
     }
