@@ -626,7 +626,7 @@ impl H2Connection {
         }
         s.responded = true;
         let event_stream = (200..300).contains(&status)
-            && headers.media_type().as_deref() == Some("text/event-stream");
+            && headers.media_type_is("text/event-stream");
         let head = ResponseHead {
             exchange: s.exchange,
             status,
