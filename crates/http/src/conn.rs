@@ -99,6 +99,7 @@ enum Start {
 #[derive(Debug)]
 struct Message {
     start: Start,
+    /// A request's fields (a response's are handed to its head when it is read).
     headers: Headers,
     exchange: ExchangeId,
     framing: Framing,
@@ -1262,13 +1263,15 @@ impl Connection {
             self.anomaly(dir, mark, p, sink);
         }
         let event_stream = (200..300).contains(&status)
-            && headers.media_type().as_deref() == Some("text/event-stream");
+            && headers.media_type_is("text/event-stream");
+        let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
         let response_head = ResponseHead {
             exchange,
             status,
             reason,
             version,
-            headers: headers.clone(),
+            // A response's end does not carry its headers: the head takes them.
+            headers: std::mem::take(&mut msg.headers),
             interim: std::mem::take(&mut self.interim),
             first,
             event_stream,
@@ -1276,7 +1279,6 @@ impl Connection {
             upstream: None,
         };
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
-        let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
         if event_stream {
             msg.payload.sse = Some(SseParser::new());
         }
@@ -2139,7 +2141,11 @@ fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
     let mut dropped = 0;
     for h in raw.iter().filter(|h| !h.name.is_empty()) {
         if kept.len() < MAX_HEADERS || never_dropped(h.name.as_bytes()) {
-            let value = String::from_utf8_lossy(h.value).into_owned();
+            // Values are mostly valid UTF-8: checked once, copied once.
+            let value = match std::str::from_utf8(h.value) {
+                Ok(v) => v.to_owned(),
+                Err(_) => String::from_utf8_lossy(h.value).into_owned(),
+            };
             kept.push((h.name.to_string(), value));
         } else {
             dropped += 1;
