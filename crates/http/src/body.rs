@@ -307,22 +307,32 @@ pub(crate) enum ChunkedError {
 /// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
 pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let end = line
-        .iter()
-        .position(|&b| b == b';' || b == b' ' || b == b'\t')
-        .unwrap_or(line.len());
-    let hex = &line[..end];
-    if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return Err(ChunkedError::InvalidSize(
-            String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned(),
-        ));
+    let invalid = || {
+        ChunkedError::InvalidSize(String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned())
+    };
+    // One pass: the digits up to the first `;`, space or tab, at most 16 of them.
+    let (mut size, mut digits) = (0u64, 0);
+    for &b in line {
+        let digit = match b {
+            b';' | b' ' | b'\t' => break,
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err(invalid()),
+        };
+        digits += 1;
+        if digits > 16 {
+            return Err(invalid());
+        }
+        size = size
+            .checked_mul(16)
+            .ok_or(ChunkedError::SizeOutOfRange)?
+            | u64::from(digit);
     }
-    hex.iter()
-        .try_fold(0u64, |n, &b| {
-            let digit = char::from(b).to_digit(16).map(u64::from)?;
-            n.checked_mul(16)?.checked_add(digit)
-        })
-        .ok_or(ChunkedError::SizeOutOfRange)
+    if digits == 0 {
+        return Err(invalid());
+    }
+    Ok(size)
 }
 
 /// How far one body may be decoded. Real bodies (JSON, text, base64 images) compress by
