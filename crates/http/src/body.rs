@@ -324,10 +324,7 @@ pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
         if digits > 16 {
             return Err(invalid());
         }
-        size = size
-            .checked_mul(16)
-            .ok_or(ChunkedError::SizeOutOfRange)?
-            | u64::from(digit);
+        size = size.checked_mul(16).ok_or(ChunkedError::SizeOutOfRange)? | u64::from(digit);
     }
     if digits == 0 {
         return Err(invalid());

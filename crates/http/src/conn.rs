@@ -1262,8 +1262,8 @@ impl Connection {
         if let Some(p) = problem {
             self.anomaly(dir, mark, p, sink);
         }
-        let event_stream = (200..300).contains(&status)
-            && headers.media_type_is("text/event-stream");
+        let event_stream =
+            (200..300).contains(&status) && headers.media_type_is("text/event-stream");
         let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
         let response_head = ResponseHead {
             exchange,
