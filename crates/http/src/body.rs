@@ -126,34 +126,43 @@ impl ChunkedDecoder {
         out: &mut Vec<ChunkOutput<'a>>,
     ) -> Result<usize, (usize, ChunkedError)> {
         let mut pos = 0;
-        match self.decode_from(input, out, &mut pos) {
-            Ok(()) => Ok(pos),
-            Err(e) => Err((pos, e)),
+        loop {
+            match self.next(input, &mut pos) {
+                Ok(Some(ChunkOutput::End)) => {
+                    out.push(ChunkOutput::End);
+                    return Ok(pos);
+                }
+                Ok(Some(piece)) => out.push(piece),
+                Ok(None) => return Ok(pos),
+                Err(e) => return Err((pos, e)),
+            }
         }
     }
 
-    fn decode_from<'a>(
+    /// [`Self::decode`] one piece at a time, from `input[*pos..]`: the next piece of output, or
+    /// None once the input is used up. After [`ChunkOutput::End`] the rest of the input is not
+    /// read.
+    pub(crate) fn next<'a>(
         &mut self,
         input: &'a [u8],
-        out: &mut Vec<ChunkOutput<'a>>,
         pos: &mut usize,
-    ) -> Result<(), ChunkedError> {
+    ) -> Result<Option<ChunkOutput<'a>>, ChunkedError> {
         while *pos < input.len() {
             match &mut self.state {
                 ChunkState::Size => {
-                    if self.read_line(input, pos)? {
-                        let size = parse_chunk_size(&self.line)?;
+                    if let Some(size) = self.read_size_line(input, pos)? {
                         self.begin_chunk(size);
                     }
                 }
                 ChunkState::Data(left) => {
                     let take = (*left).min((input.len() - *pos) as u64) as usize;
-                    out.push(ChunkOutput::Data(&input[*pos..*pos + take]));
+                    let data = &input[*pos..*pos + take];
                     *pos += take;
                     *left -= take as u64;
                     if *left == 0 {
                         self.state = ChunkState::DataEnd { seen_cr: false };
                     }
+                    return Ok(Some(ChunkOutput::Data(data)));
                 }
                 ChunkState::DataEnd { seen_cr } => {
                     match input[*pos] {
@@ -166,13 +175,33 @@ impl ChunkedDecoder {
                 ChunkState::AfterGap => self.resync(input, pos)?,
                 ChunkState::Trailer => {
                     if self.read_line(input, pos)? && self.end_trailer_line() {
-                        out.push(ChunkOutput::End);
-                        return Ok(());
+                        return Ok(Some(ChunkOutput::End));
                     }
                 }
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// A chunk-size line, when it is complete: read where it lies when the input holds all of
+    /// it (as it mostly does), else gathered across inputs.
+    fn read_size_line(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+    ) -> Result<Option<u64>, ChunkedError> {
+        let rest = &input[*pos..];
+        if self.line.is_empty()
+            && let Some(i) = memchr::memchr(b'\n', rest)
+            && i <= MAX_CHUNK_LINE
+        {
+            *pos += i + 1;
+            return parse_chunk_size(&rest[..i]).map(Some);
+        }
+        if !self.read_line(input, pos)? {
+            return Ok(None);
+        }
+        parse_chunk_size(&self.line).map(Some)
     }
 
     /// Adds the input up to the next LF to the line being read, consuming it (and the LF).
@@ -180,7 +209,7 @@ impl ChunkedDecoder {
     #[inline]
     fn read_line(&mut self, input: &[u8], pos: &mut usize) -> Result<bool, ChunkedError> {
         let rest = &input[*pos..];
-        match rest.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', rest) {
             Some(i) => {
                 self.push_line(&rest[..i])?;
                 *pos += i + 1;
@@ -278,18 +307,29 @@ pub(crate) enum ChunkedError {
 /// `1a;name=value\r` → 26. Chunk extensions are allowed and ignored (RFC 9112 §7.1.1).
 pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let end = line
-        .iter()
-        .position(|&b| b == b';' || b == b' ' || b == b'\t')
-        .unwrap_or(line.len());
-    let hex = &line[..end];
-    if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return Err(ChunkedError::InvalidSize(
-            String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned(),
-        ));
+    let invalid = || {
+        ChunkedError::InvalidSize(String::from_utf8_lossy(&line[..line.len().min(32)]).into_owned())
+    };
+    // One pass: the digits up to the first `;`, space or tab, at most 16 of them.
+    let (mut size, mut digits) = (0u64, 0);
+    for &b in line {
+        let digit = match b {
+            b';' | b' ' | b'\t' => break,
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err(invalid()),
+        };
+        digits += 1;
+        if digits > 16 {
+            return Err(invalid());
+        }
+        size = size.checked_mul(16).ok_or(ChunkedError::SizeOutOfRange)? | u64::from(digit);
     }
-    u64::from_str_radix(std::str::from_utf8(hex).unwrap_or("0"), 16)
-        .map_err(|_| ChunkedError::SizeOutOfRange)
+    if digits == 0 {
+        return Err(invalid());
+    }
+    Ok(size)
 }
 
 /// How far one body may be decoded. Real bodies (JSON, text, base64 images) compress by

@@ -98,13 +98,20 @@ impl Headers {
 
     /// The media type of `Content-Type`, lower-cased, without parameters.
     pub fn media_type(&self) -> Option<String> {
-        self.get("content-type").map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
+        self.media_type_as_sent().map(str::to_ascii_lowercase)
+    }
+
+    /// [`Self::media_type`] in the case it was sent in, for tests that ignore case (and need no
+    /// copy).
+    pub(crate) fn media_type_as_sent(&self) -> Option<&str> {
+        self.get("content-type")
+            .map(|v| v.split(';').next().unwrap_or("").trim())
+    }
+
+    /// Whether the media type is `t` (lower case).
+    pub(crate) fn media_type_is(&self, t: &str) -> bool {
+        self.media_type_as_sent()
+            .is_some_and(|m| m.eq_ignore_ascii_case(t))
     }
 }
 

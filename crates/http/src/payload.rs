@@ -36,8 +36,13 @@ impl Payload {
     /// The payload of a message with these headers (its content coding and media type).
     pub(crate) fn new(headers: &Headers) -> Self {
         let content_encoding = headers.get("content-encoding");
-        let shrink = match headers.media_type().as_deref() {
-            Some(t) if t == "application/json" || t.ends_with("+json") => Shrink::Json,
+        let json = |t: &str| {
+            let suffix = t.len().checked_sub(5).map(|at| &t.as_bytes()[at..]);
+            t.eq_ignore_ascii_case("application/json")
+                || suffix.is_some_and(|s| s.eq_ignore_ascii_case(b"+json"))
+        };
+        let shrink = match headers.media_type_as_sent() {
+            Some(t) if json(t) => Shrink::Json,
             _ => Shrink::NotJson,
         };
         Payload {
@@ -65,6 +70,18 @@ impl Payload {
     ) -> Option<String> {
         self.body.wire_bytes += bytes.len() as u64;
         if !kept && self.sse.is_none() {
+            return None;
+        }
+        if self.decoder.is_identity() {
+            // Nothing to decode, nothing that can fail: the bytes go straight to be kept.
+            let Payload {
+                body,
+                sse,
+                shrink,
+                held,
+                ..
+            } = self;
+            keep(body, sse, shrink, held, bytes, mark, events);
             return None;
         }
         let e = self.decode(mark, events, |d, out| d.write(bytes, out))?;

@@ -303,6 +303,16 @@ impl SseParser {
             self.stats.comments += 1;
             return;
         }
+        // Most lines of a stream are data lines: their field name needs no search.
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            // Checked before any lossy copy: the lossy reader is slower on valid text.
+            match std::str::from_utf8(value) {
+                Ok(v) => self.push_data(v, cut),
+                Err(_) => self.push_data(&String::from_utf8_lossy(value), cut),
+            }
+            return;
+        }
         // Lines are decoded one at a time: CR and LF never occur inside a UTF-8 sequence.
         let text = match std::str::from_utf8(line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
@@ -320,23 +330,7 @@ impl SseParser {
                 self.event_type.clear();
                 self.event_type.push_str(value);
             }
-            "data" => {
-                self.has_data_field = true;
-                self.data_truncated |= cut;
-                // The line's bytes become the data's: the line is let go once read, so the
-                // data may take what the line held.
-                let room = MAX_DATA
-                    .min(self.allowed)
-                    .saturating_sub(self.data.len() + 1);
-                if value.len() > room {
-                    self.stats.cut_by_held += u64::from(self.allowed < MAX_DATA);
-                    self.data_truncated = true;
-                    push_shrunk(&mut self.data, value, room);
-                } else {
-                    self.data.push_str(value);
-                }
-                self.data.push('\n');
-            }
+            "data" => self.push_data(value, cut),
             "id" if !value.contains('\0') => {
                 let id: Arc<str> = Arc::from(value);
                 self.id_field = Some(id.clone());
@@ -351,12 +345,39 @@ impl SseParser {
         }
     }
 
+    /// A `data` field's value (`cut`: its line was over its cap).
+    fn push_data(&mut self, value: &str, cut: bool) {
+        self.has_data_field = true;
+        self.data_truncated |= cut;
+        // The line's bytes become the data's: the line is let go once read, so the
+        // data may take what the line held.
+        let room = MAX_DATA
+            .min(self.allowed)
+            .saturating_sub(self.data.len() + 1);
+        if value.len() > room {
+            self.stats.cut_by_held += u64::from(self.allowed < MAX_DATA);
+            self.data_truncated = true;
+            push_shrunk(&mut self.data, value, room);
+        } else {
+            // One allocation for the value and its newline: the data is handed out with the
+            // event, so each event's starts empty.
+            self.data.reserve(value.len() + 1);
+            self.data.push_str(value);
+        }
+        self.data.push('\n');
+    }
+
     fn dispatch(&mut self, mark: Mark, out: &mut Vec<SseEvent>) {
         let had_block = std::mem::take(&mut self.block_started);
         let has_data = !self.data.is_empty();
         let id = self.id_field.take();
         let retry = self.retry_field.take();
-        let event_type = std::mem::take(&mut self.event_type);
+        // The buffer is kept for the next event when the type is the default, as it mostly is.
+        let event: Cow<'static, str> = match self.event_type.as_str() {
+            "" | "message" => Cow::Borrowed("message"),
+            _ => Cow::Owned(std::mem::take(&mut self.event_type)),
+        };
+        self.event_type.clear();
         let mut data = std::mem::take(&mut self.data);
         let had_data_field = std::mem::take(&mut self.has_data_field);
         let truncated = std::mem::take(&mut self.data_truncated);
@@ -377,11 +398,7 @@ impl SseParser {
             index,
             id,
             last_event_id: self.last_event_id.clone(),
-            event: if event_type.is_empty() {
-                Cow::Borrowed("message")
-            } else {
-                Cow::Owned(event_type)
-            },
+            event,
             data,
             retry,
             priming,

@@ -625,8 +625,8 @@ impl H2Connection {
             return;
         }
         s.responded = true;
-        let event_stream = (200..300).contains(&status)
-            && headers.media_type().as_deref() == Some("text/event-stream");
+        let event_stream =
+            (200..300).contains(&status) && headers.media_type_is("text/event-stream");
         let head = ResponseHead {
             exchange: s.exchange,
             status,
