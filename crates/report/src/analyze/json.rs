@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 
 use mcpf_detect::{Finding, Severity, finding_id};
 use mcpf_mcp::model::{Namespace, Session};
-use mcpf_model::{Mark, endpoint};
+use mcpf_model::Mark;
 
 use super::spill::Records;
+use super::stamp::{Endpoint, Rfc3339};
 use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
 use crate::redact::Redactor;
 use crate::timeline::Entry;
@@ -71,13 +72,13 @@ struct StreamRecord<'a> {
     input: mcpf_model::InputId,
     method: &'a str,
     target: String,
-    client: String,
+    client: Endpoint,
     status: Option<u16>,
     content_type: Option<&'a str>,
     event_stream: bool,
-    opened: String,
+    opened: Rfc3339,
     opened_frame: u64,
-    ended: Option<String>,
+    ended: Option<Rfc3339>,
     ended_frame: Option<u64>,
     outcome: Option<mcpf_http::Outcome>,
     closed_by: Option<&'static str>,
@@ -112,13 +113,13 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         input: st.input,
         method: &st.method,
         target: r.target(&st.target).into_owned(),
-        client: endpoint(st.client),
+        client: Endpoint(st.client),
         status: st.status,
         content_type: st.content_type.as_deref(),
         event_stream: st.event_stream,
-        opened: st.opened.time.rfc3339(),
+        opened: Rfc3339(st.opened.time),
         opened_frame: st.opened.frame.frame,
-        ended: st.ended.map(|m| m.time.rfc3339()),
+        ended: st.ended.map(|m| Rfc3339(m.time)),
         ended_frame: st.ended.map(|m| m.frame.frame),
         outcome: st.outcome,
         closed_by: st.closed_by.map(|d| match d {
@@ -159,7 +160,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
 struct SessionRecord<'a> {
     key: String,
     session_id: Option<&'a str>,
-    server: String,
+    server: Endpoint,
     endpoint: &'a str,
     client: String,
     transport: mcpf_mcp::model::Transport,
@@ -169,16 +170,16 @@ struct SessionRecord<'a> {
     client_info: Option<String>,
     server_info: Option<String>,
     initialize_seen: bool,
-    start: String,
-    end: String,
+    start: Rfc3339,
+    end: Rfc3339,
     event_id_scheme: &'static str,
     event_id_scheme_from: &'static str,
     transport_mode_header: Option<&'a str>,
     not_determinable: Value,
     fell_back: Option<Value>,
     resumption: Value,
-    deleted: Option<String>,
-    forgotten_by_server: Vec<String>,
+    deleted: Option<Rfc3339>,
+    forgotten_by_server: Vec<Rfc3339>,
     same_session_as: &'a [String],
     continues: Option<String>,
     sources: Vec<&'a str>,
@@ -207,7 +208,7 @@ fn session_json<'a>(
     SessionRecord {
         key: h.label(),
         session_id: s.session_id.as_deref(),
-        server: endpoint(s.server),
+        server: Endpoint(s.server),
         endpoint: &s.path,
         client: if s.client_ip.is_unspecified() {
             "unknown".to_string()
@@ -221,8 +222,8 @@ fn session_json<'a>(
         client_info: s.client_info.as_deref().map(|c| r.text(c).into_owned()),
         server_info: s.server_info.as_deref().map(|c| r.text(c).into_owned()),
         initialize_seen: s.initialize_seen,
-        start: s.start.time.rfc3339(),
-        end: s.end.time.rfc3339(),
+        start: Rfc3339(s.start.time),
+        end: Rfc3339(s.end.time),
         event_id_scheme: s.event_id_scheme.name(),
         event_id_scheme_from: s.event_id_scheme_from,
         transport_mode_header: s.transport_mode_header.as_deref(),
@@ -233,8 +234,8 @@ fn session_json<'a>(
             .collect(),
         fell_back,
         resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
-        deleted: s.deleted.map(|m| m.time.rfc3339()),
-        forgotten_by_server: s.forgotten.iter().map(|m| m.time.rfc3339()).collect(),
+        deleted: s.deleted.map(|m| Rfc3339(m.time)),
+        forgotten_by_server: s.forgotten.iter().map(|m| Rfc3339(m.time)).collect(),
         same_session_as: &h.same_session_as,
         continues: s.continues.map(mcpf_mcp::model::session_label),
         sources: s
@@ -355,7 +356,7 @@ pub(super) struct EventRecord<'a> {
     event: &'a str,
     priming: bool,
     retry: Option<u32>,
-    time: String,
+    time: Rfc3339,
     time_estimated: bool,
     frame: u64,
     input: mcpf_model::InputId,
@@ -411,7 +412,7 @@ pub(super) fn for_each_event(
             event: ev.event_type(),
             priming: ev.priming,
             retry: ev.retry(),
-            time: ev.mark.time.rfc3339(),
+            time: Rfc3339(ev.mark.time),
             time_estimated: ev.estimated_time,
             frame: ev.mark.frame.frame,
             input: ev.mark.frame.input,
@@ -682,3 +683,4 @@ pub(super) fn write_event_records(
         Ok(())
     })
 }
+
