@@ -21,19 +21,106 @@ use crate::timeline::Entry;
 /// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
 /// inside the document.
 fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
-    // serde writes token by token: indenting the finished text in bulk is cheaper than
-    // intercepting every write.
-    let text = serde_json::to_vec_pretty(v).unwrap_or_default();
-    let lines = memchr::memchr_iter(b'\n', &text).count();
-    let mut out = Vec::with_capacity(text.len() + lines * indent);
-    let mut from = 0;
-    for nl in memchr::memchr_iter(b'\n', &text) {
-        out.extend_from_slice(&text[from..=nl]);
-        out.resize(out.len() + indent, b' ');
-        from = nl + 1;
+    let mut out = Vec::with_capacity(1024);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Indented::at(indent));
+    // Writing to a `Vec` fails only if `v` cannot be serialized, which ours always can.
+    if v.serialize(&mut ser).is_err() {
+        out.clear();
     }
-    out.extend_from_slice(&text[from..]);
     out
+}
+
+/// Spaces enough for the indentation of any record the report writes; deeper lines take more
+/// than one write.
+const SPACES: &[u8; 64] = &[b' '; 64];
+
+/// serde_json's `PrettyFormatter` (two spaces a level) with every line after the first
+/// indented by `base` more spaces, each line's indentation written at once.
+struct Indented {
+    base: usize,
+    level: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    fn at(base: usize) -> Self {
+        Indented {
+            base,
+            level: 0,
+            has_value: false,
+        }
+    }
+
+    /// A new line, after `,` unless `first`, indented to the current level.
+    fn line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(w)
+    }
+
+    fn indent<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        let mut n = self.base + 2 * self.level;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            w.write_all(&SPACES[..k])?;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            self.indent(w)?;
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 fn frames_json(frames: &[Mark]) -> (Value, Value) {
@@ -684,3 +771,30 @@ pub(super) fn write_event_records(
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pretty_at` as it was: serde_json's pretty text, indented after every newline.
+    fn indented_after(v: &Value, indent: usize) -> Vec<u8> {
+        let text = serde_json::to_vec_pretty(v).unwrap();
+        let pad = format!("\n{}", " ".repeat(indent));
+        String::from_utf8(text)
+            .unwrap()
+            .replace('\n', &pad)
+            .into_bytes()
+    }
+
+    #[test]
+    fn pretty_at_indents_as_serde_pretty_text_shifted() {
+        let mut deep = json!({"leaf": [1, "a\nb", {}], "empty": []});
+        for level in 0..40 {
+            deep = json!({ "level": level, "inner": [deep, null, [], {"k": 1.5}] });
+        }
+        for v in [json!(1), json!([]), json!({}), json!({"a": [[]]}), deep] {
+            for indent in [0, 2, 4] {
+                assert_eq!(pretty_at(&v, indent), indented_after(&v, indent));
+            }
+        }
+    }
+}
