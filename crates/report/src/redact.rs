@@ -121,6 +121,11 @@ impl Redactor {
         }
     }
 
+    /// Whether redaction leaves `text` as it is (always, when it is off).
+    pub(crate) fn leaves_alone(&self, text: &[u8]) -> bool {
+        !self.enabled || redact_bytes(text).is_none()
+    }
+
     /// A table cell: redacted first, then sanitised and shortened to `max` characters, so the
     /// cut never leaves part of a secret behind.
     pub(crate) fn cell(&self, text: &str, max: usize) -> String {
@@ -476,6 +481,48 @@ impl<W: Write> Write for Redacting<W> {
     }
 }
 
+/// Bytes that neither begin nor continue a secret (spaces, brackets, commas): text held after
+/// the last byte that ends every secret, when it is made of these, can be redacted apart from
+/// what follows.
+fn inert(b: &[u8]) -> bool {
+    b.iter()
+        .all(|&c| !(is_token_byte(c) || c == b'?' || c == b'&'))
+}
+
+/// An output that can be handed text already found free of secrets, to pass on without
+/// scanning it again.
+pub trait CleanWrite: Write {
+    /// Writes `text`, which redaction leaves as it is ([`Redactor::leaves_alone`]).
+    fn write_clean(&mut self, text: &[u8]) -> io::Result<()> {
+        self.write_all(text)
+    }
+}
+
+impl CleanWrite for Vec<u8> {}
+
+impl<W: Write> CleanWrite for Redacting<W> {
+    /// Passes `text` on unscanned up to its last byte that ends every secret, when the held text
+    /// and the rest of `text` are inert: no secret then crosses either end, a token at its start
+    /// is at a word start as it would be in the stream, and a text without secrets redacted
+    /// alone or in the stream comes out the same. Otherwise it is written as any text is.
+    ///
+    /// The bytes held afterwards are those after the last byte that ends every secret, as if
+    /// `text` had been written; only fewer bytes before it are held, so later cuts at such
+    /// bytes come sooner, which changes nothing, and a forced cut (past [`REDACT_HOLD`]) could
+    /// come one write later only after a single write of megabytes without one.
+    fn write_clean(&mut self, text: &[u8]) -> io::Result<()> {
+        let held = &self.pending[self.safe.unwrap_or(0)..];
+        match text.iter().rposition(|&b| ends_every_secret(b)) {
+            Some(at) if self.redactor.enabled && inert(held) && inert(&text[at + 1..]) => {
+                self.pass(self.pending.len())?;
+                self.inner.write_all(&text[..=at])?;
+                self.write_all(&text[at + 1..])
+            }
+            _ => self.write_all(text),
+        }
+    }
+}
+
 impl<W: Write> Drop for Redacting<W> {
     fn drop(&mut self) {
         // Like `BufWriter`: what was written is passed on; an error here has no one to go to.
@@ -741,5 +788,45 @@ mod tests {
         }
         // The pieces make secrets often enough for the comparison to test the matchers too.
         assert!(redacted > 2_000, "{redacted}");
+    }
+
+    /// Writes `parts` through a redacting writer, the odd ones with `write_clean`.
+    fn through(parts: &[&str], clean: bool) -> String {
+        let mut out = Redacting::new(Vec::new(), Redactor::new(true));
+        for (k, part) in parts.iter().enumerate() {
+            if clean && k % 2 == 1 {
+                out.write_clean(part.as_bytes()).unwrap();
+            } else {
+                out.write_all(part.as_bytes()).unwrap();
+            }
+        }
+        out.flush().unwrap();
+        String::from_utf8(std::mem::take(&mut out.inner)).unwrap()
+    }
+
+    #[test]
+    fn clean_text_passed_on_unscanned_leaves_the_stream_as_it_was() {
+        let record = "{\n      \"target\": \"/mcp?page=2\",\n      \"x\": \"bench\"\n    }";
+        assert!(Redactor::new(true).leaves_alone(record.as_bytes()));
+        for parts in [
+            // As the document lays records out: held spaces, a record, a separator.
+            &[
+                "{\"a\": \"Bearer abcdefghijk\",\n    ",
+                record,
+                ",\n    ",
+                record,
+                "\n  ]\n",
+            ][..],
+            // Held text that is not inert: written as any text, the token still found.
+            &["\"Bearer", " abcdefghijkl\"\n", "x"],
+            &["?token", "=abc\"\n", "\n"],
+            // Clean text whose tail is not inert, or without a byte that ends a secret.
+            &["\n", "\"x\"\nsk", "-ant-api03-abcdefghijklmnop\n"],
+            &["\n ", "plain words", " sk-ant-api03-abcdefghijklmnop\n"],
+        ] {
+            assert_eq!(through(parts, true), through(parts, false), "{parts:?}");
+        }
+        let passed = through(&["\n    ", record, ",\n"], true);
+        assert_eq!(passed, format!("\n    {record},\n"));
     }
 }

@@ -12,10 +12,10 @@ use mcpf_detect::{Finding, Severity, finding_id};
 use mcpf_mcp::model::{Namespace, Session};
 use mcpf_model::Mark;
 
-use super::spill::Records;
+use super::spill::{Ranges, Records};
 use super::stamp::{Endpoint, Rfc3339};
 use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
-use crate::redact::Redactor;
+use crate::redact::{CleanWrite, Redactor};
 use crate::timeline::Entry;
 
 /// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
@@ -607,9 +607,32 @@ impl Array {
     }
 }
 
+/// The document's `sessions`: the records as they were spilled, passed on unscanned when they
+/// were found free of secrets then.
+fn write_sessions(
+    out: &mut dyn CleanWrite,
+    rep: &mut Report,
+    selected: &[Ranges],
+) -> io::Result<()> {
+    let mut array = Array::open(out, "sessions")?;
+    for &(record, _) in selected {
+        let bytes = rep.sessions.spilled(Records::Sessions, record)?;
+        if bytes.is_empty() {
+            continue;
+        }
+        array.item(out)?;
+        if rep.sessions.is_clean(record) {
+            out.write_clean(&bytes)?;
+        } else {
+            out.write_all(&bytes)?;
+        }
+    }
+    array.close(out, false)
+}
+
 /// The JSON document, assembled from the spilled session records.
 pub fn write_json(
-    out: &mut dyn Write,
+    out: &mut dyn CleanWrite,
     rep: &mut Report,
     sel: &Selection,
     r: &Redactor,
@@ -626,11 +649,7 @@ pub fn write_json(
     let count = rep.selected_count(sel);
     out.write_all(&pretty_at(&summary_json(rep, sel, count, &shown), 2))?;
     out.write_all(b",\n")?;
-    let sessions = &mut rep.sessions;
-    let mut records = selected
-        .iter()
-        .map(|&(record, _)| sessions.spilled(Records::Sessions, record));
-    write_array(out, "sessions", &mut records, false)?;
+    write_sessions(out, rep, &selected)?;
     let captures = capture_inputs(rep);
     let mut findings = shown.iter().map(|&p| {
         Ok(pretty_at(
