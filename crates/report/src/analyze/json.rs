@@ -30,12 +30,12 @@ fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
     out
 }
 
-/// Spaces enough for the indentation of any record the report writes; deeper lines take more
-/// than one write.
-const SPACES: &[u8; 64] = &[b' '; 64];
+/// `,`, a newline, and spaces enough for the indentation of any record the report writes:
+/// a line's start is one slice of it (deeper lines take more writes).
+const LINE: &[u8; 66] = b",\n                                                                ";
 
 /// serde_json's `PrettyFormatter` (two spaces a level) with every line after the first
-/// indented by `base` more spaces, each line's indentation written at once.
+/// indented by `base` more spaces, each line's start written at once.
 struct Indented {
     base: usize,
     level: usize,
@@ -53,15 +53,13 @@ impl Indented {
 
     /// A new line, after `,` unless `first`, indented to the current level.
     fn line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
-        w.write_all(if first { b"\n" } else { b",\n" })?;
-        self.indent(w)
-    }
-
-    fn indent<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
         let mut n = self.base + 2 * self.level;
+        let k = n.min(LINE.len() - 2);
+        w.write_all(&LINE[usize::from(first)..2 + k])?;
+        n -= k;
         while n > 0 {
-            let k = n.min(SPACES.len());
-            w.write_all(&SPACES[..k])?;
+            let k = n.min(LINE.len() - 2);
+            w.write_all(&LINE[2..2 + k])?;
             n -= k;
         }
         Ok(())
@@ -76,8 +74,7 @@ impl Indented {
     fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.level -= 1;
         if self.has_value {
-            w.write_all(b"\n")?;
-            self.indent(w)?;
+            self.line(w, true)?;
         }
         w.write_all(bracket)
     }
