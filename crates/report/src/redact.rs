@@ -13,6 +13,9 @@
 //! - [`Redacting`] wraps every command's standard output and applies [`Redactor::text`] to all
 //!   that passes, so an output path that forgets to call the redactor still cannot print a
 //!   secret. It is idempotent over the first layer: a redacted secret is not found again.
+//!   Text already found free of secrets (a session record, scanned on the renderer's thread)
+//!   goes through [`CleanWrite::write_clean`], which passes it on without scanning it again
+//!   wherever that gives the same bytes.
 //!
 //! A redaction keeps the evidence readable: the token's recognisable prefix (`sk-ant-`, `ghp_`,
 //! `eyJ`, `Bearer `, the parameter's name) and the secret's length stay, e.g.
