@@ -13,6 +13,9 @@
 //! - [`Redacting`] wraps every command's standard output and applies [`Redactor::text`] to all
 //!   that passes, so an output path that forgets to call the redactor still cannot print a
 //!   secret. It is idempotent over the first layer: a redacted secret is not found again.
+//!   Text already found free of secrets (a session record, scanned on the renderer's thread)
+//!   goes through [`CleanWrite::write_clean`], which passes it on without scanning it again
+//!   wherever that gives the same bytes.
 //!
 //! A redaction keeps the evidence readable: the token's recognisable prefix (`sk-ant-`, `ghp_`,
 //! `eyJ`, `Bearer `, the parameter's name) and the secret's length stay, e.g.
@@ -119,6 +122,11 @@ impl Redactor {
             Some(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
             None => Cow::Borrowed(text),
         }
+    }
+
+    /// Whether redaction leaves `text` as it is (always, when it is off).
+    pub(crate) fn leaves_alone(&self, text: &[u8]) -> bool {
+        !self.enabled || redact_bytes(text).is_none()
     }
 
     /// A table cell: redacted first, then sanitised and shortened to `max` characters, so the
@@ -278,29 +286,41 @@ fn query_param(b: &[u8], i: usize) -> Option<Hit> {
     })
 }
 
-/// What a byte can begin: nothing, only a word, a token (at the start of a word), a query
-/// parameter. A table, because every byte of every report passes here.
-const NOTHING: u8 = 0;
-const WORD: u8 = 1;
-
-const TOKEN: u8 = 2;
-const QUERY: u8 = 3;
-
-static CLASS: [u8; 256] = {
-    let mut t = [NOTHING; 256];
+/// Whether a byte and the next may begin a secret: each matcher's first two bytes (`sk`, `AK`,
+/// `ey`, `be`, `gh`, `xo`, …; a query separator and a name's first byte). Indexed by the pair read
+/// as a little-endian `u16`, so the scan costs a load a byte and rejects most token letters
+/// (`s`, `e` of every JSON key) without calling a matcher.
+static MAY_START: [u8; 1 << 16] = {
+    let mut t = [0; 1 << 16];
     let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        t[i] = match b {
-            b'?' | b'&' => QUERY,
-            b's' | b'A' | b'e' | b'b' | b'B' | b'g' | b'x' => TOKEN,
-            b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' | b'-' | b'_' => WORD,
-            _ => NOTHING,
-        };
+    while i < t.len() {
+        t[i] = may_start(i as u8, (i >> 8) as u8) as u8;
         i += 1;
     }
     t
 };
+
+const fn may_start(c: u8, next: u8) -> bool {
+    match c {
+        b'?' | b'&' => next.is_ascii_alphanumeric() || matches!(next, b'-' | b'_' | b'.'),
+        b's' => next == b'k',
+        b'A' => matches!(next, b'K' | b'S'),
+        b'e' => next == b'y',
+        b'b' | b'B' => matches!(next, b'e' | b'E'),
+        b'g' => matches!(next, b'h' | b'i'),
+        b'x' => next == b'o',
+        _ => false,
+    }
+}
+
+fn pair_may_start(b: &[u8], i: usize) -> bool {
+    MAY_START[usize::from(u16::from_le_bytes([b[i], b[i + 1]]))] != 0
+}
+
+/// A query separator starts a parameter anywhere; a token only at the start of a word.
+fn starts_here(b: &[u8], i: usize) -> bool {
+    matches!(b[i], b'?' | b'&') || i == 0 || !is_token_byte(b[i - 1])
+}
 
 /// The token starting a word at `i`, if one does (`task-…` holds no `sk-` key).
 fn token_at(b: &[u8], i: usize) -> Option<Hit> {
@@ -323,17 +343,29 @@ fn token_at(b: &[u8], i: usize) -> Option<Hit> {
     }
 }
 
-/// The first position from `from` where a secret may start: a query separator, or a token's
-/// first byte at the start of a word. A loop of its own, tight, since most bytes are skipped.
-fn candidate(b: &[u8], from: usize, mut in_word: bool) -> Option<usize> {
-    for (k, &c) in b.get(from..)?.iter().enumerate() {
-        let class = CLASS[c as usize];
-        if class == QUERY || (class == TOKEN && !in_word) {
-            return Some(from + k);
+/// Pairs tested at once by [`candidate`], the pairs of one 8-byte word: most blocks of JSON
+/// text hold none.
+const BLOCK: usize = 7;
+
+/// The first position from `from` where a secret may start. The pairs of a block are read from
+/// one word and tested with one branch, since a candidate is rare once its second byte is
+/// checked too.
+fn candidate(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(word.try_into().ok()?);
+        let any = (0..BLOCK).fold(0, |any, k| {
+            any | MAY_START[usize::from((x >> (8 * k)) as u16)]
+        });
+        if any != 0
+            && let Some(k) = (i..i + BLOCK).find(|&k| pair_may_start(b, k) && starts_here(b, k))
+        {
+            return Some(k);
         }
-        in_word = class != NOTHING;
+        i += BLOCK;
     }
-    None
+    // The last byte begins nothing: every secret is longer than one byte.
+    (i..b.len().saturating_sub(1)).find(|&k| pair_may_start(b, k) && starts_here(b, k))
 }
 
 /// The bytes with every secret redacted, or `None` when there is none.
@@ -341,15 +373,12 @@ fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
     let mut from = 0;
-    // Whether the byte before `from` is part of a word.
-    let mut in_word = false;
-    while let Some(i) = candidate(b, from, in_word) {
+    while let Some(i) = candidate(b, from) {
         let hit = match b[i] {
             b'?' | b'&' => query_param(b, i),
             _ => token_at(b, i),
         };
         let Some(hit) = hit else {
-            in_word = CLASS[b[i] as usize] == TOKEN;
             from = i + 1;
             continue;
         };
@@ -361,7 +390,6 @@ fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
         o.extend_from_slice(marker(hit.secret).as_bytes());
         from = i + hit.len;
         copied = from;
-        in_word = is_token_byte(b[from - 1]);
     }
     let mut o = out?;
     o.extend_from_slice(&b[copied..]);
@@ -453,6 +481,48 @@ impl<W: Write> Write for Redacting<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.pass(self.pending.len())?;
         self.inner.flush()
+    }
+}
+
+/// Bytes that neither begin nor continue a secret (spaces, brackets, commas): text held after
+/// the last byte that ends every secret, when it is made of these, can be redacted apart from
+/// what follows.
+fn inert(b: &[u8]) -> bool {
+    b.iter()
+        .all(|&c| !(is_token_byte(c) || c == b'?' || c == b'&'))
+}
+
+/// An output that can be handed text already found free of secrets, to pass on without
+/// scanning it again.
+pub trait CleanWrite: Write {
+    /// Writes `text`, which redaction leaves as it is ([`Redactor::leaves_alone`]).
+    fn write_clean(&mut self, text: &[u8]) -> io::Result<()> {
+        self.write_all(text)
+    }
+}
+
+impl CleanWrite for Vec<u8> {}
+
+impl<W: Write> CleanWrite for Redacting<W> {
+    /// Passes `text` on unscanned up to its last byte that ends every secret, when the held text
+    /// and the rest of `text` are inert: no secret then crosses either end, a token at its start
+    /// is at a word start as it would be in the stream, and a text without secrets redacted
+    /// alone or in the stream comes out the same. Otherwise it is written as any text is.
+    ///
+    /// The bytes held afterwards are those after the last byte that ends every secret, as if
+    /// `text` had been written; only fewer bytes before it are held, so later cuts at such
+    /// bytes come sooner, which changes nothing, and a forced cut (past [`REDACT_HOLD`]) could
+    /// come one write later only after a single write of megabytes without one.
+    fn write_clean(&mut self, text: &[u8]) -> io::Result<()> {
+        let held = &self.pending[self.safe.unwrap_or(0)..];
+        match text.iter().rposition(|&b| ends_every_secret(b)) {
+            Some(at) if self.redactor.enabled && inert(held) && inert(&text[at + 1..]) => {
+                self.pass(self.pending.len())?;
+                self.inner.write_all(&text[..=at])?;
+                self.write_all(&text[at + 1..])
+            }
+            _ => self.write_all(text),
+        }
     }
 }
 
@@ -603,5 +673,163 @@ mod tests {
         shown.write_all(b"sk-ant-api03-abcdefghijklmnop").unwrap();
         shown.flush().unwrap();
         assert_eq!(shown.inner, b"sk-ant-api03-abcdefghijklmnop");
+    }
+
+    /// The scan before [`MAY_START`]: every token letter at a word start, every query separator,
+    /// each tried with the matchers. The fast scan must find the same secrets.
+    fn reference(b: &[u8]) -> Option<Vec<u8>> {
+        let mut out: Option<Vec<u8>> = None;
+        let (mut copied, mut from, mut in_word) = (0, 0, false);
+        while let Some(k) = b.get(from..).and_then(|rest| {
+            rest.iter().enumerate().position(|(k, &c)| {
+                let word = is_token_byte(c);
+                let prev = if k == 0 {
+                    in_word
+                } else {
+                    is_token_byte(rest[k - 1])
+                };
+                let token = b"sAebBgx".contains(&c);
+                matches!(c, b'?' | b'&') || (token && word && !prev)
+            })
+        }) {
+            let i = from + k;
+            let hit = match b[i] {
+                b'?' | b'&' => query_param(b, i),
+                _ => token_at(b, i),
+            };
+            let Some(hit) = hit else {
+                in_word = is_token_byte(b[i]);
+                from = i + 1;
+                continue;
+            };
+            let o = out.get_or_insert_with(Vec::new);
+            o.extend_from_slice(&b[copied..i + hit.keep]);
+            if !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
+                o.extend_from_slice("…".as_bytes());
+            }
+            o.extend_from_slice(marker(hit.secret).as_bytes());
+            from = i + hit.len;
+            copied = from;
+            in_word = is_token_byte(b[from - 1]);
+        }
+        let mut o = out?;
+        o.extend_from_slice(&b[copied..]);
+        Some(o)
+    }
+
+    #[test]
+    fn the_pair_scan_finds_what_trying_every_word_start_finds() {
+        let pieces: &[&[u8]] = &[
+            b"sk-",
+            b"sk-ant-",
+            b"ABCDEFGHIJKLMNOP",
+            b"abcdefgh12345678",
+            b"AKIA",
+            b"ASIA",
+            b"eyJ",
+            b"eyJhbGciOiJIUzI1NiJ9",
+            b".",
+            b"Bearer ",
+            b"bEaReR\t",
+            b"bearer",
+            b"ghp_",
+            b"github_pat_",
+            b"gho_",
+            b"xoxb-",
+            b"xox",
+            b"?",
+            b"&",
+            b"token=",
+            b"key=",
+            b"session_id=",
+            b"[redacted, 3 chars]",
+            b"\"",
+            b"\n",
+            b" ",
+            b"\t",
+            b"-",
+            b"_",
+            b"s",
+            b"e",
+            b"A",
+            b"b",
+            b"g",
+            b"x",
+            b"k",
+            b"y",
+            b"=",
+            b"/",
+            b"\\",
+            b"\xc3\xa9",
+            b"task",
+            b"x1",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut redacted = 0;
+        for _ in 0..20_000 {
+            let n = next() % 24;
+            let text: Vec<u8> = (0..n)
+                .flat_map(|_| {
+                    pieces[(next() % pieces.len() as u64) as usize]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            assert_eq!(
+                redact_bytes(&text),
+                reference(&text),
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
+            redacted += usize::from(reference(&text).is_some());
+        }
+        // The pieces make secrets often enough for the comparison to test the matchers too.
+        assert!(redacted > 2_000, "{redacted}");
+    }
+
+    /// Writes `parts` through a redacting writer, the odd ones with `write_clean`.
+    fn through(parts: &[&str], clean: bool) -> String {
+        let mut out = Redacting::new(Vec::new(), Redactor::new(true));
+        for (k, part) in parts.iter().enumerate() {
+            if clean && k % 2 == 1 {
+                out.write_clean(part.as_bytes()).unwrap();
+            } else {
+                out.write_all(part.as_bytes()).unwrap();
+            }
+        }
+        out.flush().unwrap();
+        String::from_utf8(std::mem::take(&mut out.inner)).unwrap()
+    }
+
+    #[test]
+    fn clean_text_passed_on_unscanned_leaves_the_stream_as_it_was() {
+        let record = "{\n      \"target\": \"/mcp?page=2\",\n      \"x\": \"bench\"\n    }";
+        assert!(Redactor::new(true).leaves_alone(record.as_bytes()));
+        for parts in [
+            // As the document lays records out: held spaces, a record, a separator.
+            &[
+                "{\"a\": \"Bearer abcdefghijk\",\n    ",
+                record,
+                ",\n    ",
+                record,
+                "\n  ]\n",
+            ][..],
+            // Held text that is not inert: written as any text, the token still found.
+            &["\"Bearer", " abcdefghijkl\"\n", "x"],
+            &["?token", "=abc\"\n", "\n"],
+            // Clean text whose tail is not inert, or without a byte that ends a secret.
+            &["\n", "\"x\"\nsk", "-ant-api03-abcdefghijklmnop\n"],
+            &["\n ", "plain words", " sk-ant-api03-abcdefghijklmnop\n"],
+        ] {
+            assert_eq!(through(parts, true), through(parts, false), "{parts:?}");
+        }
+        let passed = through(&["\n    ", record, ",\n"], true);
+        assert_eq!(passed, format!("\n    {record},\n"));
     }
 }

@@ -10,29 +10,114 @@ use serde_json::{Value, json};
 
 use mcpf_detect::{Finding, Severity, finding_id};
 use mcpf_mcp::model::{Namespace, Session};
-use mcpf_model::{Mark, endpoint};
+use mcpf_model::Mark;
 
-use super::spill::Records;
+use super::spill::{Ranges, Records};
+use super::stamp::{Endpoint, Rfc3339};
 use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
-use crate::redact::Redactor;
+use crate::redact::{CleanWrite, Redactor};
 use crate::timeline::Entry;
 
 /// Serializes pretty-printed, every line after the first indented by `indent` spaces, to sit
 /// inside the document.
 fn pretty_at(v: &impl Serialize, indent: usize) -> Vec<u8> {
-    // serde writes token by token: indenting the finished text in bulk is cheaper than
-    // intercepting every write.
-    let text = serde_json::to_vec_pretty(v).unwrap_or_default();
-    let lines = memchr::memchr_iter(b'\n', &text).count();
-    let mut out = Vec::with_capacity(text.len() + lines * indent);
-    let mut from = 0;
-    for nl in memchr::memchr_iter(b'\n', &text) {
-        out.extend_from_slice(&text[from..=nl]);
-        out.resize(out.len() + indent, b' ');
-        from = nl + 1;
+    let mut out = Vec::with_capacity(1024);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Indented::at(indent));
+    // Writing to a `Vec` fails only if `v` cannot be serialized, which ours always can.
+    if v.serialize(&mut ser).is_err() {
+        out.clear();
     }
-    out.extend_from_slice(&text[from..]);
     out
+}
+
+/// `,`, a newline, and spaces enough for the indentation of any record the report writes:
+/// a line's start is one slice of it (deeper lines take more writes).
+const LINE: &[u8; 66] = b",\n                                                                ";
+
+/// serde_json's `PrettyFormatter` (two spaces a level) with every line after the first
+/// indented by `base` more spaces, each line's start written at once.
+struct Indented {
+    base: usize,
+    level: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    fn at(base: usize) -> Self {
+        Indented {
+            base,
+            level: 0,
+            has_value: false,
+        }
+    }
+
+    /// A new line, after `,` unless `first`, indented to the current level.
+    fn line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
+        let mut n = self.base + 2 * self.level;
+        let k = n.min(LINE.len() - 2);
+        w.write_all(&LINE[usize::from(first)..2 + k])?;
+        n -= k;
+        while n > 0 {
+            let k = n.min(LINE.len() - 2);
+            w.write_all(&LINE[2..2 + k])?;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.line(w, true)?;
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 fn frames_json(frames: &[Mark]) -> (Value, Value) {
@@ -71,13 +156,13 @@ struct StreamRecord<'a> {
     input: mcpf_model::InputId,
     method: &'a str,
     target: String,
-    client: String,
+    client: Endpoint,
     status: Option<u16>,
     content_type: Option<&'a str>,
     event_stream: bool,
-    opened: String,
+    opened: Rfc3339,
     opened_frame: u64,
-    ended: Option<String>,
+    ended: Option<Rfc3339>,
     ended_frame: Option<u64>,
     outcome: Option<mcpf_http::Outcome>,
     closed_by: Option<&'static str>,
@@ -112,13 +197,13 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         input: st.input,
         method: &st.method,
         target: r.target(&st.target).into_owned(),
-        client: endpoint(st.client),
+        client: Endpoint(st.client),
         status: st.status,
         content_type: st.content_type.as_deref(),
         event_stream: st.event_stream,
-        opened: st.opened.time.rfc3339(),
+        opened: Rfc3339(st.opened.time),
         opened_frame: st.opened.frame.frame,
-        ended: st.ended.map(|m| m.time.rfc3339()),
+        ended: st.ended.map(|m| Rfc3339(m.time)),
         ended_frame: st.ended.map(|m| m.frame.frame),
         outcome: st.outcome,
         closed_by: st.closed_by.map(|d| match d {
@@ -159,7 +244,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
 struct SessionRecord<'a> {
     key: String,
     session_id: Option<&'a str>,
-    server: String,
+    server: Endpoint,
     endpoint: &'a str,
     client: String,
     transport: mcpf_mcp::model::Transport,
@@ -169,16 +254,16 @@ struct SessionRecord<'a> {
     client_info: Option<String>,
     server_info: Option<String>,
     initialize_seen: bool,
-    start: String,
-    end: String,
+    start: Rfc3339,
+    end: Rfc3339,
     event_id_scheme: &'static str,
     event_id_scheme_from: &'static str,
     transport_mode_header: Option<&'a str>,
     not_determinable: Value,
     fell_back: Option<Value>,
     resumption: Value,
-    deleted: Option<String>,
-    forgotten_by_server: Vec<String>,
+    deleted: Option<Rfc3339>,
+    forgotten_by_server: Vec<Rfc3339>,
     same_session_as: &'a [String],
     continues: Option<String>,
     sources: Vec<&'a str>,
@@ -207,7 +292,7 @@ fn session_json<'a>(
     SessionRecord {
         key: h.label(),
         session_id: s.session_id.as_deref(),
-        server: endpoint(s.server),
+        server: Endpoint(s.server),
         endpoint: &s.path,
         client: if s.client_ip.is_unspecified() {
             "unknown".to_string()
@@ -221,8 +306,8 @@ fn session_json<'a>(
         client_info: s.client_info.as_deref().map(|c| r.text(c).into_owned()),
         server_info: s.server_info.as_deref().map(|c| r.text(c).into_owned()),
         initialize_seen: s.initialize_seen,
-        start: s.start.time.rfc3339(),
-        end: s.end.time.rfc3339(),
+        start: Rfc3339(s.start.time),
+        end: Rfc3339(s.end.time),
         event_id_scheme: s.event_id_scheme.name(),
         event_id_scheme_from: s.event_id_scheme_from,
         transport_mode_header: s.transport_mode_header.as_deref(),
@@ -233,8 +318,8 @@ fn session_json<'a>(
             .collect(),
         fell_back,
         resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
-        deleted: s.deleted.map(|m| m.time.rfc3339()),
-        forgotten_by_server: s.forgotten.iter().map(|m| m.time.rfc3339()).collect(),
+        deleted: s.deleted.map(|m| Rfc3339(m.time)),
+        forgotten_by_server: s.forgotten.iter().map(|m| Rfc3339(m.time)).collect(),
         same_session_as: &h.same_session_as,
         continues: s.continues.map(mcpf_mcp::model::session_label),
         sources: s
@@ -355,7 +440,7 @@ pub(super) struct EventRecord<'a> {
     event: &'a str,
     priming: bool,
     retry: Option<u32>,
-    time: String,
+    time: Rfc3339,
     time_estimated: bool,
     frame: u64,
     input: mcpf_model::InputId,
@@ -411,7 +496,7 @@ pub(super) fn for_each_event(
             event: ev.event_type(),
             priming: ev.priming,
             retry: ev.retry(),
-            time: ev.mark.time.rfc3339(),
+            time: Rfc3339(ev.mark.time),
             time_estimated: ev.estimated_time,
             frame: ev.mark.frame.frame,
             input: ev.mark.frame.input,
@@ -519,9 +604,32 @@ impl Array {
     }
 }
 
+/// The document's `sessions`: the records as they were spilled, passed on unscanned when they
+/// were found free of secrets then.
+fn write_sessions(
+    out: &mut dyn CleanWrite,
+    rep: &mut Report,
+    selected: &[Ranges],
+) -> io::Result<()> {
+    let mut array = Array::open(out, "sessions")?;
+    for &(record, _) in selected {
+        let bytes = rep.sessions.spilled(Records::Sessions, record)?;
+        if bytes.is_empty() {
+            continue;
+        }
+        array.item(out)?;
+        if rep.sessions.is_clean(record) {
+            out.write_clean(&bytes)?;
+        } else {
+            out.write_all(&bytes)?;
+        }
+    }
+    array.close(out, false)
+}
+
 /// The JSON document, assembled from the spilled session records.
 pub fn write_json(
-    out: &mut dyn Write,
+    out: &mut dyn CleanWrite,
     rep: &mut Report,
     sel: &Selection,
     r: &Redactor,
@@ -538,11 +646,7 @@ pub fn write_json(
     let count = rep.selected_count(sel);
     out.write_all(&pretty_at(&summary_json(rep, sel, count, &shown), 2))?;
     out.write_all(b",\n")?;
-    let sessions = &mut rep.sessions;
-    let mut records = selected
-        .iter()
-        .map(|&(record, _)| sessions.spilled(Records::Sessions, record));
-    write_array(out, "sessions", &mut records, false)?;
+    write_sessions(out, rep, &selected)?;
     let captures = capture_inputs(rep);
     let mut findings = shown.iter().map(|&p| {
         Ok(pretty_at(
@@ -681,4 +785,32 @@ pub(super) fn write_event_records(
         first = false;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pretty_at` as it was: serde_json's pretty text, indented after every newline.
+    fn indented_after(v: &Value, indent: usize) -> Vec<u8> {
+        let text = serde_json::to_vec_pretty(v).unwrap();
+        let pad = format!("\n{}", " ".repeat(indent));
+        String::from_utf8(text)
+            .unwrap()
+            .replace('\n', &pad)
+            .into_bytes()
+    }
+
+    #[test]
+    fn pretty_at_indents_as_serde_pretty_text_shifted() {
+        let mut deep = json!({"leaf": [1, "a\nb", {}], "empty": []});
+        for level in 0..40 {
+            deep = json!({ "level": level, "inner": [deep, null, [], {"k": 1.5}] });
+        }
+        for v in [json!(1), json!([]), json!({}), json!({"a": [[]]}), deep] {
+            for indent in [0, 2, 4] {
+                assert_eq!(pretty_at(&v, indent), indented_after(&v, indent));
+            }
+        }
+    }
 }

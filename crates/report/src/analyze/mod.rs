@@ -18,6 +18,7 @@ mod json;
 mod live;
 mod rollup;
 pub(crate) mod spill;
+mod stamp;
 mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};

@@ -131,6 +131,9 @@ pub(crate) struct Spills {
     events: Option<Spill>,
     /// The first error writing them (reported at the end).
     pub(crate) error: Option<String>,
+    /// Where the session records that redaction leaves as they are start: the document passes
+    /// them on without scanning them again.
+    clean: std::collections::HashSet<u64>,
 }
 
 impl Spills {
@@ -174,6 +177,18 @@ impl Spills {
             }
             None => None,
         }
+    }
+
+    /// Notes that redaction leaves the session record at `range` as it is.
+    pub(crate) fn mark_clean(&mut self, range: Option<Range>) {
+        if let Some((at, _)) = range {
+            self.clean.insert(at);
+        }
+    }
+
+    /// Whether the session record at `range` was found free of secrets when it was spilled.
+    pub(crate) fn is_clean(&self, range: Option<Range>) -> bool {
+        range.is_some_and(|(at, _)| self.clean.contains(&at))
     }
 
     /// Calls `line` with each line spilled at `range` (NDJSON records); none when nothing was.

@@ -26,6 +26,11 @@ impl RenderConfig {
     fn render(&self, spills: &mut Spills, header: &SessionHeader, s: &Session) -> Ranges {
         let bytes = json::session_record(self.format, header, s, &self.input_paths, &self.redactor);
         let record = spills.append(Records::Sessions, &bytes);
+        // Scanned here, on the renderer's thread, so that the document, written when the run is
+        // over, can pass the record on unscanned.
+        if self.format == RecordFormat::Pretty && self.redactor.leaves_alone(&bytes) {
+            spills.mark_clean(record);
+        }
         let mut events = None;
         if self.with_events {
             // Rendered one event at a time straight into the spill: a stream can hold millions.
@@ -234,6 +239,11 @@ impl SessionWriter {
         line: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         self.spills.lines(which, range, line)
+    }
+
+    /// Whether the session record at `range` was found free of secrets when it was spilled.
+    pub(super) fn is_clean(&self, range: Option<Range>) -> bool {
+        self.spills.is_clean(range)
     }
 
     /// Copies the records a session spilled at `range` to `out`.
