@@ -56,7 +56,7 @@ for n in $THREADS; do
 done
 LAST=$(echo $THREADS | tr ' ' '\n' | sort -n | tail -1)
 # Untimed: the work of each shard (an older binary without the flag prints nothing of it).
-"$BIN" analyze --threads "$LAST" --format json -q --shard-stats "$CAP" \
+"$BIN" analyze --threads "$LAST" --workers "$LAST" --format json -q --shard-stats "$CAP" \
     >/dev/null 2>"$OUT_DIR/threads-$NAME-shards.stderr" || true
 
 python3 - "$TSV" "$FIRST" "$OUT_DIR/threads-$NAME-shards.stderr" "$LAST" "$NAME" "${SAME[@]}" <<'EOF' || FAILED=1
@@ -117,7 +117,7 @@ if not shards:
     print(f"No per-shard counts: this binary has no `--shard-stats`.")
 else:
     fields = [k for k in shards[0] if k not in ("shard", "worker")]
-    print(f"Work of each shard of the per-connection stages, `--threads {last} --shard-stats`:")
+    print(f"Work of each shard of the per-connection stages, `--threads {last} --workers {last} --shard-stats`:")
     print()
     table([(s["shard"], s) for s in shards], "shard", fields)
     workers = {}
@@ -125,7 +125,7 @@ else:
         w = workers.setdefault(s["worker"], {})
         for k in fields:
             w[k] = w.get(k, 0) + s[k]
-    print(f"The same by worker thread (`--threads {last}`):")
+    print(f"The same by worker thread (`--threads {last} --workers {last}`):")
     print()
     table(sorted(workers.items()), "worker", fields)
 sys.exit(1 if bad else 0)

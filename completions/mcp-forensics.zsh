@@ -36,7 +36,7 @@ json\:"One JSON document"))' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
-'--threads=[analyze\: threads for TLS, HTTP, SSE and JSON-RPC, which run in 8 shards by connection (so up to 8 are used); packets and TCP are read on one more thread, sessions on another, detectors on another and JSON records rendered on one more. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -59,7 +59,7 @@ log\:"A JSON Lines access log"))' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
-'--threads=[analyze\: threads for TLS, HTTP, SSE and JSON-RPC, which run in 8 shards by connection (so up to 8 are used); packets and TCP are read on one more thread, sessions on another, detectors on another and JSON records rendered on one more. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '--show-secrets[Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -70,6 +70,7 @@ log\:"A JSON Lines access log"))' \
 ;;
 (analyze)
 _arguments "${_arguments_options[@]}" : \
+'--workers=[Workers for the shards, whatever the cores (for tests and benchmarks\: the report must not depend on it)]:N:_default' \
 '-o+[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
@@ -100,7 +101,7 @@ log\:"A JSON Lines access log"))' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
-'--threads=[analyze\: threads for TLS, HTTP, SSE and JSON-RPC, which run in 8 shards by connection (so up to 8 are used); packets and TCP are read on one more thread, sessions on another, detectors on another and JSON records rendered on one more. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '--shard-stats[Print on standard error, at the end, one JSON line of the work each shard of the per-connection stages did (for benchmarks)]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \

@@ -46,7 +46,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
     let mut stage = CaptureStage::new(job.capture.clone(), inputs.paths.len());
     let tls = job.tls_keys.clone();
     let run = if job.threads > 1 {
-        run_threaded(inputs, &mut stage, builder, job.progress, tls, job.threads)?
+        let workers = job.workers.unwrap_or(config::workers(job.threads));
+        run_threaded(inputs, &mut stage, builder, job.progress, tls, workers)?
     } else {
         run_inline(inputs, &mut stage, builder, job.progress, tls)
     };

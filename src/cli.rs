@@ -128,6 +128,11 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
+    /// Workers for the shards, whatever the cores (for tests and benchmarks: the report must not
+    /// depend on it).
+    #[arg(long, hide = true, value_name = "N")]
+    pub workers: Option<usize>,
+
     /// Print on standard error, at the end, one JSON line of the work each shard of the
     /// per-connection stages did (for benchmarks).
     #[arg(long, hide = true)]
@@ -440,11 +445,12 @@ pub struct CaptureArgs {
     )]
     pub idle_timeout: u64,
 
-    /// analyze: threads for TLS, HTTP, SSE and JSON-RPC, which run in 8 shards by connection
-    /// (so up to 8 are used); packets and TCP are read on one more thread, sessions on another,
-    /// detectors on another and JSON records rendered on one more. 1 runs everything on one
-    /// thread. The report is the same byte for byte whatever N. Default: the cores the machine
-    /// has. (The http and flows views run on one thread.)
+    /// analyze: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and
+    /// JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than
+    /// the cores the machine has less one); sessions, detectors and JSON records each have a
+    /// thread of their own. 1 runs everything on one thread. The report is the same byte for
+    /// byte whatever N. Default: the cores the machine has. (The http and flows views run on one
+    /// thread.)
     #[arg(long, value_name = "N", help_heading = "Reassembly")]
     pub threads: Option<usize>,
 }

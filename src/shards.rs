@@ -25,9 +25,10 @@ use crate::pipeline::{CaptureSink, TcpLoss};
 pub const SHARDS: usize = 8;
 
 /// TCP events per round, and bytes past which a round goes early: a round is what the reading
-/// thread hands every worker at once.
-const ROUND_EVENTS: usize = 2048;
-const ROUND_BYTES: usize = 1 << 20;
+/// thread hands every worker at once. Small, so that the bytes the reading thread copied are
+/// still in cache when a worker reads them (2048 events took 20% more time on two cores).
+const ROUND_EVENTS: usize = 512;
+const ROUND_BYTES: usize = 256 << 10;
 /// Rounds queued for each worker, and results queued for the session thread, per worker.
 const IN_FLIGHT: usize = 2;
 
