@@ -180,7 +180,7 @@ fn run_inline(
     });
     let captured = pipeline::feed_captures(&mut inputs, stage, &mut front, progress);
     let tcp = std::mem::take(&mut front.tcp);
-    let (shards, _) = front.into_shards();
+    let shards = front.into_shards();
     finish_run(inputs, captured, builder, &shards, tcp, 1)
 }
 

@@ -320,16 +320,28 @@ impl<S: http::HttpSink> CaptureSink for Pipeline<S> {
 impl<S: http::HttpSink> TcpSink for Pipeline<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
         self.tcp.count(&event);
-        match &mut self.tls {
-            Some(tls) => tls.on_tcp(event, &mut self.http),
-            None => self.http.on_tcp(event),
-        }
+        through_tls(&mut self.tls, &mut self.http, event);
     }
 
     fn on_tls_secrets(&mut self, key_log: &[u8]) {
-        let tls = self
-            .tls
-            .get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()));
-        tls.add_secrets(key_log);
+        add_secrets(&mut self.tls, key_log);
     }
+}
+
+/// A TCP event into the HTTP stage, through the TLS layer when there is one.
+pub fn through_tls<S: http::HttpSink>(
+    tls: &mut Option<mcpf_tls::TlsLayer>,
+    http: &mut http::Stage<S>,
+    event: TcpEvent<'_>,
+) {
+    match tls {
+        Some(tls) => tls.on_tcp(event, http),
+        None => http.on_tcp(event),
+    }
+}
+
+/// Key log lines an input carried, for the TLS layer (made for them when there was none).
+pub fn add_secrets(tls: &mut Option<mcpf_tls::TlsLayer>, key_log: &[u8]) {
+    tls.get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()))
+        .add_secrets(key_log);
 }

@@ -90,16 +90,11 @@ impl<T> Shard<T> {
             _ => {}
         }
         self.http.sink.seq = seq;
-        match &mut self.tls {
-            Some(tls) => tls.on_tcp(event, &mut self.http),
-            None => self.http.on_tcp(event),
-        }
+        crate::pipeline::through_tls(&mut self.tls, &mut self.http, event);
     }
 
     fn add_secrets(&mut self, key_log: &[u8]) {
-        self.tls
-            .get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()))
-            .add_secrets(key_log);
+        crate::pipeline::add_secrets(&mut self.tls, key_log);
     }
 
     /// What the shard produced since last asked, in sequence order.
@@ -195,13 +190,10 @@ impl<T, D: FnMut(T)> Inline<T, D> {
         }
     }
 
-    pub fn into_shards(self) -> (Shards<T>, D) {
-        (
-            Shards {
-                shards: self.shards,
-            },
-            self.deliver,
-        )
+    pub fn into_shards(self) -> Shards<T> {
+        Shards {
+            shards: self.shards,
+        }
     }
 }
 
