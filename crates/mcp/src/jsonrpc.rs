@@ -380,6 +380,44 @@ pub fn is_mcp_method(method: &str) -> bool {
     matches!(method, "initialize" | "ping") || PREFIXES.iter().any(|p| method.starts_with(p))
 }
 
+/// What an envelope's `jsonrpc`, `id` and `method` make of a message, for both readers alike: a
+/// request or a notification when it names a method, else a message its `result` or `error`
+/// will classify (malformed until then); `Err` with the malformed message when they show it is
+/// not JSON-RPC.
+fn envelope_head(
+    jsonrpc: Option<&str>,
+    id: Option<Result<Option<RequestId>, &'static str>>,
+    method: Option<&str>,
+) -> Result<Message, Message> {
+    match jsonrpc {
+        Some("\"2.0\"") => {}
+        Some(_) => return Err(Message::malformed_because("jsonrpc is not \"2.0\"")),
+        None => return Err(Message::malformed_because("no jsonrpc member")),
+    }
+    let (id, null_id) = match id {
+        None => (None, false),
+        Some(Ok(Some(id))) => (Some(id), false),
+        Some(Ok(None)) => (None, true),
+        Some(Err(reason)) => return Err(Message::malformed_because(reason)),
+    };
+    let kind = match (method, &id) {
+        (None, _) => Kind::Malformed,
+        (Some(_), Some(_)) => Kind::Request,
+        (Some(_), None) if null_id => {
+            return Err(Message::malformed_because("request with a null id"));
+        }
+        (Some(_), None) => Kind::Notification,
+    };
+    Ok(Message {
+        kind,
+        id,
+        null_id,
+        method: method.map(intern_method),
+        fault: None,
+        mcp: Details::default(),
+    })
+}
+
 fn intern_method(m: &str) -> Cow<'static, str> {
     match KNOWN_METHODS.iter().find(|k| **k == m) {
         Some(k) => Cow::Borrowed(k),

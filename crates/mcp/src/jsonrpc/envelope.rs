@@ -10,7 +10,7 @@ use serde_json::Number;
 
 use super::scan::Cursor;
 use super::serde_reader;
-use super::{Details, Fault, Kind, Message, RequestId, intern_method};
+use super::{Details, Fault, Kind, Message, RequestId, envelope_head};
 
 /// The envelope members, as JSON text. Like serde_json's `Option`, a member that is `null`
 /// counts as absent, except `id`, whose `null` is kept.
@@ -268,33 +268,12 @@ fn read_error<'a>(c: &mut Cursor<'a>, e: &mut ErrorFields<'a>) -> Option<()> {
 /// The message an envelope makes: the same checks, in the same order, as
 /// [`serde_reader::parse_one`].
 fn message(env: Envelope<'_>) -> Message {
-    match env.jsonrpc {
-        Some("\"2.0\"") => {}
-        Some(_) => return Message::malformed_because("jsonrpc is not \"2.0\""),
-        None => return Message::malformed_because("no jsonrpc member"),
-    }
-    let (id, null_id) = match env.id.map(request_id) {
-        None => (None, false),
-        Some(Ok(Some(id))) => (Some(id), false),
-        Some(Ok(None)) => (None, true),
-        Some(Err(reason)) => return Message::malformed_because(reason),
-    };
-    let mut msg = Message {
-        kind: Kind::Malformed,
-        id,
-        null_id,
-        method: env.method.map(intern_method),
-        fault: None,
-        mcp: Details::default(),
+    let id = env.id.map(request_id);
+    let mut msg = match envelope_head(env.jsonrpc, id, env.method) {
+        Ok(msg) => msg,
+        Err(malformed) => return malformed,
     };
     if let Some(method) = env.method {
-        msg.kind = if msg.id.is_some() {
-            Kind::Request
-        } else if null_id {
-            return Message::malformed_because("request with a null id");
-        } else {
-            Kind::Notification
-        };
         if let Some(params) = env.params {
             params_details(method, params, &mut msg.mcp);
         }

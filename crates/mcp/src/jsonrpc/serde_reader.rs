@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    Details, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, RequestId, intern_method,
+    Details, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, RequestId, envelope_head,
 };
 
 #[derive(Deserialize)]
@@ -96,35 +96,13 @@ pub(super) fn parse_one(text: &str) -> Message {
         Err(e) if e.is_data() => return Message::malformed_because("not a JSON object"),
         Err(e) => return Message::malformed_because(format!("invalid JSON: {e}")),
     };
-    match env.jsonrpc.map(|v| v.get()) {
-        Some("\"2.0\"") => {}
-        Some(_) => return Message::malformed_because("jsonrpc is not \"2.0\""),
-        None => return Message::malformed_because("no jsonrpc member"),
-    }
-    let (id, null_id) = match env.id {
-        None => (None, false),
-        Some(raw) => match request_id(raw) {
-            Ok(Some(id)) => (Some(id), false),
-            Ok(None) => (None, true),
-            Err(reason) => return Message::malformed_because(reason),
-        },
-    };
-    let mut msg = Message {
-        kind: Kind::Malformed,
-        id,
-        null_id,
-        method: env.method.as_deref().map(intern_method),
-        fault: None,
-        mcp: Details::default(),
+    let id = env.id.map(request_id);
+    let head = envelope_head(env.jsonrpc.map(|v| v.get()), id, env.method.as_deref());
+    let mut msg = match head {
+        Ok(msg) => msg,
+        Err(malformed) => return malformed,
     };
     if let Some(method) = env.method.as_deref() {
-        msg.kind = if msg.id.is_some() {
-            Kind::Request
-        } else if null_id {
-            return Message::malformed_because("request with a null id");
-        } else {
-            Kind::Notification
-        };
         if let Some(params) = env.params {
             extract_params(method, params.get(), &mut msg.mcp);
         }
