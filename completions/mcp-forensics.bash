@@ -79,7 +79,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --max-session-events --max-held-events --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -145,15 +145,15 @@ _mcp__forensics() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-keylog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-session-events)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --max-held-events)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --tls-keylog)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -363,7 +363,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --tls-keylog --log-format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
+            opts="-h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -381,11 +381,11 @@ _mcp__forensics() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --tls-keylog)
+                --log-format)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --log-format)
+                --tls-keylog)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

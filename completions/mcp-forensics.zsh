@@ -53,8 +53,8 @@ pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
-'--tls-keylog=[An NSS key log to decrypt TLS connections with (as \`analyze --tls-keylog\`; default\: \$SSLKEYLOGFILE when set). The secrets are never written to any output]:FILE:_files' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
+'--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
@@ -92,11 +92,11 @@ never\:""))' \
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
-'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file of the same keys (see \`mcp-forensics http --help\`)]:MAP:_default' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
+'--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--max-session-events=[SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event'\''s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session]:N:_default' \
 '--max-held-events=[SSE events the sessions seen in several inputs may hold together while they wait for their other observations to end (for the hop comparison); past it the oldest are reported at once and compared with what is kept of them]:N:_default' \
-'--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \

@@ -99,8 +99,8 @@ pub enum SeverityArg {
 }
 
 impl SeverityArg {
-    pub fn severity(self) -> mcpf_detect::Severity {
-        use mcpf_detect::Severity;
+    pub fn severity(self) -> mcpf_engine::detect::Severity {
+        use mcpf_engine::detect::Severity;
         match self {
             SeverityArg::Critical => Severity::Critical,
             SeverityArg::High => Severity::High,
@@ -219,27 +219,8 @@ pub struct AnalyzeArgs {
     #[arg(short, long)]
     pub quiet: bool,
 
-    /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
-    /// log.entries, the keys of a JSON log's first line).
-    #[arg(
-        long,
-        value_enum,
-        ignore_case = true,
-        default_value = "auto",
-        value_name = "FORMAT"
-    )]
-    pub input_format: InputFormat,
-
-    /// Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as
-    /// key=FIELD,... or a JSON file of the same keys (see `mcp-forensics http --help`).
-    #[arg(long, value_name = "MAP")]
-    pub log_map: Option<String>,
-
-    /// The nginx log_format of a text access log (`combined`, or the format string with extra
-    /// quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id"
-    /// "$http_last_event_id"): every input that is not a capture is read as lines in it.
-    #[arg(long, value_name = "FORMAT", conflicts_with = "log_map")]
-    pub log_format: Option<String>,
+    #[command(flatten)]
+    pub input: InputArgs,
 
     /// SSE events one session holds for analysis (about 300 bytes each while it is analysed);
     /// past it events are counted, not held, and findings that rest on an event's absence
@@ -248,7 +229,7 @@ pub struct AnalyzeArgs {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = mcpf_mcp::MAX_SESSION_EVENTS,
+        default_value_t = mcpf_engine::mcp::MAX_SESSION_EVENTS,
         help_heading = "Limits"
     )]
     pub max_session_events: u64,
@@ -259,17 +240,10 @@ pub struct AnalyzeArgs {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = crate::finalize::MAX_EVENTS_HELD,
+        default_value_t = mcpf_engine::MAX_EVENTS_HELD,
         help_heading = "Limits"
     )]
     pub max_held_events: usize,
-
-    /// An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write): TLS 1.2
-    /// and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM,
-    /// ChaCha20-Poly1305, and TLS 1.2's AES-CBC suites). Default: $SSLKEYLOGFILE when it is set. The secrets are never
-    /// written to any output.
-    #[arg(long, value_name = "FILE")]
-    pub tls_keylog: Option<std::path::PathBuf>,
 
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -326,6 +300,17 @@ pub struct HttpArgs {
     #[arg(long)]
     pub show_secrets: bool,
 
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+}
+
+/// How the inputs of `analyze` and `http` are read: their format, the fields of a log, the key
+/// log of TLS connections.
+#[derive(Debug, Args)]
+pub struct InputArgs {
     /// How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR's
     /// log.entries, the keys of a JSON log's first line).
     #[arg(
@@ -346,19 +331,18 @@ pub struct HttpArgs {
     #[arg(long, value_name = "MAP")]
     pub log_map: Option<String>,
 
-    /// An NSS key log to decrypt TLS connections with (as `analyze --tls-keylog`; default:
-    /// $SSLKEYLOGFILE when set). The secrets are never written to any output.
-    #[arg(long, value_name = "FILE")]
-    pub tls_keylog: Option<std::path::PathBuf>,
-
     /// The nginx log_format of a text access log (`combined`, or the format string with extra
     /// quoted fields such as "$http_mcp_session_id" "$sent_http_mcp_session_id"
     /// "$http_last_event_id"): every input that is not a capture is read as lines in it.
     #[arg(long, value_name = "FORMAT", conflicts_with = "log_map")]
     pub log_format: Option<String>,
 
-    #[command(flatten)]
-    pub capture: CaptureArgs,
+    /// An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write): TLS 1.2
+    /// and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM,
+    /// ChaCha20-Poly1305, and TLS 1.2's AES-CBC suites). Default: $SSLKEYLOGFILE when it is set.
+    /// The secrets are never written to any output.
+    #[arg(long, value_name = "FILE")]
+    pub tls_keylog: Option<std::path::PathBuf>,
 }
 
 /// `--input-format`.
@@ -374,13 +358,13 @@ pub enum InputFormat {
     Log,
 }
 
-impl From<InputFormat> for mcpf_ingest::FormatChoice {
+impl From<InputFormat> for mcpf_engine::ingest::FormatChoice {
     fn from(f: InputFormat) -> Self {
         match f {
-            InputFormat::Auto => mcpf_ingest::FormatChoice::Auto,
-            InputFormat::Pcap => mcpf_ingest::FormatChoice::Capture,
-            InputFormat::Har => mcpf_ingest::FormatChoice::Har,
-            InputFormat::Log => mcpf_ingest::FormatChoice::Log,
+            InputFormat::Auto => mcpf_engine::ingest::FormatChoice::Auto,
+            InputFormat::Pcap => mcpf_engine::ingest::FormatChoice::Capture,
+            InputFormat::Har => mcpf_engine::ingest::FormatChoice::Har,
+            InputFormat::Log => mcpf_engine::ingest::FormatChoice::Log,
         }
     }
 }

@@ -5,14 +5,17 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, bail};
-use mcpf_capture::tcp::{Limits, ServerSpec};
-use mcpf_detect::Severity;
-use mcpf_ingest::{FormatChoice, LogMap};
-use mcpf_model::Timestamp;
-use mcpf_report::analyze::{Selection, TimeBound};
+use mcpf_engine::capture::tcp::{Limits, ServerSpec};
+use mcpf_engine::detect::Severity;
+use mcpf_engine::ingest::LogMap;
+use mcpf_engine::model::Timestamp;
+use mcpf_engine::report::analyze::{Selection, TimeBound};
+use mcpf_engine::{InputSpec, Settings};
+
+use crate::terminal::output_width;
 
 use crate::cli::{
-    AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputFormat,
+    AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputArgs,
     ProgressChoice, ReportFormat, SeverityArg,
 };
 
@@ -41,57 +44,40 @@ pub struct Saved {
 pub struct Flows {
     pub files: Vec<String>,
     pub format: Format,
-    pub capture: mcpf_capture::Settings,
-}
-
-/// The inputs of `http` and `analyze`: captures, HAR files and access logs.
-pub struct Inputs {
-    /// The files, once directories and quoted globs are expanded.
-    pub files: Vec<String>,
-    /// What the expansion left out, one line each.
-    pub notes: Vec<String>,
-    pub format: FormatChoice,
-    /// `--log-map`, read and checked.
-    pub log_map: Option<LogMap>,
+    pub capture: mcpf_engine::capture::Settings,
 }
 
 /// `http FILE...`.
 pub struct Http {
-    pub inputs: Inputs,
+    pub inputs: InputSpec,
+    /// What expanding the input arguments left out, one line each.
+    pub notes: Vec<String>,
+    /// The capture stage's settings and the key log; the rest is the engine's defaults.
+    pub engine: Settings,
     pub format: Format,
-    pub capture: mcpf_capture::Settings,
     pub redact: bool,
     /// Show a progress bar on standard error.
     pub progress: bool,
-    /// The key log TLS connections are decrypted with.
-    pub tls_keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>,
 }
 
 /// `analyze FILE...`.
 pub struct Analyze {
-    pub inputs: Inputs,
-    pub capture: mcpf_capture::Settings,
+    pub inputs: InputSpec,
+    /// What expanding the input arguments left out, one line each.
+    pub notes: Vec<String>,
+    /// Everything the run needs: capture settings, key log, threads, caps, the selection.
+    pub engine: Settings,
     pub format: ReportFormat,
-    pub selection: Selection,
     pub fail_on: Severity,
     pub redact: bool,
-    /// Threads for the per-connection stages; 1 runs everything on the calling thread.
-    pub threads: usize,
     /// Print each shard's work on standard error at the end (`--shard-stats`).
     pub shard_stats: bool,
-    /// Workers asked for whatever the cores (`--workers`).
-    pub workers: Option<usize>,
     /// Colour the terminal report.
     pub color: bool,
     /// The width the human report fits.
     pub width: usize,
     /// Show a progress bar on standard error.
     pub progress: bool,
-    /// SSE events held per session.
-    pub max_session_events: u64,
-    pub max_held_events: usize,
-    /// The key log TLS connections are decrypted with, read whole.
-    pub tls_keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>,
     /// Where the report goes instead of standard output.
     pub output: Option<std::path::PathBuf>,
 }
@@ -130,18 +116,18 @@ fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
 }
 
 fn http(a: HttpArgs) -> anyhow::Result<Http> {
+    let (inputs, notes) = inputs(a.files, &a.input)?;
     Ok(Http {
-        inputs: inputs(
-            a.files,
-            a.input_format,
-            a.log_map.as_deref(),
-            a.log_format.as_deref(),
-        )?,
+        inputs,
+        notes,
+        engine: Settings {
+            capture: capture_settings(&a.capture, Vec::new()),
+            tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
+            ..Settings::default()
+        },
         format: a.format,
-        capture: capture_settings(&a.capture, Vec::new()),
         redact: !a.show_secrets,
         progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
-        tls_keys: tls_keys(a.tls_keylog.as_deref())?,
     })
 }
 
@@ -165,20 +151,24 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     // A live pipe is analysed on one thread: the hand-over between threads goes in batches, and
     // a batch waiting for more traffic would hold back the sessions that already ended.
-    let live = a.files.iter().any(|f| mcpf_ingest::streamed(f));
-    Ok(Analyze {
-        inputs: inputs(
-            a.files,
-            a.input_format,
-            a.log_map.as_deref(),
-            a.log_format.as_deref(),
-        )?,
+    let live = a.files.iter().any(|f| mcpf_engine::ingest::streamed(f));
+    let (inputs, notes) = inputs(a.files, &a.input)?;
+    let engine = Settings {
         capture: capture_settings(&a.capture, servers),
+        tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
         threads: if live { 1 } else { threads(&a.capture) },
-        shard_stats: a.shard_stats,
         workers: a.workers,
-        format: a.format,
+        max_session_events: a.max_session_events,
+        max_held_events: a.max_held_events,
         selection,
+        ..Settings::default()
+    };
+    Ok(Analyze {
+        inputs,
+        notes,
+        engine,
+        shard_stats: a.shard_stats,
+        format: a.format,
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
         width: output_width(a.output.is_none() && std::io::stdout().is_terminal()),
@@ -187,9 +177,6 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
             None => terminal_decoration(a.color, &std::io::stdout()),
         },
         progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
-        max_session_events: a.max_session_events,
-        max_held_events: a.max_held_events,
-        tls_keys: tls_keys(a.tls_keylog.as_deref())?,
         output: a.output,
     })
 }
@@ -206,22 +193,21 @@ fn generated(what: &str) -> anyhow::Result<Generated> {
     }
 }
 
-fn inputs(
-    files: Vec<String>,
-    format: InputFormat,
-    log_map: Option<&str>,
-    log_format: Option<&str>,
-) -> anyhow::Result<Inputs> {
-    let text = log_format
+/// The inputs named (directories and quoted globs expanded), and what the expansion left out.
+fn inputs(files: Vec<String>, a: &InputArgs) -> anyhow::Result<(InputSpec, Vec<String>)> {
+    let text = a
+        .log_format
+        .as_deref()
         .map(|f| LogMap::text_format(f).map_err(|e| anyhow::anyhow!("--log-format: {e}")))
         .transpose()?;
-    let expanded = crate::inputs::expand(&files);
-    Ok(Inputs {
+    let log_map = a.log_map.as_deref();
+    let expanded = mcpf_engine::inputs::expand(&files);
+    let spec = InputSpec {
         files: expanded.files,
-        notes: expanded.notes,
-        format: format.into(),
+        format: a.input_format.into(),
         log_map: text.or(log_map.map(read_log_map).transpose()?),
-    })
+    };
+    Ok((spec, expanded.notes))
 }
 
 /// `--log-map ARG`: inline JSON, a JSON file, or `key=FIELD,...`.
@@ -239,8 +225,8 @@ fn read_log_map(arg: &str) -> anyhow::Result<LogMap> {
     map.map_err(|e| anyhow::anyhow!("--log-map: {e}"))
 }
 
-fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_capture::Settings {
-    mcpf_capture::Settings {
+fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_engine::capture::Settings {
+    mcpf_engine::capture::Settings {
         limits: Limits {
             max_buffered_per_direction: a.max_buffer_per_direction,
             max_buffered_total: a.max_buffer_total,
@@ -259,13 +245,6 @@ fn threads(a: &CaptureArgs) -> usize {
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Workers for the per-connection stages of a run on `threads` threads: one core reads the
-/// packets, the others feed the shards; more workers than cores only take turns (on two cores,
-/// two workers took 10–20% more time than one).
-pub fn workers(threads: usize) -> usize {
-    threads.min(cores()).saturating_sub(1).max(1)
 }
 
 /// `8080`, `10.0.0.7`, `10.0.0.7:8080`, `[::1]:3000`.
@@ -312,7 +291,7 @@ fn show_progress(choice: ProgressChoice, quiet: bool, stream: &impl IsTerminal) 
 /// what is wrong with it, never a line of it.
 fn tls_keys(
     flag: Option<&std::path::Path>,
-) -> anyhow::Result<Option<std::sync::Arc<mcpf_tls::KeyLog>>> {
+) -> anyhow::Result<Option<std::sync::Arc<mcpf_engine::tls::KeyLog>>> {
     let env = std::env::var_os("SSLKEYLOGFILE").filter(|v| !v.is_empty());
     let (path, from) = match (flag, &env) {
         (Some(p), _) => (p.to_path_buf(), "--tls-keylog"),
@@ -321,28 +300,9 @@ fn tls_keys(
     };
     let bytes = std::fs::read(&path)
         .map_err(|e| anyhow::anyhow!("{from} {}: cannot read it: {e}", path.display()))?;
-    let log = mcpf_tls::KeyLog::parse(&bytes)
+    let log = mcpf_engine::tls::KeyLog::parse(&bytes)
         .map_err(|e| anyhow::anyhow!("{from} {}: {e}", path.display()))?;
     Ok(Some(std::sync::Arc::new(log)))
-}
-
-/// The width reports fit: `COLUMNS` when set, else the terminal's when the output is one, else
-/// [`DEFAULT_WIDTH`](mcpf_report::analyze::DEFAULT_WIDTH). A width under 40 is taken as 40.
-pub fn output_width(to_terminal: bool) -> usize {
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0);
-    let terminal = || {
-        to_terminal
-            .then(terminal_size::terminal_size)
-            .flatten()
-            .map(|(w, _)| usize::from(w.0))
-    };
-    columns
-        .or_else(terminal)
-        .unwrap_or(mcpf_report::analyze::DEFAULT_WIDTH)
-        .max(40)
 }
 
 /// Colour (and the `http` command's progress bar): only on a terminal, and never with `NO_COLOR`

@@ -1,21 +1,17 @@
 //! The `mcp-forensics` binary: parse arguments, run, exit with the documented code.
 //!
-//! Thin glue over the stage crates (`mcpf-capture` → `mcpf-http` → `mcpf-mcp` → `mcpf-detect`
-//! → `mcpf-report`, `mcpf-ingest` joining at HTTP): [`cli`] defines the flags, [`config`]
-//! validates them once into one [`config::Config`], [`app`] wires the stages and maps the
-//! outcome to an exit code.
+//! The command line and the terminal over the engine (`mcpf-engine`, which runs the stages
+//! `capture → tls → http → mcp → detect → report`, `ingest` joining at HTTP): [`cli`] defines
+//! the flags, [`config`] validates them once, [`cmd`] has one file per command, [`terminal`]
+//! is where output meets a terminal.
 
 mod alloc;
-mod analyze;
-mod app;
 mod cli;
+mod cmd;
 mod config;
-mod finalize;
-mod inputs;
 mod manpage;
-mod pipeline;
 mod progress;
-mod shards;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -31,5 +27,5 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     alloc::return_freed_memory_at_once();
     let cli = cli::Cli::parse();
-    app::run(cli)
+    cmd::run(cli)
 }

@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use roff::{Roff, bold, italic, roman};
 
 use crate::cli::Cli;
-use mcpf_detect::FindingKind;
+use mcpf_engine::detect::FindingKind;
 
 fn section(title: &str) -> Roff {
     let mut r = Roff::new();

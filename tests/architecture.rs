@@ -24,15 +24,36 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "mcpf-model",
             "mcpf-capture",
+            "mcpf-tls",
             "mcpf-http",
             "mcpf-mcp",
             "mcpf-detect",
+        ],
+    ),
+    // The run: every stage, wired.
+    (
+        "mcpf-engine",
+        &[
+            "mcpf-model",
+            "mcpf-capture",
+            "mcpf-tls",
+            "mcpf-http",
+            "mcpf-ingest",
+            "mcpf-mcp",
+            "mcpf-detect",
+            "mcpf-report",
         ],
     ),
 ];
 
 /// `mcpf-*` dependencies of every workspace package, from `cargo metadata`.
 fn stage_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    dependencies(|name, _| name.starts_with("mcpf-"))
+}
+
+/// The dependencies of every workspace package that `keep` keeps (by name and kind: `null`
+/// for normal, `"dev"`, `"build"`).
+fn dependencies(keep: impl Fn(&str, &Value) -> bool) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -58,8 +79,8 @@ fn stage_dependencies() -> BTreeMap<String, BTreeSet<String>> {
             .as_array()
             .unwrap()
             .iter()
+            .filter(|d| keep(d["name"].as_str().unwrap_or(""), &d["kind"]))
             .filter_map(|d| d["name"].as_str())
-            .filter(|d| d.starts_with("mcpf-"))
             .map(str::to_string)
             .collect();
         deps.insert(name, uses);
@@ -100,4 +121,124 @@ fn the_rule_is_not_vacuous() {
     assert!(deps["mcpf-report"].contains("mcpf-detect"));
     assert!(deps["mcpf-mcp"].contains("mcpf-http"));
     assert!(deps["mcpf-model"].is_empty());
+}
+
+#[test]
+fn the_binary_reaches_the_stages_through_the_engine_only() {
+    // Normal dependencies: the binary's tests may read stages directly.
+    let deps = dependencies(|name, kind| name.starts_with("mcpf-") && kind.is_null());
+    assert_eq!(
+        deps["mcp-forensics"],
+        BTreeSet::from(["mcpf-engine".to_string()]),
+        "the binary is the command line and the terminal over mcpf-engine (docs/architecture.md)"
+    );
+}
+
+#[test]
+fn the_engine_has_no_command_line_and_no_terminal() {
+    const FRONT_END: &[&str] = &[
+        "clap",
+        "clap_complete",
+        "clap_mangen",
+        "indicatif",
+        "terminal_size",
+        "ctrlc",
+        "anyhow",
+    ];
+    let deps = dependencies(|_, _| true);
+    for (name, uses) in &deps {
+        if name == "mcp-forensics" {
+            continue;
+        }
+        for u in uses {
+            assert!(
+                !FRONT_END.contains(&u.as_str()),
+                "{name} depends on {u}: only the binary meets the command line and the terminal"
+            );
+        }
+    }
+}
+
+/// The modules of the binary (`src/`) each file names with `crate::…`.
+fn binary_modules() -> BTreeMap<String, BTreeSet<String>> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut graph = BTreeMap::new();
+    for f in files {
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        // The top module a file belongs to: `cmd/analyze.rs` is part of `cmd`.
+        let module = rel.split(['/', '.']).next().unwrap().to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let names = graph.entry(module.clone()).or_insert_with(BTreeSet::new);
+        for (i, _) in text.match_indices("crate::") {
+            let rest = &text[i + "crate::".len()..];
+            let word: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // `use crate::{a, b}` names several.
+            if word.is_empty() && rest.starts_with('{') {
+                let inner = &rest[1..rest.find('}').unwrap_or(1)];
+                for w in inner.split(',') {
+                    let w = w.trim().split("::").next().unwrap_or("").to_string();
+                    if !w.is_empty() && w != module {
+                        names.insert(w);
+                    }
+                }
+            } else if !word.is_empty() && word != module {
+                names.insert(word);
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_binary_has_no_import_circle() {
+    let graph = binary_modules();
+    assert!(
+        graph.get("cmd").is_some_and(|uses| uses.contains("config")),
+        "the graph is read: {graph:?}"
+    );
+    // Depth-first, looking for a module met again on its own path.
+    fn visit<'a>(
+        m: &'a str,
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) {
+        if let Some(at) = path.iter().position(|x| *x == m) {
+            panic!(
+                "import circle in src/: {}",
+                path[at..].join(" -> ") + " -> " + m
+            );
+        }
+        if !done.insert(m) {
+            return;
+        }
+        path.push(m);
+        for next in graph.get(m).into_iter().flatten() {
+            visit(next, graph, path, done);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for m in graph.keys() {
+        visit(m, &graph, &mut Vec::new(), &mut done);
+    }
 }

@@ -165,7 +165,7 @@ fn detects_formats_by_content_not_name() {
         SourceFormat::Har
     );
     let r = read(gz.to_str().unwrap(), None);
-    assert_eq!(r.report.format, "har+gzip");
+    assert_eq!(r.report.format.to_string(), "har+gzip");
     assert_eq!(r.exchanges.len(), 7);
     let one_line = dir.join("one-line.json");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(HAR).unwrap()).unwrap();
@@ -539,7 +539,7 @@ fn malformed_har_entries_are_skipped_and_counted() {
 fn nginx_log_of_the_seed_incident() {
     let r = read(NGINX, None);
     assert_eq!(r.exchanges.len(), 18);
-    assert_eq!(r.report.format, "nginx-log");
+    assert_eq!(r.report.format.to_string(), "nginx-log");
     assert!(r.report.skipped.is_empty());
     let lines: Vec<Value> = std::fs::read_to_string(NGINX)
         .unwrap()
@@ -691,7 +691,7 @@ fn malformed_lines_are_skipped_counted_and_named_by_line_number() {
 #[test]
 fn envoy_log_with_response_flags() {
     let r = read(&format!("{FIX}/envoy.jsonl"), None);
-    assert_eq!(r.report.format, "envoy-log");
+    assert_eq!(r.report.format.to_string(), "envoy-log");
     assert_eq!(r.exchanges.len(), 8);
     let method_status: Vec<(String, Option<u16>)> = r
         .exchanges
@@ -803,7 +803,7 @@ fn envoy_log_with_response_flags() {
 #[test]
 fn caddy_log_default_json() {
     let r = read(&format!("{FIX}/caddy.jsonl"), None);
-    assert_eq!(r.report.format, "caddy-log");
+    assert_eq!(r.report.format.to_string(), "caddy-log");
     assert_eq!(r.exchanges.len(), 5);
     // ts is the end; start = ts - duration (seconds).
     let get = r
@@ -863,7 +863,7 @@ fn log_map_reads_any_json_log() {
     let from_file = LogMap::from_json(&file).unwrap();
     for map in [&from_spec, &from_file] {
         let r = read(&path, Some(map));
-        assert_eq!(r.report.format, "mapped-log");
+        assert_eq!(r.report.format.to_string(), "mapped-log");
         assert_eq!(r.exchanges.len(), 3);
         let get = &r.exchanges[2];
         let q = get.request.as_ref().unwrap();

@@ -9,13 +9,13 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let mut analysis = mcpf_fuzz::Analysis::default();
+    let mut analysis = mcpf_fuzz::Analysis::of(mcpf_model::SourceFormat::AccessLog(mcpf_model::LogFlavor::Nginx));
     let _ = mcpf_ingest::read_access_log_text("fuzz.jsonl", text, 0, None, &mut analysis);
     analysis.finish();
     let Ok(map) = mcpf_ingest::LogMap::text_format(TEXT_FORMAT) else {
         return;
     };
-    let mut analysis = mcpf_fuzz::Analysis::default();
+    let mut analysis = mcpf_fuzz::Analysis::of(mcpf_model::SourceFormat::AccessLog(mcpf_model::LogFlavor::Nginx));
     let _ = mcpf_ingest::read_access_log_text("fuzz.log", text, 0, Some(&map), &mut analysis);
     analysis.finish();
 });

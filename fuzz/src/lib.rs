@@ -1,121 +1,94 @@
-//! What the fuzz targets share: the production pipeline, from capture bytes (or raw frames, or
-//! HTTP events from the ingest readers) through the MCP stage and every detector, keeping
-//! nothing but what the stages keep themselves; and a way to turn arbitrary bytes into a TCP
-//! conversation cut into segments, some reordered, repeated or lost, written as a pcap.
+//! What the fuzz targets share: the production path of the engine (`mcpf-engine`: capture
+//! bytes through the shards, the MCP stage, the finalizer with every detector and the report
+//! assembled and written as JSON; or HTTP events from the ingest readers through the same session
+//! stage), keeping nothing but what the stages keep themselves; and a way to turn arbitrary bytes
+//! into a TCP conversation cut into segments, some reordered, repeated or lost, written as a pcap.
 
-use std::io::Cursor;
-use std::sync::{Arc, Mutex};
-
-use mcpf_capture::reader::{CaptureReader, Frame};
-use mcpf_capture::{CaptureStage, Settings};
-use mcpf_detect::Detector;
-use mcpf_http::{HttpEvent, HttpSink, Stage};
-use mcpf_mcp::Builder;
-use mcpf_mcp::model::Session;
+use mcpf_engine::report::analyze::{RecordFormat, SessionWriter, write_json};
+use mcpf_engine::report::redact::{Redacting, Redactor};
+use mcpf_engine::{Engine, Opened, SessionStage, Settings};
+use mcpf_http::{HttpEvent, HttpSink};
+use mcpf_model::SourceFormat;
 
 mod conversation;
 pub use conversation::{Bytes, LINKS, conversation_pcap, frames_pcap, split_frames};
 
-/// Sessions waiting for the other observations of their session ID, as the binary holds them.
-type Held = Arc<Mutex<Vec<Box<Session>>>>;
-
-/// The MCP and detect stages as the binary runs them: sessions finalized as they end (no HAR or
-/// log input), each through the detectors; those with other observations of their session ID
-/// (replicas, hops) through the detectors together, compared.
+/// The session stage as the engine runs it behind a HAR file or a log: sessions finalized at
+/// the end (a HAR or log is matched with captures first), each through the detectors; those
+/// with other observations of their session ID (replicas, hops) through them together.
 pub struct Analysis {
-    builder: Builder,
-    detector: Arc<Mutex<Detector>>,
-    held: Held,
+    stage: SessionStage,
 }
 
-impl Default for Analysis {
-    fn default() -> Self {
-        // Two names, as for two inputs: the hop comparison runs (and finds one input's pairs
-        // all of one input).
-        let detector = Arc::new(Mutex::new(
-            Detector::new().with_inputs(vec!["a".into(), "b".into()]),
-        ));
-        let held: Held = Arc::default();
-        let (d, h) = (detector.clone(), held.clone());
-        let builder = Builder::new()
-            .with_early_finalize(true)
-            .with_session_callback(Box::new(move |s| {
-                if s.same_session_as.is_empty() {
-                    d.lock().unwrap().session(&s);
-                } else {
-                    h.lock().unwrap().push(s);
-                }
-            }));
+impl Analysis {
+    /// For one input of `source`'s format.
+    pub fn of(source: SourceFormat) -> Analysis {
         Analysis {
-            builder,
-            detector,
-            held,
+            stage: SessionStage::without_records(&Settings::default(), vec![source]),
         }
+    }
+
+    /// Ends the run: the sessions still open are analysed and detected too.
+    pub fn finish(self) {
+        let _ = self.stage.finish();
     }
 }
 
 impl HttpSink for Analysis {
     fn on_http(&mut self, event: HttpEvent) {
-        self.builder.on_http(event);
+        self.stage.on_http(event);
     }
 }
 
-impl Analysis {
-    /// Ends the run: the sessions still open are analysed and detected too.
-    pub fn finish(self) {
-        let Analysis {
-            builder,
-            detector,
-            held,
-        } = self;
-        let (left, _, _) = builder.finish();
-        let mut d = Arc::try_unwrap(detector)
-            .ok()
-            .expect("the builder held the only other handle")
-            .into_inner()
-            .unwrap();
-        for s in &left {
-            d.session(s);
-        }
-        let mut held = std::mem::take(&mut *held.lock().unwrap());
-        held.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-        for group in held.chunk_by(|a, b| a.session_id == b.session_id) {
-            let refs: Vec<&Session> = group.iter().map(|s| &**s).collect();
-            d.group(&refs);
-        }
-        let _ = d.finish();
-    }
-}
-
-/// A capture file's bytes (pcap, pcapng, gzip of either) through the whole pipeline.
+/// A capture file's bytes (pcap, pcapng, gzip of either) through the whole run of `analyze`,
+/// on one thread and on a reading thread with a worker, and the JSON report written.
 pub fn analyze_capture(bytes: &[u8]) {
-    let Ok(mut reader) = CaptureReader::open(Box::new(Cursor::new(bytes.to_vec())), 0) else {
+    for threads in [1, 2] {
+        let Ok(inputs) = Opened::capture_bytes("fuzz.pcap", bytes.to_vec()) else {
+            return;
+        };
+        let engine = Engine::new(Settings {
+            threads,
+            workers: Some(1),
+            ..Settings::default()
+        });
+        let redactor = Redactor::new(true);
+        let writer = SessionWriter::new(
+            RecordFormat::Pretty,
+            true,
+            redactor,
+            inputs.paths.clone(),
+        );
+        let Ok(mut run) = engine.run(inputs, writer, &mut ()) else {
+            return;
+        };
+        let selection = engine.settings().selection.clone();
+        let mut out = Redacting::new(std::io::sink(), redactor);
+        let _ = write_json(&mut out, &mut run.report, &selection, &redactor);
+    }
+}
+
+/// A `frame_decode` input (link pick, then raw frames) through link, IP and TCP decoding,
+/// reassembly and the rest, as the pcap of that link type it makes.
+pub fn analyze_frames(data: &[u8]) {
+    analyze_capture(&frames_pcap(data));
+}
+
+/// TLS records of one connection, both directions, through the decryption a key log allows:
+/// the input is a key log's length (2 bytes, big-endian), the key log's text (so the fuzzer
+/// can name the ClientHello random it writes and the secrets), then the connection's bytes,
+/// pieces separated by 0xFF 0x00 0xFF, each piece the other direction's.
+pub fn tls_records(data: &[u8]) {
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
         return;
     };
-    let mut capture = CaptureStage::new(Settings::default(), 1);
-    let mut http = Stage::new(Analysis::default());
-    // A reader error ends the input as it does in production (with what was read kept).
-    while let Ok(Some(frame)) = reader.next_frame() {
-        capture.frame(&frame, &mut http);
+    let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
+    let (log, stream) = rest.split_at(len);
+    let keys = mcpf_tls::KeyLog::parse(log).unwrap_or_default();
+    let mut conn = mcpf_tls::TlsConnection::new();
+    let mut dir = mcpf_model::Direction::ClientToServer;
+    for piece in split_frames(stream) {
+        let _ = conn.feed(dir, piece, &keys);
+        dir = dir.reverse();
     }
-    capture.finish(&mut http);
-    http.sink.finish();
-}
-
-/// Raw frames of one link type through link, IP and TCP decoding, reassembly and the rest.
-pub fn analyze_frames(link: i32, frames: &[&[u8]]) {
-    let mut capture = CaptureStage::new(Settings::default(), 1);
-    let mut http = Stage::new(Analysis::default());
-    for (i, data) in frames.iter().enumerate() {
-        let frame = Frame {
-            time: mcpf_model::Timestamp::from_secs_nanos(1_796_000_000 + i as i64, 0),
-            frame: mcpf_model::FrameRef::new(0, i as u64 + 1),
-            linktype: link,
-            data,
-            orig_len: data.len() as u32,
-        };
-        capture.frame(&frame, &mut http);
-    }
-    capture.finish(&mut http);
-    http.sink.finish();
 }

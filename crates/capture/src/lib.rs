@@ -141,6 +141,17 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
             size,
         )
     };
+    open_reader(path, source, size, bytes_read, input)
+}
+
+/// Opens what `source` reads (already counting into `bytes_read`) as a capture named `path`.
+fn open_reader(
+    path: &str,
+    source: Box<dyn io::Read + Send>,
+    size: Option<u64>,
+    bytes_read: Arc<AtomicU64>,
+    input: InputId,
+) -> Result<CaptureInput, OpenError> {
     let reader = CaptureReader::open(source, input).map_err(|e| OpenError {
         path: path.to_string(),
         hint: match &e {
@@ -158,6 +169,21 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
         bytes_read,
         size,
     })
+}
+
+/// A capture held in memory, named `name` (the fuzz targets, and tests of what a file holds).
+pub fn capture_from_bytes(
+    name: &str,
+    bytes: Vec<u8>,
+    input: InputId,
+) -> Result<CaptureInput, OpenError> {
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let size = Some(bytes.len() as u64);
+    let source = Box::new(CountingReader::new(
+        io::Cursor::new(bytes),
+        bytes_read.clone(),
+    ));
+    open_reader(name, source, size, bytes_read, input)
 }
 
 /// Opens a regular file with errors a newcomer understands.
@@ -339,10 +365,9 @@ impl CaptureStage {
         }
         let caps = self.reassembler.cap_counts(input.reader.input_id());
         warnings.extend(tcp::cap_warnings(&caps, &self.reassembler.limits));
-        let format = if notes.gzip {
-            format!("{}+gzip", input.reader.format.name())
-        } else {
-            input.reader.format.name().to_string()
+        let format = mcpf_model::FileFormat {
+            kind: input.reader.format.kind(),
+            gzip: notes.gzip,
         };
         let packets = input.reader.frames();
         let bytes = input.bytes_read.load(Ordering::Relaxed);

@@ -46,10 +46,10 @@ pub(crate) enum CaptureFormat {
 }
 
 impl CaptureFormat {
-    pub(crate) fn name(self) -> &'static str {
+    pub(crate) fn kind(self) -> mcpf_model::FileKind {
         match self {
-            CaptureFormat::Pcap => "pcap",
-            CaptureFormat::PcapNg => "pcapng",
+            CaptureFormat::Pcap => mcpf_model::FileKind::Pcap,
+            CaptureFormat::PcapNg => mcpf_model::FileKind::PcapNg,
         }
     }
 }

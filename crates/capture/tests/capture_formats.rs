@@ -159,7 +159,7 @@ fn both_byte_orders_and_precisions() {
         for nanos in [false, true] {
             let (seen, report) = analyse(pcap(linktype::ETHERNET, nanos, big_endian, &frames));
             assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
-            assert_eq!(report.format, "pcap");
+            assert_eq!(report.format.to_string(), "pcap");
             // Frame 4 was written at +3 ms.
             assert_eq!(seen.times[0], t(3));
         }
@@ -227,7 +227,7 @@ fn pcapng_sections_interfaces_resolutions_and_block_kinds() {
     .unwrap();
     let (seen, report) = analyse(w.into_inner());
     assert_exchange(&seen, "10.1.0.1:40000", "10.1.0.2:9000");
-    assert_eq!(report.format, "pcapng");
+    assert_eq!(report.format.to_string(), "pcapng");
     assert_eq!(report.packets, 8);
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     assert_eq!(seen.times[0], t(3).add_nanos(123), "nanosecond interface");
@@ -246,7 +246,7 @@ fn gzip_is_detected_by_content() {
     gz.write_all(&plain).unwrap();
     let (seen, report) = analyse(gz.finish().unwrap());
     assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
-    assert_eq!(report.format, "pcap+gzip");
+    assert_eq!(report.format.to_string(), "pcap+gzip");
 }
 
 #[test]
@@ -637,7 +637,7 @@ fn small_truncated_gzip_is_read_up_to_its_cut() {
     assert!(reader.is_ok(), "a cut gzip stream is not rejected whole");
     let (seen, report) = analyse(compressed);
     assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
-    assert_eq!(report.format, "pcap+gzip");
+    assert_eq!(report.format.to_string(), "pcap+gzip");
     assert!(
         report
             .warnings

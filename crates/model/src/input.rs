@@ -12,7 +12,7 @@ pub struct InputReport {
     /// Position on the command line, from 0: what every other `input` field refers to.
     pub index: u32,
     pub path: String,
-    pub format: String,
+    pub format: FileFormat,
     pub packets: u64,
     pub bytes: u64,
     /// Packets not decoded down to TCP, by reason.
@@ -33,10 +33,88 @@ impl InputReport {
         InputReport {
             index,
             path: e.path.clone(),
-            format: "unknown".into(),
+            format: FileFormat::default(),
             error: Some(e.message.clone()),
             ..InputReport::default()
         }
+    }
+}
+
+/// What an input file was read as, named in every output as `pcap`, `pcapng+gzip`, `har`,
+/// `nginx-log`, … (`unknown` when it could not be read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileFormat {
+    pub kind: FileKind,
+    /// The file was gzip-compressed.
+    pub gzip: bool,
+}
+
+/// The container an input was read as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FileKind {
+    /// Not read.
+    #[default]
+    Unknown,
+    Pcap,
+    PcapNg,
+    Har,
+    AccessLog(LogFlavor),
+}
+
+impl FileFormat {
+    pub fn new(kind: FileKind) -> FileFormat {
+        FileFormat { kind, gzip: false }
+    }
+
+    /// A packet capture: its frames are Wireshark's `frame.number`s (a HAR's or a log's are its
+    /// entries or lines).
+    pub fn is_capture(self) -> bool {
+        matches!(self.kind, FileKind::Pcap | FileKind::PcapNg)
+    }
+
+    /// The kind's name, without the compression.
+    pub fn kind_name(self) -> &'static str {
+        match self.kind {
+            FileKind::Unknown => "unknown",
+            FileKind::Pcap => "pcap",
+            FileKind::PcapNg => "pcapng",
+            FileKind::Har => "har",
+            FileKind::AccessLog(flavor) => flavor.name(),
+        }
+    }
+
+    /// The format a name from [`FileFormat`]'s `Display` stands for (a saved report's).
+    pub fn from_name(name: &str) -> FileFormat {
+        let (base, gzip) = match name.strip_suffix("+gzip") {
+            Some(base) => (base, true),
+            None => (name, false),
+        };
+        let kind = match base {
+            "pcap" => FileKind::Pcap,
+            "pcapng" => FileKind::PcapNg,
+            "har" => FileKind::Har,
+            other => LogFlavor::ALL
+                .into_iter()
+                .find(|f| f.name() == other)
+                .map_or(FileKind::Unknown, FileKind::AccessLog),
+        };
+        FileFormat { kind, gzip }
+    }
+}
+
+impl std::fmt::Display for FileFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind_name())?;
+        if self.gzip {
+            f.write_str("+gzip")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for FileFormat {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -227,6 +305,15 @@ pub enum LogFlavor {
 }
 
 impl LogFlavor {
+    pub const ALL: [LogFlavor; 6] = [
+        LogFlavor::Nginx,
+        LogFlavor::Envoy,
+        LogFlavor::Caddy,
+        LogFlavor::Haproxy,
+        LogFlavor::Traefik,
+        LogFlavor::Mapped,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             LogFlavor::Nginx => "nginx-log",

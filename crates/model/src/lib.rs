@@ -15,7 +15,8 @@ mod timestamp;
 pub use accounting::{Accounting, Ledger, bucket};
 pub use conn::{ConnId, Direction, endpoint};
 pub use input::{
-    Capabilities, Coverage, HeaderCoverage, InputReport, LogFlavor, OpenError, SourceFormat,
+    Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,
+    OpenError, SourceFormat,
 };
 pub use paged::PagedVec;
 pub use timestamp::Timestamp;

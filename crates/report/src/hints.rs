@@ -44,7 +44,7 @@ pub fn no_session(
     }
     if inputs
         .iter()
-        .all(|i| i.error.is_some() || !i.format.starts_with("pcap"))
+        .all(|i| i.error.is_some() || !i.format.is_capture())
     {
         return vec![no_session_in_records(inputs, mcp)];
     }
@@ -182,7 +182,7 @@ mod tests {
     fn input(packets: u64) -> InputReport {
         InputReport {
             path: "x.pcap".into(),
-            format: "pcap".into(),
+            format: mcpf_model::FileFormat::new(mcpf_model::FileKind::Pcap),
             packets,
             ..Default::default()
         }

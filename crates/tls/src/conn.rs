@@ -26,7 +26,7 @@ pub(crate) fn index(direction: Direction) -> usize {
 }
 
 /// Why a connection's records could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Undecryptable {
     /// The key log has no secret for this connection's client random.
     NoKey,
@@ -40,6 +40,9 @@ pub enum Undecryptable {
     NotTls,
     /// The handshake was not seen (the capture began after it): no random, no suite.
     HandshakeMissing,
+    /// Bytes of the record stream are missing from the capture: a record cut by them cannot be
+    /// authenticated, nor the next ones framed.
+    Gap,
 }
 
 impl Undecryptable {
@@ -60,6 +63,9 @@ impl Undecryptable {
             Undecryptable::NotTls => "bytes that are not TLS records".into(),
             Undecryptable::HandshakeMissing => {
                 "the handshake is not in the capture (it began before the capture)".into()
+            }
+            Undecryptable::Gap => {
+                "a gap in the record stream (bytes missing from the capture)".into()
             }
         }
     }

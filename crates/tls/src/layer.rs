@@ -11,7 +11,7 @@ use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
 use mcpf_model::{ConnId, Mark};
 
-use crate::conn::{Output, TlsConnection};
+use crate::conn::{Output, TlsConnection, Undecryptable};
 use crate::keylog::KeyLog;
 
 /// What the layer did, for the report.
@@ -22,7 +22,7 @@ pub struct TlsStats {
     /// Of them, those with plaintext out of both directions.
     pub decrypted: u64,
     /// Connections not (wholly) decrypted, by reason.
-    pub undecryptable: BTreeMap<String, u64>,
+    pub undecryptable: BTreeMap<Undecryptable, u64>,
     /// The first [`MAX_FAILURES_LISTED`] of them, each with where reading stopped and why.
     pub failures: Vec<TlsFailure>,
 }
@@ -34,7 +34,7 @@ impl TlsStats {
         self.connections += other.connections;
         self.decrypted += other.decrypted;
         for (why, n) in &other.undecryptable {
-            *self.undecryptable.entry(why.clone()).or_default() += n;
+            *self.undecryptable.entry(*why).or_default() += n;
         }
         self.failures.extend(other.failures.iter().cloned());
     }
@@ -56,7 +56,7 @@ pub const MAX_FAILURES_LISTED: usize = 256;
 pub struct TlsFailure {
     pub conn: ConnId,
     pub mark: Mark,
-    pub reason: String,
+    pub reason: Undecryptable,
 }
 
 enum Conn {
@@ -105,11 +105,7 @@ impl TlsLayer {
             } => self.data(conn, dir, data, mark, acked, next),
             TcpEvent::Gap { conn, mark, .. } if self.is_tls(conn) => {
                 // A record cut by lost bytes cannot be authenticated, nor the next ones framed.
-                self.fail(
-                    conn,
-                    mark,
-                    "a gap in the record stream (bytes missing from the capture)",
-                );
+                self.fail(conn, mark, Undecryptable::Gap);
             }
             TcpEvent::Closed { summary } => {
                 if let Some(Conn::Tls {
@@ -143,17 +139,17 @@ impl TlsLayer {
         matches!(self.conns.get(&conn), Some(Conn::Tls { .. }))
     }
 
-    fn fail(&mut self, conn: ConnId, mark: Mark, why: &str) {
+    fn fail(&mut self, conn: ConnId, mark: Mark, why: Undecryptable) {
         if let Some(Conn::Tls { failed, .. }) = self.conns.get_mut(&conn)
             && !*failed
         {
             *failed = true;
-            *self.stats.undecryptable.entry(why.to_string()).or_default() += 1;
+            *self.stats.undecryptable.entry(why).or_default() += 1;
             if self.stats.failures.len() < MAX_FAILURES_LISTED {
                 self.stats.failures.push(TlsFailure {
                     conn,
                     mark,
-                    reason: why.to_string(),
+                    reason: why,
                 });
             }
         }
@@ -211,11 +207,11 @@ impl TlsLayer {
                         acked: None,
                     });
                 }
-                Output::Undecryptable { why, .. } => reasons.push(why.describe()),
+                Output::Undecryptable { why, .. } => reasons.push(why),
             }
         }
         for why in reasons {
-            self.fail(conn, mark, &why);
+            self.fail(conn, mark, why);
         }
     }
 }

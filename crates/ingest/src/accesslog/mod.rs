@@ -172,7 +172,7 @@ pub(crate) fn read_access_log_as(
     let (mut report, caps) = reader.finish(sink);
     report.bytes = text.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
     if text.gzip {
-        report.format.push_str("+gzip");
+        report.format.gzip = true;
     }
     Ok((report, caps))
 }
@@ -603,7 +603,7 @@ impl<'a> LogReader<'a> {
         let flavor = self.flavor.unwrap_or(LogFlavor::Nginx);
         let mut report = InputReport {
             path: self.name.clone(),
-            format: flavor.name().into(),
+            format: mcpf_model::FileFormat::new(mcpf_model::FileKind::AccessLog(flavor)),
             packets: self.lines,
             ..InputReport::default()
         };

@@ -84,7 +84,7 @@ pub fn read_har(
     if let Some((bytes_read, gzip)) = last {
         report.bytes = bytes_read.load(Ordering::Relaxed);
         if gzip {
-            report.format.push_str("+gzip");
+            report.format.gzip = true;
         }
     }
     Ok((report, caps))
@@ -212,7 +212,7 @@ fn read_streaming<'r>(
     let (scan, head) = scan(name, open()?)?;
     let mut report = InputReport {
         path: name.to_string(),
-        format: "har".into(),
+        format: mcpf_model::FileFormat::new(mcpf_model::FileKind::Har),
         packets: scan.accounting.packets.total,
         ..InputReport::default()
     };

@@ -242,7 +242,7 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
     let captures = rep
         .inputs
         .iter()
-        .any(|i| i.error.is_none() && i.format.starts_with("pcap"));
+        .any(|i| i.error.is_none() && i.format.is_capture());
     let read = if captures {
         format!(
             "{} ({lost}); {exchanges}",

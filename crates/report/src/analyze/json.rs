@@ -359,10 +359,7 @@ fn finding_json(pos: usize, f: &Finding, r: &Redactor, captures: &[bool]) -> Val
 
 /// Which inputs are packet captures (their frames are Wireshark's), by index.
 fn capture_inputs(rep: &Report) -> Vec<bool> {
-    rep.inputs
-        .iter()
-        .map(|i| i.format.starts_with("pcap"))
-        .collect()
+    rep.inputs.iter().map(|i| i.format.is_capture()).collect()
 }
 
 /// A finding under the ID `id`, its causes named `causes`.

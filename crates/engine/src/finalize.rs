@@ -9,7 +9,7 @@ use mcpf_report::timeline::{self, Entry};
 /// The detector stage behind the MCP stage: runs the detectors on each session as it is
 /// finalized, computes its verdict, builds its timeline when the report will show it, renders
 /// its record, then lets the session drop its records.
-pub struct Finalizer {
+pub(crate) struct Finalizer {
     detector: Detector,
     /// With several inputs: sessions waiting for their other observations (the same session ID
     /// in another input) to be finalized, so the hops are compared and each finding goes where
@@ -28,7 +28,12 @@ pub struct Finalizer {
     sel: Selection,
     writer: SessionWriter,
     timelines_for_any: usize,
+    tap: Option<Tap>,
 }
+
+/// What sees each session as it is finalized, with its verdict and its findings, before its
+/// events are dropped (the detector tests keep the sessions this way).
+pub type Tap = Box<dyn FnMut(&Session, &mcpf_detect::verdict::Verdict, &[&Finding]) + Send>;
 
 /// Events the sessions held for their other observations may hold together. Past it the oldest
 /// are reported at once; their observations are kept by the detector, so the comparison still
@@ -40,7 +45,7 @@ pub const MAX_EVENTS_HELD: usize = 2_000_000;
 const TIMELINES_FOR_ANY_SESSION: usize = 20;
 
 impl Finalizer {
-    pub fn new(sel: Selection, writer: SessionWriter) -> Self {
+    pub(crate) fn new(sel: Selection, writer: SessionWriter) -> Self {
         Finalizer {
             detector: Detector::new(),
             held: Default::default(),
@@ -52,25 +57,30 @@ impl Finalizer {
             sel,
             writer,
             timelines_for_any: 0,
+            tap: None,
         }
+    }
+
+    pub(crate) fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
     }
 
     /// The inputs' paths by index: with several, sessions seen in more than one are compared
     /// hop by hop.
-    pub fn with_inputs(mut self, paths: Vec<String>) -> Self {
+    pub(crate) fn with_inputs(mut self, paths: Vec<String>) -> Self {
         self.detector = std::mem::take(&mut self.detector).with_inputs(paths);
         self
     }
 
     /// Events the held sessions may hold together (`--max-held-events`).
-    pub fn with_max_held_events(mut self, n: usize) -> Self {
+    pub(crate) fn with_max_held_events(mut self, n: usize) -> Self {
         self.max_held_events = n;
         self
     }
 
     /// A finalized session: analysed at once, or, while other observations of it are still in
     /// progress, when the last of them is finalized.
-    pub fn run(&mut self, s: Box<Session>) {
+    pub(crate) fn run(&mut self, s: Box<Session>) {
         // Other observations of it: other inputs (hops), or other servers in one input (the
         // replicas of a balancer's server leg).
         if s.same_session_as.is_empty() {
@@ -125,6 +135,11 @@ impl Finalizer {
         verdict: mcpf_detect::verdict::Verdict,
         mine: &[usize],
     ) {
+        if let Some(tap) = &mut self.tap {
+            let all = self.detector.findings();
+            let findings: Vec<&Finding> = mine.iter().map(|&h| &all[h]).collect();
+            tap(&s, &verdict, &findings);
+        }
         let sel = &self.sel;
         let start = s.start.time;
         let in_window = |m: Mark| sel.in_window(m, start);
@@ -205,7 +220,7 @@ impl Finalizer {
     /// Releases what is still held, then hands over everything: the findings in order, the
     /// session records, the timelines, and (known only now) the limits reached and the clock
     /// offsets between inputs.
-    pub fn finish(mut self) -> Finished {
+    pub(crate) fn finish(mut self) -> Finished {
         // Observations whose others never ended (none should be left: every session is
         // finalized at the end of the input).
         let mut left: Vec<Box<Session>> = std::mem::take(&mut self.held)
@@ -243,12 +258,12 @@ impl Finalizer {
 }
 
 /// What the detector stage hands over at the end.
-pub struct Finished {
-    pub findings: Vec<Finding>,
-    pub sessions: SessionWriter,
-    pub timelines: Vec<Vec<Entry>>,
-    pub limits: Vec<String>,
-    pub clock_offsets: Vec<mcpf_detect::ClockOffset>,
+pub(crate) struct Finished {
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) sessions: SessionWriter,
+    pub(crate) timelines: Vec<Vec<Entry>>,
+    pub(crate) limits: Vec<String>,
+    pub(crate) clock_offsets: Vec<mcpf_detect::ClockOffset>,
 }
 
 /// Events a session holds.

@@ -1,8 +1,9 @@
 //! Unit-level tests of every detector on hand-built sessions.
 //!
-//! A small DSL drives `mcp::Builder` with synthetic HTTP events (one TCP connection per exchange,
-//! time and frame numbers increasing with every event), then `finish()` analyses the sessions and
-//! `detect::run` produces the findings. Each finding kind has at least one positive case (kind,
+//! A small DSL drives the engine's session stage (the MCP builder and the finalizer a run of the
+//! binary uses) with synthetic HTTP events (one TCP connection per exchange, time and frame
+//! numbers increasing with every event); each session is kept as it is finalized, and `finish()`
+//! gives the findings in their final order. Each finding kind has at least one positive case (kind,
 //! severity, evidence, frames and `caused_by` where the issue describes a chain) and at least one
 //! negative case that must not raise it; the verdicts, stateless and legacy sessions, DELETE /
 //! 404 bookkeeping and namespace attribution are checked on the same footing.
@@ -18,7 +19,7 @@ use mcpf_http::{
 use std::sync::{Arc, Mutex};
 
 use mcpf_detect::Detector;
-use mcpf_mcp::Builder;
+use mcpf_engine::{SessionStage, Settings};
 use mcpf_mcp::model::{Attribution, EventIdScheme, Namespace, Session, StreamTransport, Transport};
 use mcpf_model::{ConnId, Direction};
 use mcpf_model::{FrameRef, Mark, Timestamp};
@@ -68,17 +69,12 @@ struct Ex {
     last_id: String,
 }
 
-/// What the detector stage made of the sessions the builder finalized, as in a run of the
-/// binary: the builder finalizes each session when it is over and hands it to the detectors.
-#[derive(Default)]
-struct Finalized {
-    detector: Detector,
-    sessions: Vec<Session>,
-}
-
 struct Capture {
-    b: Builder,
-    finalized: Arc<Mutex<Finalized>>,
+    /// The engine's session stage: the builder finalizes each session when it is over and
+    /// hands it to the detectors, as in a run of the binary.
+    b: SessionStage,
+    /// The sessions as they were finalized (their events still held).
+    finalized: Arc<Mutex<Vec<Session>>>,
     frame: u64,
     nanos: i64,
     next_conn: u64,
@@ -113,15 +109,12 @@ fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 impl Capture {
     fn new() -> Capture {
-        let finalized = Arc::new(Mutex::new(Finalized::default()));
+        let finalized = Arc::new(Mutex::new(Vec::new()));
         let sink = finalized.clone();
-        let b = Builder::new()
-            .with_early_finalize(true)
-            .with_session_callback(Box::new(move |s| {
-                let mut f = sink.lock().unwrap();
-                f.detector.session(&s);
-                f.sessions.push(*s);
-            }));
+        let sources = vec![mcpf_model::SourceFormat::Capture; 3];
+        let b = SessionStage::without_records(&Settings::default(), sources).with_tap(Box::new(
+            move |s, _, _| sink.lock().unwrap().push(s.clone()),
+        ));
         Capture {
             b,
             finalized,
@@ -528,15 +521,13 @@ impl Capture {
 
     /// Ends the capture; the findings in their final order, the sessions by index.
     fn finish(self) -> Run {
-        let (left, _, _) = self.b.finish();
-        assert!(left.is_empty(), "every session went to the detector stage");
-        let Finalized {
-            detector,
-            mut sessions,
-        } = std::mem::take(&mut *self.finalized.lock().unwrap());
+        let analysed = self.b.finish().unwrap();
+        let mut sessions = std::mem::take(&mut *self.finalized.lock().unwrap());
         sessions.sort_by_key(|s| s.idx);
-        let (findings, _) = detector.finish();
-        Run { sessions, findings }
+        Run {
+            sessions,
+            findings: analysed.findings,
+        }
     }
 }
 
@@ -2893,7 +2884,8 @@ fn json_rpc_that_is_not_mcp_makes_no_session() {
     c.respond(&mut r, 200, &[("Content-Type", "text/event-stream")]);
     c.event(&mut r, "42", r#"{"symbol":"ACME","price":12.6}"#);
     c.end(r, Cut::Complete);
-    let (sessions, _, stats) = c.b.finish();
+    let stats = c.b.finish().unwrap().mcp;
+    let sessions = c.finalized.lock().unwrap();
     assert!(sessions.is_empty(), "{} sessions", sessions.len());
     assert_eq!(stats.exchanges_mcp, 0);
     assert_eq!(stats.jsonrpc_not_mcp, 1);

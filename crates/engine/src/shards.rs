@@ -17,7 +17,7 @@ use mcpf_capture::held::{HeldEvents, conn_of};
 use mcpf_capture::tcp::{TcpEvent, TcpSink};
 use mcpf_http as http;
 
-use crate::pipeline::{CaptureSink, TcpLoss};
+use crate::feed::{CaptureSink, TcpLoss};
 
 /// Shards of every run. Eight keeps each shard's share of the HTTP caps at least 128 MiB of
 /// message bytes and 64 MiB of brotli windows; the session thread, not the shards, bounds what
@@ -40,23 +40,23 @@ fn shard_of(event: &TcpEvent<'_>) -> usize {
 
 /// What one shard did: the evidence that more workers would have more to share.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ShardWork {
-    pub connections: u64,
-    pub tcp_events: u64,
-    pub bytes: u64,
-    pub http_events: u64,
+pub(crate) struct ShardWork {
+    pub(crate) connections: u64,
+    pub(crate) tcp_events: u64,
+    pub(crate) bytes: u64,
+    pub(crate) http_events: u64,
 }
 
 /// The per-connection stages of one shard, and what they produced since last taken.
-pub struct Shard<T> {
+pub(crate) struct Shard<T> {
     tls: Option<mcpf_tls::TlsLayer>,
-    pub http: http::Stage<Collect<T>>,
-    pub work: ShardWork,
+    pub(crate) http: http::Stage<Collect<T>>,
+    pub(crate) work: ShardWork,
 }
 
 /// The HTTP sink of a shard: each event, prepared for the session stage, with the sequence
 /// number of the TCP event that produced it.
-pub struct Collect<T> {
+pub(crate) struct Collect<T> {
     seq: u64,
     out: Vec<(u64, T)>,
     prepare: fn(http::HttpEvent) -> T,
@@ -90,11 +90,11 @@ impl<T> Shard<T> {
             _ => {}
         }
         self.http.sink.seq = seq;
-        crate::pipeline::through_tls(&mut self.tls, &mut self.http, event);
+        crate::feed::through_tls(&mut self.tls, &mut self.http, event);
     }
 
     fn add_secrets(&mut self, key_log: &[u8]) {
-        crate::pipeline::add_secrets(&mut self.tls, key_log);
+        crate::feed::add_secrets(&mut self.tls, key_log);
     }
 
     /// What the shard produced since last asked, in sequence order.
@@ -113,19 +113,19 @@ impl<T> Shard<T> {
     }
 
     /// The TLS layer's counts, if the shard had one.
-    pub fn tls_stats(&self) -> Option<&mcpf_tls::TlsStats> {
+    pub(crate) fn tls_stats(&self) -> Option<&mcpf_tls::TlsStats> {
         self.tls.as_ref().map(|t| &t.stats)
     }
 }
 
 /// Every shard of a run, in shard order, with what they counted together.
-pub struct Shards<T> {
-    pub shards: Vec<Shard<T>>,
+pub(crate) struct Shards<T> {
+    pub(crate) shards: Vec<Shard<T>>,
 }
 
 impl<T> Shards<T> {
     /// The HTTP stage's counts over every shard.
-    pub fn http_stats(&self) -> http::HttpStats {
+    pub(crate) fn http_stats(&self) -> http::HttpStats {
         let mut all = http::HttpStats::default();
         for s in &self.shards {
             all.merge(&s.http.stats);
@@ -134,7 +134,7 @@ impl<T> Shards<T> {
     }
 
     /// The TLS layer's counts over every shard, when any had a TLS layer.
-    pub fn tls_stats(&self) -> Option<mcpf_tls::TlsStats> {
+    pub(crate) fn tls_stats(&self) -> Option<mcpf_tls::TlsStats> {
         let mut layers = self.shards.iter().filter_map(Shard::tls_stats).peekable();
         layers.peek()?;
         let mut all = mcpf_tls::TlsStats::default();
@@ -146,7 +146,7 @@ impl<T> Shards<T> {
     }
 
     /// One JSON line of each shard's work, for `--shard-stats`.
-    pub fn work_line(&self, workers: usize) -> String {
+    pub(crate) fn work_line(&self, workers: usize) -> String {
         let rows: Vec<String> = self
             .shards
             .iter()
@@ -169,15 +169,15 @@ impl<T> Shards<T> {
 
 /// Every shard on the calling thread: each TCP event through its shard, and what that produced
 /// straight on to `deliver`, so the order is the wire's without merging.
-pub struct Inline<T, D: FnMut(T)> {
+pub(crate) struct Inline<T, D: FnMut(T)> {
     shards: Vec<Shard<T>>,
     seq: u64,
-    pub tcp: TcpLoss,
+    pub(crate) tcp: TcpLoss,
     deliver: D,
 }
 
 impl<T, D: FnMut(T)> Inline<T, D> {
-    pub fn new(
+    pub(crate) fn new(
         keys: Option<&mcpf_tls::KeyLog>,
         prepare: fn(http::HttpEvent) -> T,
         deliver: D,
@@ -190,7 +190,7 @@ impl<T, D: FnMut(T)> Inline<T, D> {
         }
     }
 
-    pub fn into_shards(self) -> Shards<T> {
+    pub(crate) fn into_shards(self) -> Shards<T> {
         Shards {
             shards: self.shards,
         }
@@ -257,7 +257,7 @@ impl Round {
 
 /// The reading thread's TCP sink: numbers each event and puts it in the round of its shard's
 /// worker; hands each worker its round once the rounds are full.
-pub struct Dispatch {
+pub(crate) struct Dispatch {
     rounds: Vec<Round>,
     txs: Vec<mpsc::SyncSender<Round>>,
     /// Rounds the workers are done with, to be filled again: their buffers are kept.
@@ -265,7 +265,7 @@ pub struct Dispatch {
     seq: u64,
     events: usize,
     bytes: usize,
-    pub tcp: TcpLoss,
+    pub(crate) tcp: TcpLoss,
     /// A worker stopped (it only stops by panicking): nothing more is sent.
     closed: bool,
 }
@@ -277,7 +277,7 @@ impl Dispatch {
 
     /// Hands every worker its round, empty or not: each worker's answer to a round tells the
     /// session thread that it has done everything before the round's end.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.closed
             || self
                 .rounds
@@ -455,7 +455,7 @@ impl<T> Worker<T> {
 
 /// The session thread: the workers' events, handed to `deliver` in sequence order as soon as
 /// every worker has passed them. Returns when the workers are done.
-pub fn merge<T>(results: Results<T>, mut deliver: impl FnMut(T)) {
+pub(crate) fn merge<T>(results: Results<T>, mut deliver: impl FnMut(T)) {
     let Results { rx, gate, weigh } = results;
     let workers = gate.state.lock().map_or(0, |s| s.through.len());
     let mut queues: Vec<Queue<T>> = (0..SHARDS).map(|_| Default::default()).collect();
@@ -514,18 +514,18 @@ fn deliver_ready<T>(
 }
 
 /// The session thread's end of the workers' output.
-pub struct Results<T> {
+pub(crate) struct Results<T> {
     rx: mpsc::Receiver<Out<T>>,
     gate: std::sync::Arc<Gate>,
     weigh: fn(&T) -> usize,
 }
 
 /// A worker thread, which gives its shards back when it ends.
-pub type Joining<'scope, T> = std::thread::ScopedJoinHandle<'scope, Vec<Shard<T>>>;
+pub(crate) type Joining<'scope, T> = std::thread::ScopedJoinHandle<'scope, Vec<Shard<T>>>;
 
 /// Starts `workers` worker threads in `scope`, each feeding its shards: returns the reading
 /// thread's sink, the session thread's end, and the workers to join.
-pub fn start<'scope, T: Send + 'static>(
+pub(crate) fn start<'scope, T: Send + 'static>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     workers: usize,
     keys: Option<&mcpf_tls::KeyLog>,
@@ -575,13 +575,13 @@ pub fn start<'scope, T: Send + 'static>(
 }
 
 /// The shards back from their workers, in shard order.
-pub fn join<T>(handles: Vec<Joining<'_, T>>) -> anyhow::Result<Shards<T>> {
+pub(crate) fn join<T>(handles: Vec<Joining<'_, T>>) -> Result<Shards<T>, crate::EngineError> {
     let workers = handles.len();
     let mut by_worker = Vec::new();
     for h in handles {
         let shards = h
             .join()
-            .map_err(|_| anyhow::anyhow!("internal error: an HTTP worker failed"))?;
+            .map_err(|_| crate::EngineError::StageFailed("HTTP worker"))?;
         by_worker.push(shards.into_iter());
     }
     let shards = (0..SHARDS)

@@ -1,0 +1,126 @@
+//! Opening the inputs of a run: each as what its content says it is (a capture, a HAR file or
+//! an access log), those that cannot be opened listed as unreadable and told to the caller, the
+//! run going on without them.
+
+use mcpf_capture::{self as capture, CaptureInput};
+use mcpf_ingest::{FormatChoice, LogMap};
+use mcpf_model::{InputId, InputReport, OpenError, SourceFormat};
+
+use crate::Observer;
+
+/// The inputs a run is asked to read, once directories and globs are expanded
+/// ([`crate::inputs::expand`]).
+#[derive(Clone, Debug, Default)]
+pub struct InputSpec {
+    pub files: Vec<String>,
+    /// `--input-format`.
+    pub format: FormatChoice,
+    /// `--log-map` or `--log-format`, read and checked.
+    pub log_map: Option<LogMap>,
+}
+
+/// The inputs of a run, each opened as what its content says it is.
+pub struct Opened {
+    /// Every input named, in order.
+    pub paths: Vec<String>,
+    pub(crate) captures: Vec<CaptureInput>,
+    /// HAR files and access logs: (input index, path, format).
+    pub(crate) others: Vec<(InputId, String, SourceFormat)>,
+    pub(crate) log_map: Option<LogMap>,
+    pub(crate) failed: bool,
+    /// Entries for the inputs that could not be opened, so the report lists every input.
+    pub(crate) unreadable: Vec<InputReport>,
+}
+
+impl Opened {
+    /// Opens every input; those that fail are told to `observer` and listed as unreadable.
+    pub fn open(spec: &InputSpec, observer: &mut dyn Observer) -> Opened {
+        let mut opened = Opened {
+            paths: spec.files.clone(),
+            captures: Vec::new(),
+            others: Vec::new(),
+            log_map: spec.log_map.clone(),
+            failed: false,
+            unreadable: Vec::new(),
+        };
+        let have_map = opened.log_map.is_some();
+        for (i, path) in spec.files.iter().enumerate() {
+            let i = i as InputId;
+            let resolved = match &opened.log_map {
+                Some(m) if m.is_text() => mcpf_ingest::resolve_text_log(path),
+                _ => mcpf_ingest::resolve(path, spec.format, have_map),
+            };
+            let format = resolved.and_then(|f| match f {
+                SourceFormat::Capture => capture::open_capture(path, i).map(|c| {
+                    opened.captures.push(c);
+                    f
+                }),
+                _ => Ok(f),
+            });
+            match format {
+                Ok(SourceFormat::Capture) => {}
+                Ok(f) => opened.others.push((i, path.clone(), f)),
+                Err(e) => {
+                    observer.unreadable(&e);
+                    opened.failed = true;
+                    opened.unreadable.push(InputReport::failed(i, &e));
+                }
+            }
+        }
+        opened
+    }
+
+    /// Opens every input named as a capture (the `flows` view reads nothing else).
+    pub fn captures_only(files: &[String], observer: &mut dyn Observer) -> Opened {
+        let mut opened = Opened {
+            paths: files.to_vec(),
+            captures: Vec::new(),
+            others: Vec::new(),
+            log_map: None,
+            failed: false,
+            unreadable: Vec::new(),
+        };
+        for (i, path) in files.iter().enumerate() {
+            match capture::open_capture(path, i as InputId) {
+                Ok(input) => opened.captures.push(input),
+                Err(e) => {
+                    observer.unreadable(&e);
+                    opened.failed = true;
+                    opened
+                        .unreadable
+                        .push(InputReport::failed(i as InputId, &e));
+                }
+            }
+        }
+        opened
+    }
+
+    /// One capture held in memory, as input 0 named `name` (the fuzz targets use it to run the
+    /// production path on bytes).
+    pub fn capture_bytes(name: &str, bytes: Vec<u8>) -> Result<Opened, OpenError> {
+        let capture = capture::capture_from_bytes(name, bytes, 0)?;
+        Ok(Opened {
+            paths: vec![name.to_string()],
+            captures: vec![capture],
+            others: Vec::new(),
+            log_map: None,
+            failed: false,
+            unreadable: Vec::new(),
+        })
+    }
+
+    /// Nothing could be opened.
+    pub fn is_empty(&self) -> bool {
+        self.captures.is_empty() && self.others.is_empty()
+    }
+
+    /// The format of every input, by index (unreadable ones count as captures: they feed
+    /// nothing).
+    pub fn sources(&self) -> Vec<SourceFormat> {
+        let mut sources = vec![SourceFormat::Capture; self.paths.len()];
+        for (i, _, format) in &self.others {
+            sources[*i as usize] = *format;
+        }
+        sources
+    }
+}

@@ -1,0 +1,198 @@
+//! `analyze`: the run handed to the engine, the report written in the chosen format, what a
+//! person needs to know said on standard error, and the exit code the findings call for.
+
+use std::io::Write;
+
+use mcpf_engine::report::analyze::{self as report, LiveLines, RecordFormat, SessionWriter};
+use mcpf_engine::report::redact::{Redacting, Redactor};
+use mcpf_engine::{Engine, Opened, Run, model};
+
+use super::Exit;
+use crate::cli::ReportFormat;
+use crate::config;
+use crate::terminal::{self, Terminal};
+
+pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
+    // Before the analysis: a path that cannot be written should not cost a long run.
+    let output =
+        match &job.output {
+            Some(path) => Some(std::fs::File::create(path).map_err(|e| {
+                anyhow::anyhow!("--output {}: cannot write it: {e}", path.display())
+            })?),
+            None => None,
+        };
+    terminal::print_notes(&job.notes);
+    let mut observer = Terminal::new(job.progress);
+    let inputs = Opened::open(&job.inputs, &mut observer);
+    if inputs.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let redactor = Redactor::new(job.redact);
+    // NDJSON goes out as each session ends: the output is needed from the start.
+    let (writer, output) = match job.format {
+        ReportFormat::Ndjson => (live_writer(&job, &inputs, redactor, output), None),
+        _ => (session_writer(&job, &inputs, redactor), output),
+    };
+    let engine = Engine::new(job.engine.clone());
+    let mut run = engine.run(inputs, writer, &mut observer)?;
+    if job.shard_stats {
+        eprintln!("{}", run.shard_work);
+    }
+    if let Some(live) = run.report.sessions.take_live() {
+        if let Some(e) = &live.error {
+            anyhow::bail!("{e}");
+        }
+        let mut out = live.into_inner();
+        report::write_ndjson_tail(&mut out, &run.report, &job.engine.selection)?;
+        out.flush()?;
+        return Ok(exit(run, &job));
+    }
+    match output {
+        Some(file) => {
+            let sink = std::io::BufWriter::with_capacity(1 << 16, file);
+            write(
+                &mut run.report,
+                &job,
+                &redactor,
+                Redacting::new(sink, redactor),
+            )?;
+        }
+        None => write(&mut run.report, &job, &redactor, terminal::stdout(redactor))?,
+    }
+    Ok(exit(run, &job))
+}
+
+/// Writes NDJSON to the output (standard output, or the `--output` file) as each session ends.
+fn live_writer(
+    job: &config::Analyze,
+    inputs: &Opened,
+    redactor: Redactor,
+    output: Option<std::fs::File>,
+) -> SessionWriter {
+    let sink: Box<dyn std::io::Write + Send> = match output {
+        Some(file) => Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        )),
+    };
+    let out = Box::new(Redacting::new(sink, redactor));
+    let captures = inputs
+        .sources()
+        .iter()
+        .map(|f| *f == model::SourceFormat::Capture)
+        .collect();
+    let live = LiveLines::new(
+        out,
+        job.engine.selection.clone(),
+        redactor,
+        inputs.paths.clone(),
+        captures,
+    );
+    SessionWriter::live(live, redactor)
+}
+
+/// Renders each session's record as it is finalized (on a thread of its own when there are
+/// threads to spare).
+fn session_writer(job: &config::Analyze, inputs: &Opened, redactor: Redactor) -> SessionWriter {
+    let format = match job.format {
+        ReportFormat::Json | ReportFormat::Markdown | ReportFormat::Html => RecordFormat::Pretty,
+        ReportFormat::Ndjson => RecordFormat::Lines,
+        ReportFormat::Table => RecordFormat::None,
+    };
+    let events = job.engine.selection.events;
+    let writer = SessionWriter::new(format, events, redactor, inputs.paths.clone());
+    if job.engine.threads > 1 {
+        writer.in_background()
+    } else {
+        writer
+    }
+}
+
+/// Writes the report through `out` (standard output, or the --output file), redacted.
+fn write<W: std::io::Write>(
+    rep: &mut report::Report,
+    job: &config::Analyze,
+    redactor: &Redactor,
+    mut out: Redacting<W>,
+) -> anyhow::Result<()> {
+    let sel = &job.engine.selection;
+    match job.format {
+        ReportFormat::Json => report::write_json(&mut out, rep, sel, redactor)?,
+        ReportFormat::Ndjson => report::write_ndjson(&mut out, rep, sel, redactor)?,
+        ReportFormat::Markdown => {
+            mcpf_engine::report::markdown::write_markdown_report(&mut out, rep, sel, redactor)?
+        }
+        ReportFormat::Html => {
+            let doc = mcpf_engine::report::markdown::document(rep, sel, redactor)?;
+            mcpf_engine::report::html::write_html(&mut out, &doc)?
+        }
+        ReportFormat::Table => {
+            let style = report::Style {
+                color: job.color,
+                width: job.width,
+            };
+            report::write_human(&mut out, rep, sel, redactor, style, job.fail_on)?
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+/// The exit code of a run, with what a person needs to know on standard error.
+fn exit(run: Run, job: &config::Analyze) -> Exit {
+    let Run {
+        report,
+        failed,
+        tls,
+        ..
+    } = run;
+    let sel = &job.engine.selection;
+    terminal::print_warnings(&report.inputs);
+    if report.session_count() == 0 {
+        // Nothing to analyse: say why, in words a newcomer can act on.
+        for h in mcpf_engine::report::hints::no_session(
+            &report.inputs,
+            report.connections,
+            &report.http,
+            &report.mcp,
+        ) {
+            eprintln!("mcp-forensics: no MCP session found: {}", h.problem);
+            eprintln!("  hint: {}", h.hint);
+        }
+        // Connections the key log did not open are not passed on as bytes: say so here.
+        let no_key = mcpf_engine::tls::Undecryptable::NoKey;
+        if let Some(t) = tls.filter(|t| t.undecryptable.contains_key(&no_key)) {
+            let line = mcpf_engine::report::tls_line(&t);
+            eprintln!("mcp-forensics: no MCP session found: {line}");
+            eprintln!(
+                "  hint: the key log must be the one the client wrote during this capture (each connection's secrets are keyed by its ClientHello random)"
+            );
+        }
+        return Exit::Error;
+    }
+    let unmatched = report.unmatched_session_keys(sel);
+    if !unmatched.is_empty() {
+        let labels = report.session_labels();
+        eprintln!(
+            "mcp-forensics: --session {} names no session of these inputs; they have {} (a session ID may be given whole, or as the table shortens it)",
+            unmatched.join(", "),
+            match labels.as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}"),
+                [] => "none".into(),
+            }
+        );
+        return Exit::Error;
+    }
+    if failed {
+        return Exit::Error;
+    }
+    let failing = report
+        .counted_findings(sel)
+        .any(|f| f.severity.at_least(job.fail_on));
+    // The process ends here: freeing every record of a large analysis one by one would only
+    // cost time.
+    let exit = if failing { Exit::Findings } else { Exit::Clean }.or_data_lost(&report.inputs);
+    std::mem::forget(report);
+    exit
+}

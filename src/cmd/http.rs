@@ -1,0 +1,43 @@
+//! `http`: every HTTP exchange of the inputs, MCP or not.
+
+use std::io::Write;
+
+use mcpf_engine::report::{self, redact::Redactor};
+use mcpf_engine::{Engine, Opened};
+
+use super::Exit;
+use crate::cli::Format;
+use crate::config;
+use crate::terminal::{self, Terminal};
+
+pub fn run(job: config::Http) -> anyhow::Result<Exit> {
+    terminal::print_notes(&job.notes);
+    let mut observer = Terminal::new(job.progress);
+    let inputs = Opened::open(&job.inputs, &mut observer);
+    if inputs.is_empty() {
+        return Ok(Exit::Error);
+    }
+    let redactor = Redactor::new(job.redact);
+    let view = match job.format {
+        Format::Json => report::http::View::Json,
+        Format::Table => report::http::View::Table,
+    };
+    let engine = Engine::new(job.engine);
+    let run = engine.http(
+        inputs,
+        report::http::Spool::new(view, redactor),
+        &mut observer,
+    );
+    if run.reports.is_empty() {
+        return Ok(Exit::Error);
+    }
+    terminal::print_warnings(&run.reports);
+    if let Some(t) = &run.tls {
+        eprintln!("mcp-forensics: note: {}", report::tls_line(t));
+    }
+    let mut out = terminal::stdout(redactor);
+    let width = terminal::stdout_width();
+    run.sink.write(&mut out, &run.reports, &run.stats, width)?;
+    out.flush()?;
+    Ok(if run.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&run.reports))
+}

@@ -1,0 +1,112 @@
+//! Where the binary meets the terminal: standard output (buffered, redacted), messages on
+//! standard error (redacted, sanitized), the width reports fit, colour decisions, and the
+//! observer that prints what a run tells as it goes.
+
+use std::io::{self, IsTerminal};
+
+use mcpf_engine::model::{InputReport, OpenError};
+use mcpf_engine::report::{self, redact, sanitize};
+
+use crate::progress::Progress;
+
+/// A message for standard error. Always redacted, `--show-secrets` or not: a diagnostic is never
+/// where the analyst reads a credential, and it may quote an input or a flag.
+pub fn diagnostic(text: &str) -> String {
+    redact::Redactor::new(true).text(text).into_owned()
+}
+
+/// Standard output, buffered (a locked stdout flushes at every newline, which costs a syscall
+/// per line of a pretty-printed report) and redacted unless `--show-secrets`: every command
+/// writes through this one boundary, so no output path can print a credential by forgetting
+/// to redact it.
+pub fn stdout(
+    redactor: redact::Redactor,
+) -> redact::Redacting<io::BufWriter<io::StdoutLock<'static>>> {
+    let out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    redact::Redacting::new(out, redactor)
+}
+
+/// Prints a per-file error the ripgrep way: the run goes on, the exit code says it happened.
+pub fn print_open_error(e: &OpenError) {
+    let path = diagnostic(&sanitize::terminal(&e.path));
+    eprintln!("mcp-forensics: {path}: {}", diagnostic(&e.message));
+    if let Some(hint) = &e.hint {
+        eprintln!("  hint: {}", diagnostic(hint));
+    }
+}
+
+/// Prints every capture input's warnings on standard error (they are in the report's `inputs`
+/// entries too): what was skipped, cut or lost reading a file is said where a script or a
+/// terminal sees it. A HAR file's or log's warnings are mostly what such a source never records
+/// (`lacks …`), the same for every file of its kind: they stay in the report.
+pub fn print_warnings(reports: &[InputReport]) {
+    for r in reports.iter().filter(|r| r.format.is_capture()) {
+        let path = sanitize::terminal(&r.path);
+        for w in &r.warnings {
+            eprintln!("mcp-forensics: {path}: warning: {}", sanitize::terminal(w));
+        }
+    }
+}
+
+/// The observer of a run on a terminal: unreadable inputs on standard error as they are met,
+/// a progress bar while the captures are read when asked for.
+pub struct Terminal {
+    pub progress: bool,
+    bar: Option<Progress>,
+}
+
+impl Terminal {
+    pub fn new(progress: bool) -> Terminal {
+        Terminal {
+            progress,
+            bar: None,
+        }
+    }
+}
+
+impl mcpf_engine::Observer for Terminal {
+    fn unreadable(&mut self, error: &OpenError) {
+        print_open_error(error);
+    }
+
+    fn reading(&mut self, p: mcpf_engine::ReadProgress) {
+        self.bar = Some(Progress::start(self.progress, p.total, p.bytes, p.frames));
+    }
+
+    fn read(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+    }
+}
+
+/// The width reports fit: `COLUMNS` when set, else the terminal's when the output is one, else
+/// [`DEFAULT_WIDTH`](report::analyze::DEFAULT_WIDTH). A width under 40 is taken as 40.
+pub fn output_width(to_terminal: bool) -> usize {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    let terminal = || {
+        to_terminal
+            .then(terminal_size::terminal_size)
+            .flatten()
+            .map(|(w, _)| usize::from(w.0))
+    };
+    columns
+        .or_else(terminal)
+        .unwrap_or(report::analyze::DEFAULT_WIDTH)
+        .max(40)
+}
+
+/// The width of standard output's reports.
+pub fn stdout_width() -> usize {
+    output_width(io::stdout().is_terminal())
+}
+
+/// What expanding the input arguments left out, one line each on standard error.
+pub fn print_notes(notes: &[String]) {
+    for note in notes {
+        eprintln!("mcp-forensics: {}", diagnostic(&sanitize::terminal(note)));
+    }
+}
