@@ -32,8 +32,11 @@ use super::decode::TcpSegment;
 pub use mcpf_model::{ConnId, Direction};
 use mcpf_model::{Mark, Timestamp, WireMap};
 
+mod seq;
 #[cfg(test)]
 mod trace;
+
+use seq::SeqNumber;
 
 /// How the client and server of a connection were told apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,28 +334,6 @@ struct Piece {
     mark: Mark,
     /// What the segment that carried it acknowledged of the other direction.
     acked: Option<u64>,
-}
-
-/// A TCP sequence number: 32 bits compared modulo 2^32 (RFC 9293 §3.4), so that wraparound is
-/// handled here and nowhere else.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SeqNumber(pub(crate) u32);
-
-impl SeqNumber {
-    fn add(self, n: u32) -> SeqNumber {
-        SeqNumber(self.0.wrapping_add(n))
-    }
-
-    /// How far `self` lies after `other` (negative when before), the shorter way round.
-    fn since(self, other: SeqNumber) -> i64 {
-        i64::from(self.0.wrapping_sub(other.0) as i32)
-    }
-
-    /// `self` lies at most `back` before and at most `ahead` after `center`.
-    fn within(self, center: SeqNumber, back: u32, ahead: u32) -> bool {
-        let d = self.since(center);
-        -i64::from(back) <= d && d <= i64::from(ahead)
-    }
 }
 
 /// A window of recent bytes remembers the packets that carried them, one per this many bytes of
