@@ -12,7 +12,6 @@ use super::{CloseReason, ConnId, ConnSummary, Direction, Limits, Reassembler, Tc
 use crate::decode::{TcpFlags, TcpSegment};
 
 pub(super) const C: &str = "10.0.0.1:40000";
-
 pub(super) const S: &str = "10.0.0.2:8080";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
