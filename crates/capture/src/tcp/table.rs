@@ -9,12 +9,11 @@ use std::net::SocketAddr;
 
 use mcpf_model::{Mark, Timestamp, WireMap};
 
+use super::assembly::flush_all;
 use super::recent::Recent;
+use super::roles::decide_by_port;
 use super::seq::SeqNumber;
-use super::{
-    CloseReason, Conn, ConnId, Half, Reassembler, RoleBasis, TcpEvent, TcpSink, decide_by_port,
-    flush_all,
-};
+use super::{CloseReason, Conn, ConnId, Half, Reassembler, RoleBasis, TcpEvent, TcpSink};
 use crate::decode::TcpSegment;
 
 /// A connection's 4-tuple, its lower endpoint first.

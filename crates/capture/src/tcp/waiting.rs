@@ -7,7 +7,8 @@
 
 use mcpf_model::{Mark, Timestamp};
 
-use super::{Half, Reassembler, TcpSink, declare_gap};
+use super::assembly::declare_gap;
+use super::{Half, Reassembler, TcpSink};
 
 impl Half {
     /// Pieces wait for a hole, or the reassembler's set of waiting directions still lists it.
@@ -69,9 +70,10 @@ impl Reassembler {
         self.sync_waiting(idx, side, now);
     }
 
-    /// Holds out-of-order data within [`Limits`](super::Limits): a direction over its limit declares its oldest
-    /// holes lost until it holds half; all connections over theirs free whole directions, the
-    /// one whose hole has waited longest first (found at once in [`Self::waiting`]).
+    /// Holds out-of-order data within [`Limits`](super::Limits): a direction over its limit
+    /// declares its oldest holes lost until it holds half; all connections over theirs free whole
+    /// directions, the one whose hole has waited longest first (found at once in
+    /// [`Self::waiting`]).
     pub(super) fn enforce_limits(
         &mut self,
         idx: usize,
