@@ -42,14 +42,14 @@ pub(super) struct Piece {
 impl Half {
     /// Unwraps a sequence number to the stream offset nearest the next expected byte. Negative
     /// when it lies before the first byte we know of.
-    fn offset(&self, seq: u32) -> i64 {
-        let base = SeqNumber(self.base.unwrap_or(seq));
-        let next = base.add(self.next as u32);
-        self.next as i64 + SeqNumber(seq).since(next)
+    fn offset(&self, seq: SeqNumber) -> i64 {
+        // The offset is taken modulo 2^32 into sequence space, as the sender counted it.
+        let next = self.base.unwrap_or(seq) + self.next as u32;
+        self.next as i64 + i64::from(seq - next)
     }
 
     /// The stream offset an ACK of this direction's bytes stands for, when it can be told.
-    fn acked_offset(&self, ack: u32) -> Option<u64> {
+    fn acked_offset(&self, ack: SeqNumber) -> Option<u64> {
         self.base?;
         u64::try_from(self.offset(ack)).ok()
     }
@@ -83,7 +83,8 @@ impl Conn {
         let mut data_seq = seg.seq;
         if seg.flags.syn {
             self.syn_seen[side] = true;
-            data_seq = seg.seq.wrapping_add(1);
+            // The SYN takes one sequence number; the first byte is the next (RFC 9293 §3.4).
+            data_seq = seg.seq + 1;
             if half.stats.bytes == 0 && half.pending.is_empty() {
                 half.base = Some(data_seq);
                 half.next = 0;
@@ -129,7 +130,13 @@ impl Conn {
 
     /// The peer of `side` acknowledged up to sequence number `ack`.
     #[inline]
-    pub(super) fn acked(&mut self, side: usize, ack: u32, now: Timestamp, sink: &mut impl TcpSink) {
+    pub(super) fn acked(
+        &mut self,
+        side: usize,
+        ack: SeqNumber,
+        now: Timestamp,
+        sink: &mut impl TcpSink,
+    ) {
         let dir = self.dir_of(side);
         let id = self.id;
         let half = &mut self.halves[side];
@@ -671,9 +678,9 @@ mod tests {
         let mut k = Collector::default();
         let isn = u32::MAX - 3;
         let mut segs = handshake(isn, 7);
-        segs.push(data(true, isn.wrapping_add(1), b"abc"));
-        segs.push(data(true, isn.wrapping_add(7), b"ghi")); // after the wrap, out of order
-        segs.push(data(true, isn.wrapping_add(4), b"def")); // crosses 2^32
+        segs.push(data(true, after(isn, 1), b"abc"));
+        segs.push(data(true, after(isn, 7), b"ghi")); // after the wrap, out of order
+        segs.push(data(true, after(isn, 4), b"def")); // crosses 2^32
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);
         assert_eq!(k.stream(0, C2S), vec![Item::Bytes(b"abcdefghi".to_vec())]);
@@ -905,11 +912,11 @@ mod tests {
         let mut segs = handshake(isn, 1);
         for &i in order {
             let (off, bytes) = &pieces[i];
-            segs.push(data(true, isn.wrapping_add(1).wrapping_add(*off), bytes));
+            segs.push(data(true, after(isn, 1 + off), bytes));
         }
         segs.push(Seg {
             fin: true,
-            ..data(true, isn.wrapping_add(1).wrapping_add(total as u32), b"")
+            ..data(true, after(isn, 1 + total as u32), b"")
         });
         feed(&mut r, &mut k, &segs);
         r.finish(&mut k);

@@ -4,7 +4,7 @@
 //! Sans-IO: the reassembler, which [`CaptureStage`](crate::CaptureStage) drives, is fed decoded
 //! segments with their capture time and frame and reports [`TcpEvent`]s to a sink. Sequence
 //! numbers are turned into 64-bit stream offsets by unwrapping each 32-bit value to the one
-//! nearest the next expected byte (RFC 9293 §3.4 modular arithmetic, in `SeqNumber`), so
+//! nearest the next expected byte (RFC 9293 §3.4 modular arithmetic, in [`SeqNumber`]), so
 //! wraparound at 2^32 needs no special case.
 //!
 //! Overlap policy: the first copy of a byte wins. A later copy is compared with it, whether the
@@ -51,6 +51,7 @@ use assembly::Piece;
 use recent::Recent;
 pub use roles::{RoleBasis, ServerSpec};
 use roles::{decide_by_user, decide_roles};
+pub use seq::SeqNumber;
 use table::{FlowKey, Link, Order, Tombstone, flow_key};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,7 +309,7 @@ pub struct ReassemblyStats {
 #[derive(Debug, Default)]
 struct Half {
     /// Sequence number of stream offset 0.
-    base: Option<u32>,
+    base: Option<SeqNumber>,
     /// Offset of the next byte to deliver.
     next: u64,
     pending: BTreeMap<u64, Piece>,

@@ -84,10 +84,10 @@ impl Tombstone {
     /// its sequence (or acknowledgement) number falls outside the old window but for a chance of
     /// about `2 * window / 2^32`. A side that sent nothing gives no evidence either way.
     fn absorbs(&self, side: usize, seg: &TcpSegment<'_>) -> bool {
-        let near = |value: u32, end: Option<SeqEnd>| {
+        let near = |value: SeqNumber, end: Option<SeqEnd>| {
             end.is_none_or(|e| {
                 let w = e.window.clamp(MIN_TOMBSTONE_WINDOW, 1 << 30);
-                SeqNumber(value).within(e.next, w, w)
+                value.within(e.next, w, w)
             })
         };
         near(seg.seq, self.ends[side]) && (!seg.flags.ack || near(seg.ack, self.ends[1 - side]))
@@ -147,7 +147,7 @@ fn is_new_connection(conn: &Conn, seg: &TcpSegment<'_>) -> bool {
     match half.base {
         // A retransmitted SYN carries the same initial sequence number.
         Some(base) => {
-            base != seg.seq.wrapping_add(1)
+            base != seg.seq + 1
                 && (conn.syn_seen[side]
                     || half.stats.bytes > 0
                     || conn.halves[1 - side].stats.bytes > 0)
@@ -159,9 +159,9 @@ fn is_new_connection(conn: &Conn, seg: &TcpSegment<'_>) -> bool {
 impl Half {
     /// The sequence number after the last byte (and FIN) this direction sent, when it sent any.
     fn seq_end(&self) -> Option<SeqNumber> {
-        let base = SeqNumber(self.base?);
         let end = self.fin_at.map_or(self.next, |f| self.next.max(f + 1));
-        Some(base.add(end as u32))
+        // The FIN takes a sequence number of its own; offsets wrap into sequence space.
+        Some(self.base? + end as u32)
     }
 }
 
@@ -670,7 +670,7 @@ mod tests {
     /// One connection from `handshake(isn_c, isn_s)`: "one" from the client, then both FINs and
     /// the last ACK, which closes it and leaves its tombstone.
     fn closed_connection(isn_c: u32, isn_s: u32) -> Vec<Seg> {
-        let (c, s) = (isn_c.wrapping_add(1), isn_s.wrapping_add(1));
+        let (c, s) = (after(isn_c, 1), after(isn_s, 1));
         let mut segs = handshake(isn_c, isn_s);
         segs.push(Seg {
             ack: Some(s),
@@ -679,16 +679,16 @@ mod tests {
         segs.push(Seg {
             fin: true,
             ack: Some(s),
-            ..data(true, c.wrapping_add(3), b"")
+            ..data(true, after(c, 3), b"")
         });
         segs.push(Seg {
             fin: true,
-            ack: Some(c.wrapping_add(4)),
+            ack: Some(after(c, 4)),
             ..data(false, s, b"")
         });
         segs.push(Seg {
-            ack: Some(s.wrapping_add(1)),
-            ..data(true, c.wrapping_add(4), b"")
+            ack: Some(after(s, 1)),
+            ..data(true, after(c, 4), b"")
         });
         segs
     }
@@ -779,11 +779,11 @@ mod tests {
         segs.push(Seg {
             fin: true,
             ack: Some(21),
-            ..data(true, isn_c.wrapping_add(4), b"")
+            ..data(true, after(isn_c, 4), b"")
         });
         segs.push(Seg {
             ack: Some(21),
-            ..data(true, isn_c.wrapping_add(1), b"one")
+            ..data(true, after(isn_c, 1), b"one")
         });
         // A new incarnation, its handshake missed: far from the old window on both sides.
         segs.push(Seg {

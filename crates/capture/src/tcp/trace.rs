@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 
 use mcpf_model::{FrameRef, Mark, Timestamp};
 
-use super::{CloseReason, ConnId, ConnSummary, Direction, Limits, Reassembler, TcpEvent, TcpSink};
+use super::{
+    CloseReason, ConnId, ConnSummary, Direction, Limits, Reassembler, SeqNumber, TcpEvent, TcpSink,
+};
 use crate::decode::{TcpFlags, TcpSegment};
 
 pub(super) const C: &str = "10.0.0.1:40000";
@@ -166,8 +168,8 @@ pub(super) fn feed_timed(
         let ts = TcpSegment {
             src,
             dst,
-            seq: seg.seq,
-            ack: seg.ack.unwrap_or(0),
+            seq: SeqNumber(seg.seq),
+            ack: SeqNumber(seg.ack.unwrap_or(0)),
             flags: TcpFlags {
                 syn: seg.syn,
                 ack: seg.ack.is_some(),
@@ -188,6 +190,11 @@ pub(super) fn feed_timed(
     }
 }
 
+/// The sequence number `n` after `seq`, wrapping as [`SeqNumber`] does.
+pub(super) fn after(seq: u32, n: u32) -> u32 {
+    (SeqNumber(seq) + n).0
+}
+
 pub(super) fn handshake(isn_c: u32, isn_s: u32) -> Vec<Seg> {
     vec![
         Seg {
@@ -196,12 +203,12 @@ pub(super) fn handshake(isn_c: u32, isn_s: u32) -> Vec<Seg> {
         },
         Seg {
             syn: true,
-            ack: Some(isn_c.wrapping_add(1)),
+            ack: Some(after(isn_c, 1)),
             ..data(false, isn_s, b"")
         },
         Seg {
-            ack: Some(isn_s.wrapping_add(1)),
-            ..data(true, isn_c.wrapping_add(1), b"")
+            ack: Some(after(isn_s, 1)),
+            ..data(true, after(isn_c, 1), b"")
         },
     ]
 }
