@@ -8,6 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{IpNumber, LaxIpSlice, TcpOptionElement, TcpSlice};
 
+use crate::tcp::SeqNumber;
+
 /// Link types we decode (the LINKTYPE_* values of the tcpdump registry).
 pub mod linktype {
     pub const NULL: i32 = 0;
@@ -46,8 +48,8 @@ pub struct TcpFlags {
 pub(crate) struct TcpSegment<'a> {
     pub(crate) src: SocketAddr,
     pub(crate) dst: SocketAddr,
-    pub(crate) seq: u32,
-    pub(crate) ack: u32,
+    pub(crate) seq: SeqNumber,
+    pub(crate) ack: SeqNumber,
     pub(crate) flags: TcpFlags,
     /// The receive window the sender advertises, as on the wire (not yet scaled).
     pub(crate) window: u16,
@@ -233,8 +235,8 @@ fn plain_tcp(data: &[u8], src_ip: IpAddr, dst_ip: IpAddr) -> Option<TcpSegment<'
     Some(TcpSegment {
         src: SocketAddr::new(src_ip, u16::from_be_bytes([h[0], h[1]])),
         dst: SocketAddr::new(dst_ip, u16::from_be_bytes([h[2], h[3]])),
-        seq: be32(4),
-        ack: be32(8),
+        seq: SeqNumber(be32(4)),
+        ack: SeqNumber(be32(8)),
         flags: TcpFlags {
             syn: false,
             ack: flags & 0x10 != 0,
@@ -299,8 +301,8 @@ fn sliced_ip_to_tcp(packet: &[u8]) -> Result<TcpSegment<'_>, Skip> {
     Ok(TcpSegment {
         src: SocketAddr::new(src_ip, tcp.source_port()),
         dst: SocketAddr::new(dst_ip, tcp.destination_port()),
-        seq: tcp.sequence_number(),
-        ack: tcp.acknowledgment_number(),
+        seq: SeqNumber(tcp.sequence_number()),
+        ack: SeqNumber(tcp.acknowledgment_number()),
         flags: TcpFlags {
             syn: tcp.syn(),
             ack: tcp.ack(),

@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! The capture stage: the only place that knows about packets.
 //!
 //! Opens pcap / pcapng inputs (plain or gzip, files or standard input), merges several inputs

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use mcpf_capture::decode::{TcpFlags, linktype};
 use mcpf_capture::reader::CaptureReader;
-use mcpf_capture::tcp::{ConnSummary, Direction, TcpEvent};
+use mcpf_capture::tcp::{ConnSummary, Direction, SeqNumber, TcpEvent};
 use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
 use mcpf_capture::{CaptureStage, Settings};
 use mcpf_model::Timestamp;
@@ -126,7 +126,7 @@ fn the_window_scale_offered_in_the_syns_widens_the_final_window() {
     let body = vec![b'x'; 40_000];
     for (wscale, connections) in [(Some(7), 1), (None, 2)] {
         let mut specs = reset_after(&body, wscale, 1024);
-        let late_seq = 501u32.wrapping_sub(30_000);
+        let late_seq = (SeqNumber(501) - 30_000).0;
         specs.push(seg(false, late_seq, 101, b"late"));
         let seen = capture(&whole(specs));
         assert_eq!(seen.opened.len(), connections, "wscale {wscale:?}");

@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 //! Detectors: one file per finding kind, each tracing back to the resumption rules of the
 //! incident note (a `Last-Event-ID` is only valid in the event-ID namespace that minted it) or to

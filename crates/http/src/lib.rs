@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! The HTTP stage: reassembled TCP streams in, HTTP/1.1 messages and Server-Sent Events out,
 //! each with the capture marks that prove it.
 //!

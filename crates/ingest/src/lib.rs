@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! Evidence that is not a packet capture: HAR files and JSON access logs, turned into the same
 //! [`HttpEvent`](mcpf_http::HttpEvent)s the capture path produces, so every later stage works
 //! on them unchanged.

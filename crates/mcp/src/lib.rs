@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 //! The MCP stage: HTTP exchanges in, MCP sessions out.
 //!

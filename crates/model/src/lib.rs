@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 //! Plain data shared by every stage of mcp-forensics: capture time, frame references, endpoints,
 //! directions, connection identities, and what each input is and can support.

@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! Reporters: turn analysed data into tables, timelines, JSON and NDJSON. Reporters never
 //! analyse; every string that came from a capture is sanitised before it reaches a terminal.
 

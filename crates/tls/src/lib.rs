@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! TLS decryption for forensics: given an NSS key log (what `SSLKEYLOGFILE` makes browsers,
 //! curl, httpx and Node write), the records of a captured TLS 1.2 or 1.3 connection are
 //! decrypted back into the bytes the HTTP stage reads. Sans-IO: each direction's TCP bytes are
