@@ -42,37 +42,7 @@ impl Connection {
         }
         let half = self.half(dir);
         match half.state {
-            State::Body => {
-                let framing = half.msg.as_ref().map(|m| m.framing);
-                let until_close = framing == Some(Framing::UntilClose);
-                if framing == Some(Framing::UntilCut) {
-                    self.end_message(dir, Outcome::Gap, None, mark, sink);
-                    return;
-                }
-                // A close-delimited response ends at the server's FIN, unless the client had
-                // already closed its side: then the client walked away from it (a proxy whose own
-                // client gave up closes upstream like this).
-                let client_left = match self.first_fin {
-                    Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => {
-                        Some(at)
-                    }
-                    _ => None,
-                };
-                if until_close && let Some(at) = client_left {
-                    self.end_message(
-                        dir,
-                        Outcome::ClosedEarly,
-                        Some(Direction::ClientToServer),
-                        at,
-                        sink,
-                    );
-                } else if until_close {
-                    self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
-                } else {
-                    let (first, at) = self.first_fin.unwrap_or((dir, mark));
-                    self.end_message(dir, Outcome::ClosedEarly, Some(first), at, sink);
-                }
-            }
+            State::Body => self.fin_in_body(dir, mark, sink),
             State::Head => {
                 half.head.clear();
                 half.head_dropped = None;
@@ -86,6 +56,37 @@ impl Connection {
                 );
             }
             _ => {}
+        }
+    }
+
+    /// FIN in the middle of a body: a close-delimited one ends there, any other was cut short.
+    fn fin_in_body(&mut self, dir: Direction, mark: Mark, sink: &mut impl HttpSink) {
+        let framing = self.half(dir).msg.as_ref().map(|m| m.framing);
+        let until_close = framing == Some(Framing::UntilClose);
+        if framing == Some(Framing::UntilCut) {
+            self.end_message(dir, Outcome::Gap, None, mark, sink);
+            return;
+        }
+        // A close-delimited response ends at the server's FIN, unless the client had already
+        // closed its side: then the client walked away from it (a proxy whose own client gave
+        // up closes upstream like this).
+        let client_left = match self.first_fin {
+            Some((Direction::ClientToServer, at)) if dir == Direction::ServerToClient => Some(at),
+            _ => None,
+        };
+        if until_close && let Some(at) = client_left {
+            self.end_message(
+                dir,
+                Outcome::ClosedEarly,
+                Some(Direction::ClientToServer),
+                at,
+                sink,
+            );
+        } else if until_close {
+            self.end_message(dir, Outcome::Complete, Some(dir), mark, sink);
+        } else {
+            let (first, at) = self.first_fin.unwrap_or((dir, mark));
+            self.end_message(dir, Outcome::ClosedEarly, Some(first), at, sink);
         }
     }
 
@@ -114,27 +115,53 @@ impl Connection {
         };
         for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             if self.half(dir).msg.is_some() {
-                let until_close_done = outcome == Outcome::ClosedEarly
-                    && self
-                        .half(dir)
-                        .msg
-                        .as_ref()
-                        .is_some_and(|m| m.framing == Framing::UntilClose);
-                let o = if until_close_done {
-                    Outcome::Complete
-                } else {
-                    outcome
-                };
-                let at = if o == Outcome::Complete {
-                    mark
-                } else {
-                    gave_up
-                };
-                self.end_message(dir, o, closed_by, at, sink);
+                self.end_at_close(dir, outcome, closed_by, mark, gave_up, sink);
             }
         }
         self.counts.inconsistent_unattributed += self.future_inconsistent.len() as u64;
         self.future_inconsistent.clear();
+        self.report_unanswered(outcome, closed_by, gave_up, sink);
+    }
+
+    /// Ends the message of `dir` in progress when its connection ended with `outcome` at `mark`:
+    /// complete if it was close-delimited and the close was orderly, else cut short at the
+    /// moment the connection was given up (`gave_up`).
+    fn end_at_close(
+        &mut self,
+        dir: Direction,
+        outcome: Outcome,
+        closed_by: Option<Direction>,
+        mark: Mark,
+        gave_up: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let until_close_done = outcome == Outcome::ClosedEarly
+            && self
+                .half(dir)
+                .msg
+                .as_ref()
+                .is_some_and(|m| m.framing == Framing::UntilClose);
+        let o = if until_close_done {
+            Outcome::Complete
+        } else {
+            outcome
+        };
+        let at = if o == Outcome::Complete {
+            mark
+        } else {
+            gave_up
+        };
+        self.end_message(dir, o, closed_by, at, sink);
+    }
+
+    /// Reports each request still waiting for its response as never answered.
+    fn report_unanswered(
+        &mut self,
+        outcome: Outcome,
+        closed_by: Option<Direction>,
+        gave_up: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         // Answers may have been in bytes the server sent that the capture lost.
         let outcome = if self.resp.gap_since_head {
             Outcome::Gap

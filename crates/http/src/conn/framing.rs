@@ -13,6 +13,8 @@ use mcpf_model::{Direction, Mark};
 pub(crate) const MAX_BODY: usize = 16 << 20;
 
 impl Connection {
+    /// Reads body bytes of the message in progress by its framing; returns the bytes used (none
+    /// when the message ended before them: they belong to what follows).
     pub(super) fn read_body(
         &mut self,
         dir: Direction,
@@ -58,49 +60,72 @@ impl Connection {
                 self.body_bytes(dir, data, mark, sink);
                 data.len()
             }
-            Framing::Chunked => {
-                let mut decoder = msg.chunked.take().unwrap_or_default();
-                let (result, ended) = self.dechunk(dir, &mut decoder, data, mark, sink);
-                if let Some(m) = self.half(dir).msg.as_mut() {
-                    m.chunked = Some(decoder);
+            Framing::Chunked => self.read_chunked(dir, data, mark, sink),
+        }
+    }
+
+    /// Reads the chunks of a chunked body from `data`; returns the bytes used.
+    fn read_chunked(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> usize {
+        let mut decoder = self
+            .half(dir)
+            .msg
+            .as_mut()
+            .and_then(|m| m.chunked.take())
+            .unwrap_or_default();
+        let (result, ended) = self.dechunk(dir, &mut decoder, data, mark, sink);
+        if let Some(m) = self.half(dir).msg.as_mut() {
+            m.chunked = Some(decoder);
+        }
+        let (Ok(used) | Err((used, _))) = &result;
+        self.step_used[di(dir)] = *used as u64;
+        match result {
+            Ok(used) => {
+                if ended {
+                    self.end_message(dir, Outcome::Complete, None, mark, sink);
                 }
-                let (Ok(used) | Err((used, _))) = &result;
-                self.step_used[di(dir)] = *used as u64;
-                match result {
-                    Ok(used) => {
-                        if ended {
-                            self.end_message(dir, Outcome::Complete, None, mark, sink);
-                        }
-                        used
-                    }
-                    Err((used, e)) => {
-                        // After a cut of the snap length, the framing ends where the next
-                        // message begins: the cut took only this one's bytes.
-                        let cut_only = self
-                            .half(dir)
-                            .msg
-                            .as_ref()
-                            .is_some_and(|m| m.gap && !m.lost);
-                        let what = if cut_only {
-                            format!(
-                                "chunked framing not found after a snap-length cut ({e}): message ended there"
-                            )
-                        } else {
-                            format!("bad chunked framing: {e}; message cut")
-                        };
-                        self.anomaly(dir, mark, what, sink);
-                        if let Some(m) = self.half(dir).msg.as_mut() {
-                            m.gap = true;
-                        }
-                        // The rest of the packet may hold the next message: it is scanned from
-                        // the start state (and counted if skipped).
-                        self.end_message(dir, Outcome::Gap, None, mark, sink);
-                        self.half(dir).after_gap |= !cut_only;
-                        used
-                    }
-                }
+                used
+            }
+            Err((used, e)) => {
+                self.bad_chunked(dir, e, mark, sink);
+                used
             }
         }
+    }
+
+    /// The chunked framing of the body broke (`e`): the message ends there, cut.
+    fn bad_chunked(
+        &mut self,
+        dir: Direction,
+        e: ChunkedError,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        // After a cut of the snap length, the framing ends where the next message begins: the
+        // cut took only this one's bytes.
+        let cut_only = self
+            .half(dir)
+            .msg
+            .as_ref()
+            .is_some_and(|m| m.gap && !m.lost);
+        let what = if cut_only {
+            format!("chunked framing not found after a snap-length cut ({e}): message ended there")
+        } else {
+            format!("bad chunked framing: {e}; message cut")
+        };
+        self.anomaly(dir, mark, what, sink);
+        if let Some(m) = self.half(dir).msg.as_mut() {
+            m.gap = true;
+        }
+        // The rest of the packet may hold the next message: it is scanned from the start state
+        // (and counted if skipped).
+        self.end_message(dir, Outcome::Gap, None, mark, sink);
+        self.half(dir).after_gap |= !cut_only;
     }
 
     /// Reads chunked framing from `data`, each piece of body as it comes; returns the bytes

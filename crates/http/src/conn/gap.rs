@@ -8,7 +8,6 @@
 
 use super::hold::Held;
 use super::message::Message;
-use super::parse::header_slots;
 use super::{Connection, HttpSink, State, di, message_kind};
 use crate::Outcome;
 use crate::body::{ChunkedDecoder, Framing};
@@ -62,31 +61,8 @@ impl Connection {
             .rposition(|&b| b == b'\n')
             .map_or(&head[..0], |i| &head[..=i]);
         let lines = whole.iter().filter(|&&b| b == b'\n').count();
-        let mut ended = whole.to_vec();
-        ended.extend_from_slice(b"\r\n");
-        let ended = self
-            .without_control_bytes(dir, &ended, mark, sink)
-            .into_owned();
-        let mut slots = header_slots(&ended);
         let kind = message_kind(dir);
-        let parsed = match dir {
-            Direction::ClientToServer => {
-                let mut req = httparse::Request::new(&mut slots);
-                let ok = matches!(req.parse(&ended), Ok(httparse::Status::Complete(_)));
-                if ok {
-                    self.request_head(&req, first, mark, false, sink);
-                }
-                ok
-            }
-            Direction::ServerToClient => {
-                let mut resp = httparse::Response::new(&mut slots);
-                let ok = matches!(resp.parse(&ended), Ok(httparse::Status::Complete(_)));
-                if ok {
-                    self.response_head(&resp, first, mark, false, sink);
-                }
-                ok
-            }
-        };
+        let parsed = self.parse_cut_head(dir, whole, first, mark, sink);
         let cause = if snaplen {
             " (cut by the capture's snap length)"
         } else {
@@ -107,28 +83,39 @@ impl Connection {
             lines.saturating_sub(1)
         );
         self.anomaly(dir, mark, what, sink);
-        let keep_body = snaplen && dir == Direction::ClientToServer;
-        let half = self.half(dir);
-        if let Some(msg) = half.msg.as_mut() {
-            // Unknown until bytes come after the cut: those are the body's first, with no hole
-            // before them yet.
-            msg.payload.body.unknown = true;
-            msg.holed = !keep_body;
-            msg.gap = true;
-            msg.lost |= !snaplen;
-            msg.payload.body.gap_bytes += len;
-            if snaplen {
-                msg.payload.body.snaplen_bytes += len;
-            }
-            if keep_body {
-                msg.framing = Framing::UntilCut;
-                half.state = State::Body;
-                return;
-            }
+        if !self.cut_message(dir, len, snaplen) {
+            self.end_message(dir, Outcome::Gap, None, mark, sink);
         }
-        self.end_message(dir, Outcome::Gap, None, mark, sink);
     }
 
+    /// Marks the message a cut head started: its body unknown, the gap's bytes its. A request
+    /// the snap length cut reads on to the start of a later segment (returns true); any other
+    /// message is to end at once.
+    fn cut_message(&mut self, dir: Direction, len: u64, snaplen: bool) -> bool {
+        let keep_body = snaplen && dir == Direction::ClientToServer;
+        let half = self.half(dir);
+        let Some(msg) = half.msg.as_mut() else {
+            return false;
+        };
+        // Unknown until bytes come after the cut: those are the body's first, with no hole
+        // before them yet.
+        msg.payload.body.unknown = true;
+        msg.holed = !keep_body;
+        msg.gap = true;
+        msg.lost |= !snaplen;
+        msg.payload.body.gap_bytes += len;
+        if snaplen {
+            msg.payload.body.snaplen_bytes += len;
+        }
+        if keep_body {
+            msg.framing = Framing::UntilCut;
+            half.state = State::Body;
+        }
+        keep_body
+    }
+
+    /// `len` bytes of `dir` are missing, in order with the bytes parsed (a gap of the capture, or
+    /// one held and replayed): what they cost depends on where the parser was.
     pub(super) fn lose(
         &mut self,
         dir: Direction,
@@ -154,30 +141,56 @@ impl Connection {
                 half.gap_between |= half.framed_end;
             }
             State::Head => {
-                let head = std::mem::take(&mut half.head);
-                let first = half.head_first.take().unwrap_or(mark);
-                half.state = State::Start;
-                half.head_dropped = None;
-                half.head_tail.clear();
-                self.cut_head(dir, &head, first, len, snaplen, mark, sink);
+                self.lose_in_head(dir, len, snaplen, mark, sink);
                 self.half(dir).after_gap |= lost;
             }
-            State::Body => {
-                let Some(msg) = half.msg.as_mut() else {
-                    half.state = State::Start;
-                    return;
-                };
-                let overran = matches!(msg.framing, Framing::Length(_)) && len > msg.remaining;
-                let survives = msg.lose(len, snaplen);
-                let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
-                if !survives {
-                    self.end_message(dir, Outcome::Gap, None, mark, sink);
-                    self.half(dir).after_gap |= lost;
-                    self.half(dir).gap_between |= overran;
-                } else if done {
-                    self.end_message(dir, Outcome::Gap, None, mark, sink);
-                }
-            }
+            State::Body => self.lose_in_body(dir, len, snaplen, mark, sink),
+        }
+    }
+
+    /// A gap inside the head being read: what was whole of it is kept ([`Self::cut_head`]).
+    fn lose_in_head(
+        &mut self,
+        dir: Direction,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let half = self.half(dir);
+        let head = std::mem::take(&mut half.head);
+        let first = half.head_first.take().unwrap_or(mark);
+        half.state = State::Start;
+        half.head_dropped = None;
+        half.head_tail.clear();
+        self.cut_head(dir, &head, first, len, snaplen, mark, sink);
+    }
+
+    /// A gap inside a body: the message goes on if its framing survives the gap (unless the gap
+    /// took the rest of its length), and ends there if not.
+    fn lose_in_body(
+        &mut self,
+        dir: Direction,
+        len: u64,
+        snaplen: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let half = self.half(dir);
+        let Some(msg) = half.msg.as_mut() else {
+            half.state = State::Start;
+            return;
+        };
+        let overran = matches!(msg.framing, Framing::Length(_)) && len > msg.remaining;
+        let survives = msg.lose(len, snaplen);
+        let done = matches!(msg.framing, Framing::Length(_)) && msg.remaining == 0;
+        if !survives {
+            self.end_message(dir, Outcome::Gap, None, mark, sink);
+            // Bytes the snap length cut took nothing of the next message (see `lose`).
+            self.half(dir).after_gap |= !snaplen;
+            self.half(dir).gap_between |= overran;
+        } else if done {
+            self.end_message(dir, Outcome::Gap, None, mark, sink);
         }
     }
 }
@@ -211,7 +224,12 @@ impl Message {
                 sse.gap();
             }
         }
-        // Keep the framing when the gap falls inside a known length.
+        self.skip_framing(len)
+    }
+
+    /// Skips `len` bytes in the framing; returns whether it survives them. The framing is kept
+    /// when the gap falls inside a known length.
+    fn skip_framing(&mut self, len: u64) -> bool {
         match self.framing {
             Framing::Length(_) => {
                 if len <= self.remaining {

@@ -7,8 +7,8 @@
 //! request carried.
 
 use super::{ConnKind, Connection, HttpSink, State};
-use crate::Headers;
 use crate::h2::{H2Connection, PREFACE};
+use crate::{ExchangeId, Headers};
 use mcpf_model::{Direction, Mark};
 
 /// Bytes of a connection's start looked at to tell TLS and HTTP/2 apart from HTTP/1.1.
@@ -51,6 +51,26 @@ impl Connection {
         if self.kind.is_some() || self.probe.len() >= PROBE_BYTES {
             self.early_server = None;
         }
+    }
+
+    /// A 101 switched to cleartext HTTP/2 (RFC 7540 §3.2): HTTP/2 from here on. The 101 is
+    /// interim, and the response to the request that asked for it (`exchange`) comes on stream
+    /// 1, read with the client's settings that request carried.
+    pub(super) fn upgrade_to_h2c(&mut self, exchange: ExchangeId) {
+        self.interim.push(101);
+        let interim = std::mem::take(&mut self.interim);
+        let settings = self.h2c_settings.take();
+        let h2 = H2Connection::upgraded(
+            self.id,
+            self.client,
+            self.server,
+            exchange,
+            interim,
+            settings.as_deref(),
+        );
+        self.h2 = Some(Box::new(h2));
+        self.req.state = State::Opaque;
+        self.resp.state = State::Opaque;
     }
 
     /// Server bytes that came before the client's first: kept (bounded) until the client's bytes

@@ -83,6 +83,7 @@ impl Half {
 }
 
 impl Connection {
+    /// Reads head bytes up to the blank line that ends the head; returns the bytes used.
     pub(super) fn read_head(
         &mut self,
         dir: Direction,

@@ -132,6 +132,18 @@ impl Connection {
         self.resp.head_offset = p.offset + at as u64;
         self.kind = Some(ConnKind::Http);
         self.counts.midstream_resyncs += 1;
+        let how = self.begin_midstream_body(first, framing);
+        let what = format!(
+            "response picked up in the middle of its body (no request or head in the capture): \
+             resynchronised on {how} after skipping {at} bytes"
+        );
+        self.anomaly(dir, first, what, sink);
+        self.replay_probe(&p, at, sink);
+    }
+
+    /// Starts the body of a response whose request and head the capture missed, read with the
+    /// framing found (its first event after a gap); returns how it was found, for the anomaly.
+    fn begin_midstream_body(&mut self, first: Mark, framing: resync::Framing) -> &'static str {
         let (index, _) = self.response_index(first);
         let exchange = ExchangeId {
             conn: self.id,
@@ -162,18 +174,18 @@ impl Connection {
         let mut sse = SseParser::new();
         sse.gap_at_boundary();
         msg.payload.sse = Some(sse);
-        self.begin_body(dir, msg);
+        self.begin_body(Direction::ServerToClient, msg);
         if let Some(m) = self.resp.msg.as_mut() {
             // Its start is not in the capture: it cannot end complete.
             m.gap = true;
         }
-        let what = format!(
-            "response picked up in the middle of its body (no request or head in the capture): \
-             resynchronised on {how} after skipping {at} bytes"
-        );
-        self.anomaly(dir, first, what, sink);
-        // The probe's bytes were consumed by the start-line search; they are read again, each
-        // with its packet's mark, as the body.
+        how
+    }
+
+    /// The probe's bytes were consumed by the start-line search: from byte `at` on they are read
+    /// again, each with its packet's mark, as the body.
+    fn replay_probe(&mut self, p: &SseProbe, at: usize, sink: &mut impl HttpSink) {
+        let dir = Direction::ServerToClient;
         self.pos[di(dir)] = p.offset + at as u64;
         let mut begin = 0;
         for &(end, mark) in &p.pieces {

@@ -10,10 +10,9 @@ use std::borrow::Cow;
 use super::framing::{request_framing, response_framing};
 use super::handoff::{decode_http2_settings, headers_upgrade_to_h2c};
 use super::heads::{MAX_HEAD, MAX_HEADERS, never_dropped};
-use super::message::{Start, new_message};
+use super::message::{Message, Start, new_message};
 use super::{Connection, HttpSink, State, message_kind};
 use crate::body::Framing;
-use crate::h2::H2Connection;
 use crate::sse::SseParser;
 use crate::{ExchangeId, Headers, HttpEvent, Outcome, ResponseHead};
 use mcpf_model::{Direction, Mark};
@@ -73,7 +72,7 @@ impl Connection {
     }
 
     /// Starts the message of a request head (`complete`: not cut by a gap).
-    pub(super) fn request_head(
+    fn request_head(
         &mut self,
         req: &httparse::Request<'_, '_>,
         first: Mark,
@@ -110,7 +109,7 @@ impl Connection {
     }
 
     /// Reports a response head (`complete`: not cut by a gap) and starts its message.
-    pub(super) fn response_head(
+    fn response_head(
         &mut self,
         resp: &httparse::Response<'_, '_>,
         first: Mark,
@@ -135,22 +134,7 @@ impl Connection {
             index,
         };
         if status == 101 && headers_upgrade_to_h2c(&headers) {
-            // Cleartext HTTP/2 from here on (RFC 7540 §3.2): the 101 is interim, and the
-            // response comes on stream 1.
-            self.interim.push(101);
-            let interim = std::mem::take(&mut self.interim);
-            let settings = self.h2c_settings.take();
-            let h2 = H2Connection::upgraded(
-                self.id,
-                self.client,
-                self.server,
-                exchange,
-                interim,
-                settings.as_deref(),
-            );
-            self.h2 = Some(Box::new(h2));
-            self.req.state = State::Opaque;
-            self.resp.state = State::Opaque;
+            self.upgrade_to_h2c(exchange);
             return;
         }
         let (framing, problem) = response_framing(&method, status, &headers);
@@ -174,6 +158,20 @@ impl Connection {
             upstream: None,
         };
         sink.on_http(HttpEvent::ResponseHead(Box::new(response_head)));
+        self.begin_response_body(msg, event_stream, mark, sink);
+    }
+
+    /// Reads the body of a response whose head was reported: an event stream's events one by
+    /// one; after CONNECT 2xx or 101, none.
+    fn begin_response_body(
+        &mut self,
+        mut msg: Message,
+        event_stream: bool,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        let dir = Direction::ServerToClient;
+        let framing = msg.framing;
         if event_stream {
             msg.payload.sse = Some(SseParser::new());
         }
@@ -186,8 +184,44 @@ impl Connection {
         }
     }
 
+    /// Parses what a gap left of a head, its whole lines (`whole`), ended as a head ends; returns
+    /// whether they held a start line, whose message is then started as not complete.
+    pub(super) fn parse_cut_head(
+        &mut self,
+        dir: Direction,
+        whole: &[u8],
+        first: Mark,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) -> bool {
+        let mut ended = whole.to_vec();
+        ended.extend_from_slice(b"\r\n");
+        let ended = self
+            .without_control_bytes(dir, &ended, mark, sink)
+            .into_owned();
+        let mut slots = header_slots(&ended);
+        match dir {
+            Direction::ClientToServer => {
+                let mut req = httparse::Request::new(&mut slots);
+                let ok = matches!(req.parse(&ended), Ok(httparse::Status::Complete(_)));
+                if ok {
+                    self.request_head(&req, first, mark, false, sink);
+                }
+                ok
+            }
+            Direction::ServerToClient => {
+                let mut resp = httparse::Response::new(&mut slots);
+                let ok = matches!(resp.parse(&ended), Ok(httparse::Status::Complete(_)));
+                if ok {
+                    self.response_head(&resp, first, mark, false, sink);
+                }
+                ok
+            }
+        }
+    }
+
     /// The head to parse: `head` itself, or a copy with its control bytes replaced by `?`.
-    pub(super) fn without_control_bytes<'h>(
+    fn without_control_bytes<'h>(
         &mut self,
         dir: Direction,
         head: &'h [u8],
@@ -250,7 +284,7 @@ fn replace_control_bytes(head: &[u8]) -> Vec<u8> {
 
 /// Room for every header line of `head`: a field takes a line, so the parser never runs out
 /// of slots (it would reject the whole head), and a usual head of a dozen fields takes a dozen.
-pub(super) fn header_slots(head: &[u8]) -> Vec<httparse::Header<'_>> {
+fn header_slots(head: &[u8]) -> Vec<httparse::Header<'_>> {
     let lines = memchr::memchr_iter(b'\n', head).count();
     vec![httparse::EMPTY_HEADER; lines.min(MAX_HEAD) + 1]
 }

@@ -44,33 +44,64 @@ impl Connection {
         mark: Mark,
         count: bool,
     ) -> (usize, bool, bool) {
-        let is_http = self.kind == Some(ConnKind::Http);
-        let pos = self.pos[di(dir)];
-        let half = self.half(dir);
         let (chunk, complete) = match data.iter().position(|&b| b == b'\n') {
             Some(i) => (&data[..=i], true),
             None => (data, false),
         };
-        if half.line.len() + chunk.len() > MAX_RESYNC_LINE {
-            // Too long to be a start line: drop what we hold and this chunk.
-            if count {
-                half.skipped += (half.line.len() + chunk.len()) as u64;
-            }
-            half.line.clear();
-            if !is_http {
-                self.scanned_without_http += chunk.len() as u64;
-                self.maybe_give_up();
-            }
+        if self.half(dir).line.len() + chunk.len() > MAX_RESYNC_LINE {
+            self.skip_long_line(dir, chunk.len(), count);
             return (chunk.len(), false, false);
         }
         if !complete {
-            if half.line.is_empty() {
-                half.line_first = Some(mark);
-                half.line_offset = pos;
-            }
-            half.line.extend_from_slice(chunk);
+            self.keep_line_start(dir, chunk, mark);
             return (chunk.len(), false, false);
         }
+        let (line, line_offset, line_first) = self.whole_line(dir, chunk, mark);
+        let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
+        let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+        if trimmed.is_empty() {
+            return (chunk.len(), false, true);
+        }
+        let Some(at) = start_line_at(trimmed, dir) else {
+            self.skip_line(dir, line.len(), count);
+            return (chunk.len(), false, false);
+        };
+        let first = if at == 0 { line_first } else { mark };
+        self.begin_head(dir, &line, at, line_offset, first);
+        (chunk.len(), true, false)
+    }
+
+    /// Too long to be a start line: what is held of the line and this chunk are dropped.
+    fn skip_long_line(&mut self, dir: Direction, chunk_len: usize, count: bool) {
+        let half = self.half(dir);
+        if count {
+            half.skipped += (half.line.len() + chunk_len) as u64;
+        }
+        half.line.clear();
+        self.not_http_yet(chunk_len as u64);
+    }
+
+    /// Keeps the start of a line the chunk did not end, with where its first byte came.
+    fn keep_line_start(&mut self, dir: Direction, chunk: &[u8], mark: Mark) {
+        let pos = self.pos[di(dir)];
+        let half = self.half(dir);
+        if half.line.is_empty() {
+            half.line_first = Some(mark);
+            half.line_offset = pos;
+        }
+        half.line.extend_from_slice(chunk);
+    }
+
+    /// The line `chunk` ends (what was kept of it, then `chunk`), the stream offset of its first
+    /// byte, and where that byte was captured.
+    fn whole_line<'c>(
+        &mut self,
+        dir: Direction,
+        chunk: &'c [u8],
+        mark: Mark,
+    ) -> (Cow<'c, [u8]>, u64, Mark) {
+        let pos = self.pos[di(dir)];
+        let half = self.half(dir);
         let line_offset = if half.line.is_empty() {
             pos
         } else {
@@ -88,53 +119,62 @@ impl Connection {
             l.extend_from_slice(chunk);
             Cow::Owned(l)
         };
-        let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
-        let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
-        if trimmed.is_empty() {
-            return (chunk.len(), false, true);
-        }
-        let plausible = match dir {
-            Direction::ClientToServer => is_request_line(trimmed),
-            Direction::ServerToClient => is_status_line(trimmed),
-        };
-        // After a lost head, the next message may be glued to the end of a body that has no
-        // final newline (a JSON body): look for a start line inside the line too.
-        let embedded = if plausible {
-            None
-        } else {
-            embedded_start(trimmed, dir)
-        };
-        if plausible || embedded.is_some() {
-            let at = embedded.unwrap_or(0);
-            // A connection carries nothing but messages: lost bytes before this head were one.
-            half.lost_in_gap |= std::mem::take(&mut half.gap_between);
-            half.skipped += at as u64;
-            half.head.clear();
-            half.head.extend_from_slice(&line[at..]);
-            half.head_first = Some(if at == 0 { line_first } else { mark });
-            half.head_offset = line_offset + at as u64;
-            half.state = State::Head;
-            self.kind = Some(ConnKind::Http);
-            return (chunk.len(), true, false);
-        }
-        if count {
-            half.skipped += line.len() as u64;
-            half.lost_in_gap |= std::mem::take(&mut half.gap_between);
-        }
-        if !is_http {
-            self.scanned_without_http += line.len() as u64;
-            self.maybe_give_up();
-        }
-        (chunk.len(), false, false)
+        (line, line_offset, line_first)
     }
 
-    fn maybe_give_up(&mut self) {
+    /// A start line begins `at` bytes into `line`, whose first byte is at stream offset
+    /// `offset`; `first` is where the start line was captured. Its head is read from there.
+    fn begin_head(&mut self, dir: Direction, line: &[u8], at: usize, offset: u64, first: Mark) {
+        let half = self.half(dir);
+        // A connection carries nothing but messages: lost bytes before this head were one.
+        half.lost_in_gap |= std::mem::take(&mut half.gap_between);
+        half.skipped += at as u64;
+        half.head.clear();
+        half.head.extend_from_slice(&line[at..]);
+        half.head_first = Some(first);
+        half.head_offset = offset + at as u64;
+        half.state = State::Head;
+        self.kind = Some(ConnKind::Http);
+    }
+
+    /// A whole line that starts no message: skipped.
+    fn skip_line(&mut self, dir: Direction, len: usize, count: bool) {
+        let half = self.half(dir);
+        if count {
+            half.skipped += len as u64;
+            half.lost_in_gap |= std::mem::take(&mut half.gap_between);
+        }
+        self.not_http_yet(len as u64);
+    }
+
+    /// `n` more bytes scanned without a start line, on a connection not known to speak HTTP:
+    /// past [`GIVE_UP_NON_HTTP`] of them it is taken for something else, and not scanned
+    /// further.
+    fn not_http_yet(&mut self, n: u64) {
+        if self.kind == Some(ConnKind::Http) {
+            return;
+        }
+        self.scanned_without_http += n;
         if self.scanned_without_http > GIVE_UP_NON_HTTP && self.kind.is_none() {
             self.kind = Some(ConnKind::Other);
             self.req.state = State::Opaque;
             self.resp.state = State::Opaque;
         }
     }
+}
+
+/// Where a start line of `dir` begins in `line` (its line end taken off), if one does: at its
+/// start, or inside it. After a lost head, the next message may be glued to the end of a body
+/// that has no final newline (a JSON body): a start line is looked for inside the line too.
+fn start_line_at(line: &[u8], dir: Direction) -> Option<usize> {
+    let plausible = match dir {
+        Direction::ClientToServer => is_request_line(line),
+        Direction::ServerToClient => is_status_line(line),
+    };
+    if plausible {
+        return Some(0);
+    }
+    embedded_start(line, dir)
 }
 
 /// Where a start line begins inside `line` (not at 0), if one does.
