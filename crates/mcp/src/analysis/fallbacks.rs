@@ -15,6 +15,21 @@ use mcpf_model::WireSet;
 /// Mid-session fallback: the client abandoned a POST whose response did not arrive, then opened a
 /// GET event stream without `Last-Event-ID`.
 pub(super) fn detect_fallbacks(s: &mut Session) {
+    let mut found = observed_fallbacks(s);
+    let (inferred, ambiguous) = inferred_fallbacks(s, &found);
+    found.extend(inferred);
+    if let Some(why) = ambiguous {
+        s.not_determinable.push(("sse_fallback", why));
+    }
+    s.fallbacks.extend(found);
+    let mut fallbacks = std::mem::take(&mut s.fallbacks);
+    fallbacks.sort_by_key(|f| s.seq(f.mark));
+    s.fallbacks = fallbacks;
+}
+
+/// The fallbacks a capture shows: each GET event stream opened without `Last-Event-ID` after a
+/// POST the client abandoned, each POST replaced once.
+fn observed_fallbacks(s: &Session) -> Vec<Fallback> {
     let used: HashSet<StreamIdx> = s
         .fallbacks
         .iter()
@@ -32,70 +47,79 @@ pub(super) fn detect_fallbacks(s: &mut Session) {
         {
             continue;
         }
-        let candidate = abandoned
-            .range(..g)
-            .rev()
-            .map(|&p| &s.streams[p])
-            .filter(|p| {
-                resumed.get(&p.idx).is_none_or(|&at| at > s.seq(get.opened))
-                    && p.ended.is_some_and(|end| {
-                        s.seq(end) <= s.seq(get.opened)
-                            || end.time.0 <= get.opened.time.0 + TOLERANCE_NS
-                    })
-            })
-            .max_by_key(|p| p.ended.map(|e| s.seq(e)));
-        let Some(p) = candidate else {
+        let Some(p) = replaced_post(s, &abandoned, &resumed, g) else {
             continue;
         };
-        let request = p.requests().next();
-        let request_id = request.and_then(|m| m.id.clone());
-        let token = request.and_then(|m| m.mcp.progress_token.clone());
-        let abandoned_at = p.ended.unwrap_or(p.opened);
-        let waited = abandoned_at.time.seconds_since(p.opened.time);
-        let what = match (request.and_then(|m| m.method.as_deref()), &request_id) {
-            (Some(method), Some(id)) => format!("POST {method} #{}", id.label()),
-            _ => "POST".to_string(),
-        };
-        let got = if p.response_mark.is_some() {
-            "part of the response"
-        } else {
-            "no response bytes"
-        };
-        // Messages of the abandoned request arriving on the new stream confirm the fallback.
-        let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
-            (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token == token)
-                || (matches!(m.kind, Kind::Response | Kind::Error)
-                    && m.id.is_some()
-                    && m.id == request_id)
-        });
-        let after = if p.end_time_unknown {
-            "(when, the input does not say: its times stop at the request's sending)".to_string()
-        } else {
-            format!("after {waited:.1} s")
-        };
-        found.push(Fallback {
-            mark: get.opened,
-            from: "post".into(),
-            to: "get".into(),
-            trigger: format!("{what} abandoned by the client {after} with {got}"),
-            request_id,
-            abandoned_stream: Some(p.idx),
-            to_stream: g,
-            confirmed,
-            inferred: false,
-            frames: vec![p.opened, abandoned_at, get.opened],
-        });
+        found.push(observed_fallback(p, get, g));
         abandoned.remove(&p.idx);
     }
-    let (inferred, ambiguous) = inferred_fallbacks(s, &found);
-    found.extend(inferred);
-    if let Some(why) = ambiguous {
-        s.not_determinable.push(("sse_fallback", why));
+    found
+}
+
+/// The abandoned POST the GET stream `g` replaced: of those that ended before it opened (or
+/// within [`TOLERANCE_NS`] after) and were not resumed first, the last to end.
+fn replaced_post<'s>(
+    s: &'s Session,
+    abandoned: &BTreeSet<StreamIdx>,
+    resumed: &HashMap<StreamIdx, Seq>,
+    g: StreamIdx,
+) -> Option<&'s Stream> {
+    let get = &s.streams[g];
+    abandoned
+        .range(..g)
+        .rev()
+        .map(|&p| &s.streams[p])
+        .filter(|p| {
+            resumed.get(&p.idx).is_none_or(|&at| at > s.seq(get.opened))
+                && p.ended.is_some_and(|end| {
+                    s.seq(end) <= s.seq(get.opened)
+                        || end.time.0 <= get.opened.time.0 + TOLERANCE_NS
+                })
+        })
+        .max_by_key(|p| p.ended.map(|e| s.seq(e)))
+}
+
+/// The fallback from the abandoned POST `p` to the GET stream `get` (stream `g`), with what the
+/// POST got before it was abandoned and whether the GET carried its request's messages.
+fn observed_fallback(p: &Stream, get: &Stream, g: StreamIdx) -> Fallback {
+    let request = p.requests().next();
+    let request_id = request.and_then(|m| m.id.clone());
+    let token = request.and_then(|m| m.mcp.progress_token.clone());
+    let abandoned_at = p.ended.unwrap_or(p.opened);
+    let waited = abandoned_at.time.seconds_since(p.opened.time);
+    let what = match (request.and_then(|m| m.method.as_deref()), &request_id) {
+        (Some(method), Some(id)) => format!("POST {method} #{}", id.label()),
+        _ => "POST".to_string(),
+    };
+    let got = if p.response_mark.is_some() {
+        "part of the response"
+    } else {
+        "no response bytes"
+    };
+    // Messages of the abandoned request arriving on the new stream confirm the fallback.
+    let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
+        (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token == token)
+            || (matches!(m.kind, Kind::Response | Kind::Error)
+                && m.id.is_some()
+                && m.id == request_id)
+    });
+    let after = if p.end_time_unknown {
+        "(when, the input does not say: its times stop at the request's sending)".to_string()
+    } else {
+        format!("after {waited:.1} s")
+    };
+    Fallback {
+        mark: get.opened,
+        from: "post".into(),
+        to: "get".into(),
+        trigger: format!("{what} abandoned by the client {after} with {got}"),
+        request_id,
+        abandoned_stream: Some(p.idx),
+        to_stream: g,
+        confirmed,
+        inferred: false,
+        frames: vec![p.opened, abandoned_at, get.opened],
     }
-    s.fallbacks.extend(found);
-    let mut fallbacks = std::mem::take(&mut s.fallbacks);
-    fallbacks.sort_by_key(|f| s.seq(f.mark));
-    s.fallbacks = fallbacks;
 }
 
 /// The POST streams the client abandoned before they answered its request, not yet the

@@ -23,17 +23,10 @@ pub(super) fn inferred_fallbacks(
     let all = || s.fallbacks.iter().chain(found);
     let mut posts_used: HashSet<StreamIdx> = all().filter_map(|f| f.abandoned_stream).collect();
     let gets_used: HashSet<StreamIdx> = all().map(|f| f.to_stream).collect();
-    // The candidates once, by end: a GET then looks only at those ending near its start.
-    let mut dropped: Vec<(i64, &Stream)> = s
-        .streams
-        .iter()
-        .filter(|p| !posts_used.contains(&p.idx) && may_have_been_dropped(p))
-        .filter_map(|p| Some((p.ended?.time.0, p)))
-        .collect();
+    let dropped = maybe_dropped(s, &posts_used);
     if dropped.is_empty() {
         return (Vec::new(), None);
     }
-    dropped.sort_unstable_by_key(|&(end, p)| (end, p.idx));
     let widest = dropped.iter().map(|(_, p)| within(p)).max().unwrap_or(0);
     let moments = moments(s);
     let mut out = Vec::new();
@@ -59,21 +52,37 @@ pub(super) fn inferred_fallbacks(
         };
         posts_used.insert(p.idx);
         if another_exchange_within(&moments, at, within(p), [p.idx, get.idx]) {
-            ambiguous.get_or_insert_with(|| {
-                format!(
-                    "{} (logged as complete) ended within {} of the start of {}, but so did \
-                     other exchanges of the session: the log's times cannot tell a POST \
-                     dropped for the GET from one that had ended",
-                    p.label(),
-                    resolution(within(p)),
-                    get.label()
-                )
-            });
+            ambiguous.get_or_insert_with(|| not_one_moment(p, get));
             continue;
         }
         out.push(inferred_fallback(p, get));
     }
     (out, ambiguous)
+}
+
+/// The POSTs not yet taken that may have been dropped ([`may_have_been_dropped`]), by when they
+/// ended: worked out once, so that a GET looks only at those ending near its start.
+fn maybe_dropped<'s>(s: &'s Session, posts_used: &HashSet<StreamIdx>) -> Vec<(i64, &'s Stream)> {
+    let mut dropped: Vec<(i64, &Stream)> = s
+        .streams
+        .iter()
+        .filter(|p| !posts_used.contains(&p.idx) && may_have_been_dropped(p))
+        .filter_map(|p| Some((p.ended?.time.0, p)))
+        .collect();
+    dropped.sort_unstable_by_key(|&(end, p)| (end, p.idx));
+    dropped
+}
+
+/// Why the fallback from `p` to `get` is not determinable: their moment was not theirs alone.
+fn not_one_moment(p: &Stream, get: &Stream) -> String {
+    format!(
+        "{} (logged as complete) ended within {} of the start of {}, but so did other exchanges \
+         of the session: the log's times cannot tell a POST dropped for the GET from one that \
+         had ended",
+        p.label(),
+        resolution(within(p)),
+        get.label()
+    )
 }
 
 /// Every start and end of the session's exchanges, by time.

@@ -89,59 +89,81 @@ pub(crate) fn merge_sources(sessions: &mut Vec<Session>, recorded: impl Fn(Input
         else {
             continue;
         };
-        // The same session may have been captured on several legs (client side and upstream
-        // of a proxy): the source joins the one whose exchanges it matches best.
-        let log_server_unknown =
-            sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
-        let best = candidates
-            .iter()
-            .copied()
-            .filter(|&b| {
-                b != a
-                    && !absorbed.contains(&b)
-                    && (sessions[a].server == sessions[b].server || log_server_unknown)
-            })
-            .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
-            .max_by_key(|(b, offset, pairs)| {
-                (
-                    pairs.iter().filter(|p| p.is_some()).count(),
-                    std::cmp::Reverse(offset.abs()),
-                    std::cmp::Reverse(*b),
-                )
-            });
-        let Some((b, offset, pairs)) = best else {
+        let Some((b, offset, pairs)) = best_capture(sessions, a, candidates, &absorbed) else {
             continue;
         };
-        let mut matched = 0;
-        let mut extra = Vec::new();
-        let streams = std::mem::take(&mut sessions[a].streams);
-        for (mut sa, hit) in streams.into_iter().zip(pairs) {
-            if hit.is_some() {
-                matched += 1;
-            } else {
-                shift(&mut sa, offset);
-                extra.push(sa);
-            }
-        }
-        let input = sessions[a].inputs.first().copied().unwrap_or(0);
-        let added = extra.len();
-        let target = &mut sessions[b];
-        for st in extra {
-            let mut st = st;
-            st.idx = target.streams.len();
-            target.streams.push(st);
-        }
-        if !target.inputs.contains(&input) {
-            target.inputs.push(input);
-        }
-        target.merged_sources.push(MergedSource {
-            input,
-            matched,
-            added,
-            offset_s: offset as f64 / 1e9,
-        });
+        absorb(sessions, a, b, offset, pairs);
         absorbed.insert(a);
     }
+    drop_absorbed(sessions, &absorbed);
+}
+
+/// The captured session (of `candidates`, not absorbed) that the source session `a` joins, with
+/// the clock offset and the pairing of their exchanges. The same session may have been captured
+/// on several legs (client side and upstream of a proxy): the source joins the one whose
+/// exchanges it matches best.
+fn best_capture(
+    sessions: &[Session],
+    a: usize,
+    candidates: &[usize],
+    absorbed: &HashSet<usize>,
+) -> Option<(usize, i64, Vec<Option<usize>>)> {
+    let log_server_unknown =
+        sessions[a].server.ip().is_unspecified() && sessions[a].server.port() == 0;
+    candidates
+        .iter()
+        .copied()
+        .filter(|&b| {
+            b != a
+                && !absorbed.contains(&b)
+                && (sessions[a].server == sessions[b].server || log_server_unknown)
+        })
+        .filter_map(|b| alignment(&sessions[a], &sessions[b]).map(|(o, p)| (b, o, p)))
+        .max_by_key(|(b, offset, pairs)| {
+            (
+                pairs.iter().filter(|p| p.is_some()).count(),
+                std::cmp::Reverse(offset.abs()),
+                std::cmp::Reverse(*b),
+            )
+        })
+}
+
+/// Source session `a` joins captured session `b`: its exchanges that `pairs` matched are the
+/// capture's already, the others join `b` on its clock (`offset`), and the merge is recorded.
+fn absorb(sessions: &mut [Session], a: usize, b: usize, offset: i64, pairs: Vec<Option<usize>>) {
+    let mut matched = 0;
+    let mut extra = Vec::new();
+    let streams = std::mem::take(&mut sessions[a].streams);
+    for (mut sa, hit) in streams.into_iter().zip(pairs) {
+        if hit.is_some() {
+            matched += 1;
+        } else {
+            shift(&mut sa, offset);
+            extra.push(sa);
+        }
+    }
+    let input = sessions[a].inputs.first().copied().unwrap_or(0);
+    let added = extra.len();
+    let target = &mut sessions[b];
+    for st in extra {
+        let mut st = st;
+        st.idx = target.streams.len();
+        target.streams.push(st);
+    }
+    if !target.inputs.contains(&input) {
+        target.inputs.push(input);
+    }
+    target.merged_sources.push(MergedSource {
+        input,
+        matched,
+        added,
+        offset_s: offset as f64 / 1e9,
+    });
+}
+
+/// Drops the sessions absorbed into others, and numbers the rest again (each spanning its
+/// streams, those it took in included).
+fn drop_absorbed(sessions: &mut Vec<Session>, absorbed: &HashSet<usize>) {
     if absorbed.is_empty() {
         return;
     }

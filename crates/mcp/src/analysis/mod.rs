@@ -33,6 +33,16 @@ pub(crate) use merge::merge_sources;
 /// Works out what needs the whole session, once it is over.
 pub(crate) fn analyse(s: &mut Session) {
     order_streams(s);
+    detect_event_id_scheme(s);
+    not_determinable::note_what_inputs_lack(s);
+    resumes::resolve_resumes(s);
+    fallbacks::detect_fallbacks(s);
+    namespaces::attribute(s);
+}
+
+/// The scheme the server's event IDs follow, from its events; with none (an access log), from
+/// the IDs clients sent back.
+fn detect_event_id_scheme(s: &mut Session) {
     s.event_id_scheme = ids::classify(
         s.streams
             .iter()
@@ -51,10 +61,6 @@ pub(crate) fn analyse(s: &mut Session) {
             s.event_id_scheme_from = "last_event_id";
         }
     }
-    not_determinable::note_what_inputs_lack(s);
-    resumes::resolve_resumes(s);
-    fallbacks::detect_fallbacks(s);
-    namespaces::attribute(s);
 }
 
 /// Streams are numbered in the order their requests began.

@@ -21,19 +21,7 @@ pub(super) fn attribute(s: &mut Session) {
         }
         return;
     }
-    // Events in capture order across streams.
-    let view: &Session = s;
-    let mut order: Vec<(Seq, StreamIdx, usize)> = view
-        .streams
-        .iter()
-        .flat_map(|st| {
-            st.events
-                .iter()
-                .enumerate()
-                .map(move |(i, e)| (view.seq(e.mark), st.idx, i))
-        })
-        .collect();
-    order.sort();
+    let order = capture_order(s);
     let mut known = Delivered::new(s);
     // Only resume streams look back at what was delivered before them.
     let last_replay = order
@@ -60,4 +48,21 @@ pub(super) fn attribute(s: &mut Session) {
         ev.namespace = ns;
         ev.attribution = how;
     }
+}
+
+/// Every event of the session (its stream, its position there), in capture order across
+/// streams.
+fn capture_order(s: &Session) -> Vec<(Seq, StreamIdx, usize)> {
+    let mut order: Vec<(Seq, StreamIdx, usize)> = s
+        .streams
+        .iter()
+        .flat_map(|st| {
+            st.events
+                .iter()
+                .enumerate()
+                .map(move |(i, e)| (s.seq(e.mark), st.idx, i))
+        })
+        .collect();
+    order.sort();
+    order
 }

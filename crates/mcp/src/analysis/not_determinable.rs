@@ -13,6 +13,14 @@ const EVENT_ABSENCE_KINDS: [&str; 3] = ["resume_gap", "skipped_events", "unanswe
 /// Findings that need what an input did not record are "not determinable", never silently
 /// absent.
 pub(super) fn note_what_inputs_lack(s: &mut Session) {
+    bodies_missing(s);
+    events_unheld(s);
+    session_header_missing(s);
+}
+
+/// Bodies the input did not record, or whose content coding could not be undone: the findings
+/// that read what the messages said cannot be concluded.
+fn bodies_missing(s: &mut Session) {
     let unknown = s.streams.iter().filter(|st| st.body_unknown).count();
     let not_decoded = s.streams.iter().filter(|st| st.body_not_decoded).count();
     if unknown > 0 {
@@ -41,6 +49,11 @@ pub(super) fn note_what_inputs_lack(s: &mut Session) {
             s.not_determinable.push((kind, why.clone()));
         }
     }
+}
+
+/// Events past the session's cap were counted, not kept: nothing that concludes from an event's
+/// absence can be.
+fn events_unheld(s: &mut Session) {
     let unheld: u64 = s.streams.iter().map(|st| st.events_unheld).sum();
     if unheld > 0 {
         let why = format!(
@@ -50,6 +63,11 @@ pub(super) fn note_what_inputs_lack(s: &mut Session) {
             s.not_determinable.push((kind, why.clone()));
         }
     }
+}
+
+/// The input did not record the responses' `Mcp-Session-Id`: whether the server kept or changed
+/// the session's ID is not known.
+fn session_header_missing(s: &mut Session) {
     let resumes_without_header = s
         .streams
         .iter()
