@@ -1,0 +1,87 @@
+//! Retransmissions that disagreed with the first copy of their bytes (the capture stage keeps
+//! the first copy and reports the difference). Each is reported, and the message whose content
+//! rests on those bytes is marked: at once when it is being read, or when it ends if TCP still
+//! buffered the bytes; bytes no message used are counted apart.
+
+use super::message::Message;
+use super::{Connection, HttpSink, di, frame_name, message_kind};
+use mcpf_model::{Direction, Mark};
+
+/// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
+/// remembered until the message carrying them ends; more are counted, not tied to a message.
+const MAX_FUTURE_INCONSISTENT: usize = 16;
+
+/// A retransmission that disagreed with the first copy of bytes the parser had not reached yet.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FutureInconsistent {
+    dir: Direction,
+    offset: u64,
+    len: u64,
+}
+
+impl Connection {
+    /// A retransmission of `len` bytes from `offset` on disagreed with the first copy, carried
+    /// by `first`; the copy in `second` was dropped by the capture stage. Reported, and the
+    /// message whose content rests on those bytes is marked, now or when it ends.
+    pub(crate) fn inconsistent(
+        &mut self,
+        dir: Direction,
+        offset: u64,
+        len: u64,
+        first: Mark,
+        second: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        self.counts.inconsistent_retransmissions += 1;
+        if self.h2.is_some() {
+            // Frames are not tied to stream offsets here: counted, not attributed.
+            self.counts.inconsistent_unattributed += 1;
+            return;
+        }
+        let parsed = self.pos[di(dir)];
+        let half = match dir {
+            Direction::ClientToServer => &mut self.req,
+            Direction::ServerToClient => &mut self.resp,
+        };
+        let mut carried_by = None;
+        match half.msg.as_mut() {
+            Some(m) if m.offset <= offset && offset < parsed => {
+                m.payload.body.inconsistent_bytes += len;
+                carried_by = Some(m.exchange);
+            }
+            _ if offset >= parsed && self.future_inconsistent.len() < MAX_FUTURE_INCONSISTENT => {
+                self.future_inconsistent
+                    .push(FutureInconsistent { dir, offset, len });
+            }
+            _ => self.counts.inconsistent_unattributed += 1,
+        }
+        let within = carried_by.map_or(String::new(), |ex| {
+            format!(" in the {} of {ex}", message_kind(dir))
+        });
+        let what = format!(
+            "retransmitted bytes differ from the first copy: {len} bytes at stream offset \
+             {offset}{within} (first copy in {}, retransmission in {}; the first copy was kept)",
+            frame_name(first),
+            frame_name(second)
+        );
+        self.anomaly(dir, second, what, sink);
+    }
+
+    /// Inconsistent retransmissions of bytes a message that ends at `end` carried: its body is
+    /// marked. Ones before its start were in bytes no message used.
+    pub(super) fn settle_inconsistent(&mut self, dir: Direction, msg: &mut Message, end: u64) {
+        let counts = &mut self.counts;
+        self.future_inconsistent.retain(|f| {
+            if f.dir != dir || f.offset >= end {
+                return true;
+            }
+            if f.offset >= msg.offset {
+                msg.payload.body.inconsistent_bytes += f.len;
+            } else {
+                counts.inconsistent_unattributed += 1;
+            }
+            false
+        });
+        self.counts.inconsistent_bytes += msg.payload.body.inconsistent_bytes;
+    }
+}
