@@ -199,7 +199,7 @@ fn findings() -> Roff {
     f.text([roman(
         "Each finding has a kind, a severity, the session, a time, the frames and exchanges it rests on, kind-specific evidence, and caused_by links to the findings that explain it.",
     )]);
-    for k in FindingKind::ALL.map(FindingKind::info) {
+    for k in FindingKind::ALL.iter().map(|k| k.info()) {
         f.control("TP", []);
         f.text([
             bold(k.kind.name()),

@@ -17,7 +17,7 @@ pub fn run(kind: Option<String>) -> anyhow::Result<Exit> {
         None => {
             writeln!(out, "{:<34} {:<8} WHEN", "KIND", "SEVERITY")?;
             let hang = " ".repeat(44);
-            for k in FindingKind::ALL.map(FindingKind::info) {
+            for k in FindingKind::ALL.iter().map(|k| k.info()) {
                 let lead = format!("{:<34} {:<8} ", k.kind.name(), k.severity.name());
                 writeln!(out, "{}", wrap(k.when, width.max(80), &lead, &hang))?;
             }
@@ -45,7 +45,7 @@ pub fn run(kind: Option<String>) -> anyhow::Result<Exit> {
                     wrap(&format!("{title}: {text}"), width, "", "  ")
                 )?;
             }
-            let evidence = format!("Evidence: {}", k.evidence.join(", "));
+            let evidence = format!("Evidence: {}", k.kind.evidence_keys().join(", "));
             writeln!(out, "{}", wrap(&evidence, width, "", "  "))?;
         }
     }
@@ -55,7 +55,7 @@ pub fn run(kind: Option<String>) -> anyhow::Result<Exit> {
 
 /// Why `explain` cannot take `kind`, and what it would.
 fn unknown_kind(kind: &str) -> String {
-    let known: Vec<&str> = FindingKind::ALL.map(FindingKind::name).to_vec();
+    let known: Vec<&str> = FindingKind::ALL.iter().map(|k| k.name()).collect();
     let is_id = kind.len() > 1
         && kind.starts_with(['F', 'f'])
         && kind[1..].bytes().all(|b| b.is_ascii_digit());

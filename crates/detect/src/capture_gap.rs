@@ -13,7 +13,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The capture lost bytes that the client or server really sent (dropped by the capturing host, cut by the snap length, or taken mid-connection). The analyzer skips past the hole and says so instead of joining the bytes around it.",
     why: "Events, responses or requests may have been in the missing bytes: a finding that rests on this stream (a skipped range, an unanswered request) may be an artefact of the capture rather than of the server.",
     fix: "Capture with tcpdump -s 0 -U on a host that is not overloaded (or with a larger -B buffer), on the leg closest to the component you suspect, and compare with the capture of the other leg if you have it.",
-    evidence: &["stream", "bytes"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -40,16 +39,21 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     Some(b) => format!("{b} bytes missing from the capture under {}", st.label()),
                     None => format!("bytes missing from the capture under {}", st.label()),
                 },
-                evidence: json!({
+                evidence: crate::Evidence::CaptureGap(Evidence(json!({
                     "stream": st.label(),
                     "exchange": st.exchange.to_string(),
                     "bytes": bytes,
                     "cut_by_snap_length": st.snaplen_bytes,
                     "events_dropped_at_gap": st.events.iter().filter(|e| e.after_gap).count(),
-                }),
+                }))),
                 caused_by: vec![],
                 subject: Subject::Stream(st.idx),
             },
         );
     }
 }
+
+/// The evidence of a `capture_gap` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

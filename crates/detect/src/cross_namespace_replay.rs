@@ -2,7 +2,7 @@
 //! the one where the client last saw its `Last-Event-ID` — the server looked the ID up in the
 //! wrong counter (the incident of the seed note), or replays across streams (servers#4087).
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::index::Index;
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
@@ -16,13 +16,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client asked to continue the stream where it last saw an event ID; the server answered with events from a different stream's sequence (the same number exists in both when counters are per transport). The replay is syntactically valid and monotonic, and wrong.",
     why: "The client receives events that belong to other requests (a response it already has: a duplicate) and never receives the events it missed (skipped), so a request waits forever. No error, no 4xx, no session mismatch: it is silent divergence.",
     fix: "Server: resolve Last-Event-ID within the namespace that minted it, and mint IDs that name their stream (get:41, post:41, or <stream>_<n>); reject an ID you cannot place (400) rather than guessing. Client: never resume with Last-Event-ID across a fallback; re-initialize and reconcile by request ID.",
-    evidence: &[
-        "last_event_id",
-        "observed_in",
-        "replayed_from",
-        "replayed_event_ids",
-        "how",
-    ],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
@@ -68,19 +61,19 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     plural_ids(&ids),
                     resume.last_event_id
                 ),
-                evidence: json!({
-                    "last_event_id": resume.last_event_id,
-                    "observed_in": observed_label,
-                    "also_minted_by": also,
-                    "replayed_from": from_label,
-                    "replayed_from_all": from_streams.iter().map(|&i| s.streams[i].label()).collect::<Vec<_>>(),
-                    "replayed_event_ids": ids,
-                    "resume_stream": r.label(),
-                    "how": how.describe(),
-                    "attribution": how,
-                    "resume_upstream": r.upstream,
-                    "minting_upstreams": [],
-                    "minted_in_session": null,
+                evidence: crate::Evidence::CrossNamespaceReplay(Evidence {
+                    last_event_id: resume.last_event_id.clone(),
+                    observed_in: observed_label,
+                    also_minted_by: also,
+                    replayed_from: Some(from_label),
+                    replayed_from_all: from_streams.iter().map(|&i| s.streams[i].label()).collect(),
+                    replayed_event_ids: ids,
+                    resume_stream: r.label(),
+                    how: how.describe().to_string(),
+                    attribution: how,
+                    resume_upstream: r.upstream.clone(),
+                    minting_upstreams: Vec::new(),
+                    minted_in_session: None,
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
@@ -178,4 +171,33 @@ fn plural_ids(ids: &[String]) -> String {
         [one] => format!("event {one}"),
         [first, .., last] => format!("events {first}–{last}"),
     }
+}
+
+/// The evidence of a `cross_namespace_replay`: the ID the client resumed with, where it saw it,
+/// and what the resume delivered instead: another namespace's events, or (from a log) the
+/// replicas, none of which served the resume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub last_event_id: String,
+    /// The stream where the client last saw `last_event_id`.
+    pub observed_in: String,
+    /// Other streams that minted the same ID.
+    pub also_minted_by: Vec<String>,
+    /// The namespace that minted the first foreign event replayed; none when the evidence is
+    /// the replicas.
+    pub replayed_from: Option<String>,
+    pub replayed_from_all: Vec<String>,
+    pub replayed_event_ids: Vec<String>,
+    pub resume_stream: String,
+    /// How the foreign events were attributed, in words.
+    pub how: String,
+    pub attribution: Attribution,
+    /// The upstream a proxy's log says served the resume.
+    pub resume_upstream: Option<String>,
+    /// When the evidence is the replicas: the upstreams that served every stream that could
+    /// have minted the ID.
+    pub minting_upstreams: Vec<String>,
+    /// When the ID was minted in another session record of the same session (another
+    /// replica's server leg).
+    pub minted_in_session: Option<String>,
 }

@@ -9,7 +9,7 @@
 //! at two addresses is two observations of one session. A resume at one address whose
 //! `Last-Event-ID` the other minted ([`detect_across`]) crossed event stores the same way.
 
-use serde_json::json;
+use crate::cross_namespace_replay::Evidence as Replay;
 
 use super::index::Index;
 use super::{FindingKind, Findings, New, Subject};
@@ -59,19 +59,23 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     resume.last_event_id,
                     upstreams.join(", ")
                 ),
-                evidence: json!({
-                    "last_event_id": resume.last_event_id,
-                    "observed_in": observed.label(),
-                    "also_minted_by": minters.iter().filter(|m| m.idx != observed.idx).map(|m| m.label()).collect::<Vec<_>>(),
-                    "replayed_from": null,
-                    "replayed_from_all": [],
-                    "replayed_event_ids": [],
-                    "resume_stream": r.label(),
-                    "how": "served by another upstream replica than every stream that could have minted the ID",
-                    "attribution": Attribution::Unknown,
-                    "resume_upstream": served_by,
-                    "minting_upstreams": upstreams,
-                    "minted_in_session": null,
+                evidence: crate::Evidence::CrossNamespaceReplay(Replay {
+                    last_event_id: resume.last_event_id.clone(),
+                    observed_in: observed.label(),
+                    also_minted_by: minters
+                        .iter()
+                        .filter(|m| m.idx != observed.idx)
+                        .map(|m| m.label())
+                        .collect(),
+                    replayed_from: None,
+                    replayed_from_all: Vec::new(),
+                    replayed_event_ids: Vec::new(),
+                    resume_stream: r.label(),
+                    how: "served by another upstream replica than every stream that could have minted the ID".into(),
+                    attribution: Attribution::Unknown,
+                    resume_upstream: Some(served_by.clone()),
+                    minting_upstreams: upstreams.iter().map(|u| u.to_string()).collect(),
+                    minted_in_session: None,
                 }),
                 caused_by: super::cross_namespace_replay::cause(s, ix, f, r).into_iter().collect(),
                 subject: Subject::Resume(r.idx),
@@ -148,19 +152,19 @@ fn across(b: &Session, r: &Stream, a: &Session, by: &Stream) -> New {
             by.label(),
             a.label()
         ),
-        evidence: json!({
-            "last_event_id": lei,
-            "observed_in": by.label(),
-            "also_minted_by": [],
-            "replayed_from": null,
-            "replayed_from_all": [],
-            "replayed_event_ids": [],
-            "resume_stream": r.label(),
-            "how": "served by another server replica than the one that minted the ID",
-            "attribution": Attribution::Unknown,
-            "resume_upstream": served,
-            "minting_upstreams": [minter],
-            "minted_in_session": a.label(),
+        evidence: crate::Evidence::CrossNamespaceReplay(Replay {
+            last_event_id: lei.to_string(),
+            observed_in: by.label(),
+            also_minted_by: Vec::new(),
+            replayed_from: None,
+            replayed_from_all: Vec::new(),
+            replayed_event_ids: Vec::new(),
+            resume_stream: r.label(),
+            how: "served by another server replica than the one that minted the ID".into(),
+            attribution: Attribution::Unknown,
+            resume_upstream: Some(served),
+            minting_upstreams: vec![minter],
+            minted_in_session: Some(a.label()),
         }),
         caused_by: Vec::new(),
         subject: Subject::Resume(r.idx),

@@ -19,12 +19,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server's event store answered a Last-Event-ID with events another session had been sent: the same event IDs (random by construction) with the same bytes. Its streams are keyed without the session, so streams of the same name in different sessions are one stream to it.",
     why: "One client's notifications, progress and results are delivered to another: a data leak across sessions (and tenants), and a client that takes a replayed response for its own request gets another session's result.",
     fix: "Server: key the event store by session as well as stream, or give each session its own store (the official Python SDK's session manager hands one store to every session; wrap it per session), and drop a session's events when it ends.",
-    evidence: &[
-        "last_event_id",
-        "minted_in_session",
-        "replayed_in_session",
-        "events",
-    ],
 };
 
 /// Events listed in the evidence; `event_count` counts them all.
@@ -110,7 +104,7 @@ fn finding(
             st.label(),
             if n == 1 { "" } else { "s" },
         ),
-        evidence: json!({
+        evidence: crate::Evidence::CrossSessionReplay(Evidence(json!({
             "last_event_id": last_event_id,
             "stream": st.label(),
             "replayed_in_session": replayed_in,
@@ -121,8 +115,13 @@ fn finding(
                 .collect::<Vec<_>>(),
             "event_count": n,
             "events": listed,
-        }),
+        }))),
         caused_by: Vec::new(),
         subject: Subject::Resume(st.idx),
     }
 }
+
+/// The evidence of a `cross_session_replay` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -18,13 +18,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The session's event stream was lost and opened again from scratch: the client did not send the last event ID it had, so the server cannot replay what it sent meanwhile.",
     why: "Events the server sent while the client was away (notifications, server requests) are lost without a trace; with resumption the server would have replayed them.",
     fix: "Client: keep the last event ID of each stream and send it as Last-Event-ID when reconnecting (the SDKs' reconnect does, except the TypeScript SDK before the fix of #2499).",
-    evidence: &[
-        "stream",
-        "last_seen_event_id",
-        "lost_stream",
-        "lost_at",
-        "reconnected_at",
-    ],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -72,13 +65,13 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     again.label(),
                     lost.label()
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::CursorDropped(Evidence(json!({
                     "stream": again.label(),
                     "last_seen_event_id": last,
                     "lost_stream": lost.label(),
                     "lost_at": {"time": ended.time.rfc3339(), "frame": ended.frame.frame},
                     "reconnected_at": {"time": again.opened.time.rfc3339(), "frame": again.opened.frame.frame},
-                }),
+                }))),
                 caused_by: Vec::new(),
                 subject: Subject::Stream(again.idx),
             },
@@ -109,3 +102,8 @@ fn lost_not_left(st: &Stream) -> bool {
             )
         )
 }
+
+/// The evidence of a `cursor_dropped` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -18,7 +18,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client received two JSON-RPC responses for the same request. The only legitimate case is a resume of the same stream replaying with the same event ID; anything else is a replay from the wrong place or a broadcast the spec forbids.",
     why: "A client that matches responses by ID either drops the second one (and the request it really answers stays pending) or delivers it twice (a tool result applied twice).",
     fix: "Find the cause in caused_by (usually a cross-namespace replay). Server: never send a response on two streams; replay only the stream named by Last-Event-ID. Client: ignore a response for an already-resolved ID and log it.",
-    evidence: &["request_id", "first", "duplicate", "same_payload"],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
@@ -119,13 +118,18 @@ fn finding(
             s.streams[first.stream].label(),
             first.mark.time.clock_millis(),
         ),
-        evidence: json!({
+        evidence: crate::Evidence::DuplicateResponse(Evidence(json!({
             "request_id": id.to_value(),
             "first": answer_ref(s, first),
             "duplicate": answer_ref(s, dup),
             "same_payload": same_payload,
-        }),
+        }))),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),
     }
 }
+
+/// The evidence of a `duplicate_response` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

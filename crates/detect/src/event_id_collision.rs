@@ -19,7 +19,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Event IDs must be unique across all the streams of a session (2025-03-26 on); here one ID was minted by two streams, so it names two different events.",
     why: "A client resuming with that ID as Last-Event-ID cannot be served correctly: the server has to guess which stream it meant, and a wrong guess replays the wrong events.",
     fix: "Server: mint IDs from one counter per session, or make each ID name its stream (post-7:41, a UUID); the SDKs' stores do one or the other.",
-    evidence: &["event_id", "streams", "first", "again", "colliding_ids"],
 };
 
 /// Where an ID was minted: the stream, and the event's mark.
@@ -76,14 +75,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             frames: vec![first, again],
             streams: vec![a, b],
             summary: format!("event ID {id} minted on {la} and again on {lb}{more}: IDs are not unique in the session"),
-            evidence: json!({
+            evidence: crate::Evidence::EventIdCollision(Evidence(json!({
                 "event_id": id,
                 "streams": [la, lb],
                 "first": at(first),
                 "again": at(again),
                 "colliding_ids": collided.len(),
                 "listed": collided.iter().take(LISTED).map(|c| c.0).collect::<Vec<_>>(),
-            }),
+            }))),
             caused_by: Vec::new(),
             subject: Subject::Stream(b),
         },
@@ -93,3 +92,8 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         f.name_as_cause(s, FindingKind::EventIdReset, st, h);
     }
 }
+
+/// The evidence of a `event_id_collision` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

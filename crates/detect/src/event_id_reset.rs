@@ -3,7 +3,6 @@
 //! the client saw before it: a second counter), or at the start of a resume (not greater than
 //! the `Last-Event-ID` sent).
 
-use serde_json::json;
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
@@ -17,7 +16,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The event counter the client is now reading restarted below what it already saw: the server keeps more than one counter (one per transport or per stream), or reset its counter.",
     why: "Two counters mean the same ID names two different events. Any later Last-Event-ID is ambiguous, and a server that resolves it in the wrong counter replays the wrong events (the seed incident).",
     fix: "Server: one namespace per stream, visible in the ID (get:41, post:41), or a single monotonic counter per session. Client: treat a non-increasing ID after a fallback as a reason to re-initialize rather than resume.",
-    evidence: &["last_event_id", "first_event_id", "highest_before"],
 };
 
 /// The highest integer event ID the client had received at each point of the session, sorted
@@ -141,12 +139,12 @@ fn after_fallbacks(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
                     "after the fallback, {} started at event ID {first}, not above {highest} already seen on {where_}: a second counter",
                     to.label()
                 ),
-                evidence: json!({
-                    "last_event_id": null,
-                    "first_event_id": first.to_string(),
-                    "highest_before": highest.to_string(),
-                    "highest_seen_on": where_,
-                    "stream": to.label(),
+                evidence: crate::Evidence::EventIdReset(Evidence {
+                    last_event_id: None,
+                    first_event_id: first.to_string(),
+                    highest_before: Some(highest.to_string()),
+                    highest_seen_on: Some(where_),
+                    stream: to.label(),
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::FallbackTo(fb.to_stream),
@@ -194,16 +192,29 @@ fn on_resumes(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
                 summary: format!(
                     "resume with Last-Event-ID {lei} began at event ID {first}, not after it",
                 ),
-                evidence: json!({
-                    "last_event_id": resume.last_event_id,
-                    "first_event_id": first.to_string(),
-                    "highest_before": highest,
-                    "highest_seen_on": highest_seen_on,
-                    "stream": r.label(),
+                evidence: crate::Evidence::EventIdReset(Evidence {
+                    last_event_id: Some(resume.last_event_id.clone()),
+                    first_event_id: first.to_string(),
+                    highest_before: highest,
+                    highest_seen_on,
+                    stream: r.label(),
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
             },
         );
     }
+}
+
+/// The evidence of an `event_id_reset`: the stream whose IDs started again, and the highest ID
+/// the client had seen before it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// The `Last-Event-ID` of a resume that began at or below it; none for a fallback stream.
+    pub last_event_id: Option<String>,
+    pub first_event_id: String,
+    pub highest_before: Option<String>,
+    /// The stream that carried `highest_before`.
+    pub highest_seen_on: Option<String>,
+    pub stream: String,
 }

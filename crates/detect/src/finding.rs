@@ -2,14 +2,13 @@
 //! other's findings: by kind and [`Subject`], never by a string.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
 use mcpf_model::{FrameRef, Mark, WireMap};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::FindingKind;
+use crate::{Evidence, FindingKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -90,7 +89,7 @@ pub struct Finding {
     /// Streams (by index in the session) it rests on.
     pub streams: Vec<StreamIdx>,
     pub summary: String,
-    pub evidence: Value,
+    pub evidence: Evidence,
     pub caused_by: Vec<usize>,
     pub confidence: Confidence,
     pub confidence_note: Option<String>,
@@ -131,7 +130,7 @@ pub struct New {
     pub frames: Vec<Mark>,
     pub streams: Vec<StreamIdx>,
     pub summary: String,
-    pub evidence: Value,
+    pub evidence: Evidence,
     pub caused_by: Vec<usize>,
     pub subject: Subject,
 }

@@ -9,42 +9,50 @@
 //! unsafe, an unsafe resume replays the wrong namespace, the replay duplicates a response and
 //! skips the events that held the answer the client then waits for forever.
 
-mod capture_gap;
-mod clocks;
-mod cross_namespace_replay;
-mod cross_replica_resume;
-mod cross_session_replay;
-mod cursor_dropped;
-mod duplicate_response;
-mod event_id_collision;
-mod event_id_reset;
-mod lost_in_transit;
-mod pending_at_capture_end;
-mod request_id_reused;
-mod response_on_standalone_stream;
-mod resume_gap;
-mod resync_without_reconciliation;
-mod retry_not_honoured;
-mod retry_without_idempotency_key;
-mod revision_violation;
-mod session_id_changed;
-mod session_not_found;
-mod session_not_reaffirmed;
-mod skipped_events;
-mod sse_fallback;
-mod status_code_violation;
-mod stream_stalled;
-mod unanswered_request;
-mod unsafe_resumption_after_fallback;
-pub mod verdict;
+#[macro_use]
+mod kind;
 
+mod clocks;
+// Not a kind of its own: the replicas of a balancer as `cross_namespace_replay`.
+mod cross_replica_resume;
 mod finding;
 mod index;
-mod kind;
+mod introspect;
+pub mod verdict;
+
+// Every finding kind and the module of its detector, in the order the detectors run: the one
+// place a kind is registered (see kind.rs for what is derived from it).
+kinds! {
+    CaptureGap => capture_gap,
+    SseFallback => sse_fallback,
+    UnsafeResumptionAfterFallback => unsafe_resumption_after_fallback,
+    CrossNamespaceReplay => cross_namespace_replay,
+    EventIdReset => event_id_reset,
+    ResumeGap => resume_gap,
+    SessionNotReaffirmed => session_not_reaffirmed,
+    SessionIdChanged => session_id_changed,
+    DuplicateResponse => duplicate_response,
+    RequestIdReused => request_id_reused,
+    SkippedEvents => skipped_events,
+    UnansweredRequest => unanswered_request,
+    RetryWithoutIdempotencyKey => retry_without_idempotency_key,
+    LostInTransit => lost_in_transit,
+    RevisionViolation => revision_violation,
+    PendingAtCaptureEnd => pending_at_capture_end,
+    EventIdCollision => event_id_collision,
+    ResponseOnStandaloneStream => response_on_standalone_stream,
+    CursorDropped => cursor_dropped,
+    RetryNotHonoured => retry_not_honoured,
+    StatusCodeViolation => status_code_violation,
+    CrossSessionReplay => cross_session_replay,
+    SessionNotFound => session_not_found,
+    StreamStalled => stream_stalled,
+    ResyncWithoutReconciliation => resync_without_reconciliation,
+}
 
 pub use clocks::ClockOffset;
 pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
-pub use kind::{FindingKind, KindInfo};
+pub use kind::KindInfo;
 
 use serde_json::Value;
 
@@ -359,6 +367,12 @@ pub(crate) fn revision_rule(
     if let (Some(e), Value::Object(more)) = (evidence.as_object_mut(), extra) {
         e.extend(more);
     }
+    let evidence = match kind {
+        FindingKind::RevisionViolation => {
+            Evidence::RevisionViolation(revision_violation::Evidence(evidence))
+        }
+        _ => Evidence::StatusCodeViolation(status_code_violation::Evidence(evidence)),
+    };
     New {
         kind,
         severity: kind.severity(),

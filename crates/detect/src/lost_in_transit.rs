@@ -25,14 +25,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server sent these events and the hop nearer the client never received them: whatever sits between the two observations (a proxy, a balancer) held or dropped them.",
     why: "What the client waits for was sent but never arrived: the client gives up (a fallback, a re-send, a hang) although the server did its part. A buffering proxy in front of a streamed response does exactly this.",
     fix: "Look at the hop between the two inputs: a proxy must pass event streams through unbuffered (nginx: proxy_buffering off or X-Accel-Buffering: no, HTTP/1.1 upstream; HAProxy/Envoy: no response buffering for text/event-stream).",
-    evidence: &[
-        "events",
-        "event_ids",
-        "seen_in",
-        "missing_from",
-        "delivered",
-        "clock_offset_s",
-    ],
 };
 
 /// Event bytes one observation copies: past it the session is not compared.
@@ -447,14 +439,15 @@ fn name_as_why_unanswered(
         s.streams[stream].label()
     );
     f.update_resting_on(s, FindingKind::UnansweredRequest, stream, |u| {
-        if u.evidence["cause"]["kind"] == "skipped_by_replay" || u.severity == Severity::Info {
+        let crate::Evidence::UnansweredRequest(e) = &mut u.evidence else {
+            return;
+        };
+        if u.severity == Severity::Info {
             return;
         }
-        u.caused_by.push(cause);
-        u.evidence["cause"] =
-            json!({"kind": "lost_in_transit", "stream": s.streams[stream].label()});
-        if let Some((head, _)) = u.summary.split_once("): ") {
-            u.summary = format!("{head}): {text}");
+        if let Some(summary) = e.lost_in_transit(s.streams[stream].label(), &text) {
+            u.caused_by.push(cause);
+            u.summary = summary;
         }
     });
 }
@@ -550,7 +543,7 @@ fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
         frames: vec![own.opened],
         streams: vec![own.idx],
         summary,
-        evidence: json!({
+        evidence: crate::Evidence::LostInTransit(Evidence(json!({
             "events": evs.len(),
             "event_ids": ids,
             "first_lost": mark(evs.first()),
@@ -559,11 +552,17 @@ fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
             "missing_from": hop.side(hop.near, p.near),
             "delivered": delivered,
             "clock_offset_s": hop.clock.json(),
-        }),
+        }))),
         caused_by: Vec::new(),
         subject: Subject::Stream(own.idx),
     }
 }
+
+
+/// The evidence of a `lost_in_transit` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);
 
 #[cfg(test)]
 mod tests {

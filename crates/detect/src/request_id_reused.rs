@@ -18,7 +18,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Two requests of one session carry the same JSON-RPC ID (compared with their JSON type: 1 and \"1\" differ).",
     why: "Servers route responses by request ID; with two requests in flight under one ID, one response can be delivered to the wrong caller and the other request hangs (seen in production with clients that send every request as id 1).",
     fix: "Client: use a fresh ID per request within a session (a counter or a UUID). Server: reject a duplicate in-flight ID (409) instead of overwriting the routing slot.",
-    evidence: &["request_id", "first", "second"],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
@@ -67,12 +66,12 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
                     first.label(),
                     if in_flight { " (the first was still in flight)" } else { "" }
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::RequestIdReused(Evidence(json!({
                     "request_id": id.to_value(),
                     "first": { "stream": first.label(), "method": m1.method, "time": first.opened.time.rfc3339(), "frame": first.opened.frame.frame },
                     "second": { "stream": second.label(), "method": m2.method, "time": second.opened.time.rfc3339(), "frame": second.opened.frame.frame },
                     "first_in_flight": in_flight,
-                }),
+                }))),
                 caused_by: vec![],
                 subject: Subject::RequestOn(id.clone(), *st2),
             },
@@ -113,3 +112,8 @@ impl Previous {
         }
     }
 }
+
+/// The evidence of a `request_id_reused` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

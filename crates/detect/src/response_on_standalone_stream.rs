@@ -18,14 +18,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server answered a request on the GET stream instead of on the request's own POST response (Streamable HTTP, 2025-03-26 on).",
     why: "A client reading the answer on the POST stream waits for it there forever; one that takes it from the GET stream relies on behaviour the spec forbids and other servers do not have.",
     fix: "Server: send each response on the stream of its request (or its resume); keep the GET stream for server-initiated requests and notifications.",
-    evidence: &[
-        "request_id",
-        "stream",
-        "event_id",
-        "time",
-        "frame",
-        "responses",
-    ],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -59,14 +51,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     st.label(),
                     if responses.len() > 1 { format!(" ({} responses there)", responses.len()) } else { String::new() }
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::ResponseOnStandaloneStream(Evidence(json!({
                     "request_id": id,
                     "stream": st.label(),
                     "event_id": ev.id,
                     "time": ev.mark.time.rfc3339(),
                     "frame": ev.mark.frame.frame,
                     "responses": responses.len(),
-                }),
+                }))),
                 caused_by: Vec::new(),
                 subject: Subject::Stream(st.idx),
             },
@@ -90,3 +82,8 @@ fn standalone(s: &Session, st: &Stream) -> bool {
                 .is_some_and(|c| s.streams[c].transport == StreamTransport::Get),
         }
 }
+
+/// The evidence of a `response_on_standalone_stream` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

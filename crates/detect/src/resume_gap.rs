@@ -15,7 +15,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The resume did not start with the successor of the ID the client sent: events in between were never replayed, or the server continued another counter.",
     why: "Whatever was in the missing range (progress, a response) never reaches the client; a request whose answer was there waits until it times out.",
     fix: "Server: keep events per stream long enough to replay from any ID a client can hold, and replay strictly after it; answer 400 when an ID can no longer be replayed so the client re-initializes. Client: treat a jump as unsafe resumption.",
-    evidence: &["last_event_id", "first_event_id"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -55,15 +54,20 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     lei + 1,
                     first - 1
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::ResumeGap(Evidence(json!({
                     "last_event_id": resume.last_event_id,
                     "first_event_id": first.to_string(),
                     "missing": (first - lei - 1),
                     "stream": r.label(),
-                }),
+                }))),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
             },
         );
     }
 }
+
+/// The evidence of a `resume_gap` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -11,9 +11,10 @@
 //! progress on it) and the re-sent one, carrying no idempotency key, ran to a result, the tool
 //! ran twice, and that is the finding too, with both executions as its evidence.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{Finding, FindingKind, Findings, KindInfo, New, Severity, Subject};
+use crate::unanswered_request::Evidence as Unanswered;
 use crate::index::Index;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
 use mcpf_mcp::model::{Reinitialized, Session, StreamIdx};
@@ -26,7 +27,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client gave up on a session whose resume was unsafe and started over, but the call that was in flight there was never retried: whether it ran is unknown to the client, and nothing it did since accounts for it.",
     why: "The work the call stood for is either silently lost (never retried) or done without the client knowing: an index never rebuilt, a payment neither confirmed nor repeated.",
     fix: "Client: after re-initializing, reconcile every call still pending in the old session: re-send it with an idempotency key, or ask the server for its outcome. Server: make tool calls idempotent by key.",
-    evidence: &["request_id", "session", "reinitialize_at"],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
@@ -43,13 +43,18 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
     if !unsafe_resume {
         return;
     }
-    let lost: Vec<Finding> = f
+    let lost: Vec<(Finding, Unanswered)> = f
         .of(r.session, FindingKind::UnansweredRequest)
-        .filter(|u| u.severity != Severity::Info && u.evidence["method"] == "tools/call")
-        .cloned()
+        .filter(|u| u.severity != Severity::Info)
+        .filter_map(|u| match &u.evidence {
+            crate::Evidence::UnansweredRequest(e) if e.method.as_deref() == Some("tools/call") => {
+                Some((u.clone(), e.clone()))
+            }
+            _ => None,
+        })
         .collect();
-    for u in lost {
-        let tool = u.evidence["tool"].as_str();
+    for (u, e) in lost {
+        let tool = e.tool.as_deref();
         let mut resent = ix
             .requests
             .iter()
@@ -61,13 +66,13 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             None => None,
             // Any re-send that ran to a result ran the tool a second time.
             Some(_) => {
-                match resent.find_map(|&(st, m)| Some((m, ran_again(s, ix, &u, (st, m))?))) {
+                match resent.find_map(|&(st, m)| Some((m, ran_again(s, ix, &e, (st, m))?))) {
                     Some(done) => Some(done),
                     None => continue,
                 }
             }
         };
-        f.add(s, finding(s, r, &u, twice));
+        f.add(s, finding(s, r, (&u, &e), twice));
     }
 }
 
@@ -76,10 +81,10 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
 fn ran_again(
     s: &Session,
     ix: &Index<'_>,
-    u: &Finding,
+    u: &Unanswered,
     (st, m): (StreamIdx, &Message),
 ) -> Option<Mark> {
-    if u.evidence["last_progress"].is_null() || m.mcp.idempotency_key.is_some() {
+    if u.last_progress.is_none() || m.mcp.idempotency_key.is_some() {
         return None;
     }
     let sent = s.seq(s.streams[st].opened);
@@ -90,11 +95,16 @@ fn ran_again(
         .map(|a| a.mark)
 }
 
-fn finding(s: &Session, r: &Reinitialized, u: &Finding, twice: Option<(&Message, Mark)>) -> New {
-    let tool = u.evidence["tool"].as_str();
+fn finding(
+    s: &Session,
+    r: &Reinitialized,
+    (u, e): (&Finding, &Unanswered),
+    twice: Option<(&Message, Mark)>,
+) -> New {
+    let tool = e.tool.as_deref();
     let call = format!(
         "tools/call {}{}",
-        u.evidence["request_id"],
+        e.request_id.json(),
         tool.map(|t| format!(" ({t})")).unwrap_or_default()
     );
     let left = format!(
@@ -110,23 +120,26 @@ fn finding(s: &Session, r: &Reinitialized, u: &Finding, twice: Option<(&Message,
             done.time.clock_millis(),
         ),
     };
-    let mut evidence = json!({
-        "request_id": u.evidence["request_id"],
-        "tool": tool,
-        "session": r.session_id,
-        "reinitialize_at": {"time": r.at.time.rfc3339(), "frame": r.at.frame.frame, "input": r.at.frame.input},
-        "unanswered": {"time": u.time.time.rfc3339(), "frame": u.time.frame.frame},
-        "resent": twice.is_some(),
-    });
-    if let Some((m, done)) = twice {
-        evidence["executions"] = json!({
-            "first": {"last_progress": u.evidence["last_progress"]},
-            "second": {
-                "request_id": m.id.as_ref().map(RequestId::to_value),
-                "result": {"time": done.time.rfc3339(), "frame": done.frame.frame, "input": done.frame.input},
+    let evidence = Evidence {
+        request_id: e.request_id.clone(),
+        tool: e.tool.clone(),
+        session: r.session_id.clone(),
+        reinitialize_at: At::of(r.at),
+        unanswered: Unseen {
+            time: u.time.time.rfc3339(),
+            frame: u.time.frame.frame,
+        },
+        resent: twice.is_some(),
+        executions: twice.map(|(m, done)| Executions {
+            first: First {
+                last_progress: e.last_progress.clone(),
             },
-        });
-    }
+            second: Second {
+                request_id: m.id.clone(),
+                result: At::of(done),
+            },
+        }),
+    };
     New {
         kind: FindingKind::ResyncWithoutReconciliation,
         severity: INFO.severity,
@@ -134,11 +147,70 @@ fn finding(s: &Session, r: &Reinitialized, u: &Finding, twice: Option<(&Message,
         frames: vec![u.time, r.at],
         streams: s.streams.first().map(|st| st.idx).into_iter().collect(),
         summary,
-        evidence,
+        evidence: crate::Evidence::ResyncWithoutReconciliation(evidence),
         caused_by: Vec::new(),
-        subject: Subject::Request(match &u.evidence["request_id"] {
-            serde_json::Value::String(id) => RequestId::String(id.clone()),
-            other => RequestId::Number(other.to_string()),
-        }),
+        subject: Subject::Request(e.request_id.clone()),
     }
+}
+
+/// The evidence of a `resync_without_reconciliation`: the call the old session left
+/// unanswered, where the client started over, and both executions when the tool ran twice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The lost call's request ID in the old session.
+    pub request_id: RequestId,
+    pub tool: Option<String>,
+    /// The old session's ID.
+    pub session: String,
+    pub reinitialize_at: At,
+    /// The old session's `unanswered_request`.
+    pub unanswered: Unseen,
+    /// The new session called the same tool.
+    pub resent: bool,
+    /// Present when the tool ran twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executions: Option<Executions>,
+}
+
+/// A moment of an input: its time, frame and input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct At {
+    pub time: String,
+    pub frame: u64,
+    pub input: mcpf_model::InputId,
+}
+
+impl At {
+    fn of(m: Mark) -> At {
+        At {
+            time: m.time.rfc3339(),
+            frame: m.frame.frame,
+            input: m.frame.input,
+        }
+    }
+}
+
+/// When the old session's request was found unanswered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unseen {
+    pub time: String,
+    pub frame: u64,
+}
+
+/// The two runs of a tool: the lost call (it had reported progress) and the re-sent one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Executions {
+    pub first: First,
+    pub second: Second,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct First {
+    pub last_progress: Option<crate::unanswered_request::Progress>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    pub request_id: Option<RequestId>,
+    pub result: At,
 }

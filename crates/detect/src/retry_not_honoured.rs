@@ -17,7 +17,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server asked the client to wait retry milliseconds before reconnecting, and the client came back sooner.",
     why: "A server closes streams on purpose (polling, load shedding) and sets retry to spread the reconnects; clients that ignore it reconnect in a herd, and a server that counts on the pause may not have the stream's events ready.",
     fix: "Client: wait at least the last retry value (per stream) before reconnecting with Last-Event-ID.",
-    evidence: &["retry_ms", "waited_ms", "stream", "resume_stream"],
 };
 
 /// Capture times are good to the microsecond; a millisecond covers rounding in the SSE value.
@@ -56,12 +55,12 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     r.label(),
                     lost.label()
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::RetryNotHonoured(Evidence(json!({
                     "retry_ms": retry,
                     "waited_ms": (waited_ms * 1000.0).round() / 1000.0,
                     "stream": lost.label(),
                     "resume_stream": r.label(),
-                }),
+                }))),
                 caused_by: Vec::new(),
                 subject: Subject::Resume(r.idx),
             },
@@ -83,3 +82,8 @@ fn last_retry(st: &Stream) -> Option<u64> {
 fn left_by_the_server_or_the_network(st: &Stream) -> bool {
     st.interrupted() && st.closed_by != Some(Direction::ClientToServer) && !st.gap
 }
+
+/// The evidence of a `retry_not_honoured` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -25,7 +25,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client re-issued a tool call it had already sent, after the session's resumption became unreliable, and nothing lets the server recognise the repeat.",
     why: "MCP cannot tell 'never arrived' from 'executed, response lost': a non-idempotent tool (payments, writes, deploys) may now run twice.",
     fix: "Client: attach an idempotency key to every tools/call (e.g. in _meta) and reuse it on retries. Server: deduplicate on it and return the first result.",
-    evidence: &["request_ids", "tool"],
 };
 
 /// A `tools/call` of the session: where it was sent, and what it was.
@@ -219,13 +218,18 @@ fn finding(s: &Session, first: &Call<'_>, retry: &Call<'_>, restart: Restart) ->
         frames: vec![first.opened, retry.opened],
         streams: vec![first.stream, retry.stream],
         summary: format!("tools/call \"{tool}\" re-sent{after} without an idempotency key"),
-        evidence: json!({
+        evidence: crate::Evidence::RetryWithoutIdempotencyKey(Evidence(json!({
             "request_ids": ids,
             "tool": tool,
             "first": at(first),
             "retry": at(retry),
-        }),
+        }))),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Retry(retry.stream),
     }
 }
+
+/// The evidence of a `retry_without_idempotency_key` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -13,7 +13,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client sent one session ID and the response names another: the request reached a server (or instance) that does not know the client's session and created or returned a different one.",
     why: "The client's pending requests and event cursors belong to the old session; continuing on the new one silently loses them, and resuming with a Last-Event-ID of the old session is meaningless.",
     fix: "Route by Mcp-Session-Id (session affinity) or share session state across instances; a server that does not know a session must answer 404 so the client re-initializes, never mint a new ID on a non-initialize request.",
-    evidence: &["sent", "received"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -40,15 +39,20 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "{} sent Mcp-Session-Id {sent} and the response carried {received}",
                     st.label()
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::SessionIdChanged(Evidence(json!({
                     "sent": sent,
                     "received": received,
                     "stream": st.label(),
                     "exchange": st.exchange.to_string(),
-                }),
+                }))),
                 caused_by: vec![],
                 subject: Subject::Stream(st.idx),
             },
         );
     }
 }
+
+/// The evidence of a `session_id_changed` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

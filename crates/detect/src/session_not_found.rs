@@ -21,7 +21,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "A server answered that it does not know a session that was alive: typically another replica behind a balancer without stickiness (it never saw the session), or a replica that restarted while its peer kept the session.",
     why: "The client's request failed for no fault of its own; the SDKs surface it as an error (\"Session terminated\", \"Session not found\") and most keep using the session, so calls fail at random, and a resume answered 404 loses the stream.",
     fix: "Balancer: route by Mcp-Session-Id (hash on the header, or a sticky cookie), or share session state between replicas. Client: on 404, initialize a new session as the spec says.",
-    evidence: &["request", "status", "servers", "client_reaction"],
 };
 
 /// Rejected requests listed in the evidence; `rejected` counts them all.
@@ -110,7 +109,7 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
                 proof.opened.time.clock_millis(),
                 reaction_note(&reaction),
             ),
-            evidence: json!({
+            evidence: crate::Evidence::SessionNotFound(Evidence(json!({
                 "request": request(first),
                 "status": 404,
                 "servers": {
@@ -130,7 +129,7 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
                 "client_reaction": reaction,
                 "rejected": rejected.len(),
                 "listed": listed,
-            }),
+            }))),
             caused_by: Vec::new(),
             subject: Subject::Stream(first.idx),
         },
@@ -314,3 +313,8 @@ fn request(st: &Stream) -> Value {
         "frame": st.opened.frame.frame,
     })
 }
+
+/// The evidence of a `session_not_found` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -14,7 +14,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server accepted the resume but did not say which session it resumed.",
     why: "The client cannot tell whether the stream belongs to the session it holds (a load balancer may have routed it to an instance that lost or never had the session). Resuming on it risks mixing sessions.",
     fix: "Server: send Mcp-Session-Id on every response, including resumed streams. Client: treat a resume without reaffirmation as a new session and re-issue pending requests.",
-    evidence: &["session_id"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -39,10 +38,15 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "resume {} answered 200 without Mcp-Session-Id (the client sent {sent})",
                     r.label()
                 ),
-                evidence: json!({ "session_id": sent, "stream": r.label(), "exchange": r.exchange.to_string() }),
+                evidence: crate::Evidence::SessionNotReaffirmed(Evidence(json!({ "session_id": sent, "stream": r.label(), "exchange": r.exchange.to_string() }))),
                 caused_by: vec![],
                 subject: Subject::Resume(r.idx),
             },
         );
     }
 }
+
+/// The evidence of a `session_not_reaffirmed` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -17,7 +17,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server minted events the client never received: inside one stream the IDs jump, or a resume continued the wrong namespace so the events the client was waiting for were never replayed.",
     why: "Skipped events often hold progress and the final response of a long request: the client waits for an answer that was sent into the void.",
     fix: "See caused_by. Server: replay strictly from the namespace and position the client names; keep enough history; answer 400 when you cannot. Client: after a suspicious resume, re-send in-flight requests (with an idempotency key) instead of waiting.",
-    evidence: &["namespace", "from", "to", "count"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -76,14 +75,14 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
                 summary: format!(
                     "{range} of {label} never delivered: the resume replayed another namespace"
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::SkippedEvents(Evidence(json!({
                     "namespace": label,
                     "from": from.map(|n| n.to_string()),
                     "to": to.map(|n| n.to_string()),
                     "count": count,
                     "after": lei,
                     "resume_stream": st.label(),
-                }),
+                }))),
                 caused_by: vec![cause],
                 subject: Subject::Namespace(ns),
             },
@@ -165,15 +164,20 @@ fn jump(
         frames: vec![st.events[ai].mark, ev.mark],
         streams: vec![st.idx],
         summary,
-        evidence: json!({
+        evidence: crate::Evidence::SkippedEvents(Evidence(json!({
             "namespace": st.label(),
             "from": (a + 1).to_string(),
             "to": (b - 1).to_string(),
             "count": missing,
             "after": null,
             "resume_stream": null,
-        }),
+        }))),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Namespace(st.idx),
     }
 }
+
+/// The evidence of a `skipped_events` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -15,7 +15,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client stopped waiting for responses on POST streams and moved to a GET event stream: at connect because the server refused Streamable HTTP (the 2025-03-26 backwards-compatibility rule), or mid-session because a POST response never arrived (a buffering proxy typically held it back).",
     why: "Fallback changes the event-ID namespace the client is reading from without anything in the session state saying so. From this point, a Last-Event-ID is only meaningful if the server namespaces its IDs by stream or transport mode; otherwise resumption must be treated as unsafe.",
     fix: "Find why the POST response stalled (proxy buffering: set X-Accel-Buffering: no or proxy_buffering off on the MCP location; idle timeouts). Make the server namespace event IDs per stream (e.g. get:41, post:41) so resumption stays safe after a fallback.",
-    evidence: &["from", "to", "trigger", "request_id"],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {
@@ -36,7 +35,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                 frames: fb.frames.clone(),
                 streams,
                 summary: format!("fell back from {from} to {to}: {}", fb.trigger),
-                evidence: json!({
+                evidence: crate::Evidence::SseFallback(Evidence(json!({
                     "from": from,
                     "to": to,
                     "from_transport": fb.from,
@@ -45,10 +44,15 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "request_id": fb.request_id.as_ref().map(|i| i.to_value()),
                     "confirmed_by_messages_on_new_stream": fb.confirmed,
                     "inferred_from_times": fb.inferred,
-                }),
+                }))),
                 caused_by: vec![],
                 subject: Subject::FallbackTo(fb.to_stream),
             },
         );
     }
 }
+
+/// The evidence of a `sse_fallback` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

@@ -21,7 +21,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Between the two legs the events of this stream were held: the server sent them over time, the leg nearer the client got them late, typically in one burst. A buffering proxy does this to an event stream; progress and notifications then arrive when the response ends or a buffer fills.",
     why: "A client waiting on a held stream sees silence: it times out, falls back or reconnects, and progress is useless when it arrives with the result.",
     fix: "Proxy: do not buffer event streams (nginx: proxy_buffering off for MCP, or honour the server's X-Accel-Buffering: no; no gzip on text/event-stream); the same for any CDN or gateway on the path.",
-    evidence: &["stream", "silent_s", "burst_events", "held_s"],
 };
 
 /// An event held this much longer than the fastest crossing was held by the hop.
@@ -145,7 +144,7 @@ fn finding(p: &Pair<'_>, hop: &Hop<'_>, h: &Held, own: usize, opened: Mark) -> N
             silent,
             last_far.time.seconds_since(first_far.time),
         ),
-        evidence: json!({
+        evidence: crate::Evidence::StreamStalled(Evidence(json!({
             "stream": p.near.label,
             "far_stream": p.far.label,
             "silent_s": r(silent),
@@ -159,8 +158,13 @@ fn finding(p: &Pair<'_>, hop: &Hop<'_>, h: &Held, own: usize, opened: Mark) -> N
             "far": hop.side(hop.far, p.far),
             "opened": opened.time.rfc3339(),
             "clock_offset_s": hop.clock.json(),
-        }),
+        }))),
         caused_by: Vec::new(),
         subject: Subject::Stream(own),
     }
 }
+
+/// The evidence of a `stream_stalled` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

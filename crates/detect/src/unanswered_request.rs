@@ -1,7 +1,7 @@
 //! `unanswered_request`: a request never answered although the session went on or the client
 //! gave up. A request merely still young when the capture ended is only `info`.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
 use crate::index::Index;
@@ -17,7 +17,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "No JSON-RPC response or error with this request's ID reached the client on any stream of the session.",
     why: "The caller hangs until its own timeout, and whether the tool ran is unknown: MCP cannot tell 'never arrived' from 'executed, response lost'.",
     fix: "See caused_by for where the answer went. Client: bound the wait, then re-issue the request with a new ID and an idempotency key; Server: send the response on the stream the client is reading, and keep it for replay.",
-    evidence: &["request_id", "method", "waited_s"],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
@@ -65,7 +64,7 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             still_open,
             hidden,
             waited: s.end.time.seconds_since(st.opened.time).max(0.0),
-            progress: last_progress.map(|(ls, le, _)| progress_json(s, ls, le)),
+            progress: last_progress.map(|(ls, le, _)| Progress::of(s, ls, le)),
             cause,
         };
         f.add(s, finding(s, &ctx, u));
@@ -106,7 +105,7 @@ struct Unanswered<'a> {
     /// Bytes are missing where the answer would have come: it may be among them.
     hidden: Option<String>,
     waited: f64,
-    progress: Option<Value>,
+    progress: Option<Progress>,
     cause: Option<usize>,
 }
 
@@ -255,28 +254,35 @@ fn cause(s: &Session, f: &Findings, channel: StreamIdx) -> Option<usize> {
     )
     .or_else(|| {
         f.of(s.idx, FindingKind::CrossNamespaceReplay)
-            .find(|x| x.evidence["observed_in"] == s.streams[channel].label())
+            .find(|x| match &x.evidence {
+                crate::Evidence::CrossNamespaceReplay(e) => {
+                    e.observed_in == s.streams[channel].label()
+                }
+                _ => false,
+            })
             .map(|x| x.handle)
     })
 }
 
-fn progress_json(s: &Session, stream: StreamIdx, event: usize) -> Value {
-    let ev = &s.streams[stream].events[event];
-    let p = ev.messages.iter().find(|m| m.mcp.progress.is_some());
-    json!({
-        "stream": s.streams[stream].label(),
-        "event_id": ev.id,
-        "time": ev.mark.time.rfc3339(),
-        "frame": ev.mark.frame.frame,
-        "progress": p.and_then(|m| m.mcp.progress.clone()),
-        "total": p.and_then(|m| m.mcp.total.clone()),
-    })
+impl Progress {
+    fn of(s: &Session, stream: StreamIdx, event: usize) -> Progress {
+        let ev = &s.streams[stream].events[event];
+        let p = ev.messages.iter().find(|m| m.mcp.progress.is_some());
+        Progress {
+            stream: s.streams[stream].label(),
+            event_id: ev.id.as_deref().map(str::to_string),
+            time: ev.mark.time.rfc3339(),
+            frame: ev.mark.frame.frame,
+            progress: p.and_then(|m| m.mcp.progress.clone()),
+            total: p.and_then(|m| m.mcp.total.clone()),
+        }
+    }
 }
 
 /// Why the answer never came, from the evidence: a short name for the JSON and the words the
 /// report puts on the finding's line.
 struct Why {
-    kind: &'static str,
+    kind: CauseKind,
     text: String,
     stream: Option<StreamIdx>,
 }
@@ -290,7 +296,7 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
     };
     if let Some(lacking) = &u.hidden {
         return Why {
-            kind: "bytes_missing",
+            kind: CauseKind::BytesMissing,
             text: format!("the input lacks bytes of {lacking}, where it could have come"),
             stream: Some(u.channel),
         };
@@ -300,18 +306,18 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
             "the resume of {} replayed another namespace and skipped it",
             ch.label()
         );
-        return on("skipped_by_replay", text, ch);
+        return on(CauseKind::SkippedByReplay, text, ch);
     }
     if young {
         return on(
-            "pending_at_capture_end",
+            CauseKind::PendingAtCaptureEnd,
             "the capture ended while it was pending".into(),
             ch,
         );
     }
     if st.status == Some(202) {
         return on(
-            "accepted_without_answer",
+            CauseKind::AcceptedWithoutAnswer,
             format!(
                 "{} was answered 202 Accepted, with no JSON-RPC body",
                 st.label()
@@ -321,7 +327,7 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
     }
     if ctx.last_forgotten.is_some_and(|m| m > s.seq(st.opened)) {
         return on(
-            "session_expired",
+            CauseKind::SessionExpired,
             "the server forgot the session (404) before answering".into(),
             st,
         );
@@ -336,7 +342,7 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
                 None => "one side",
             };
             on(
-                "connection_reset",
+                CauseKind::ConnectionReset,
                 format!("{who} reset the connection of {}", ch.label()),
                 ch,
             )
@@ -355,15 +361,15 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
                 ch.label(),
                 ended(ch)
             );
-            on("client_gave_up", text, ch)
+            on(CauseKind::ClientGaveUp, text, ch)
         }
         (Some(Outcome::StreamReset), _) => on(
-            "stream_reset",
+            CauseKind::StreamReset,
             format!("the server reset the HTTP/2 stream of {}", ch.label()),
             ch,
         ),
         (Some(Outcome::Refused), _) => on(
-            "stream_refused",
+            CauseKind::StreamRefused,
             format!(
                 "the server refused the HTTP/2 stream of {} (a GOAWAY or REFUSED_STREAM: never \
                  processed, safe to send again)",
@@ -372,17 +378,17 @@ fn why(s: &Session, ctx: &Context<'_>, u: &Unanswered<'_>, young: bool) -> Why {
             ch,
         ),
         (Some(Outcome::ClosedEarly), Some(Direction::ServerToClient)) => on(
-            "server_closed",
+            CauseKind::ServerClosed,
             format!("the server closed {} without answering", ch.label()),
             ch,
         ),
         _ if s.deleted.is_some() => on(
-            "session_deleted",
+            CauseKind::SessionDeleted,
             "the client deleted the session without it".into(),
             ch,
         ),
         _ => on(
-            "never_answered",
+            CauseKind::NeverAnswered,
             format!("the server never answered on {}", ch.label()),
             ch,
         ),
@@ -403,26 +409,51 @@ fn finding(s: &Session, ctx: &Context<'_>, u: Unanswered<'_>) -> New {
     let young = u.still_open || (!u.went_on && !u.gave_up && !done);
     let waited = u.waited;
     let why = why(s, ctx, &u, young);
-    let (kind, severity, summary) = if u.hidden.is_some() {
+    let head = |what_now: String| format!("request {} {what} {what_now}", id.label());
+    let (kind, severity, head, summary) = if u.hidden.is_some() {
+        let head = head("never answered".into());
         let text = format!(
             "request {} {what}: no answer in the input, but {} (not determinable)",
             id.label(),
             why.text
         );
-        (FindingKind::UnansweredRequest, Severity::Info, text)
+        (FindingKind::UnansweredRequest, Severity::Info, head, text)
     } else if young {
-        let text = format!(
-            "request {} {what} still pending when the capture ended ({waited:.1} s)",
-            id.label()
-        );
-        (FindingKind::PendingAtCaptureEnd, Severity::Info, text)
+        let text = head(format!(
+            "still pending when the capture ended ({waited:.1} s)"
+        ));
+        (FindingKind::PendingAtCaptureEnd, Severity::Info, text.clone(), text)
     } else {
-        let text = format!(
-            "request {} {what} never answered (waited {waited:.1} s): {}",
-            id.label(),
-            why.text
-        );
-        (FindingKind::UnansweredRequest, INFO.severity, text)
+        let head = head(format!("never answered (waited {waited:.1} s)"));
+        let text = format!("{head}: {}", why.text);
+        (FindingKind::UnansweredRequest, INFO.severity, head, text)
+    };
+    let evidence = Evidence {
+        request_id: id.clone(),
+        method: req.method.as_deref().map(str::to_string),
+        tool: req.mcp.tool.clone(),
+        waited_s: (waited * 1000.0).round() / 1000.0,
+        sent: Sent {
+            stream: st.label(),
+            exchange: st.exchange.to_string(),
+            time: st.opened.time.rfc3339(),
+            frame: st.opened.frame.frame,
+        },
+        until: s.end.time.rfc3339(),
+        last_progress: u.progress,
+        client_gave_up: u.gave_up,
+        session_went_on: u.went_on,
+        still_open_at_capture_end: u.still_open,
+        answer_may_be_in_missing_bytes: u.hidden.is_some(),
+        cause: Cause {
+            kind: why.kind,
+            stream: why.stream.map(|i| s.streams[i].label()),
+        },
+        head,
+    };
+    let evidence = match kind {
+        FindingKind::PendingAtCaptureEnd => crate::Evidence::PendingAtCaptureEnd(evidence),
+        _ => crate::Evidence::UnansweredRequest(evidence),
     };
     New {
         kind,
@@ -431,21 +462,100 @@ fn finding(s: &Session, ctx: &Context<'_>, u: Unanswered<'_>) -> New {
         frames: vec![st.opened, s.end],
         streams: vec![st.idx, u.channel],
         summary,
-        evidence: json!({
-            "request_id": id.to_value(),
-            "method": req.method,
-            "tool": req.mcp.tool,
-            "waited_s": (waited * 1000.0).round() / 1000.0,
-            "sent": { "stream": st.label(), "exchange": st.exchange.to_string(), "time": st.opened.time.rfc3339(), "frame": st.opened.frame.frame },
-            "until": s.end.time.rfc3339(),
-            "last_progress": u.progress,
-            "client_gave_up": u.gave_up,
-            "session_went_on": u.went_on,
-            "still_open_at_capture_end": u.still_open,
-            "answer_may_be_in_missing_bytes": u.hidden.is_some(),
-            "cause": { "kind": why.kind, "stream": why.stream.map(|i| s.streams[i].label()) },
-        }),
+        evidence,
         caused_by: u.cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),
     }
 }
+
+/// The evidence of an `unanswered_request` (and of a `pending_at_capture_end`): the request, how
+/// long it waited and what became of the wait, and why the answer never came.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// As on the wire: `7` and `"7"` differ.
+    pub request_id: RequestId,
+    pub method: Option<String>,
+    /// The tool a `tools/call` named.
+    pub tool: Option<String>,
+    /// From the request to the end of the session (or of the input), in seconds.
+    pub waited_s: f64,
+    pub sent: Sent,
+    /// The end of the wait (RFC 3339).
+    pub until: String,
+    /// The last progress notification of the request's progress token, where it came.
+    pub last_progress: Option<Progress>,
+    pub client_gave_up: bool,
+    pub session_went_on: bool,
+    pub still_open_at_capture_end: bool,
+    pub answer_may_be_in_missing_bytes: bool,
+    pub cause: Cause,
+    /// The summary before the cause (`request 7 tools/call "reindex" never answered (waited
+    /// 12.6 s)`): a later detector that finds the cause says it after it.
+    #[serde(skip)]
+    head: String,
+}
+
+/// Where and when a request was sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sent {
+    pub stream: String,
+    pub exchange: String,
+    pub time: String,
+    pub frame: u64,
+}
+
+/// A progress notification: where it came, and how far it said the work was.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub stream: String,
+    pub event_id: Option<String>,
+    pub time: String,
+    pub frame: u64,
+    pub progress: Option<serde_json::Number>,
+    pub total: Option<serde_json::Number>,
+}
+
+/// Why the answer never came: what the evidence shows, and the stream it rests on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    pub kind: CauseKind,
+    pub stream: Option<String>,
+}
+
+/// What took the answer (docs/report-format.md, `unanswered_request`'s `cause`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// A resume replayed another namespace past it.
+    SkippedByReplay,
+    /// Another input shows the hop lost its stream's events.
+    LostInTransit,
+    AcceptedWithoutAnswer,
+    SessionExpired,
+    ConnectionReset,
+    StreamReset,
+    StreamRefused,
+    ClientGaveUp,
+    ServerClosed,
+    SessionDeleted,
+    NeverAnswered,
+    /// Bytes are missing where it could have come: not determinable.
+    BytesMissing,
+    PendingAtCaptureEnd,
+}
+
+impl Evidence {
+    /// The hop between two inputs lost the events of `stream`, where the answer was to come:
+    /// the cause, and the summary that says it, unless a replay already explains it.
+    pub(crate) fn lost_in_transit(&mut self, stream: String, text: &str) -> Option<String> {
+        if self.cause.kind == CauseKind::SkippedByReplay {
+            return None;
+        }
+        self.cause = Cause {
+            kind: CauseKind::LostInTransit,
+            stream: Some(stream),
+        };
+        Some(format!("{}: {text}", self.head))
+    }
+}
+

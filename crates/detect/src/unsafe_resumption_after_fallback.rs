@@ -16,7 +16,6 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client resumed with Last-Event-ID after the session had fallen back from POST streams to a GET stream. With plain per-transport counters, the ID it sends may exist in both namespaces; the server cannot tell which one the client means.",
     why: "Mcp-Session-Id identity is necessary but not sufficient for resumption: the pair (session, event-ID namespace) must match, and fallback silently changes the namespace. A server that looks the ID up in the wrong counter replays the wrong events with no error at all.",
     fix: "Client: after any fallback, do not replay with Last-Event-ID; re-initialize (or re-attach) and re-send in-flight requests with an idempotency key. Server: namespace event IDs by stream (get:41, post:41) or advertise a transport-mode token the client echoes.",
-    evidence: &["last_event_id", "event_id_scheme", "fallback"],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
@@ -63,7 +62,7 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     fb.mark.time.clock_millis(),
                     s.event_id_scheme.name()
                 ),
-                evidence: json!({
+                evidence: crate::Evidence::UnsafeResumptionAfterFallback(Evidence(json!({
                     "last_event_id": lei,
                     "event_id_scheme": s.event_id_scheme.name(),
                     "resume_stream": r.label(),
@@ -73,10 +72,15 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                         "trigger": fb.trigger,
                     },
                     "transport_mode_header": s.transport_mode_header,
-                }),
+                }))),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
             },
         );
     }
 }
+
+/// The evidence of a `unsafe_resumption_after_fallback` finding (as JSON until it is typed).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub serde_json::Value);

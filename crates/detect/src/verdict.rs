@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{Finding, FindingKind};
+use super::{Evidence, Finding, FindingKind};
 use std::borrow::Cow;
 
 use mcpf_mcp::model::{EventIdScheme, Session, Stream};
@@ -82,7 +82,7 @@ fn unsafe_because<'a>(s: &Session, findings: &'a [Finding]) -> Option<&'a Findin
         findings.iter().find(|f| {
             f.session == s.idx
                 && f.kind == *kind
-                && (*kind != FindingKind::EventIdReset || f.evidence["last_event_id"].is_string())
+                && !matches!(&f.evidence, Evidence::EventIdReset(e) if e.last_event_id.is_none())
         })
     })
 }

@@ -621,7 +621,7 @@ impl Run {
     fn rules(&self, kind: &str) -> Vec<String> {
         self.all(kind)
             .iter()
-            .map(|f| f.evidence["rule"].as_str().unwrap().to_string())
+            .map(|f| ev(&f.evidence)["rule"].as_str().unwrap().to_string())
             .collect()
     }
 
@@ -663,6 +663,11 @@ impl Run {
         assert_eq!(self.sessions.len(), 1, "one session wanted");
         &self.sessions[0]
     }
+}
+
+/// A finding's evidence as the JSON report writes it.
+fn ev(e: &mcpf_detect::Evidence) -> Value {
+    serde_json::to_value(e).unwrap()
 }
 
 fn frames(f: &Finding) -> Vec<u64> {
@@ -777,13 +782,16 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // sse_fallback
     let fb = run.one("sse_fallback");
     assert_eq!(fb.severity, Severity::Info);
-    assert_eq!(fb.evidence["from"], "post:s4");
-    assert_eq!(fb.evidence["to"], "get:s5");
-    assert_eq!(fb.evidence["from_transport"], "post");
-    assert_eq!(fb.evidence["to_transport"], "get");
-    assert_eq!(fb.evidence["request_id"], json!(3));
-    assert_eq!(fb.evidence["confirmed_by_messages_on_new_stream"], true);
-    let trigger = fb.evidence["trigger"].as_str().unwrap();
+    assert_eq!(ev(&fb.evidence)["from"], "post:s4");
+    assert_eq!(ev(&fb.evidence)["to"], "get:s5");
+    assert_eq!(ev(&fb.evidence)["from_transport"], "post");
+    assert_eq!(ev(&fb.evidence)["to_transport"], "get");
+    assert_eq!(ev(&fb.evidence)["request_id"], json!(3));
+    assert_eq!(
+        ev(&fb.evidence)["confirmed_by_messages_on_new_stream"],
+        true
+    );
+    let trigger = ev(&fb.evidence)["trigger"].as_str().unwrap().to_string();
     assert!(
         trigger.contains("tools/call #3") && trigger.contains("abandoned"),
         "{trigger}"
@@ -798,10 +806,10 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // event_id_reset, fallback case: the GET counter restarted at 1 below the 3 seen on s3
     let reset = run.one("event_id_reset");
     assert_eq!(reset.severity, Severity::High);
-    assert_eq!(reset.evidence["last_event_id"], Value::Null);
-    assert_eq!(reset.evidence["first_event_id"], "1");
-    assert_eq!(reset.evidence["highest_before"], "3");
-    assert_eq!(reset.evidence["highest_seen_on"], "post:s3");
+    assert_eq!(ev(&reset.evidence)["last_event_id"], Value::Null);
+    assert_eq!(ev(&reset.evidence)["first_event_id"], "1");
+    assert_eq!(ev(&reset.evidence)["highest_before"], "3");
+    assert_eq!(ev(&reset.evidence)["highest_seen_on"], "post:s3");
     // The fallback it followed, and the collision of the two counters it is the client's view of.
     assert_eq!(
         reset.caused_by,
@@ -815,10 +823,10 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // unsafe_resumption_after_fallback
     let unsafe_ = run.one("unsafe_resumption_after_fallback");
     assert_eq!(unsafe_.severity, Severity::High);
-    assert_eq!(unsafe_.evidence["last_event_id"], "2");
-    assert_eq!(unsafe_.evidence["event_id_scheme"], "integer");
-    assert_eq!(unsafe_.evidence["resume_stream"], "get:s6");
-    assert_eq!(unsafe_.evidence["fallback"]["to"], "get:s5");
+    assert_eq!(ev(&unsafe_.evidence)["last_event_id"], "2");
+    assert_eq!(ev(&unsafe_.evidence)["event_id_scheme"], "integer");
+    assert_eq!(ev(&unsafe_.evidence)["resume_stream"], "get:s6");
+    assert_eq!(ev(&unsafe_.evidence)["fallback"]["to"], "get:s5");
     assert_eq!(unsafe_.caused_by, vec![run.pos("sse_fallback")]);
     assert_eq!(
         frames(unsafe_),
@@ -828,15 +836,15 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // cross_namespace_replay
     let replay = run.one("cross_namespace_replay");
     assert_eq!(replay.severity, Severity::Critical);
-    let ev = &replay.evidence;
-    assert_eq!(ev["last_event_id"], "2");
-    assert_eq!(ev["observed_in"], "get:s5");
-    assert_eq!(ev["replayed_from"], "post:s3");
-    assert_eq!(ev["replayed_event_ids"], json!(["3"]));
-    assert_eq!(ev["how"], Attribution::IdenticalEvent.describe());
-    assert_eq!(ev["attribution"], "identical_event");
+    let e = ev(&replay.evidence);
+    assert_eq!(e["last_event_id"], "2");
+    assert_eq!(e["observed_in"], "get:s5");
+    assert_eq!(e["replayed_from"], "post:s3");
+    assert_eq!(e["replayed_event_ids"], json!(["3"]));
+    assert_eq!(e["how"], Attribution::IdenticalEvent.describe());
+    assert_eq!(e["attribution"], "identical_event");
     assert_eq!(
-        ev["also_minted_by"],
+        e["also_minted_by"],
         json!(["post:s3"]),
         "ID 2 was delivered on both counters: the ambiguity is evidence"
     );
@@ -858,37 +866,43 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // duplicate_response
     let dup = run.one("duplicate_response");
     assert_eq!(dup.severity, Severity::High);
-    assert_eq!(dup.evidence["request_id"], json!(2));
-    assert_eq!(dup.evidence["first"]["stream"], "post:s3");
-    assert_eq!(dup.evidence["first"]["event_id"], "3");
-    assert_eq!(dup.evidence["first"]["frame"], m.post_answer.frame.frame);
-    assert_eq!(dup.evidence["duplicate"]["stream"], "get:s6");
-    assert_eq!(dup.evidence["duplicate"]["event_id"], "3");
-    assert_eq!(dup.evidence["duplicate"]["frame"], m.replayed.frame.frame);
-    assert_eq!(dup.evidence["same_payload"], true);
+    assert_eq!(ev(&dup.evidence)["request_id"], json!(2));
+    assert_eq!(ev(&dup.evidence)["first"]["stream"], "post:s3");
+    assert_eq!(ev(&dup.evidence)["first"]["event_id"], "3");
+    assert_eq!(
+        ev(&dup.evidence)["first"]["frame"],
+        m.post_answer.frame.frame
+    );
+    assert_eq!(ev(&dup.evidence)["duplicate"]["stream"], "get:s6");
+    assert_eq!(ev(&dup.evidence)["duplicate"]["event_id"], "3");
+    assert_eq!(
+        ev(&dup.evidence)["duplicate"]["frame"],
+        m.replayed.frame.frame
+    );
+    assert_eq!(ev(&dup.evidence)["same_payload"], true);
     assert_eq!(dup.caused_by, vec![run.pos("cross_namespace_replay")]);
     assert_eq!(frames(dup), frames_of(&[m.post_answer, m.replayed]));
 
     // skipped_events after the replay: nothing later shows where the GET range ends
     let skipped = run.one("skipped_events");
     assert_eq!(skipped.severity, Severity::High);
-    assert_eq!(skipped.evidence["namespace"], "get:s5");
-    assert_eq!(skipped.evidence["from"], "3");
-    assert_eq!(skipped.evidence["to"], Value::Null);
-    assert_eq!(skipped.evidence["count"], Value::Null);
-    assert_eq!(skipped.evidence["after"], "2");
+    assert_eq!(ev(&skipped.evidence)["namespace"], "get:s5");
+    assert_eq!(ev(&skipped.evidence)["from"], "3");
+    assert_eq!(ev(&skipped.evidence)["to"], Value::Null);
+    assert_eq!(ev(&skipped.evidence)["count"], Value::Null);
+    assert_eq!(ev(&skipped.evidence)["after"], "2");
     assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
 
     // unanswered_request: the wait that never ended
     let hang = run.one("unanswered_request");
     assert_eq!(hang.severity, Severity::High);
-    assert_eq!(hang.evidence["request_id"], json!(3));
-    assert_eq!(hang.evidence["method"], "tools/call");
-    assert_eq!(hang.evidence["tool"], "beta");
-    assert_eq!(hang.evidence["session_went_on"], true);
-    assert_eq!(hang.evidence["last_progress"]["stream"], "get:s5");
-    assert_eq!(hang.evidence["last_progress"]["event_id"], "2");
-    let waited = hang.evidence["waited_s"].as_f64().unwrap();
+    assert_eq!(ev(&hang.evidence)["request_id"], json!(3));
+    assert_eq!(ev(&hang.evidence)["method"], "tools/call");
+    assert_eq!(ev(&hang.evidence)["tool"], "beta");
+    assert_eq!(ev(&hang.evidence)["session_went_on"], true);
+    assert_eq!(ev(&hang.evidence)["last_progress"]["stream"], "get:s5");
+    assert_eq!(ev(&hang.evidence)["last_progress"]["event_id"], "2");
+    let waited = ev(&hang.evidence)["waited_s"].as_f64().unwrap();
     let expected = s.end.time.seconds_since(m.stalled_sent.time);
     assert!((waited - expected).abs() < 0.002, "{waited} vs {expected}");
     assert!(waited > 9.0, "{waited}");
@@ -925,19 +939,19 @@ fn capture_gap_is_low_and_reduces_the_confidence_of_what_rests_on_it() {
 
     let gap = run.one("capture_gap");
     assert_eq!(gap.severity, Severity::Low);
-    assert_eq!(gap.evidence["stream"], "get:s3");
-    assert_eq!(gap.evidence["bytes"], 900);
-    assert_eq!(gap.evidence["events_dropped_at_gap"], 1);
+    assert_eq!(ev(&gap.evidence)["stream"], "get:s3");
+    assert_eq!(ev(&gap.evidence)["bytes"], 900);
+    assert_eq!(ev(&gap.evidence)["events_dropped_at_gap"], 1);
     assert_eq!(gap.time, after);
     assert_eq!(frames(gap), frames_of(&[opened, after]));
     assert_eq!(gap.confidence, Confidence::Normal);
 
     // The jump 2 → 5 is probably the capture's doing: it says so.
     let skipped = run.one("skipped_events");
-    assert_eq!(skipped.evidence["namespace"], "get:s3");
-    assert_eq!(skipped.evidence["from"], "3");
-    assert_eq!(skipped.evidence["to"], "4");
-    assert_eq!(skipped.evidence["count"], 2);
+    assert_eq!(ev(&skipped.evidence)["namespace"], "get:s3");
+    assert_eq!(ev(&skipped.evidence)["from"], "3");
+    assert_eq!(ev(&skipped.evidence)["to"], "4");
+    assert_eq!(ev(&skipped.evidence)["count"], 2);
     assert_eq!(skipped.caused_by, vec![run.pos("capture_gap")]);
     assert_eq!(skipped.confidence, Confidence::Reduced);
     assert!(
@@ -1079,12 +1093,12 @@ fn sse_fallback_at_connect_initialize_refused_then_legacy_transport() {
     assert_eq!(s.fallbacks.len(), 1);
     let fb = run.one("sse_fallback");
     assert_eq!(fb.severity, Severity::Info);
-    assert_eq!(fb.evidence["from"], "post:s1");
-    assert_eq!(fb.evidence["to"], "legacy-sse:s2");
-    assert_eq!(fb.evidence["from_transport"], "streamable-http");
-    assert_eq!(fb.evidence["to_transport"], "legacy-sse");
-    assert_eq!(fb.evidence["trigger"], "POST initialize answered 405");
-    assert_eq!(fb.evidence["request_id"], json!(1));
+    assert_eq!(ev(&fb.evidence)["from"], "post:s1");
+    assert_eq!(ev(&fb.evidence)["to"], "legacy-sse:s2");
+    assert_eq!(ev(&fb.evidence)["from_transport"], "streamable-http");
+    assert_eq!(ev(&fb.evidence)["to_transport"], "legacy-sse");
+    assert_eq!(ev(&fb.evidence)["trigger"], "POST initialize answered 405");
+    assert_eq!(ev(&fb.evidence)["request_id"], json!(1));
     assert_eq!(frames(fb), frames_of(&[refused_at, legacy_opened]));
     assert!(refused_sent < refused_at);
     // The refused initialize was never processed: no reuse of ID 1, nothing unanswered.
@@ -1319,7 +1333,7 @@ fn an_echoed_transport_mode_that_differs_from_where_the_last_event_was_seen_is_u
         Some("sse")
     );
     let u = run.one("unsafe_resumption_after_fallback");
-    assert_eq!(u.evidence["last_event_id"], "2");
+    assert_eq!(ev(&u.evidence)["last_event_id"], "2");
 }
 
 #[test]
@@ -1330,9 +1344,9 @@ fn plain_integer_ids_after_a_fallback_make_the_resume_unsafe_even_when_nothing_b
     let run = c.finish();
     let u = run.one("unsafe_resumption_after_fallback");
     assert_eq!(u.severity, Severity::High);
-    assert_eq!(u.evidence["last_event_id"], "4");
-    assert_eq!(u.evidence["event_id_scheme"], "integer");
-    assert_eq!(u.evidence["transport_mode_header"], Value::Null);
+    assert_eq!(ev(&u.evidence)["last_event_id"], "4");
+    assert_eq!(ev(&u.evidence)["event_id_scheme"], "integer");
+    assert_eq!(ev(&u.evidence)["transport_mode_header"], Value::Null);
     assert_eq!(u.caused_by, vec![run.pos("sse_fallback")]);
     for k in [
         "cross_namespace_replay",
@@ -1371,7 +1385,7 @@ fn a_resume_after_a_reinitialize_is_past_the_fallback_boundary() {
     assert_eq!(s.initializes.len(), 2);
     // Only the first resume (before the re-initialize) is unsafe.
     let u = run.one("unsafe_resumption_after_fallback");
-    assert_eq!(u.evidence["last_event_id"], "4");
+    assert_eq!(ev(&u.evidence)["last_event_id"], "4");
 }
 
 #[test]
@@ -1441,22 +1455,22 @@ fn cross_namespace_replay_by_namespaced_id_token() {
     assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
     let x = run.one("cross_namespace_replay");
     assert_eq!(x.severity, Severity::Critical);
-    assert_eq!(x.evidence["last_event_id"], "sse:2");
-    assert_eq!(x.evidence["observed_in"], "get:s3");
-    assert_eq!(x.evidence["replayed_from"], "post:s4");
+    assert_eq!(ev(&x.evidence)["last_event_id"], "sse:2");
+    assert_eq!(ev(&x.evidence)["observed_in"], "get:s3");
+    assert_eq!(ev(&x.evidence)["replayed_from"], "post:s4");
     assert_eq!(
-        x.evidence["replayed_event_ids"],
+        ev(&x.evidence)["replayed_event_ids"],
         json!(["post:2", "post:3"])
     );
-    assert_eq!(x.evidence["how"], Attribution::IdToken.describe());
+    assert_eq!(ev(&x.evidence)["how"], Attribution::IdToken.describe());
     assert_eq!(x.time, replayed[0]);
     assert!(frames(x).contains(&opened.frame.frame));
     // No fallback here: nothing to chain to, and the namespaced scheme is not the problem.
     assert!(x.caused_by.is_empty());
     run.absent("unsafe_resumption_after_fallback");
     let skipped = run.one("skipped_events");
-    assert_eq!(skipped.evidence["namespace"], "get:s3");
-    assert_eq!(skipped.evidence["from"], "3");
+    assert_eq!(ev(&skipped.evidence)["namespace"], "get:s3");
+    assert_eq!(ev(&skipped.evidence)["from"], "3");
     assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
     assert_eq!(run.verdict(0).verdict, "unsafe");
 }
@@ -1523,10 +1537,10 @@ fn event_id_reset_on_a_resume_that_starts_below_last_event_id() {
     let run = c.finish();
     let r = run.one("event_id_reset");
     assert_eq!(r.severity, Severity::High);
-    assert_eq!(r.evidence["last_event_id"], "5");
-    assert_eq!(r.evidence["first_event_id"], "2");
-    assert_eq!(r.evidence["highest_before"], "5");
-    assert_eq!(r.evidence["stream"], "get:s4");
+    assert_eq!(ev(&r.evidence)["last_event_id"], "5");
+    assert_eq!(ev(&r.evidence)["first_event_id"], "2");
+    assert_eq!(ev(&r.evidence)["highest_before"], "5");
+    assert_eq!(ev(&r.evidence)["stream"], "get:s4");
     assert_eq!(frames(r), frames_of(&[opened, marks[0]]));
     assert!(r.caused_by.is_empty(), "no fallback, no cause to cite");
     run.absent("resume_gap");
@@ -1573,9 +1587,9 @@ fn a_fallback_reset_does_not_by_itself_make_the_verdict_unsafe_without_a_resume(
     c.end(g, Cut::CaptureEnd);
     let run = c.finish();
     let r = run.one("event_id_reset");
-    assert_eq!(r.evidence["last_event_id"], Value::Null);
-    assert_eq!(r.evidence["first_event_id"], "1");
-    assert_eq!(r.evidence["highest_before"], "7");
+    assert_eq!(ev(&r.evidence)["last_event_id"], Value::Null);
+    assert_eq!(ev(&r.evidence)["first_event_id"], "1");
+    assert_eq!(ev(&r.evidence)["highest_before"], "7");
     assert_eq!(r.caused_by, vec![run.pos("sse_fallback")]);
     let v = run.verdict(0);
     assert_eq!(v.verdict, "not_attempted");
@@ -1598,9 +1612,9 @@ fn resume_gap_when_the_first_resumed_id_jumps() {
     let run = c.finish();
     let g = run.one("resume_gap");
     assert_eq!(g.severity, Severity::High);
-    assert_eq!(g.evidence["last_event_id"], "5");
-    assert_eq!(g.evidence["first_event_id"], "9");
-    assert_eq!(g.evidence["missing"], 3);
+    assert_eq!(ev(&g.evidence)["last_event_id"], "5");
+    assert_eq!(ev(&g.evidence)["first_event_id"], "9");
+    assert_eq!(ev(&g.evidence)["missing"], 3);
     assert_eq!(g.time, marks[0]);
     assert_eq!(frames(g), frames_of(&[opened, marks[0]]));
     assert!(g.caused_by.is_empty());
@@ -1624,8 +1638,8 @@ fn resume_gap_after_a_fallback_is_caused_by_the_unsafe_resumption() {
     fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "9", &[], &[]);
     let run = c.finish();
     let g = run.one("resume_gap");
-    assert_eq!(g.evidence["last_event_id"], "4");
-    assert_eq!(g.evidence["first_event_id"], "9");
+    assert_eq!(ev(&g.evidence)["last_event_id"], "4");
+    assert_eq!(ev(&g.evidence)["first_event_id"], "9");
     assert_eq!(
         g.caused_by,
         vec![run.pos("unsafe_resumption_after_fallback")]
@@ -1652,8 +1666,8 @@ fn session_not_reaffirmed_when_a_resume_is_answered_without_the_session_id() {
     let run = c.finish();
     let f = run.one("session_not_reaffirmed");
     assert_eq!(f.severity, Severity::Medium);
-    assert_eq!(f.evidence["session_id"], "sess-A");
-    assert_eq!(f.evidence["stream"], "get:s4");
+    assert_eq!(ev(&f.evidence)["session_id"], "sess-A");
+    assert_eq!(ev(&f.evidence)["stream"], "get:s4");
     assert_eq!(f.time, head);
     assert_eq!(frames(f), frames_of(&[opened, head]));
     run.absent("session_id_changed");
@@ -1707,9 +1721,9 @@ fn session_id_changed_when_a_response_names_another_session() {
     let run = c.finish();
     let f = run.one("session_id_changed");
     assert_eq!(f.severity, Severity::High);
-    assert_eq!(f.evidence["sent"], "sess-A");
-    assert_eq!(f.evidence["received"], "sess-B");
-    assert_eq!(f.evidence["stream"], "post:s3");
+    assert_eq!(ev(&f.evidence)["sent"], "sess-A");
+    assert_eq!(ev(&f.evidence)["received"], "sess-B");
+    assert_eq!(ev(&f.evidence)["stream"], "post:s3");
     assert_eq!(f.time, head);
     assert_eq!(frames(f), frames_of(&[opened, head]));
 }
@@ -1743,12 +1757,12 @@ fn duplicate_response_on_another_stream_without_a_replay() {
     let run = c.finish();
     let d = run.one("duplicate_response");
     assert_eq!(d.severity, Severity::High);
-    assert_eq!(d.evidence["request_id"], json!(2));
-    assert_eq!(d.evidence["first"]["stream"], "post:s4");
-    assert_eq!(d.evidence["first"]["event_id"], "1");
-    assert_eq!(d.evidence["duplicate"]["stream"], "get:s3");
-    assert_eq!(d.evidence["duplicate"]["event_id"], "2");
-    assert_eq!(d.evidence["same_payload"], false);
+    assert_eq!(ev(&d.evidence)["request_id"], json!(2));
+    assert_eq!(ev(&d.evidence)["first"]["stream"], "post:s4");
+    assert_eq!(ev(&d.evidence)["first"]["event_id"], "1");
+    assert_eq!(ev(&d.evidence)["duplicate"]["stream"], "get:s3");
+    assert_eq!(ev(&d.evidence)["duplicate"]["event_id"], "2");
+    assert_eq!(ev(&d.evidence)["same_payload"], false);
     assert_eq!(d.time, dup);
     assert_eq!(frames(d), frames_of(&[first, dup]));
     assert!(d.caused_by.is_empty());
@@ -1802,14 +1816,14 @@ fn request_id_reused_within_a_session() {
     let run = c.finish();
     let f = run.one("request_id_reused");
     assert_eq!(f.severity, Severity::Medium);
-    assert_eq!(f.evidence["request_id"], json!(5));
-    assert_eq!(f.evidence["first"]["stream"], "post:s3");
-    assert_eq!(f.evidence["first"]["method"], "tools/call");
-    assert_eq!(f.evidence["first"]["frame"], first.frame.frame);
-    assert_eq!(f.evidence["second"]["stream"], "post:s4");
-    assert_eq!(f.evidence["second"]["method"], "tools/list");
-    assert_eq!(f.evidence["second"]["frame"], second.frame.frame);
-    assert_eq!(f.evidence["first_in_flight"], false);
+    assert_eq!(ev(&f.evidence)["request_id"], json!(5));
+    assert_eq!(ev(&f.evidence)["first"]["stream"], "post:s3");
+    assert_eq!(ev(&f.evidence)["first"]["method"], "tools/call");
+    assert_eq!(ev(&f.evidence)["first"]["frame"], first.frame.frame);
+    assert_eq!(ev(&f.evidence)["second"]["stream"], "post:s4");
+    assert_eq!(ev(&f.evidence)["second"]["method"], "tools/list");
+    assert_eq!(ev(&f.evidence)["second"]["frame"], second.frame.frame);
+    assert_eq!(ev(&f.evidence)["first_in_flight"], false);
     assert_eq!(f.time, second);
     assert_eq!(frames(f), frames_of(&[first, second]));
     // Each request got its own answer: no duplicate, nothing unanswered.
@@ -1868,9 +1882,9 @@ fn a_batched_post_is_legal_in_2025_03_26_only() {
     for version in ["2025-06-18", "2025-11-25"] {
         let run = batch_at(version);
         let f = run.one("revision_violation");
-        assert_eq!(f.evidence["rule"], "batch", "{version}");
-        assert_eq!(f.evidence["revision"], version);
-        assert_eq!(f.evidence["revision_from"], "initialize");
+        assert_eq!(ev(&f.evidence)["rule"], "batch", "{version}");
+        assert_eq!(ev(&f.evidence)["revision"], version);
+        assert_eq!(ev(&f.evidence)["revision_from"], "initialize");
         assert_eq!(f.severity, Severity::Medium);
     }
 }
@@ -1916,24 +1930,23 @@ fn stateless_server_at(version: &'static str) -> Run {
 #[test]
 fn under_2026_07_28_minted_sessions_and_honoured_resumes_are_violations() {
     let run = stateless_server_at("2026-07-28");
-    let rules: Vec<&str> = run
-        .all("revision_violation")
-        .iter()
-        .map(|f| f.evidence["rule"].as_str().unwrap())
-        .collect();
-    assert!(rules.contains(&"session_id_minted"), "{rules:?}");
-    assert!(rules.contains(&"last_event_id_honoured"), "{rules:?}");
+    let rules = run.rules("revision_violation");
+    assert!(rules.iter().any(|r| r == "session_id_minted"), "{rules:?}");
+    assert!(
+        rules.iter().any(|r| r == "last_event_id_honoured"),
+        "{rules:?}"
+    );
     assert!(
         run.all("revision_violation")
             .iter()
-            .all(|f| f.evidence["revision_from"] == "header")
+            .all(|f| ev(&f.evidence)["revision_from"] == "header")
     );
     // The same ID again after its answer: legal from 2026-07-28.
     run.absent("request_id_reused");
     let older = stateless_server_at("2025-11-25");
     older.absent("revision_violation");
     assert_eq!(
-        older.one("request_id_reused").evidence["first_in_flight"],
+        ev(&older.one("request_id_reused").evidence)["first_in_flight"],
         false
     );
 }
@@ -1984,9 +1997,9 @@ fn one_event_id_minted_on_two_streams_is_a_collision() {
     let run = two_streams_with_ids([["1", "2"], ["1", "2"]]);
     let f = run.one("event_id_collision");
     assert_eq!(f.severity, Severity::Medium);
-    assert_eq!(f.evidence["event_id"], "1");
-    assert_eq!(f.evidence["streams"], json!(["post:s3", "post:s4"]));
-    assert_eq!(f.evidence["colliding_ids"], 2);
+    assert_eq!(ev(&f.evidence)["event_id"], "1");
+    assert_eq!(ev(&f.evidence)["streams"], json!(["post:s3", "post:s4"]));
+    assert_eq!(ev(&f.evidence)["colliding_ids"], 2);
     two_streams_with_ids([["a-1", "a-2"], ["b-1", "b-2"]]).absent("event_id_collision");
     // The same ID twice on one stream is not across streams.
     two_streams_with_ids([["1", "1"], ["3", "4"]]).absent("event_id_collision");
@@ -2031,8 +2044,8 @@ fn answer_on_a_get(resuming_the_post: bool) -> Run {
 fn an_answer_belongs_on_its_request_stream_not_the_standalone_one() {
     let run = answer_on_a_get(false);
     let f = run.one("response_on_standalone_stream");
-    assert_eq!(f.evidence["request_id"], json!(2));
-    assert_eq!(f.evidence["event_id"], "g-1");
+    assert_eq!(ev(&f.evidence)["request_id"], json!(2));
+    assert_eq!(ev(&f.evidence)["event_id"], "g-1");
     run.absent("unanswered_request");
     answer_on_a_get(true).absent("response_on_standalone_stream");
 }
@@ -2057,9 +2070,9 @@ fn get_reconnect(ids: &[&str], cut: Cut, lei: Option<&str>) -> Run {
 fn a_reconnect_that_forgets_the_last_event_id_drops_the_cursor() {
     let run = get_reconnect(&["g-1", "g-2"], Cut::ServerClose, None);
     let f = run.one("cursor_dropped");
-    assert_eq!(f.evidence["last_seen_event_id"], "g-2");
-    assert_eq!(f.evidence["lost_stream"], "get:s3");
-    assert_eq!(f.evidence["stream"], "get:s4");
+    assert_eq!(ev(&f.evidence)["last_seen_event_id"], "g-2");
+    assert_eq!(ev(&f.evidence)["lost_stream"], "get:s3");
+    assert_eq!(ev(&f.evidence)["stream"], "get:s4");
     get_reconnect(&["g-1", "g-2"], Cut::ServerClose, Some("g-2")).absent("cursor_dropped");
     get_reconnect(&["g-1", "g-2"], Cut::ClientClose, None).absent("cursor_dropped");
     // An empty id field reset the cursor: nothing to send.
@@ -2108,9 +2121,9 @@ fn a_reconnect_sooner_than_retry_does_not_honour_it() {
     let run = resumed_after(Cut::ServerClose, 0.5);
     let f = run.one("retry_not_honoured");
     assert_eq!(f.severity, Severity::Low);
-    assert_eq!(f.evidence["retry_ms"], 2000);
-    assert_eq!(f.evidence["stream"], "post:s3");
-    let waited = f.evidence["waited_ms"].as_f64().unwrap();
+    assert_eq!(ev(&f.evidence)["retry_ms"], 2000);
+    assert_eq!(ev(&f.evidence)["stream"], "post:s3");
+    let waited = ev(&f.evidence)["waited_ms"].as_f64().unwrap();
     assert!((500.0..600.0).contains(&waited), "{waited}");
     resumed_after(Cut::ServerClose, 2.5).absent("retry_not_honoured");
     // The client ended the stream itself: its reconnect is no reconnection after a loss.
@@ -2197,9 +2210,9 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
         f.session, sessions[1].idx,
         "on the session that served the resume"
     );
-    assert_eq!(f.evidence["resume_upstream"], "10.0.0.3:9123");
-    assert_eq!(f.evidence["minting_upstreams"], json!([SERVER]));
-    assert_eq!(f.evidence["minted_in_session"], sessions[0].label());
+    assert_eq!(ev(&f.evidence)["resume_upstream"], "10.0.0.3:9123");
+    assert_eq!(ev(&f.evidence)["minting_upstreams"], json!([SERVER]));
+    assert_eq!(ev(&f.evidence)["minted_in_session"], sessions[0].label());
     assert_eq!(results[1].0.verdict, "unsafe");
     // The same replica: the resume is its own session's, nothing crossed.
     let same = resume_at(SERVER);
@@ -2256,16 +2269,17 @@ fn events_the_server_leg_saw_and_the_client_leg_never_got_were_lost_in_transit()
     );
     let f = lost[0];
     assert_eq!(f.session, client.idx, "on the client's session");
-    assert_eq!(f.evidence["events"], 2);
-    assert_eq!(f.evidence["seen_in"]["input_path"], "server.pcap");
-    assert_eq!(f.evidence["missing_from"]["input_path"], "client.pcap");
+    assert_eq!(ev(&f.evidence)["events"], 2);
+    assert_eq!(ev(&f.evidence)["seen_in"]["input_path"], "server.pcap");
+    assert_eq!(ev(&f.evidence)["missing_from"]["input_path"], "client.pcap");
     // The client's unanswered request names the hop as why.
     let u = findings
         .iter()
         .find(|x| x.kind.name() == "unanswered_request" && x.session == client.idx)
         .unwrap();
     assert_eq!(
-        u.evidence["cause"]["kind"], "lost_in_transit",
+        ev(&u.evidence)["cause"]["kind"],
+        "lost_in_transit",
         "{}",
         u.summary
     );
@@ -2315,10 +2329,10 @@ fn skipped_events_inside_a_stream_41_then_48() {
     let run = c.finish();
     let f = run.one("skipped_events");
     assert_eq!(f.severity, Severity::High);
-    assert_eq!(f.evidence["namespace"], "get:s3");
-    assert_eq!(f.evidence["from"], "42");
-    assert_eq!(f.evidence["to"], "47");
-    assert_eq!(f.evidence["count"], 6);
+    assert_eq!(ev(&f.evidence)["namespace"], "get:s3");
+    assert_eq!(ev(&f.evidence)["from"], "42");
+    assert_eq!(ev(&f.evidence)["to"], "47");
+    assert_eq!(ev(&f.evidence)["count"], 6);
     assert_eq!(f.time, m[2]);
     assert_eq!(frames(f), frames_of(&[m[1], m[2]]));
     assert!(f.caused_by.is_empty());
@@ -2368,12 +2382,12 @@ fn skipped_events_after_a_replay_end_where_a_later_event_of_that_namespace_shows
     let skipped: Vec<_> = run
         .all("skipped_events")
         .into_iter()
-        .filter(|f| f.evidence["namespace"] == "get:s5")
+        .filter(|f| ev(&f.evidence)["namespace"] == "get:s5")
         .collect();
     assert_eq!(skipped.len(), 1, "{:?}", run.kinds());
-    assert_eq!(skipped[0].evidence["from"], "3");
-    assert_eq!(skipped[0].evidence["to"], "5");
-    assert_eq!(skipped[0].evidence["count"], 3);
+    assert_eq!(ev(&skipped[0].evidence)["from"], "3");
+    assert_eq!(ev(&skipped[0].evidence)["to"], "5");
+    assert_eq!(ev(&skipped[0].evidence)["count"], 3);
     // #3 was answered in the end.
     run.absent("unanswered_request");
 }
@@ -2395,12 +2409,12 @@ fn unanswered_request_is_high_when_the_client_gave_up() {
     let run = c.finish();
     let f = run.one("unanswered_request");
     assert_eq!(f.severity, Severity::High);
-    assert_eq!(f.evidence["request_id"], json!(2));
-    assert_eq!(f.evidence["method"], "tools/call");
-    assert_eq!(f.evidence["client_gave_up"], true);
-    assert_eq!(f.evidence["sent"]["stream"], "post:s3");
-    assert_eq!(f.evidence["last_progress"]["event_id"], "1");
-    let waited = f.evidence["waited_s"].as_f64().unwrap();
+    assert_eq!(ev(&f.evidence)["request_id"], json!(2));
+    assert_eq!(ev(&f.evidence)["method"], "tools/call");
+    assert_eq!(ev(&f.evidence)["client_gave_up"], true);
+    assert_eq!(ev(&f.evidence)["sent"]["stream"], "post:s3");
+    assert_eq!(ev(&f.evidence)["last_progress"]["event_id"], "1");
+    let waited = ev(&f.evidence)["waited_s"].as_f64().unwrap();
     assert!((30.0..30.1).contains(&waited), "{waited}");
     let s = run.session();
     assert_eq!(f.time, s.end);
@@ -2425,8 +2439,8 @@ fn unanswered_request_is_high_when_the_session_went_on() {
     let run = call_beside_an_answered_one(Cut::ServerClose);
     let f = run.one("unanswered_request");
     assert_eq!(f.severity, Severity::High);
-    assert_eq!(f.evidence["request_id"], json!(2));
-    assert_eq!(f.evidence["session_went_on"], true);
+    assert_eq!(ev(&f.evidence)["request_id"], json!(2));
+    assert_eq!(ev(&f.evidence)["session_went_on"], true);
 }
 
 #[test]
@@ -2436,8 +2450,8 @@ fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_
     run.absent("unanswered_request");
     let f = run.one("pending_at_capture_end");
     assert_eq!(f.severity, Severity::Info);
-    assert_eq!(f.evidence["still_open_at_capture_end"], true);
-    assert_eq!(f.evidence["cause"]["kind"], "pending_at_capture_end");
+    assert_eq!(ev(&f.evidence)["still_open_at_capture_end"], true);
+    assert_eq!(ev(&f.evidence)["cause"]["kind"], "pending_at_capture_end");
     run.nothing_above_info();
 }
 
@@ -2478,8 +2492,13 @@ fn an_unanswered_request_says_why() {
     ] {
         let run = call_beside_an_answered_one(cut);
         let f = run.one("unanswered_request");
-        assert_eq!(f.evidence["cause"]["kind"], kind, "{cut:?}: {}", f.summary);
-        assert_eq!(f.evidence["cause"]["stream"], "post:s3");
+        assert_eq!(
+            ev(&f.evidence)["cause"]["kind"],
+            kind,
+            "{cut:?}: {}",
+            f.summary
+        );
+        assert_eq!(ev(&f.evidence)["cause"]["stream"], "post:s3");
         assert!(f.summary.contains(words), "{cut:?}: {}", f.summary);
     }
 }
@@ -2496,7 +2515,8 @@ fn a_request_answered_202_has_that_for_its_cause() {
     let run = c.finish();
     let f = run.one("unanswered_request");
     assert_eq!(
-        f.evidence["cause"]["kind"], "accepted_without_answer",
+        ev(&f.evidence)["cause"]["kind"],
+        "accepted_without_answer",
         "{}",
         f.summary
     );
@@ -2516,8 +2536,8 @@ fn a_request_still_young_at_capture_end_is_info() {
     run.absent("unanswered_request");
     let f = run.one("pending_at_capture_end");
     assert_eq!(f.severity, Severity::Info);
-    assert_eq!(f.evidence["client_gave_up"], false);
-    assert_eq!(f.evidence["session_went_on"], false);
+    assert_eq!(ev(&f.evidence)["client_gave_up"], false);
+    assert_eq!(ev(&f.evidence)["session_went_on"], false);
     assert!(f.summary.contains("still pending"), "{}", f.summary);
     run.nothing_above_info();
 }
@@ -2573,11 +2593,11 @@ fn retry_without_idempotency_key_after_an_unsafe_resumption() {
     let run = c.finish();
     let f = run.one("retry_without_idempotency_key");
     assert_eq!(f.severity, Severity::Medium);
-    assert_eq!(f.evidence["request_ids"], json!([3, 4]));
-    assert_eq!(f.evidence["tool"], "beta");
-    assert_eq!(f.evidence["first"]["stream"], "post:s4");
-    assert_eq!(f.evidence["retry"]["stream"], "post:s7");
-    assert_eq!(f.evidence["retry"]["frame"], retry.frame.frame);
+    assert_eq!(ev(&f.evidence)["request_ids"], json!([3, 4]));
+    assert_eq!(ev(&f.evidence)["tool"], "beta");
+    assert_eq!(ev(&f.evidence)["first"]["stream"], "post:s4");
+    assert_eq!(ev(&f.evidence)["retry"]["stream"], "post:s7");
+    assert_eq!(ev(&f.evidence)["retry"]["frame"], retry.frame.frame);
     assert_eq!(f.time, retry);
     assert_eq!(
         f.caused_by,
@@ -2650,10 +2670,10 @@ fn retry_without_idempotency_key_after_a_reinitialize_in_the_same_session() {
     let run = c.finish();
     assert_eq!(run.sessions.len(), 1);
     let f = run.one("retry_without_idempotency_key");
-    assert_eq!(f.evidence["request_ids"], json!([2, 4]));
-    assert_eq!(f.evidence["tool"], "deploy");
-    assert_eq!(f.evidence["first"]["session"], "S1");
-    assert_eq!(f.evidence["retry"]["session"], "S1");
+    assert_eq!(ev(&f.evidence)["request_ids"], json!([2, 4]));
+    assert_eq!(ev(&f.evidence)["tool"], "deploy");
+    assert_eq!(ev(&f.evidence)["first"]["session"], "S1");
+    assert_eq!(ev(&f.evidence)["retry"]["session"], "S1");
     assert_eq!(f.time, retry);
     assert_eq!(f.frames, vec![first, retry]);
     assert!(f.caused_by.is_empty());
@@ -3209,12 +3229,12 @@ fn a_404_is_session_not_found_only_while_the_session_goes_on() {
         let run = rejected_call(404, then, false);
         let f = run.one("session_not_found");
         assert_eq!(f.severity, Severity::High);
-        assert_eq!(f.evidence["status"], 404);
-        assert_eq!(f.evidence["rejected"], 1);
+        assert_eq!(ev(&f.evidence)["status"], 404);
+        assert_eq!(ev(&f.evidence)["rejected"], 1);
     }
     let run = rejected_call(404, Some(200), false);
     assert_eq!(
-        run.one("session_not_found").evidence["client_reaction"]["what"],
+        ev(&run.one("session_not_found").evidence)["client_reaction"]["what"],
         "kept_going"
     );
     // Deleted first: 404 is the right answer, the open stream notwithstanding.
@@ -3384,11 +3404,11 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
     run.one("unsafe_resumption_after_fallback");
     let f = run.one("resync_without_reconciliation");
     assert_eq!(f.severity, Severity::Medium);
-    assert_eq!(f.evidence["request_id"], 3);
-    assert_eq!(f.evidence["tool"], "beta");
-    assert_eq!(f.evidence["session"], "sess-A");
+    assert_eq!(ev(&f.evidence)["request_id"], 3);
+    assert_eq!(ev(&f.evidence)["tool"], "beta");
+    assert_eq!(ev(&f.evidence)["session"], "sess-A");
     assert_eq!(f.labels.session_id.as_deref(), Some("sess-B"));
-    assert_eq!(f.evidence["resent"], false);
+    assert_eq!(ev(&f.evidence)["resent"], false);
     // Another tool is no reconciliation of beta.
     let alpha = call("alpha", json!({}), None);
     reinitialized_after_unsafe_resume(true, Some(alpha)).one("resync_without_reconciliation");
@@ -3406,10 +3426,10 @@ fn a_lost_call_that_had_begun_re_sent_without_a_key_ran_twice() {
     let again = call("beta", json!({}), None);
     let run = reinitialized_after_unsafe_resume(true, Some(again));
     let f = run.one("resync_without_reconciliation");
-    assert_eq!(f.evidence["resent"], true);
-    assert_eq!(f.evidence["executions"]["second"]["request_id"], 2);
+    assert_eq!(ev(&f.evidence)["resent"], true);
+    assert_eq!(ev(&f.evidence)["executions"]["second"]["request_id"], 2);
     assert_eq!(
-        f.evidence["executions"]["first"]["last_progress"]["progress"],
+        ev(&f.evidence)["executions"]["first"]["last_progress"]["progress"],
         3
     );
     assert!(f.summary.contains("ran twice"), "{}", f.summary);
@@ -3455,7 +3475,7 @@ fn a_request_without_the_session_header_a_server_mints_is_answered_400() {
         ["session_header_missing_not_400"]
     );
     let f = run.one("status_code_violation");
-    assert_eq!(f.evidence["status"], 200);
+    assert_eq!(ev(&f.evidence)["status"], 200);
     assert_eq!(f.labels.session_id, None);
     let refused = request_without_session_header(true, 400);
     refused.absent("status_code_violation");

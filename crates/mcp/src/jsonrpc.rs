@@ -61,6 +61,19 @@ impl Serialize for RequestId {
     }
 }
 
+/// A request ID read back from a report: a JSON number (its text kept) or a string.
+impl<'de> serde::Deserialize<'de> for RequestId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Number(n) => Ok(RequestId::Number(n.to_string())),
+            serde_json::Value::String(s) => Ok(RequestId::String(s)),
+            other => Err(serde::de::Error::custom(format!(
+                "a request ID is a number or a string, not {other}"
+            ))),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {

@@ -57,7 +57,7 @@ pub enum Namespace {
 }
 
 /// How an event on a resume stream was attributed to the namespace that minted it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attribution {
     /// A fresh event on its own stream.

@@ -155,7 +155,12 @@ impl<'a> Doc<'a> {
             .find(|u| {
                 !std::ptr::eq(*u, worst) && text(u, "kind") == "unanswered_request" && rank(u) < 4
             })
-            .map(|u| (hung_request(&u["evidence"]), text(u, "id").to_string()));
+            .map(|u| {
+                (
+                    hung_request_saved(&u["evidence"]),
+                    text(u, "id").to_string(),
+                )
+            });
         verdict_sentence(&Verdict {
             session_id: s["session_id"].as_str(),
             at: clock(text(worst, "time")),
@@ -309,7 +314,19 @@ pub(crate) fn entry_findings(e: &Value) -> Vec<&str> {
 }
 
 /// `request 7 tools/call "reindex" never answered`, from an `unanswered_request`'s evidence.
-pub(crate) fn hung_request(e: &Value) -> String {
+pub(crate) fn hung_request(e: &mcpf_detect::evidence::UnansweredRequest) -> String {
+    let method = e.method.as_deref().unwrap_or("request");
+    match &e.tool {
+        Some(t) => format!(
+            "request {} {method} \"{t}\" never answered",
+            e.request_id.json()
+        ),
+        None => format!("request {} {method} never answered", e.request_id.json()),
+    }
+}
+
+/// The same, from the evidence of a saved report.
+pub(crate) fn hung_request_saved(e: &Value) -> String {
     let id = match &e["request_id"] {
         Value::String(s) => format!("\"{s}\""),
         v => v.to_string(),

@@ -365,12 +365,13 @@ fn verdict_text(rep: &Report, shown: &[usize], s: &SessionHeader, worst: usize) 
     let f = &rep.findings[worst];
     let root = root_cause(rep, worst);
     let c = &rep.findings[root];
-    let hung = shown.iter().copied().find(|&p| {
+    let hung = shown.iter().copied().find_map(|p| {
         let u = &rep.findings[p];
-        p != worst
-            && u.session == s.head.idx
-            && u.kind == mcpf_detect::FindingKind::UnansweredRequest
-            && u.severity.at_least(Severity::Low)
+        let mcpf_detect::Evidence::UnansweredRequest(e) = &u.evidence else {
+            return None;
+        };
+        (p != worst && u.session == s.head.idx && u.severity.at_least(Severity::Low))
+            .then(|| (crate::doc::hung_request(e), finding_id(p)))
     });
     let id = finding_id(worst);
     crate::doc::verdict_sentence(&crate::doc::Verdict {
@@ -380,10 +381,7 @@ fn verdict_text(rep: &Report, shown: &[usize], s: &SessionHeader, worst: usize) 
         summary: &f.summary,
         id: &id,
         kind: f.kind.name(),
-        hung: hung.map(|p| {
-            let what = crate::doc::hung_request(&rep.findings[p].evidence);
-            (what, finding_id(p))
-        }),
+        hung,
     })
 }
 
