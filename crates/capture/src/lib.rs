@@ -95,6 +95,7 @@
 pub mod decode;
 pub mod held;
 pub mod reader;
+pub mod request_line;
 pub mod tcp;
 pub mod writer;
 

@@ -73,7 +73,7 @@ pub(super) fn decide_roles(
         conn.handshake_seen = true;
         Some((!sender_is_a, RoleBasis::SynAck))
     } else if !seg.payload.is_empty() {
-        if looks_like_request_line(seg.payload) {
+        if crate::request_line::begins_request(seg.payload) {
             Some((sender_is_a, RoleBasis::HttpRequestLine))
         } else if seg.payload.starts_with(b"HTTP/") {
             Some((!sender_is_a, RoleBasis::HttpStatusLine))
@@ -122,58 +122,12 @@ pub(super) fn decide_by_port(conn: &mut Conn) {
     conn.role_basis = RoleBasis::LowerPort;
 }
 
-/// An HTTP/1.x request line: a method token, a space, then a target.
-fn looks_like_request_line(data: &[u8]) -> bool {
-    let token_len = data
-        .iter()
-        .take(16)
-        .take_while(|b| b.is_ascii_uppercase() || **b == b'-')
-        .count();
-    if !(3..=12).contains(&token_len) {
-        return false;
-    }
-    match (data.get(token_len), data.get(token_len + 1)) {
-        (Some(b' '), Some(b'/' | b'*' | b'h' | b'H')) => true,
-        // CONNECT host:port and absolute forms start with a letter or digit.
-        (Some(b' '), Some(c)) => c.is_ascii_alphanumeric() && &data[..token_len] == b"CONNECT",
-        (Some(b' '), None) => true,
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tcp::Direction::ServerToClient as S2C;
     use crate::tcp::trace::*;
     use crate::tcp::{Limits, Reassembler};
-
-    #[test]
-    fn request_lines_are_told_from_status_lines_and_other_bytes() {
-        for (line, want) in [
-            (&b"GET / HTTP/1.1"[..], true),
-            (b"POST /mcp HTTP/1.1", true),
-            (b"OPTIONS * HTTP/1.1", true),
-            (b"M-SEARCH * HTTP/1.1", true),
-            (b"GET http://x/ HTTP/1.1", true),
-            (b"CONNECT example.com:443 HTTP/1.1", true),
-            (b"GET ", true),
-            (b"GET", false),
-            (b"HTTP/1.1 200 OK", false),
-            (b"get / HTTP/1.1", false),
-            (b"GE / HTTP/1.1", false),
-            (b"VERYLONGMETHOD / HTTP/1.1", false),
-            (b"FOO example", false),
-            (b"\x16\x03\x01\x02\x00", false),
-        ] {
-            assert_eq!(
-                looks_like_request_line(line),
-                want,
-                "{}",
-                String::from_utf8_lossy(line)
-            );
-        }
-    }
 
     #[test]
     fn picks_up_mid_stream_and_tells_roles_by_content() {

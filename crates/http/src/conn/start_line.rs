@@ -8,6 +8,8 @@
 
 use std::borrow::Cow;
 
+use mcpf_capture::request_line;
+
 use super::{ConnKind, Connection, State, di};
 use mcpf_model::{Direction, Mark};
 
@@ -183,7 +185,7 @@ fn embedded_start(line: &[u8], dir: Direction) -> Option<usize> {
         Direction::ClientToServer => (1..line.len()).find(|&p| {
             line[p].is_ascii_uppercase()
                 && !line[p - 1].is_ascii_uppercase()
-                && quick_method_prefix(&line[p..])
+                && request_line::begins_request(&line[p..])
                 && is_request_line(&line[p..])
         }),
         Direction::ServerToClient => line
@@ -196,18 +198,6 @@ fn embedded_start(line: &[u8], dir: Direction) -> Option<usize> {
     }
 }
 
-/// A method token followed by a space and the start of a target, checked before the full test.
-fn quick_method_prefix(rest: &[u8]) -> bool {
-    let n = rest
-        .iter()
-        .take(13)
-        .take_while(|b| b.is_ascii_uppercase())
-        .count();
-    (3..=12).contains(&n)
-        && rest.get(n) == Some(&b' ')
-        && matches!(rest.get(n + 1), Some(b'/' | b'*' | b'h' | b'H'))
-}
-
 /// `data` begins with a whole request line.
 pub(super) fn starts_request(data: &[u8]) -> bool {
     let Some(end) = data.iter().position(|&b| b == b'\n') else {
@@ -217,31 +207,9 @@ pub(super) fn starts_request(data: &[u8]) -> bool {
     is_request_line(line.strip_suffix(b"\r").unwrap_or(line))
 }
 
-/// `METHOD SP target SP HTTP/1.x`.
-pub(crate) fn is_request_line(line: &[u8]) -> bool {
-    let Some(sp1) = line.iter().position(|&b| b == b' ') else {
-        return false;
-    };
-    let method = &line[..sp1];
-    if method.is_empty()
-        || method.len() > 24
-        || !method
-            .iter()
-            .all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_')
-    {
-        return false;
-    }
-    let rest = &line[sp1 + 1..];
-    let Some(sp2) = rest.iter().rposition(|&b| b == b' ') else {
-        return false;
-    };
-    let target = &rest[..sp2];
-    let version = &rest[sp2 + 1..];
-    !target.is_empty()
-        && !target.contains(&b' ')
-        && version.len() == 8
-        && version.starts_with(b"HTTP/1.")
-        && version[7].is_ascii_digit()
+/// `METHOD SP target SP HTTP/1.x`: a request line an HTTP/1.x connection carries.
+fn is_request_line(line: &[u8]) -> bool {
+    request_line::parse(line).is_some_and(|r| r.is_http1())
 }
 
 /// `HTTP/1.x NNN [reason]`.

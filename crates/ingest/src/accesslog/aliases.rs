@@ -362,6 +362,8 @@ fn is_time_value(v: &Value) -> bool {
     }
 }
 
+/// A method a log field holds, told by value: only the methods HTTP defines, since any upper-case
+/// word (a log level, `INFO`) has a method's shape.
 fn is_method(s: &str) -> bool {
     matches!(
         s,
@@ -369,14 +371,9 @@ fn is_method(s: &str) -> bool {
     )
 }
 
-/// `POST /mcp HTTP/1.1`, nginx's `$request`.
+/// `POST /mcp HTTP/1.1`, nginx's `$request` (`HTTP/2.0` for an HTTP/2 request).
 fn is_request_line(s: &str) -> bool {
-    let mut parts = s.split(' ');
-    let (m, t, p) = (parts.next(), parts.next(), parts.next());
-    m.is_some_and(is_method)
-        && t.is_some_and(|t| !t.is_empty())
-        && p.is_some_and(|p| p.starts_with("HTTP/"))
-        && parts.next().is_none()
+    mcpf_capture::request_line::parse(s.as_bytes()).is_some()
 }
 
 fn is_host_port(s: &str) -> bool {
