@@ -12,7 +12,7 @@ use mcpf_engine::model::Timestamp;
 use mcpf_engine::report::analyze::{Selection, TimeBound};
 use mcpf_engine::{InputSpec, Settings};
 
-use crate::terminal::output_width;
+use crate::terminal::{output_width, stdout_width};
 
 use crate::cli::{
     AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputArgs,
@@ -27,7 +27,7 @@ pub enum Config {
     /// `report FILE`.
     Report(Saved),
     /// `explain [KIND]`.
-    Explain(Option<String>),
+    Explain(Explain),
     /// `generate man|bash|zsh|...` (hidden): the man page or a completion script.
     Generate(Generated),
 }
@@ -40,10 +40,19 @@ pub struct Saved {
     pub color: bool,
 }
 
+/// `explain [KIND]`.
+pub struct Explain {
+    pub kind: Option<String>,
+    /// The width the text fits.
+    pub width: usize,
+}
+
 /// `flows FILE...`.
 pub struct Flows {
     pub files: Vec<String>,
     pub format: Format,
+    /// The width the table fits.
+    pub width: usize,
     pub capture: mcpf_engine::capture::Settings,
 }
 
@@ -58,6 +67,8 @@ pub struct Http {
     pub redact: bool,
     /// Show a progress bar on standard error.
     pub progress: bool,
+    /// The width the table fits.
+    pub width: usize,
 }
 
 /// `analyze FILE...`.
@@ -101,7 +112,10 @@ impl Config {
                 file: a.file,
                 format: a.format,
             }),
-            Command::Explain(a) => Config::Explain(a.kind),
+            Command::Explain(a) => Config::Explain(Explain {
+                kind: a.kind,
+                width: stdout_width(),
+            }),
             Command::Generate(a) => Config::Generate(generated(&a.what)?),
         })
     }
@@ -111,6 +125,7 @@ fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
     Ok(Flows {
         files: a.files,
         format: a.format,
+        width: stdout_width(),
         capture: capture_settings(&a.capture, Vec::new()),
     })
 }
@@ -128,6 +143,7 @@ fn http(a: HttpArgs) -> anyhow::Result<Http> {
         format: a.format,
         redact: !a.show_secrets,
         progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
+        width: stdout_width(),
     })
 }
 

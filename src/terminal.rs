@@ -99,7 +99,7 @@ pub fn output_width(to_terminal: bool) -> usize {
         .max(40)
 }
 
-/// The width of standard output's reports.
+/// The width of standard output's reports (read once, when the command line is validated).
 pub fn stdout_width() -> usize {
     output_width(io::stdout().is_terminal())
 }

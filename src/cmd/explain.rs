@@ -9,8 +9,8 @@ use mcpf_engine::report::{self, redact::Redactor};
 use super::Exit;
 use crate::terminal;
 
-pub fn run(kind: Option<String>) -> anyhow::Result<Exit> {
-    let width = terminal::stdout_width();
+pub fn run(job: crate::config::Explain) -> anyhow::Result<Exit> {
+    let (kind, width) = (job.kind, job.width);
     let wrap = report::wrap;
     let mut out = terminal::stdout(Redactor::new(false));
     match kind {

@@ -27,8 +27,7 @@ pub fn run(job: config::Flows) -> anyhow::Result<Exit> {
     match job.format {
         Format::Json => report::flows::write_json(&mut out, &rows, &run.reports, &run.stats)?,
         Format::Table => {
-            let width = terminal::stdout_width();
-            report::flows::write_table(&mut out, &rows, &run.reports, &run.stats, width)?
+            report::flows::write_table(&mut out, &rows, &run.reports, &run.stats, job.width)?
         }
     }
     out.flush()?;

@@ -36,8 +36,8 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
         eprintln!("mcp-forensics: note: {}", report::tls_line(t));
     }
     let mut out = terminal::stdout(redactor);
-    let width = terminal::stdout_width();
-    run.sink.write(&mut out, &run.reports, &run.stats, width)?;
+    run.sink
+        .write(&mut out, &run.reports, &run.stats, job.width)?;
     out.flush()?;
     Ok(if run.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&run.reports))
 }

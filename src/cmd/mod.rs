@@ -62,7 +62,7 @@ pub fn run(cli: Cli) -> ExitCode {
             analyze::run(job)
         }
         Config::Report(job) => saved::run(job),
-        Config::Explain(kind) => explain::run(kind),
+        Config::Explain(job) => explain::run(job),
         Config::Generate(what) => generate::run(what),
     });
     match result {
