@@ -333,17 +333,31 @@ pub fn finding_id(pos: usize) -> String {
     format!("F{}", pos + 1)
 }
 
-/// Evidence helper: an event as a person can find it.
-pub(crate) fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
-    let st = &s.streams[stream];
-    let ev = &st.events[event];
-    serde_json::json!({
-        "stream": st.label(),
-        "exchange": st.exchange.to_string(),
-        "event_id": ev.id,
-        "time": ev.mark.time.rfc3339(),
-        "frame": ev.mark.frame.frame,
-    })
+/// An event as a person can find it: part of the evidence of `duplicate_response` and
+/// `cross_session_replay`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EventRef {
+    pub stream: String,
+    pub exchange: String,
+    /// As on the wire; none for an event without an ID (or an answer in a JSON body).
+    pub event_id: Option<String>,
+    pub time: String,
+    pub frame: u64,
+}
+
+impl EventRef {
+    /// The event at `event` of the session's stream `stream`.
+    pub(crate) fn of(s: &Session, stream: StreamIdx, event: usize) -> EventRef {
+        let st = &s.streams[stream];
+        let ev = &st.events[event];
+        EventRef {
+            stream: st.label(),
+            exchange: st.exchange.to_string(),
+            event_id: ev.id.as_deref().map(str::to_string),
+            time: ev.mark.time.rfc3339(),
+            frame: ev.mark.frame.frame,
+        }
+    }
 }
 
 /// A finding that a stream broke a rule of the session's revision, at `at`: its summary names
