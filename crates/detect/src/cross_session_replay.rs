@@ -7,10 +7,9 @@
 //! One finding per resume, naming every session whose events it got; a duplicate response it
 //! delivered names it as its cause.
 
-use serde_json::json;
-
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, event_ref};
+use super::{EventRef, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{ForeignEvent, Session, Stream, short_id as short};
+use mcpf_model::InputId;
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::CrossSessionReplay,
@@ -71,20 +70,18 @@ fn finding(
         });
         minters[i].1 += 1;
     }
-    let listed: Vec<_> = events
+    let listed: Vec<Replayed> = events
         .iter()
         .take(LISTED)
-        .map(|&(pos, x)| {
-            json!({
-                "replayed": event_ref(s, st.idx, pos),
-                "first_sent": {
-                    "session": x.minted_in_session,
-                    "exchange": x.first_exchange.to_string(),
-                    "input": x.first.frame.input,
-                    "time": x.first.time.rfc3339(),
-                    "frame": x.first.frame.frame,
-                },
-            })
+        .map(|&(pos, x)| Replayed {
+            replayed: EventRef::of(s, st.idx, pos),
+            first_sent: FirstSent {
+                session: x.minted_in_session.clone(),
+                exchange: x.first_exchange.to_string(),
+                input: x.first.frame.input,
+                time: x.first.time.rfc3339(),
+                frame: x.first.frame.frame,
+            },
         })
         .collect();
     let n = events.len();
@@ -104,24 +101,69 @@ fn finding(
             st.label(),
             if n == 1 { "" } else { "s" },
         ),
-        evidence: crate::Evidence::CrossSessionReplay(Evidence(json!({
-            "last_event_id": last_event_id,
-            "stream": st.label(),
-            "replayed_in_session": replayed_in,
-            "minted_in_session": minters[0].0,
-            "minted_in_sessions": minters
+        evidence: crate::Evidence::CrossSessionReplay(Evidence {
+            last_event_id: last_event_id.to_string(),
+            stream: st.label(),
+            replayed_in_session: replayed_in.to_string(),
+            minted_in_session: minters[0].0.to_string(),
+            minted_in_sessions: minters
                 .iter()
-                .map(|(m, k)| json!({"session": m, "events": k}))
-                .collect::<Vec<_>>(),
-            "event_count": n,
-            "events": listed,
-        }))),
+                .map(|&(m, k)| Minter {
+                    session: m.to_string(),
+                    events: k,
+                })
+                .collect(),
+            event_count: n,
+            events: listed,
+        }),
         caused_by: Vec::new(),
         subject: Subject::Resume(st.idx),
     }
 }
 
-/// The evidence of a `cross_session_replay` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `cross_session_replay`: the resume, the session it was in, the sessions
+/// whose events it was replayed, and each such event as replayed and as first sent.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// The `Last-Event-ID` the resume sent.
+    pub last_event_id: String,
+    /// The resume stream.
+    pub stream: String,
+    /// The session ID of the resume.
+    pub replayed_in_session: String,
+    /// The session ID that had been sent the first event replayed.
+    pub minted_in_session: String,
+    /// Every session whose events were replayed, in the order its first one came.
+    pub minted_in_sessions: Vec<Minter>,
+    /// The events replayed that another session had been sent, all of them.
+    pub event_count: usize,
+    /// The first 20 of them.
+    pub events: Vec<Replayed>,
+}
+
+/// A session whose events a resume of another was replayed, and how many.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Minter {
+    /// Its session ID.
+    pub session: String,
+    pub events: usize,
+}
+
+/// An event another session had been sent: where the resume replayed it, and where it came
+/// first.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Replayed {
+    pub replayed: EventRef,
+    pub first_sent: FirstSent,
+}
+
+/// Where the other session's stream carried an event first, fresh.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FirstSent {
+    /// The session ID of the other session.
+    pub session: String,
+    pub exchange: String,
+    pub input: InputId,
+    pub time: String,
+    pub frame: u64,
+}

@@ -2,9 +2,7 @@
 //! visible symptom of the seed incident (a replayed result for an invocation the client had
 //! already resolved).
 
-use serde_json::{Value, json};
-
-use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, event_ref};
+use super::{EventRef, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use crate::index::Index;
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::Session;
@@ -76,16 +74,16 @@ fn legitimate_replay(s: &Session, first: &Answer<'_>, dup: &Answer<'_>) -> bool 
 }
 
 /// Where an answer was delivered, as a person finds it.
-fn answer_ref(s: &Session, a: &Answer<'_>) -> Value {
+fn answer_ref(s: &Session, a: &Answer<'_>) -> EventRef {
     match a.event {
-        Some(e) => event_ref(s, a.stream, e),
-        None => json!({
-            "stream": s.streams[a.stream].label(),
-            "exchange": s.streams[a.stream].exchange.to_string(),
-            "event_id": null,
-            "time": a.mark.time.rfc3339(),
-            "frame": a.mark.frame.frame,
-        }),
+        Some(e) => EventRef::of(s, a.stream, e),
+        None => EventRef {
+            stream: s.streams[a.stream].label(),
+            exchange: s.streams[a.stream].exchange.to_string(),
+            event_id: None,
+            time: a.mark.time.rfc3339(),
+            frame: a.mark.frame.frame,
+        },
     }
 }
 
@@ -118,18 +116,28 @@ fn finding(
             s.streams[first.stream].label(),
             first.mark.time.clock_millis(),
         ),
-        evidence: crate::Evidence::DuplicateResponse(Evidence(json!({
-            "request_id": id.to_value(),
-            "first": answer_ref(s, first),
-            "duplicate": answer_ref(s, dup),
-            "same_payload": same_payload,
-        }))),
+        evidence: crate::Evidence::DuplicateResponse(Evidence {
+            request_id: id.clone(),
+            first: answer_ref(s, first),
+            duplicate: answer_ref(s, dup),
+            same_payload,
+        }),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Request(id.clone()),
     }
 }
 
-/// The evidence of a `duplicate_response` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `duplicate_response`: the request answered twice, where each answer
+/// arrived, and whether the two carry the same result.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// As on the wire: `7` and `"7"` differ.
+    pub request_id: RequestId,
+    /// Where the first answer arrived (an answer in a JSON body has no event ID).
+    pub first: EventRef,
+    /// Where the answer arrived again.
+    pub duplicate: EventRef,
+    /// The two answers carry the same result (or error), compared byte for byte as sent; none
+    /// when the bytes of either were not kept.
+    pub same_payload: Option<bool>,
+}

@@ -54,8 +54,6 @@ pub use clocks::ClockOffset;
 pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
 pub use kind::KindInfo;
 
-use serde_json::Value;
-
 use mcpf_mcp::model::{Session, StreamIdx};
 use mcpf_model::Mark;
 
@@ -333,46 +331,66 @@ pub fn finding_id(pos: usize) -> String {
     format!("F{}", pos + 1)
 }
 
-/// Evidence helper: an event as a person can find it.
-pub(crate) fn event_ref(s: &Session, stream: StreamIdx, event: usize) -> Value {
-    let st = &s.streams[stream];
-    let ev = &st.events[event];
-    serde_json::json!({
-        "stream": st.label(),
-        "exchange": st.exchange.to_string(),
-        "event_id": ev.id,
-        "time": ev.mark.time.rfc3339(),
-        "frame": ev.mark.frame.frame,
-    })
+/// An event as a person can find it: part of the evidence of `duplicate_response` and
+/// `cross_session_replay`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EventRef {
+    pub stream: String,
+    pub exchange: String,
+    /// As on the wire; none for an event without an ID (or an answer in a JSON body).
+    pub event_id: Option<String>,
+    pub time: String,
+    pub frame: u64,
+}
+
+impl EventRef {
+    /// The event at `event` of the session's stream `stream`.
+    pub(crate) fn of(s: &Session, stream: StreamIdx, event: usize) -> EventRef {
+        let st = &s.streams[stream];
+        let ev = &st.events[event];
+        EventRef {
+            stream: st.label(),
+            exchange: st.exchange.to_string(),
+            event_id: ev.id.as_deref().map(str::to_string),
+            time: ev.mark.time.rfc3339(),
+            frame: ev.mark.frame.frame,
+        }
+    }
+}
+
+/// Where a stream broke a rule of the session's revision: what the evidence of
+/// `revision_violation` and of `status_code_violation` begins with. Each kind's struct has
+/// these fields first, then its own, so that [`FindingKind::evidence_keys`] reads every key (a
+/// `#[serde(flatten)]` field hides its keys from it).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RuleBroken<R> {
+    /// The rule, by name (each kind has its own set).
+    pub(crate) rule: R,
+    /// The session's revision, by its date.
+    pub(crate) revision: String,
+    pub(crate) stream: String,
+    pub(crate) time: String,
+    pub(crate) frame: u64,
 }
 
 /// A finding that a stream broke a rule of the session's revision, at `at`: its summary names
-/// the stream and the revision, and its evidence has `rule`, `revision`, `stream`, `time` and
-/// `frame`, with `extra` merged in.
-pub(crate) fn revision_rule(
+/// the stream and the revision, and its evidence is what `evidence` makes of the rule broken
+/// there (the kind is the evidence's).
+pub(crate) fn revision_rule<R>(
     s: &Session,
     st: &mcpf_mcp::model::Stream,
-    kind: FindingKind,
     at: Mark,
-    (rule, what): (&str, String),
-    extra: Value,
+    (rule, what): (R, String),
+    evidence: impl FnOnce(RuleBroken<R>) -> Evidence,
 ) -> New {
-    let mut evidence = serde_json::json!({
-        "rule": rule,
-        "revision": s.revision.date,
-        "stream": st.label(),
-        "time": at.time.rfc3339(),
-        "frame": at.frame.frame,
+    let evidence = evidence(RuleBroken {
+        rule,
+        revision: s.revision.date.to_string(),
+        stream: st.label(),
+        time: at.time.rfc3339(),
+        frame: at.frame.frame,
     });
-    if let (Some(e), Value::Object(more)) = (evidence.as_object_mut(), extra) {
-        e.extend(more);
-    }
-    let evidence = match kind {
-        FindingKind::RevisionViolation => {
-            Evidence::RevisionViolation(revision_violation::Evidence(evidence))
-        }
-        _ => Evidence::StatusCodeViolation(status_code_violation::Evidence(evidence)),
-    };
+    let kind = evidence.kind();
     New {
         kind,
         severity: kind.severity(),

@@ -11,8 +11,6 @@
 
 use std::collections::VecDeque;
 
-use serde_json::{Value, json};
-
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::jsonrpc::Kind;
 use mcpf_mcp::model::{Session, SessionIdx, Stream, StreamIdx, StreamTransport};
@@ -214,14 +212,15 @@ impl Offset {
             .then(|| (self.low + self.high) / 2.0)
     }
 
-    pub(crate) fn json(&self) -> Value {
-        let r = |x: f64| (x * 1e6).round() / 1e6;
-        json!({
-            "estimate": self.estimate().map(r),
-            "min": r(self.low),
-            "max": r(self.high),
-            "from_exchanges": self.exchanges,
-        })
+    /// The bounds as the evidence gives them, to the microsecond.
+    pub(crate) fn bounds(&self) -> ClockBounds {
+        let r = |x: f64| x.is_finite().then(|| (x * 1e6).round() / 1e6);
+        ClockBounds {
+            estimate: self.estimate().and_then(r),
+            min: r(self.low),
+            max: r(self.high),
+            from_exchanges: self.exchanges,
+        }
     }
 }
 
@@ -494,25 +493,25 @@ impl Hop<'_> {
             .unwrap_or_else(|| format!("input {input}"))
     }
 
-    pub(crate) fn side(&self, o: &Observation, st: &Observed) -> Value {
-        json!({
-            "input": o.input,
-            "input_path": self.name(o.input),
-            "session": o.label,
-            "stream": st.label,
-            "opened": st.opened.time.rfc3339(),
-            "frame": st.opened.frame.frame,
-        })
+    pub(crate) fn side(&self, o: &Observation, st: &Observed) -> Leg {
+        Leg {
+            input: o.input,
+            input_path: self.name(o.input),
+            session: o.label.clone(),
+            stream: st.label.clone(),
+            opened: st.opened.time.rfc3339(),
+            frame: st.opened.frame.frame,
+        }
     }
 }
 
 /// The finding, on the session of the stream `own` (either side).
 fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
     let evs: Vec<&Seen> = lost.iter().map(|&i| &p.far.events[i]).collect();
-    let ids: Vec<Option<&str>> = evs
+    let ids: Vec<Option<String>> = evs
         .iter()
         .take(IDS_LISTED)
-        .map(|e| e.id.as_deref())
+        .map(|e| e.id.as_deref().map(str::to_string))
         .collect();
     let delivered = p.near.events.len();
     let what = match (p.far.key.method.as_str(), p.far.key.carried.as_str()) {
@@ -533,7 +532,11 @@ fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
         hop.name(hop.near.input),
     );
     let mark = |m: Option<&&Seen>| {
-        m.map(|e| json!({"time": e.mark.time.rfc3339(), "frame": e.mark.frame.frame, "input": e.mark.frame.input}))
+        m.map(|e| EventAt {
+            time: e.mark.time.rfc3339(),
+            frame: e.mark.frame.frame,
+            input: e.mark.frame.input,
+        })
     };
     New {
         kind: FindingKind::LostInTransit,
@@ -543,26 +546,78 @@ fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
         frames: vec![own.opened],
         streams: vec![own.idx],
         summary,
-        evidence: crate::Evidence::LostInTransit(Evidence(json!({
-            "events": evs.len(),
-            "event_ids": ids,
-            "first_lost": mark(evs.first()),
-            "last_lost": mark(evs.last()),
-            "seen_in": hop.side(hop.far, p.far),
-            "missing_from": hop.side(hop.near, p.near),
-            "delivered": delivered,
-            "clock_offset_s": hop.clock.json(),
-        }))),
+        evidence: crate::Evidence::LostInTransit(Evidence {
+            events: evs.len(),
+            event_ids: ids,
+            first_lost: mark(evs.first()),
+            last_lost: mark(evs.last()),
+            seen_in: hop.side(hop.far, p.far),
+            missing_from: hop.side(hop.near, p.near),
+            delivered,
+            clock_offset_s: hop.clock.bounds(),
+        }),
         caused_by: Vec::new(),
         subject: Subject::Stream(own.idx),
     }
 }
 
+/// The evidence of a `lost_in_transit`: the events one observation of a session holds and the
+/// other, nearer the client, never received, both observations, and the inputs' clock offset.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// How many events were lost.
+    pub events: usize,
+    /// The first 20 of their IDs (none for an event without one).
+    pub event_ids: Vec<Option<String>>,
+    /// The first and last lost event, as the far input saw them.
+    pub first_lost: Option<EventAt>,
+    pub last_lost: Option<EventAt>,
+    /// The observation nearer the server.
+    pub seen_in: Leg,
+    /// The observation nearer the client.
+    pub missing_from: Leg,
+    /// Events the near stream did receive.
+    pub delivered: usize,
+    pub clock_offset_s: ClockBounds,
+}
 
-/// The evidence of a `lost_in_transit` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// When and where an input saw an event.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EventAt {
+    pub time: String,
+    pub frame: u64,
+    pub input: InputId,
+}
+
+/// A stream as one input observed it: the input, the session's observation in it, the stream
+/// and when it was opened.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Leg {
+    pub input: InputId,
+    /// The input's name, as given on the command line.
+    pub input_path: String,
+    /// The observation's session key.
+    pub session: String,
+    pub stream: String,
+    pub opened: String,
+    /// The frame it was opened in.
+    pub frame: u64,
+}
+
+/// The far input's clock minus the near one's, in seconds, bounded by causality over matched
+/// exchanges (a request reaches the far leg after the near one, an event the near leg after the
+/// far one), to the microsecond.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClockBounds {
+    /// The middle of the bounds; none when a bound is missing or they cross.
+    pub estimate: Option<f64>,
+    /// The lower bound (from events and response heads); none when unbounded.
+    pub min: Option<f64>,
+    /// The upper bound (from requests); none when unbounded.
+    pub max: Option<f64>,
+    /// How many matched exchanges bounded it.
+    pub from_exchanges: usize,
+}
 
 #[cfg(test)]
 mod tests {

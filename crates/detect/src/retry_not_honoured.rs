@@ -4,8 +4,6 @@
 //! reconnection time). Only a stream the client did not end itself counts, and only the resume
 //! that continues it.
 
-use serde_json::json;
-
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Session, Stream};
 use mcpf_model::Direction;
@@ -55,12 +53,12 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     r.label(),
                     lost.label()
                 ),
-                evidence: crate::Evidence::RetryNotHonoured(Evidence(json!({
-                    "retry_ms": retry,
-                    "waited_ms": (waited_ms * 1000.0).round() / 1000.0,
-                    "stream": lost.label(),
-                    "resume_stream": r.label(),
-                }))),
+                evidence: crate::Evidence::RetryNotHonoured(Evidence {
+                    retry_ms: retry,
+                    waited_ms: (waited_ms * 1000.0).round() / 1000.0,
+                    stream: lost.label(),
+                    resume_stream: r.label(),
+                }),
                 caused_by: Vec::new(),
                 subject: Subject::Resume(r.idx),
             },
@@ -83,7 +81,16 @@ fn left_by_the_server_or_the_network(st: &Stream) -> bool {
     st.interrupted() && st.closed_by != Some(Direction::ClientToServer) && !st.gap
 }
 
-/// The evidence of a `retry_not_honoured` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `retry_not_honoured`: the stream the server closed or lost, its last
+/// `retry`, and how soon the client resumed it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// The stream's last `retry` value, in milliseconds.
+    pub retry_ms: u64,
+    /// From the stream's end to the resume, in milliseconds (microsecond precision).
+    pub waited_ms: f64,
+    /// The stream that ended.
+    pub stream: String,
+    /// The resume that continues it.
+    pub resume_stream: String,
+}

@@ -3,8 +3,6 @@
 //! body outside 2025-03-26; under 2026-07-28, which removed sessions and resumability, a server
 //! that still mints `Mcp-Session-Id` or answers a `Last-Event-ID` with a replay.
 
-use serde_json::json;
-
 use super::{FindingKind, Findings, KindInfo, New, Severity};
 use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
 use mcpf_mcp::revision::{NO_BATCHING, RevisionFrom, STATELESS, STREAMABLE_HTTP, VERSION_HEADER};
@@ -26,7 +24,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                 "a POST body of {} JSON-RPC messages in one array (batching is in 2025-03-26 only; {NO_BATCHING} removed it)",
                 st.client_messages.len()
             );
-            f.add(s, finding(s, st, "batch", what));
+            f.add(s, finding(s, st, Rule::Batch, what));
         }
         if let Some(r) = st
             .resume
@@ -38,7 +36,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                 r.last_event_id,
                 st.events.len()
             );
-            f.add(s, finding(s, st, "last_event_id_honoured", what));
+            f.add(s, finding(s, st, Rule::LastEventIdHonoured, what));
         }
     }
     version_header(s, f);
@@ -55,7 +53,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             minted.len(),
             if minted.len() == 1 { "" } else { "s" }
         );
-        f.add(s, finding(s, first, "session_id_minted", what));
+        f.add(s, finding(s, first, Rule::SessionIdMinted, what));
     }
 }
 
@@ -106,7 +104,7 @@ fn version_header(s: &Session, f: &mut Findings) {
         );
         f.add(
             s,
-            finding(s, first, "protocol_version_header_missing", what),
+            finding(s, first, Rule::ProtocolVersionHeaderMissing, what),
         );
     }
     if let [first, ..] = other.as_slice() {
@@ -119,7 +117,7 @@ fn version_header(s: &Session, f: &mut Findings) {
         );
         f.add(
             s,
-            finding(s, first, "protocol_version_header_differs", what),
+            finding(s, first, Rule::ProtocolVersionHeaderDiffers, what),
         );
     }
 }
@@ -129,24 +127,50 @@ fn replayed(st: &Stream) -> bool {
     st.status.is_some_and(|c| (200..300).contains(&c)) && st.event_stream && !st.events.is_empty()
 }
 
-fn finding(s: &Session, st: &Stream, rule: &str, what: String) -> New {
-    let at = if st.transport == StreamTransport::Get || rule != "batch" {
+fn finding(s: &Session, st: &Stream, rule: Rule, what: String) -> New {
+    let at = if st.transport == StreamTransport::Get || rule != Rule::Batch {
         st.response_mark.unwrap_or(st.opened)
     } else {
         st.opened
     };
-    let from = json!({ "revision_from": s.revision.from.name() });
-    super::revision_rule(
-        s,
-        st,
-        FindingKind::RevisionViolation,
-        at,
-        (rule, what),
-        from,
-    )
+    super::revision_rule(s, st, at, (rule, what), |b| {
+        crate::Evidence::RevisionViolation(Evidence {
+            rule: b.rule,
+            revision: b.revision,
+            stream: b.stream,
+            time: b.time,
+            frame: b.frame,
+            revision_from: s.revision.from.name().to_string(),
+        })
+    })
 }
 
-/// The evidence of a `revision_violation` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `revision_violation`: the rule of the session's revision a stream broke,
+/// and where.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub rule: Rule,
+    /// The session's revision, by its date.
+    pub revision: String,
+    pub stream: String,
+    pub time: String,
+    pub frame: u64,
+    /// Where the revision was read: `initialize`, `header` or `default`.
+    pub revision_from: String,
+}
+
+/// The rules of a revision a session can break (docs/revisions.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// A JSON array POST body outside 2025-03-26.
+    Batch,
+    /// A `Last-Event-ID` answered with a replay under 2026-07-28.
+    LastEventIdHonoured,
+    /// A response carried `Mcp-Session-Id` under 2026-07-28.
+    SessionIdMinted,
+    /// A request after `initialize` without `MCP-Protocol-Version`, from 2025-06-18.
+    ProtocolVersionHeaderMissing,
+    /// A request after `initialize` naming another revision than the negotiated one.
+    ProtocolVersionHeaderDiffers,
+}

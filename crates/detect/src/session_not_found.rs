@@ -8,11 +8,10 @@
 //! holds the first such 404, listing them all, with the client's reaction: whether it kept using the session, started a new one on the same
 //! connection, or was not seen again.
 
-use serde_json::{Value, json};
-
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, Stream, session_label};
-use mcpf_model::Mark;
+use mcpf_model::{InputId, Mark};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SessionNotFound,
@@ -70,13 +69,12 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
     rejected.sort_by_key(|r| (r.2.time, r.0.idx, r.1.idx));
     let &(holder, first, at, o, proof) = rejected.first()?;
     let s = holder;
-    let listed: Vec<Value> = rejected
+    let listed: Vec<Listed> = rejected
         .iter()
         .take(LISTED)
-        .map(|r| {
-            let mut v = request(r.1);
-            v["session"] = session_label(r.0.idx).into();
-            v
+        .map(|r| Listed {
+            request: Request::of(r.1),
+            session: session_label(r.0.idx),
         })
         .collect();
     let serving: Vec<String> = served(obs, sid);
@@ -109,27 +107,27 @@ fn detect_one(obs: &[&Session], sid: &str, f: &mut Findings) -> Option<(SessionI
                 proof.opened.time.clock_millis(),
                 reaction_note(&reaction),
             ),
-            evidence: crate::Evidence::SessionNotFound(Evidence(json!({
-                "request": request(first),
-                "status": 404,
-                "servers": {
-                    "answered_404": first.server.to_string(),
-                    "upstream_404": first.upstream,
-                    "serving": serving,
+            evidence: crate::Evidence::SessionNotFound(Evidence {
+                request: Request::of(first),
+                status: 404,
+                servers: Servers {
+                    answered_404: first.server.to_string(),
+                    upstream_404: first.upstream.clone(),
+                    serving,
                 },
-                "alive_by": {
-                    "session": session_label(o.idx),
-                    "stream": proof.label(),
-                    "server": proof.server.to_string(),
-                    "status": proof.status,
-                    "time": proof.opened.time.rfc3339(),
-                    "frame": proof.opened.frame.frame,
-                    "input": proof.opened.frame.input,
+                alive_by: AliveBy {
+                    session: session_label(o.idx),
+                    stream: proof.label(),
+                    server: proof.server.to_string(),
+                    status: proof.status,
+                    time: proof.opened.time.rfc3339(),
+                    frame: proof.opened.frame.frame,
+                    input: proof.opened.frame.input,
                 },
-                "client_reaction": reaction,
-                "rejected": rejected.len(),
-                "listed": listed,
-            }))),
+                client_reaction: reaction,
+                rejected: rejected.len(),
+                listed,
+            }),
             caused_by: Vec::new(),
             subject: Subject::Stream(first.idx),
         },
@@ -251,7 +249,7 @@ fn served(obs: &[&Session], sid: &str) -> Vec<String> {
 
 /// What the client did after the first 404: went on naming the session, initialized a new one
 /// on the same TCP connection, or was not seen again in this input.
-fn reaction(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> Value {
+fn reaction(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> ClientReaction {
     let after = |st: &&Stream| st.opened.time > first.opened.time;
     let later = obs
         .iter()
@@ -265,20 +263,23 @@ fn reaction(s: &Session, obs: &[&Session], sid: &str, first: &Stream) -> Value {
         .filter(after)
         .any(|st| st.exchange.conn == first.exchange.conn && st.session_id_sent.is_none());
     let what = if later > 0 {
-        "kept_going"
+        Reaction::KeptGoing
     } else if reinit {
-        "reinitialized"
+        Reaction::Reinitialized
     } else {
-        "not_seen_again"
+        Reaction::NotSeenAgain
     };
-    json!({"what": what, "later_requests_naming_the_session": later})
+    ClientReaction {
+        what,
+        later_requests_naming_the_session: later,
+    }
 }
 
-fn reaction_note(reaction: &Value) -> String {
-    match reaction["what"].as_str() {
-        Some("kept_going") => "; the client kept using the session".into(),
-        Some("reinitialized") => "; the client initialized a new session".into(),
-        _ => String::new(),
+fn reaction_note(reaction: &ClientReaction) -> String {
+    match reaction.what {
+        Reaction::KeptGoing => "; the client kept using the session".into(),
+        Reaction::Reinitialized => "; the client initialized a new session".into(),
+        Reaction::NotSeenAgain => String::new(),
     }
 }
 
@@ -299,22 +300,132 @@ fn what(st: &Stream) -> String {
     }
 }
 
-fn request(st: &Stream) -> Value {
-    json!({
-        "stream": st.label(),
-        "method": st.method,
-        "jsonrpc": st.client_messages.first().map(|m| json!({
-            "method": m.method,
-            "id": m.id.as_ref().map(|i| i.to_value()),
-        })),
-        "last_event_id": st.resume.as_ref().map(|r| &r.last_event_id),
-        "server": st.server.to_string(),
-        "time": st.opened.time.rfc3339(),
-        "frame": st.opened.frame.frame,
-    })
+impl Request {
+    fn of(st: &Stream) -> Request {
+        Request {
+            stream: st.label(),
+            method: st.method.clone(),
+            jsonrpc: st.client_messages.first().map(|m| JsonRpc {
+                method: m.method.as_deref().map(str::to_string),
+                id: m.id.clone(),
+            }),
+            last_event_id: st.resume.as_ref().map(|r| r.last_event_id.clone()),
+            server: st.server.to_string(),
+            time: st.opened.time.rfc3339(),
+            frame: st.opened.frame.frame,
+        }
+    }
 }
 
-/// The evidence of a `session_not_found` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `session_not_found`: the first request of the live session answered 404,
+/// the servers that did and did not know the session, the exchange that shows it alive, what
+/// the client did next, and every such request.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// The first request answered 404 while the session went on.
+    pub request: Request,
+    /// Always 404.
+    pub status: u16,
+    pub servers: Servers,
+    /// The exchange that shows the session alive across the 404.
+    pub alive_by: AliveBy,
+    pub client_reaction: ClientReaction,
+    /// How many requests of the live session were answered 404.
+    pub rejected: usize,
+    /// The first 20 of them.
+    pub listed: Vec<Listed>,
+}
+
+/// A request naming the session: its stream, what it carried and where it went.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Request {
+    pub stream: String,
+    /// The HTTP method.
+    pub method: String,
+    /// The first JSON-RPC message of its body, if it had one.
+    pub jsonrpc: Option<JsonRpc>,
+    /// The `Last-Event-ID` of a resume.
+    pub last_event_id: Option<String>,
+    /// The server address it was sent to.
+    pub server: String,
+    pub time: String,
+    pub frame: u64,
+}
+
+/// A JSON-RPC message by its method and ID.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JsonRpc {
+    pub method: Option<String>,
+    /// As on the wire: `7` and `"7"` differ.
+    pub id: Option<RequestId>,
+}
+
+/// The servers of the session: the one that answered 404, and those that answered it 2xx.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Servers {
+    /// The address that answered the first 404.
+    pub answered_404: String,
+    /// The upstream a proxy's log names for it.
+    pub upstream_404: Option<String>,
+    /// The servers (upstream, else address) that answered the session 2xx.
+    pub serving: Vec<String>,
+}
+
+/// The exchange that shows the session alive: one naming it answered 2xx after the 404, or an
+/// event stream of it open across it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AliveBy {
+    /// The observation of the session that holds it (another replica's, perhaps).
+    pub session: String,
+    pub stream: String,
+    pub server: String,
+    pub status: Option<u16>,
+    /// When it was sent.
+    pub time: String,
+    pub frame: u64,
+    pub input: InputId,
+}
+
+/// What the client did after the first 404.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClientReaction {
+    pub what: Reaction,
+    pub later_requests_naming_the_session: usize,
+}
+
+/// What the client did after the first 404.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reaction {
+    /// Later requests named the session.
+    KeptGoing,
+    /// An `initialize` on the same TCP connection.
+    Reinitialized,
+    /// Not seen again in this input.
+    NotSeenAgain,
+}
+
+/// A request answered 404, with the observation of the session it is in.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub request: Request,
+    pub session: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_request_is_the_request_with_its_session_last_and_reads_back() {
+        let text = r#"{"stream":"post:s2","method":"POST","jsonrpc":{"method":"tools/call","id":7},"last_event_id":null,"server":"127.0.0.1:18303","time":"t","frame":14,"session":"S1"}"#;
+        let listed: Listed = serde_json::from_str(text).unwrap();
+        assert_eq!(listed.session, "S1");
+        assert_eq!(
+            listed.request.jsonrpc.as_ref().and_then(|m| m.id.clone()),
+            Some(RequestId::Number("7".into()))
+        );
+        assert_eq!(serde_json::to_string(&listed).unwrap(), text);
+    }
+}

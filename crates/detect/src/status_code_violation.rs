@@ -12,8 +12,6 @@
 //! endpoint (it did so earlier in the input) "SHOULD" get 400. Whether an `Origin` is invalid
 //! (403 from 2025-11-25) is the server's configuration, which no input shows: not judged.
 
-use serde_json::json;
-
 use super::{FindingKind, Findings, KindInfo, New, Severity};
 use mcpf_mcp::jsonrpc::Kind;
 use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
@@ -48,14 +46,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
 }
 
 /// Which rule the status breaks, with what happened in words.
-fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, String)> {
+fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(Rule, String)> {
     if let Some(at) = deleted_before(s, st) {
         let what = format!(
             "{} named the session deleted at {} and was answered {status}, not 404",
             st.method,
             at.time.clock_millis()
         );
-        return Some(("deleted_session_not_404", what));
+        return Some((Rule::DeletedSessionNot404, what));
     }
     if let Some(v) = st.protocol_version_header.as_deref()
         && s.revision.at_least(VERSION_HEADER)
@@ -64,7 +62,7 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
         let what = format!(
             "a request with MCP-Protocol-Version \"{v}\" (not a revision) was answered {status}, not 400"
         );
-        return Some(("invalid_version_header_not_400", what));
+        return Some((Rule::InvalidVersionHeaderNot400, what));
     }
     if let Some(minted) = lacks_session_header(s, st) {
         let what = format!(
@@ -72,18 +70,18 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
             st.method,
             minted.time.clock_millis()
         );
-        return Some(("session_header_missing_not_400", what));
+        return Some((Rule::SessionHeaderMissingNot400, what));
     }
     if st.transport == StreamTransport::Post && only_notifications(st) && status != 202 {
         let what = format!("a POST of notifications only was answered {status}, not 202 Accepted");
-        return Some(("notification_not_202", what));
+        return Some((Rule::NotificationNot202, what));
     }
     if s.revision.at_least(STATELESS) && matches!(st.method.as_str(), "GET" | "DELETE") {
         let what = format!(
             "{} was answered {status}; from {STATELESS} a server answers GET and DELETE 405",
             st.method
         );
-        return Some(("not_405_in_2026", what));
+        return Some((Rule::Not405In2026, what));
     }
     if st.transport != StreamTransport::Get || !st.accept_sse || st.event_stream {
         return None;
@@ -93,7 +91,7 @@ fn broken_rule(s: &Session, st: &Stream, status: u16) -> Option<(&'static str, S
     let what = format!(
         "a GET for an event stream was answered {status} {ct}, neither an event stream nor 405"
     );
-    Some(("get_not_event_stream", what))
+    Some((Rule::GetNotEventStream, what))
 }
 
 /// When the session this request names was deleted (a DELETE answered 2xx) before it was sent.
@@ -135,20 +133,74 @@ fn only_notifications(st: &Stream) -> bool {
             .all(|m| matches!(m.kind, Kind::Notification | Kind::Response | Kind::Error))
 }
 
-fn finding(s: &Session, st: &Stream, status: u16, rule: &str, what: String) -> New {
+fn finding(s: &Session, st: &Stream, status: u16, rule: Rule, what: String) -> New {
     let at = st.response_mark.unwrap_or(st.opened);
-    let extra = json!({ "status": status });
-    super::revision_rule(
-        s,
-        st,
-        FindingKind::StatusCodeViolation,
-        at,
-        (rule, what),
-        extra,
-    )
+    super::revision_rule(s, st, at, (rule, what), |b| {
+        crate::Evidence::StatusCodeViolation(Evidence {
+            rule: b.rule,
+            revision: b.revision,
+            stream: b.stream,
+            time: b.time,
+            frame: b.frame,
+            status,
+        })
+    })
 }
 
-/// The evidence of a `status_code_violation` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `status_code_violation`: the rule of the session's revision a status
+/// broke, where, and the status.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub rule: Rule,
+    /// The session's revision, by its date.
+    pub revision: String,
+    pub stream: String,
+    /// When the response came (when the request was sent if its head was not captured).
+    pub time: String,
+    pub frame: u64,
+    /// The HTTP status the server answered.
+    pub status: u16,
+}
+
+/// The status rules of the transport (docs/report-format.md, `status_code_violation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// A request naming the session after its DELETE answered 2xx, not 404.
+    #[serde(rename = "deleted_session_not_404")]
+    DeletedSessionNot404,
+    /// From 2025-06-18, an `MCP-Protocol-Version` that is no revision date answered 2xx, not 400.
+    #[serde(rename = "invalid_version_header_not_400")]
+    InvalidVersionHeaderNot400,
+    /// A request without `Mcp-Session-Id` to a server that mints them answered 2xx, not 400.
+    #[serde(rename = "session_header_missing_not_400")]
+    SessionHeaderMissingNot400,
+    /// A POST of notifications or responses only answered 2xx, not 202.
+    #[serde(rename = "notification_not_202")]
+    NotificationNot202,
+    /// Under 2026-07-28, a GET or DELETE answered 2xx, not 405.
+    #[serde(rename = "not_405_in_2026")]
+    Not405In2026,
+    /// A GET for an event stream answered 2xx with another content type.
+    GetNotEventStream,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rule_keeps_its_name_in_the_report() {
+        for (rule, name) in [
+            (Rule::DeletedSessionNot404, "deleted_session_not_404"),
+            (Rule::InvalidVersionHeaderNot400, "invalid_version_header_not_400"),
+            (Rule::SessionHeaderMissingNot400, "session_header_missing_not_400"),
+            (Rule::NotificationNot202, "notification_not_202"),
+            (Rule::Not405In2026, "not_405_in_2026"),
+            (Rule::GetNotEventStream, "get_not_event_stream"),
+        ] {
+            assert_eq!(serde_json::to_value(rule).unwrap(), name);
+            assert_eq!(serde_json::from_value::<Rule>(name.into()).unwrap(), rule);
+        }
+    }
+}

@@ -7,9 +7,7 @@
 //! buffer (`X-Accel-Buffering: no`). One finding per stream, with how long the near side was
 //! silent before the held events came, how many came at once, and how long each was held.
 
-use serde_json::json;
-
-use super::lost_in_transit::{Hop, Pair, matching};
+use super::lost_in_transit::{ClockBounds, Hop, Leg, Pair, matching};
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Session, SessionIdx};
 use mcpf_model::Mark;
@@ -144,27 +142,53 @@ fn finding(p: &Pair<'_>, hop: &Hop<'_>, h: &Held, own: usize, opened: Mark) -> N
             silent,
             last_far.time.seconds_since(first_far.time),
         ),
-        evidence: crate::Evidence::StreamStalled(Evidence(json!({
-            "stream": p.near.label,
-            "far_stream": p.far.label,
-            "silent_s": r(silent),
-            "burst_events": n,
-            "burst_span_s": r(last_near.time.seconds_since(first_near.time)),
-            "sent_span_s": r(last_far.time.seconds_since(first_far.time)),
-            "held_s": r(max),
-            "held_events": held,
-            "matched_events": h.matched.len(),
-            "near": hop.side(hop.near, p.near),
-            "far": hop.side(hop.far, p.far),
-            "opened": opened.time.rfc3339(),
-            "clock_offset_s": hop.clock.json(),
-        }))),
+        evidence: crate::Evidence::StreamStalled(Evidence {
+            stream: p.near.label.clone(),
+            far_stream: p.far.label.clone(),
+            silent_s: r(silent),
+            burst_events: n,
+            burst_span_s: r(last_near.time.seconds_since(first_near.time)),
+            sent_span_s: r(last_far.time.seconds_since(first_far.time)),
+            held_s: r(max),
+            held_events: held,
+            matched_events: h.matched.len(),
+            near: hop.side(hop.near, p.near),
+            far: hop.side(hop.far, p.far),
+            opened: opened.time.rfc3339(),
+            clock_offset_s: hop.clock.bounds(),
+        }),
         caused_by: Vec::new(),
         subject: Subject::Stream(own),
     }
 }
 
-/// The evidence of a `stream_stalled` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `stream_stalled`: the stream whose events a hop held, the burst the held
+/// events came in and the silence before it, both observations, and the inputs' clock offset.
+/// Durations are in seconds, to the millisecond.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// The stream nearer the client.
+    pub stream: String,
+    /// The same stream nearer the server.
+    pub far_stream: String,
+    /// The near side's silence before the burst: since its last byte, or since its request
+    /// when the head came with the burst.
+    pub silent_s: f64,
+    /// Events the near side got within 10 ms of each other around the most held one.
+    pub burst_events: usize,
+    /// From the first to the last of them, near the client.
+    pub burst_span_s: f64,
+    /// From the first to the last of them, as the server sent them.
+    pub sent_span_s: f64,
+    /// The longest hold.
+    pub held_s: f64,
+    /// Events held a second or more.
+    pub held_events: usize,
+    /// Events both observations carry.
+    pub matched_events: usize,
+    pub near: Leg,
+    pub far: Leg,
+    /// When the stream of the finding's session was opened.
+    pub opened: String,
+    pub clock_offset_s: ClockBounds,
+}
