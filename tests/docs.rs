@@ -169,3 +169,81 @@ fn readme_example_outputs_are_what_the_binary_prints() {
     }
     assert!(checked > 20, "only {checked} example lines checked");
 }
+
+/// The keys documented for a kind under its `#### \`kind\`` heading of docs/report-format.md:
+/// the backticked names in the first cell of each table row.
+fn documented_keys(doc: &str, kind: &str) -> Vec<String> {
+    let heading = format!("#### `{kind}`");
+    let Some(start) = doc.find(&heading) else {
+        return Vec::new();
+    };
+    let section = &doc[start + heading.len()..];
+    let end = ["\n#### ", "\n### ", "\n## "]
+        .iter()
+        .filter_map(|h| section.find(h))
+        .min()
+        .unwrap_or(section.len());
+    let section = &section[..end];
+    let mut keys = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with("| ")) {
+        let cell = row[2..].split(" |").next().unwrap_or("");
+        for (i, part) in cell.split('`').enumerate() {
+            if i % 2 == 1 && part != "key" {
+                keys.push(part.to_string());
+            }
+        }
+    }
+    keys
+}
+
+/// Every finding kind's evidence keys, as its struct declares them (the registry), are the keys
+/// docs/report-format.md documents for it and the properties docs/report.schema.json allows,
+/// in both directions: a key added to a detector's evidence without its documentation fails here.
+#[test]
+fn evidence_keys_are_documented_and_in_the_schema() {
+    use mcpf_detect::FindingKind;
+    let doc = std::fs::read_to_string("docs/report-format.md").unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/report.schema.json").unwrap()).unwrap();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for &k in FindingKind::ALL {
+        let declared: std::collections::BTreeSet<String> =
+            k.evidence_keys().iter().map(|s| s.to_string()).collect();
+        // A pending request's evidence is an unanswered one's, documented there.
+        let documented_as = match k {
+            FindingKind::PendingAtCaptureEnd => FindingKind::UnansweredRequest,
+            other => other,
+        };
+        if declared.is_empty() {
+            continue;
+        }
+        checked += 1;
+        let documented: std::collections::BTreeSet<String> =
+            documented_keys(&doc, documented_as.name())
+                .into_iter()
+                .collect();
+        if declared != documented {
+            wrong.push(format!(
+                "{k}: docs/report-format.md lacks {:?}, has more {:?}",
+                declared.difference(&documented).collect::<Vec<_>>(),
+                documented.difference(&declared).collect::<Vec<_>>()
+            ));
+        }
+        let def = &schema["$defs"][format!("evidence_{}", documented_as.name())];
+        let allowed: std::collections::BTreeSet<String> = def["properties"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys().cloned())
+            .collect();
+        if declared != allowed {
+            wrong.push(format!(
+                "{k}: docs/report.schema.json lacks {:?}, has more {:?}",
+                declared.difference(&allowed).collect::<Vec<_>>(),
+                allowed.difference(&declared).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked >= 6, "only {checked} kinds have typed evidence");
+}
