@@ -1,7 +1,7 @@
 //! `capture_gap`: bytes that crossed the wire under an MCP exchange are not in the capture. Every
 //! finding that rests on that exchange says its confidence is reduced.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
@@ -39,13 +39,13 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     Some(b) => format!("{b} bytes missing from the capture under {}", st.label()),
                     None => format!("bytes missing from the capture under {}", st.label()),
                 },
-                evidence: crate::Evidence::CaptureGap(Evidence(json!({
-                    "stream": st.label(),
-                    "exchange": st.exchange.to_string(),
-                    "bytes": bytes,
-                    "cut_by_snap_length": st.snaplen_bytes,
-                    "events_dropped_at_gap": st.events.iter().filter(|e| e.after_gap).count(),
-                }))),
+                evidence: crate::Evidence::CaptureGap(Evidence {
+                    stream: st.label(),
+                    exchange: st.exchange.to_string(),
+                    bytes,
+                    cut_by_snap_length: st.snaplen_bytes,
+                    events_dropped_at_gap: st.events.iter().filter(|e| e.after_gap).count() as u64,
+                }),
                 caused_by: vec![],
                 subject: Subject::Stream(st.idx),
             },
@@ -53,7 +53,33 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `capture_gap` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `capture_gap`: the stream whose bytes the capture lacks, how many, and
+/// what the hole hides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub stream: String,
+    pub exchange: String,
+    /// Bytes missing under the stream; none when the capture does not say how many.
+    pub bytes: Option<u64>,
+    /// Of those, bytes the snap length cut (recorded short, not lost).
+    pub cut_by_snap_length: u64,
+    /// Events of the stream that begin after the hole (their start may be lost with it).
+    pub events_dropped_at_gap: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_gap_is_read_back_from_the_report() {
+        for text in [
+            r#"{"stream":"post:s5","exchange":"tcp4#1","bytes":97,"cut_by_snap_length":0,"events_dropped_at_gap":0}"#,
+            r#"{"stream":"get:s4","exchange":"tcp2#1","bytes":null,"cut_by_snap_length":0,"events_dropped_at_gap":2}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}

@@ -4,9 +4,10 @@
 //! (typescript-sdk #2499). An empty `id:` field last on the lost stream resets the cursor, and
 //! then no ID is expected.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
+use crate::event_id_collision::At;
 use mcpf_http::Outcome;
 use mcpf_mcp::model::{Session, Stream, StreamTransport, Transport};
 use mcpf_model::Direction;
@@ -65,13 +66,13 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     again.label(),
                     lost.label()
                 ),
-                evidence: crate::Evidence::CursorDropped(Evidence(json!({
-                    "stream": again.label(),
-                    "last_seen_event_id": last,
-                    "lost_stream": lost.label(),
-                    "lost_at": {"time": ended.time.rfc3339(), "frame": ended.frame.frame},
-                    "reconnected_at": {"time": again.opened.time.rfc3339(), "frame": again.opened.frame.frame},
-                }))),
+                evidence: crate::Evidence::CursorDropped(Evidence {
+                    stream: again.label(),
+                    last_seen_event_id: last.to_string(),
+                    lost_stream: lost.label(),
+                    lost_at: At::of(ended),
+                    reconnected_at: At::of(again.opened),
+                }),
                 caused_by: Vec::new(),
                 subject: Subject::Stream(again.idx),
             },
@@ -103,7 +104,30 @@ fn lost_not_left(st: &Stream) -> bool {
         )
 }
 
-/// The evidence of a `cursor_dropped` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `cursor_dropped`: the stream the client lost with an event ID last
+/// received, and the one it reconnected without sending it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The reconnecting GET.
+    pub stream: String,
+    /// The cursor the client held: the last event ID the lost stream delivered.
+    pub last_seen_event_id: String,
+    pub lost_stream: String,
+    /// When the lost stream ended.
+    pub lost_at: At,
+    /// When the GET reconnected.
+    pub reconnected_at: At,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_dropped_cursor_is_read_back_from_the_report() {
+        let text = r#"{"stream":"get:s6","last_seen_event_id":"g-2","lost_stream":"get:s4","lost_at":{"time":"2026-11-30T04:36:07.2Z","frame":40},"reconnected_at":{"time":"2026-11-30T04:36:08.9Z","frame":52}}"#;
+        let e: Evidence = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
+    }
+}

@@ -6,7 +6,7 @@
 //! raised per session. An `event_id_reset` on one of the colliding streams (the client's view of
 //! the second counter) names it as its cause.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::{Session, StreamIdx};
@@ -65,7 +65,6 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     } else {
         String::new()
     };
-    let at = |m: Mark| json!({"time": m.time.rfc3339(), "frame": m.frame.frame});
     let h = f.add(
         s,
         New {
@@ -75,14 +74,18 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             frames: vec![first, again],
             streams: vec![a, b],
             summary: format!("event ID {id} minted on {la} and again on {lb}{more}: IDs are not unique in the session"),
-            evidence: crate::Evidence::EventIdCollision(Evidence(json!({
-                "event_id": id,
-                "streams": [la, lb],
-                "first": at(first),
-                "again": at(again),
-                "colliding_ids": collided.len(),
-                "listed": collided.iter().take(LISTED).map(|c| c.0).collect::<Vec<_>>(),
-            }))),
+            evidence: crate::Evidence::EventIdCollision(Evidence {
+                event_id: id.to_string(),
+                streams: [la, lb],
+                first: At::of(first),
+                again: At::of(again),
+                colliding_ids: collided.len() as u64,
+                listed: collided
+                    .iter()
+                    .take(LISTED)
+                    .map(|c| c.0.to_string())
+                    .collect(),
+            }),
             caused_by: Vec::new(),
             subject: Subject::Stream(b),
         },
@@ -93,7 +96,47 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `event_id_collision` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of an `event_id_collision`: the first event ID minted on two streams, where and
+/// when each minted it, and how many IDs of the session were minted twice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The first ID minted twice.
+    pub event_id: String,
+    /// The stream that minted it first, and the one that minted it again.
+    pub streams: [String; 2],
+    pub first: At,
+    pub again: At,
+    /// How many IDs were minted twice in the session.
+    pub colliding_ids: u64,
+    /// The first 20 of them.
+    pub listed: Vec<String>,
+}
+
+/// A moment of the input: its time and frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct At {
+    pub time: String,
+    pub frame: u64,
+}
+
+impl At {
+    pub(crate) fn of(m: Mark) -> At {
+        At {
+            time: m.time.rfc3339(),
+            frame: m.frame.frame,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_collision_is_read_back_from_the_report() {
+        let text = r#"{"event_id":"1","streams":["post:s1","get:s4"],"first":{"time":"2026-12-01T10:38:43.862922Z","frame":341},"again":{"time":"2026-12-01T10:38:46.365697Z","frame":1803},"colliding_ids":2,"listed":["1","19"]}"#;
+        let e: Evidence = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
+    }
+}

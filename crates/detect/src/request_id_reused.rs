@@ -3,12 +3,12 @@
 //! session's revision). Servers that
 //! key streams by `str(id)` cross-wire the responses (python-sdk #3060, typescript-sdk #2433).
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
 use crate::index::Index;
-use mcpf_mcp::jsonrpc::RequestId;
-use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_mcp::jsonrpc::{Message, RequestId};
+use mcpf_mcp::model::{Session, Stream, StreamIdx};
 use mcpf_model::WireMap;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -66,12 +66,12 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
                     first.label(),
                     if in_flight { " (the first was still in flight)" } else { "" }
                 ),
-                evidence: crate::Evidence::RequestIdReused(Evidence(json!({
-                    "request_id": id.to_value(),
-                    "first": { "stream": first.label(), "method": m1.method, "time": first.opened.time.rfc3339(), "frame": first.opened.frame.frame },
-                    "second": { "stream": second.label(), "method": m2.method, "time": second.opened.time.rfc3339(), "frame": second.opened.frame.frame },
-                    "first_in_flight": in_flight,
-                }))),
+                evidence: crate::Evidence::RequestIdReused(Evidence {
+                    request_id: id.clone(),
+                    first: Request::of(first, m1),
+                    second: Request::of(second, m2),
+                    first_in_flight: in_flight,
+                }),
                 caused_by: vec![],
                 subject: Subject::RequestOn(id.clone(), *st2),
             },
@@ -113,7 +113,51 @@ impl Previous {
     }
 }
 
-/// The evidence of a `request_id_reused` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `request_id_reused`: the ID, the two requests that carried it, and whether
+/// the first was still unanswered when the second was sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// As on the wire: `1` and `"1"` differ.
+    pub request_id: RequestId,
+    pub first: Request,
+    pub second: Request,
+    /// The first was still unanswered when the second was sent.
+    pub first_in_flight: bool,
+}
+
+/// One of the requests: its stream, its method, and when it was sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub stream: String,
+    pub method: Option<String>,
+    pub time: String,
+    pub frame: u64,
+}
+
+impl Request {
+    fn of(st: &Stream, m: &Message) -> Request {
+        Request {
+            stream: st.label(),
+            method: m.method.as_deref().map(str::to_string),
+            time: st.opened.time.rfc3339(),
+            frame: st.opened.frame.frame,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_reused_id_is_read_back_from_the_report() {
+        for text in [
+            r#"{"request_id":1,"first":{"stream":"post:s2","method":"tools/list","time":"2026-11-30T04:36:05.791468Z","frame":10},"second":{"stream":"post:s3","method":null,"time":"2026-11-30T04:36:06.1Z","frame":14},"first_in_flight":true}"#,
+            r#"{"request_id":"1","first":{"stream":"post:s2","method":"tools/call","time":"2026-11-30T04:36:05.791468Z","frame":10},"second":{"stream":"post:s3","method":"tools/call","time":"2026-11-30T04:36:06.1Z","frame":14},"first_in_flight":false}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}

@@ -5,10 +5,10 @@
 //! stream is `cross_namespace_replay`'s, not this; the legacy HTTP+SSE transport, whose answers
 //! all come on its GET stream, has none.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::jsonrpc::Kind;
+use mcpf_mcp::jsonrpc::{Kind, RequestId};
 use mcpf_mcp::model::{Namespace, Session, Stream, StreamTransport, Transport};
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -36,8 +36,9 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
         let Some(&(ev, m)) = responses.first() else {
             continue;
         };
-        let id = m.id.as_ref().map(|i| i.to_value());
-        let label = m.id.as_ref().map_or_else(String::new, |i| i.label());
+        // Responses and errors with an ID only: it has one.
+        let Some(id) = &m.id else { continue };
+        let label = id.label();
         f.add(
             s,
             New {
@@ -51,14 +52,14 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     st.label(),
                     if responses.len() > 1 { format!(" ({} responses there)", responses.len()) } else { String::new() }
                 ),
-                evidence: crate::Evidence::ResponseOnStandaloneStream(Evidence(json!({
-                    "request_id": id,
-                    "stream": st.label(),
-                    "event_id": ev.id,
-                    "time": ev.mark.time.rfc3339(),
-                    "frame": ev.mark.frame.frame,
-                    "responses": responses.len(),
-                }))),
+                evidence: crate::Evidence::ResponseOnStandaloneStream(Evidence {
+                    request_id: id.clone(),
+                    stream: st.label(),
+                    event_id: ev.id.as_deref().map(str::to_string),
+                    time: ev.mark.time.rfc3339(),
+                    frame: ev.mark.frame.frame,
+                    responses: responses.len() as u64,
+                }),
                 caused_by: Vec::new(),
                 subject: Subject::Stream(st.idx),
             },
@@ -83,7 +84,35 @@ fn standalone(s: &Session, st: &Stream) -> bool {
         }
 }
 
-/// The evidence of a `response_on_standalone_stream` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `response_on_standalone_stream`: the first response minted on a standalone
+/// GET stream, the event that carried it, and how many responses the stream carried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The ID of the request it answers.
+    pub request_id: RequestId,
+    /// The GET stream.
+    pub stream: String,
+    /// The ID of the event that carried it, if it had one.
+    pub event_id: Option<String>,
+    pub time: String,
+    pub frame: u64,
+    /// Responses (and errors) minted on the stream.
+    pub responses: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_response_on_a_get_is_read_back_from_the_report() {
+        for text in [
+            r#"{"request_id":2,"stream":"get:s4","event_id":"g-1","time":"2026-11-30T04:36:07.2Z","frame":31,"responses":1}"#,
+            r#"{"request_id":"a","stream":"get:s4","event_id":null,"time":"2026-11-30T04:36:07.2Z","frame":31,"responses":3}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! `Last-Event-ID` + 1, so the events in between were not replayed (or the server resumed a
 //! different counter).
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
@@ -54,12 +54,12 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     lei + 1,
                     first - 1
                 ),
-                evidence: crate::Evidence::ResumeGap(Evidence(json!({
-                    "last_event_id": resume.last_event_id,
-                    "first_event_id": first.to_string(),
-                    "missing": (first - lei - 1),
-                    "stream": r.label(),
-                }))),
+                evidence: crate::Evidence::ResumeGap(Evidence {
+                    last_event_id: resume.last_event_id.clone(),
+                    first_event_id: first.to_string(),
+                    missing: first - lei - 1,
+                    stream: r.label(),
+                }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
             },
@@ -67,7 +67,28 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `resume_gap` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `resume_gap`: the `Last-Event-ID` a resume sent, the ID it began at
+/// instead of the next one, and how many IDs it jumped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub last_event_id: String,
+    /// The first ID of the resume (greater than `Last-Event-ID` + 1).
+    pub first_event_id: String,
+    /// How many IDs were jumped.
+    pub missing: u64,
+    /// The resume stream.
+    pub stream: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_jump_is_read_back_from_the_report() {
+        let text = r#"{"last_event_id":"41","first_event_id":"48","missing":6,"stream":"get:s17"}"#;
+        let e: Evidence = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
+    }
+}

@@ -7,14 +7,14 @@
 //! then a resume or a new `initialize`, then the same call (same tool, the same argument bytes)
 //! sent again without an idempotency key. Calls are matched one to one.
 
-use serde_json::json;
-
 use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use crate::index::Index;
 use mcpf_http::Outcome;
-use mcpf_mcp::jsonrpc::Message;
+use mcpf_mcp::jsonrpc::{Message, RequestId};
 use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx};
 use mcpf_model::{Mark, WireMap};
 
@@ -192,10 +192,10 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
 }
 
 fn finding(s: &Session, first: &Call<'_>, retry: &Call<'_>, restart: Restart) -> New {
-    let ids: Vec<serde_json::Value> = [first.message.id.as_ref(), retry.message.id.as_ref()]
+    let ids: Vec<RequestId> = [first.message.id.as_ref(), retry.message.id.as_ref()]
         .into_iter()
         .flatten()
-        .map(|i| i.to_value())
+        .cloned()
         .collect();
     let tool = retry.tool().unwrap_or_default().to_string();
     let (after, cause) = match restart {
@@ -203,13 +203,11 @@ fn finding(s: &Session, first: &Call<'_>, retry: &Call<'_>, restart: Restart) ->
         Restart::Resume { cause: None } => (" after a resume", None),
         Restart::Initialize => (" after a re-initialize", None),
     };
-    let at = |c: &Call<'_>| {
-        json!({
-            "session": s.label(),
-            "stream": s.streams[c.stream].label(),
-            "time": c.opened.time.rfc3339(),
-            "frame": c.opened.frame.frame,
-        })
+    let at = |c: &Call<'_>| Sent {
+        session: s.label(),
+        stream: s.streams[c.stream].label(),
+        time: c.opened.time.rfc3339(),
+        frame: c.opened.frame.frame,
     };
     New {
         kind: FindingKind::RetryWithoutIdempotencyKey,
@@ -218,18 +216,52 @@ fn finding(s: &Session, first: &Call<'_>, retry: &Call<'_>, restart: Restart) ->
         frames: vec![first.opened, retry.opened],
         streams: vec![first.stream, retry.stream],
         summary: format!("tools/call \"{tool}\" re-sent{after} without an idempotency key"),
-        evidence: crate::Evidence::RetryWithoutIdempotencyKey(Evidence(json!({
-            "request_ids": ids,
-            "tool": tool,
-            "first": at(first),
-            "retry": at(retry),
-        }))),
+        evidence: crate::Evidence::RetryWithoutIdempotencyKey(Evidence {
+            request_ids: ids,
+            tool,
+            first: at(first),
+            retry: at(retry),
+        }),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Retry(retry.stream),
     }
 }
 
-/// The evidence of a `retry_without_idempotency_key` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `retry_without_idempotency_key`: the tool call left without an answer and
+/// the same call sent again, neither with an idempotency key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The first call's request ID and the retry's (a call without one is left out).
+    pub request_ids: Vec<RequestId>,
+    /// The tool called; empty when the call named none.
+    pub tool: String,
+    pub first: Sent,
+    pub retry: Sent,
+}
+
+/// Where and when a call was sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sent {
+    /// The session's key.
+    pub session: String,
+    pub stream: String,
+    pub time: String,
+    pub frame: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_retry_is_read_back_from_the_report() {
+        for text in [
+            r#"{"request_ids":[7,"r-2"],"tool":"reindex","first":{"session":"3f1c","stream":"post:s3","time":"2026-11-30T04:36:05.791468Z","frame":10},"retry":{"session":"3f1c","stream":"post:s20","time":"2026-11-30T04:36:19.2Z","frame":201}}"#,
+            r#"{"request_ids":[],"tool":"","first":{"session":"3f1c","stream":"post:s3","time":"2026-11-30T04:36:05.791468Z","frame":10},"retry":{"session":"3f1c","stream":"post:s20","time":"2026-11-30T04:36:19.2Z","frame":201}}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! `session_id_changed`: a response carried an `Mcp-Session-Id` different from the one its
 //! request carried — the server (or whatever routed the request) treats this as another session.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
@@ -39,12 +39,12 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "{} sent Mcp-Session-Id {sent} and the response carried {received}",
                     st.label()
                 ),
-                evidence: crate::Evidence::SessionIdChanged(Evidence(json!({
-                    "sent": sent,
-                    "received": received,
-                    "stream": st.label(),
-                    "exchange": st.exchange.to_string(),
-                }))),
+                evidence: crate::Evidence::SessionIdChanged(Evidence {
+                    sent: sent.clone(),
+                    received: received.clone(),
+                    stream: st.label(),
+                    exchange: st.exchange.to_string(),
+                }),
                 caused_by: vec![],
                 subject: Subject::Stream(st.idx),
             },
@@ -52,7 +52,27 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `session_id_changed` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `session_id_changed`: the session ID the request carried, the other one
+/// its response carried, and where.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The `Mcp-Session-Id` on the request.
+    pub sent: String,
+    /// The `Mcp-Session-Id` on the response.
+    pub received: String,
+    pub stream: String,
+    pub exchange: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_changed_id_is_read_back_from_the_report() {
+        let text = r#"{"sent":"3f1c","received":"9a2b","stream":"post:s5","exchange":"tcp2#4"}"#;
+        let e: Evidence = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
+    }
+}

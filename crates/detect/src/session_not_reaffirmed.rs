@@ -2,7 +2,7 @@
 //! `Mcp-Session-Id` although the client sent one: the incident note's last boundary (treat as a
 //! new session, discard the pending request map).
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::model::Session;
@@ -38,7 +38,11 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
                     "resume {} answered 200 without Mcp-Session-Id (the client sent {sent})",
                     r.label()
                 ),
-                evidence: crate::Evidence::SessionNotReaffirmed(Evidence(json!({ "session_id": sent, "stream": r.label(), "exchange": r.exchange.to_string() }))),
+                evidence: crate::Evidence::SessionNotReaffirmed(Evidence {
+                    session_id: sent.clone(),
+                    stream: r.label(),
+                    exchange: r.exchange.to_string(),
+                }),
                 caused_by: vec![],
                 subject: Subject::Resume(r.idx),
             },
@@ -46,7 +50,26 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `session_not_reaffirmed` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `session_not_reaffirmed`: the session ID the client sent on a resume that
+/// was answered without one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The `Mcp-Session-Id` the client sent.
+    pub session_id: String,
+    /// The resume stream answered without it, and its exchange.
+    pub stream: String,
+    pub exchange: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn a_resume_without_the_session_is_read_back_from_the_report() {
+        let text = r#"{"session_id":"3f1c","stream":"get:s9","exchange":"tcp3#1"}"#;
+        let e: Evidence = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
@@ -75,14 +75,14 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
                 summary: format!(
                     "{range} of {label} never delivered: the resume replayed another namespace"
                 ),
-                evidence: crate::Evidence::SkippedEvents(Evidence(json!({
-                    "namespace": label,
-                    "from": from.map(|n| n.to_string()),
-                    "to": to.map(|n| n.to_string()),
-                    "count": count,
-                    "after": lei,
-                    "resume_stream": st.label(),
-                }))),
+                evidence: crate::Evidence::SkippedEvents(Evidence {
+                    namespace: label,
+                    from: from.map(|n| n.to_string()),
+                    to: to.map(|n| n.to_string()),
+                    count,
+                    after: Some(lei.clone()),
+                    resume_stream: Some(st.label()),
+                }),
                 caused_by: vec![cause],
                 subject: Subject::Namespace(ns),
             },
@@ -164,20 +164,52 @@ fn jump(
         frames: vec![st.events[ai].mark, ev.mark],
         streams: vec![st.idx],
         summary,
-        evidence: crate::Evidence::SkippedEvents(Evidence(json!({
-            "namespace": st.label(),
-            "from": (a + 1).to_string(),
-            "to": (b - 1).to_string(),
-            "count": missing,
-            "after": null,
-            "resume_stream": null,
-        }))),
+        evidence: crate::Evidence::SkippedEvents(Evidence {
+            namespace: st.label(),
+            from: Some((a + 1).to_string()),
+            to: Some((b - 1).to_string()),
+            count: Some(missing),
+            after: None,
+            resume_stream: None,
+        }),
         caused_by: cause.into_iter().collect(),
         subject: Subject::Namespace(st.idx),
     }
 }
 
-/// The evidence of a `skipped_events` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of a `skipped_events`: the namespace whose events never reached the client, and
+/// the range of positions skipped. After a cross-namespace replay it also has the resume and the
+/// `Last-Event-ID` it sent; a jump inside one stream has neither.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The stream that minted the events never delivered.
+    pub namespace: String,
+    /// The first skipped position: the integer counter as a decimal string (the counter part of
+    /// a namespaced ID such as `get:41`); none when the `Last-Event-ID` holds no counter.
+    pub from: Option<String>,
+    /// The last skipped position; none when no later ID shows where the range ends.
+    pub to: Option<String>,
+    /// How many; none with `to`.
+    pub count: Option<u64>,
+    /// The `Last-Event-ID` the resume sent (a replay only).
+    pub after: Option<String>,
+    /// The resume stream (a replay only).
+    pub resume_stream: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn both_variants_are_read_back_from_the_report() {
+        for text in [
+            r#"{"namespace":"get:s4","from":"42","to":null,"count":null,"after":"41","resume_stream":"get:s17"}"#,
+            r#"{"namespace":"get:s4","from":"42","to":"47","count":6,"after":null,"resume_stream":null}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}

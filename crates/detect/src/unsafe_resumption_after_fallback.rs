@@ -3,7 +3,7 @@
 //! its event IDs or the client echoes a transport-mode token — whether or not anything visibly
 //! broke this time.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::index::Index;
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
@@ -62,17 +62,17 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
                     fb.mark.time.clock_millis(),
                     s.event_id_scheme.name()
                 ),
-                evidence: crate::Evidence::UnsafeResumptionAfterFallback(Evidence(json!({
-                    "last_event_id": lei,
-                    "event_id_scheme": s.event_id_scheme.name(),
-                    "resume_stream": r.label(),
-                    "fallback": {
-                        "time": fb.mark.time.rfc3339(),
-                        "to": s.streams[fb.to_stream].label(),
-                        "trigger": fb.trigger,
+                evidence: crate::Evidence::UnsafeResumptionAfterFallback(Evidence {
+                    last_event_id: lei,
+                    event_id_scheme: s.event_id_scheme.into(),
+                    resume_stream: r.label(),
+                    fallback: Fallback {
+                        time: fb.mark.time.rfc3339(),
+                        to: s.streams[fb.to_stream].label(),
+                        trigger: fb.trigger.clone(),
                     },
-                    "transport_mode_header": s.transport_mode_header,
-                }))),
+                    transport_mode_header: s.transport_mode_header.clone(),
+                }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
             },
@@ -80,7 +80,64 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
     }
 }
 
-/// The evidence of a `unsafe_resumption_after_fallback` finding (as JSON until it is typed).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Evidence(pub serde_json::Value);
+/// The evidence of an `unsafe_resumption_after_fallback`: the resume, the `Last-Event-ID` it
+/// sent, and the fallback before it that makes the ID ambiguous.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The `Last-Event-ID` the resume sent.
+    pub last_event_id: String,
+    /// The session's scheme (never `namespaced` here).
+    pub event_id_scheme: Scheme,
+    pub resume_stream: String,
+    /// The fallback that makes the resume unsafe.
+    pub fallback: Fallback,
+    /// The server's transport-mode header, which the client did not echo.
+    pub transport_mode_header: Option<String>,
+}
+
+/// A fallback: when, the stream fallen back to, and why in words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fallback {
+    pub time: String,
+    pub to: String,
+    pub trigger: String,
+}
+
+/// How the session's event IDs are formed, as the report writes it (the session's
+/// `event_id_scheme`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    Integer,
+    Namespaced,
+    Opaque,
+    None,
+}
+
+impl From<EventIdScheme> for Scheme {
+    fn from(s: EventIdScheme) -> Scheme {
+        match s {
+            EventIdScheme::Integer => Scheme::Integer,
+            EventIdScheme::Namespaced => Scheme::Namespaced,
+            EventIdScheme::Opaque => Scheme::Opaque,
+            EventIdScheme::None => Scheme::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence as the report writes it is read back, and written again byte for byte.
+    #[test]
+    fn an_unsafe_resume_is_read_back_from_the_report() {
+        for text in [
+            r#"{"last_event_id":"41","event_id_scheme":"integer","resume_stream":"get:s17","fallback":{"time":"2026-11-30T04:36:07.294714Z","to":"get:s4","trigger":"POST tools/call #7 abandoned by the client after 1.5 s with no response bytes"},"transport_mode_header":null}"#,
+            r#"{"last_event_id":"a1","event_id_scheme":"opaque","resume_stream":"get:s9","fallback":{"time":"2026-11-30T04:36:07.294714Z","to":"get:s4","trigger":"POST initialize answered 405"},"transport_mode_header":"sse"}"#,
+        ] {
+            let e: Evidence = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&e).unwrap(), text);
+        }
+    }
+}
