@@ -1,102 +1,65 @@
-//! Questions the postmortem formats ask of a JSON report document: which sessions have
-//! findings, the worst first, the verdict of each, the Wireshark filter of a finding, and the
-//! legs of a session (one observation, or a client leg and a server leg tied by session ID and
-//! a measured clock offset) for its sequence diagram.
+//! Questions the postmortem formats ask of a report [`Document`]: which sessions have findings,
+//! the worst first, the verdict of each, the Wireshark filter of a finding, and the legs of a
+//! session (one observation, or a client leg and a server leg tied by session ID and a measured
+//! clock offset) for its sequence diagram.
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use mcpf_detect::{Evidence, Severity};
 
+use crate::document::{Document, Finding, Session, TimelineEntry};
 use crate::markdown::{clock, mermaid};
 
-/// Severities, worst first, as the document names them.
-const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
-
-fn rank(f: &Value) -> usize {
-    let s = f["severity"].as_str().unwrap_or("info");
-    SEVERITIES.iter().position(|x| *x == s).unwrap_or(4)
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or("")
-}
-
-/// A JSON report document, indexed for the questions below: every question about a session is
-/// a lookup, so a report of 100,000 sessions renders in time in proportion.
+/// A report document, indexed for the questions below: every question about a session is a
+/// lookup, so a report of 100,000 sessions renders in time in proportion.
 pub(crate) struct Doc<'a> {
-    doc: &'a Value,
-    findings_by_id: HashMap<&'a str, &'a Value>,
-    findings_by_session: HashMap<&'a str, Vec<&'a Value>>,
-    timeline_by_session: HashMap<&'a str, Vec<&'a Value>>,
-    sessions_by_key: HashMap<&'a str, &'a Value>,
+    doc: &'a Document,
+    findings_by_id: HashMap<&'a str, &'a Finding>,
+    findings_by_session: HashMap<&'a str, Vec<&'a Finding>>,
+    timeline_by_session: HashMap<&'a str, Vec<&'a TimelineEntry>>,
+    sessions_by_key: HashMap<&'a str, &'a Session>,
     /// Which inputs are packet captures, by index: a HAR's or a log's "frames" are its entries
     /// or lines, which no Wireshark filter selects.
     captures: Vec<bool>,
 }
 
-/// The elements of a document's list by their `session`, in order.
-fn by_session(list: &Value) -> HashMap<&str, Vec<&Value>> {
-    let mut map: HashMap<&str, Vec<&Value>> = HashMap::new();
-    for x in list.as_array().into_iter().flatten() {
-        map.entry(text(x, "session")).or_default().push(x);
-    }
-    map
-}
-
 /// A session's verdict line.
 pub(crate) struct VerdictLine {
     pub session: String,
-    pub severity: String,
+    pub severity: Severity,
     pub text: String,
 }
 
 impl<'a> Doc<'a> {
-    pub(crate) fn new(doc: &'a Value) -> Self {
-        let findings_by_id = doc["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| (text(f, "id"), f))
-            .collect();
+    pub(crate) fn new(doc: &'a Document) -> Self {
+        let mut findings_by_session: HashMap<&str, Vec<&Finding>> = HashMap::new();
+        for f in &doc.findings {
+            findings_by_session.entry(&f.session).or_default().push(f);
+        }
+        let mut timeline_by_session: HashMap<&str, Vec<&TimelineEntry>> = HashMap::new();
+        for e in &doc.timeline {
+            timeline_by_session.entry(&e.session).or_default().push(e);
+        }
         Doc {
             doc,
-            findings_by_id,
-            findings_by_session: by_session(&doc["findings"]),
-            timeline_by_session: by_session(&doc["timeline"]),
-            sessions_by_key: doc["sessions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| (text(s, "key"), s))
-                .collect(),
-            captures: doc["inputs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|i| text(i, "format").starts_with("pcap"))
-                .collect(),
+            findings_by_id: doc.findings.iter().map(|f| (f.id.as_str(), f)).collect(),
+            findings_by_session,
+            timeline_by_session,
+            sessions_by_key: doc.sessions.iter().map(|s| (s.key.as_str(), s)).collect(),
+            captures: doc.inputs.iter().map(|i| i.format.is_capture()).collect(),
         }
     }
 
+    /// The inputs' paths, in input order.
     pub(crate) fn inputs(&self) -> impl Iterator<Item = &'a str> {
-        let inputs = &self.doc["inputs"];
-        inputs
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|i| text(i, "path"))
+        self.doc.inputs.iter().map(|i| i.path.as_str())
     }
 
-    pub(crate) fn sessions(&self) -> impl Iterator<Item = &'a Value> {
-        let sessions = &self.doc["sessions"];
-        sessions.as_array().into_iter().flatten()
+    pub(crate) fn sessions(&self) -> impl Iterator<Item = &'a Session> {
+        self.doc.sessions.iter()
     }
 
-    pub(crate) fn key(&self, s: &'a Value) -> &'a str {
-        text(s, "key")
-    }
-
-    pub(crate) fn findings_of(&self, key: &str) -> impl Iterator<Item = &'a Value> + '_ {
+    pub(crate) fn findings_of(&self, key: &str) -> impl Iterator<Item = &'a Finding> + '_ {
         self.findings_by_session
             .get(key)
             .into_iter()
@@ -105,13 +68,13 @@ impl<'a> Doc<'a> {
     }
 
     /// A session's findings, the worst first, then by time.
-    pub(crate) fn worst_first(&self, key: &'a str) -> Vec<&'a Value> {
-        let mut v: Vec<&Value> = self.findings_of(key).collect();
-        v.sort_by(|a, b| (rank(a), text(a, "time")).cmp(&(rank(b), text(b, "time"))));
+    pub(crate) fn worst_first(&self, key: &str) -> Vec<&'a Finding> {
+        let mut v: Vec<&Finding> = self.findings_of(key).collect();
+        v.sort_by(|a, b| (a.rank(), &a.time).cmp(&(b.rank(), &b.time)));
         v
     }
 
-    pub(crate) fn timeline_of(&self, key: &str) -> impl Iterator<Item = &'a Value> + '_ {
+    pub(crate) fn timeline_of(&self, key: &str) -> impl Iterator<Item = &'a TimelineEntry> + '_ {
         self.timeline_by_session
             .get(key)
             .into_iter()
@@ -120,64 +83,58 @@ impl<'a> Doc<'a> {
     }
 
     /// Sessions with a finding above info.
-    pub(crate) fn sessions_with_findings(&self) -> Vec<&'a Value> {
+    pub(crate) fn sessions_with_findings(&self) -> Vec<&'a Session> {
         self.sessions()
-            .filter(|s| self.findings_of(self.key(s)).any(|f| rank(f) < 4))
+            .filter(|s| self.findings_of(&s.key).any(above_info))
             .collect()
     }
 
     /// One line per session with a finding above info, the worst sessions first.
     pub(crate) fn verdicts(&self) -> Vec<VerdictLine> {
-        let mut lines: Vec<(usize, VerdictLine)> = self
+        let mut lines: Vec<VerdictLine> = self
             .sessions_with_findings()
             .into_iter()
             .filter_map(|s| {
-                let key = self.key(s);
-                let worst = *self.worst_first(key).first()?;
-                let line = VerdictLine {
-                    session: key.to_string(),
-                    severity: text(worst, "severity").to_string(),
+                let worst = *self.worst_first(&s.key).first()?;
+                Some(VerdictLine {
+                    session: s.key.clone(),
+                    severity: worst.rank(),
                     text: self.verdict_text(s, worst),
-                };
-                Some((rank(worst), line))
+                })
             })
             .collect();
-        lines.sort_by_key(|(r, _)| *r);
-        lines.into_iter().map(|(_, l)| l).collect()
+        lines.sort_by_key(|l| l.severity);
+        lines
     }
 
-    fn verdict_text(&self, s: &Value, worst: &'a Value) -> String {
+    fn verdict_text(&self, s: &Session, worst: &'a Finding) -> String {
         let root = self.root_cause(worst);
-        let since = (!std::ptr::eq(root, worst))
-            .then(|| (clock(text(root, "time")), text(root, "kind").to_string()));
-        let hung = self
-            .findings_of(self.key(s))
-            .find(|u| {
-                !std::ptr::eq(*u, worst) && text(u, "kind") == "unanswered_request" && rank(u) < 4
-            })
-            .map(|u| {
-                (
-                    hung_request_saved(&u["evidence"]),
-                    text(u, "id").to_string(),
-                )
-            });
+        let since =
+            (!std::ptr::eq(root, worst)).then(|| (clock(&root.time), root.kind.name().to_string()));
+        let hung = self.findings_of(&s.key).find_map(|u| {
+            let Some(Evidence::UnansweredRequest(e)) = &u.evidence else {
+                return None;
+            };
+            (!std::ptr::eq(u, worst) && above_info(u)).then(|| (hung_request(e), u.id.clone()))
+        });
         verdict_sentence(&Verdict {
-            session_id: s["session_id"].as_str(),
-            at: clock(text(worst, "time")),
+            session_id: s.session_id.as_deref(),
+            at: clock(&worst.time),
             since,
-            summary: text(worst, "summary"),
-            id: text(worst, "id"),
-            kind: text(worst, "kind"),
+            summary: &worst.summary,
+            id: &worst.id,
+            kind: worst.kind.name(),
             hung,
         })
     }
 
     /// The first cause of a finding, following `caused_by` (bounded: the IDs come from a file).
-    fn root_cause(&self, mut f: &'a Value) -> &'a Value {
+    fn root_cause(&self, mut f: &'a Finding) -> &'a Finding {
         for _ in 0..self.findings_by_id.len() {
-            let cause = f["caused_by"][0]
-                .as_str()
-                .and_then(|c| self.findings_by_id.get(c));
+            let cause = f
+                .caused_by
+                .first()
+                .and_then(|c| self.findings_by_id.get(c.as_str()));
             match cause {
                 Some(c) => f = c,
                 None => break,
@@ -188,13 +145,12 @@ impl<'a> Doc<'a> {
 
     /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
     /// (named by its path) when they are in several.
-    pub(crate) fn display_filter(&self, f: &Value) -> Option<String> {
+    pub(crate) fn display_filter(&self, f: &Finding) -> Option<String> {
         let captures = &self.captures;
-        let refs = f["frame_refs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| Some((r["input"].as_u64()?, r["frame"].as_u64()?)))
+        let refs = f
+            .frame_refs
+            .iter()
+            .map(|r| (r.input, r.frame))
             .filter(|(i, _)| captures.get(*i as usize).copied().unwrap_or(true));
         let filters = display_filters(refs);
         match filters.as_slice() {
@@ -217,26 +173,22 @@ impl<'a> Doc<'a> {
     /// What a session's sequence diagram draws: the session alone, or the client leg and the
     /// server leg of it when both are in the report and their clocks were related. `None` for
     /// the server leg of a pair (drawn with its client leg) and for a session with no timeline.
-    pub(crate) fn legs(&self, s: &'a Value) -> Option<Legs<'a>> {
-        self.timeline_of(self.key(s)).next()?;
-        let twin = s["same_session_as"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .find_map(|k| self.sessions_by_key.get(k).copied());
+    pub(crate) fn legs(&self, s: &'a Session) -> Option<Legs<'a>> {
+        self.timeline_of(&s.key).next()?;
+        let twin = s
+            .same_session_as
+            .iter()
+            .find_map(|k| self.sessions_by_key.get(k.as_str()).copied());
         let Some(twin) = twin else {
             return Some(Legs::One(s));
         };
-        let input = |x: &Value| -> Option<usize> {
-            let path = x["sources"][0].as_str()?;
+        let input = |x: &Session| -> Option<usize> {
+            let path = x.sources.first()?;
             self.inputs().position(|p| p == path)
         };
-        let offsets = self.doc["summary"]["clock_offsets"].as_array();
-        let offset = offsets.into_iter().flatten().find_map(|c| {
-            let (far, near) = (c["far_input"].as_u64()?, c["near_input"].as_u64()?);
-            let estimate = c["estimate"].as_f64()?;
-            Some((far as usize, near as usize, estimate))
+        let offset = self.doc.summary.clock_offsets.iter().find_map(|c| {
+            let estimate = c.estimate?;
+            Some((c.far_input, c.near_input, estimate))
         });
         match (offset, input(s), input(twin)) {
             (Some((far, near, est)), Some(mine), Some(theirs)) if mine == near && theirs == far => {
@@ -252,6 +204,11 @@ impl<'a> Doc<'a> {
             _ => Some(Legs::One(s)),
         }
     }
+}
+
+/// A finding above info.
+fn above_info(f: &Finding) -> bool {
+    f.rank() < Severity::Info
 }
 
 /// Wireshark display filters selecting frames, one per input in input order:
@@ -303,16 +260,6 @@ pub(crate) fn verdict_sentence(v: &Verdict<'_>) -> String {
     text
 }
 
-/// The IDs of the findings a timeline entry places.
-pub(crate) fn entry_findings(e: &Value) -> Vec<&str> {
-    e["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
 /// `request 7 tools/call "reindex" never answered`, from an `unanswered_request`'s evidence.
 pub(crate) fn hung_request(e: &mcpf_detect::evidence::UnansweredRequest) -> String {
     let method = e.method.as_deref().unwrap_or("request");
@@ -325,26 +272,13 @@ pub(crate) fn hung_request(e: &mcpf_detect::evidence::UnansweredRequest) -> Stri
     }
 }
 
-/// The same, from the evidence of a saved report.
-pub(crate) fn hung_request_saved(e: &Value) -> String {
-    let id = match &e["request_id"] {
-        Value::String(s) => format!("\"{s}\""),
-        v => v.to_string(),
-    };
-    let method = e["method"].as_str().unwrap_or("request");
-    match e["tool"].as_str() {
-        Some(t) => format!("request {id} {method} \"{t}\" never answered"),
-        None => format!("request {id} {method} never answered"),
-    }
-}
-
 /// The observations a sequence diagram draws.
 pub(crate) enum Legs<'a> {
-    One(&'a Value),
+    One(&'a Session),
     /// The client leg (`near`) and the server leg (`far`, whose clock reads `offset_s` ahead).
     Two {
-        near: &'a Value,
-        far: &'a Value,
+        near: &'a Session,
+        far: &'a Session,
         offset_s: f64,
     },
 }
@@ -368,25 +302,21 @@ const MESSAGE_CHARS: usize = 90;
 impl<'a> Legs<'a> {
     pub(crate) fn title(&self) -> String {
         match self {
-            Legs::One(s) => text(s, "key").to_string(),
+            Legs::One(s) => s.key.clone(),
             Legs::Two { near, far, .. } => {
-                format!(
-                    "{} client leg, {} server leg",
-                    text(near, "key"),
-                    text(far, "key")
-                )
+                format!("{} client leg, {} server leg", near.key, far.key)
             }
         }
     }
 
     pub(crate) fn participants(&self) -> Vec<(&'static str, String)> {
-        let client = |s: &Value| format!("client {}", text(s, "client"));
-        let server = |s: &Value| format!("server {}{}", text(s, "server"), text(s, "endpoint"));
+        let client = |s: &Session| format!("client {}", s.client);
+        let server = |s: &Session| format!("server {}{}", s.server, s.endpoint);
         match self {
             Legs::One(s) => vec![("C", client(s)), ("S", server(s))],
             Legs::Two { near, far, .. } => vec![
                 ("C", client(near)),
-                ("P", format!("proxy {}", text(near, "server"))),
+                ("P", format!("proxy {}", near.server)),
                 ("S", server(far)),
             ],
         }
@@ -416,23 +346,23 @@ impl<'a> Legs<'a> {
 }
 
 /// The rows of one observation between `(client, server)`, its times moved back by `offset_s`.
-fn leg_rows<'a>(d: &Doc<'a>, s: &'a Value, (c, srv): (&str, &str), offset_s: f64) -> Vec<Row> {
-    d.timeline_of(text(s, "key"))
+fn leg_rows(d: &Doc<'_>, s: &Session, (c, srv): (&str, &str), offset_s: f64) -> Vec<Row> {
+    d.timeline_of(&s.key)
         .map(|e| {
-            let summary = text(e, "summary");
-            let line = match text(e, "direction") {
+            let summary = e.summary.as_str();
+            let line = match e.direction.as_str() {
                 "c→s" => format!("{c}->>{srv}: {}", message(summary)),
                 "s→c" => format!("{srv}-->>{c}: {}", message(summary)),
                 "c ✕" => format!("{c}-x{srv}: {}", message(summary)),
                 "s ✕" => format!("{srv}-x{c}: {}", message(summary)),
                 _ => {
                     let head = summary.split(':').next().unwrap_or(summary);
-                    let ids = mermaid(&entry_findings(e).join(","));
+                    let ids = mermaid(&e.findings.join(","));
                     format!("Note over {c},{srv}: {ids} {}", message(head))
                 }
             };
             Row {
-                at: seconds(text(e, "time")) - offset_s,
+                at: seconds(&e.time) - offset_s,
                 line,
             }
         })
@@ -470,4 +400,50 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 27: the verdict follows `caused_by` and names the hung request from findings read
+    /// as types, not from the evidence's JSON by key.
+    #[test]
+    fn the_verdict_follows_causes_and_names_the_hung_request_from_types() {
+        let evidence = r#"{"request_id": "7", "method": "tools/call", "tool": "reindex",
+            "waited_s": 12.5, "sent": {"stream": "post:s3", "exchange": "tcp0#3",
+            "time": "2026-11-30T04:36:05.791468Z", "frame": 10},
+            "until": "2026-11-30T04:36:18.355660Z", "last_progress": null,
+            "client_gave_up": true, "session_went_on": true, "still_open_at_capture_end": false,
+            "answer_may_be_in_missing_bytes": false, "cause": {"kind": "never_answered"}}"#;
+        let json = format!(
+            r#"{{"sessions": [{{"key": "S1", "session_id": "2665c7c69224c221fa665378ef4692a9"}}],
+            "findings": [
+              {{"id": "F1", "kind": "sse_fallback", "severity": "info", "session": "S1",
+                "time": "2026-11-30T04:36:07.294714Z", "caused_by": ["F2"]}},
+              {{"id": "F2", "kind": "cross_namespace_replay", "severity": "critical",
+                "session": "S1", "time": "2026-11-30T04:36:14.298347Z", "summary": "replayed",
+                "caused_by": ["F1"]}},
+              {{"id": "F3", "kind": "unanswered_request", "severity": "high", "session": "S1",
+                "time": "2026-11-30T04:36:18.355660Z", "evidence": {evidence}}}
+            ]}}"#
+        );
+        let doc = Document::from_json(json.as_bytes()).unwrap();
+        assert!(matches!(
+            doc.findings[2].evidence,
+            Some(Evidence::UnansweredRequest(_))
+        ));
+        let lines = Doc::new(&doc).verdicts();
+        let [line] = &lines[..] else {
+            panic!("one session with findings")
+        };
+        assert_eq!(line.severity, Severity::Critical);
+        // F2 ← F1 ← F2 is a cycle (the file is untrusted): followed as many steps as there are
+        // findings, three, it ends at F1.
+        assert_eq!(
+            line.text,
+            "session 2665…92a9 since 04:36:07.294 (sse_fallback): replayed \
+             (F2 cross_namespace_replay); request \"7\" tools/call \"reindex\" never answered (F3)"
+        );
+    }
 }

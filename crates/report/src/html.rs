@@ -3,15 +3,16 @@
 //! events as marks; the fallback, the drop, the resume and the replay drawn as arrows crossing
 //! lanes), then the findings as anchors with their evidence (frames, event IDs, request IDs).
 //!
-//! Rendered from the JSON document like the Markdown, so `report FILE.json --format html` draws
+//! Rendered from the JSON document (read as a [`Document`]) like the Markdown, so `report FILE.json --format html` draws
 //! the same. Every string from a capture is HTML-escaped; the one script only highlights what an
 //! anchor names and records errors for the browser test.
 
 use std::io::{self, Write};
 
-use serde_json::Value;
+use mcpf_detect::Evidence;
 
 use crate::doc::{Doc, seconds};
+use crate::document::{Document, Finding, Session, Stream, TimelineEntry};
 use crate::markdown::clock;
 
 /// Lane geometry (SVG user units).
@@ -26,7 +27,7 @@ const MAX_LANES: usize = 40;
 const MAX_MARKS: usize = 400;
 const LABEL_STEPS: usize = 8;
 
-pub fn write_html(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
+pub fn write_html(out: &mut dyn Write, doc: &Document) -> io::Result<()> {
     let d = Doc::new(doc);
     writeln!(
         out,
@@ -46,8 +47,8 @@ pub fn write_html(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
     writeln!(
         out,
         "<h1>MCP incident report</h1>\n<p class=\"meta\">{} {} · {}</p>",
-        esc(doc["tool"]["name"].as_str().unwrap_or("mcp-forensics")),
-        esc(doc["tool"]["version"].as_str().unwrap_or("")),
+        esc(doc.tool.name.as_deref().unwrap_or("mcp-forensics")),
+        esc(doc.tool.version.as_deref().unwrap_or("")),
         inputs.join(", ")
     )?;
     write_verdict(out, &d)?;
@@ -72,22 +73,22 @@ fn write_verdict(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
             out,
             "<li><b>{}</b> <span class=\"sev {}\">{}</span> {}</li>",
             esc(&v.session),
-            esc(&v.severity),
-            esc(&v.severity.to_uppercase()),
+            esc(v.severity.name()),
+            esc(&v.severity.name().to_uppercase()),
             esc(&v.text)
         )?;
     }
     writeln!(out, "</ul>")
 }
 
-fn write_session(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
-    let key = d.key(s);
+fn write_session(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<()> {
+    let key = &s.key;
     writeln!(
         out,
         "<section class=\"session\" id=\"{k}\"><h2>Session {k} <code>{}</code> {} {}</h2>",
-        esc(s["session_id"].as_str().unwrap_or("")),
-        esc(s["server"].as_str().unwrap_or("")),
-        esc(s["endpoint"].as_str().unwrap_or("")),
+        esc(s.session_id.as_deref().unwrap_or("")),
+        esc(&s.server),
+        esc(&s.endpoint),
         k = esc(key)
     )?;
     write_swimlanes(out, d, s)?;
@@ -97,25 +98,16 @@ fn write_session(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> 
 
 /// The streams a session's lanes show: those its findings and resumes name, its GET streams,
 /// and its first (the initialize); the rest are counted.
-fn named_streams<'a>(d: &Doc<'a>, s: &'a Value) -> Vec<&'a str> {
+fn named_streams<'a>(d: &Doc<'a>, s: &'a Session) -> Vec<&'a str> {
     let mut named: Vec<&str> = Vec::new();
-    for f in d.findings_of(d.key(s)) {
-        named.extend(
-            f["streams"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str),
-        );
+    for f in d.findings_of(&s.key) {
+        named.extend(f.streams.iter().map(String::as_str));
     }
-    for (i, st) in s["streams"].as_array().into_iter().flatten().enumerate() {
-        let Some(id) = st["id"].as_str() else {
-            continue;
-        };
-        if i == 0 || st["transport"] == "get" || st["resume"].is_object() {
-            named.push(id);
+    for (i, st) in s.streams.iter().enumerate() {
+        if i == 0 || st.transport == "get" || st.resume.is_some() {
+            named.push(&st.id);
         }
-        if let Some(c) = st["resume"]["continues"].as_str() {
+        if let Some(c) = st.resume.as_ref().and_then(|r| r.continues.as_deref()) {
             named.push(c);
         }
     }
@@ -164,19 +156,18 @@ impl Scale<'_> {
     }
 }
 
-fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
-    let all: Vec<&Value> = s["streams"].as_array().into_iter().flatten().collect();
+fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<()> {
+    let all = &s.streams;
     let named = named_streams(d, s);
-    let streams: Vec<&Value> = all
+    let streams: Vec<&Stream> = all
         .iter()
-        .copied()
-        .filter(|st| st["id"].as_str().is_some_and(|id| named.contains(&id)))
+        .filter(|st| named.contains(&st.id.as_str()))
         .take(MAX_LANES)
         .collect();
     let mut scale = Scale {
-        lanes: streams.iter().filter_map(|st| st["id"].as_str()).collect(),
-        t0: seconds(s["start"].as_str().unwrap_or("")),
-        t1: seconds(s["end"].as_str().unwrap_or("")),
+        lanes: streams.iter().map(|st| st.id.as_str()).collect(),
+        t0: seconds(&s.start),
+        t1: seconds(&s.end),
         labels: Vec::new(),
     };
     let width = LEFT + LANE_W * scale.lanes.len() as f64 + 20.0;
@@ -184,7 +175,7 @@ fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()
     writeln!(
         out,
         "<svg class=\"lanes\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"streams of {}\">",
-        esc(d.key(s))
+        esc(&s.key)
     )?;
     writeln!(
         out,
@@ -194,9 +185,9 @@ fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()
     for st in &streams {
         write_lane(out, &scale, st)?;
     }
-    let events: Vec<&Value> = d
-        .timeline_of(d.key(s))
-        .filter(|e| e["kind"] == "events")
+    let events: Vec<&TimelineEntry> = d
+        .timeline_of(&s.key)
+        .filter(|e| e.kind == "events")
         .collect();
     for e in events.iter().take(MAX_MARKS) {
         write_event_mark(out, &mut scale, e)?;
@@ -212,7 +203,7 @@ fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()
     for st in &streams {
         write_resume_arrow(out, &mut scale, st)?;
     }
-    for f in d.findings_of(d.key(s)) {
+    for f in d.findings_of(&s.key) {
         write_finding_mark(out, &mut scale, &streams, f)?;
     }
     if all.len() > streams.len() {
@@ -226,9 +217,8 @@ fn write_swimlanes(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()
     writeln!(out, "</svg>")
 }
 
-fn write_time_axis(out: &mut dyn Write, scale: &Scale<'_>, s: &Value) -> io::Result<()> {
-    for (label, at) in [("start", "start"), ("end", "end")] {
-        let t = s[at].as_str().unwrap_or("");
+fn write_time_axis(out: &mut dyn Write, scale: &Scale<'_>, s: &Session) -> io::Result<()> {
+    for (label, t) in [("start", &s.start), ("end", &s.end)] {
         writeln!(
             out,
             "<text class=\"axis\" x=\"4\" y=\"{:.1}\">{} {}</text>",
@@ -240,35 +230,30 @@ fn write_time_axis(out: &mut dyn Write, scale: &Scale<'_>, s: &Value) -> io::Res
     Ok(())
 }
 
-fn write_lane(out: &mut dyn Write, scale: &Scale<'_>, st: &Value) -> io::Result<()> {
-    let id = st["id"].as_str().unwrap_or("");
+fn write_lane(out: &mut dyn Write, scale: &Scale<'_>, st: &Stream) -> io::Result<()> {
+    let id = st.id.as_str();
     let Some(x) = scale.x(id) else {
         return Ok(());
     };
-    let y0 = scale.y(st["opened"].as_str().unwrap_or(""));
+    let y0 = scale.y(&st.opened);
     // An exchange of a millisecond still shows as a stroke.
-    let y1 = st["ended"]
-        .as_str()
+    let y1 = st
+        .ended
+        .as_deref()
         .map_or(TOP + HEIGHT, |t| scale.y(t))
         .max(y0 + 6.0);
-    let what: Vec<&str> = st["methods"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let outcome = st["outcome"].as_str().unwrap_or("open");
+    let outcome = st.outcome.as_deref().unwrap_or("open");
     writeln!(
         out,
         "<g class=\"lane {o}\" data-stream=\"{s}\"><text class=\"head\" x=\"{x:.1}\" y=\"20\">{s}</text><text class=\"sub\" x=\"{x:.1}\" y=\"36\">{m}</text><line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{y1:.1}\"/><title>{s} {method} {target}: {n} events, {o}</title></g>",
         o = esc(outcome),
         s = esc(id),
-        m = esc(&what.join(" ")),
-        method = esc(st["method"].as_str().unwrap_or("")),
-        target = esc(st["target"].as_str().unwrap_or("")),
-        n = st["events"].as_u64().unwrap_or(0),
+        m = esc(&st.methods.join(" ")),
+        method = esc(&st.method),
+        target = esc(&st.target),
+        n = st.events,
     )?;
-    if st["ended"].is_string() && matches!(outcome, "reset" | "closed_early" | "gap") {
+    if st.ended.is_some() && matches!(outcome, "reset" | "closed_early" | "gap") {
         writeln!(
             out,
             "<g class=\"drop\" data-stream=\"{}\"><path d=\"M{:.1},{:.1}l-6,-6m6,6l6,-6m-6,6l-6,6m6,-6l6,6\"/><title>{} by {}</title></g>",
@@ -276,25 +261,29 @@ fn write_lane(out: &mut dyn Write, scale: &Scale<'_>, st: &Value) -> io::Result<
             x,
             y1,
             esc(outcome),
-            esc(st["closed_by"].as_str().unwrap_or("?")),
+            esc(st.closed_by.as_deref().unwrap_or("?")),
         )?;
     }
     Ok(())
 }
 
 /// A timeline row of events on a stream: a mark at its time, with the event IDs.
-fn write_event_mark(out: &mut dyn Write, scale: &mut Scale<'_>, e: &Value) -> io::Result<()> {
-    if e["kind"] != "events" {
+fn write_event_mark(
+    out: &mut dyn Write,
+    scale: &mut Scale<'_>,
+    e: &TimelineEntry,
+) -> io::Result<()> {
+    if e.kind != "events" {
         return Ok(());
     }
-    let Some(x) = e["stream"].as_str().and_then(|s| scale.x(s)) else {
+    let Some(x) = e.stream.as_deref().and_then(|s| scale.x(s)) else {
         return Ok(());
     };
-    let y = scale.y(e["time"].as_str().unwrap_or(""));
-    let ids = match e["event_ids"].as_array().map(Vec::as_slice) {
-        Some([a, b]) if a == b => a.as_str().unwrap_or("").to_string(),
-        Some([a, b]) => format!("{}–{}", a.as_str().unwrap_or(""), b.as_str().unwrap_or("")),
-        _ => String::new(),
+    let y = scale.y(&e.time);
+    let ids = match &e.event_ids {
+        Some((a, b)) if a == b => a.clone(),
+        Some((a, b)) => format!("{a}–{b}"),
+        None => String::new(),
     };
     let ly = scale.label_y(x + 7.0, 7.0 * ids.len() as f64, y + 4.0);
     writeln!(
@@ -302,31 +291,30 @@ fn write_event_mark(out: &mut dyn Write, scale: &mut Scale<'_>, e: &Value) -> io
         "<g class=\"event\"><circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text><title>{} {}</title></g>",
         x + 7.0,
         esc(&ids),
-        esc(&clock(e["time"].as_str().unwrap_or(""))),
-        esc(e["summary"].as_str().unwrap_or(""))
+        esc(&clock(&e.time)),
+        esc(&e.summary)
     )
 }
 
 /// A resume: from the stream whose `Last-Event-ID` it names to the resuming stream.
-fn write_resume_arrow(out: &mut dyn Write, scale: &mut Scale<'_>, st: &Value) -> io::Result<()> {
-    let r = &st["resume"];
+fn write_resume_arrow(out: &mut dyn Write, scale: &mut Scale<'_>, st: &Stream) -> io::Result<()> {
+    let Some(r) = &st.resume else {
+        return Ok(());
+    };
     let (Some(from), Some(to)) = (
-        r["continues"].as_str().and_then(|c| scale.x(c)),
-        st["id"].as_str().and_then(|s| scale.x(s)),
+        r.continues.as_deref().and_then(|c| scale.x(c)),
+        scale.x(&st.id),
     ) else {
         return Ok(());
     };
-    let y = scale.y(st["opened"].as_str().unwrap_or(""));
-    let label = format!(
-        "resume Last-Event-ID {}",
-        r["last_event_id"].as_str().unwrap_or("")
-    );
+    let y = scale.y(&st.opened);
+    let label = format!("resume Last-Event-ID {}", r.last_event_id);
     let lx = from.min(to) + 6.0;
     let ly = scale.label_y(lx, 6.5 * label.len() as f64, y - 18.0);
     writeln!(
         out,
         "<g class=\"arrow resume\" data-stream=\"{}\"><path d=\"M{from:.1},{:.1}L{to:.1},{y:.1}\" marker-end=\"url(#head)\"/><text x=\"{lx:.1}\" y=\"{ly:.1}\">{}</text></g>",
-        esc(st["id"].as_str().unwrap_or("")),
+        esc(&st.id),
         y - 14.0,
         esc(&label),
     )
@@ -338,21 +326,18 @@ fn write_resume_arrow(out: &mut dyn Write, scale: &mut Scale<'_>, st: &Value) ->
 fn write_finding_mark(
     out: &mut dyn Write,
     scale: &mut Scale<'_>,
-    streams: &[&Value],
-    f: &Value,
+    streams: &[&Stream],
+    f: &Finding,
 ) -> io::Result<()> {
     let opened = |id: &str| {
         streams
             .iter()
-            .find(|st| st["id"] == id)
-            .and_then(|st| st["opened"].as_str())
-            .map_or(0.0, seconds)
+            .find(|st| st.id == id)
+            .map_or(0.0, |st| seconds(&st.opened))
     };
-    let mut lanes: Vec<(f64, f64)> = f["streams"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+    let mut lanes: Vec<(f64, f64)> = f
+        .streams
+        .iter()
         .filter_map(|s| Some((opened(s), scale.x(s)?)))
         .collect();
     lanes.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -360,21 +345,16 @@ fn write_finding_mark(
         return Ok(());
     };
     // A replay is drawn from the stream whose events it replayed to the resume.
-    if let Some(x) = f["evidence"]["replayed_from"]
-        .as_str()
-        .and_then(|s| scale.x(s))
+    if let Some(Evidence::CrossNamespaceReplay(e)) = &f.evidence
+        && let Some(x) = e.replayed_from.as_deref().and_then(|s| scale.x(s))
     {
         first = x;
     }
-    let id = esc(f["id"].as_str().unwrap_or(""));
-    let kind = esc(f["kind"].as_str().unwrap_or(""));
-    let sev = esc(f["severity"].as_str().unwrap_or(""));
-    let y = scale.y(f["time"].as_str().unwrap_or(""));
-    let title = format!(
-        "{id} {} {kind}: {}",
-        sev.to_uppercase(),
-        esc(f["summary"].as_str().unwrap_or(""))
-    );
+    let id = esc(&f.id);
+    let kind = esc(f.kind.name());
+    let sev = esc(f.severity_name());
+    let y = scale.y(&f.time);
+    let title = format!("{id} {} {kind}: {}", sev.to_uppercase(), esc(&f.summary));
     let label = format!("{id} {kind}");
     if (first - last).abs() > 1.0 {
         let lx = first.min(last) + 6.0;
@@ -400,27 +380,26 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, key: &str) -> io::Result<()>
         "<h3>Findings, worst first</h3><table class=\"findings\"><tr><th>ID</th><th>severity</th><th>kind</th><th>time (UTC)</th><th>cause</th><th>what</th><th>evidence</th></tr>"
     )?;
     for f in d.worst_first(key) {
-        let id = esc(f["id"].as_str().unwrap_or(""));
-        let causes: Vec<String> = f["caused_by"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
+        let id = esc(&f.id);
+        let causes: Vec<String> = f
+            .caused_by
+            .iter()
             .map(|c| format!("<a href=\"#{0}\">{0}</a>", esc(c)))
             .collect();
         let filter = d.display_filter(f).unwrap_or_default();
-        let evidence = serde_json::to_string_pretty(&f["evidence"]).unwrap_or_default();
+        // The typed evidence written again: the report's object, field for field.
+        let evidence = serde_json::to_string_pretty(&f.evidence).unwrap_or_default();
         writeln!(
             out,
             "<tr id=\"{id}\" class=\"{sev}\" data-finding=\"{id}\"><td><a href=\"#{id}\">{id}</a></td><td><span class=\"sev {sev}\">{}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"filter\">Wireshark: <code>{}</code></div><details><summary>frames, event IDs, request IDs</summary><pre>{}</pre></details></td></tr>",
-            esc(&f["severity"].as_str().unwrap_or("").to_uppercase()),
-            esc(f["kind"].as_str().unwrap_or("")),
-            esc(&clock(f["time"].as_str().unwrap_or(""))),
+            esc(&f.severity_name().to_uppercase()),
+            esc(f.kind.name()),
+            esc(&clock(&f.time)),
             causes.join(", "),
-            esc(f["summary"].as_str().unwrap_or("")),
+            esc(&f.summary),
             esc(&filter),
             esc(&evidence),
-            sev = esc(f["severity"].as_str().unwrap_or("")),
+            sev = esc(f.severity_name()),
         )?;
     }
     writeln!(out, "</table>")

@@ -4,6 +4,7 @@
 
 pub mod analyze;
 mod doc;
+pub mod document;
 pub mod flows;
 pub mod hints;
 pub mod html;

@@ -2,15 +2,14 @@
 //! with a Wireshark display filter each, a Mermaid `sequenceDiagram` of each incident and its
 //! timeline, ready to paste into an incident document.
 //!
-//! Rendered from the JSON document (`docs/report-format.md`), so a saved `report.json` renders
-//! the same as the run that wrote it. Every string from a capture is escaped for where it goes:
+//! Rendered from the JSON document (`docs/report-format.md`) read as a [`Document`], so a saved
+//! `report.json` renders the same as the run that wrote it. Every string from a capture is escaped for where it goes:
 //! table cells (`|`, HTML), Mermaid messages (`;`, `#`, angle brackets).
 
 use std::io::{self, Write};
 
-use serde_json::Value;
-
 use crate::doc::{Doc, Legs};
+use crate::document::{Document, Session};
 
 /// Messages drawn per sequence diagram at most: past it the diagram says how many rows of the
 /// timeline it leaves out.
@@ -30,31 +29,31 @@ pub fn write_markdown_report(
     write_markdown(out, &document(rep, sel, r)?)
 }
 
-/// The JSON document of a run, as a value for the renderers that draw from it.
+/// The JSON document of a run, read back as the document the renderers draw from: written and
+/// read as a saved one is.
 pub fn document(
     rep: &mut crate::analyze::Report,
     sel: &crate::analyze::Selection,
     r: &crate::redact::Redactor,
-) -> io::Result<Value> {
+) -> io::Result<Document> {
     let mut json = Vec::new();
     crate::analyze::write_json(&mut json, rep, sel, r)?;
-    Ok(serde_json::from_slice(&json)?)
+    Ok(Document::from_json(&json)?)
 }
 
-pub fn write_markdown(out: &mut dyn Write, doc: &Value) -> io::Result<()> {
+pub fn write_markdown(out: &mut dyn Write, doc: &Document) -> io::Result<()> {
     let d = Doc::new(doc);
-    let tool = &doc["tool"];
     writeln!(out, "# MCP incident report\n")?;
     let inputs: Vec<String> = d.inputs().map(|p| format!("`{}`", code(p))).collect();
     writeln!(
         out,
         "{} {} · inputs: {}\n",
-        cell(tool["name"].as_str().unwrap_or("mcp-forensics")),
-        cell(tool["version"].as_str().unwrap_or("")),
+        cell(doc.tool.name.as_deref().unwrap_or("mcp-forensics")),
+        cell(doc.tool.version.as_deref().unwrap_or("")),
         inputs.join(", ")
     )?;
-    for l in doc["summary"]["limits"].as_array().into_iter().flatten() {
-        writeln!(out, "> note: {}\n", cell(l.as_str().unwrap_or("")))?;
+    for l in &doc.summary.limits {
+        writeln!(out, "> note: {}\n", cell(l))?;
     }
     write_verdict(out, &d)?;
     write_sessions(out, &d)?;
@@ -84,7 +83,7 @@ fn write_verdict(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
             out,
             "- **{}** {}: {}",
             cell(&v.session),
-            cell(&v.severity.to_uppercase()),
+            cell(&v.severity.name().to_uppercase()),
             cell(&v.text)
         )?;
     }
@@ -99,29 +98,30 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
     for s in d.sessions() {
-        let fell = s["fell_back"]["time"]
-            .as_str()
-            .map_or("no".into(), |t| cell(&clock(t)));
+        let fell = s
+            .fell_back
+            .as_ref()
+            .map_or("no".into(), |f| cell(&clock(&f.time)));
         writeln!(
             out,
             "| {} | `{}` | {} {} | {} | {} | {} | {} | {} | {} |",
-            cell(d.key(s)),
-            code(&short(s["session_id"].as_str().unwrap_or("—"))),
-            cell(s["server"].as_str().unwrap_or("")),
-            cell(s["endpoint"].as_str().unwrap_or("")),
-            cell(s["client_info"].as_str().unwrap_or("")),
-            cell(s["revision"]["date"].as_str().unwrap_or("")),
+            cell(&s.key),
+            code(&short(s.session_id.as_deref().unwrap_or("—"))),
+            cell(&s.server),
+            cell(&s.endpoint),
+            cell(s.client_info.as_deref().unwrap_or("")),
+            cell(s.revision.date.as_deref().unwrap_or("")),
             fell,
-            cell(s["event_id_scheme"].as_str().unwrap_or("")),
-            cell(s["resumption"]["verdict"].as_str().unwrap_or("")),
-            d.findings_of(d.key(s)).count(),
+            cell(&s.event_id_scheme),
+            cell(s.resumption.verdict.as_deref().unwrap_or("")),
+            d.findings_of(&s.key).count(),
         )?;
     }
     writeln!(out)
 }
 
-fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
-    let key = d.key(s);
+fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<()> {
+    let key = &s.key;
     writeln!(out, "## Findings ({})\n", cell(key))?;
     writeln!(
         out,
@@ -129,29 +129,23 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|")?;
     for f in d.worst_first(key) {
-        let causes: Vec<&str> = f["caused_by"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
         writeln!(
             out,
             "| <a id=\"{anchor}\"></a>{id} | **{}** | `{}` | {} | {} | {} | {} |",
-            cell(&f["severity"].as_str().unwrap_or("").to_uppercase()),
-            code(f["kind"].as_str().unwrap_or("")),
-            cell(&clock(f["time"].as_str().unwrap_or(""))),
-            causes
+            cell(&f.severity_name().to_uppercase()),
+            code(f.kind.name()),
+            cell(&clock(&f.time)),
+            f.caused_by
                 .iter()
                 .map(|c| link(c))
                 .collect::<Vec<_>>()
                 .join(", "),
-            cell(f["summary"].as_str().unwrap_or("")),
+            cell(&f.summary),
             d.display_filter(f)
                 .map(|x| format!("`{}`", code(&x)))
                 .unwrap_or_default(),
-            id = cell(f["id"].as_str().unwrap_or("")),
-            anchor = slug(f["id"].as_str().unwrap_or("")),
+            id = cell(&f.id),
+            anchor = slug(&f.id),
         )?;
     }
     writeln!(out)
@@ -178,9 +172,9 @@ fn write_diagram(out: &mut dyn Write, d: &Doc<'_>, legs: &Legs<'_>) -> io::Resul
     writeln!(out, "```\n")
 }
 
-fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()> {
-    let key = d.key(s);
-    let rows: Vec<&Value> = d.timeline_of(key).collect();
+fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<()> {
+    let key = &s.key;
+    let rows: Vec<_> = d.timeline_of(key).collect();
     if rows.is_empty() {
         return Ok(());
     }
@@ -188,25 +182,18 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value) -> io::Result<()>
     writeln!(out, "| time | frame | | what |")?;
     writeln!(out, "|---|---|---|---|")?;
     for e in rows.iter().take(TIMELINE_ROWS) {
-        let findings: Vec<String> = crate::doc::entry_findings(e)
-            .into_iter()
-            .map(link)
-            .collect();
+        let findings: Vec<String> = e.findings.iter().map(|f| link(f)).collect();
         let what = if findings.is_empty() {
-            cell(e["summary"].as_str().unwrap_or(""))
+            cell(&e.summary)
         } else {
-            format!(
-                "{} {}",
-                findings.join(", "),
-                cell(e["summary"].as_str().unwrap_or(""))
-            )
+            format!("{} {}", findings.join(", "), cell(&e.summary))
         };
         writeln!(
             out,
             "| {} | {} | {} | {} |",
-            cell(&clock(e["time"].as_str().unwrap_or(""))),
-            e["frame"].as_u64().unwrap_or(0),
-            cell(e["direction"].as_str().unwrap_or("")),
+            cell(&clock(&e.time)),
+            e.frame,
+            cell(&e.direction),
             what
         )?;
     }

@@ -1,18 +1,22 @@
 //! A report saved by `analyze --format json` or `--format ndjson`, read back and rendered
 //! again without the capture (`mcp-forensics report FILE`): as the terminal report, as Markdown
-//! or as HTML. NDJSON records are gathered into the document they stand for.
+//! or as HTML. The file is read once into a [`Document`]; NDJSON records are gathered into the
+//! document they stand for.
 
+use std::fmt;
 use std::io::{self, Read, Write};
 
-use serde_json::{Map, Value};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
-use mcpf_detect::{FindingKind, Severity};
+use mcpf_detect::Severity;
 
 use crate::analyze::{
     FindingText, Style, frames_text, write_finding, write_fix, write_session_table,
     write_timeline_row, write_verdict_line,
 };
 use crate::doc::Doc;
+use crate::document::{Document, Finding, Input, Session, Summary, TimelineEntry, Tool};
 use crate::markdown::clock;
 use crate::sanitize::terminal;
 use crate::table::wrap;
@@ -25,7 +29,7 @@ pub const MAX_SAVED_BYTES: u64 = 1 << 30;
 
 /// Reads a saved report: a JSON document, or NDJSON records (then gathered into one). The error
 /// says what is wrong with the file (the caller names it).
-pub fn read_saved(source: impl Read) -> Result<Value, String> {
+pub fn read_saved(source: impl Read) -> Result<Document, String> {
     let mut bytes = Vec::new();
     source
         .take(MAX_SAVED_BYTES + 1)
@@ -37,51 +41,158 @@ pub fn read_saved(source: impl Read) -> Result<Value, String> {
             MAX_SAVED_BYTES >> 30
         ));
     }
-    let doc = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) if v.get("sessions").is_some() => v,
-        Ok(v) if v.get("type").is_some() => gather(&bytes)?,
+    // Which form the file is, told from its top level before anything is read into types.
+    let (form, version) = match serde_json::from_slice::<Shape>(&bytes) {
+        Ok(top) if top.sessions => (Form::Document, top.schema_version),
+        Ok(top) if top.kind.is_some() => records(&bytes)?,
         Ok(_) => return Err("is JSON but not an mcp-forensics report (no sessions)".into()),
-        Err(_) => gather(&bytes)?,
+        Err(_) => records(&bytes)?,
     };
-    match doc["schema_version"].as_u64() {
-        Some(SCHEMA_VERSION) => Ok(doc),
-        Some(v) => Err(format!(
-            "has schema_version {v}; this version of mcp-forensics reads {SCHEMA_VERSION}"
-        )),
-        None => Err("has no schema_version: not an mcp-forensics report".into()),
+    match version.as_ref().and_then(Value::as_u64) {
+        Some(SCHEMA_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "has schema_version {v}; this version of mcp-forensics reads {SCHEMA_VERSION}"
+            ));
+        }
+        None => return Err("has no schema_version: not an mcp-forensics report".into()),
+    }
+    match form {
+        Form::Document => {
+            Document::from_json(&bytes).map_err(|e| format!("does not read as a report: {e}"))
+        }
+        Form::Records(records) => gather(&records),
     }
 }
 
-/// The document NDJSON records stand for: each record by its `type` into its list.
-fn gather(bytes: &[u8]) -> Result<Value, String> {
-    let mut doc = Map::new();
-    for key in ["inputs", "sessions", "findings", "timeline", "events"] {
-        doc.insert(key.into(), Value::Array(Vec::new()));
+/// The two forms of a saved report.
+enum Form<'a> {
+    /// One JSON document (`--format json`).
+    Document,
+    /// NDJSON records (`--format ndjson`).
+    Records(Vec<Record<'a>>),
+}
+
+/// What the top level of a JSON text is, read without building it: whether it is an object,
+/// and the keys that tell a report document from an NDJSON record.
+#[derive(Default)]
+struct Shape {
+    object: bool,
+    /// It has `sessions`: a report document.
+    sessions: bool,
+    /// Its `type`, when it has one (an NDJSON record's).
+    kind: Option<Value>,
+    /// Its `schema_version`, when it has one, whatever its value.
+    schema_version: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Shape, D::Error> {
+        d.deserialize_any(ShapeVisitor)
     }
+}
+
+struct ShapeVisitor;
+
+impl<'de> Visitor<'de> for ShapeVisitor {
+    type Value = Shape;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let mut shape = Shape {
+            object: true,
+            ..Shape::default()
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "sessions" => {
+                    shape.sessions = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "type" => shape.kind = Some(map.next_value()?),
+                "schema_version" => shape.schema_version = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(shape)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Shape::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::default())
+    }
+}
+
+/// What an NDJSON record adds to the document, by its `type`.
+#[derive(Clone, Copy)]
+enum RecordType {
+    Input,
+    Session,
+    Finding,
+    Timeline,
+    /// With `--events`: nothing the renderers read.
+    Event,
+    Summary,
+}
+
+/// One NDJSON record: its line number (from 0), its type and its text.
+type Record<'a> = (usize, RecordType, &'a [u8]);
+
+/// The NDJSON records of a file, each line told by its `type`, and the schema version the first
+/// record that names one names.
+fn records(bytes: &[u8]) -> Result<(Form<'_>, Option<Value>), String> {
+    let mut records = Vec::new();
     let mut version = None;
     for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(Value::Object(mut rec)) = serde_json::from_slice::<Value>(line) else {
-            return Err(format!(
-                "line {} is not a JSON object: neither a report document nor NDJSON records",
-                n + 1
-            ));
-        };
-        let kind = rec.remove("type");
-        version = version.or(rec.remove("schema_version"));
-        let list = match kind.as_ref().and_then(Value::as_str) {
-            Some("input") => "inputs",
-            Some("session") => "sessions",
-            Some("finding") => "findings",
-            Some("timeline") => "timeline",
-            Some("event") => "events",
-            Some("summary") => {
-                doc.insert("summary".into(), rec.remove("summary").unwrap_or_default());
-                doc.insert("tool".into(), rec.remove("tool").unwrap_or_default());
-                continue;
+        let rec = match serde_json::from_slice::<Shape>(line) {
+            Ok(rec) if rec.object => rec,
+            _ => {
+                return Err(format!(
+                    "line {} is not a JSON object: neither a report document nor NDJSON records",
+                    n + 1
+                ));
             }
+        };
+        version = version.or(rec.schema_version);
+        let kind = match rec.kind.as_ref().and_then(Value::as_str) {
+            Some("input") => RecordType::Input,
+            Some("session") => RecordType::Session,
+            Some("finding") => RecordType::Finding,
+            Some("timeline") => RecordType::Timeline,
+            Some("event") => RecordType::Event,
+            Some("summary") => RecordType::Summary,
             _ => {
                 return Err(format!(
                     "line {}: not an mcp-forensics NDJSON record",
@@ -89,37 +200,78 @@ fn gather(bytes: &[u8]) -> Result<Value, String> {
                 ));
             }
         };
-        if let Some(Value::Array(v)) = doc.get_mut(list) {
-            v.push(Value::Object(rec));
+        records.push((n, kind, line));
+    }
+    Ok((Form::Records(records), version))
+}
+
+/// The `summary` record: the document's summary and tool.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct SummaryRecord {
+    summary: Summary,
+    tool: Tool,
+}
+
+/// The document NDJSON records stand for: each record into its list, the last summary's
+/// summary and tool.
+fn gather(records: &[Record<'_>]) -> Result<Document, String> {
+    fn read<'a, T: Deserialize<'a>>((n, _, line): &Record<'a>) -> Result<T, String> {
+        serde_json::from_slice(line).map_err(|e| {
+            format!(
+                "line {}: does not read as an mcp-forensics NDJSON record: {}",
+                n + 1,
+                without_position(&e)
+            )
+        })
+    }
+    let mut doc = Document::default();
+    for rec in records {
+        match rec.1 {
+            RecordType::Input => doc.inputs.push(read::<Input>(rec)?),
+            RecordType::Session => doc.sessions.push(read::<Session>(rec)?),
+            RecordType::Finding => doc.findings.push(read::<Finding>(rec)?),
+            RecordType::Timeline => doc.timeline.push(read::<TimelineEntry>(rec)?),
+            RecordType::Event => {}
+            RecordType::Summary => {
+                let r: SummaryRecord = read(rec)?;
+                doc.summary = r.summary;
+                doc.tool = r.tool;
+            }
         }
     }
-    doc.insert("schema_version".into(), version.unwrap_or(Value::Null));
-    Ok(Value::Object(doc))
+    Ok(doc)
+}
+
+/// A JSON error without its `at line 1 column N`: the line is the record's, named otherwise.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&at) {
+        Some(why) => format!("{why} (column {})", e.column()),
+        None => text,
+    }
 }
 
 /// The terminal report of a saved document: the verdict, the sessions, the findings worst
 /// first, the timelines and what to do, fitted to the width.
-pub fn write_saved_table(out: &mut dyn Write, doc: &Value, style: Style) -> io::Result<()> {
+pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> io::Result<()> {
     let d = Doc::new(doc);
-    let tool = &doc["tool"];
     writeln!(
         out,
         "{} {} (a saved report, rendered again)",
-        terminal(tool["name"].as_str().unwrap_or("mcp-forensics")),
-        terminal(tool["version"].as_str().unwrap_or("?"))
+        terminal(doc.tool.name.as_deref().unwrap_or("mcp-forensics")),
+        terminal(doc.tool.version.as_deref().unwrap_or("?"))
     )?;
-    for input in doc["inputs"].as_array().into_iter().flatten() {
+    for input in &doc.inputs {
         let line = format!(
             "{} ({}): {} packets or records, {} bytes",
-            input["path"].as_str().unwrap_or("?"),
-            input["format"].as_str().unwrap_or("?"),
-            input["packets"],
-            input["bytes"]
+            input.path, input.format, input.packets, input.bytes
         );
         writeln!(out, "{}", wrap(&terminal(&line), style.width, "", "  "))?;
     }
-    for l in doc["summary"]["limits"].as_array().into_iter().flatten() {
-        let line = format!("note: {}", terminal(l.as_str().unwrap_or("")));
+    for l in &doc.summary.limits {
+        let line = format!("note: {}", terminal(l));
         writeln!(out, "{}", wrap(&line, style.width, "  ", "    "))?;
     }
     writeln!(out, "\n{}", style.heading("VERDICT"))?;
@@ -132,8 +284,13 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Value, style: Style) -> io::
         )?;
     }
     for v in &verdicts {
-        let sev = Severity::parse(&v.severity).unwrap_or(Severity::Info);
-        write_verdict_line(out, &terminal(&v.session), sev, &terminal(&v.text), style)?;
+        write_verdict_line(
+            out,
+            &terminal(&v.session),
+            v.severity,
+            &terminal(&v.text),
+            style,
+        )?;
     }
     write_sessions(out, &d, style)?;
     let shown = d.sessions_with_findings();
@@ -151,19 +308,19 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
     let rows: Vec<Vec<String>> = d
         .sessions()
         .map(|s| {
-            let text = |k: &str| terminal(s[k].as_str().unwrap_or("")).into_owned();
+            let text = |t: &str| terminal(t).into_owned();
             vec![
-                text("key"),
-                s["session_id"].as_str().map_or("—".into(), |i| {
+                text(&s.key),
+                s.session_id.as_deref().map_or("—".into(), |i| {
                     terminal(&mcpf_mcp::model::short_id(i)).into_owned()
                 }),
-                format!("{} {}", text("server"), text("endpoint")),
-                text("transport"),
-                terminal(s["revision"]["date"].as_str().unwrap_or("")).into_owned(),
-                text("client_info"),
-                s["fell_back"]["time"].as_str().map_or("no".into(), clock),
-                text("event_id_scheme"),
-                match s["resumption"]["verdict"].as_str().unwrap_or("") {
+                format!("{} {}", text(&s.server), text(&s.endpoint)),
+                text(&s.transport),
+                text(s.revision.date.as_deref().unwrap_or("")),
+                text(s.client_info.as_deref().unwrap_or("")),
+                s.fell_back.as_ref().map_or("no".into(), |f| clock(&f.time)),
+                text(&s.event_id_scheme),
+                match s.resumption.verdict.as_deref().unwrap_or("") {
                     "unsafe" => "UNSAFE".into(),
                     "not_attempted" => "not tried".into(),
                     other => terminal(other).into_owned(),
@@ -174,90 +331,81 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
     write_session_table(out, &rows, style, "the saved file has them")
 }
 
-fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> io::Result<()> {
-    let key = d.key(s);
+fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -> io::Result<()> {
+    let key = &s.key;
     let mine = d.worst_first(key);
     writeln!(
         out,
         "\n{}  worst first; ← its cause",
         style.heading(&format!("FINDINGS ({})", terminal(key)))
     )?;
-    let ids: Vec<&str> = mine.iter().filter_map(|f| f["id"].as_str()).collect();
+    let ids: Vec<&str> = mine.iter().map(|f| f.id.as_str()).collect();
     let id_width = ids.iter().map(|i| i.len()).max().unwrap_or(2);
     for f in &mine {
-        let causes = f["caused_by"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .filter(|c| ids.contains(c))
+        let causes = f
+            .caused_by
+            .iter()
+            .filter(|c| ids.contains(&c.as_str()))
             .map(|c| terminal(c).into_owned())
             .collect();
-        let summary = terminal(f["summary"].as_str().unwrap_or("")).into_owned();
-        let id = terminal(f["id"].as_str().unwrap_or("")).into_owned();
-        let kind = terminal(f["kind"].as_str().unwrap_or("")).into_owned();
+        let summary = terminal(&f.summary).into_owned();
+        let id = terminal(&f.id).into_owned();
+        let kind = terminal(f.kind.name()).into_owned();
         let text = FindingText {
             id: &id,
-            severity: Severity::parse(f["severity"].as_str().unwrap_or(""))
-                .unwrap_or(Severity::Info),
+            severity: f.rank(),
             kind: &kind,
-            time: clock(f["time"].as_str().unwrap_or("")),
-            frames: frames_text(
-                f["frames"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_u64),
-            ),
+            time: clock(&f.time),
+            frames: frames_text(f.frames.iter().copied()),
             causes,
             summary: &summary,
-            note: f["confidence_note"].as_str(),
+            note: f.confidence_note.as_deref(),
         };
         write_finding(out, &text, id_width, style)?;
     }
     Ok(())
 }
 
-fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Value, style: Style) -> io::Result<()> {
-    let key = d.key(s);
-    let rows: Vec<&Value> = d.timeline_of(key).collect();
+fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -> io::Result<()> {
+    let key = &s.key;
+    let rows: Vec<&TimelineEntry> = d.timeline_of(key).collect();
     if rows.is_empty() {
         return Ok(());
     }
-    let date = s["start"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
+    let date = s.start.get(..10).unwrap_or("");
     let title = format!("TIMELINE ({})", terminal(key));
     writeln!(out, "\n{}  {} UTC", style.heading(&title), terminal(date))?;
     for e in rows {
-        let marker = match e["direction"].as_str().unwrap_or("") {
-            "▲" => format!("▲ {}", crate::doc::entry_findings(e).join(",")),
+        let marker = match e.direction.as_str() {
+            "▲" => format!("▲ {}", e.findings.join(",")),
             other => other.to_string(),
         };
-        let time = clock(e["time"].as_str().unwrap_or(""));
-        let text = terminal(e["summary"].as_str().unwrap_or("")).into_owned();
+        let time = clock(&e.time);
+        let text = terminal(&e.summary).into_owned();
         write_timeline_row(out, &time, &terminal(&marker), &text, style.width)?;
     }
-    let r = &s["resumption"];
-    let reason = r["reason"]
-        .as_str()
+    let r = &s.resumption;
+    let reason = r
+        .reason
+        .as_deref()
         .map(|x| format!(" — {}", terminal(x)))
         .unwrap_or_default();
     let line = format!(
         "resumption: {}{reason}",
-        terminal(r["verdict"].as_str().unwrap_or("unknown"))
+        terminal(r.verdict.as_deref().unwrap_or("unknown"))
     );
     writeln!(out, "{}", wrap(&line, style.width, " ", "   "))
 }
 
 /// The fix for the most severe finding (medium or above), the earliest of equals: the live
 /// report's choice, the document's findings being in its order.
-fn write_what_to_do(out: &mut dyn Write, doc: &Value, style: Style) -> io::Result<()> {
-    let worst = doc["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn write_what_to_do(out: &mut dyn Write, doc: &Document, style: Style) -> io::Result<()> {
+    let worst = doc
+        .findings
+        .iter()
         .filter_map(|f| {
-            let sev = Severity::parse(f["severity"].as_str()?)?;
-            let kind = FindingKind::from_name(f["kind"].as_str()?)?;
+            let sev = f.severity?;
+            let kind = f.kind.known()?;
             sev.at_least(Severity::Medium).then_some((sev, kind))
         })
         .min_by_key(|(sev, _)| *sev);
@@ -284,9 +432,9 @@ mod tests {
             "\n"
         );
         let d = read_saved(lines.as_bytes()).unwrap();
-        assert_eq!(d["sessions"][0]["key"], "S1");
-        assert_eq!(d["findings"][0]["id"], "F1");
-        assert_eq!(d["summary"]["sessions"], 1);
+        assert_eq!(d.sessions[0].key, "S1");
+        assert_eq!(d.findings[0].id, "F1");
+        assert_eq!(d.tool.name.as_deref(), Some("mcp-forensics"));
         let later = br#"{"schema_version":2,"sessions":[]}"#;
         assert!(
             read_saved(&later[..])
@@ -303,5 +451,37 @@ mod tests {
                 .unwrap_err()
                 .contains("line 1")
         );
+    }
+
+    /// Fields this build does not know, or that an earlier 1.x report lacks, are no error; an
+    /// evidence that does not read as its kind's renders without it; a value of the wrong type
+    /// is refused, naming where.
+    #[test]
+    fn a_saved_report_reads_what_it_can_and_names_what_it_cannot() {
+        let doc = br#"{"schema_version":1,"later":{"x":1},"sessions":[{"key":"S1","later":2}],
+            "findings":[{"id":"F1","session":"S1","kind":"unanswered_request","severity":"high",
+            "evidence":{"request_id":null}},{"id":"F2","session":"S1","kind":"later_kind",
+            "severity":"critical"}]}"#;
+        let d = read_saved(&doc[..]).unwrap();
+        assert_eq!(d.findings[0].evidence, None);
+        let mut out = Vec::new();
+        let style = Style {
+            color: false,
+            width: 100,
+        };
+        write_saved_table(&mut out, &d, style).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("(F2 later_kind)\n"), "{text}");
+        let wrong = br#"{"schema_version":1,"sessions":[{"key":5}]}"#;
+        let e = read_saved(&wrong[..]).unwrap_err();
+        assert!(
+            e.starts_with("does not read as a report: invalid type"),
+            "{e}"
+        );
+        let wrong = "{\"type\":\"session\",\"schema_version\":1,\"key\":\"S1\"}\n\
+                     {\"type\":\"finding\",\"schema_version\":1,\"frames\":\"1\"}\n";
+        let e = read_saved(wrong.as_bytes()).unwrap_err();
+        assert!(e.starts_with("line 2: does not read as"), "{e}");
+        assert!(e.ends_with("expected a sequence (column 49)"), "{e}");
     }
 }
