@@ -13,6 +13,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The capture lost bytes that the client or server really sent (dropped by the capturing host, cut by the snap length, or taken mid-connection). The analyzer skips past the hole and says so instead of joining the bytes around it.",
     why: "Events, responses or requests may have been in the missing bytes: a finding that rests on this stream (a skipped range, an unanswered request) may be an artefact of the capture rather than of the server.",
     fix: "Capture with tcpdump -s 0 -U on a host that is not overloaded (or with a larger -B buffer), on the leg closest to the component you suspect, and compare with the capture of the other leg if you have it.",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

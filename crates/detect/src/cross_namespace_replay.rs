@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index::Index;
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx};
+use mcpf_mcp::model::{Attribution, Namespace, Resume, Session, Stream, StreamIdx, Need};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -16,6 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client asked to continue the stream where it last saw an event ID; the server answered with events from a different stream's sequence (the same number exists in both when counters are per transport). The replay is syntactically valid and monotonic, and wrong.",
     why: "The client receives events that belong to other requests (a response it already has: a duplicate) and never receives the events it missed (skipped), so a request waits forever. No error, no 4xx, no session mismatch: it is silent divergence.",
     fix: "Server: resolve Last-Event-ID within the namespace that minted it, and mint IDs that name their stream (get:41, post:41, or <stream>_<n>); reject an ID you cannot place (400) rather than guessing. Client: never resume with Last-Event-ID across a fallback; re-initialize and reconcile by request ID.",
+    requires: &[Need::Bodies],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {

@@ -18,6 +18,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server's event store answered a Last-Event-ID with events another session had been sent: the same event IDs (random by construction) with the same bytes. Its streams are keyed without the session, so streams of the same name in different sessions are one stream to it.",
     why: "One client's notifications, progress and results are delivered to another: a data leak across sessions (and tenants), and a client that takes a replayed response for its own request gets another session's result.",
     fix: "Server: key the event store by session as well as stream, or give each session its own store (the official Python SDK's session manager hands one store to every session; wrap it per session), and drop a session's events when it ends.",
+    requires: &[],
 };
 
 /// Events listed in the evidence; `event_count` counts them all.

@@ -19,6 +19,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The session's event stream was lost and opened again from scratch: the client did not send the last event ID it had, so the server cannot replay what it sent meanwhile.",
     why: "Events the server sent while the client was away (notifications, server requests) are lost without a trace; with resumption the server would have replayed them.",
     fix: "Client: keep the last event ID of each stream and send it as Last-Event-ID when reconnecting (the SDKs' reconnect does, except the TypeScript SDK before the fix of #2499).",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

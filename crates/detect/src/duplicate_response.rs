@@ -5,7 +5,7 @@
 use super::{EventRef, FindingKind, Findings, KindInfo, New, Severity, Subject};
 use crate::index::Index;
 use mcpf_mcp::jsonrpc::RequestId;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 use mcpf_mcp::{Answer, AnswerTexts};
 use mcpf_model::WireSet;
 
@@ -16,6 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client received two JSON-RPC responses for the same request. The only legitimate case is a resume of the same stream replaying with the same event ID; anything else is a replay from the wrong place or a broadcast the spec forbids.",
     why: "A client that matches responses by ID either drops the second one (and the request it really answers stays pending) or delivers it twice (a tool result applied twice).",
     fix: "Find the cause in caused_by (usually a cross-namespace replay). Server: never send a response on two streams; replay only the stream named by Last-Event-ID. Client: ignore a response for an already-resolved ID and log it.",
+    requires: &[Need::Bodies],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {

@@ -19,6 +19,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Event IDs must be unique across all the streams of a session (2025-03-26 on); here one ID was minted by two streams, so it names two different events.",
     why: "A client resuming with that ID as Last-Event-ID cannot be served correctly: the server has to guess which stream it meant, and a wrong guess replays the wrong events.",
     fix: "Server: mint IDs from one counter per session, or make each ID name its stream (post-7:41, a UUID); the SDKs' stores do one or the other.",
+    requires: &[],
 };
 
 /// Where an ID was minted: the stream, and the event's mark.

@@ -6,7 +6,7 @@
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
-use mcpf_mcp::model::{Seq, Session, StreamIdx};
+use mcpf_mcp::model::{Seq, Session, StreamIdx, Need};
 use mcpf_model::Mark;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -16,6 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The event counter the client is now reading restarted below what it already saw: the server keeps more than one counter (one per transport or per stream), or reset its counter.",
     why: "Two counters mean the same ID names two different events. Any later Last-Event-ID is ambiguous, and a server that resolves it in the wrong counter replays the wrong events (the seed incident).",
     fix: "Server: one namespace per stream, visible in the ID (get:41, post:41), or a single monotonic counter per session. Client: treat a non-increasing ID after a fallback as a reason to re-initialize rather than resume.",
+    requires: &[Need::Bodies],
 };
 
 /// The highest integer event ID the client had received at each point of the session, sorted

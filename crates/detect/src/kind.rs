@@ -119,6 +119,9 @@ pub struct KindInfo {
     pub meaning: &'static str,
     pub why: &'static str,
     pub fix: &'static str,
+    /// What a finding of the kind rests on: a session whose inputs lack one of these cannot
+    /// have it concluded (it is "not determinable", [`crate::not_determinable`]).
+    pub requires: &'static [mcpf_mcp::model::Need],
 }
 
 #[cfg(test)]

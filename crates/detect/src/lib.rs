@@ -54,7 +54,7 @@ pub use clocks::ClockOffset;
 pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
 pub use kind::KindInfo;
 
-use mcpf_mcp::model::{Session, StreamIdx};
+use mcpf_mcp::model::{Lack, Need, Session, StreamIdx};
 use mcpf_model::Mark;
 
 /// The detector stage: every detector on each session the MCP stage finalizes, then the order
@@ -254,12 +254,32 @@ impl Detector {
     }
 }
 
+/// The kinds the session's inputs leave not determinable, each with what they lack: for each
+/// lack in order, the kinds that require it, in the registry's order.
+pub fn not_determinable(lacks: &[Lack]) -> Vec<(FindingKind, &Lack)> {
+    lacks
+        .iter()
+        .flat_map(|l| {
+            FindingKind::ALL
+                .iter()
+                .filter(|k| k.info().requires.contains(&l.need()))
+                .map(move |&k| (k, l))
+        })
+        .collect()
+}
+
 /// Every detector of one session, in the order that lets a consequence name its cause.
 fn run_detectors(s: &Session, f: &mut Findings) {
     let ix = index::Index::new(s);
     // Events past the cap were counted, not held: nothing is concluded from an event's absence
-    // (the session says so under "not determinable").
-    let all_held = !s.has_unheld_events();
+    // (the session says so under "not determinable"). Other lacks are partial (some exchanges
+    // kept their bodies): those detectors run on what there is.
+    let lacking = not_determinable(&s.lacks);
+    let determinable = |k: FindingKind| {
+        !lacking
+            .iter()
+            .any(|(x, l)| *x == k && l.need() == Need::EveryEvent)
+    };
     capture_gap::detect(s, f);
     sse_fallback::detect(s, f);
     unsafe_resumption_after_fallback::detect(s, &ix, f);
@@ -272,15 +292,17 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     cursor_dropped::detect(s, f);
     retry_not_honoured::detect(s, f);
     status_code_violation::detect(s, f);
-    if all_held {
+    if determinable(FindingKind::ResumeGap) {
         resume_gap::detect(s, f);
     }
     session_not_reaffirmed::detect(s, f);
     session_id_changed::detect(s, f);
     duplicate_response::detect(s, &ix, f);
     request_id_reused::detect(s, &ix, f);
-    if all_held {
+    if determinable(FindingKind::SkippedEvents) {
         skipped_events::detect(s, f);
+    }
+    if determinable(FindingKind::UnansweredRequest) {
         unanswered_request::detect(s, &ix, f);
     }
     retry_without_idempotency_key::detect(s, &ix, f);

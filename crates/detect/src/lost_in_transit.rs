@@ -23,6 +23,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server sent these events and the hop nearer the client never received them: whatever sits between the two observations (a proxy, a balancer) held or dropped them.",
     why: "What the client waits for was sent but never arrived: the client gives up (a fallback, a re-send, a hang) although the server did its part. A buffering proxy in front of a streamed response does exactly this.",
     fix: "Look at the hop between the two inputs: a proxy must pass event streams through unbuffered (nginx: proxy_buffering off or X-Accel-Buffering: no, HTTP/1.1 upstream; HAProxy/Envoy: no response buffering for text/event-stream).",
+    requires: &[],
 };
 
 /// Event bytes one observation copies: past it the session is not compared.

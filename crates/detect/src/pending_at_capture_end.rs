@@ -11,6 +11,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The capture stopped before the answer could have come: it is not evidence that the answer never came.",
     why: "A tool call that takes longer than the capture lasted looks unanswered; calling it so would be a false finding.",
     fix: "Capture longer (until the session ends, or the client's timeout), then analyse again.",
+    requires: &[],
 };
 
 /// A pending request's evidence is an unanswered one's: the same detector tells them apart.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
 use crate::index::Index;
 use mcpf_mcp::jsonrpc::{Message, RequestId};
-use mcpf_mcp::model::{Session, Stream, StreamIdx};
+use mcpf_mcp::model::{Session, Stream, StreamIdx, Need};
 use mcpf_model::WireMap;
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -18,6 +18,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Two requests of one session carry the same JSON-RPC ID (compared with their JSON type: 1 and \"1\" differ).",
     why: "Servers route responses by request ID; with two requests in flight under one ID, one response can be delivered to the wrong caller and the other request hangs (seen in production with clients that send every request as id 1).",
     fix: "Client: use a fresh ID per request within a session (a counter or a UUID). Server: reject a duplicate in-flight ID (409) instead of overwriting the routing slot.",
+    requires: &[Need::Bodies],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {

@@ -18,6 +18,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server answered a request on the GET stream instead of on the request's own POST response (Streamable HTTP, 2025-03-26 on).",
     why: "A client reading the answer on the POST stream waits for it there forever; one that takes it from the GET stream relies on behaviour the spec forbids and other servers do not have.",
     fix: "Server: send each response on the stream of its request (or its resume); keep the GET stream for server-initiated requests and notifications.",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::ResumeGap,
@@ -15,6 +15,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The resume did not start with the successor of the ID the client sent: events in between were never replayed, or the server continued another counter.",
     why: "Whatever was in the missing range (progress, a response) never reaches the client; a request whose answer was there waits until it times out.",
     fix: "Server: keep events per stream long enough to replay from any ID a client can hold, and replay strictly after it; answer 400 when an ID can no longer be replayed so the client re-initializes. Client: treat a jump as unsafe resumption.",
+    requires: &[Need::Bodies, Need::EveryEvent],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

@@ -15,6 +15,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server asked the client to wait retry milliseconds before reconnecting, and the client came back sooner.",
     why: "A server closes streams on purpose (polling, load shedding) and sets retry to spread the reconnects; clients that ignore it reconnect in a herd, and a server that counts on the pause may not have the stream's events ready.",
     fix: "Client: wait at least the last retry value (per stream) before reconnecting with Last-Event-ID.",
+    requires: &[],
 };
 
 /// Capture times are good to the microsecond; a millisecond covers rounding in the SSE value.

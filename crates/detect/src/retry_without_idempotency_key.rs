@@ -15,7 +15,7 @@ use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use crate::index::Index;
 use mcpf_http::Outcome;
 use mcpf_mcp::jsonrpc::{Message, RequestId};
-use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx};
+use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx, Need};
 use mcpf_model::{Mark, WireMap};
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -25,6 +25,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client re-issued a tool call it had already sent, after the session's resumption became unreliable, and nothing lets the server recognise the repeat.",
     why: "MCP cannot tell 'never arrived' from 'executed, response lost': a non-idempotent tool (payments, writes, deploys) may now run twice.",
     fix: "Client: attach an idempotency key to every tools/call (e.g. in _meta) and reuse it on retries. Server: deduplicate on it and return the first result.",
+    requires: &[Need::Bodies],
 };
 
 /// A `tools/call` of the session: where it was sent, and what it was.

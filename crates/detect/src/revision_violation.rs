@@ -14,6 +14,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "One side follows another revision's rules than the one the session negotiated (its initialize result, else its MCP-Protocol-Version header, else 2025-03-26).",
     why: "A peer of the negotiated revision does not expect it: a batch is one malformed message to a 2025-06-18 server; under 2026-07-28 a client neither keeps a session ID nor resumes, so a server relying on either loses state or replays into a stream nobody asked to resume.",
     fix: "Make both sides speak the negotiated revision: send one message per POST, and MCP-Protocol-Version with the negotiated date on every request after initialize, from 2025-06-18 on; from 2026-07-28 on, do not mint or echo session IDs, ignore Last-Event-ID and answer GET and DELETE with 405, and have the client re-issue a lost request with a new ID.",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

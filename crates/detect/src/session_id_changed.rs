@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SessionIdChanged,
@@ -13,6 +13,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client sent one session ID and the response names another: the request reached a server (or instance) that does not know the client's session and created or returned a different one.",
     why: "The client's pending requests and event cursors belong to the old session; continuing on the new one silently loses them, and resuming with a Last-Event-ID of the old session is meaningless.",
     fix: "Route by Mcp-Session-Id (session affinity) or share session state across instances; a server that does not know a session must answer 404 so the client re-initializes, never mint a new ID on a non-initialize request.",
+    requires: &[Need::ResponseSessionId],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

@@ -20,6 +20,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "A server answered that it does not know a session that was alive: typically another replica behind a balancer without stickiness (it never saw the session), or a replica that restarted while its peer kept the session.",
     why: "The client's request failed for no fault of its own; the SDKs surface it as an error (\"Session terminated\", \"Session not found\") and most keep using the session, so calls fail at random, and a resume answered 404 loses the stream.",
     fix: "Balancer: route by Mcp-Session-Id (hash on the header, or a sticky cookie), or share session state between replicas. Client: on 404, initialize a new session as the spec says.",
+    requires: &[],
 };
 
 /// Rejected requests listed in the evidence; `rejected` counts them all.

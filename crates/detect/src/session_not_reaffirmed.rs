@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SessionNotReaffirmed,
@@ -14,6 +14,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server accepted the resume but did not say which session it resumed.",
     why: "The client cannot tell whether the stream belongs to the session it holds (a load balancer may have routed it to an instance that lost or never had the session). Resuming on it risks mixing sessions.",
     fix: "Server: send Mcp-Session-Id on every response, including resumed streams. Client: treat a resume without reaffirmation as a new session and re-issue pending requests.",
+    requires: &[Need::ResponseSessionId],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SkippedEvents,
@@ -17,6 +17,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server minted events the client never received: inside one stream the IDs jump, or a resume continued the wrong namespace so the events the client was waiting for were never replayed.",
     why: "Skipped events often hold progress and the final response of a long request: the client waits for an answer that was sent into the void.",
     fix: "See caused_by. Server: replay strictly from the namespace and position the client names; keep enough history; answer 400 when you cannot. Client: after a suspicious resume, re-send in-flight requests (with an idempotency key) instead of waiting.",
+    requires: &[Need::Bodies, Need::EveryEvent],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

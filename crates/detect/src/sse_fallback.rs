@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::jsonrpc::RequestId;
-use mcpf_mcp::model::Session;
+use mcpf_mcp::model::{Session, Need};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SseFallback,
@@ -16,6 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client stopped waiting for responses on POST streams and moved to a GET event stream: at connect because the server refused Streamable HTTP (the 2025-03-26 backwards-compatibility rule), or mid-session because a POST response never arrived (a buffering proxy typically held it back).",
     why: "Fallback changes the event-ID namespace the client is reading from without anything in the session state saying so. From this point, a Last-Event-ID is only meaningful if the server namespaces its IDs by stream or transport mode; otherwise resumption must be treated as unsafe.",
     fix: "Find why the POST response stalled (proxy buffering: set X-Accel-Buffering: no or proxy_buffering off on the MCP location; idle timeouts). Make the server namespace event IDs per stream (e.g. get:41, post:41) so resumption stays safe after a fallback.",
+    requires: &[Need::ResponseEnds],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

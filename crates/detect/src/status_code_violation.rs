@@ -24,6 +24,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The server answered a request with a status its revision of the transport does not allow for that kind of request.",
     why: "Clients decide what to do by the status: an SDK that waits for 202 after a notification, or for an event stream or 405 after its GET, misreads the answer (it may fall back, retry, or hang).",
     fix: "Server: 202 with no body for notifications and responses; text/event-stream or 405 for a GET; from 2026-07-28 on, 405 for GET and DELETE; 404 for every request naming a session once it was deleted; 400 for an invalid MCP-Protocol-Version and for a request without the session ID the server requires.",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, f: &mut Findings) {

@@ -19,6 +19,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "Between the two legs the events of this stream were held: the server sent them over time, the leg nearer the client got them late, typically in one burst. A buffering proxy does this to an event stream; progress and notifications then arrive when the response ends or a buffer fills.",
     why: "A client waiting on a held stream sees silence: it times out, falls back or reconnects, and progress is useless when it arrives with the result.",
     fix: "Proxy: do not buffer event streams (nginx: proxy_buffering off for MCP, or honour the server's X-Accel-Buffering: no; no gzip on text/event-stream); the same for any CDN or gateway on the path.",
+    requires: &[],
 };
 
 /// An event held this much longer than the fastest crossing was held by the hop.

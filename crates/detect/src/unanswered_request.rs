@@ -7,7 +7,7 @@ use super::{FindingKind, Findings, KindInfo, New, Severity, Subject, rejected};
 use crate::index::Index;
 use mcpf_http::Outcome;
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
-use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx, Transport};
+use mcpf_mcp::model::{Seq, Session, Stream, StreamIdx, Transport, Need};
 use mcpf_model::{Direction, Mark, WireMap, WireSet};
 
 pub(crate) const INFO: KindInfo = KindInfo {
@@ -17,6 +17,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "No JSON-RPC response or error with this request's ID reached the client on any stream of the session.",
     why: "The caller hangs until its own timeout, and whether the tool ran is unknown: MCP cannot tell 'never arrived' from 'executed, response lost'.",
     fix: "See caused_by for where the answer went. Client: bound the wait, then re-issue the request with a new ID and an idempotency key; Server: send the response on the stream the client is reading, and keep it for replay.",
+    requires: &[Need::Bodies, Need::EveryEvent],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {

@@ -16,6 +16,7 @@ pub(crate) const INFO: KindInfo = KindInfo {
     meaning: "The client resumed with Last-Event-ID after the session had fallen back from POST streams to a GET stream. With plain per-transport counters, the ID it sends may exist in both namespaces; the server cannot tell which one the client means.",
     why: "Mcp-Session-Id identity is necessary but not sufficient for resumption: the pair (session, event-ID namespace) must match, and fallback silently changes the namespace. A server that looks the ID up in the wrong counter replays the wrong events with no error at all.",
     fix: "Client: after any fallback, do not replay with Last-Event-ID; re-initialize (or re-attach) and re-send in-flight requests with an idempotency key. Server: namespace event IDs by stream (get:41, post:41) or advertise a transport-mode token the client echoes.",
+    requires: &[],
 };
 
 pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {

@@ -503,6 +503,57 @@ impl EventIdScheme {
     }
 }
 
+/// What the inputs did not record of a session, or a cap left out. The findings that need it
+/// are "not determinable" for the session, never silently absent; which they are is the detect
+/// stage's to say (each kind's `KindInfo::requires` names the [`Need`]s it rests on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lack {
+    /// Bodies the input did not record (no body or SSE events), or whose content coding could
+    /// not be undone: `missing` exchanges of `exchanges`, `not_decoded` of them not decoded.
+    Bodies {
+        missing: usize,
+        not_decoded: usize,
+        exchanges: usize,
+    },
+    /// Events past the session's cap (`--max-session-events`) were counted, not kept.
+    Events { unheld: u64 },
+    /// The input did not record the responses' `Mcp-Session-Id`.
+    ResponseSessionId,
+    /// The input does not record how responses ended, and the POST `post` (logged as complete)
+    /// ended within `within_ns` of the start of the GET `get`, but so did other exchanges of
+    /// the session: the times cannot tell a POST dropped for the GET from one that had ended.
+    ResponseEnds {
+        post: String,
+        within_ns: i64,
+        get: String,
+    },
+}
+
+/// What a finding kind can rest on, which an input may lack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// What the messages said: bodies and SSE events.
+    Bodies,
+    /// Every event: the kinds that conclude from an event's absence.
+    EveryEvent,
+    /// The `Mcp-Session-Id` of the responses.
+    ResponseSessionId,
+    /// How each response ended (a log may write 200 for a stream the client dropped).
+    ResponseEnds,
+}
+
+impl Lack {
+    /// What a finding that needs this cannot rest on.
+    pub fn need(&self) -> Need {
+        match self {
+            Lack::Bodies { .. } => Need::Bodies,
+            Lack::Events { .. } => Need::EveryEvent,
+            Lack::ResponseSessionId => Need::ResponseSessionId,
+            Lack::ResponseEnds { .. } => Need::ResponseEnds,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Session {
     pub idx: SessionIdx,
@@ -538,8 +589,9 @@ pub struct Session {
     /// What the scheme was read from: `events`, or `last_event_id` headers when the input has
     /// no events (an access log).
     pub event_id_scheme_from: &'static str,
-    /// Finding kinds the inputs cannot support for this session, with the reason.
-    pub not_determinable: Vec<(&'static str, String)>,
+    /// What the inputs did not record of it, or a cap left out: the findings that need it are
+    /// not determinable for it.
+    pub lacks: Vec<Lack>,
     /// Other sessions with the same ID observed at another endpoint (proxy legs).
     pub same_session_as: Vec<SessionIdx>,
     /// The record this one continues: the same session named again after it ended (DELETE or
@@ -593,8 +645,8 @@ pub struct SessionHead {
     /// When it first fell back from POST responses to an SSE GET stream.
     pub fell_back: Option<Mark>,
     pub event_id_scheme: EventIdScheme,
-    /// Finding kinds the inputs cannot support for this session, with the reason.
-    pub not_determinable: Vec<(&'static str, String)>,
+    /// See [`Session::lacks`].
+    pub lacks: Vec<Lack>,
     /// See [`Session::continues`].
     pub continues: Option<SessionIdx>,
 }
@@ -648,7 +700,7 @@ impl Session {
             end: self.end,
             fell_back: self.fallbacks.first().map(|f| f.mark),
             event_id_scheme: self.event_id_scheme,
-            not_determinable: self.not_determinable.clone(),
+            lacks: self.lacks.clone(),
             continues: self.continues,
         }
     }

@@ -9,6 +9,7 @@ pub mod flows;
 pub mod hints;
 pub mod html;
 pub mod http;
+mod lacks;
 pub mod markdown;
 pub mod redact;
 pub mod sanitize;

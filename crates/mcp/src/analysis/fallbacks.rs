@@ -18,8 +18,8 @@ pub(super) fn detect_fallbacks(s: &mut Session) {
     let mut found = observed_fallbacks(s);
     let (inferred, ambiguous) = inferred_fallbacks(s, &found);
     found.extend(inferred);
-    if let Some(why) = ambiguous {
-        s.not_determinable.push(("sse_fallback", why));
+    if let Some(lack) = ambiguous {
+        s.lacks.push(lack);
     }
     s.fallbacks.extend(found);
     let mut fallbacks = std::mem::take(&mut s.fallbacks);

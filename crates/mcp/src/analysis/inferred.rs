@@ -6,7 +6,7 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use super::fallbacks::answered_on;
-use crate::model::{Fallback, Session, Stream, StreamIdx, StreamTransport};
+use crate::model::{Fallback, Lack, Session, Stream, StreamIdx, StreamTransport};
 
 /// Fallbacks an input shows only by its times. A log that does not record how a response
 /// ended writes a stream the client dropped as complete (Caddy logs `200` where nginx logs
@@ -16,10 +16,7 @@ use crate::model::{Fallback, Session, Stream, StreamIdx, StreamTransport};
 /// another exchange of the session began or ended within the resolution too (an SDK sends
 /// several requests within a second), the times cannot single the POST out, and the second
 /// value says why the fallback is not determinable.
-pub(super) fn inferred_fallbacks(
-    s: &Session,
-    found: &[Fallback],
-) -> (Vec<Fallback>, Option<String>) {
+pub(super) fn inferred_fallbacks(s: &Session, found: &[Fallback]) -> (Vec<Fallback>, Option<Lack>) {
     let all = || s.fallbacks.iter().chain(found);
     let mut posts_used: HashSet<StreamIdx> = all().filter_map(|f| f.abandoned_stream).collect();
     let gets_used: HashSet<StreamIdx> = all().map(|f| f.to_stream).collect();
@@ -30,7 +27,7 @@ pub(super) fn inferred_fallbacks(
     let widest = dropped.iter().map(|(_, p)| within(p)).max().unwrap_or(0);
     let moments = moments(s);
     let mut out = Vec::new();
-    let mut ambiguous: Option<String> = None;
+    let mut ambiguous: Option<Lack> = None;
     for get in &s.streams {
         if get.transport != StreamTransport::Get
             || get.resume.is_some()
@@ -74,15 +71,12 @@ fn maybe_dropped<'s>(s: &'s Session, posts_used: &HashSet<StreamIdx>) -> Vec<(i6
 }
 
 /// Why the fallback from `p` to `get` is not determinable: their moment was not theirs alone.
-fn not_one_moment(p: &Stream, get: &Stream) -> String {
-    format!(
-        "{} (logged as complete) ended within {} of the start of {}, but so did other exchanges \
-         of the session: the log's times cannot tell a POST dropped for the GET from one that \
-         had ended",
-        p.label(),
-        resolution(within(p)),
-        get.label()
-    )
+fn not_one_moment(p: &Stream, get: &Stream) -> Lack {
+    Lack::ResponseEnds {
+        post: p.label(),
+        within_ns: within(p),
+        get: get.label(),
+    }
 }
 
 /// Every start and end of the session's exchanges, by time.

@@ -71,7 +71,7 @@ impl Builder {
             transport_mode_header: None,
             event_id_scheme: EventIdScheme::None,
             event_id_scheme_from: "events",
-            not_determinable: Vec::new(),
+            lacks: Vec::new(),
             same_session_as: Vec::new(),
             reinitialized_from: None,
             server_mints_ids: None,

@@ -22,7 +22,7 @@ use crate::payloads::PayloadRef;
 
 /// A quiet, unanalysed session as bytes.
 pub(super) fn encode(s: &Session) -> Vec<u8> {
-    debug_assert!(!s.finalized && s.not_determinable.is_empty() && s.merged_sources.is_empty());
+    debug_assert!(!s.finalized && s.lacks.is_empty() && s.merged_sources.is_empty());
     let w = &mut Vec::with_capacity(4096);
     put_u64(w, s.idx as u64);
     flags(
@@ -160,7 +160,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         transport_mode_header,
         event_id_scheme: EventIdScheme::None,
         event_id_scheme_from: "events",
-        not_determinable: Vec::new(),
+        lacks: Vec::new(),
         same_session_as: Vec::new(),
         continues,
         counts: model::Counts::default(),
@@ -639,7 +639,7 @@ mod tests {
             transport_mode_header: Some("sse".into()),
             event_id_scheme: EventIdScheme::None,
             event_id_scheme_from: "events",
-            not_determinable: Vec::new(),
+            lacks: Vec::new(),
             same_session_as: Vec::new(),
             continues: Some(2),
             reinitialized_from: Some(model::Reinitialized {

@@ -541,15 +541,14 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
 
 /// What the inputs could not tell about a session, and why.
 fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader, style: Style) -> io::Result<()> {
-    if s.head.not_determinable.is_empty() {
+    let undecided = mcpf_detect::not_determinable(&s.head.lacks);
+    if undecided.is_empty() {
         return Ok(());
     }
-    let kinds: Vec<&str> = s.head.not_determinable.iter().map(|(k, _)| *k).collect();
-    let mut reasons: Vec<&str> = s
-        .head
-        .not_determinable
+    let kinds: Vec<&str> = undecided.iter().map(|(k, _)| k.name()).collect();
+    let mut reasons: Vec<String> = undecided
         .iter()
-        .map(|(_, r)| r.as_str())
+        .map(|(_, lack)| crate::lacks::reason(lack))
         .collect();
     reasons.dedup();
     let text = format!(

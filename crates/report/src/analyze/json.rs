@@ -311,10 +311,9 @@ fn session_json<'a>(
         event_id_scheme: s.event_id_scheme.name(),
         event_id_scheme_from: s.event_id_scheme_from,
         transport_mode_header: s.transport_mode_header.as_deref(),
-        not_determinable: s
-            .not_determinable
-            .iter()
-            .map(|(k, why)| json!({ "kind": k, "reason": why }))
+        not_determinable: mcpf_detect::not_determinable(&s.lacks)
+            .into_iter()
+            .map(|(k, lack)| json!({ "kind": k, "reason": crate::lacks::reason(lack) }))
             .collect(),
         fell_back,
         resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),

@@ -157,7 +157,7 @@ impl SessionWriter {
             header.head.path = String::new();
             header.head.protocol_version = None;
             header.head.client_info = None;
-            header.head.not_determinable = Vec::new();
+            header.head.lacks = Vec::new();
             header.merged = Vec::new();
             header.same_session_as = Vec::new();
             header.verdict.reason = None;
