@@ -79,6 +79,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::tcp::SeqNumber;
 use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
 use mcpf_model::Timestamp;
 use serde::Serialize;
@@ -728,9 +729,7 @@ impl Conn {
             return Ok(());
         }
         let h = &mut self.h[s];
-        h.nxt = h
-            .nxt
-            .wrapping_add(seg.len + u32::from(flags.syn) + u32::from(flags.fin));
+        h.nxt = (SeqNumber(h.nxt) + (seg.len + u32::from(flags.syn) + u32::from(flags.fin))).0;
         let end = h.nxt;
         if flags.fin {
             self.fins += 1;

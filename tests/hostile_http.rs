@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use assert_cmd::Command;
 use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::tcp::SeqNumber;
 use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
 use mcpf_model::Timestamp;
 
@@ -35,10 +36,10 @@ fn write_capture(path: &std::path::Path, messages: &[(bool, Vec<u8>)]) {
         for seg in bytes.chunks(SEGMENT) {
             if *to_server {
                 frames.push(ip_packet(&SegmentSpec::new(c, s, cs, ss, seg)));
-                cs = cs.wrapping_add(seg.len() as u32);
+                cs = (SeqNumber(cs) + seg.len() as u32).0;
             } else {
                 frames.push(ip_packet(&SegmentSpec::new(s, c, ss, cs, seg)));
-                ss = ss.wrapping_add(seg.len() as u32);
+                ss = (SeqNumber(ss) + seg.len() as u32).0;
             }
         }
     }

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use mcpf_capture::tcp::SeqNumber;
 
 #[path = "wire.rs"]
 pub mod wire;
@@ -882,7 +883,7 @@ fn ooo_conns<W: Write>(n: u64, w: W) -> io::Result<()> {
         let host = 2 + k / 64_512;
         let mut c = Conn::new([127, 0, (host >> 8) as u8, host as u8], port);
         c.handshake(&mut cap)?;
-        let later = c.cseq.wrapping_add(first.len() as u32);
+        let later = (SeqNumber(c.cseq) + first.len() as u32).0;
         cap.frame(&c.client_frame(later, PSH_ACK, second))?;
     }
     healthy_session(&mut cap, 1, &session_id(1), 2)
@@ -895,9 +896,9 @@ fn ooo_bytes<W: Write>(n: u64, w: W) -> io::Result<()> {
     healthy_session(&mut cap, 0, &session_id(0), 2)?;
     let mut c = Conn::local(9);
     c.handshake(&mut cap)?;
-    let base = c.cseq.wrapping_add(1);
+    let base = SeqNumber(c.cseq) + 1;
     for i in 0..n {
-        let seq = base.wrapping_add((2 * i) as u32);
+        let seq = (base + (2 * i) as u32).0;
         cap.frame(&c.client_frame(seq, PSH_ACK, b"x"))?;
     }
     healthy_session(&mut cap, 1, &session_id(1), 2)
@@ -910,9 +911,9 @@ fn snaplen_ooo<W: Write>(n: u64, w: W) -> io::Result<()> {
     let mut c = Conn::local(9);
     c.handshake(&mut cap)?;
     let seg = vec![b'a'; MSS];
-    let base = c.cseq.wrapping_add(MSS as u32);
+    let base = SeqNumber(c.cseq) + MSS as u32;
     for i in 0..n {
-        let seq = base.wrapping_add((i as u32).wrapping_mul(2 * MSS as u32));
+        let seq = (base + (i as u32).wrapping_mul(2 * MSS as u32)).0;
         cap.frame(&c.client_frame(seq, PSH_ACK, &seg))?;
     }
     Ok(())

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 
 use mcpf_capture::decode::{TcpFlags, linktype};
+use mcpf_capture::tcp::SeqNumber;
 use mcpf_capture::writer::{PcapWriter, SegmentSpec, ip_packet, link_frame};
 
 /// The link types the `frame_decode` target's first byte picks from.
@@ -107,11 +108,11 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
     while ci < c2s.len() || si < s2c.len() {
         let n = cut.min(c2s.len() - ci);
         if n > 0 {
-            let seq = isn_c.wrapping_add(ci as u32);
+            let seq = (SeqNumber(isn_c) + (ci as u32)).0;
             segs.push((
                 true,
                 seq,
-                isn_s.wrapping_add(si as u32),
+                (SeqNumber(isn_s) + (si as u32)).0,
                 &c2s[ci..ci + n],
                 ack,
             ));
@@ -119,11 +120,11 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
         }
         let m = (cut * 2).min(s2c.len() - si);
         if m > 0 {
-            let seq = isn_s.wrapping_add(si as u32);
+            let seq = (SeqNumber(isn_s) + (si as u32)).0;
             segs.push((
                 false,
                 seq,
-                isn_c.wrapping_add(ci as u32),
+                (SeqNumber(isn_c) + (ci as u32)).0,
                 &s2c[si..si + m],
                 ack,
             ));
@@ -138,15 +139,15 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
         };
         segs.push((
             true,
-            isn_c.wrapping_add(c2s.len() as u32),
-            isn_s.wrapping_add(s2c.len() as u32),
+            (SeqNumber(isn_c) + (c2s.len() as u32)).0,
+            (SeqNumber(isn_s) + (s2c.len() as u32)).0,
             &[],
             fin,
         ));
         segs.push((
             false,
-            isn_s.wrapping_add(s2c.len() as u32),
-            isn_c.wrapping_add(c2s.len() as u32 + 1),
+            (SeqNumber(isn_s) + (s2c.len() as u32)).0,
+            (SeqNumber(isn_c) + (c2s.len() as u32 + 1)).0,
             &[],
             fin,
         ));

@@ -13,7 +13,8 @@ use serde::{Serialize, Serializer};
 
 use crate::{FindingKind, Severity};
 
-/// Declares every finding kind, in the order the detectors run, as `Variant => module`.
+/// Declares every finding kind as `Variant => module`, in the order they are listed (`explain`,
+/// the man page, `not_determinable`); the detectors run in `run_detectors`' order instead.
 macro_rules! kinds {
     ($($kind:ident => $module:ident),+ $(,)?) => {
         $(mod $module;)+
@@ -23,14 +24,14 @@ macro_rules! kinds {
             $(pub use crate::$module::Evidence as $kind;)+
         }
 
-        /// Every kind of finding, in the order the detectors run.
+        /// Every kind of finding.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum FindingKind {
             $($kind),+
         }
 
         impl FindingKind {
-            /// Every kind, in the order the detectors run.
+            /// Every kind, in the order they are listed.
             pub const ALL: &'static [FindingKind] = &[$(FindingKind::$kind),+];
 
             /// What the kind means, from the file of its detector.

@@ -20,7 +20,7 @@ mod index;
 mod introspect;
 pub mod verdict;
 
-// Every finding kind and the module of its detector, in the order the detectors run: the one
+// Every finding kind and the module of its detector, in the order they are listed: the one
 // place a kind is registered (see kind.rs for what is derived from it).
 kinds! {
     CaptureGap => capture_gap,
