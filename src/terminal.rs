@@ -104,8 +104,20 @@ pub fn stdout_width() -> usize {
     output_width(io::stdout().is_terminal())
 }
 
+/// Opens the inputs, saying on standard error what expanding the arguments left out and each
+/// input that cannot be opened; none when nothing could be.
+pub fn open(
+    spec: &mcpf_engine::InputSpec,
+    notes: &[String],
+    observer: &mut Terminal,
+) -> Option<mcpf_engine::Opened> {
+    print_notes(notes);
+    let inputs = mcpf_engine::Opened::open(spec, observer);
+    (!inputs.is_empty()).then_some(inputs)
+}
+
 /// What expanding the input arguments left out, one line each on standard error.
-pub fn print_notes(notes: &[String]) {
+fn print_notes(notes: &[String]) {
     for note in notes {
         eprintln!("mcp-forensics: {}", diagnostic(&sanitize::terminal(note)));
     }

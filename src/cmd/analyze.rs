@@ -21,12 +21,10 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
             })?),
             None => None,
         };
-    terminal::print_notes(&job.notes);
     let mut observer = Terminal::new(job.progress);
-    let inputs = Opened::open(&job.inputs, &mut observer);
-    if inputs.is_empty() {
+    let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
         return Ok(Exit::Error);
-    }
+    };
     let redactor = Redactor::new(job.redact);
     // NDJSON goes out as each session ends: the output is needed from the start.
     let (writer, output) = match job.format {

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use mcpf_engine::report::{self, redact::Redactor};
-use mcpf_engine::{Engine, Opened};
+use mcpf_engine::Engine;
 
 use super::Exit;
 use crate::cli::Format;
@@ -11,12 +11,10 @@ use crate::config;
 use crate::terminal::{self, Terminal};
 
 pub fn run(job: config::Http) -> anyhow::Result<Exit> {
-    terminal::print_notes(&job.notes);
     let mut observer = Terminal::new(job.progress);
-    let inputs = Opened::open(&job.inputs, &mut observer);
-    if inputs.is_empty() {
+    let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
         return Ok(Exit::Error);
-    }
+    };
     let redactor = Redactor::new(job.redact);
     let view = match job.format {
         Format::Json => report::http::View::Json,
