@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use mcpf_engine::report::{self, redact::Redactor};
 use mcpf_engine::Engine;
+use mcpf_engine::report::{self, redact::Redactor};
 
 use super::Exit;
 use crate::cli::Format;

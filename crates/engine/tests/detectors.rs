@@ -10,6 +10,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use mcpf_detect::FindingKind::{self, *};
 use mcpf_detect::{Confidence, Finding, Severity, verdict};
 use mcpf_http::sse::SseEvent;
 use mcpf_http::{
@@ -594,19 +595,16 @@ struct Run {
 }
 
 impl Run {
-    fn kinds(&self) -> Vec<&'static str> {
-        self.findings.iter().map(|f| f.kind.name()).collect()
+    fn kinds(&self) -> Vec<FindingKind> {
+        self.findings.iter().map(|f| f.kind).collect()
     }
 
-    fn all(&self, kind: &str) -> Vec<&Finding> {
-        self.findings
-            .iter()
-            .filter(|f| f.kind.name() == kind)
-            .collect()
+    fn all(&self, kind: FindingKind) -> Vec<&Finding> {
+        self.findings.iter().filter(|f| f.kind == kind).collect()
     }
 
     /// The one finding of `kind`.
-    fn one(&self, kind: &str) -> &Finding {
+    fn one(&self, kind: FindingKind) -> &Finding {
         let all = self.all(kind);
         assert_eq!(
             all.len(),
@@ -618,14 +616,14 @@ impl Run {
     }
 
     /// The `rule` of each finding of `kind`.
-    fn rules(&self, kind: &str) -> Vec<String> {
+    fn rules(&self, kind: FindingKind) -> Vec<String> {
         self.all(kind)
             .iter()
             .map(|f| ev(&f.evidence)["rule"].as_str().unwrap().to_string())
             .collect()
     }
 
-    fn absent(&self, kind: &str) {
+    fn absent(&self, kind: FindingKind) {
         assert!(
             self.all(kind).is_empty(),
             "{kind} must not be raised: {:#?}",
@@ -637,7 +635,7 @@ impl Run {
     }
 
     /// Position of the one finding of `kind` in the ordered list (what `caused_by` holds).
-    fn pos(&self, kind: &str) -> usize {
+    fn pos(&self, kind: FindingKind) -> usize {
         let f = self.one(kind);
         self.findings
             .iter()
@@ -767,20 +765,20 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     assert_eq!(s.streams.len(), 6);
 
     let wanted = [
-        "sse_fallback",
-        "event_id_collision",
-        "event_id_reset",
-        "unsafe_resumption_after_fallback",
-        "cross_namespace_replay",
-        "duplicate_response",
-        "skipped_events",
-        "unanswered_request",
+        SseFallback,
+        EventIdCollision,
+        EventIdReset,
+        UnsafeResumptionAfterFallback,
+        CrossNamespaceReplay,
+        DuplicateResponse,
+        SkippedEvents,
+        UnansweredRequest,
     ];
     let got = run.kinds();
     assert_eq!(got, wanted, "exactly these findings, in this order");
 
     // sse_fallback
-    let fb = run.one("sse_fallback");
+    let fb = run.one(SseFallback);
     assert_eq!(fb.severity, Severity::Info);
     assert_eq!(ev(&fb.evidence)["from"], "post:s4");
     assert_eq!(ev(&fb.evidence)["to"], "get:s5");
@@ -804,7 +802,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     assert!(fb.caused_by.is_empty());
 
     // event_id_reset, fallback case: the GET counter restarted at 1 below the 3 seen on s3
-    let reset = run.one("event_id_reset");
+    let reset = run.one(EventIdReset);
     assert_eq!(reset.severity, Severity::High);
     assert_eq!(ev(&reset.evidence)["last_event_id"], Value::Null);
     assert_eq!(ev(&reset.evidence)["first_event_id"], "1");
@@ -813,7 +811,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     // The fallback it followed, and the collision of the two counters it is the client's view of.
     assert_eq!(
         reset.caused_by,
-        vec![run.pos("sse_fallback"), run.pos("event_id_collision")]
+        vec![run.pos(SseFallback), run.pos(EventIdCollision)]
     );
     assert_eq!(
         frames(reset),
@@ -821,20 +819,20 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     );
 
     // unsafe_resumption_after_fallback
-    let unsafe_ = run.one("unsafe_resumption_after_fallback");
+    let unsafe_ = run.one(UnsafeResumptionAfterFallback);
     assert_eq!(unsafe_.severity, Severity::High);
     assert_eq!(ev(&unsafe_.evidence)["last_event_id"], "2");
     assert_eq!(ev(&unsafe_.evidence)["event_id_scheme"], "integer");
     assert_eq!(ev(&unsafe_.evidence)["resume_stream"], "get:s6");
     assert_eq!(ev(&unsafe_.evidence)["fallback"]["to"], "get:s5");
-    assert_eq!(unsafe_.caused_by, vec![run.pos("sse_fallback")]);
+    assert_eq!(unsafe_.caused_by, vec![run.pos(SseFallback)]);
     assert_eq!(
         frames(unsafe_),
         frames_of(&[m.fallback_opened, m.resume_opened])
     );
 
     // cross_namespace_replay
-    let replay = run.one("cross_namespace_replay");
+    let replay = run.one(CrossNamespaceReplay);
     assert_eq!(replay.severity, Severity::Critical);
     let e = ev(&replay.evidence);
     assert_eq!(e["last_event_id"], "2");
@@ -850,7 +848,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     );
     assert_eq!(
         replay.caused_by,
-        vec![run.pos("unsafe_resumption_after_fallback")]
+        vec![run.pos(UnsafeResumptionAfterFallback)]
     );
     assert_eq!(replay.time, m.replayed);
     assert_eq!(
@@ -864,7 +862,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     );
 
     // duplicate_response
-    let dup = run.one("duplicate_response");
+    let dup = run.one(DuplicateResponse);
     assert_eq!(dup.severity, Severity::High);
     assert_eq!(ev(&dup.evidence)["request_id"], json!(2));
     assert_eq!(ev(&dup.evidence)["first"]["stream"], "post:s3");
@@ -880,21 +878,21 @@ fn seed_incident_raises_the_whole_chain_in_order() {
         m.replayed.frame.frame
     );
     assert_eq!(ev(&dup.evidence)["same_payload"], true);
-    assert_eq!(dup.caused_by, vec![run.pos("cross_namespace_replay")]);
+    assert_eq!(dup.caused_by, vec![run.pos(CrossNamespaceReplay)]);
     assert_eq!(frames(dup), frames_of(&[m.post_answer, m.replayed]));
 
     // skipped_events after the replay: nothing later shows where the GET range ends
-    let skipped = run.one("skipped_events");
+    let skipped = run.one(SkippedEvents);
     assert_eq!(skipped.severity, Severity::High);
     assert_eq!(ev(&skipped.evidence)["namespace"], "get:s5");
     assert_eq!(ev(&skipped.evidence)["from"], "3");
     assert_eq!(ev(&skipped.evidence)["to"], Value::Null);
     assert_eq!(ev(&skipped.evidence)["count"], Value::Null);
     assert_eq!(ev(&skipped.evidence)["after"], "2");
-    assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
+    assert_eq!(skipped.caused_by, vec![run.pos(CrossNamespaceReplay)]);
 
     // unanswered_request: the wait that never ended
-    let hang = run.one("unanswered_request");
+    let hang = run.one(UnansweredRequest);
     assert_eq!(hang.severity, Severity::High);
     assert_eq!(ev(&hang.evidence)["request_id"], json!(3));
     assert_eq!(ev(&hang.evidence)["method"], "tools/call");
@@ -906,7 +904,7 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     let expected = s.end.time.seconds_since(m.stalled_sent.time);
     assert!((waited - expected).abs() < 0.002, "{waited} vs {expected}");
     assert!(waited > 9.0, "{waited}");
-    assert_eq!(hang.caused_by, vec![run.pos("skipped_events")]);
+    assert_eq!(hang.caused_by, vec![run.pos(SkippedEvents)]);
     assert_eq!(hang.time, s.end);
 
     for f in &run.findings {
@@ -937,7 +935,7 @@ fn capture_gap_is_low_and_reduces_the_confidence_of_what_rests_on_it() {
     c.end(g, Cut::Gap(900));
     let run = c.finish();
 
-    let gap = run.one("capture_gap");
+    let gap = run.one(CaptureGap);
     assert_eq!(gap.severity, Severity::Low);
     assert_eq!(ev(&gap.evidence)["stream"], "get:s3");
     assert_eq!(ev(&gap.evidence)["bytes"], 900);
@@ -947,12 +945,12 @@ fn capture_gap_is_low_and_reduces_the_confidence_of_what_rests_on_it() {
     assert_eq!(gap.confidence, Confidence::Normal);
 
     // The jump 2 → 5 is probably the capture's doing: it says so.
-    let skipped = run.one("skipped_events");
+    let skipped = run.one(SkippedEvents);
     assert_eq!(ev(&skipped.evidence)["namespace"], "get:s3");
     assert_eq!(ev(&skipped.evidence)["from"], "3");
     assert_eq!(ev(&skipped.evidence)["to"], "4");
     assert_eq!(ev(&skipped.evidence)["count"], 2);
-    assert_eq!(skipped.caused_by, vec![run.pos("capture_gap")]);
+    assert_eq!(skipped.caused_by, vec![run.pos(CaptureGap)]);
     assert_eq!(skipped.confidence, Confidence::Reduced);
     assert!(
         skipped
@@ -976,7 +974,7 @@ fn bytes_retransmitted_with_other_content_reduce_the_confidence_of_what_rests_on
     c.events(&mut g, &[("1", log("a")), ("2", log("b")), ("5", log("e"))]);
     c.end(g, Cut::TwoVersions(17));
     let run = c.finish();
-    let skipped = run.one("skipped_events");
+    let skipped = run.one(SkippedEvents);
     assert_eq!(skipped.confidence, Confidence::Reduced);
     let note = skipped.confidence_note.as_deref().unwrap_or_default();
     assert!(
@@ -990,7 +988,7 @@ fn a_clean_capture_has_no_capture_gap_and_full_confidence() {
     let mut c = Capture::new();
     seed_incident(&mut c);
     let run = c.finish();
-    run.absent("capture_gap");
+    run.absent(CaptureGap);
     assert!(
         run.findings
             .iter()
@@ -1036,7 +1034,7 @@ fn a_refused_initialize_is_not_tied_to_a_legacy_session_by_address() {
     let run = c.finish();
     assert_eq!(run.sessions.len(), 2);
     assert!(run.sessions.iter().all(|s| s.fallbacks.is_empty()));
-    run.absent("sse_fallback");
+    run.absent(SseFallback);
 }
 
 #[test]
@@ -1091,7 +1089,7 @@ fn sse_fallback_at_connect_initialize_refused_then_legacy_transport() {
     let s = run.session();
     assert_eq!(s.transport, Transport::LegacySse);
     assert_eq!(s.fallbacks.len(), 1);
-    let fb = run.one("sse_fallback");
+    let fb = run.one(SseFallback);
     assert_eq!(fb.severity, Severity::Info);
     assert_eq!(ev(&fb.evidence)["from"], "post:s1");
     assert_eq!(ev(&fb.evidence)["to"], "legacy-sse:s2");
@@ -1102,8 +1100,8 @@ fn sse_fallback_at_connect_initialize_refused_then_legacy_transport() {
     assert_eq!(frames(fb), frames_of(&[refused_at, legacy_opened]));
     assert!(refused_sent < refused_at);
     // The refused initialize was never processed: no reuse of ID 1, nothing unanswered.
-    run.absent("request_id_reused");
-    run.absent("unanswered_request");
+    run.absent(RequestIdReused);
+    run.absent(UnansweredRequest);
     run.nothing_above_info();
 }
 
@@ -1120,7 +1118,7 @@ fn a_refused_initialize_not_followed_by_the_legacy_transport_is_no_fallback() {
     c.respond(&mut refused, 405, &[]);
     c.end(refused, Cut::Complete);
     let run = c.finish();
-    run.absent("sse_fallback");
+    run.absent(SseFallback);
     assert!(run.sessions.iter().all(|s| s.fallbacks.is_empty()));
 }
 
@@ -1136,7 +1134,7 @@ fn the_standalone_get_after_initialized_is_not_a_fallback() {
     c.end(p, Cut::Complete);
     c.end(g, Cut::CaptureEnd);
     let run = c.finish();
-    run.absent("sse_fallback");
+    run.absent(SseFallback);
     assert!(run.session().fallbacks.is_empty());
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
     let v = run.verdict(0);
@@ -1157,7 +1155,7 @@ fn a_get_with_last_event_id_right_after_a_cut_stream_is_a_resume_not_a_fallback(
     c.end(r, Cut::Complete);
     let run = c.finish();
     let s = run.session();
-    run.absent("sse_fallback");
+    run.absent(SseFallback);
     assert!(s.fallbacks.is_empty());
     let resume = s.streams[3].resume.as_ref().unwrap();
     assert_eq!(resume.last_event_id, "1");
@@ -1188,10 +1186,10 @@ fn a_resumed_post_does_not_make_a_later_get_a_fallback() {
     c.events(&mut r, &[("4", log("again"))]);
     c.end(r, Cut::CaptureEnd);
     let run = c.finish();
-    run.absent("sse_fallback");
+    run.absent(SseFallback);
     assert!(run.session().fallbacks.is_empty());
     // The consequence today: a high unsafe_resumption_after_fallback and an unsafe verdict.
-    run.absent("unsafe_resumption_after_fallback");
+    run.absent(UnsafeResumptionAfterFallback);
     assert_eq!(run.verdict(0).verdict, "safe");
 }
 
@@ -1262,10 +1260,10 @@ fn namespaced_ids_after_a_fallback_make_the_resume_safe() {
     let s = run.session();
     assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
     assert_eq!(s.fallbacks.len(), 1);
-    run.one("sse_fallback");
-    run.absent("unsafe_resumption_after_fallback");
-    run.absent("cross_namespace_replay");
-    run.absent("event_id_reset");
+    run.one(SseFallback);
+    run.absent(UnsafeResumptionAfterFallback);
+    run.absent(CrossNamespaceReplay);
+    run.absent(EventIdReset);
     run.nothing_above_info();
     let v = run.verdict(0);
     assert_eq!(v.verdict, "safe");
@@ -1287,8 +1285,8 @@ fn an_echoed_transport_mode_token_makes_the_resume_safe() {
     let s = run.session();
     assert_eq!(s.transport_mode_header.as_deref(), Some("sse"));
     assert_eq!(s.streams[5].transport_mode_sent.as_deref(), Some("sse"));
-    run.one("sse_fallback");
-    run.absent("unsafe_resumption_after_fallback");
+    run.one(SseFallback);
+    run.absent(UnsafeResumptionAfterFallback);
     run.nothing_above_info();
     assert_eq!(run.verdict(0).verdict, "safe");
 }
@@ -1332,7 +1330,7 @@ fn an_echoed_transport_mode_that_differs_from_where_the_last_event_was_seen_is_u
         run.session().streams[4].transport_mode.as_deref(),
         Some("sse")
     );
-    let u = run.one("unsafe_resumption_after_fallback");
+    let u = run.one(UnsafeResumptionAfterFallback);
     assert_eq!(ev(&u.evidence)["last_event_id"], "2");
 }
 
@@ -1342,19 +1340,19 @@ fn plain_integer_ids_after_a_fallback_make_the_resume_unsafe_even_when_nothing_b
     let mut c = Capture::new();
     fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "5", &[], &[]);
     let run = c.finish();
-    let u = run.one("unsafe_resumption_after_fallback");
+    let u = run.one(UnsafeResumptionAfterFallback);
     assert_eq!(u.severity, Severity::High);
     assert_eq!(ev(&u.evidence)["last_event_id"], "4");
     assert_eq!(ev(&u.evidence)["event_id_scheme"], "integer");
     assert_eq!(ev(&u.evidence)["transport_mode_header"], Value::Null);
-    assert_eq!(u.caused_by, vec![run.pos("sse_fallback")]);
+    assert_eq!(u.caused_by, vec![run.pos(SseFallback)]);
     for k in [
-        "cross_namespace_replay",
-        "event_id_reset",
-        "resume_gap",
-        "duplicate_response",
-        "skipped_events",
-        "unanswered_request",
+        CrossNamespaceReplay,
+        EventIdReset,
+        ResumeGap,
+        DuplicateResponse,
+        SkippedEvents,
+        UnansweredRequest,
     ] {
         run.absent(k);
     }
@@ -1384,7 +1382,7 @@ fn a_resume_after_a_reinitialize_is_past_the_fallback_boundary() {
     let s = run.session();
     assert_eq!(s.initializes.len(), 2);
     // Only the first resume (before the re-initialize) is unsafe.
-    let u = run.one("unsafe_resumption_after_fallback");
+    let u = run.one(UnsafeResumptionAfterFallback);
     assert_eq!(ev(&u.evidence)["last_event_id"], "4");
 }
 
@@ -1393,7 +1391,7 @@ fn a_resume_without_any_fallback_is_not_unsafe_resumption_after_fallback() {
     let mut c = Capture::new();
     correct_same_namespace_resume(&mut c);
     let run = c.finish();
-    run.absent("unsafe_resumption_after_fallback");
+    run.absent(UnsafeResumptionAfterFallback);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1424,7 +1422,7 @@ fn a_correct_same_namespace_resume_is_no_cross_namespace_replay() {
     for e in &s.streams[3].events {
         assert_eq!(e.namespace, Namespace::Stream(2), "{:?}", e.id);
     }
-    run.absent("cross_namespace_replay");
+    run.absent(CrossNamespaceReplay);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
     let v = run.verdict(0);
     assert_eq!(v.verdict, "safe");
@@ -1453,7 +1451,7 @@ fn cross_namespace_replay_by_namespaced_id_token() {
     let run = c.finish();
     let s = run.session();
     assert_eq!(s.event_id_scheme, EventIdScheme::Namespaced);
-    let x = run.one("cross_namespace_replay");
+    let x = run.one(CrossNamespaceReplay);
     assert_eq!(x.severity, Severity::Critical);
     assert_eq!(ev(&x.evidence)["last_event_id"], "sse:2");
     assert_eq!(ev(&x.evidence)["observed_in"], "get:s3");
@@ -1467,11 +1465,11 @@ fn cross_namespace_replay_by_namespaced_id_token() {
     assert!(frames(x).contains(&opened.frame.frame));
     // No fallback here: nothing to chain to, and the namespaced scheme is not the problem.
     assert!(x.caused_by.is_empty());
-    run.absent("unsafe_resumption_after_fallback");
-    let skipped = run.one("skipped_events");
+    run.absent(UnsafeResumptionAfterFallback);
+    let skipped = run.one(SkippedEvents);
     assert_eq!(ev(&skipped.evidence)["namespace"], "get:s3");
     assert_eq!(ev(&skipped.evidence)["from"], "3");
-    assert_eq!(skipped.caused_by, vec![run.pos("cross_namespace_replay")]);
+    assert_eq!(skipped.caused_by, vec![run.pos(CrossNamespaceReplay)]);
     assert_eq!(run.verdict(0).verdict, "unsafe");
 }
 
@@ -1501,8 +1499,8 @@ fn resuming_the_same_post_stream_twice_is_no_cross_namespace_replay() {
             assert_eq!(e.namespace, Namespace::Stream(2), "{:?}", e.id);
         }
     }
-    run.absent("cross_namespace_replay");
-    run.absent("skipped_events");
+    run.absent(CrossNamespaceReplay);
+    run.absent(SkippedEvents);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
     assert_eq!(run.verdict(0).verdict, "safe");
 }
@@ -1535,7 +1533,7 @@ fn event_id_reset_on_a_resume_that_starts_below_last_event_id() {
     let mut c = Capture::new();
     let (opened, marks) = standalone_resume(&mut c, &["2", "3"]);
     let run = c.finish();
-    let r = run.one("event_id_reset");
+    let r = run.one(EventIdReset);
     assert_eq!(r.severity, Severity::High);
     assert_eq!(ev(&r.evidence)["last_event_id"], "5");
     assert_eq!(ev(&r.evidence)["first_event_id"], "2");
@@ -1543,8 +1541,8 @@ fn event_id_reset_on_a_resume_that_starts_below_last_event_id() {
     assert_eq!(ev(&r.evidence)["stream"], "get:s4");
     assert_eq!(frames(r), frames_of(&[opened, marks[0]]));
     assert!(r.caused_by.is_empty(), "no fallback, no cause to cite");
-    run.absent("resume_gap");
-    run.absent("unsafe_resumption_after_fallback");
+    run.absent(ResumeGap);
+    run.absent(UnsafeResumptionAfterFallback);
     let v = run.verdict(0);
     assert_eq!(v.verdict, "unsafe");
     assert!(v.reason.unwrap().starts_with("event_id_reset: "));
@@ -1556,13 +1554,13 @@ fn no_event_id_reset_when_ids_keep_increasing() {
     let mut c = Capture::new();
     fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "5", &[], &[]);
     let run = c.finish();
-    run.one("sse_fallback");
-    run.absent("event_id_reset");
+    run.one(SseFallback);
+    run.absent(EventIdReset);
 
     let mut c = Capture::new();
     standalone_resume(&mut c, &["6", "7"]);
     let run = c.finish();
-    run.absent("event_id_reset");
+    run.absent(EventIdReset);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -1586,11 +1584,11 @@ fn a_fallback_reset_does_not_by_itself_make_the_verdict_unsafe_without_a_resume(
     );
     c.end(g, Cut::CaptureEnd);
     let run = c.finish();
-    let r = run.one("event_id_reset");
+    let r = run.one(EventIdReset);
     assert_eq!(ev(&r.evidence)["last_event_id"], Value::Null);
     assert_eq!(ev(&r.evidence)["first_event_id"], "1");
     assert_eq!(ev(&r.evidence)["highest_before"], "7");
-    assert_eq!(r.caused_by, vec![run.pos("sse_fallback")]);
+    assert_eq!(r.caused_by, vec![run.pos(SseFallback)]);
     let v = run.verdict(0);
     assert_eq!(v.verdict, "not_attempted");
     assert_eq!(v.resumes, 0);
@@ -1610,7 +1608,7 @@ fn resume_gap_when_the_first_resumed_id_jumps() {
     let mut c = Capture::new();
     let (opened, marks) = standalone_resume(&mut c, &["9", "10"]);
     let run = c.finish();
-    let g = run.one("resume_gap");
+    let g = run.one(ResumeGap);
     assert_eq!(g.severity, Severity::High);
     assert_eq!(ev(&g.evidence)["last_event_id"], "5");
     assert_eq!(ev(&g.evidence)["first_event_id"], "9");
@@ -1618,7 +1616,7 @@ fn resume_gap_when_the_first_resumed_id_jumps() {
     assert_eq!(g.time, marks[0]);
     assert_eq!(frames(g), frames_of(&[opened, marks[0]]));
     assert!(g.caused_by.is_empty());
-    run.absent("event_id_reset");
+    run.absent(EventIdReset);
     let v = run.verdict(0);
     assert_eq!(v.verdict, "unsafe");
     assert!(v.reason.unwrap().starts_with("resume_gap: "));
@@ -1629,7 +1627,7 @@ fn no_resume_gap_when_the_resume_starts_at_the_successor() {
     let mut c = Capture::new();
     standalone_resume(&mut c, &["6"]);
     let run = c.finish();
-    run.absent("resume_gap");
+    run.absent(ResumeGap);
 }
 
 #[test]
@@ -1637,13 +1635,10 @@ fn resume_gap_after_a_fallback_is_caused_by_the_unsafe_resumption() {
     let mut c = Capture::new();
     fallback_then_resume(&mut c, ["1", "2"], ["3", "4"], "9", &[], &[]);
     let run = c.finish();
-    let g = run.one("resume_gap");
+    let g = run.one(ResumeGap);
     assert_eq!(ev(&g.evidence)["last_event_id"], "4");
     assert_eq!(ev(&g.evidence)["first_event_id"], "9");
-    assert_eq!(
-        g.caused_by,
-        vec![run.pos("unsafe_resumption_after_fallback")]
-    );
+    assert_eq!(g.caused_by, vec![run.pos(UnsafeResumptionAfterFallback)]);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1664,13 +1659,13 @@ fn session_not_reaffirmed_when_a_resume_is_answered_without_the_session_id() {
     c.events(&mut r, &[("2", log("b"))]);
     c.end(r, Cut::CaptureEnd);
     let run = c.finish();
-    let f = run.one("session_not_reaffirmed");
+    let f = run.one(SessionNotReaffirmed);
     assert_eq!(f.severity, Severity::Medium);
     assert_eq!(ev(&f.evidence)["session_id"], "sess-A");
     assert_eq!(ev(&f.evidence)["stream"], "get:s4");
     assert_eq!(f.time, head);
     assert_eq!(frames(f), frames_of(&[opened, head]));
-    run.absent("session_id_changed");
+    run.absent(SessionIdChanged);
     let v = run.verdict(0);
     assert_eq!(v.verdict, "unsafe");
     assert!(v.reason.unwrap().starts_with("session_not_reaffirmed: "));
@@ -1681,7 +1676,7 @@ fn no_session_not_reaffirmed_when_the_resume_names_the_session_or_is_refused() {
     let mut c = Capture::new();
     standalone_resume(&mut c, &["6"]);
     let run = c.finish();
-    run.absent("session_not_reaffirmed");
+    run.absent(SessionNotReaffirmed);
 
     // A resume refused with 400 and no session header: not an accepted resume.
     let mut c = Capture::new();
@@ -1694,7 +1689,7 @@ fn no_session_not_reaffirmed_when_the_resume_names_the_session_or_is_refused() {
     c.respond(&mut r, 400, &[("Content-Type", "application/json")]);
     c.end(r, Cut::Complete);
     let run = c.finish();
-    run.absent("session_not_reaffirmed");
+    run.absent(SessionNotReaffirmed);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1719,7 +1714,7 @@ fn session_id_changed_when_a_response_names_another_session() {
     c.events(&mut p, &[("1", result(json!(2), "ok"))]);
     c.end(p, Cut::Complete);
     let run = c.finish();
-    let f = run.one("session_id_changed");
+    let f = run.one(SessionIdChanged);
     assert_eq!(f.severity, Severity::High);
     assert_eq!(ev(&f.evidence)["sent"], "sess-A");
     assert_eq!(ev(&f.evidence)["received"], "sess-B");
@@ -1734,8 +1729,8 @@ fn no_session_id_changed_when_the_server_keeps_the_id() {
     let mut c = Capture::new();
     seed_incident(&mut c);
     let run = c.finish();
-    run.absent("session_id_changed");
-    run.absent("session_not_reaffirmed");
+    run.absent(SessionIdChanged);
+    run.absent(SessionNotReaffirmed);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1755,7 +1750,7 @@ fn duplicate_response_on_another_stream_without_a_replay() {
     let dup = c.event(&mut g, "2", &result(json!(2), "ok, again"));
     c.end(g, Cut::CaptureEnd);
     let run = c.finish();
-    let d = run.one("duplicate_response");
+    let d = run.one(DuplicateResponse);
     assert_eq!(d.severity, Severity::High);
     assert_eq!(ev(&d.evidence)["request_id"], json!(2));
     assert_eq!(ev(&d.evidence)["first"]["stream"], "post:s4");
@@ -1792,8 +1787,8 @@ fn a_legit_replay_with_the_same_event_id_on_the_resumed_stream_is_no_duplicate()
         s.streams[3].events[0].attribution,
         Attribution::IdenticalEvent
     );
-    run.absent("duplicate_response");
-    run.absent("cross_namespace_replay");
+    run.absent(DuplicateResponse);
+    run.absent(CrossNamespaceReplay);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -1814,7 +1809,7 @@ fn request_id_reused_within_a_session() {
     );
     let second = c.tools_list(5);
     let run = c.finish();
-    let f = run.one("request_id_reused");
+    let f = run.one(RequestIdReused);
     assert_eq!(f.severity, Severity::Medium);
     assert_eq!(ev(&f.evidence)["request_id"], json!(5));
     assert_eq!(ev(&f.evidence)["first"]["stream"], "post:s3");
@@ -1827,8 +1822,8 @@ fn request_id_reused_within_a_session() {
     assert_eq!(f.time, second);
     assert_eq!(frames(f), frames_of(&[first, second]));
     // Each request got its own answer: no duplicate, nothing unanswered.
-    run.absent("duplicate_response");
-    run.absent("unanswered_request");
+    run.absent(DuplicateResponse);
+    run.absent(UnansweredRequest);
 }
 
 #[test]
@@ -1843,9 +1838,9 @@ fn request_ids_1_and_string_1_are_different() {
         &result(json!("1"), "a"),
     );
     let run = c.finish();
-    run.absent("request_id_reused");
-    run.absent("duplicate_response");
-    run.absent("unanswered_request");
+    run.absent(RequestIdReused);
+    run.absent(DuplicateResponse);
+    run.absent(UnansweredRequest);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -1878,10 +1873,10 @@ fn batch_at(version: &'static str) -> Run {
 
 #[test]
 fn a_batched_post_is_legal_in_2025_03_26_only() {
-    batch_at("2025-03-26").absent("revision_violation");
+    batch_at("2025-03-26").absent(RevisionViolation);
     for version in ["2025-06-18", "2025-11-25"] {
         let run = batch_at(version);
-        let f = run.one("revision_violation");
+        let f = run.one(RevisionViolation);
         assert_eq!(ev(&f.evidence)["rule"], "batch", "{version}");
         assert_eq!(ev(&f.evidence)["revision"], version);
         assert_eq!(ev(&f.evidence)["revision_from"], "initialize");
@@ -1930,23 +1925,23 @@ fn stateless_server_at(version: &'static str) -> Run {
 #[test]
 fn under_2026_07_28_minted_sessions_and_honoured_resumes_are_violations() {
     let run = stateless_server_at("2026-07-28");
-    let rules = run.rules("revision_violation");
+    let rules = run.rules(RevisionViolation);
     assert!(rules.iter().any(|r| r == "session_id_minted"), "{rules:?}");
     assert!(
         rules.iter().any(|r| r == "last_event_id_honoured"),
         "{rules:?}"
     );
     assert!(
-        run.all("revision_violation")
+        run.all(RevisionViolation)
             .iter()
             .all(|f| ev(&f.evidence)["revision_from"] == "header")
     );
     // The same ID again after its answer: legal from 2026-07-28.
-    run.absent("request_id_reused");
+    run.absent(RequestIdReused);
     let older = stateless_server_at("2025-11-25");
-    older.absent("revision_violation");
+    older.absent(RevisionViolation);
     assert_eq!(
-        ev(&older.one("request_id_reused").evidence)["first_in_flight"],
+        ev(&older.one(RequestIdReused).evidence)["first_in_flight"],
         false
     );
 }
@@ -1995,14 +1990,14 @@ fn two_streams_with_ids(ids: [[&str; 2]; 2]) -> Run {
 #[test]
 fn one_event_id_minted_on_two_streams_is_a_collision() {
     let run = two_streams_with_ids([["1", "2"], ["1", "2"]]);
-    let f = run.one("event_id_collision");
+    let f = run.one(EventIdCollision);
     assert_eq!(f.severity, Severity::Medium);
     assert_eq!(ev(&f.evidence)["event_id"], "1");
     assert_eq!(ev(&f.evidence)["streams"], json!(["post:s3", "post:s4"]));
     assert_eq!(ev(&f.evidence)["colliding_ids"], 2);
-    two_streams_with_ids([["a-1", "a-2"], ["b-1", "b-2"]]).absent("event_id_collision");
+    two_streams_with_ids([["a-1", "a-2"], ["b-1", "b-2"]]).absent(EventIdCollision);
     // The same ID twice on one stream is not across streams.
-    two_streams_with_ids([["1", "1"], ["3", "4"]]).absent("event_id_collision");
+    two_streams_with_ids([["1", "1"], ["3", "4"]]).absent(EventIdCollision);
 }
 
 #[test]
@@ -2010,15 +2005,15 @@ fn the_seed_incidents_two_counters_collide_and_cause_the_reset_the_client_saw() 
     let mut c = Capture::new();
     seed_incident(&mut c);
     let run = c.finish();
-    let collision = run.one("event_id_collision");
-    let reset = run.one("event_id_reset");
+    let collision = run.one(EventIdCollision);
+    let reset = run.one(EventIdReset);
     assert!(
         reset.caused_by.contains(&collision.handle),
         "{:?}",
         reset.caused_by
     );
-    run.absent("response_on_standalone_stream");
-    run.absent("cursor_dropped");
+    run.absent(ResponseOnStandaloneStream);
+    run.absent(CursorDropped);
 }
 
 /// The standalone GET carries the answer to `tools/list` 2 (fresh, with its own ID), or the
@@ -2043,11 +2038,11 @@ fn answer_on_a_get(resuming_the_post: bool) -> Run {
 #[test]
 fn an_answer_belongs_on_its_request_stream_not_the_standalone_one() {
     let run = answer_on_a_get(false);
-    let f = run.one("response_on_standalone_stream");
+    let f = run.one(ResponseOnStandaloneStream);
     assert_eq!(ev(&f.evidence)["request_id"], json!(2));
     assert_eq!(ev(&f.evidence)["event_id"], "g-1");
-    run.absent("unanswered_request");
-    answer_on_a_get(true).absent("response_on_standalone_stream");
+    run.absent(UnansweredRequest);
+    answer_on_a_get(true).absent(ResponseOnStandaloneStream);
 }
 
 /// A standalone GET delivering `ids` ends as `cut`; a second GET follows, with `lei`.
@@ -2069,14 +2064,14 @@ fn get_reconnect(ids: &[&str], cut: Cut, lei: Option<&str>) -> Run {
 #[test]
 fn a_reconnect_that_forgets_the_last_event_id_drops_the_cursor() {
     let run = get_reconnect(&["g-1", "g-2"], Cut::ServerClose, None);
-    let f = run.one("cursor_dropped");
+    let f = run.one(CursorDropped);
     assert_eq!(ev(&f.evidence)["last_seen_event_id"], "g-2");
     assert_eq!(ev(&f.evidence)["lost_stream"], "get:s3");
     assert_eq!(ev(&f.evidence)["stream"], "get:s4");
-    get_reconnect(&["g-1", "g-2"], Cut::ServerClose, Some("g-2")).absent("cursor_dropped");
-    get_reconnect(&["g-1", "g-2"], Cut::ClientClose, None).absent("cursor_dropped");
+    get_reconnect(&["g-1", "g-2"], Cut::ServerClose, Some("g-2")).absent(CursorDropped);
+    get_reconnect(&["g-1", "g-2"], Cut::ClientClose, None).absent(CursorDropped);
     // An empty id field reset the cursor: nothing to send.
-    get_reconnect(&["g-1", ""], Cut::ServerClose, None).absent("cursor_dropped");
+    get_reconnect(&["g-1", ""], Cut::ServerClose, None).absent(CursorDropped);
 }
 
 #[test]
@@ -2096,7 +2091,7 @@ fn a_resume_of_a_post_stream_is_no_standalone_stream_whose_cursor_could_drop() {
     c.event(&mut g, "g-1", &log("tick"));
     c.end(g, Cut::Complete);
     let run = c.finish();
-    run.absent("cursor_dropped");
+    run.absent(CursorDropped);
     run.nothing_above_info();
 }
 
@@ -2119,15 +2114,15 @@ fn resumed_after(cut: Cut, after: f64) -> Run {
 #[test]
 fn a_reconnect_sooner_than_retry_does_not_honour_it() {
     let run = resumed_after(Cut::ServerClose, 0.5);
-    let f = run.one("retry_not_honoured");
+    let f = run.one(RetryNotHonoured);
     assert_eq!(f.severity, Severity::Low);
     assert_eq!(ev(&f.evidence)["retry_ms"], 2000);
     assert_eq!(ev(&f.evidence)["stream"], "post:s3");
     let waited = ev(&f.evidence)["waited_ms"].as_f64().unwrap();
     assert!((500.0..600.0).contains(&waited), "{waited}");
-    resumed_after(Cut::ServerClose, 2.5).absent("retry_not_honoured");
+    resumed_after(Cut::ServerClose, 2.5).absent(RetryNotHonoured);
     // The client ended the stream itself: its reconnect is no reconnection after a loss.
-    resumed_after(Cut::ClientClose, 0.5).absent("retry_not_honoured");
+    resumed_after(Cut::ClientClose, 0.5).absent(RetryNotHonoured);
 }
 
 /// A session whose `notifications/initialized` is answered `initialized`, and whose GET for an
@@ -2148,18 +2143,18 @@ fn statuses(initialized: u16, get: u16, content_type: &str) -> Run {
 
 #[test]
 fn statuses_the_transport_does_not_allow_are_violations() {
-    statuses(202, 200, "text/event-stream").absent("status_code_violation");
-    statuses(202, 405, "text/plain").absent("status_code_violation");
-    let rules = |run: &Run| run.rules("status_code_violation");
+    statuses(202, 200, "text/event-stream").absent(StatusCodeViolation);
+    statuses(202, 405, "text/plain").absent(StatusCodeViolation);
+    let rules = |run: &Run| run.rules(StatusCodeViolation);
     assert_eq!(
         rules(&statuses(200, 200, "text/event-stream")),
         ["notification_not_202"]
     );
     let run = statuses(202, 200, "application/json");
     assert_eq!(rules(&run), ["get_not_event_stream"]);
-    assert_eq!(run.one("status_code_violation").severity, Severity::Low);
+    assert_eq!(run.one(StatusCodeViolation).severity, Severity::Low);
     // A refusal is no violation of these rules.
-    statuses(400, 500, "application/json").absent("status_code_violation");
+    statuses(400, 500, "application/json").absent(StatusCodeViolation);
     // 2026-07-28: a GET answered at all, not 405.
     let run = stateless_server_at("2026-07-28");
     assert!(
@@ -2204,7 +2199,7 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
     let (findings, _) = d.finish();
     let f = findings
         .iter()
-        .find(|f| f.kind.name() == "cross_namespace_replay")
+        .find(|f| f.kind == CrossNamespaceReplay)
         .expect("a crossed namespace");
     assert_eq!(
         f.session, sessions[1].idx,
@@ -2219,11 +2214,7 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
     assert_eq!(same.len(), 1);
     let mut d = Detector::new();
     d.group(&[&same[0]]);
-    assert!(
-        d.findings()
-            .iter()
-            .all(|f| f.kind.name() != "cross_namespace_replay")
-    );
+    assert!(d.findings().iter().all(|f| f.kind != CrossNamespaceReplay));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2259,7 +2250,7 @@ fn events_the_server_leg_saw_and_the_client_leg_never_got_were_lost_in_transit()
     let (findings, _) = d.finish();
     let lost: Vec<&Finding> = findings
         .iter()
-        .filter(|f| f.kind.name() == "lost_in_transit")
+        .filter(|f| f.kind == LostInTransit)
         .collect();
     assert_eq!(
         lost.len(),
@@ -2275,11 +2266,11 @@ fn events_the_server_leg_saw_and_the_client_leg_never_got_were_lost_in_transit()
     // The client's unanswered request names the hop as why.
     let u = findings
         .iter()
-        .find(|x| x.kind.name() == "unanswered_request" && x.session == client.idx)
+        .find(|x| x.kind == UnansweredRequest && x.session == client.idx)
         .unwrap();
     assert_eq!(
         ev(&u.evidence)["cause"]["kind"],
-        "lost_in_transit",
+        LostInTransit.name(),
         "{}",
         u.summary
     );
@@ -2293,22 +2284,13 @@ fn events_the_server_leg_saw_and_the_client_leg_never_got_were_lost_in_transit()
     // One input alone, or two legs that agree: nothing lost.
     let mut alone = Detector::new().with_inputs(vec!["client.pcap".into()]);
     alone.group(&[&client, &server]);
-    assert!(
-        alone
-            .findings()
-            .iter()
-            .all(|f| f.kind.name() != "lost_in_transit")
-    );
+    assert!(alone.findings().iter().all(|f| f.kind != LostInTransit));
     let mut same = Detector::new().with_inputs(vec!["a".into(), "b".into(), "c".into()]);
     // Another capture of the server leg (input 2): the same events.
     let mut twin = leg(2, true);
     twin.idx = 2;
     same.group(&[&server, &twin]);
-    assert!(
-        same.findings()
-            .iter()
-            .all(|f| f.kind.name() != "lost_in_transit")
-    );
+    assert!(same.findings().iter().all(|f| f.kind != LostInTransit));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2327,7 +2309,7 @@ fn skipped_events_inside_a_stream_41_then_48() {
     );
     c.end(g, Cut::CaptureEnd);
     let run = c.finish();
-    let f = run.one("skipped_events");
+    let f = run.one(SkippedEvents);
     assert_eq!(f.severity, Severity::High);
     assert_eq!(ev(&f.evidence)["namespace"], "get:s3");
     assert_eq!(ev(&f.evidence)["from"], "42");
@@ -2355,7 +2337,7 @@ fn a_shared_counter_interleaved_across_two_post_streams_is_no_skip() {
     c.end(a, Cut::Complete);
     c.end(b, Cut::Complete);
     let run = c.finish();
-    run.absent("skipped_events");
+    run.absent(SkippedEvents);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -2380,7 +2362,7 @@ fn skipped_events_after_a_replay_end_where_a_later_event_of_that_namespace_shows
         Attribution::RequestStream
     );
     let skipped: Vec<_> = run
-        .all("skipped_events")
+        .all(SkippedEvents)
         .into_iter()
         .filter(|f| ev(&f.evidence)["namespace"] == "get:s5")
         .collect();
@@ -2389,7 +2371,7 @@ fn skipped_events_after_a_replay_end_where_a_later_event_of_that_namespace_shows
     assert_eq!(ev(&skipped[0].evidence)["to"], "5");
     assert_eq!(ev(&skipped[0].evidence)["count"], 3);
     // #3 was answered in the end.
-    run.absent("unanswered_request");
+    run.absent(UnansweredRequest);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2407,7 +2389,7 @@ fn unanswered_request_is_high_when_the_client_gave_up() {
     c.wait(30.0);
     c.end(p, Cut::ClientRst);
     let run = c.finish();
-    let f = run.one("unanswered_request");
+    let f = run.one(UnansweredRequest);
     assert_eq!(f.severity, Severity::High);
     assert_eq!(ev(&f.evidence)["request_id"], json!(2));
     assert_eq!(ev(&f.evidence)["method"], "tools/call");
@@ -2437,7 +2419,7 @@ fn call_beside_an_answered_one(cut: Cut) -> Run {
 #[test]
 fn unanswered_request_is_high_when_the_session_went_on() {
     let run = call_beside_an_answered_one(Cut::ServerClose);
-    let f = run.one("unanswered_request");
+    let f = run.one(UnansweredRequest);
     assert_eq!(f.severity, Severity::High);
     assert_eq!(ev(&f.evidence)["request_id"], json!(2));
     assert_eq!(ev(&f.evidence)["session_went_on"], true);
@@ -2447,8 +2429,8 @@ fn unanswered_request_is_high_when_the_session_went_on() {
 fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_went_on() {
     // A long tool call beside quick ones: the capture stopped, not the server.
     let run = call_beside_an_answered_one(Cut::CaptureEnd);
-    run.absent("unanswered_request");
-    let f = run.one("pending_at_capture_end");
+    run.absent(UnansweredRequest);
+    let f = run.one(PendingAtCaptureEnd);
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(ev(&f.evidence)["still_open_at_capture_end"], true);
     assert_eq!(ev(&f.evidence)["cause"]["kind"], "pending_at_capture_end");
@@ -2491,7 +2473,7 @@ fn an_unanswered_request_says_why() {
         ),
     ] {
         let run = call_beside_an_answered_one(cut);
-        let f = run.one("unanswered_request");
+        let f = run.one(UnansweredRequest);
         assert_eq!(
             ev(&f.evidence)["cause"]["kind"],
             kind,
@@ -2513,7 +2495,7 @@ fn a_request_answered_202_has_that_for_its_cause() {
     c.end(p, Cut::Complete);
     c.tools_list(3);
     let run = c.finish();
-    let f = run.one("unanswered_request");
+    let f = run.one(UnansweredRequest);
     assert_eq!(
         ev(&f.evidence)["cause"]["kind"],
         "accepted_without_answer",
@@ -2533,8 +2515,8 @@ fn a_request_still_young_at_capture_end_is_info() {
     c.wait(0.5);
     c.end(p, Cut::CaptureEnd);
     let run = c.finish();
-    run.absent("unanswered_request");
-    let f = run.one("pending_at_capture_end");
+    run.absent(UnansweredRequest);
+    let f = run.one(PendingAtCaptureEnd);
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(ev(&f.evidence)["client_gave_up"], false);
     assert_eq!(ev(&f.evidence)["session_went_on"], false);
@@ -2565,7 +2547,7 @@ fn answered_cancelled_and_refused_requests_are_not_unanswered() {
     c.respond(&mut refused, 400, &[("Content-Type", "text/plain")]);
     c.end(refused, Cut::Complete);
     let run = c.finish();
-    run.absent("unanswered_request");
+    run.absent(UnansweredRequest);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2591,7 +2573,7 @@ fn retry_without_idempotency_key_after_an_unsafe_resumption() {
     let mut c = Capture::new();
     let retry = seed_then_retry(&mut c, None);
     let run = c.finish();
-    let f = run.one("retry_without_idempotency_key");
+    let f = run.one(RetryWithoutIdempotencyKey);
     assert_eq!(f.severity, Severity::Medium);
     assert_eq!(ev(&f.evidence)["request_ids"], json!([3, 4]));
     assert_eq!(ev(&f.evidence)["tool"], "beta");
@@ -2599,10 +2581,7 @@ fn retry_without_idempotency_key_after_an_unsafe_resumption() {
     assert_eq!(ev(&f.evidence)["retry"]["stream"], "post:s7");
     assert_eq!(ev(&f.evidence)["retry"]["frame"], retry.frame.frame);
     assert_eq!(f.time, retry);
-    assert_eq!(
-        f.caused_by,
-        vec![run.pos("unsafe_resumption_after_fallback")]
-    );
+    assert_eq!(f.caused_by, vec![run.pos(UnsafeResumptionAfterFallback)]);
 }
 
 #[test]
@@ -2631,9 +2610,9 @@ fn a_retry_in_a_new_session_is_not_the_first_sessions_finding() {
     c.end(p, Cut::Complete);
     let run = c.finish();
     assert_eq!(run.sessions.len(), 2);
-    run.absent("retry_without_idempotency_key");
+    run.absent(RetryWithoutIdempotencyKey);
     // Same ID in two sessions is not a reuse.
-    run.absent("request_id_reused");
+    run.absent(RequestIdReused);
 }
 
 #[test]
@@ -2669,7 +2648,7 @@ fn retry_without_idempotency_key_after_a_reinitialize_in_the_same_session() {
     c.end(p, Cut::Complete);
     let run = c.finish();
     assert_eq!(run.sessions.len(), 1);
-    let f = run.one("retry_without_idempotency_key");
+    let f = run.one(RetryWithoutIdempotencyKey);
     assert_eq!(ev(&f.evidence)["request_ids"], json!([2, 4]));
     assert_eq!(ev(&f.evidence)["tool"], "deploy");
     assert_eq!(ev(&f.evidence)["first"]["session"], "S1");
@@ -2709,7 +2688,7 @@ fn a_retry_of_other_arguments_or_of_an_answered_call_is_no_finding() {
     c.events(&mut p, &[("2", result(json!(4), "deployed"))]);
     c.end(p, Cut::Complete);
     let run = c.finish();
-    run.absent("retry_without_idempotency_key");
+    run.absent(RetryWithoutIdempotencyKey);
 }
 
 #[test]
@@ -2717,7 +2696,7 @@ fn an_idempotency_key_means_no_retry_finding() {
     let mut c = Capture::new();
     seed_then_retry(&mut c, Some("k-123"));
     let run = c.finish();
-    run.absent("retry_without_idempotency_key");
+    run.absent(RetryWithoutIdempotencyKey);
 }
 
 #[test]
@@ -2744,7 +2723,7 @@ fn a_call_answered_before_the_reinitialize_is_not_retried_by_a_later_identical_c
     );
     let run = c.finish();
     assert_eq!(run.sessions.len(), 2);
-    run.absent("retry_without_idempotency_key");
+    run.absent(RetryWithoutIdempotencyKey);
 }
 
 #[test]
@@ -2761,7 +2740,7 @@ fn a_repeated_call_without_unsafe_resumption_or_reinitialize_is_no_retry() {
         );
     }
     let run = c.finish();
-    run.absent("retry_without_idempotency_key");
+    run.absent(RetryWithoutIdempotencyKey);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -2786,7 +2765,7 @@ fn verdict_unknown_when_last_event_id_was_never_delivered() {
     assert_eq!(v.verdict, "unknown");
     assert_eq!(v.resumes, 1);
     assert!(v.reason.unwrap().contains("99"));
-    run.absent("cross_namespace_replay");
+    run.absent(CrossNamespaceReplay);
 }
 
 #[test]
@@ -2852,7 +2831,7 @@ fn sessionless_exchanges_are_grouped_by_connection_never_by_address() {
         assert_eq!(conns.len(), 1, "{}: one connection", s.label());
     }
     // IDs 1 and 2 repeat across the clients, never within one.
-    run.absent("request_id_reused");
+    run.absent(RequestIdReused);
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
@@ -2937,8 +2916,8 @@ fn delete_and_forgotten_sessions_are_recorded() {
     assert_eq!(b.deleted, Some(deleted));
     assert!(b.forgotten.is_empty());
     // The refused request is not unanswered, and #1 in two sessions is no reuse.
-    run.absent("unanswered_request");
-    run.absent("request_id_reused");
+    run.absent(UnansweredRequest);
+    run.absent(RequestIdReused);
 }
 
 #[test]
@@ -3227,19 +3206,19 @@ fn a_404_is_session_not_found_only_while_the_session_goes_on() {
     // The GET stream open across the 404 shows the session alive, and so does the later 200.
     for then in [Some(200), None] {
         let run = rejected_call(404, then, false);
-        let f = run.one("session_not_found");
+        let f = run.one(SessionNotFound);
         assert_eq!(f.severity, Severity::High);
         assert_eq!(ev(&f.evidence)["status"], 404);
         assert_eq!(ev(&f.evidence)["rejected"], 1);
     }
     let run = rejected_call(404, Some(200), false);
     assert_eq!(
-        ev(&run.one("session_not_found").evidence)["client_reaction"]["what"],
+        ev(&run.one(SessionNotFound).evidence)["client_reaction"]["what"],
         "kept_going"
     );
     // Deleted first: 404 is the right answer, the open stream notwithstanding.
-    rejected_call(404, None, true).absent("session_not_found");
-    rejected_call(200, Some(200), false).absent("session_not_found");
+    rejected_call(404, None, true).absent(SessionNotFound);
+    rejected_call(200, Some(200), false).absent(SessionNotFound);
 }
 
 /// Without an open stream, only a later 2xx shows the session alive; a server that expired it
@@ -3251,7 +3230,7 @@ fn a_404_to_a_session_nothing_shows_alive_is_no_finding() {
     for id in [2, 3] {
         c.post_answered(json!(id), "tools/list", json!({}), 404);
     }
-    c.finish().absent("session_not_found");
+    c.finish().absent(SessionNotFound);
 }
 
 /// A session whose DELETE is answered `deleted`, then a `tools/list` answered `then`; with
@@ -3275,7 +3254,7 @@ fn after_delete(deleted: u16, then: u16, open_get: bool) -> Run {
 
 #[test]
 fn a_deleted_session_must_be_answered_404() {
-    let rules = |run: &Run| run.rules("status_code_violation");
+    let rules = |run: &Run| run.rules(StatusCodeViolation);
     for open_get in [true, false] {
         assert_eq!(
             rules(&after_delete(200, 200, open_get)),
@@ -3315,7 +3294,7 @@ fn version_header(version: &'static str, header: Option<&str>) -> Run {
 
 #[test]
 fn the_protocol_version_header_is_required_from_2025_06_18() {
-    let rules = |run: &Run| run.rules("revision_violation");
+    let rules = |run: &Run| run.rules(RevisionViolation);
     assert_eq!(
         rules(&version_header("2025-06-18", None)),
         ["protocol_version_header_missing"]
@@ -3401,8 +3380,8 @@ fn reinitialized_after_unsafe_resume_over(
 #[test]
 fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconciliation() {
     let run = reinitialized_after_unsafe_resume(true, None);
-    run.one("unsafe_resumption_after_fallback");
-    let f = run.one("resync_without_reconciliation");
+    run.one(UnsafeResumptionAfterFallback);
+    let f = run.one(ResyncWithoutReconciliation);
     assert_eq!(f.severity, Severity::Medium);
     assert_eq!(ev(&f.evidence)["request_id"], 3);
     assert_eq!(ev(&f.evidence)["tool"], "beta");
@@ -3411,12 +3390,12 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
     assert_eq!(ev(&f.evidence)["resent"], false);
     // Another tool is no reconciliation of beta.
     let alpha = call("alpha", json!({}), None);
-    reinitialized_after_unsafe_resume(true, Some(alpha)).one("resync_without_reconciliation");
+    reinitialized_after_unsafe_resume(true, Some(alpha)).one(ResyncWithoutReconciliation);
     // On another connection nothing ties B to A's client; nor on one HTTP/2 connection, which
     // multiplexes the streams of any number of clients.
-    reinitialized_after_unsafe_resume(false, None).absent("resync_without_reconciliation");
+    reinitialized_after_unsafe_resume(false, None).absent(ResyncWithoutReconciliation);
     reinitialized_after_unsafe_resume_over(mcpf_http::HTTP2_VERSION, true, None)
-        .absent("resync_without_reconciliation");
+        .absent(ResyncWithoutReconciliation);
 }
 
 /// The lost beta had reported progress (it was running); re-sent with no idempotency key and
@@ -3425,7 +3404,7 @@ fn a_new_session_that_never_resends_the_lost_call_is_a_resync_without_reconcilia
 fn a_lost_call_that_had_begun_re_sent_without_a_key_ran_twice() {
     let again = call("beta", json!({}), None);
     let run = reinitialized_after_unsafe_resume(true, Some(again));
-    let f = run.one("resync_without_reconciliation");
+    let f = run.one(ResyncWithoutReconciliation);
     assert_eq!(ev(&f.evidence)["resent"], true);
     assert_eq!(ev(&f.evidence)["executions"]["second"]["request_id"], 2);
     assert_eq!(
@@ -3435,7 +3414,7 @@ fn a_lost_call_that_had_begun_re_sent_without_a_key_ran_twice() {
     assert!(f.summary.contains("ran twice"), "{}", f.summary);
     let mut keyed = call("beta", json!({}), None);
     keyed["_meta"] = json!({"idempotencyKey": "k-1"});
-    reinitialized_after_unsafe_resume(true, Some(keyed)).absent("resync_without_reconciliation");
+    reinitialized_after_unsafe_resume(true, Some(keyed)).absent(ResyncWithoutReconciliation);
 }
 
 /// A server that hands out one session ID again: after its 404 (it restarted), the client
@@ -3450,7 +3429,7 @@ fn a_404_then_the_same_id_minted_again_is_no_session_not_found() {
     c.initialize(json!(1), Some("sess-S"));
     c.initialized();
     c.post_answered(json!(2), "tools/list", json!({}), 200);
-    c.finish().absent("session_not_found");
+    c.finish().absent(SessionNotFound);
 }
 
 /// After a session was minted, a `tools/list` without `Mcp-Session-Id` answered `status`; with
@@ -3471,16 +3450,16 @@ fn request_without_session_header(minting: bool, status: u16) -> Run {
 fn a_request_without_the_session_header_a_server_mints_is_answered_400() {
     let run = request_without_session_header(true, 200);
     assert_eq!(
-        run.rules("status_code_violation"),
+        run.rules(StatusCodeViolation),
         ["session_header_missing_not_400"]
     );
-    let f = run.one("status_code_violation");
+    let f = run.one(StatusCodeViolation);
     assert_eq!(ev(&f.evidence)["status"], 200);
     assert_eq!(f.labels.session_id, None);
     let refused = request_without_session_header(true, 400);
-    refused.absent("status_code_violation");
+    refused.absent(StatusCodeViolation);
     // A server that never minted one runs without sessions: nothing to ask for.
-    request_without_session_header(false, 200).absent("status_code_violation");
+    request_without_session_header(false, 200).absent(StatusCodeViolation);
     // Another Host at the same address is another server: one that mints proves nothing of it.
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-A"));
@@ -3495,7 +3474,7 @@ fn a_request_without_the_session_header_a_server_mints_is_answered_400() {
     c.respond(&mut ex, 200, &[("Content-Type", "application/json")]);
     let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}).to_string();
     c.end_with_body(ex, Cut::Complete, &answer);
-    c.finish().absent("status_code_violation");
+    c.finish().absent(StatusCodeViolation);
 }
 
 #[test]
@@ -3513,13 +3492,13 @@ fn a_protocol_version_header_that_names_no_revision_is_answered_400() {
     };
     let bad = run("latest", 200);
     assert_eq!(
-        bad.rules("status_code_violation"),
+        bad.rules(StatusCodeViolation),
         ["invalid_version_header_not_400"]
     );
-    run("latest", 400).absent("status_code_violation");
+    run("latest", 400).absent(StatusCodeViolation);
     // Another revision than the one negotiated is the client's fault (revision_violation),
     // and the server may support it.
-    run("2025-03-26", 200).absent("status_code_violation");
+    run("2025-03-26", 200).absent(StatusCodeViolation);
 }
 
 #[test]
@@ -3580,8 +3559,8 @@ fn stateless_exchanges_are_one_clients_on_an_http1_connection_and_nobodys_on_htt
     // HTTP/1.1 carries one exchange at a time: the connection is the client, and ID 1 twice
     // is a reuse. An HTTP/2 connection multiplexes any number of clients: nothing ties the
     // two, so nothing is reused.
-    stateless_exchanges_on_one_connection(1).one("request_id_reused");
+    stateless_exchanges_on_one_connection(1).one(RequestIdReused);
     let run = stateless_exchanges_on_one_connection(mcpf_http::HTTP2_VERSION);
-    run.absent("request_id_reused");
+    run.absent(RequestIdReused);
     assert_eq!(run.sessions.len(), 2);
 }
