@@ -2433,7 +2433,7 @@ fn a_request_whose_stream_is_open_at_capture_end_is_pending_even_if_the_session_
     let f = run.one(PendingAtCaptureEnd);
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(ev(&f.evidence)["still_open_at_capture_end"], true);
-    assert_eq!(ev(&f.evidence)["cause"]["kind"], "pending_at_capture_end");
+    assert_eq!(ev(&f.evidence)["cause"]["kind"], PendingAtCaptureEnd.name());
     run.nothing_above_info();
 }
 
