@@ -45,9 +45,10 @@ impl HttpSink for Recorder {
             HttpEvent::NoResponse { exchange, mark, .. } => {
                 ("no_response", Some(*exchange), mark.time)
             }
-            HttpEvent::Anomaly { mark, what, .. } => {
-                self.anomalies.push(what.clone());
-                ("anomaly", None, mark.time)
+            HttpEvent::Anomaly(a) => {
+                assert_eq!(a.kind, mcpf_model::AnomalyKind::EnvoyResponseFlags);
+                self.anomalies.push(a.detail.clone());
+                ("anomaly", None, a.mark.time)
             }
             HttpEvent::ConnectionStart { mark, .. } => ("conn_start", None, mark.time),
             HttpEvent::ConnectionEnd { mark, .. } => ("conn_end", None, mark.time),

@@ -144,20 +144,6 @@ fn finish_run(
     }
 }
 
-/// Each connection the key log could not (wholly) decrypt, as an anomaly of that connection at
-/// the frame where reading stopped.
-fn tls_failures(
-    tls: Option<&mcpf_tls::TlsStats>,
-) -> impl Iterator<Item = mcpf_mcp::HttpAnomaly> + '_ {
-    tls.into_iter().flat_map(|t| {
-        t.failures.iter().map(|f| mcpf_mcp::HttpAnomaly {
-            conn: f.conn,
-            mark: f.mark,
-            what: f.reason.describe(),
-        })
-    })
-}
-
 /// Finishes the MCP stage and the detectors, and puts the report together.
 fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineError> {
     let Stages {
@@ -208,7 +194,8 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
     if let Some(t) = tls.as_ref().filter(|t| t.connections > 0) {
         limits.push(mcpf_report::tls_line(t));
     }
-    let tls_not_decrypted = tls_failures(tls.as_ref()).collect();
+    // Each connection the key log could not (wholly) decrypt, as the TLS stage listed it.
+    let tls_not_decrypted = tls.as_ref().map(|t| t.failures.clone()).unwrap_or_default();
     let tls = tls.filter(|t| t.connections > 0);
     if mcpf_model::interrupt::stop_requested() {
         limits.push(

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use mcpf_detect::{ClockOffset, Finding};
 use mcpf_http::{HttpEvent, HttpSink};
 use mcpf_mcp::model::Session;
-use mcpf_mcp::{Builder, HttpAnomaly, McpStats, Prepared};
+use mcpf_mcp::{Builder, McpStats, Prepared};
 use mcpf_model::{Capabilities, InputId, SourceFormat};
 use mcpf_report::analyze::{RecordFormat, SessionWriter};
 use mcpf_report::redact::Redactor;
@@ -41,7 +41,7 @@ pub struct Analysed {
     /// The clock offsets between inputs that the hop comparisons bounded.
     pub clock_offsets: Vec<ClockOffset>,
     /// HTTP anomalies the MCP stage kept.
-    pub anomalies: Vec<HttpAnomaly>,
+    pub anomalies: Vec<mcpf_model::Anomaly>,
     pub mcp: McpStats,
 }
 

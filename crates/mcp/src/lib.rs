@@ -23,7 +23,7 @@ pub mod revision;
 
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{
-    Builder, HttpAnomaly, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
+    Builder, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
     SessionCallback, prepare,
 };
 pub use payloads::{PayloadRef, Payloads};

@@ -1,12 +1,14 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 //! Plain data shared by every stage of mcp-forensics: capture time, frame references, endpoints,
-//! directions, connection identities, and what each input is and can support.
+//! directions, connection identities, what each input is and can support, and the anomalies
+//! every stage makes ([`Anomaly`], named by kind).
 //!
 //! Nothing here knows about a protocol; it only gives later stages the vocabulary they need to
 //! cite evidence (which input, which frame, when) and to say where it came from.
 
 mod accounting;
+mod anomaly;
 mod conn;
 pub mod input;
 pub mod interrupt;
@@ -14,6 +16,7 @@ mod paged;
 mod timestamp;
 
 pub use accounting::{Accounting, Ledger, bucket};
+pub use anomaly::{Anomaly, AnomalyKind};
 pub use conn::{ConnId, Direction, endpoint};
 pub use input::{
     Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,

@@ -288,6 +288,8 @@ pub(super) struct Rec {
     pub(super) req_bytes: Option<u64>,
     pub(super) resp_bytes: Option<u64>,
     pub(super) ending: Ending,
+    /// Envoy's response flags, the side they blame and what they say: an anomaly of the
+    /// exchange (`envoy_response_flags`).
     pub(super) note: Option<(Direction, String)>,
     /// The upstream that served it, when the log says.
     pub(super) upstream: Option<String>,

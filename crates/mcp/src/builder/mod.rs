@@ -68,14 +68,6 @@ struct RejectedInitialize {
     status: u16,
 }
 
-/// Anomaly in the HTTP bytes, kept for the report.
-#[derive(Debug, Clone)]
-pub struct HttpAnomaly {
-    pub conn: ConnId,
-    pub mark: Mark,
-    pub what: String,
-}
-
 /// Frames and captured bytes of one input's connections that carried no MCP.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NotCarried {
@@ -259,7 +251,8 @@ pub struct Builder {
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,
     /// The latest capture time seen.
     now: mcpf_model::Timestamp,
-    pub anomalies: Vec<HttpAnomaly>,
+    /// The anomalies of the HTTP stage (and of HAR files and logs), kept for the report.
+    pub anomalies: Vec<mcpf_model::Anomaly>,
     pub stats: McpStats,
 }
 
@@ -386,7 +379,7 @@ impl Builder {
     }
 
     /// Ends the build: every session is analysed; returns them all.
-    pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
+    pub fn finish(mut self) -> (Vec<Session>, Vec<mcpf_model::Anomaly>, McpStats) {
         self.close_all();
         let sessions = self
             .sessions
@@ -499,9 +492,7 @@ impl Builder {
                     None,
                 )
             }
-            HttpEvent::Anomaly {
-                conn, mark, what, ..
-            } => self.anomalies.push(HttpAnomaly { conn, mark, what }),
+            HttpEvent::Anomaly(a) => self.anomalies.push(a),
             HttpEvent::ConnectionStart {
                 conn,
                 client,

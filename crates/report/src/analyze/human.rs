@@ -297,7 +297,7 @@ fn write_tls_not_decrypted(out: &mut dyn Write, rep: &Report, width: usize) -> i
                 _ => format!(" of input {}", f.mark.frame.input + 1),
             },
             f.mark.frame.frame,
-            terminal(&f.what)
+            terminal(&f.detail)
         );
         writeln!(out, "{}", wrap(&line, width, "    ", "      "))?;
     }

@@ -551,7 +551,7 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
             "input": f.mark.frame.input,
             "frame": f.mark.frame.frame,
             "time": f.mark.time.rfc3339(),
-            "reason": f.what,
+            "reason": f.detail,
         })).collect::<Vec<_>>(),
         "clock_offsets": rep.clock_offsets,
         "by_input": by_input.iter().map(input).collect::<Vec<_>>(),
