@@ -41,7 +41,7 @@ pub struct Analysed {
     /// The clock offsets between inputs that the hop comparisons bounded.
     pub clock_offsets: Vec<ClockOffset>,
     /// HTTP anomalies the MCP stage kept.
-    pub anomalies: Vec<mcpf_model::Anomaly>,
+    pub anomalies: mcpf_mcp::Anomalies,
     pub mcp: McpStats,
 }
 

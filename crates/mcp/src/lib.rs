@@ -11,6 +11,7 @@
 //! [`SourceFormat`](mcpf_model::SourceFormat).
 
 mod analysis;
+mod anomalies;
 mod answers;
 mod builder;
 pub mod ids;
@@ -21,6 +22,7 @@ mod payloads;
 mod prefix;
 pub mod revision;
 
+pub use anomalies::{Anomalies, KindCount, MAX_ANOMALIES_KEPT};
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{
     Builder, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,

@@ -251,8 +251,9 @@ pub struct Builder {
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,
     /// The latest capture time seen.
     now: mcpf_model::Timestamp,
-    /// The anomalies of the HTTP stage (and of HAR files and logs), kept for the report.
-    pub anomalies: Vec<mcpf_model::Anomaly>,
+    /// The anomalies of the HTTP stage (and of HAR files and logs), kept for the report up to
+    /// a cap and counted by kind.
+    pub anomalies: crate::Anomalies,
     pub stats: McpStats,
 }
 
@@ -379,7 +380,7 @@ impl Builder {
     }
 
     /// Ends the build: every session is analysed; returns them all.
-    pub fn finish(mut self) -> (Vec<Session>, Vec<mcpf_model::Anomaly>, McpStats) {
+    pub fn finish(mut self) -> (Vec<Session>, crate::Anomalies, McpStats) {
         self.close_all();
         let sessions = self
             .sessions
@@ -492,7 +493,7 @@ impl Builder {
                     None,
                 )
             }
-            HttpEvent::Anomaly(a) => self.anomalies.push(a),
+            HttpEvent::Anomaly(a) => self.anomalies.add(a),
             HttpEvent::ConnectionStart {
                 conn,
                 client,

@@ -523,6 +523,23 @@ fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     Value::Object(m)
 }
 
+/// `summary.http_anomalies_by_kind`: each kind the run had, the most frequent first, with its
+/// count and the input and frame of its first, so a reader can go to one.
+fn anomalies_by_kind(anomalies: &mcpf_mcp::Anomalies) -> Vec<Value> {
+    anomalies
+        .by_kind()
+        .iter()
+        .map(|(kind, c)| {
+            json!({
+                "kind": kind.name(),
+                "count": c.count,
+                "input": c.first.frame.input,
+                "frame": c.first.frame.frame,
+            })
+        })
+        .collect()
+}
+
 fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize]) -> Value {
     let (by_input, by_server) = super::rollup::rollups(rep, sel, shown);
     let input = |r: &super::rollup::Rollup| json!({"input": r.input, "path": r.name, "sessions": r.sessions, "findings": severity_counts(rep, &r.findings)});
@@ -544,7 +561,8 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_requests_cut_methods": rep.mcp.requests_cut_methods,
         "mcp_unattributed": rep.mcp.unattributed,
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
-        "http_anomalies": rep.anomalies.len(),
+        "http_anomalies": rep.anomalies.total(),
+        "http_anomalies_by_kind": anomalies_by_kind(&rep.anomalies),
         "limits": rep.limits,
         "tls_not_decrypted": rep.tls_not_decrypted.iter().map(|f| json!({
             "connection": f.conn.number(),

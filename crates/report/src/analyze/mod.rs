@@ -173,7 +173,8 @@ pub struct Report {
     pub timelines: Vec<Vec<Entry>>,
     pub http: HttpStats,
     pub mcp: McpStats,
-    pub anomalies: Vec<Anomaly>,
+    /// The HTTP anomalies the MCP stage kept, counted by kind.
+    pub anomalies: mcpf_mcp::Anomalies,
     pub connections: u64,
     pub gap_bytes: u64,
     /// Of `gap_bytes`, those the capture's snap length cut (recorded short, not lost).
