@@ -15,6 +15,8 @@ use mcpf_http::exchange::{Collector, Exchange, Order};
 use mcpf_http::{Body, Headers, HttpEvent, HttpSink, HttpStats, Outcome};
 use mcpf_mcp::jsonrpc::{ExchangeMessages, Kind, Message};
 use mcpf_model::{Anomaly, InputReport};
+
+use crate::note::InputJson;
 use mcpf_model::{Mark, endpoint};
 
 use super::analyze::spill::{Range, Records, Spills};
@@ -195,7 +197,7 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
 /// tail once its opening brace is dropped.
 #[derive(Serialize)]
 struct Tail<'a> {
-    inputs: &'a [InputReport],
+    inputs: Vec<InputJson<'a>>,
     http: &'a HttpStats,
     anomalies: Vec<Value>,
 }
@@ -374,7 +376,7 @@ impl Spool {
             b"\n  ],"
         })?;
         let tail = Tail {
-            inputs,
+            inputs: InputJson::all(inputs),
             http: stats,
             anomalies: anomalies_json(anomalies, &self.redactor),
         };

@@ -9,6 +9,7 @@ pub mod hints;
 pub mod html;
 pub mod http;
 pub mod markdown;
+pub mod note;
 pub mod redact;
 pub mod sanitize;
 pub mod saved;
@@ -61,7 +62,8 @@ pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::
         )?;
     }
     for w in &input.warnings {
-        writeln!(out, "  warning: {}", sanitize::terminal(w))?;
+        let w = note::sentence(w);
+        writeln!(out, "  warning: {}", sanitize::terminal(&w))?;
     }
     Ok(())
 }

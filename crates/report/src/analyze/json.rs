@@ -15,6 +15,7 @@ use mcpf_model::Mark;
 use super::spill::{Ranges, Records};
 use super::stamp::{Endpoint, Rfc3339};
 use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
+use crate::note::InputJson;
 use crate::redact::{CleanWrite, Redactor};
 use crate::timeline::Entry;
 
@@ -656,7 +657,7 @@ pub fn write_json(
     out.write_all(b"  \"tool\": ")?;
     out.write_all(&pretty_at(&rep.tool, 2))?;
     out.write_all(b",\n  \"inputs\": ")?;
-    out.write_all(&pretty_at(&rep.inputs, 2))?;
+    out.write_all(&pretty_at(&InputJson::all(&rep.inputs), 2))?;
     out.write_all(b",\n  \"summary\": ")?;
     let count = rep.selected_count(sel);
     out.write_all(&pretty_at(&summary_json(rep, sel, count, &shown), 2))?;
@@ -712,7 +713,7 @@ pub fn write_ndjson(
     let shown = rep.shown_findings(sel);
     let selected = rep.selected_spills(sel);
     for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(input)?)?;
+        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     for &(record, _) in &selected {
         let record = rep.sessions.spilled(Records::Sessions, record)?;
@@ -758,7 +759,7 @@ fn write_ndjson_summary(
 /// now), then the `summary`.
 pub fn write_ndjson_tail(out: &mut dyn Write, rep: &Report, sel: &Selection) -> io::Result<()> {
     for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(input)?)?;
+        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     write_ndjson_summary(out, rep, sel, &rep.shown_findings(sel))
 }
