@@ -37,7 +37,7 @@ pub struct Analysed {
     /// The timeline of each session (empty when the report does not show it).
     pub timelines: Vec<Vec<Entry>>,
     /// What a cap of the detector stage left out.
-    pub limits: Vec<String>,
+    pub limits: Vec<mcpf_model::Note>,
     /// The clock offsets between inputs that the hop comparisons bounded.
     pub clock_offsets: Vec<ClockOffset>,
     /// HTTP anomalies the MCP stage kept.

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
-use mcpf_model::{Anomaly, ConnId, Direction, Mark};
+use mcpf_model::{Anomaly, ConnId, Direction, Mark, Note, NoteKind};
 
 use crate::conn::{Output, TlsConnection, Undecryptable};
 use crate::keylog::KeyLog;
@@ -38,6 +38,20 @@ impl TlsStats {
             *self.undecryptable.entry(*why).or_default() += n;
         }
         self.failures.extend(other.failures.iter().cloned());
+    }
+
+    /// What the run's limits say of TLS (`TLS: 6 of 7 connections decrypted with the key log;
+    /// not decrypted: …`): the connections, those decrypted, and the others by reason.
+    pub fn note(&self) -> Note {
+        let kind = NoteKind::Tls {
+            connections: self.connections,
+            not_decrypted: self
+                .undecryptable
+                .iter()
+                .map(|(why, n)| (why.describe(), *n))
+                .collect(),
+        };
+        Note::new(kind, self.decrypted)
     }
 
     /// The failures by when reading stopped, the first [`MAX_FAILURES_LISTED`] kept. Each

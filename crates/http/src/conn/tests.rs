@@ -171,6 +171,7 @@ fn inconsistent_bytes_not_parsed_yet_mark_the_message_that_carries_them() {
     assert_eq!(ends[0].body.inconsistent_bytes, 0);
     assert_eq!(ends[1].body.inconsistent_bytes, 1);
     assert_eq!(w.anomalies().len(), 1);
+    assert_eq!(w.anomaly_kinds(), [AnomalyKind::RetransmissionInconsistent]);
     assert!(w.anomalies()[0].contains("frame 9"), "{:?}", w.anomalies());
 }
 

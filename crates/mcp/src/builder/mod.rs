@@ -89,8 +89,8 @@ pub struct McpStats {
     /// MCP exchanges that nothing on the wire tied to a session, and the first few of them.
     pub unattributed: u64,
     pub unattributed_examples: Vec<String>,
-    /// Why payload bytes could not be kept, when they could not (comparisons that need them
-    /// then decide nothing).
+    /// Why payload bytes could not be kept in a temporary file (the I/O error), when they could
+    /// not: comparisons that need them then decide nothing.
     pub payload_error: Option<String>,
     /// Quiet sessions written to disk that could not be read back (the spill file failed).
     pub sessions_lost: u64,

@@ -261,9 +261,9 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     for l in &rep.limits {
-        let line = format!("note: {}", terminal(l));
+        let line = format!("note: {}", terminal(&crate::note::sentence(l)));
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
-        if l.starts_with("TLS: ") {
+        if matches!(l.kind, mcpf_model::NoteKind::Tls { .. }) {
             write_tls_not_decrypted(out, rep, width)?;
         }
     }

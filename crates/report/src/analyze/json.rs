@@ -564,7 +564,7 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.total(),
         "http_anomalies_by_kind": anomalies_by_kind(&rep.anomalies),
-        "limits": rep.limits,
+        "limits": rep.limits.iter().map(crate::note::sentence).collect::<Vec<_>>(),
         "tls_not_decrypted": rep.tls_not_decrypted.iter().map(|f| json!({
             "connection": f.conn.number(),
             "input": f.mark.frame.input,

@@ -180,8 +180,9 @@ pub struct Report {
     /// Of `gap_bytes`, those the capture's snap length cut (recorded short, not lost).
     pub snaplen_bytes: u64,
     pub connections_with_gaps: u64,
-    /// Notes about what an input format could not support.
-    pub limits: Vec<String>,
+    /// What the run could not keep, judge or decrypt: caps reached, comparisons not made (the
+    /// report words them).
+    pub limits: Vec<mcpf_model::Note>,
     /// TLS connections the key log could not (wholly) decrypt: where reading stopped, and why.
     pub tls_not_decrypted: Vec<Anomaly>,
     /// Between inputs whose sessions were compared hop by hop: the far clock minus the near.
