@@ -40,7 +40,7 @@ pub struct Analysed {
     pub limits: Vec<mcpf_model::Note>,
     /// The clock offsets between inputs that the hop comparisons bounded.
     pub clock_offsets: Vec<ClockOffset>,
-    /// HTTP anomalies the MCP stage kept.
+    /// The HTTP anomalies the MCP stage saw: the first ones kept whole, every one counted by kind.
     pub anomalies: mcpf_mcp::Anomalies,
     pub mcp: McpStats,
 }
