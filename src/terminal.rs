@@ -43,7 +43,8 @@ pub fn print_warnings(reports: &[InputReport]) {
     for r in reports.iter().filter(|r| r.format.is_capture()) {
         let path = sanitize::terminal(&r.path);
         for w in &r.warnings {
-            eprintln!("mcp-forensics: {path}: warning: {}", sanitize::terminal(w));
+            let w = report::note::sentence(w);
+            eprintln!("mcp-forensics: {path}: warning: {}", sanitize::terminal(&w));
         }
     }
 }

@@ -36,6 +36,18 @@ fn committed_man_page_is_generated_from_the_code() {
 }
 
 #[test]
+fn every_anomaly_kind_is_documented() {
+    let doc = std::fs::read_to_string("docs/report-format.md").unwrap();
+    for k in mcpf_model::AnomalyKind::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` |", k.name())),
+            "{} missing from docs/report-format.md (Anomaly kinds)",
+            k.name()
+        );
+    }
+}
+
+#[test]
 fn committed_completions_are_generated_from_the_code() {
     for shell in ["bash", "zsh", "fish"] {
         let path = format!("completions/mcp-forensics.{shell}");

@@ -30,7 +30,7 @@ use support::Exchange;
 mod support;
 use mcpf_http::{Body, HttpStats, Outcome, Stage};
 use mcpf_mcp::jsonrpc::{Kind, Message, RequestId};
-use mcpf_model::{ConnId, FrameRef, Mark, Timestamp};
+use mcpf_model::{AnomalyKind, ConnId, FrameRef, Mark, Timestamp};
 use proptest::prelude::*;
 
 const C2S: Direction = Direction::ClientToServer;
@@ -84,7 +84,8 @@ struct Driver {
 struct Run {
     exchanges: Vec<Exchange>,
     /// (connection, direction, frame, text)
-    anomalies: Vec<(u64, Direction, u64, String)>,
+    /// Connection, direction, frame, kind and sentence of each anomaly.
+    anomalies: Vec<(u64, Direction, u64, AnomalyKind, String)>,
     stats: HttpStats,
     pieces: Vec<Piece>,
 }
@@ -232,7 +233,10 @@ impl Run {
         let anomalies = collector
             .anomalies
             .iter()
-            .map(|(a, what)| (a.conn.number(), a.dir, a.mark.frame.frame, what.clone()))
+            .map(|a| {
+                let frame = a.mark.frame.frame;
+                (a.conn.number(), a.dir, frame, a.kind, a.detail.clone())
+            })
             .collect();
         Run {
             exchanges: support::with_messages(collector.into_exchanges()),
@@ -269,8 +273,11 @@ impl Run {
         self.pieces.iter().map(|p| p.frame).collect()
     }
 
-    fn has_anomaly(&self, needle: &str) -> bool {
-        self.anomalies.iter().any(|a| a.3.contains(needle))
+    /// An anomaly of `kind` whose sentence says `needle`.
+    fn has_anomaly(&self, kind: AnomalyKind, needle: &str) -> bool {
+        self.anomalies
+            .iter()
+            .any(|a| a.3 == kind && a.4.contains(needle))
     }
 
     fn dump(&self) -> String {
@@ -350,8 +357,8 @@ fn summary(run: &Run) -> Vec<String> {
         out.push(format!("  jsonrpc response {:?}", e.response_messages));
         out.push(format!("  jsonrpc events {:?}", e.event_messages));
     }
-    for (conn, dir, _, what) in &run.anomalies {
-        out.push(format!("anomaly tcp{conn} {dir:?} {what}"));
+    for (conn, dir, _, kind, what) in &run.anomalies {
+        out.push(format!("anomaly tcp{conn} {dir:?} {} {what}", kind.name()));
     }
     // How often responses waited for their requests depends on the order the directions were
     // fed, not on what they carried.
@@ -1610,7 +1617,10 @@ fn transfer_encoding_and_content_length_is_an_anomaly_chunked_wins() {
     d.s2c(json_response("200 OK", "{}"));
     let run = d.finish();
     assert!(
-        run.has_anomaly("both Transfer-Encoding and Content-Length"),
+        run.has_anomaly(
+            AnomalyKind::ContentLengthAndTransferEncoding,
+            "both Transfer-Encoding and Content-Length"
+        ),
         "{}",
         run.dump()
     );
@@ -2071,6 +2081,7 @@ fn gap_in_request_headers_keeps_what_survives() {
     let run = d.finish();
     assert!(
         run.has_anomaly(
+            AnomalyKind::HeadCutByGap,
             "request head cut by a 25-byte capture gap: its start line and 1 whole header lines kept"
         ),
         "{}",
@@ -2385,7 +2396,9 @@ fn gzip_and_deflate_bodies_are_decoded_undecodable_reported() {
     let bad = run.ex(0, 2).end.as_ref().unwrap();
     assert!(bad.body.decode_error.is_some());
     assert!(
-        run.anomalies.iter().any(|a| a.3.contains("decode")),
+        run.anomalies
+            .iter()
+            .any(|a| a.3 == AnomalyKind::BodyNotDecodable && a.4.contains("decode")),
         "{}",
         run.dump()
     );
@@ -2625,11 +2638,14 @@ fn check_resync(run: &Run, ids: &[&str], framing: &str, skipped: usize, outcome:
     assert_eq!(
         run.anomalies
             .iter()
-            .map(|a| a.3.as_str())
+            .map(|a| (a.3, a.4.as_str()))
             .collect::<Vec<_>>(),
-        [format!(
-            "response picked up in the middle of its body (no request or head in the capture): \
+        [(
+            AnomalyKind::MidstreamResync,
+            &*format!(
+                "response picked up in the middle of its body (no request or head in the capture): \
              resynchronised on {framing} after skipping {skipped} bytes"
+            )
         )]
     );
     assert_eq!(run.stats.midstream_resyncs, 1);
@@ -2779,7 +2795,7 @@ fn midstream_incident_sample_get_stream_is_read_from_event_1() {
     assert!(
         run.anomalies
             .iter()
-            .any(|a| a.3.contains("after skipping 0 bytes"))
+            .any(|a| a.3 == AnomalyKind::MidstreamResync && a.4.contains("after skipping 0 bytes"))
     );
 }
 
@@ -2865,6 +2881,7 @@ fn retransmission_with_different_bytes_marks_the_message_and_names_both_frames()
             0,
             S2C,
             6,
+            AnomalyKind::RetransmissionInconsistent,
             format!(
                 "retransmitted bytes differ from the first copy: 1 bytes at stream offset {at} \
                  in the response of tcp0#1 (first copy in frame 5, retransmission in frame 6; \
@@ -2932,11 +2949,14 @@ fn heads_cut_by_the_snap_length_keep_their_start_line_and_whole_header_lines() {
         (2, 2)
     );
     assert!(
-        run.has_anomaly(&format!(
-            "request head cut by a {}-byte capture gap (cut by the capture's snap length): its \
+        run.has_anomaly(
+            AnomalyKind::HeadCutByGap,
+            &format!(
+                "request head cut by a {}-byte capture gap (cut by the capture's snap length): its \
              start line and 1 whole header lines kept",
-            req.len() - 50
-        )),
+                req.len() - 50
+            )
+        ),
         "{}",
         run.dump()
     );
@@ -3059,7 +3079,10 @@ fn a_response_whose_head_was_lost_does_not_shift_the_pairing_of_the_next() {
         "{}",
         run.dump()
     );
-    assert!(run.has_anomaly("the response to request 2 (GET) was lost in a capture gap"));
+    assert!(run.has_anomaly(
+        AnomalyKind::ResponseLostInGap,
+        "the response to request 2 (GET) was lost in a capture gap"
+    ));
 }
 
 #[test]
@@ -3128,5 +3151,9 @@ fn a_compressed_body_that_ends_before_its_stream_is_an_anomaly() {
     let run = d.finish();
     let body = &run.only().end.as_ref().unwrap().body;
     assert!(body.decode_error.is_some(), "{}", run.dump());
-    assert!(run.has_anomaly("ends"), "{}", run.dump());
+    assert!(
+        run.has_anomaly(AnomalyKind::CompressedBodyEndsEarly, "ends"),
+        "{}",
+        run.dump()
+    );
 }

@@ -37,7 +37,7 @@ fn analyse(path: &str) -> Analysed {
     let anomalies = collector
         .anomalies
         .iter()
-        .map(|(_, what)| what.clone())
+        .map(|a| format!("{} {}", a.kind.name(), a.detail))
         .collect();
     Analysed {
         exchanges: support::with_messages(collector.into_exchanges()),

@@ -17,7 +17,8 @@ use support::Exchange;
 mod support;
 use mcpf_http::{ExchangeId, HttpEvent, HttpSink, Outcome};
 use mcpf_ingest::{self as ingest, FormatChoice, LogMap};
-use mcpf_model::{Capabilities, ConnId, LogFlavor, SourceFormat, Timestamp};
+use mcpf_model::Timestamp;
+use mcpf_model::{Capabilities, ConnId, Durations, Lack, LogFlavor, NoteKind, SourceFormat};
 use serde_json::Value;
 
 const FIX: &str = "tests/fixtures/ingest";
@@ -45,9 +46,10 @@ impl HttpSink for Recorder {
             HttpEvent::NoResponse { exchange, mark, .. } => {
                 ("no_response", Some(*exchange), mark.time)
             }
-            HttpEvent::Anomaly { mark, what, .. } => {
-                self.anomalies.push(what.clone());
-                ("anomaly", None, mark.time)
+            HttpEvent::Anomaly(a) => {
+                assert_eq!(a.kind, mcpf_model::AnomalyKind::EnvoyResponseFlags);
+                self.anomalies.push(a.detail.clone());
+                ("anomaly", None, a.mark.time)
             }
             HttpEvent::ConnectionStart { mark, .. } => ("conn_start", None, mark.time),
             HttpEvent::ConnectionEnd { mark, .. } => ("conn_end", None, mark.time),
@@ -354,7 +356,7 @@ fn mitmproxy_har_matches_the_truth_recorded_by_client_and_server() {
     assert!(c.sse_times_estimated && !c.sanitized);
     assert!(c.knows_request_header("authorization") && c.knows_request_header("mcp-session-id"));
     assert!(c.server_addresses && !c.client_addresses && !c.connections);
-    assert!(c.lacks.iter().any(|l| l.contains("time of each SSE event")));
+    assert!(c.lacks.contains(&Lack::HarSseTimes));
     // Each entry is its own synthetic connection; marks cite entry numbers (file order).
     let frames: Vec<u64> = r
         .exchanges
@@ -412,16 +414,15 @@ fn sanitized_har_leaves_holes_that_are_unknown_not_absent() {
             .get("authorization")
             .is_none()
     );
-    assert!(
-        c.lacks
-            .iter()
-            .any(|l| l.contains("Authorization, Cookie and Set-Cookie") && l.contains("sanitized"))
-    );
-    assert!(
-        c.lacks
-            .iter()
-            .any(|l| l.contains("SSE events of 1 of 5 event streams"))
-    );
+    assert!(c.lacks.contains(&Lack::HarCredentials { sanitized: true }));
+    assert!(c.lacks.iter().any(|l| matches!(
+        l,
+        Lack::HarSseEvents {
+            unknown: 1,
+            total: 5,
+            ..
+        }
+    )));
 }
 
 #[test]
@@ -513,7 +514,7 @@ fn malformed_har_entries_are_skipped_and_counted() {
         report
             .warnings
             .iter()
-            .any(|w| w.starts_with("entry 2 skipped")),
+            .any(|w| w.kind == NoteKind::HarEntrySkipped && w.at == Some(2)),
         "{:?}",
         report.warnings
     );
@@ -521,7 +522,7 @@ fn malformed_har_entries_are_skipped_and_counted() {
         report
             .warnings
             .iter()
-            .any(|w| w.starts_with("entry 6 skipped"))
+            .any(|w| w.kind == NoteKind::HarEntrySkipped && w.at == Some(6))
     );
     assert_eq!(caps.exchanges, 4);
     // Marks cite the entry numbers of this input.
@@ -639,8 +640,10 @@ fn nginx_log_of_the_seed_incident() {
     assert!(
         c.start_from_duration && c.response_start_estimated && c.connections && c.client_addresses
     );
-    assert!(c.lacks.iter().any(|l| l.contains("no SSE events")));
-    assert!(c.lacks.iter().any(|l| l.contains("start = end − duration")));
+    assert!(c.lacks.contains(&Lack::LogBodies));
+    assert!(c.lacks.contains(&Lack::LogRequestStart {
+        durations: Durations::All
+    }));
     // The client address is logged.
     assert_eq!(
         first.request.as_ref().unwrap().client.to_string(),
@@ -667,11 +670,15 @@ fn malformed_lines_are_skipped_counted_and_named_by_line_number() {
         .report
         .warnings
         .iter()
-        .filter_map(|w| w.strip_prefix("line ")?.split(' ').next()?.parse().ok())
+        .filter(|w| w.kind == NoteKind::LineSkipped)
+        .filter_map(|w| w.at)
         .collect();
     assert_eq!(lines, [2, 4, 7, 8]);
     assert!(
-        r.report.warnings[3].contains("no status"),
+        r.report.warnings[3]
+            .detail
+            .as_deref()
+            .is_some_and(|why| why.contains("no status")),
         "{:?}",
         r.report.warnings
     );

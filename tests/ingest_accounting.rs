@@ -7,7 +7,7 @@ use std::io::Write;
 
 use mcpf_http::HttpEvent;
 use mcpf_ingest::{self as ingest, FormatChoice};
-use mcpf_model::{InputReport, bucket};
+use mcpf_model::{InputReport, NoteKind, bucket};
 
 /// Reads `path` as its content says, checks its ledgers balance and match the report's
 /// counts, and returns the report and the number of events the sink saw.
@@ -82,7 +82,7 @@ fn a_truncated_har_keeps_its_whole_entries_and_loses_the_rest() {
         report
             .warnings
             .iter()
-            .any(|w| w.contains("reading stopped in entry 3"))
+            .any(|w| matches!(w.kind, NoteKind::HarReadingStopped { entry: 3, .. }))
     );
 }
 
@@ -126,7 +126,7 @@ fn entries_out_of_order_come_out_in_time_order() {
         !report
             .warnings
             .iter()
-            .any(|w| w.contains("out of start order"))
+            .any(|w| matches!(w.kind, NoteKind::HarOutOfOrder { .. }))
     );
 }
 
@@ -143,7 +143,12 @@ fn an_access_log_line_over_the_cap_is_skipped_unheld_and_counted() {
     assert_eq!(acc.packets.analysed, 2);
     assert_eq!(acc.packets.lost[bucket::CAP_REACHED], 1);
     assert!(acc.bytes.lost[bucket::CAP_REACHED] > 17 << 20);
-    assert!(report.warnings.iter().any(|w| w.contains("line cap")));
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| matches!(w.kind, NoteKind::LineTooLong { .. }))
+    );
     assert!(events > 0);
 }
 

@@ -626,6 +626,25 @@ fn schema_stays_within_the_validated_subset() {
 }
 
 #[test]
+fn the_schema_names_every_anomaly_kind() {
+    let schema = schema();
+    let listed: Vec<&str> = schema["$defs"]["anomaly_kind"]["enum"]
+        .as_array()
+        .expect("$defs.anomaly_kind.enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let kinds: Vec<&str> = mcpf_model::AnomalyKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    assert_eq!(
+        listed, kinds,
+        "$defs.anomaly_kind and AnomalyKind::ALL differ"
+    );
+}
+
+#[test]
 fn every_sample_report_matches_the_schema() {
     let samples = sample_captures();
     assert!(

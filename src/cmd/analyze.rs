@@ -160,7 +160,7 @@ fn exit(run: Run, job: &config::Analyze) -> Exit {
         // Connections the key log did not open are not passed on as bytes: say so here.
         let no_key = mcpf_engine::tls::Undecryptable::NoKey;
         if let Some(t) = tls.filter(|t| t.undecryptable.contains_key(&no_key)) {
-            let line = mcpf_engine::report::tls_line(&t);
+            let line = mcpf_engine::report::note::sentence(&t.note());
             eprintln!("mcp-forensics: no MCP session found: {line}");
             eprintln!(
                 "  hint: the key log must be the one the client wrote during this capture (each connection's secrets are keyed by its ClientHello random)"

@@ -31,7 +31,8 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
     }
     terminal::print_warnings(&run.reports);
     if let Some(t) = &run.tls {
-        eprintln!("mcp-forensics: note: {}", report::tls_line(t));
+        let line = report::note::sentence(&t.note());
+        eprintln!("mcp-forensics: note: {line}");
     }
     let mut out = terminal::stdout(redactor);
     run.sink

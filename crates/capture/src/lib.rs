@@ -107,7 +107,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use decode::Skip;
-use mcpf_model::{Accounting, InputId, InputReport, Mark, OpenError, Timestamp, bucket};
+use mcpf_model::bucket;
+use mcpf_model::{Accounting, InputId, InputReport, Mark, Note, NoteKind, OpenError, Timestamp};
 use reader::{CaptureReader, CountingReader, Frame, ReadError};
 use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
 
@@ -341,32 +342,9 @@ impl CaptureStage {
             *skipped.entry(reason.to_string()).or_default() += n;
         }
         let mut warnings = notes.warnings.clone();
-        for lt in &state.unknown_linktypes {
-            warnings.push(format!(
-                "link type {lt} is not supported: its packets were skipped"
-            ));
-        }
-        if state.truncated_frames > 0 {
-            warnings.push(format!(
-                "{} frames were cut by the capture's snap length ({} bytes): their missing bytes are reported as gaps (capture with -s 0)",
-                state.truncated_frames, state.cut_at
-            ));
-        }
-        if notes.over_snaplen > 0 {
-            warnings.push(format!(
-                "{} records claim more captured bytes than the file's snap length; they were read as they are",
-                notes.over_snaplen
-            ));
-        }
-        warnings.extend(notes.corrupt_summary());
-        if notes.interface_drops > 0 {
-            warnings.push(format!(
-                "the capturing interface reported {} dropped packets",
-                notes.interface_drops
-            ));
-        }
+        warnings.extend(read_notes(state, notes));
         let caps = self.reassembler.cap_counts(input.reader.input_id());
-        warnings.extend(tcp::cap_warnings(&caps, &self.reassembler.limits));
+        warnings.extend(tcp::cap_notes(&caps, &self.reassembler.limits));
         let format = mcpf_model::FileFormat {
             kind: input.reader.format.kind(),
             gzip: notes.gzip,
@@ -387,6 +365,30 @@ impl CaptureStage {
             read_as: Default::default(),
         }
     }
+}
+
+/// What the stage and the reader counted of an input that is worth a warning: link types not
+/// decoded, frames the snap length cut, records over it, corrupt stretches past those listed,
+/// packets the interface dropped.
+fn read_notes(state: &InputState, notes: &reader::ReadNotes) -> Vec<Note> {
+    let mut out: Vec<Note> = state
+        .unknown_linktypes
+        .iter()
+        .map(|&link_type| Note::new(NoteKind::LinkTypeUnsupported { link_type }, 1))
+        .collect();
+    if state.truncated_frames > 0 {
+        let snaplen = state.cut_at as u64;
+        let kind = NoteKind::FramesCutBySnaplen { snaplen };
+        out.push(Note::new(kind, state.truncated_frames));
+    }
+    if notes.over_snaplen > 0 {
+        out.push(Note::new(NoteKind::RecordsOverSnaplen, notes.over_snaplen));
+    }
+    out.extend(notes.corrupt_summary());
+    if notes.interface_drops > 0 {
+        out.push(Note::new(NoteKind::InterfaceDrops, notes.interface_drops));
+    }
+    out
 }
 
 /// The input's ledger: the frames as the stage counted them, and what the reader counted of the
@@ -433,11 +435,7 @@ pub fn run(
                 Ok(Some(frame)) => stage.frame(&frame, sink),
                 Ok(None) => break,
                 Err(e) => {
-                    input
-                        .reader
-                        .notes
-                        .warnings
-                        .push(format!("reading stopped: {e}"));
+                    input.reader.notes.warnings.push(reading_stopped(&e));
                     break;
                 }
             }
@@ -498,12 +496,13 @@ fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
             });
         }
         Ok(None) => {}
-        Err(e) => input
-            .reader
-            .notes
-            .warnings
-            .push(format!("reading stopped: {e}")),
+        Err(e) => input.reader.notes.warnings.push(reading_stopped(&e)),
     }
+}
+
+/// The warning of an input whose read ended with `e`.
+fn reading_stopped(e: &ReadError) -> Note {
+    Note::new(NoteKind::ReadingStopped, 1).detail(e.to_string())
 }
 
 #[cfg(test)]

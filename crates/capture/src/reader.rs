@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pcap_parser::pcapng::{self, Block, InterfaceDescriptionBlock, InterfaceStatisticsBlock};
 
-use mcpf_model::{FrameRef, InputId, Timestamp};
+use mcpf_model::{CorruptUnit, FrameRef, InputId, Note, NoteKind, Timestamp};
 
 /// Read buffer. A record larger than [`MAX_RECORD`] is corrupt by our definition (the largest
 /// real link-layer frames are 256 KiB), so the buffer grows up to that (plus this margin) and no
@@ -405,7 +405,7 @@ impl Legacy {
             w.consume(1);
             skipped += 1;
         }
-        notes.corrupt(start, skipped, "pcap record");
+        notes.corrupt(start, skipped, CorruptUnit::PcapRecord);
     }
 }
 
@@ -518,15 +518,15 @@ impl Ng {
                 Ok((_, block)) => match self.section.read(block, notes) {
                     BlockRead::Packet(p) => Some((p.if_id, p.raw_ts, p.orig_len, p.data)),
                     BlockRead::Other => None,
-                    BlockRead::Malformed(what) => {
+                    BlockRead::Malformed(unit) => {
                         w.consume(len);
-                        notes.corrupt(start, len as u64, what);
+                        notes.corrupt(start, len as u64, unit);
                         continue;
                     }
                 },
                 Err(_) => {
                     w.consume(len);
-                    notes.corrupt(start, len as u64, "pcapng block whose body does not parse");
+                    notes.corrupt(start, len as u64, CorruptUnit::PcapngBlockBody);
                     continue;
                 }
             };
@@ -582,7 +582,7 @@ impl Ng {
             w.consume(1);
             skipped += 1;
         }
-        notes.corrupt(start, skipped, "pcapng block");
+        notes.corrupt(start, skipped, CorruptUnit::PcapngBlock);
     }
 
     /// A packet block found while resynchronising must name an interface the section declared.
@@ -622,7 +622,7 @@ struct Cursor {
 /// Things noticed while reading that do not stop the read.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ReadNotes {
-    pub(crate) warnings: Vec<String>,
+    pub(crate) warnings: Vec<Note>,
     /// Packets in the file that were not frames we can decode, by reason.
     pub(crate) skipped: Vec<(&'static str, u64)>,
     /// Packets the capturing interface said it dropped (pcapng ISB `isb_ifdrop`).
@@ -669,13 +669,12 @@ impl ReadNotes {
 
     /// Counts a stretch of `len` bytes from `offset` that was skipped as corrupt; the first
     /// [`MAX_CORRUPT_WARNINGS`] get their own warning, the total is reported at the end.
-    fn corrupt(&mut self, offset: u64, len: u64, what: &str) {
+    fn corrupt(&mut self, offset: u64, len: u64, unit: CorruptUnit) {
         self.corrupt_stretches += 1;
         self.corrupt_bytes += len;
         if self.corrupt_stretches <= MAX_CORRUPT_WARNINGS {
-            self.warnings.push(format!(
-                "corrupt {what} at byte {offset}: {len} bytes skipped to the next valid one"
-            ));
+            let kind = NoteKind::CorruptStretch { unit };
+            self.warnings.push(Note::new(kind, len).at(offset));
         }
     }
 
@@ -685,18 +684,18 @@ impl ReadNotes {
         w.consume(avail);
         self.truncated = true;
         self.truncated_bytes += avail as u64;
-        self.warnings.push(format!(
-            "the capture is truncated: its last record (at byte {at}, {avail} bytes) is incomplete and was ignored"
-        ));
+        let note = Note::new(NoteKind::CaptureTruncated, avail as u64).at(at);
+        self.warnings.push(note);
     }
 
     /// The warning that sums up the corrupt stretches when there were more than were listed.
-    pub(crate) fn corrupt_summary(&self) -> Option<String> {
+    pub(crate) fn corrupt_summary(&self) -> Option<Note> {
         (self.corrupt_stretches > MAX_CORRUPT_WARNINGS).then(|| {
-            format!(
-                "{} corrupt stretches in all ({} bytes skipped); only the first {} are listed",
-                self.corrupt_stretches, self.corrupt_bytes, MAX_CORRUPT_WARNINGS
-            )
+            let kind = NoteKind::CorruptStretches {
+                bytes: self.corrupt_bytes,
+                listed: MAX_CORRUPT_WARNINGS,
+            };
+            Note::new(kind, self.corrupt_stretches)
         })
     }
 }
@@ -845,13 +844,13 @@ impl CaptureReader {
         self.cursor.done = true;
         if let Some((at, e)) = self.window.failure.take() {
             self.notes.truncated = true;
-            self.notes.warnings.push(if self.notes.gzip {
-                format!(
-                    "the gzip stream is cut or damaged at decompressed byte {at} ({e}): the frames before it were analysed"
-                )
+            let kind = if self.notes.gzip {
+                NoteKind::GzipCut
             } else {
-                format!("reading failed at byte {at} ({e}): the frames before it were analysed")
-            });
+                NoteKind::ReadFailed
+            };
+            let note = Note::new(kind, 1).at(at).detail(e.to_string());
+            self.notes.warnings.push(note);
         }
     }
 }
@@ -930,7 +929,7 @@ struct NgPacket<'b> {
 enum BlockRead<'b> {
     Packet(NgPacket<'b>),
     Other,
-    Malformed(&'static str),
+    Malformed(CorruptUnit),
 }
 
 impl Section {
@@ -975,7 +974,7 @@ impl Section {
             {
                 match parse_obsolete_packet(ub.data, self.big_endian) {
                     Some(p) => BlockRead::Packet(p),
-                    None => BlockRead::Malformed("obsolete pcapng packet block"),
+                    None => BlockRead::Malformed(CorruptUnit::ObsoletePacketBlock),
                 }
             }
             Block::InterfaceStatistics(isb) => {
@@ -1007,11 +1006,11 @@ impl Section {
     fn declare(&mut self, idb: &InterfaceDescriptionBlock<'_>, notes: &mut ReadNotes) {
         let units = ts_units(idb.if_tsresol);
         if units.is_none() {
-            notes.warnings.push(format!(
-                "interface {} has an invalid if_tsresol {:#x}; its timestamps are read as microseconds",
-                self.interfaces.len(),
-                idb.if_tsresol
-            ));
+            let kind = NoteKind::InvalidTsresol {
+                interface: self.interfaces.len() as u64,
+                tsresol: idb.if_tsresol,
+            };
+            notes.warnings.push(Note::new(kind, 1));
         }
         self.interfaces.push(Interface {
             linktype: idb.linktype.0,

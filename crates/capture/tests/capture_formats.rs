@@ -9,8 +9,22 @@ use mcpf_capture::reader::{CaptureReader, ReadError};
 use mcpf_capture::tcp::{Direction, TcpEvent};
 use mcpf_capture::writer::{PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame};
 use mcpf_capture::{CaptureInput, CaptureStage, Settings, run};
-use mcpf_model::InputReport;
-use mcpf_model::Timestamp;
+use mcpf_model::{CorruptUnit, InputReport, Note, NoteKind, Timestamp};
+
+/// Whether the report warns of `kind`.
+fn warns(report: &InputReport, kind: impl Fn(&NoteKind) -> bool) -> bool {
+    report.warnings.iter().any(|w| kind(&w.kind))
+}
+
+/// The warnings of corrupt stretches of `unit`, as (byte offset, length).
+fn corrupt_stretches(report: &InputReport, unit: CorruptUnit) -> Vec<(Option<u64>, u64)> {
+    report
+        .warnings
+        .iter()
+        .filter(|w| w.kind == NoteKind::CorruptStretch { unit })
+        .map(|w: &Note| (w.at, w.count))
+        .collect()
+}
 
 const REQUEST: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
 const RESPONSE: &[u8] = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
@@ -261,7 +275,7 @@ fn truncated_file_keeps_what_was_read_and_warns() {
     assert_eq!(seen.c2s, REQUEST);
     assert_eq!(report.packets, 4);
     assert!(
-        report.warnings.iter().any(|w| w.contains("truncated")),
+        warns(&report, |k| *k == NoteKind::CaptureTruncated),
         "{:?}",
         report.warnings
     );
@@ -284,10 +298,10 @@ fn absurd_record_length_is_rejected_without_allocating() {
     assert_eq!(seen.c2s, REQUEST);
     assert_eq!(report.packets, 4);
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("corrupt") || w.contains("truncated")),
+        warns(&report, |k| matches!(
+            k,
+            NoteKind::CorruptStretch { .. } | NoteKind::CaptureTruncated
+        )),
         "{:?}",
         report.warnings
     );
@@ -305,7 +319,10 @@ fn snaplen_cut_frames_are_gaps() {
     // 60 bytes of IPv4 + TCP headers leave 20 payload bytes per data frame.
     assert_eq!(seen.c2s, &REQUEST[..20]);
     assert_eq!(seen.gaps, (REQUEST.len() - 20 + RESPONSE.len() - 20) as u64);
-    assert!(report.warnings.iter().any(|w| w.contains("snap length")));
+    assert!(warns(&report, |k| matches!(
+        k,
+        NoteKind::FramesCutBySnaplen { .. }
+    )));
 }
 
 #[test]
@@ -316,7 +333,7 @@ fn unknown_link_type_is_counted_and_reported_once() {
     let mentions = report
         .warnings
         .iter()
-        .filter(|w| w.contains("link type 147"))
+        .filter(|w| w.kind == NoteKind::LinkTypeUnsupported { link_type: 147 })
         .count();
     assert_eq!(mentions, 1);
 }
@@ -447,10 +464,10 @@ fn pcap_corrupt_record_in_the_middle_is_skipped_and_the_exchange_after_it_found(
     assert_eq!(seen.s2c, RESPONSE);
     assert_eq!(seen.gaps, 0);
     assert_eq!(report.packets, 8);
-    let expected = format!("at byte {offset}: {} bytes skipped", garbage.len());
+    let expected = (Some(offset as u64), garbage.len() as u64);
     assert!(
-        report.warnings.iter().any(|w| w.contains(&expected)),
-        "{expected} in {:?}",
+        corrupt_stretches(&report, CorruptUnit::PcapRecord).contains(&expected),
+        "{expected:?} in {:?}",
         report.warnings
     );
     let a = &report.accounting;
@@ -474,10 +491,7 @@ fn pcap_record_with_a_damaged_length_is_skipped_up_to_the_next_record() {
     let lost = (16 + frames[2].len()) as u64;
     assert_eq!(report.accounting.bytes.lost["corrupt_record"], lost);
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains(&format!("at byte {third}: {lost} bytes skipped"))),
+        corrupt_stretches(&report, CorruptUnit::PcapRecord).contains(&(Some(third as u64), lost)),
         "{:?}",
         report.warnings
     );
@@ -524,17 +538,15 @@ fn many_corrupt_stretches_warn_ten_times_and_sum_up_the_rest() {
     }
     let len = bytes.len();
     let (_, report) = analyse(bytes);
-    let listed = report
-        .warnings
-        .iter()
-        .filter(|w| w.starts_with("corrupt pcap record at byte"))
-        .count();
+    let listed = corrupt_stretches(&report, CorruptUnit::PcapRecord).len();
     assert_eq!(listed, 10, "{:?}", report.warnings);
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("39 corrupt stretches in all (195 bytes skipped)")),
+        report.warnings.iter().any(|w| w.count == 39
+            && w.kind
+                == NoteKind::CorruptStretches {
+                    bytes: 195,
+                    listed: 10
+                }),
         "{:?}",
         report.warnings
     );
@@ -588,9 +600,8 @@ fn pcapng_garbage_between_blocks_and_a_bad_trailer_are_stepped_over() {
     assert_eq!(report.packets, 7);
     let skipped = 13 + bad_len;
     assert!(
-        report.warnings.iter().any(|w| w.contains(&format!(
-            "corrupt pcapng block at byte {offset}: {skipped} bytes skipped"
-        ))),
+        corrupt_stretches(&report, CorruptUnit::PcapngBlock)
+            .contains(&(Some(offset as u64), skipped as u64)),
         "{:?}",
         report.warnings
     );
@@ -639,10 +650,7 @@ fn small_truncated_gzip_is_read_up_to_its_cut() {
     assert_exchange(&seen, "10.0.0.1:40000", "10.0.0.2:8000");
     assert_eq!(report.format.to_string(), "pcap+gzip");
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("gzip stream is cut or damaged at decompressed byte")),
+        warns(&report, |k| *k == NoteKind::GzipCut),
         "{:?}",
         report.warnings
     );

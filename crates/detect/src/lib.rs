@@ -223,15 +223,13 @@ impl Detector {
     }
 
     /// What a cap of the hop comparison left out, for the report's limits.
-    pub fn limits(&self) -> Vec<String> {
+    pub fn limits(&self) -> Vec<mcpf_model::Note> {
+        let kind = mcpf_model::NoteKind::ObservationsNotCompared {
+            held_mib: (MAX_KEPT_BYTES >> 20) as u64,
+            per_input: PER_INPUT as u64,
+        };
         (self.not_kept > 0)
-            .then(|| {
-                format!(
-                    "{} sessions were not compared with their observations in other inputs: {} MiB of them held already, or more than {PER_INPUT} observations of one session ID in one input (lost_in_transit is not determinable for them)",
-                    self.not_kept,
-                    MAX_KEPT_BYTES >> 20
-                )
-            })
+            .then(|| mcpf_model::Note::new(kind, self.not_kept))
             .into_iter()
             .collect()
     }

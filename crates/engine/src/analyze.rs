@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use mcpf_capture::CaptureStage;
 use mcpf_http as http;
+use mcpf_model::{Note, NoteKind};
 use mcpf_report::analyze::{self as report, SessionWriter};
 
 use crate::feed::{self, Fed, TcpLoss};
@@ -144,20 +145,6 @@ fn finish_run(
     }
 }
 
-/// Each connection the key log could not (wholly) decrypt, as an anomaly of that connection at
-/// the frame where reading stopped.
-fn tls_failures(
-    tls: Option<&mcpf_tls::TlsStats>,
-) -> impl Iterator<Item = mcpf_mcp::HttpAnomaly> + '_ {
-    tls.into_iter().flat_map(|t| {
-        t.failures.iter().map(|f| mcpf_mcp::HttpAnomaly {
-            conn: f.conn,
-            mark: f.mark,
-            what: f.reason.describe(),
-        })
-    })
-}
-
 /// Finishes the MCP stage and the detectors, and puts the report together.
 fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineError> {
     let Stages {
@@ -183,45 +170,10 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
     if let Some(e) = &sessions.error {
         return Err(EngineError::Writer(e.clone()));
     }
-    let mut limits: Vec<String> = mcp_stats.payload_error.iter().cloned().collect();
-    if mcp_stats.sessions_lost > 0 {
-        limits.push(format!(
-            "{} quiet sessions written to the spill file could not be read back",
-            mcp_stats.sessions_lost
-        ));
-    }
-    if mcp_stats.events_unheld > 0 {
-        let streams = mcp_stats.streams_capped;
-        limits.push(format!(
-            "{} SSE events on {streams} stream{} arrived after their session held {} (--max-session-events): counted, not kept; unanswered_request, skipped_events and resume_gap are not determinable for those sessions",
-            mcp_stats.events_unheld,
-            if streams == 1 { "" } else { "s" },
-            mcp_stats.max_session_events
-        ));
-    }
-    if mcp_stats.event_ids_not_indexed > 0 {
-        limits.push(format!(
-            "{} event IDs arrived while the index of the open sessions' IDs was full: cross_session_replay may be missed for the resumes that replayed them",
-            mcp_stats.event_ids_not_indexed
-        ));
-    }
-    if let Some(t) = tls.as_ref().filter(|t| t.connections > 0) {
-        limits.push(mcpf_report::tls_line(t));
-    }
-    let tls_not_decrypted = tls_failures(tls.as_ref()).collect();
+    // Each connection the key log could not (wholly) decrypt, as the TLS stage listed it.
+    let tls_not_decrypted = tls.as_ref().map(|t| t.failures.clone()).unwrap_or_default();
     let tls = tls.filter(|t| t.connections > 0);
-    if mcpf_model::interrupt::stop_requested() {
-        limits.push(
-            "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered".into(),
-        );
-    }
-    if mcp_stats.minting_servers_not_kept > 0 {
-        limits.push(format!(
-            "{} servers minted session IDs after {} had been remembered: requests to them without one are not judged (status_code_violation session_header_missing_not_400)",
-            mcp_stats.minting_servers_not_kept,
-            mcpf_mcp::MAX_MINTING_SERVERS
-        ));
-    }
+    let mut limits = mcp_limits(&mcp_stats, tls.as_ref());
     limits.extend(http_caps_reached(&http));
     limits.extend(detector_limits);
     let mut inputs = fed.reports;
@@ -251,45 +203,73 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
     })
 }
 
-/// The HTTP stage's caps this run reached, one line each (every message concerned is also an
+/// What the MCP stage could not keep or judge, what TLS decrypted, and a stop by a signal: the
+/// first limits of the run, in the order the report lists them.
+fn mcp_limits(mcp: &mcpf_mcp::McpStats, tls: Option<&mcpf_tls::TlsStats>) -> Vec<Note> {
+    let mut limits: Vec<Note> = mcp
+        .payload_error
+        .iter()
+        .map(|e| Note::new(NoteKind::PayloadsNotKept, 1).detail(e.clone()))
+        .collect();
+    if mcp.sessions_lost > 0 {
+        limits.push(Note::new(NoteKind::SessionsLost, mcp.sessions_lost));
+    }
+    if mcp.events_unheld > 0 {
+        let kind = NoteKind::SessionEventsUnheld {
+            streams: mcp.streams_capped,
+            max: mcp.max_session_events,
+        };
+        limits.push(Note::new(kind, mcp.events_unheld));
+    }
+    if mcp.event_ids_not_indexed > 0 {
+        let kind = NoteKind::EventIdsNotIndexed;
+        limits.push(Note::new(kind, mcp.event_ids_not_indexed));
+    }
+    limits.extend(tls.map(mcpf_tls::TlsStats::note));
+    if mcpf_model::interrupt::stop_requested() {
+        limits.push(Note::new(NoteKind::StoppedBySignal, 1));
+    }
+    if mcp.minting_servers_not_kept > 0 {
+        let max = mcpf_mcp::MAX_MINTING_SERVERS as u64;
+        let kind = NoteKind::MintingServersNotKept { max };
+        limits.push(Note::new(kind, mcp.minting_servers_not_kept));
+    }
+    limits
+}
+
+/// The HTTP stage's caps this run reached, one note each (every message concerned is also an
 /// anomaly; the TCP caps are warnings of the input whose packets reached them).
-fn http_caps_reached(http: &http::HttpStats) -> Vec<String> {
-    let mut out = Vec::new();
-    if http.bodies_not_decoded_past_budget > 0 {
-        out.push(format!(
-            "{} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole",
-            http.bodies_not_decoded_past_budget
-        ));
-    }
-    if http.brotli_bodies_refused > 0 {
-        out.push(format!(
-            "{} brotli bodies were not decoded: the bodies in progress on their shard (an eighth of the connections) already held the {} MiB of decoding windows a shard may hold ({} MiB over all)",
+fn http_caps_reached(http: &http::HttpStats) -> Vec<Note> {
+    // What a shard may hold of a cap over all connections, and the cap, in MiB.
+    let shared = |cap: u64| (((cap / shards::SHARDS as u64) >> 20), cap >> 20);
+    let (brotli_shard, brotli_total) = shared(http::MAX_BROTLI_WINDOWS_HELD);
+    let (held_shard, held_total) = shared(http::MAX_MESSAGE_BYTES_HELD);
+    [
+        (
+            NoteKind::BodiesPastDecodingBudget,
+            http.bodies_not_decoded_past_budget,
+        ),
+        (
+            NoteKind::BrotliBodiesRefused {
+                shard_mib: brotli_shard,
+                total_mib: brotli_total,
+            },
             http.brotli_bodies_refused,
-            (http::MAX_BROTLI_WINDOWS_HELD / shards::SHARDS as u64) >> 20,
-            http::MAX_BROTLI_WINDOWS_HELD >> 20
-        ));
-    }
-    if http.messages_cut_by_held > 0 {
-        out.push(format!(
-            "{} messages were kept shorter than their own caps: the messages in progress on their shard (an eighth of the connections) held the {} MiB of bodies and events a shard may hold ({} MiB over all)",
+        ),
+        (
+            NoteKind::MessagesCutByHeld {
+                shard_mib: held_shard,
+                total_mib: held_total,
+            },
             http.messages_cut_by_held,
-            (http::MAX_MESSAGE_BYTES_HELD / shards::SHARDS as u64) >> 20,
-            http::MAX_MESSAGE_BYTES_HELD >> 20
-        ));
-    }
-    if http.headers_dropped > 0 {
-        out.push(format!(
-            "{} header fields past the first 128 of a head were dropped (the fields that frame a message or name its session are kept)",
-            http.headers_dropped
-        ));
-    }
-    if http.json_bodies_shrunk > 0 {
-        out.push(format!(
-            "{} JSON bodies over 16 MiB were kept with their strings cut to 64 KiB",
-            http.json_bodies_shrunk
-        ));
-    }
-    out
+        ),
+        (NoteKind::HeaderFieldsDropped, http.headers_dropped),
+        (NoteKind::JsonBodiesShrunk, http.json_bodies_shrunk),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(kind, n)| Note::new(kind, n))
+    .collect()
 }
 
 /// Moves the frames of connections that carried no HTTP, or no MCP, from each input's

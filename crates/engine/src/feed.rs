@@ -6,7 +6,7 @@ use mcpf_capture::tcp::{TcpEvent, TcpSink};
 use mcpf_capture::{self as capture, CaptureStage};
 use mcpf_http as http;
 use mcpf_ingest::LogMap;
-use mcpf_model::{Capabilities, InputId, InputReport, OpenError, SourceFormat};
+use mcpf_model::{Capabilities, InputId, InputReport, Note, NoteKind, OpenError, SourceFormat};
 
 use crate::{Observer, Opened, ReadProgress};
 
@@ -125,8 +125,9 @@ fn ingest_one(
     let (mut rep, caps) = mcpf_ingest::read(path, input, format, log_map, &mut sink)?;
     rep.index = input;
     stats.connections_http += connections;
+    let lacks = caps.lacks.iter().cloned();
     rep.warnings
-        .extend(caps.lacks.iter().map(|l| format!("lacks {l}")));
+        .extend(lacks.map(|l| Note::new(NoteKind::Lacks(l), 1)));
     Ok((rep, caps))
 }
 

@@ -2,7 +2,7 @@
 
 use mcpf_detect::{Detector, Finding, Severity};
 use mcpf_mcp::model::{Session, session_label};
-use mcpf_model::Mark;
+use mcpf_model::{Mark, Note, NoteKind};
 use mcpf_report::analyze::{LiveSession, Selection, SessionWriter};
 use mcpf_report::timeline::{self, Entry};
 
@@ -201,18 +201,12 @@ impl Finalizer {
         self.detector.clock_offsets()
     }
 
-    fn limits(&self) -> Vec<String> {
+    fn limits(&self) -> Vec<Note> {
         let mut out = self.detector.limits();
         if self.released_early > 0 {
-            out.push(format!(
-                "{} reported before {} observations in other inputs ended ({} events held waiting, --max-held-events): their hop comparison was made with what was kept of them, and its findings went to the later observation; findings that need every observation at once (session_not_found across replicas) may be missed for them",
-                match self.released_early {
-                    1 => "1 session was".to_string(),
-                    n => format!("{n} sessions were"),
-                },
-                if self.released_early == 1 { "its" } else { "their" },
-                self.max_held_events
-            ));
+            let max_events = self.max_held_events as u64;
+            let kind = NoteKind::ReleasedEarly { max_events };
+            out.push(Note::new(kind, self.released_early));
         }
         out
     }
@@ -262,7 +256,7 @@ pub(crate) struct Finished {
     pub(crate) findings: Vec<Finding>,
     pub(crate) sessions: SessionWriter,
     pub(crate) timelines: Vec<Vec<Entry>>,
-    pub(crate) limits: Vec<String>,
+    pub(crate) limits: Vec<Note>,
     pub(crate) clock_offsets: Vec<mcpf_detect::ClockOffset>,
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use mcpf_detect::{ClockOffset, Finding};
 use mcpf_http::{HttpEvent, HttpSink};
 use mcpf_mcp::model::Session;
-use mcpf_mcp::{Builder, HttpAnomaly, McpStats, Prepared};
+use mcpf_mcp::{Builder, McpStats, Prepared};
 use mcpf_model::{Capabilities, InputId, SourceFormat};
 use mcpf_report::analyze::{RecordFormat, SessionWriter};
 use mcpf_report::redact::Redactor;
@@ -37,11 +37,11 @@ pub struct Analysed {
     /// The timeline of each session (empty when the report does not show it).
     pub timelines: Vec<Vec<Entry>>,
     /// What a cap of the detector stage left out.
-    pub limits: Vec<String>,
+    pub limits: Vec<mcpf_model::Note>,
     /// The clock offsets between inputs that the hop comparisons bounded.
     pub clock_offsets: Vec<ClockOffset>,
-    /// HTTP anomalies the MCP stage kept.
-    pub anomalies: Vec<HttpAnomaly>,
+    /// The HTTP anomalies the MCP stage saw: the first ones kept whole, every one counted by kind.
+    pub anomalies: mcpf_mcp::Anomalies,
     pub mcp: McpStats,
 }
 

@@ -7,6 +7,7 @@
 //! of a body, so a crafted body cannot exhaust memory.
 
 use crate::budget;
+use mcpf_model::AnomalyKind;
 
 /// A chunk-size or trailer line longer than this is not HTTP.
 const MAX_CHUNK_LINE: usize = 4096;
@@ -725,6 +726,16 @@ pub(crate) enum DecodeError {
 }
 
 impl DecodeError {
+    /// The anomaly it is.
+    pub(crate) fn kind(&self) -> AnomalyKind {
+        match self {
+            DecodeError::Corrupt(_) => AnomalyKind::BodyNotDecodable,
+            DecodeError::EndsEarly(_) => AnomalyKind::CompressedBodyEndsEarly,
+            DecodeError::Bomb { .. } => AnomalyKind::DecodingBudgetReached,
+            DecodeError::WindowsHeld { .. } => AnomalyKind::BrotliWindowsHeld,
+        }
+    }
+
     /// Decoding stopped at the budget (the body was not damaged, only too large to decode).
     pub(crate) fn is_bomb(&self) -> bool {
         matches!(self, DecodeError::Bomb { .. })

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use mcpf_model::{ConnId, Direction, FrameRef, Mark, Timestamp};
+use mcpf_model::{Anomaly, ConnId, Direction, FrameRef, Mark, Timestamp};
 
 use super::sse::SseEvent;
 use super::{ExchangeId, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead};
@@ -75,16 +75,9 @@ pub type Order = (Option<(Timestamp, FrameRef)>, ExchangeId);
 #[derive(Debug, Default)]
 pub struct Collector {
     exchanges: BTreeMap<ExchangeId, Exchange>,
-    pub anomalies: Vec<(ExchangeAnomaly, String)>,
+    pub anomalies: Vec<Anomaly>,
     streaming: bool,
     finished: Vec<Exchange>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct ExchangeAnomaly {
-    pub conn: ConnId,
-    pub dir: Direction,
-    pub mark: Mark,
 }
 
 impl Collector {
@@ -170,14 +163,7 @@ impl HttpSink for Collector {
                 self.entry(exchange).no_response = Some((outcome, closed_by, mark));
                 self.finish_if_done(exchange);
             }
-            HttpEvent::Anomaly {
-                conn,
-                dir,
-                mark,
-                what,
-            } => self
-                .anomalies
-                .push((ExchangeAnomaly { conn, dir, mark }, what)),
+            HttpEvent::Anomaly(a) => self.anomalies.push(a),
             HttpEvent::ConnectionEnd { conn, .. } => self.finish_connection(conn),
             HttpEvent::ConnectionStart { .. } => {}
         }

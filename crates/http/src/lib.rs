@@ -52,9 +52,12 @@ use serde::Serialize;
 
 use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent, TcpSink};
 use mcpf_model::Mark;
-use mcpf_model::{ConnId, Direction};
+use mcpf_model::{Anomaly, AnomalyKind, ConnId, Direction};
 
 use conn::Connection;
+
+/// An anomaly before its connection and frame are attached: its kind and its sentence.
+type Problem = (AnomalyKind, String);
 
 /// Decoding windows all brotli bodies in progress may hold together, in bytes.
 pub const MAX_BROTLI_WINDOWS_HELD: u64 = budget::MAX_WINDOWS_HELD;
@@ -277,12 +280,7 @@ pub enum HttpEvent {
         snaplen_bytes: u64,
     },
     /// Something about the bytes that is worth a line in the report.
-    Anomaly {
-        conn: ConnId,
-        dir: Direction,
-        mark: Mark,
-        what: String,
-    },
+    Anomaly(Anomaly),
     /// A connection began (its endpoints, for responses whose request was never seen).
     ConnectionStart {
         conn: ConnId,
@@ -320,7 +318,7 @@ impl HttpEvent {
                 event.data.len() + event.id.as_ref().map_or(0, |i| i.len())
             }
             HttpEvent::ResponseEnd(e) => e.body.data.len(),
-            HttpEvent::Anomaly { what, .. } => what.len(),
+            HttpEvent::Anomaly(a) => a.detail.len(),
             _ => 0,
         }
     }

@@ -7,8 +7,8 @@ use super::conn::{Counts, MAX_BODY};
 use super::held::HeldBytes;
 use super::shrink::{JsonShrinker, KEEP_STRING};
 use super::sse::{SseEvent, SseParser};
-use super::{Body, Headers};
-use mcpf_model::Mark;
+use super::{Body, Headers, Problem};
+use mcpf_model::{AnomalyKind, Mark};
 
 #[derive(Debug)]
 pub(crate) struct Payload {
@@ -67,7 +67,7 @@ impl Payload {
         mark: Mark,
         events: &mut Vec<SseEvent>,
         counts: &mut Counts,
-    ) -> Option<String> {
+    ) -> Option<DecodeError> {
         self.body.wire_bytes += bytes.len() as u64;
         if !kept && self.sse.is_none() {
             return None;
@@ -92,7 +92,7 @@ impl Payload {
         counts.brotli_bodies_refused += u64::from(e.is_windows_held());
         self.body.not_decoded = true;
         self.body.decode_error = Some(e.to_string());
-        Some(e.to_string())
+        Some(e)
     }
 
     /// The end of the body (`complete`: by its own framing, with no hole): what the content
@@ -104,37 +104,39 @@ impl Payload {
         mark: Mark,
         events: &mut Vec<SseEvent>,
         counts: &mut Counts,
-    ) -> Vec<String> {
+    ) -> Vec<Problem> {
         let mut notes = Vec::new();
         // A coding not decoded hides only the bytes that came.
         self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
         if complete && let Some(e) = self.finish_decoding(mark, events) {
             // What the decoder still held at the end is decoded under the same budget.
             counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
-            notes.push(e.to_string());
+            notes.push((e.kind(), e.to_string()));
         }
         if let Some(sse) = self.sse.as_mut() {
             sse.finish();
         }
         if self.held.cut {
             counts.messages_cut_by_held += 1;
-            notes.push(format!(
+            let what = format!(
                 "the body or an event of this message was kept shorter than its own cap (JSON \
                  with its strings cut to {} KiB, other bytes cut): the messages in progress held \
                  the {} MiB allowed together",
                 KEEP_STRING >> 10,
                 crate::budget::current().max_bytes_held >> 20
-            ));
+            );
+            notes.push((AnomalyKind::MessageCutByHeldBytes, what));
         } else if let Shrink::Shrinking(s) = &self.shrink {
             counts.json_bodies_shrunk += 1;
-            notes.push(format!(
+            let what = format!(
                 "JSON body of {} bytes, over the {} MiB a message keeps: kept with every string \
                  cut to {} KiB ({} bytes dropped), so that its JSON-RPC envelope is whole",
                 self.body.decoded_bytes,
                 MAX_BODY >> 20,
                 KEEP_STRING >> 10,
                 s.dropped
-            ));
+            );
+            notes.push((AnomalyKind::JsonBodyShrunk, what));
         }
         notes
     }

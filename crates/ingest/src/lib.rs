@@ -6,8 +6,9 @@
 //! - [`detect`] tells a capture, a HAR and a JSON Lines access log apart by content (never by
 //!   name); [`resolve`] does the same under `--input-format`.
 //! - [`read_har`] and [`read_access_log`] feed an [`HttpSink`] and return the input's
-//!   [`InputReport`] plus its [`Capabilities`]: what the source can support, and a sentence per
-//!   thing it lacks, so findings that would rest on missing evidence are not raised.
+//!   [`InputReport`] (its warnings typed [`Note`](mcpf_model::Note)s, worded by the report) plus its
+//!   [`Capabilities`]: what the source can support, and each thing it lacks (a
+//!   [`Lack`](mcpf_model::Lack)), so findings that would rest on missing evidence are not raised.
 //! - [`LogMap`] names the fields of any other JSON log (`--log-map`); a map that cannot be
 //!   read is a [`LogMapError`], whose text says what is wrong.
 //!
@@ -41,7 +42,8 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use mcpf_capture::open_file;
 use mcpf_capture::reader::{CountingReader, Sniffed, describe_bytes, sniff};
 use mcpf_http::HttpSink;
-use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, OpenError, SourceFormat};
+use mcpf_model::SourceFormat;
+use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, Note, NoteKind, OpenError};
 
 pub use accesslog::{LogMap, LogMapError, read_access_log, read_access_log_text};
 pub use har::{read_har, read_har_text};
@@ -501,7 +503,7 @@ impl<'de> Visitor<'de> for SubVisitor {
 /// Keeps the first `limit` warnings of a kind and counts the rest, so a log with a million bad
 /// lines does not make a million-line report.
 pub(crate) struct Warnings {
-    pub(crate) list: Vec<String>,
+    pub(crate) list: Vec<Note>,
     limit: usize,
     suppressed: u64,
 }
@@ -514,17 +516,17 @@ impl Warnings {
             suppressed: 0,
         }
     }
-    pub(crate) fn push(&mut self, w: String) {
+    pub(crate) fn push(&mut self, w: Note) {
         if self.list.len() < self.limit {
             self.list.push(w);
         } else {
             self.suppressed += 1;
         }
     }
-    pub(crate) fn finish(mut self, what: &str) -> Vec<String> {
+    /// The warnings kept, then one `more` note counting those that were not.
+    pub(crate) fn finish(mut self, more: NoteKind) -> Vec<Note> {
         if self.suppressed > 0 {
-            self.list
-                .push(format!("... and {} more {what}", self.suppressed));
+            self.list.push(Note::new(more, self.suppressed));
         }
         self.list
     }

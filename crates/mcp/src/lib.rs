@@ -11,6 +11,7 @@
 //! [`SourceFormat`](mcpf_model::SourceFormat).
 
 mod analysis;
+mod anomalies;
 mod answers;
 mod builder;
 pub mod ids;
@@ -21,9 +22,10 @@ mod payloads;
 mod prefix;
 pub mod revision;
 
+pub use anomalies::{Anomalies, KindCount, MAX_ANOMALIES_KEPT};
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{
-    Builder, HttpAnomaly, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
+    Builder, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
     SessionCallback, prepare,
 };
 pub use payloads::{PayloadRef, Payloads};

@@ -54,9 +54,7 @@ impl PayloadWriter {
     }
 
     fn fail(&mut self, e: io::Error) -> Option<PayloadRef> {
-        self.failed = Some(format!(
-            "cannot keep payload bytes in a temporary file: {e}"
-        ));
+        self.failed = Some(e.to_string());
         self.out = None;
         None
     }

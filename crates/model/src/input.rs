@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Serialize, Serializer};
 
-/// What one input contributed, as reported in every output format.
-#[derive(Clone, Debug, Default, Serialize)]
+/// What one input contributed, as reported in every output format (the report writes it: its
+/// warnings are notes, whose sentences are the report's).
+#[derive(Clone, Debug, Default)]
 pub struct InputReport {
     /// Position on the command line, from 0: what every other `input` field refers to.
     pub index: u32,
@@ -17,7 +18,8 @@ pub struct InputReport {
     pub bytes: u64,
     /// Packets not decoded down to TCP, by reason.
     pub skipped: BTreeMap<String, u64>,
-    pub warnings: Vec<String>,
+    /// What reading it skipped, cut or could not keep, and what its format lacks.
+    pub warnings: Vec<crate::Note>,
     /// Where every packet and byte went (see [`crate::Accounting`]).
     pub accounting: crate::Accounting,
     /// Why the input could not be read at all; the rest of the entry is then empty.
@@ -206,7 +208,7 @@ impl HeaderCoverage {
 }
 
 /// What one input can and cannot support, for the detectors (which finding can be raised) and
-/// for the report (which, in `lacks`, says it in plain sentences).
+/// for the report (which says what is in `lacks` in plain sentences).
 #[derive(Clone, Debug, Serialize)]
 pub struct Capabilities {
     pub format: SourceFormat,
@@ -241,8 +243,9 @@ pub struct Capabilities {
     /// How precise its times are, in nanoseconds (a log of whole seconds: 10^9; of `$msec`:
     /// 10^6): two times closer than this cannot be told apart.
     pub time_resolution_ns: i64,
-    /// One sentence per thing this input lacks, for the report.
-    pub lacks: Vec<String>,
+    /// What this input lacks, for the report (which says it in sentences).
+    #[serde(skip)]
+    pub lacks: Vec<crate::Lack>,
 }
 
 impl Capabilities {

@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use mcpf_capture::tcp::{ConnSummary, HalfStats, ReassemblyStats};
 use mcpf_model::InputReport;
+
+use crate::note::InputJson;
 use mcpf_model::{ConnId, endpoint};
 
 use super::table::{bytes, duration, fitted_table};
@@ -68,7 +70,7 @@ impl FlowRow {
 struct FlowsDocument<'a> {
     schema_version: u32,
     connections: &'a [FlowRow],
-    inputs: &'a [InputReport],
+    inputs: Vec<InputJson<'a>>,
     reassembly: ReassemblyJson,
 }
 
@@ -113,7 +115,7 @@ pub fn write_json(
     let doc = FlowsDocument {
         schema_version: FLOWS_SCHEMA_VERSION,
         connections: rows,
-        inputs,
+        inputs: InputJson::all(inputs),
         reassembly: reassembly_json(stats),
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;

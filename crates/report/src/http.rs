@@ -11,10 +11,12 @@ pub const HTTP_SCHEMA_VERSION: u32 = 1;
 use serde_json::{Value, json};
 
 use comfy_table::Table;
-use mcpf_http::exchange::{Collector, Exchange, ExchangeAnomaly, Order};
+use mcpf_http::exchange::{Collector, Exchange, Order};
 use mcpf_http::{Body, Headers, HttpEvent, HttpSink, HttpStats, Outcome};
 use mcpf_mcp::jsonrpc::{ExchangeMessages, Kind, Message};
-use mcpf_model::InputReport;
+use mcpf_model::{Anomaly, InputReport};
+
+use crate::note::InputJson;
 use mcpf_model::{Mark, endpoint};
 
 use super::analyze::spill::{Range, Records, Spills};
@@ -195,21 +197,23 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
 /// tail once its opening brace is dropped.
 #[derive(Serialize)]
 struct Tail<'a> {
-    inputs: &'a [InputReport],
+    inputs: Vec<InputJson<'a>>,
     http: &'a HttpStats,
     anomalies: Vec<Value>,
 }
 
-fn anomalies_json(anomalies: &[(ExchangeAnomaly, String)], r: &Redactor) -> Vec<Value> {
+/// The view's anomalies, each with its kind's stable name.
+fn anomalies_json(anomalies: &[Anomaly], r: &Redactor) -> Vec<Value> {
     anomalies
         .iter()
-        .map(|(a, what)| {
+        .map(|a| {
             json!({
                 "connection": a.conn,
                 "direction": match a.dir { mcpf_model::Direction::ClientToServer => "c2s", _ => "s2c" },
                 "time": a.mark.time.rfc3339(),
                 "frame": a.mark.frame.frame,
-                "what": r.text(what),
+                "kind": a.kind.name(),
+                "what": r.text(&a.detail),
             })
         })
         .collect()
@@ -355,7 +359,7 @@ impl Spool {
     fn write_json(
         &mut self,
         out: &mut dyn Write,
-        anomalies: &[(ExchangeAnomaly, String)],
+        anomalies: &[Anomaly],
         inputs: &[InputReport],
         stats: &HttpStats,
     ) -> io::Result<()> {
@@ -372,7 +376,7 @@ impl Spool {
             b"\n  ],"
         })?;
         let tail = Tail {
-            inputs,
+            inputs: InputJson::all(inputs),
             http: stats,
             anomalies: anomalies_json(anomalies, &self.redactor),
         };

@@ -11,6 +11,7 @@ pub mod html;
 pub mod http;
 mod lacks;
 pub mod markdown;
+pub mod note;
 pub mod redact;
 pub mod sanitize;
 pub mod saved;
@@ -63,26 +64,8 @@ pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::
         )?;
     }
     for w in &input.warnings {
-        writeln!(out, "  warning: {}", sanitize::terminal(w))?;
+        let w = note::sentence(w);
+        writeln!(out, "  warning: {}", sanitize::terminal(&w))?;
     }
     Ok(())
-}
-
-/// `TLS: 6 of 7 connections decrypted with the key log; not decrypted: 1 (cipher suite 0xC009 …)`.
-pub fn tls_line(t: &mcpf_tls::TlsStats) -> String {
-    let mut line = format!(
-        "TLS: {} of {} connections decrypted with the key log",
-        t.decrypted, t.connections
-    );
-    if !t.undecryptable.is_empty() {
-        let mut why: Vec<(String, u64)> = t
-            .undecryptable
-            .iter()
-            .map(|(reason, n)| (reason.describe(), *n))
-            .collect();
-        why.sort();
-        let why: Vec<String> = why.iter().map(|(r, n)| format!("{n} ({r})")).collect();
-        line.push_str(&format!("; not decrypted: {}", why.join(", ")));
-    }
-    line
 }

@@ -12,7 +12,7 @@ use tls_parser::{
     parse_tls_handshake_server_hello,
 };
 
-use mcpf_model::Direction;
+use mcpf_model::{AnomalyKind, Direction};
 
 use crate::crypto::{Suite, Tls12Keys, Tls13Keys, suite};
 use crate::keylog::{KeyLog, Label};
@@ -46,6 +46,20 @@ pub enum Undecryptable {
 }
 
 impl Undecryptable {
+    /// The anomaly a connection stopped for this reason is.
+    pub fn kind(&self) -> AnomalyKind {
+        match self {
+            Undecryptable::NoKey => AnomalyKind::TlsNoKey,
+            Undecryptable::NoKeyResumed => AnomalyKind::TlsNoKeyResumed,
+            Undecryptable::UnsupportedSuite(_) => AnomalyKind::TlsUnsupportedCipherSuite,
+            Undecryptable::BadRecord => AnomalyKind::TlsRecordNotDecrypted,
+            Undecryptable::NotTls => AnomalyKind::TlsNotTls,
+            Undecryptable::HandshakeMissing => AnomalyKind::TlsHandshakeMissing,
+            Undecryptable::Gap => AnomalyKind::TlsGap,
+        }
+    }
+
+    /// The reason in words: the anomaly's sentence.
     pub fn describe(&self) -> String {
         match self {
             Undecryptable::NoKey => {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
-use mcpf_model::{ConnId, Mark};
+use mcpf_model::{Anomaly, ConnId, Direction, Mark, Note, NoteKind};
 
 use crate::conn::{Output, TlsConnection, Undecryptable};
 use crate::keylog::KeyLog;
@@ -23,8 +23,9 @@ pub struct TlsStats {
     pub decrypted: u64,
     /// Connections not (wholly) decrypted, by reason.
     pub undecryptable: BTreeMap<Undecryptable, u64>,
-    /// The first [`MAX_FAILURES_LISTED`] of them, each with where reading stopped and why.
-    pub failures: Vec<TlsFailure>,
+    /// The first [`MAX_FAILURES_LISTED`] of them, each an anomaly of its connection where
+    /// reading stopped, of the kind its reason is.
+    pub failures: Vec<Anomaly>,
 }
 
 impl TlsStats {
@@ -39,6 +40,20 @@ impl TlsStats {
         self.failures.extend(other.failures.iter().cloned());
     }
 
+    /// What the run's limits say of TLS (`TLS: 6 of 7 connections decrypted with the key log;
+    /// not decrypted: …`): the connections, those decrypted, and the others by reason.
+    pub fn note(&self) -> Note {
+        let kind = NoteKind::Tls {
+            connections: self.connections,
+            not_decrypted: self
+                .undecryptable
+                .iter()
+                .map(|(why, n)| (why.describe(), *n))
+                .collect(),
+        };
+        Note::new(kind, self.decrypted)
+    }
+
     /// The failures by when reading stopped, the first [`MAX_FAILURES_LISTED`] kept. Each
     /// shard kept its own first ones, so the run's first ones are among them.
     pub fn order_failures(&mut self) {
@@ -50,14 +65,6 @@ impl TlsStats {
 
 /// Undecryptable connections listed one by one (the counts by reason are whole).
 pub const MAX_FAILURES_LISTED: usize = 256;
-
-/// A connection that could not be (wholly) decrypted: where and why.
-#[derive(Clone, Debug)]
-pub struct TlsFailure {
-    pub conn: ConnId,
-    pub mark: Mark,
-    pub reason: Undecryptable,
-}
 
 enum Conn {
     /// Not known yet: no byte seen.
@@ -103,9 +110,11 @@ impl TlsLayer {
                 mark,
                 acked,
             } => self.data(conn, dir, data, mark, acked, next),
-            TcpEvent::Gap { conn, mark, .. } if self.is_tls(conn) => {
+            TcpEvent::Gap {
+                conn, dir, mark, ..
+            } if self.is_tls(conn) => {
                 // A record cut by lost bytes cannot be authenticated, nor the next ones framed.
-                self.fail(conn, mark, Undecryptable::Gap);
+                self.fail(conn, dir, mark, Undecryptable::Gap);
             }
             TcpEvent::Closed { summary } => {
                 if let Some(Conn::Tls {
@@ -139,17 +148,21 @@ impl TlsLayer {
         matches!(self.conns.get(&conn), Some(Conn::Tls { .. }))
     }
 
-    fn fail(&mut self, conn: ConnId, mark: Mark, why: Undecryptable) {
+    /// The connection's first failure: counted by reason, and listed (up to the cap) as an
+    /// anomaly of `dir`, the direction whose records stopped being read.
+    fn fail(&mut self, conn: ConnId, dir: Direction, mark: Mark, why: Undecryptable) {
         if let Some(Conn::Tls { failed, .. }) = self.conns.get_mut(&conn)
             && !*failed
         {
             *failed = true;
             *self.stats.undecryptable.entry(why).or_default() += 1;
             if self.stats.failures.len() < MAX_FAILURES_LISTED {
-                self.stats.failures.push(TlsFailure {
+                self.stats.failures.push(Anomaly {
+                    kind: why.kind(),
                     conn,
+                    dir,
                     mark,
-                    reason: why,
+                    detail: why.describe(),
                 });
             }
         }
@@ -207,11 +220,11 @@ impl TlsLayer {
                         acked: None,
                     });
                 }
-                Output::Undecryptable { why, .. } => reasons.push(why),
+                Output::Undecryptable { direction, why, .. } => reasons.push((direction, why)),
             }
         }
-        for why in reasons {
-            self.fail(conn, mark, why);
+        for (direction, why) in reasons {
+            self.fail(conn, direction, mark, why);
         }
     }
 }

@@ -14,4 +14,4 @@ pub mod layer;
 
 pub use conn::{Output, TlsConnection, Undecryptable};
 pub use keylog::{KeyLog, KeyLogError};
-pub use layer::{MAX_FAILURES_LISTED, TlsFailure, TlsLayer, TlsStats};
+pub use layer::{MAX_FAILURES_LISTED, TlsLayer, TlsStats};

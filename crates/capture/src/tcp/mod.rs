@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::TcpSegment;
 pub use mcpf_model::{ConnId, Direction};
-use mcpf_model::{Mark, Timestamp, WireMap};
+use mcpf_model::{Mark, Note, NoteKind, Timestamp, WireMap};
 
 mod assembly;
 mod recent;
@@ -477,19 +477,18 @@ pub struct CapCounts {
 }
 
 /// What an input's report says of the caps its packets reached.
-pub(crate) fn cap_warnings(caps: &CapCounts, limits: &Limits) -> Vec<String> {
+pub(crate) fn cap_notes(caps: &CapCounts, limits: &Limits) -> Vec<Note> {
     let mut out = Vec::new();
     if caps.table_evictions > 0 {
-        out.push(format!(
-            "the connection table was full ({} connections): {} connections were evicted ({} of them had carried bytes, whose open messages are cut)",
-            limits.max_connections, caps.table_evictions, caps.table_evictions_with_payload
-        ));
+        let kind = NoteKind::ConnectionTableFull {
+            max: limits.max_connections as u64,
+            with_bytes: caps.table_evictions_with_payload,
+        };
+        out.push(Note::new(kind, caps.table_evictions));
     }
     if caps.buffer_limit_hits > 0 {
-        out.push(format!(
-            "the out-of-order limits (pieces or bytes) were reached {} times: holes were declared lost early and reported as gaps",
-            caps.buffer_limit_hits
-        ));
+        let kind = NoteKind::OutOfOrderLimits;
+        out.push(Note::new(kind, caps.buffer_limit_hits));
     }
     out
 }

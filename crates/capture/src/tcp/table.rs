@@ -483,7 +483,7 @@ mod tests {
     use super::*;
     use crate::tcp::Direction::{ClientToServer as C2S, ServerToClient as S2C};
     use crate::tcp::trace::*;
-    use crate::tcp::{Direction, Limits, cap_warnings};
+    use crate::tcp::{Direction, Limits, cap_notes};
 
     #[test]
     fn new_syn_after_fin_is_a_new_connection() {
@@ -615,7 +615,7 @@ mod tests {
         assert_eq!(closed_as(&k, CloseReason::Evicted), vec![1]);
         assert_eq!(r.stats.table_evictions_with_payload, 1);
         assert_eq!(
-            cap_warnings(&r.cap_counts(0), &r.limits).len(),
+            cap_notes(&r.cap_counts(0), &r.limits).len(),
             1,
             "an eviction is a warning of the input"
         );

@@ -9,7 +9,7 @@ use super::hold::Held;
 use super::{Connection, HttpSink, State};
 use crate::body::Framing;
 use crate::{ExchangeId, HttpEvent, Outcome};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 impl Connection {
     /// `dir` sent FIN: a close-delimited body is complete; any other message in progress was
@@ -48,12 +48,8 @@ impl Connection {
                 half.head_dropped = None;
                 half.head_tail.clear();
                 half.state = State::Start;
-                self.anomaly(
-                    dir,
-                    mark,
-                    "connection closed in the middle of message headers".into(),
-                    sink,
-                );
+                let what = "connection closed in the middle of message headers".into();
+                self.anomaly((AnomalyKind::ConnectionClosedInHead, what), dir, mark, sink);
             }
             _ => {}
         }

@@ -6,8 +6,8 @@
 use super::start_line::starts_request;
 use super::{Connection, HttpSink, State, di};
 use crate::body::{ChunkOutput, ChunkedDecoder, ChunkedError, Framing};
-use crate::{Headers, HttpEvent, Outcome};
-use mcpf_model::{Direction, Mark};
+use crate::{Headers, HttpEvent, Outcome, Problem};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
@@ -113,12 +113,18 @@ impl Connection {
             .msg
             .as_ref()
             .is_some_and(|m| m.gap && !m.lost);
-        let what = if cut_only {
-            format!("chunked framing not found after a snap-length cut ({e}): message ended there")
+        let problem = if cut_only {
+            (
+                AnomalyKind::ChunkedFramingCutBySnaplen,
+                format!(
+                    "chunked framing not found after a snap-length cut ({e}): message ended there"
+                ),
+            )
         } else {
-            format!("bad chunked framing: {e}; message cut")
+            let what = format!("bad chunked framing: {e}; message cut");
+            (AnomalyKind::BadChunkedFraming, what)
         };
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly(problem, dir, mark, sink);
         if let Some(m) = self.half(dir).msg.as_mut() {
             m.gap = true;
         }
@@ -171,7 +177,7 @@ impl Connection {
         );
         self.flush_events(dir, sink);
         if let Some(e) = failed {
-            self.anomaly(dir, mark, e, sink);
+            self.anomaly((e.kind(), e.to_string()), dir, mark, sink);
         }
     }
 
@@ -190,24 +196,24 @@ impl Connection {
 }
 
 /// RFC 9112 §6.3 for requests: chunked, else Content-Length, else no body.
-pub(super) fn request_framing(headers: &Headers) -> (Framing, Option<String>) {
+pub(super) fn request_framing(headers: &Headers) -> (Framing, Option<Problem>) {
     if headers.has("transfer-encoding") {
         let problem = headers.has("content-length").then(|| {
-            "request has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
-                .to_string()
+            let what =
+                "request has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)";
+            (AnomalyKind::ContentLengthAndTransferEncoding, what.into())
         });
         if last_coding_is_chunked(headers) {
             return (Framing::Chunked, problem);
         }
-        return (
-            Framing::UntilClose,
-            Some("request Transfer-Encoding without chunked: read until close".into()),
-        );
+        let what = "request Transfer-Encoding without chunked: read until close";
+        let problem = (AnomalyKind::TransferEncodingNotChunked, what.into());
+        return (Framing::UntilClose, Some(problem));
     }
     match content_length(headers) {
         Ok(Some(n)) => (Framing::Length(n), None),
         Ok(None) => (Framing::None, None),
-        Err(e) => (Framing::None, Some(e.to_string())),
+        Err(e) => (Framing::None, Some((e.kind(), e.to_string()))),
     }
 }
 
@@ -216,7 +222,7 @@ pub(super) fn response_framing(
     method: &str,
     status: u16,
     headers: &Headers,
-) -> (Framing, Option<String>) {
+) -> (Framing, Option<Problem>) {
     if method.eq_ignore_ascii_case("HEAD")
         || status == 204
         || status == 304
@@ -229,8 +235,9 @@ pub(super) fn response_framing(
     }
     if headers.has("transfer-encoding") {
         let problem = headers.has("content-length").then(|| {
-            "response has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)"
-                .to_string()
+            let what =
+                "response has both Transfer-Encoding and Content-Length (Transfer-Encoding wins)";
+            (AnomalyKind::ContentLengthAndTransferEncoding, what.into())
         });
         if last_coding_is_chunked(headers) {
             return (Framing::Chunked, problem);
@@ -240,7 +247,7 @@ pub(super) fn response_framing(
     match content_length(headers) {
         Ok(Some(n)) => (Framing::Length(n), None),
         Ok(None) => (Framing::UntilClose, None),
-        Err(e) => (Framing::UntilClose, Some(e.to_string())),
+        Err(e) => (Framing::UntilClose, Some((e.kind(), e.to_string()))),
     }
 }
 
@@ -261,6 +268,15 @@ enum ContentLengthError<'h> {
     Invalid(&'h str),
     #[error("conflicting Content-Length values")]
     Conflicting,
+}
+
+impl ContentLengthError<'_> {
+    fn kind(&self) -> AnomalyKind {
+        match self {
+            ContentLengthError::Invalid(_) => AnomalyKind::ContentLengthInvalid,
+            ContentLengthError::Conflicting => AnomalyKind::ContentLengthConflicting,
+        }
+    }
 }
 
 /// The Content-Length, if any; several equal values are accepted (RFC 9110 §8.6).

@@ -11,7 +11,7 @@ use super::message::Message;
 use super::{Connection, HttpSink, State, di, message_kind};
 use crate::Outcome;
 use crate::body::{ChunkedDecoder, Framing};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 impl Connection {
     /// `len` bytes of `dir` are missing from the capture (`snaplen`: cut from a captured frame by
@@ -70,7 +70,7 @@ impl Connection {
         };
         if !parsed {
             let what = format!("headers of a message lost in a {len}-byte capture gap{cause}");
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::HeadLostInGap, what), dir, mark, sink);
             return;
         }
         self.counts.heads_cut += 1;
@@ -82,7 +82,7 @@ impl Connection {
              header lines kept",
             lines.saturating_sub(1)
         );
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly((AnomalyKind::HeadCutByGap, what), dir, mark, sink);
         if !self.cut_message(dir, len, snaplen) {
             self.end_message(dir, Outcome::Gap, None, mark, sink);
         }

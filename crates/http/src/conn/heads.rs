@@ -7,7 +7,7 @@
 use super::{Connection, Half, HttpSink, State, di};
 use crate::Outcome;
 use crate::body::Framing;
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 /// Headers larger than this are not an HTTP message we can use.
 pub(super) const MAX_HEAD: usize = 64 * 1024;
@@ -106,12 +106,8 @@ impl Connection {
                 half.head.clear();
                 half.skipped += len;
                 half.state = State::Start;
-                self.anomaly(
-                    dir,
-                    mark,
-                    format!("message headers exceed {} KiB: skipped", MAX_HEAD / 1024),
-                    sink,
-                );
+                let what = format!("message headers exceed {} KiB: skipped", MAX_HEAD / 1024);
+                self.anomaly((AnomalyKind::HeadTooLarge, what), dir, mark, sink);
             }
             return data.len();
         };
@@ -141,15 +137,11 @@ impl Connection {
         let dropped = half.head_dropped.take().unwrap_or(0);
         let mut head = std::mem::take(&mut half.head);
         head.extend_from_slice(b"\r\n");
-        self.anomaly(
-            dir,
-            mark,
-            format!(
-                "message headers exceed {} KiB: {dropped} bytes of header lines past it were dropped (the fields that frame the message or name its session kept)",
-                MAX_HEAD / 1024
-            ),
-            sink,
+        let what = format!(
+            "message headers exceed {} KiB: {dropped} bytes of header lines past it were dropped (the fields that frame the message or name its session kept)",
+            MAX_HEAD / 1024
         );
+        self.anomaly((AnomalyKind::HeadLinesDropped, what), dir, mark, sink);
         self.finish_head(dir, head, used, mark, sink)
     }
 

@@ -5,7 +5,7 @@
 
 use super::message::Message;
 use super::{Connection, HttpSink, di, frame_name, message_kind};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 /// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
 /// remembered until the message carrying them ends; more are counted, not tied to a message.
@@ -64,7 +64,8 @@ impl Connection {
             frame_name(first),
             frame_name(second)
         );
-        self.anomaly(dir, second, what, sink);
+        let kind = AnomalyKind::RetransmissionInconsistent;
+        self.anomaly((kind, what), dir, second, sink);
     }
 
     /// Inconsistent retransmissions of bytes a message that ends at `end` carried: its body is

@@ -85,8 +85,8 @@ impl Connection {
         let notes = msg
             .payload
             .finish(complete, mark, &mut self.out_events, &mut self.counts);
-        for what in notes {
-            self.anomaly(dir, mark, what, sink);
+        for problem in notes {
+            self.anomaly(problem, dir, mark, sink);
         }
         let end = self.pos[di(dir)] + self.step_used[di(dir)];
         self.settle_inconsistent(dir, &mut msg, end);

@@ -12,7 +12,7 @@ use crate::body::{ChunkedDecoder, Framing};
 use crate::resync::{self, Search};
 use crate::sse::SseParser;
 use crate::{ExchangeId, Headers};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 /// The first server bytes of a connection picked up mid-stream, kept while they may be the
 /// middle of an event stream whose head the capture missed: at most this many bytes, ...
@@ -137,7 +137,7 @@ impl Connection {
             "response picked up in the middle of its body (no request or head in the capture): \
              resynchronised on {how} after skipping {at} bytes"
         );
-        self.anomaly(dir, first, what, sink);
+        self.anomaly((AnomalyKind::MidstreamResync, what), dir, first, sink);
         self.replay_probe(&p, at, sink);
     }
 

@@ -54,7 +54,7 @@ use super::h2::H2Connection;
 use super::sse::SseEvent;
 use super::{ConnKind, HttpEvent, HttpSink};
 use mcpf_model::Mark;
-use mcpf_model::{ConnId, Direction};
+use mcpf_model::{Anomaly, AnomalyKind, ConnId, Direction};
 
 use hold::{Held, Hold};
 use inconsistent::FutureInconsistent;
@@ -283,14 +283,22 @@ impl Connection {
         self.anomalies + self.h2.as_ref().map_or(0, |h| h.anomalies)
     }
 
-    fn anomaly(&mut self, dir: Direction, mark: Mark, what: String, sink: &mut impl HttpSink) {
+    /// Reports an anomaly of `kind` on this connection (`detail`: its sentence).
+    fn anomaly(
+        &mut self,
+        (kind, detail): (AnomalyKind, String),
+        dir: Direction,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.anomalies += 1;
-        sink.on_http(HttpEvent::Anomaly {
+        sink.on_http(HttpEvent::Anomaly(Anomaly {
+            kind,
             conn: self.id,
             dir,
             mark,
-            what,
-        });
+            detail,
+        }));
     }
 
     /// Bytes of `dir`; `acked` is the offset of the other direction their segment acknowledged,

@@ -9,7 +9,7 @@
 use super::{Connection, HttpSink};
 use crate::body::Framing;
 use crate::{ExchangeId, HttpEvent, Outcome};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 /// A request waiting for its response: its exchange's index, its method (the response to a
 /// `HEAD` has no body), and where its first byte was captured.
@@ -80,7 +80,7 @@ impl Connection {
             p.index + 1,
             p.method
         );
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly((AnomalyKind::ResponseLostInGap, what), dir, mark, sink);
         sink.on_http(HttpEvent::NoResponse {
             exchange,
             outcome: Outcome::Gap,

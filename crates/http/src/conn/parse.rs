@@ -15,7 +15,7 @@ use super::{Connection, HttpSink, State, message_kind};
 use crate::body::Framing;
 use crate::sse::SseParser;
 use crate::{ExchangeId, Headers, HttpEvent, Outcome, ResponseHead};
-use mcpf_model::{Direction, Mark};
+use mcpf_model::{AnomalyKind, Direction, Mark};
 
 impl Connection {
     /// Parses a complete head (`first` is where its first byte was captured, `mark` where its
@@ -66,7 +66,7 @@ impl Connection {
                 message_kind(dir),
                 headers.0.len() + dropped
             );
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::HeaderFieldsDropped, what), dir, mark, sink);
         }
         headers
     }
@@ -91,7 +91,7 @@ impl Connection {
         }
         let (framing, problem) = request_framing(&headers);
         if let Some(p) = problem {
-            self.anomaly(Direction::ClientToServer, mark, p, sink);
+            self.anomaly(p, Direction::ClientToServer, mark, sink);
         }
         let index = self.request_index(&method, first);
         let exchange = ExchangeId {
@@ -139,7 +139,7 @@ impl Connection {
         }
         let (framing, problem) = response_framing(&method, status, &headers);
         if let Some(p) = problem {
-            self.anomaly(dir, mark, p, sink);
+            self.anomaly(p, dir, mark, sink);
         }
         let event_stream =
             (200..300).contains(&status) && headers.media_type_is("text/event-stream");
@@ -238,7 +238,12 @@ impl Connection {
             "control characters in the {} head (shown as '?')",
             message_kind(dir)
         );
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly(
+            (AnomalyKind::ControlCharactersInHead, what),
+            dir,
+            mark,
+            sink,
+        );
         Cow::Owned(replace_control_bytes(head))
     }
 
@@ -252,15 +257,19 @@ impl Connection {
         mark: Mark,
         sink: &mut impl HttpSink,
     ) -> bool {
-        let what = match parsed {
+        let problem = match parsed {
             Ok(httparse::Status::Complete(_)) => return true,
-            Ok(httparse::Status::Partial) => format!("incomplete {} head", message_kind(dir)),
+            Ok(httparse::Status::Partial) => (
+                AnomalyKind::IncompleteHead,
+                format!("incomplete {} head", message_kind(dir)),
+            ),
             Err(e) => {
                 self.half(dir).skipped += head_len as u64;
-                format!("malformed {} head: {e}", message_kind(dir))
+                let what = format!("malformed {} head: {e}", message_kind(dir));
+                (AnomalyKind::MalformedHead, what)
             }
         };
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly(problem, dir, mark, sink);
         false
     }
 }

@@ -110,7 +110,25 @@ impl Wire {
     events_of!(requests, Request, HttpEvent::Request(r) => r);
     events_of!(heads, ResponseHead, HttpEvent::ResponseHead(h) => h);
     events_of!(ends, ResponseEnd, HttpEvent::ResponseEnd(e) => e);
-    events_of!(anomalies, str, HttpEvent::Anomaly { what, .. } => what);
+
+    /// The anomalies' sentences, in order.
+    fn anomalies(&self) -> Vec<&str> {
+        self.reported_anomalies()
+            .map(|a| a.detail.as_str())
+            .collect()
+    }
+
+    /// The anomalies' kinds, in order.
+    fn anomaly_kinds(&self) -> Vec<AnomalyKind> {
+        self.reported_anomalies().map(|a| a.kind).collect()
+    }
+
+    fn reported_anomalies(&self) -> impl Iterator<Item = &Anomaly> {
+        self.events.0.iter().filter_map(|e| match e {
+            HttpEvent::Anomaly(a) => Some(a),
+            _ => None,
+        })
+    }
 }
 
 const POST: &[u8] = b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
@@ -134,6 +152,7 @@ fn inconsistent_bytes_of_a_message_in_progress_mark_it() {
              the first copy was kept)"
         )]
     );
+    assert_eq!(w.anomaly_kinds(), [AnomalyKind::RetransmissionInconsistent]);
     assert_eq!(w.conn.counts.inconsistent_bytes, 2);
 }
 
@@ -152,6 +171,7 @@ fn inconsistent_bytes_not_parsed_yet_mark_the_message_that_carries_them() {
     assert_eq!(ends[0].body.inconsistent_bytes, 0);
     assert_eq!(ends[1].body.inconsistent_bytes, 1);
     assert_eq!(w.anomalies().len(), 1);
+    assert_eq!(w.anomaly_kinds(), [AnomalyKind::RetransmissionInconsistent]);
     assert!(w.anomalies()[0].contains("frame 9"), "{:?}", w.anomalies());
 }
 

@@ -6,6 +6,8 @@
 //! within a cap) is not what the protocol crates offer: `h2` is an endpoint that owns its socket
 //! and answers its peer, `httlib-h2`-style codecs buffer whole frames.
 
+use mcpf_model::AnomalyKind;
+
 /// The client's connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const HEAD_LEN: usize = 9;
@@ -99,8 +101,8 @@ pub(crate) enum Piece<'a> {
         end_stream: bool,
         flow_len: u32,
     },
-    /// The bytes cannot be read as HTTP/2 from here on.
-    Broken(String),
+    /// The bytes cannot be read as HTTP/2 from here on: which anomaly that is, and why.
+    Broken(AnomalyKind, String),
 }
 
 #[derive(Debug)]
@@ -169,6 +171,7 @@ impl Reader {
                 if data[..take] != PREFACE[*matched..*matched + take] {
                     self.state = State::Broken;
                     out(Piece::Broken(
+                        AnomalyKind::H2BadPreface,
                         "the client's bytes do not start with the HTTP/2 preface".into(),
                     ));
                     return data.len();
@@ -249,10 +252,13 @@ impl Reader {
         if cur.pad.is_none() {
             // A PADDED frame too short to hold its pad length.
             self.state = State::Broken;
-            out(Piece::Broken(format!(
-                "a padded DATA frame on stream {} has no pad length",
-                cur.head.stream
-            )));
+            out(Piece::Broken(
+                AnomalyKind::H2FrameError,
+                format!(
+                    "a padded DATA frame on stream {} has no pad length",
+                    cur.head.stream
+                ),
+            ));
             return;
         }
         out(Piece::DataEnd {
@@ -333,7 +339,7 @@ pub(crate) mod tests {
                         end_stream,
                         flow_len,
                     } => Seen::DataEnd(stream, end_stream, flow_len),
-                    Piece::Broken(_) => Seen::Broken,
+                    Piece::Broken(..) => Seen::Broken,
                 })
             });
         }

@@ -31,9 +31,9 @@ use super::conn::{Counts, MAX_HEADERS, frame_name, never_dropped};
 use super::payload::Payload;
 use super::sse::{SseEvent, SseParser};
 use super::{
-    ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
+    ExchangeId, Headers, HttpEvent, HttpSink, Outcome, Problem, Request, ResponseEnd, ResponseHead,
 };
-use mcpf_model::{ConnId, Direction, Mark};
+use mcpf_model::{Anomaly, AnomalyKind, ConnId, Direction, Mark};
 
 pub(crate) use frame::PREFACE;
 
@@ -262,14 +262,22 @@ impl H2Connection {
         }
     }
 
-    fn anomaly(&mut self, dir: Direction, mark: Mark, what: String, sink: &mut impl HttpSink) {
+    /// Reports an anomaly of `kind` on this connection, its sentence saying it is HTTP/2's.
+    fn anomaly(
+        &mut self,
+        (kind, what): Problem,
+        dir: Direction,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
         self.anomalies += 1;
-        sink.on_http(HttpEvent::Anomaly {
+        sink.on_http(HttpEvent::Anomaly(Anomaly {
+            kind,
             conn: self.id,
             dir,
             mark,
-            what: format!("HTTP/2: {what}"),
-        });
+            detail: format!("HTTP/2: {what}"),
+        }));
     }
 
     pub(crate) fn data(
@@ -312,12 +320,12 @@ impl H2Connection {
                     self.end_side(dir, stream, mark, sink);
                 }
             }
-            Piece::Broken(why) => self.unreadable(dir, why, mark, sink),
+            Piece::Broken(kind, why) => self.unreadable(dir, (kind, why), mark, sink),
         }
     }
 
     /// `dir`'s bytes cannot be read from here on: the streams it left open end cut.
-    fn unreadable(&mut self, dir: Direction, why: String, mark: Mark, sink: &mut impl HttpSink) {
+    fn unreadable(&mut self, dir: Direction, why: Problem, mark: Mark, sink: &mut impl HttpSink) {
         self.unreadable_at(dir, why, Cut::default(), mark, sink);
     }
 
@@ -325,7 +333,7 @@ impl H2Connection {
     fn unreadable_at(
         &mut self,
         dir: Direction,
-        why: String,
+        (kind, why): Problem,
         cut: Cut,
         mark: Mark,
         sink: &mut impl HttpSink,
@@ -347,7 +355,7 @@ impl H2Connection {
                 n => format!("; {n} streams cut"),
             }
         );
-        self.anomaly(dir, mark, what, sink);
+        self.anomaly((kind, what), dir, mark, sink);
         let end = End {
             outcome: Outcome::Gap,
             closed_by: None,
@@ -379,7 +387,7 @@ impl H2Connection {
     ) {
         if self.block[di(dir)].is_some() && head.kind != Kind::Continuation {
             let why = format!("a {:?} frame inside a header block (§6.10)", head.kind);
-            return self.unreadable(dir, why, mark, sink);
+            return self.unreadable(dir, (AnomalyKind::H2FrameError, why), mark, sink);
         }
         match head.kind {
             Kind::Headers | Kind::PushPromise => {
@@ -412,12 +420,8 @@ impl H2Connection {
     ) {
         let push = head.kind == Kind::PushPromise;
         let Some(fragment) = block_fragment(head, payload) else {
-            return self.unreadable(
-                dir,
-                format!("a malformed {:?} frame", head.kind),
-                mark,
-                sink,
-            );
+            let why = format!("a malformed {:?} frame", head.kind);
+            return self.unreadable(dir, (AnomalyKind::H2FrameError, why), mark, sink);
         };
         self.block[di(dir)] = Some(Block {
             stream: head.stream,
@@ -439,24 +443,21 @@ impl H2Connection {
         sink: &mut impl HttpSink,
     ) {
         let Some(block) = self.block[di(dir)].as_mut() else {
-            return self.unreadable(
-                dir,
-                "a CONTINUATION frame with no header block".into(),
-                mark,
-                sink,
-            );
+            let why = "a CONTINUATION frame with no header block".into();
+            return self.unreadable(dir, (AnomalyKind::H2FrameError, why), mark, sink);
         };
         if head.stream != block.stream {
             let why = format!(
                 "a CONTINUATION frame of stream {} inside the header block of stream {} (§6.10)",
                 head.stream, block.stream
             );
-            return self.unreadable(dir, why, mark, sink);
+            return self.unreadable(dir, (AnomalyKind::H2FrameError, why), mark, sink);
         }
         block.bytes.extend_from_slice(payload);
         if cut || block.bytes.len() > MAX_BLOCK {
             let why = format!("a header block over {} KiB", MAX_BLOCK >> 10);
-            return self.unreadable(dir, why, mark, sink);
+            let kind = AnomalyKind::H2HeaderBlockTooLarge;
+            return self.unreadable(dir, (kind, why), mark, sink);
         }
         if !head.has(END_HEADERS) {
             return;
@@ -475,12 +476,13 @@ impl H2Connection {
             }
         });
         if let Err(e) = decoded {
-            return self.unreadable(dir, format!("HPACK: {e:?}"), mark, sink);
+            let why = format!("HPACK: {e:?}");
+            return self.unreadable(dir, (AnomalyKind::H2HpackError, why), mark, sink);
         }
         if dropped > 0 {
             self.counts.headers_dropped += dropped;
             let what = format!("{dropped} header fields past the first {MAX_HEADERS} dropped");
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::HeaderFieldsDropped, what), dir, mark, sink);
         }
         if block.push {
             // Pushed responses answer no request of the client's: decoded for the table only.
@@ -534,7 +536,8 @@ impl H2Connection {
                 let what = format!(
                     "stream {id} and later ones not followed: {MAX_OPEN_STREAMS} streams open at once"
                 );
-                self.anomaly(Direction::ClientToServer, mark, what, sink);
+                let problem = (AnomalyKind::H2TooManyStreams, what);
+                self.anomaly(problem, Direction::ClientToServer, mark, sink);
             }
             return;
         };
@@ -552,7 +555,8 @@ impl H2Connection {
             let what = format!(
                 "stream {id} opened after the server's GOAWAY (last stream {last}): not processed"
             );
-            self.anomaly(Direction::ClientToServer, mark, what, sink);
+            let problem = (AnomalyKind::H2StreamAfterGoaway, what);
+            self.anomaly(problem, Direction::ClientToServer, mark, sink);
         }
         stream.request = Some(Message {
             payload: Payload::new(&headers),
@@ -691,7 +695,7 @@ impl H2Connection {
             .collect();
         self.emit(id, events, mark, sink);
         if let Some(e) = failed {
-            self.anomaly(dir, mark, format!("stream {id}: {e}"), sink);
+            self.anomaly((e.kind(), format!("stream {id}: {e}")), dir, mark, sink);
         }
     }
 
@@ -717,7 +721,8 @@ impl H2Connection {
                  request was still being sent; the request is reported as it stood",
                 MAX_QUEUED_BYTES >> 20
             );
-            self.anomaly(Direction::ServerToClient, mark, what, sink);
+            let problem = (AnomalyKind::H2ResponseQueueFull, what);
+            self.anomaly(problem, Direction::ServerToClient, mark, sink);
             let end = End {
                 outcome: Outcome::Gap,
                 closed_by: None,
@@ -819,8 +824,8 @@ impl H2Connection {
         let notes = msg
             .payload
             .finish(complete, end.mark, &mut self.events, &mut self.counts);
-        for what in notes {
-            self.anomaly(dir, end.mark, what, sink);
+        for problem in notes {
+            self.anomaly(problem, dir, end.mark, sink);
         }
         let mut events: Vec<HttpEvent> = self
             .events
@@ -881,7 +886,7 @@ impl H2Connection {
                 side(dir),
                 error_name(code)
             );
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::H2StreamReset, what), dir, mark, sink);
         }
         match (dir, code) {
             (Direction::ServerToClient, REFUSED_STREAM) => self.refuse_stream(id, mark, sink),
@@ -959,7 +964,7 @@ impl H2Connection {
                     format!(" (\"{debug}\")")
                 }
             );
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::H2Goaway, what), dir, mark, sink);
         }
         for id in unprocessed {
             self.refuse_stream(id, mark, sink);
@@ -1023,7 +1028,7 @@ impl H2Connection {
                 mark.time.seconds_since(since.time).max(0.0)
             );
             self.counts.h2_flow_stalled_at_end += 1;
-            self.anomaly(dir, mark, what, sink);
+            self.anomaly((AnomalyKind::H2FlowControlStall, what), dir, mark, sink);
         }
     }
 
@@ -1046,7 +1051,7 @@ impl H2Connection {
             gap_bytes: len,
             snaplen_bytes: if snaplen { len } else { 0 },
         };
-        self.unreadable_at(dir, why, cut, mark, sink);
+        self.unreadable_at(dir, (AnomalyKind::H2CaptureGap, why), cut, mark, sink);
     }
 
     pub(crate) fn fin(&mut self, dir: Direction) {

@@ -137,7 +137,7 @@ fn summary(events: &[HttpEvent]) -> Vec<String> {
                 "none #{} {outcome:?} by={closed_by:?} unknown={unknown}",
                 exchange.index
             ),
-            HttpEvent::Anomaly { what, .. } => format!("anomaly {what}"),
+            HttpEvent::Anomaly(a) => format!("anomaly {} {}", a.kind.name(), a.detail),
             other => format!("{other:?}"),
         })
         .collect()
@@ -215,7 +215,7 @@ fn interleaved_streams_are_separate_exchanges_and_a_reset_stream_leaves_the_othe
             r#"end #1 Complete by=None body={"result":1}"#,
             "end #0 StreamReset by=Some(ClientToServer) body=",
             "req #2 POST /mcp host=mcp.example:8443 body={}",
-            "anomaly HTTP/2: stream 5 reset by the server: INTERNAL_ERROR (0x2)",
+            "anomaly h2_stream_reset HTTP/2: stream 5 reset by the server: INTERNAL_ERROR (0x2)",
             "none #2 StreamReset by=Some(ServerToClient) unknown=false",
             "req #3 POST /mcp host=mcp.example:8443 body={}",
             "head #3 202 sse=false",
@@ -235,7 +235,7 @@ fn goaway_ends_the_streams_it_did_not_process_and_the_capture_end_cuts_the_rest(
     assert_eq!(
         got[3..],
         [
-            "anomaly HTTP/2: GOAWAY from the server: NO_ERROR (0x0), last stream 1; 1 stream(s) above it not processed",
+            "anomaly h2_goaway HTTP/2: GOAWAY from the server: NO_ERROR (0x0), last stream 1; 1 stream(s) above it not processed",
             "none #1 Refused by=Some(ServerToClient) unknown=false",
             "end #0 CutByCaptureEnd by=None body=",
         ]
@@ -270,7 +270,7 @@ fn a_sender_waiting_for_window_at_the_capture_end_is_a_stall_and_a_granted_wait_
     let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
     assert!(
         got.iter().any(|l| l.starts_with(
-            "anomaly HTTP/2: stream 1: the server used all of the stream's flow-control window at frame"
+            "anomaly h2_flow_control_stall HTTP/2: stream 1: the server used all of the stream's flow-control window at frame"
         )),
         "{got:#?}"
     );
@@ -304,9 +304,9 @@ fn a_gap_stops_its_direction_and_cuts_what_it_left_open() {
     conn.close(Outcome::CutByCaptureEnd, None, mark(52), &mut events);
     let got = summary(&events.0);
     assert_eq!(got[2], "event #0 id=None one");
-    assert!(
-        got[3].starts_with("anomaly HTTP/2: the server's frames are not read past here: 100 bytes")
-    );
+    assert!(got[3].starts_with(
+        "anomaly h2_capture_gap HTTP/2: the server's frames are not read past here: 100 bytes"
+    ));
     assert_eq!(got[4], "end #0 Gap by=None body=");
     assert_eq!(got.len(), 5, "{got:#?}");
 }
@@ -326,7 +326,9 @@ fn hostile_frames_never_panic_and_an_oversized_table_update_stops_the_direction(
     w.send(C, frame(1, END_HEADERS | END_STREAM, 1, &block));
     let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
     assert!(
-        got[0].starts_with("anomaly HTTP/2: the client's frames are not read past here: HPACK"),
+        got[0].starts_with(
+            "anomaly h2_hpack_error HTTP/2: the client's frames are not read past here: HPACK"
+        ),
         "{got:#?}"
     );
 
@@ -362,7 +364,7 @@ fn the_servers_settings_captured_before_the_clients_preface_are_read() {
     let got = summary(&w.read(4096, Outcome::CutByCaptureEnd));
     assert!(
         got.iter().any(|l| l.starts_with(
-            "anomaly HTTP/2: stream 1: the client used all of the stream's flow-control window"
+            "anomaly h2_flow_control_stall HTTP/2: stream 1: the client used all of the stream's flow-control window"
         )),
         "{got:#?}"
     );
@@ -414,7 +416,7 @@ fn a_stream_opened_after_the_servers_goaway_is_refused_not_unanswered() {
     assert_eq!(
         got[1..],
         [
-            "anomaly HTTP/2: stream 3 opened after the server's GOAWAY (last stream 1): not processed",
+            "anomaly h2_stream_after_goaway HTTP/2: stream 3 opened after the server's GOAWAY (last stream 1): not processed",
             "req #1 POST /mcp host=mcp.example:8443 body={}",
             "none #1 Refused by=Some(ServerToClient) unknown=false",
             "none #0 CutByCaptureEnd by=None unknown=false",

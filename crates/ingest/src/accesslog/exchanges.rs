@@ -8,7 +8,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use mcpf_http::{
     Body, ExchangeId, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
 };
-use mcpf_model::{Capabilities, FrameRef, InputId, LogFlavor, Mark, Timestamp};
+use mcpf_model::Timestamp;
+use mcpf_model::{Anomaly, AnomalyKind, Capabilities, FrameRef, InputId, LogFlavor, Mark};
 
 use super::capabilities::{capabilities, lacks};
 use super::{Ending, Facts, Rec};
@@ -119,12 +120,13 @@ impl Exchanges<'_> {
         if let Some((dir, what)) = r.note {
             self.timeline.push(
                 r.end,
-                HttpEvent::Anomaly {
+                HttpEvent::Anomaly(Anomaly {
+                    kind: AnomalyKind::EnvoyResponseFlags,
                     conn: id.conn,
                     dir,
                     mark: mark(r.end),
-                    what,
-                },
+                    detail: what,
+                }),
             );
         }
     }

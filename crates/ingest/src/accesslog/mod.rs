@@ -54,7 +54,7 @@ use self::times::{DurationUnit, parse_duration};
 use crate::{FirstRecord, Warnings, open_text};
 use mcpf_http::{Headers, HttpSink, Outcome};
 use mcpf_model::{Accounting, Capabilities, Direction, LogFlavor, bucket};
-use mcpf_model::{InputId, InputReport, OpenError, Timestamp};
+use mcpf_model::{InputId, InputReport, Note, NoteKind, OpenError, Timestamp};
 
 use self::aliases::Aliases;
 pub use self::logmap::{LogMap, LogMapError};
@@ -156,10 +156,8 @@ pub(crate) fn read_access_log_as(
             Ok(Line::Whole) => reader.line(&line)?,
             Ok(Line::TooLong(n)) => reader.too_long(n),
             Err((e, partial)) => {
-                reader.warnings.push(format!(
-                    "reading stopped after line {}: {e}",
-                    reader.line_no
-                ));
+                let note = Note::new(NoteKind::LogReadingStopped, 1).at(reader.line_no);
+                reader.warnings.push(note.detail(e.to_string()));
                 if partial > 0 {
                     // The line the error cut.
                     reader.lines += 1;
@@ -288,6 +286,8 @@ pub(super) struct Rec {
     pub(super) req_bytes: Option<u64>,
     pub(super) resp_bytes: Option<u64>,
     pub(super) ending: Ending,
+    /// Envoy's response flags, the side they blame and what they say: an anomaly of the
+    /// exchange (`envoy_response_flags`).
     pub(super) note: Option<(Direction, String)>,
     /// The upstream that served it, when the log says.
     pub(super) upstream: Option<String>,
@@ -466,8 +466,8 @@ impl<'a> LogReader<'a> {
             self.accounting.packets.skip(reason, 1);
             self.accounting.bytes.skip(reason, self.line_bytes);
         }
-        self.warnings
-            .push(format!("line {} skipped: {why}", self.line_no));
+        let note = Note::new(NoteKind::LineSkipped, 1).at(self.line_no);
+        self.warnings.push(note.detail(why.to_string()));
     }
 
     /// A line of `bytes` lost for `reason` (the line is already numbered).
@@ -482,11 +482,9 @@ impl<'a> LogReader<'a> {
         self.lines += 1;
         self.too_long += 1;
         self.lost(bucket::CAP_REACHED, bytes);
-        self.warnings.push(format!(
-            "line {} skipped: {bytes} bytes, over the {} MiB line cap",
-            self.line_no,
-            MAX_LINE >> 20
-        ));
+        let cap_mib = (MAX_LINE >> 20) as u64;
+        let note = Note::new(NoteKind::LineTooLong { cap_mib }, bytes).at(self.line_no);
+        self.warnings.push(note);
     }
 
     fn line(&mut self, raw: &[u8]) -> Result<(), OpenError> {
@@ -623,7 +621,7 @@ impl<'a> LogReader<'a> {
         }
         report.read_as.extend(self.read_as.iter().cloned());
         let caps = exchanges::assemble(self.records, &self.facts, flavor, self.input, sink);
-        report.warnings = self.warnings.finish("malformed lines");
+        report.warnings = self.warnings.finish(NoteKind::MoreMalformedLines);
         (report, caps)
     }
 }

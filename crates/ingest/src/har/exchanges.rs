@@ -12,7 +12,7 @@ use super::entries::{Entry, Resp};
 use super::sse::{messages_to_events, spread_events};
 use crate::timeline::Timeline;
 
-/// What the entries left unknown, counted for the sentences of what the file lacks.
+/// What the entries left unknown, counted for what the file lacks.
 #[derive(Default)]
 pub(super) struct Holes {
     pub(super) clamped_messages: u64,

@@ -53,7 +53,7 @@ use crate::{Warnings, open_text, read_all_text};
 use mcpf_http::{ExchangeId, HttpSink};
 use mcpf_model::{Accounting, Capabilities, HeaderCoverage, SourceFormat, Timestamp, bucket};
 use mcpf_model::{FrameRef, InputId, Mark};
-use mcpf_model::{InputReport, OpenError};
+use mcpf_model::{InputReport, Lack, Note, NoteKind, OpenError};
 
 use self::bodies::Content;
 use self::entries::entry;
@@ -161,7 +161,8 @@ impl Scan {
                 self.malformed += 1;
                 self.accounting.packets.skip(bucket::NOT_RECOGNISED, 1);
                 self.accounting.bytes.skip(bucket::NOT_RECOGNISED, bytes);
-                self.warnings.push(format!("entry {number} skipped: {why}"));
+                let note = Note::new(NoteKind::HarEntrySkipped, 1).at(number);
+                self.warnings.push(note.detail(why.to_string()));
                 self.metas.push(None);
             }
         }
@@ -184,10 +185,12 @@ impl Scan {
             bucket::CORRUPT_RECORD
         };
         let rest = bytes.saturating_sub(at);
-        self.warnings.push(format!(
-            "reading stopped in entry {} at byte {at} ({e}): the rest of the file ({rest} bytes) was not read",
-            entries + 1
-        ));
+        let kind = NoteKind::HarReadingStopped {
+            entry: entries + 1,
+            rest,
+        };
+        let note = Note::new(kind, 1).at(at).detail(e.to_string());
+        self.warnings.push(note);
         self.accounting.packets.lose(reason, 1);
         self.accounting.bytes.lose(reason, around);
     }
@@ -250,20 +253,16 @@ fn read_streaming<'r>(
 
     let mut warnings = scan.warnings;
     if holes.clamped_messages > 0 {
-        warnings.push(format!(
-            "{} _eventSourceMessages times fell outside their response (first byte to end) and were moved into it",
-            holes.clamped_messages
-        ));
+        let kind = NoteKind::HarMessagesMoved;
+        warnings.push(Note::new(kind, holes.clamped_messages));
     }
     if out_of_order > 0 {
-        warnings.push(format!(
-            "entries far out of start order: {out_of_order} events were emitted after later ones \
-             (the reorder window of {} MiB was full)",
-            crate::timeline::MAX_REORDER_BYTES >> 20
-        ));
+        let window_mib = (crate::timeline::MAX_REORDER_BYTES >> 20) as u64;
+        let kind = NoteKind::HarOutOfOrder { window_mib };
+        warnings.push(Note::new(kind, out_of_order));
     }
     lacks(&mut caps, &holes, &writer, plan.any_entries);
-    report.warnings = warnings.finish("warnings");
+    report.warnings = warnings.finish(NoteKind::MoreWarnings);
     report.accounting = scan.accounting;
     Ok((report, caps))
 }
@@ -326,16 +325,14 @@ fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenE
     let version = head.version.as_ref().and_then(Value::as_str).unwrap_or("");
     let mut warnings = Warnings::new(20);
     if !version.is_empty() && !version.starts_with("1.") {
-        warnings.push(format!("HAR version {version:?}: read as HAR 1.2"));
+        warnings.push(Note::new(NoteKind::HarVersion, 1).detail(version));
     }
-    for w in std::mem::replace(&mut scan.warnings, Warnings::new(0)).finish("warnings") {
+    let entries = std::mem::replace(&mut scan.warnings, Warnings::new(0));
+    for w in entries.finish(NoteKind::MoreWarnings) {
         warnings.push(w);
     }
     if scan.http2 > 0 {
-        warnings.push(format!(
-            "{} entries used HTTP/2 or HTTP/3: read with HTTP/1.1 semantics (pseudo-headers dropped)",
-            scan.http2
-        ));
+        warnings.push(Note::new(NoteKind::HarHttp2Entries, scan.http2));
     }
     scan.warnings = warnings;
     Ok((scan, head))
@@ -455,75 +452,46 @@ fn capabilities(metas: &[Option<Meta>], writer: &Writer, any_named: bool) -> Cap
     caps
 }
 
-/// What this HAR lacks, in sentences.
+/// What this HAR lacks (the report words it).
 fn lacks(caps: &mut Capabilities, holes: &Holes, writer: &Writer, any_entries: bool) {
-    let lacks = &mut caps.lacks;
-    lacks.push(
-        "TCP-level evidence (packets, retransmissions, gaps, resets): a HAR records HTTP messages only"
-            .into(),
-    );
-    lacks.push("client addresses and ports: a HAR records only the server's IP address".into());
+    let mut lacks = vec![Lack::HarTcp, Lack::HarClientAddresses];
     if !caps.connections {
-        lacks.push(
-            "which exchanges shared a TCP connection (no \"connection\" field): each entry is counted as its own connection"
-                .into(),
-        );
+        lacks.push(Lack::HarConnections);
     }
     if caps.request_bodies.unknown > 0 {
-        lacks.push(format!(
-            "{} of {} request bodies (not stored by the exporter): the JSON-RPC messages they carried are unknown",
-            caps.request_bodies.unknown,
-            caps.request_bodies.total()
-        ));
+        lacks.push(Lack::RequestBodies {
+            unknown: caps.request_bodies.unknown,
+            total: caps.request_bodies.total(),
+        });
     }
     if holes.without_response_count > 0 {
-        let more = holes.without_response_count - holes.without_response.len() as u64;
-        let list: Vec<String> = holes.without_response.iter().map(u64::to_string).collect();
-        lacks.push(format!(
-            "the response of {} (no response object or status 0, and no _error: {} {}{}): unknown, never taken as unanswered",
-            if holes.without_response_count == 1 { "1 entry".to_string() } else { format!("{} entries", holes.without_response_count) },
-            if holes.without_response_count == 1 { "entry" } else { "entries" },
-            list.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
-        ));
+        lacks.push(Lack::HarResponses {
+            entries: holes.without_response_count,
+            listed: holes.without_response.clone(),
+        });
     }
     if holes.unknown_plain_bodies > 0 {
-        lacks.push(format!(
-            "{} response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown",
-            holes.unknown_plain_bodies
-        ));
+        let count = holes.unknown_plain_bodies;
+        lacks.push(Lack::HarResponseBodies { count });
     }
     if holes.unknown_streams > 0 {
-        let why = if holes.empty_streams_unknown > 0 {
-            " (stored empty: exporters such as mitmproxy without a recording addon, or a browser for fetch-based SSE, keep nothing of a streamed body)"
-        } else {
-            " (not stored by the exporter)"
-        };
-        lacks.push(format!(
-            "the SSE events of {} of {} event streams{why}: replays, skipped ranges and duplicate events on them are not determinable",
-            holes.unknown_streams,
-            caps.sse_streams.total()
-        ));
+        lacks.push(Lack::HarSseEvents {
+            unknown: holes.unknown_streams,
+            total: caps.sse_streams.total(),
+            stored_empty: holes.empty_streams_unknown > 0,
+        });
     }
     if caps.sse_times_estimated {
-        lacks.push(
-            "the time of each SSE event: a HAR keeps none, so event times are spread between the response's first byte and its end (estimated)"
-                .into(),
-        );
+        lacks.push(Lack::HarSseTimes);
     }
     if !writer.credentials_seen && any_entries {
-        lacks.push(format!(
-            "Authorization, Cookie and Set-Cookie headers: none in the whole file, so {}; treated as unknown, not absent",
-            if caps.sanitized {
-                "the browser exported it sanitized (its default)"
-            } else {
-                "they were stripped by the exporter or never sent"
-            }
-        ));
+        let sanitized = caps.sanitized;
+        lacks.push(Lack::HarCredentials { sanitized });
     }
     if !caps.server_addresses {
-        lacks.push("server IP addresses of some entries (no serverIPAddress)".into());
+        lacks.push(Lack::HarServerAddresses);
     }
+    caps.lacks.extend(lacks);
 }
 
 fn as_f64(v: &Value) -> Option<f64> {

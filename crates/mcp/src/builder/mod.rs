@@ -68,14 +68,6 @@ struct RejectedInitialize {
     status: u16,
 }
 
-/// Anomaly in the HTTP bytes, kept for the report.
-#[derive(Debug, Clone)]
-pub struct HttpAnomaly {
-    pub conn: ConnId,
-    pub mark: Mark,
-    pub what: String,
-}
-
 /// Frames and captured bytes of one input's connections that carried no MCP.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NotCarried {
@@ -97,8 +89,8 @@ pub struct McpStats {
     /// MCP exchanges that nothing on the wire tied to a session, and the first few of them.
     pub unattributed: u64,
     pub unattributed_examples: Vec<String>,
-    /// Why payload bytes could not be kept, when they could not (comparisons that need them
-    /// then decide nothing).
+    /// Why payload bytes could not be kept in a temporary file (the I/O error), when they could
+    /// not: comparisons that need them then decide nothing.
     pub payload_error: Option<String>,
     /// Quiet sessions written to disk that could not be read back (the spill file failed).
     pub sessions_lost: u64,
@@ -259,7 +251,9 @@ pub struct Builder {
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,
     /// The latest capture time seen.
     now: mcpf_model::Timestamp,
-    pub anomalies: Vec<HttpAnomaly>,
+    /// The anomalies of the HTTP stage (and of HAR files and logs), kept for the report up to
+    /// a cap and counted by kind.
+    pub anomalies: crate::Anomalies,
     pub stats: McpStats,
 }
 
@@ -386,7 +380,7 @@ impl Builder {
     }
 
     /// Ends the build: every session is analysed; returns them all.
-    pub fn finish(mut self) -> (Vec<Session>, Vec<HttpAnomaly>, McpStats) {
+    pub fn finish(mut self) -> (Vec<Session>, crate::Anomalies, McpStats) {
         self.close_all();
         let sessions = self
             .sessions
@@ -499,9 +493,7 @@ impl Builder {
                     None,
                 )
             }
-            HttpEvent::Anomaly {
-                conn, mark, what, ..
-            } => self.anomalies.push(HttpAnomaly { conn, mark, what }),
+            HttpEvent::Anomaly(a) => self.anomalies.add(a),
             HttpEvent::ConnectionStart {
                 conn,
                 client,

@@ -261,14 +261,17 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     for l in &rep.limits {
-        let line = format!("note: {}", terminal(l));
+        let line = format!("note: {}", terminal(&crate::note::sentence(l)));
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
-        if l.starts_with("TLS: ") {
+        if matches!(l.kind, mcpf_model::NoteKind::Tls { .. }) {
             write_tls_not_decrypted(out, rep, width)?;
         }
     }
     for c in &rep.clock_offsets {
         let line = format!("clock: {}", terminal(&clock_line(rep, c)));
+        writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
+    }
+    if let Some(line) = anomalies_line(&rep.anomalies) {
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     if rep.mcp.unattributed > 0 {
@@ -280,6 +283,31 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
     Ok(())
+}
+
+/// Kinds the anomalies line names; the JSON report lists every kind.
+const ANOMALY_KINDS_NAMED: usize = 5;
+
+/// `HTTP anomalies: 3 (midstream_resync 2, h2_goaway 1)`, the most frequent kinds first; none
+/// when the run had none.
+fn anomalies_line(anomalies: &mcpf_mcp::Anomalies) -> Option<String> {
+    let by_kind = anomalies.by_kind();
+    if by_kind.is_empty() {
+        return None;
+    }
+    let mut kinds: Vec<String> = by_kind
+        .iter()
+        .take(ANOMALY_KINDS_NAMED)
+        .map(|(k, c)| format!("{} {}", k.name(), c.count))
+        .collect();
+    if by_kind.len() > ANOMALY_KINDS_NAMED {
+        kinds.push("…".into());
+    }
+    Some(format!(
+        "HTTP anomalies: {} ({})",
+        anomalies.total(),
+        kinds.join(", ")
+    ))
 }
 
 /// Verdict lines shown at most: the rest are counted (their findings follow below).
@@ -297,7 +325,7 @@ fn write_tls_not_decrypted(out: &mut dyn Write, rep: &Report, width: usize) -> i
                 _ => format!(" of input {}", f.mark.frame.input + 1),
             },
             f.mark.frame.frame,
-            terminal(&f.what)
+            terminal(&f.detail)
         );
         writeln!(out, "{}", wrap(&line, width, "    ", "      "))?;
     }
@@ -839,5 +867,54 @@ fn clock_line(rep: &Report, c: &mcpf_detect::ClockOffset) -> String {
         None => format!(
             "{far} (nearer the server) against {near}: bounded on one side only ({between}, {of})"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpf_model::{Anomaly, AnomalyKind, ConnId, Direction, FrameRef, Mark, Timestamp};
+
+    fn anomalies(kinds: &[AnomalyKind]) -> mcpf_mcp::Anomalies {
+        let mut a = mcpf_mcp::Anomalies::default();
+        for (i, &kind) in kinds.iter().enumerate() {
+            a.add(Anomaly {
+                kind,
+                conn: ConnId::tcp(0),
+                dir: Direction::ServerToClient,
+                mark: Mark {
+                    time: Timestamp(i as i64),
+                    frame: FrameRef::new(0, i as u64 + 1),
+                },
+                detail: String::new(),
+            });
+        }
+        a
+    }
+
+    #[test]
+    fn the_anomalies_line_names_the_most_frequent_kinds_first() {
+        use AnomalyKind::*;
+        assert_eq!(anomalies_line(&anomalies(&[])), None);
+        let a = anomalies(&[H2Goaway, MidstreamResync, MidstreamResync]);
+        assert_eq!(
+            anomalies_line(&a).as_deref(),
+            Some("HTTP anomalies: 3 (midstream_resync 2, h2_goaway 1)")
+        );
+        let many = anomalies(&[
+            H2Goaway,
+            H2StreamReset,
+            MalformedHead,
+            IncompleteHead,
+            MidstreamResync,
+            HeadCutByGap,
+        ]);
+        assert_eq!(
+            anomalies_line(&many).as_deref(),
+            Some(
+                "HTTP anomalies: 6 (h2_goaway 1, h2_stream_reset 1, head_cut_by_gap 1, \
+                 incomplete_head 1, malformed_head 1, …)"
+            )
+        );
     }
 }

@@ -15,6 +15,7 @@ use mcpf_model::Mark;
 use super::spill::{Ranges, Records};
 use super::stamp::{Endpoint, Rfc3339};
 use super::{RecordFormat, Report, SCHEMA_VERSION, Selection, SessionHeader};
+use crate::note::InputJson;
 use crate::redact::{CleanWrite, Redactor};
 use crate::timeline::Entry;
 
@@ -522,6 +523,23 @@ fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     Value::Object(m)
 }
 
+/// `summary.http_anomalies_by_kind`: each kind the run had, the most frequent first, with its
+/// count and the input and frame of its first, so a reader can go to one.
+fn anomalies_by_kind(anomalies: &mcpf_mcp::Anomalies) -> Vec<Value> {
+    anomalies
+        .by_kind()
+        .iter()
+        .map(|(kind, c)| {
+            json!({
+                "kind": kind.name(),
+                "count": c.count,
+                "input": c.first.frame.input,
+                "frame": c.first.frame.frame,
+            })
+        })
+        .collect()
+}
+
 fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize]) -> Value {
     let (by_input, by_server) = super::rollup::rollups(rep, sel, shown);
     let input = |r: &super::rollup::Rollup| json!({"input": r.input, "path": r.name, "sessions": r.sessions, "findings": severity_counts(rep, &r.findings)});
@@ -543,14 +561,15 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_requests_cut_methods": rep.mcp.requests_cut_methods,
         "mcp_unattributed": rep.mcp.unattributed,
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
-        "http_anomalies": rep.anomalies.len(),
-        "limits": rep.limits,
+        "http_anomalies": rep.anomalies.total(),
+        "http_anomalies_by_kind": anomalies_by_kind(&rep.anomalies),
+        "limits": rep.limits.iter().map(crate::note::sentence).collect::<Vec<_>>(),
         "tls_not_decrypted": rep.tls_not_decrypted.iter().map(|f| json!({
             "connection": f.conn.number(),
             "input": f.mark.frame.input,
             "frame": f.mark.frame.frame,
             "time": f.mark.time.rfc3339(),
-            "reason": f.what,
+            "reason": f.detail,
         })).collect::<Vec<_>>(),
         "clock_offsets": rep.clock_offsets,
         "by_input": by_input.iter().map(input).collect::<Vec<_>>(),
@@ -637,7 +656,7 @@ pub fn write_json(
     out.write_all(b"  \"tool\": ")?;
     out.write_all(&pretty_at(&rep.tool, 2))?;
     out.write_all(b",\n  \"inputs\": ")?;
-    out.write_all(&pretty_at(&rep.inputs, 2))?;
+    out.write_all(&pretty_at(&InputJson::all(&rep.inputs), 2))?;
     out.write_all(b",\n  \"summary\": ")?;
     let count = rep.selected_count(sel);
     out.write_all(&pretty_at(&summary_json(rep, sel, count, &shown), 2))?;
@@ -693,7 +712,7 @@ pub fn write_ndjson(
     let shown = rep.shown_findings(sel);
     let selected = rep.selected_spills(sel);
     for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(input)?)?;
+        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     for &(record, _) in &selected {
         let record = rep.sessions.spilled(Records::Sessions, record)?;
@@ -739,7 +758,7 @@ fn write_ndjson_summary(
 /// now), then the `summary`.
 pub fn write_ndjson_tail(out: &mut dyn Write, rep: &Report, sel: &Selection) -> io::Result<()> {
     for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(input)?)?;
+        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     write_ndjson_summary(out, rep, sel, &rep.shown_findings(sel))
 }

@@ -35,9 +35,9 @@ use serde::Serialize;
 use mcpf_detect::verdict::Verdict;
 use mcpf_detect::{Finding, Severity};
 use mcpf_http::HttpStats;
+use mcpf_mcp::McpStats;
 use mcpf_mcp::model::SessionHead;
-use mcpf_mcp::{HttpAnomaly, McpStats};
-use mcpf_model::{InputReport, Mark, Timestamp};
+use mcpf_model::{Anomaly, InputReport, Mark, Timestamp};
 
 use crate::timeline::Entry;
 use spill::{Range, Ranges};
@@ -173,16 +173,18 @@ pub struct Report {
     pub timelines: Vec<Vec<Entry>>,
     pub http: HttpStats,
     pub mcp: McpStats,
-    pub anomalies: Vec<HttpAnomaly>,
+    /// The HTTP anomalies the MCP stage kept, counted by kind.
+    pub anomalies: mcpf_mcp::Anomalies,
     pub connections: u64,
     pub gap_bytes: u64,
     /// Of `gap_bytes`, those the capture's snap length cut (recorded short, not lost).
     pub snaplen_bytes: u64,
     pub connections_with_gaps: u64,
-    /// Notes about what an input format could not support.
-    pub limits: Vec<String>,
+    /// What the run could not keep, judge or decrypt: caps reached, comparisons not made (the
+    /// report words them).
+    pub limits: Vec<mcpf_model::Note>,
     /// TLS connections the key log could not (wholly) decrypt: where reading stopped, and why.
-    pub tls_not_decrypted: Vec<HttpAnomaly>,
+    pub tls_not_decrypted: Vec<Anomaly>,
     /// Between inputs whose sessions were compared hop by hop: the far clock minus the near.
     pub clock_offsets: Vec<mcpf_detect::ClockOffset>,
     /// The program that wrote the report.

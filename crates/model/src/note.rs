@@ -1,0 +1,231 @@
+//! Notes: a warning about one input (what reading it skipped, cut or could not keep, what its
+//! format lacks) or a limit of the run (a cap reached, a comparison not made). Stages make them
+//! as typed values, the kind with the numbers and names it needs; the sentence a person reads is
+//! made by the report alone (`mcpf_report::note`), so that nothing downstream matches text and a
+//! sentence is worded in one place.
+
+/// One warning or limit: what happened, how often, where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub kind: NoteKind,
+    /// How many (frames, bytes, sessions, bodies, …): the number the sentence is about; 1 for a
+    /// note about one thing.
+    pub count: u64,
+    /// Where, when the note is about one place: a byte offset, a HAR entry or a log line (the
+    /// kind says which).
+    pub at: Option<u64>,
+    /// What the input or the system said, quoted as given: an I/O or parse error, the reason a
+    /// record was skipped, a version string.
+    pub detail: Option<String>,
+}
+
+impl Note {
+    /// A note of `kind` about `count` things, at no one place.
+    pub fn new(kind: NoteKind, count: u64) -> Note {
+        Note {
+            kind,
+            count,
+            at: None,
+            detail: None,
+        }
+    }
+
+    /// The note at `at` (a byte offset, an entry, a line).
+    pub fn at(mut self, at: u64) -> Note {
+        self.at = Some(at);
+        self
+    }
+
+    /// The note with what the input or the system said.
+    pub fn detail(mut self, detail: impl Into<String>) -> Note {
+        self.detail = Some(detail.into());
+        self
+    }
+}
+
+/// What a note is about, with the numbers its sentence needs beyond `count` and `at`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoteKind {
+    // Reading a capture (warnings of its input).
+    /// Packets of a link type not decoded were skipped.
+    LinkTypeUnsupported { link_type: i32 },
+    /// `count` frames were cut by the snap length (the longest frame kept: `snaplen` bytes).
+    FramesCutBySnaplen { snaplen: u64 },
+    /// `count` pcap records claim more captured bytes than the file's snap length.
+    RecordsOverSnaplen,
+    /// A corrupt stretch of `count` bytes at byte `at`, skipped to the next valid unit.
+    CorruptStretch { unit: CorruptUnit },
+    /// `count` corrupt stretches in all (`bytes` skipped), past the `listed` that have their own.
+    CorruptStretches { bytes: u64, listed: u64 },
+    /// The capture's last record (at byte `at`, `count` bytes) is incomplete.
+    CaptureTruncated,
+    /// The capturing interface reported `count` dropped packets.
+    InterfaceDrops,
+    /// The connection table (`max` connections) was full: `count` evicted, `with_bytes` of them
+    /// had carried bytes.
+    ConnectionTableFull { max: u64, with_bytes: u64 },
+    /// The out-of-order limits were reached `count` times.
+    OutOfOrderLimits,
+    /// The gzip stream is cut or damaged at decompressed byte `at` (`detail`: the error).
+    GzipCut,
+    /// Reading failed at byte `at` (`detail`: the error).
+    ReadFailed,
+    /// A pcapng interface with an invalid `if_tsresol`.
+    InvalidTsresol { interface: u64, tsresol: u8 },
+    /// Reading stopped (`detail`: the error).
+    ReadingStopped,
+
+    // Reading a HAR file.
+    /// HAR entry `at` skipped (`detail`: why).
+    HarEntrySkipped,
+    /// Reading stopped in `entry` at byte `at` (`detail`: the JSON error); `rest` bytes unread.
+    HarReadingStopped { entry: u64, rest: u64 },
+    /// A HAR version other than 1.x (`detail`: the version).
+    HarVersion,
+    /// `count` entries used HTTP/2 or HTTP/3.
+    HarHttp2Entries,
+    /// `count` `_eventSourceMessages` times fell outside their response.
+    HarMessagesMoved,
+    /// `count` events left out of order: the reorder window of `window_mib` MiB was full.
+    HarOutOfOrder { window_mib: u64 },
+    /// `count` more warnings than were listed.
+    MoreWarnings,
+
+    // Reading an access log.
+    /// Line `at` skipped (`detail`: why).
+    LineSkipped,
+    /// Line `at` of `count` bytes skipped, over the line cap of `cap_mib` MiB.
+    LineTooLong { cap_mib: u64 },
+    /// Reading stopped after line `at` (`detail`: the error).
+    LogReadingStopped,
+    /// `count` more malformed lines than were listed.
+    MoreMalformedLines,
+
+    /// What a HAR file or an access log cannot record.
+    Lacks(Lack),
+
+    // Limits of the run (`summary.limits`).
+    /// Payload bytes could not be kept in a temporary file (`detail`: the error).
+    PayloadsNotKept,
+    /// `count` quiet sessions written to the spill file could not be read back.
+    SessionsLost,
+    /// `count` SSE events on `streams` streams came after their session held `max` events.
+    SessionEventsUnheld { streams: u64, max: u64 },
+    /// `count` event IDs came while the index of the open sessions' IDs was full.
+    EventIdsNotIndexed,
+    /// TLS: `count` of `connections` decrypted; the rest by reason (the reason's sentence, as
+    /// the TLS stage words its anomaly, with how many).
+    Tls {
+        connections: u64,
+        not_decrypted: Vec<(String, u64)>,
+    },
+    /// Reading was stopped by a signal.
+    StoppedBySignal,
+    /// `count` servers minted session IDs after `max` had been remembered.
+    MintingServersNotKept { max: u64 },
+    /// `count` compressed bodies decoded only up to the decoding budget.
+    BodiesPastDecodingBudget,
+    /// `count` brotli bodies not decoded: a shard's windows (`shard_mib` MiB, `total_mib` over
+    /// all) were held.
+    BrotliBodiesRefused { shard_mib: u64, total_mib: u64 },
+    /// `count` messages kept shorter than their own caps: a shard's bytes (`shard_mib` MiB,
+    /// `total_mib` over all) were held.
+    MessagesCutByHeld { shard_mib: u64, total_mib: u64 },
+    /// `count` header fields past the first 128 of a head were dropped.
+    HeaderFieldsDropped,
+    /// `count` JSON bodies over 16 MiB were kept with their strings cut.
+    JsonBodiesShrunk,
+    /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB
+    /// held already, or more than `per_input` observations of one ID in one input).
+    ObservationsNotCompared { held_mib: u64, per_input: u64 },
+    /// `count` sessions reported before their observations in other inputs ended (`max_events`
+    /// events held waiting).
+    ReleasedEarly { max_events: u64 },
+}
+
+/// What a corrupt stretch of a capture was read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorruptUnit {
+    PcapRecord,
+    PcapngBlock,
+    /// A pcapng block whose framing is sound but whose body does not parse.
+    PcapngBlockBody,
+    ObsoletePacketBlock,
+}
+
+/// What a HAR file or an access log does not record, so that findings resting on it are not
+/// raised (and the report says why).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lack {
+    // HAR files.
+    /// TCP-level evidence: a HAR records HTTP messages only.
+    HarTcp,
+    /// Client addresses and ports.
+    HarClientAddresses,
+    /// Which exchanges shared a connection (no `connection` field).
+    HarConnections,
+    /// `unknown` of `total` request bodies were not stored.
+    RequestBodies { unknown: u64, total: u64 },
+    /// The response of `entries` entries (the first of them listed) is not recorded.
+    HarResponses { entries: u64, listed: Vec<u64> },
+    /// `count` response bodies were not stored.
+    HarResponseBodies { count: u64 },
+    /// The SSE events of `unknown` of `total` event streams (`stored_empty`: some were stored
+    /// empty rather than not at all).
+    HarSseEvents {
+        unknown: u64,
+        total: u64,
+        stored_empty: bool,
+    },
+    /// The time of each SSE event.
+    HarSseTimes,
+    /// Authorization, Cookie and Set-Cookie headers (`sanitized`: a browser's sanitized export).
+    HarCredentials { sanitized: bool },
+    /// Server IP addresses of some entries.
+    HarServerAddresses,
+
+    // Access logs.
+    /// Request and response bodies.
+    LogBodies,
+    /// The SSE events of `streams` responses that are or may be event streams.
+    LogSseEvents { streams: u64 },
+    /// Every header but the logged ones.
+    LogHeaders {
+        requests: Vec<String>,
+        responses: Vec<String>,
+    },
+    /// Headers MCP analysis needs that the log does not carry.
+    LogMcpHeaders { missing: Vec<McpHeader> },
+    /// When each response began (`measured`: estimated from the upstream's header time).
+    LogResponseStart { measured: bool },
+    /// When requests began.
+    LogRequestStart { durations: Durations },
+    /// Sub-second times.
+    LogCoarseTimes,
+    /// How responses ended.
+    LogResponseEnd,
+    /// Client addresses and ports.
+    LogClientAddresses,
+    /// Which requests shared a connection.
+    LogConnections,
+    /// TCP-level evidence: an access log has one line per request.
+    LogTcp,
+}
+
+/// A header MCP analysis reads, on the side it is read on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpHeader {
+    SessionIdOnRequests,
+    SessionIdOnResponses,
+    LastEventIdOnRequests,
+    AcceptOnRequests,
+    ContentTypeOnResponses,
+}
+
+/// Which lines of an access log carry a duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durations {
+    All,
+    Some,
+    None,
+}
