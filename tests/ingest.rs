@@ -18,7 +18,7 @@ mod support;
 use mcpf_http::{ExchangeId, HttpEvent, HttpSink, Outcome};
 use mcpf_ingest::{self as ingest, FormatChoice, LogMap};
 use mcpf_model::Timestamp;
-use mcpf_model::{Capabilities, ConnId, Durations, Lack, LogFlavor, NoteKind, SourceFormat};
+use mcpf_model::{Capabilities, ConnId, Durations, LogFlavor, NoteKind, SourceFormat, SourceLack};
 use serde_json::Value;
 
 const FIX: &str = "tests/fixtures/ingest";
@@ -356,7 +356,7 @@ fn mitmproxy_har_matches_the_truth_recorded_by_client_and_server() {
     assert!(c.sse_times_estimated && !c.sanitized);
     assert!(c.knows_request_header("authorization") && c.knows_request_header("mcp-session-id"));
     assert!(c.server_addresses && !c.client_addresses && !c.connections);
-    assert!(c.lacks.contains(&Lack::HarSseTimes));
+    assert!(c.lacks.contains(&SourceLack::HarSseTimes));
     // Each entry is its own synthetic connection; marks cite entry numbers (file order).
     let frames: Vec<u64> = r
         .exchanges
@@ -414,10 +414,13 @@ fn sanitized_har_leaves_holes_that_are_unknown_not_absent() {
             .get("authorization")
             .is_none()
     );
-    assert!(c.lacks.contains(&Lack::HarCredentials { sanitized: true }));
+    assert!(
+        c.lacks
+            .contains(&SourceLack::HarCredentials { sanitized: true })
+    );
     assert!(c.lacks.iter().any(|l| matches!(
         l,
-        Lack::HarSseEvents {
+        SourceLack::HarSseEvents {
             unknown: 1,
             total: 5,
             ..
@@ -640,8 +643,8 @@ fn nginx_log_of_the_seed_incident() {
     assert!(
         c.start_from_duration && c.response_start_estimated && c.connections && c.client_addresses
     );
-    assert!(c.lacks.contains(&Lack::LogBodies));
-    assert!(c.lacks.contains(&Lack::LogRequestStart {
+    assert!(c.lacks.contains(&SourceLack::LogBodies));
+    assert!(c.lacks.contains(&SourceLack::LogRequestStart {
         durations: Durations::All
     }));
     // The client address is logged.

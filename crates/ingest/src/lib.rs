@@ -8,7 +8,7 @@
 //! - [`read_har`] and [`read_access_log`] feed an [`HttpSink`] and return the input's
 //!   [`InputReport`] (its warnings typed [`Note`](mcpf_model::Note)s, worded by the report) plus its
 //!   [`Capabilities`]: what the source can support, and each thing it lacks (a
-//!   [`Lack`](mcpf_model::Lack)), so findings that would rest on missing evidence are not raised.
+//!   [`SourceLack`](mcpf_model::SourceLack)), so findings that would rest on missing evidence are not raised.
 //! - [`LogMap`] names the fields of any other JSON log (`--log-map`); a map that cannot be
 //!   read is a [`LogMapError`], whose text says what is wrong.
 //!

@@ -245,7 +245,7 @@ pub struct Capabilities {
     pub time_resolution_ns: i64,
     /// What this input lacks, for the report (which says it in sentences).
     #[serde(skip)]
-    pub lacks: Vec<crate::Lack>,
+    pub lacks: Vec<crate::SourceLack>,
 }
 
 impl Capabilities {

@@ -24,7 +24,7 @@ pub use input::{
     Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,
     OpenError, SourceFormat,
 };
-pub use note::{CorruptUnit, Durations, Lack, McpHeader, Note, NoteKind};
+pub use note::{CorruptUnit, Durations, McpHeader, Note, NoteKind, SourceLack};
 pub use paged::PagedVec;
 pub use timestamp::Timestamp;
 

@@ -102,7 +102,7 @@ pub enum NoteKind {
     MoreMalformedLines,
 
     /// What a HAR file or an access log cannot record.
-    Lacks(Lack),
+    Lacks(SourceLack),
 
     // Limits of the run (`summary.limits`).
     /// Payload bytes could not be kept in a temporary file (`detail`: the error).
@@ -156,7 +156,7 @@ pub enum CorruptUnit {
 /// What a HAR file or an access log does not record, so that findings resting on it are not
 /// raised (and the report says why).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lack {
+pub enum SourceLack {
     // HAR files.
     /// TCP-level evidence: a HAR records HTTP messages only.
     HarTcp,

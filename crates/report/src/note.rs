@@ -7,7 +7,7 @@
 use std::fmt::{self, Display, Formatter};
 
 use mcpf_detect::FindingKind;
-use mcpf_model::{CorruptUnit, Durations, InputReport, Lack, McpHeader, Note, NoteKind};
+use mcpf_model::{CorruptUnit, Durations, InputReport, McpHeader, Note, NoteKind, SourceLack};
 use serde::Serialize;
 
 /// The sentence of `note`, as every output prints it.
@@ -234,35 +234,35 @@ fn unit_name(unit: CorruptUnit) -> &'static str {
 }
 
 /// What a HAR file or an access log lacks, after `lacks `: one arm per lack.
-fn write_lack(f: &mut Formatter<'_>, lack: &Lack) -> fmt::Result {
+fn write_lack(f: &mut Formatter<'_>, lack: &SourceLack) -> fmt::Result {
     match lack {
-        Lack::HarTcp => f.write_str(
+        SourceLack::HarTcp => f.write_str(
             "TCP-level evidence (packets, retransmissions, gaps, resets): a HAR records HTTP messages only",
         ),
-        Lack::HarClientAddresses => f.write_str(
+        SourceLack::HarClientAddresses => f.write_str(
             "client addresses and ports: a HAR records only the server's IP address",
         ),
-        Lack::HarConnections => f.write_str(
+        SourceLack::HarConnections => f.write_str(
             "which exchanges shared a TCP connection (no \"connection\" field): each entry is counted as its own connection",
         ),
-        Lack::RequestBodies { unknown, total } => write!(
+        SourceLack::RequestBodies { unknown, total } => write!(
             f,
             "{unknown} of {total} request bodies (not stored by the exporter): the JSON-RPC messages they carried are unknown"
         ),
-        Lack::HarResponses { entries, listed } => write_har_responses(f, *entries, listed),
-        Lack::HarResponseBodies { count } => write!(
+        SourceLack::HarResponses { entries, listed } => write_har_responses(f, *entries, listed),
+        SourceLack::HarResponseBodies { count } => write!(
             f,
             "{count} response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown"
         ),
-        Lack::HarSseEvents {
+        SourceLack::HarSseEvents {
             unknown,
             total,
             stored_empty,
         } => write_har_sse_events(f, *unknown, *total, *stored_empty),
-        Lack::HarSseTimes => f.write_str(
+        SourceLack::HarSseTimes => f.write_str(
             "the time of each SSE event: a HAR keeps none, so event times are spread between the response's first byte and its end (estimated)",
         ),
-        Lack::HarCredentials { sanitized } => write!(
+        SourceLack::HarCredentials { sanitized } => write!(
             f,
             "Authorization, Cookie and Set-Cookie headers: none in the whole file, so {}; treated as unknown, not absent",
             if *sanitized {
@@ -271,17 +271,17 @@ fn write_lack(f: &mut Formatter<'_>, lack: &Lack) -> fmt::Result {
                 "they were stripped by the exporter or never sent"
             }
         ),
-        Lack::HarServerAddresses => {
+        SourceLack::HarServerAddresses => {
             f.write_str("server IP addresses of some entries (no serverIPAddress)")
         }
-        Lack::LogBodies => f.write_str(
+        SourceLack::LogBodies => f.write_str(
             "request and response bodies: an access log keeps no content, so no JSON-RPC messages and no SSE events; replays, skipped event ranges and duplicate events are not determinable (the event-ID scheme can still be inferred from logged Last-Event-ID values)",
         ),
-        Lack::LogSseEvents { streams } => write!(
+        SourceLack::LogSseEvents { streams } => write!(
             f,
             "the SSE events of {streams} responses that are or may be event streams"
         ),
-        Lack::LogHeaders {
+        SourceLack::LogHeaders {
             requests,
             responses,
         } => write!(
@@ -290,7 +290,7 @@ fn write_lack(f: &mut Formatter<'_>, lack: &Lack) -> fmt::Result {
             names_or_none(requests),
             names_or_none(responses)
         ),
-        Lack::LogMcpHeaders { missing } => {
+        SourceLack::LogMcpHeaders { missing } => {
             let missing: Vec<&str> = missing.iter().map(|h| mcp_header(*h)).collect();
             write!(
                 f,
@@ -298,26 +298,26 @@ fn write_lack(f: &mut Formatter<'_>, lack: &Lack) -> fmt::Result {
                 missing.join("; ")
             )
         }
-        Lack::LogResponseStart { measured: true } => {
+        SourceLack::LogResponseStart { measured: true } => {
             f.write_str("when each response began: estimated from the upstream's header time")
         }
-        Lack::LogResponseStart { measured: false } => {
+        SourceLack::LogResponseStart { measured: false } => {
             f.write_str("when each response began: taken as the request's start (estimated)")
         }
-        Lack::LogRequestStart { durations } => f.write_str(request_start(*durations)),
-        Lack::LogCoarseTimes => {
+        SourceLack::LogRequestStart { durations } => f.write_str(request_start(*durations)),
+        SourceLack::LogCoarseTimes => {
             f.write_str("sub-second times: the time field has whole seconds (log $msec)")
         }
-        Lack::LogResponseEnd => f.write_str(
+        SourceLack::LogResponseEnd => f.write_str(
             "how responses ended: a stream the client dropped looks complete unless the status says otherwise (499, 0); log nginx $request_completion or Envoy %RESPONSE_FLAGS% to know",
         ),
-        Lack::LogClientAddresses => {
+        SourceLack::LogClientAddresses => {
             f.write_str("client addresses and ports of some or all requests")
         }
-        Lack::LogConnections => {
+        SourceLack::LogConnections => {
             f.write_str("which requests shared a TCP connection (no connection id logged)")
         }
-        Lack::LogTcp => f.write_str(
+        SourceLack::LogTcp => f.write_str(
             "TCP-level evidence (packets, retransmissions, gaps, resets): an access log has one line per request",
         ),
     }
@@ -719,46 +719,46 @@ mod tests {
 
     #[test]
     fn every_lack_reads_as_before() {
-        let cases: Vec<(Lack, &str)> = vec![
+        let cases: Vec<(SourceLack, &str)> = vec![
             (
-                Lack::HarTcp,
+                SourceLack::HarTcp,
                 "TCP-level evidence (packets, retransmissions, gaps, resets): a HAR records HTTP messages only",
             ),
             (
-                Lack::HarClientAddresses,
+                SourceLack::HarClientAddresses,
                 "client addresses and ports: a HAR records only the server's IP address",
             ),
             (
-                Lack::HarConnections,
+                SourceLack::HarConnections,
                 "which exchanges shared a TCP connection (no \"connection\" field): each entry is counted as its own connection",
             ),
             (
-                Lack::RequestBodies {
+                SourceLack::RequestBodies {
                     unknown: 2,
                     total: 9,
                 },
                 "2 of 9 request bodies (not stored by the exporter): the JSON-RPC messages they carried are unknown",
             ),
             (
-                Lack::HarResponses {
+                SourceLack::HarResponses {
                     entries: 1,
                     listed: vec![4],
                 },
                 "the response of 1 entry (no response object or status 0, and no _error: entry 4): unknown, never taken as unanswered",
             ),
             (
-                Lack::HarResponses {
+                SourceLack::HarResponses {
                     entries: 12,
                     listed: (1..=10).collect(),
                 },
                 "the response of 12 entries (no response object or status 0, and no _error: entries 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more): unknown, never taken as unanswered",
             ),
             (
-                Lack::HarResponseBodies { count: 3 },
+                SourceLack::HarResponseBodies { count: 3 },
                 "3 response bodies (not stored or removed by the exporter): the JSON-RPC messages they carried are unknown",
             ),
             (
-                Lack::HarSseEvents {
+                SourceLack::HarSseEvents {
                     unknown: 1,
                     total: 7,
                     stored_empty: false,
@@ -766,7 +766,7 @@ mod tests {
                 "the SSE events of 1 of 7 event streams (not stored by the exporter): replays, skipped ranges and duplicate events on them are not determinable",
             ),
             (
-                Lack::HarSseEvents {
+                SourceLack::HarSseEvents {
                     unknown: 1,
                     total: 5,
                     stored_empty: true,
@@ -774,38 +774,38 @@ mod tests {
                 "the SSE events of 1 of 5 event streams (stored empty: exporters such as mitmproxy without a recording addon, or a browser for fetch-based SSE, keep nothing of a streamed body): replays, skipped ranges and duplicate events on them are not determinable",
             ),
             (
-                Lack::HarSseTimes,
+                SourceLack::HarSseTimes,
                 "the time of each SSE event: a HAR keeps none, so event times are spread between the response's first byte and its end (estimated)",
             ),
             (
-                Lack::HarCredentials { sanitized: false },
+                SourceLack::HarCredentials { sanitized: false },
                 "Authorization, Cookie and Set-Cookie headers: none in the whole file, so they were stripped by the exporter or never sent; treated as unknown, not absent",
             ),
             (
-                Lack::HarCredentials { sanitized: true },
+                SourceLack::HarCredentials { sanitized: true },
                 "Authorization, Cookie and Set-Cookie headers: none in the whole file, so the browser exported it sanitized (its default); treated as unknown, not absent",
             ),
             (
-                Lack::HarServerAddresses,
+                SourceLack::HarServerAddresses,
                 "server IP addresses of some entries (no serverIPAddress)",
             ),
             (
-                Lack::LogBodies,
+                SourceLack::LogBodies,
                 "request and response bodies: an access log keeps no content, so no JSON-RPC messages and no SSE events; replays, skipped event ranges and duplicate events are not determinable (the event-ID scheme can still be inferred from logged Last-Event-ID values)",
             ),
             (
-                Lack::LogSseEvents { streams: 15 },
+                SourceLack::LogSseEvents { streams: 15 },
                 "the SSE events of 15 responses that are or may be event streams",
             ),
             (
-                Lack::LogHeaders {
+                SourceLack::LogHeaders {
                     requests: vec!["accept".into(), "mcp-session-id".into()],
                     responses: vec![],
                 },
                 "every header except the logged ones (requests: accept, mcp-session-id; responses: none)",
             ),
             (
-                Lack::LogMcpHeaders {
+                SourceLack::LogMcpHeaders {
                     missing: vec![
                         McpHeader::SessionIdOnRequests,
                         McpHeader::SessionIdOnResponses,
@@ -817,49 +817,49 @@ mod tests {
                 "headers MCP analysis needs that this log does not carry: Mcp-Session-Id on requests (sessions cannot be rebuilt); Mcp-Session-Id on responses (session assignment and changes); Last-Event-ID on requests (resume attempts); Accept on requests (which streams the client asked for); Content-Type on responses (which responses were SSE streams)",
             ),
             (
-                Lack::LogResponseStart { measured: true },
+                SourceLack::LogResponseStart { measured: true },
                 "when each response began: estimated from the upstream's header time",
             ),
             (
-                Lack::LogResponseStart { measured: false },
+                SourceLack::LogResponseStart { measured: false },
                 "when each response began: taken as the request's start (estimated)",
             ),
             (
-                Lack::LogRequestStart {
+                SourceLack::LogRequestStart {
                     durations: Durations::All,
                 },
                 "when each request began: the log is written at the end, so start = end − duration",
             ),
             (
-                Lack::LogRequestStart {
+                SourceLack::LogRequestStart {
                     durations: Durations::Some,
                 },
                 "when some requests began (no duration on their line): their start is taken as their end",
             ),
             (
-                Lack::LogRequestStart {
+                SourceLack::LogRequestStart {
                     durations: Durations::None,
                 },
                 "when requests began (no duration field): each start is taken as its end",
             ),
             (
-                Lack::LogCoarseTimes,
+                SourceLack::LogCoarseTimes,
                 "sub-second times: the time field has whole seconds (log $msec)",
             ),
             (
-                Lack::LogResponseEnd,
+                SourceLack::LogResponseEnd,
                 "how responses ended: a stream the client dropped looks complete unless the status says otherwise (499, 0); log nginx $request_completion or Envoy %RESPONSE_FLAGS% to know",
             ),
             (
-                Lack::LogClientAddresses,
+                SourceLack::LogClientAddresses,
                 "client addresses and ports of some or all requests",
             ),
             (
-                Lack::LogConnections,
+                SourceLack::LogConnections,
                 "which requests shared a TCP connection (no connection id logged)",
             ),
             (
-                Lack::LogTcp,
+                SourceLack::LogTcp,
                 "TCP-level evidence (packets, retransmissions, gaps, resets): an access log has one line per request",
             ),
         ];

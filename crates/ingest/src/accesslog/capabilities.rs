@@ -3,7 +3,7 @@
 //! that are partly derived (a start from the duration, a first byte estimated).
 
 use mcpf_model::SourceFormat;
-use mcpf_model::{Capabilities, Durations, HeaderCoverage, Lack, LogFlavor, McpHeader};
+use mcpf_model::{Capabilities, Durations, HeaderCoverage, LogFlavor, McpHeader, SourceLack};
 
 use super::Facts;
 
@@ -44,15 +44,15 @@ pub(super) fn capabilities(flavor: LogFlavor, facts: &Facts, any_records: bool) 
 
 /// What the log lacks (the report words it); `streams` responses are or may be event streams.
 pub(super) fn lacks(caps: &mut Capabilities, facts: &Facts, flavor: LogFlavor, streams: u64) {
-    let mut lacks = vec![Lack::LogBodies];
+    let mut lacks = vec![SourceLack::LogBodies];
     if streams > 0 {
-        lacks.push(Lack::LogSseEvents { streams });
+        lacks.push(SourceLack::LogSseEvents { streams });
     }
     if flavor != LogFlavor::Caddy {
         header_lacks(&mut lacks, facts);
     }
     let measured = facts.head_measured;
-    lacks.push(Lack::LogResponseStart { measured });
+    lacks.push(SourceLack::LogResponseStart { measured });
     if !facts.start_logged {
         let durations = if facts.all_durations {
             Durations::All
@@ -61,21 +61,21 @@ pub(super) fn lacks(caps: &mut Capabilities, facts: &Facts, flavor: LogFlavor, s
         } else {
             Durations::None
         };
-        lacks.push(Lack::LogRequestStart { durations });
+        lacks.push(SourceLack::LogRequestStart { durations });
     }
     if facts.coarse_times {
-        lacks.push(Lack::LogCoarseTimes);
+        lacks.push(SourceLack::LogCoarseTimes);
     }
     if !caps.response_end_known {
-        lacks.push(Lack::LogResponseEnd);
+        lacks.push(SourceLack::LogResponseEnd);
     }
     if !caps.client_addresses {
-        lacks.push(Lack::LogClientAddresses);
+        lacks.push(SourceLack::LogClientAddresses);
     }
     if !caps.connections {
-        lacks.push(Lack::LogConnections);
+        lacks.push(SourceLack::LogConnections);
     }
-    lacks.push(Lack::LogTcp);
+    lacks.push(SourceLack::LogTcp);
     caps.lacks.extend(lacks);
 }
 
@@ -89,8 +89,8 @@ const MCP_HEADERS: [(&str, bool, McpHeader); 5] = [
 ];
 
 /// The headers a log that names its headers (all but Caddy's) did not log.
-fn header_lacks(lacks: &mut Vec<Lack>, facts: &Facts) {
-    lacks.push(Lack::LogHeaders {
+fn header_lacks(lacks: &mut Vec<SourceLack>, facts: &Facts) {
+    lacks.push(SourceLack::LogHeaders {
         requests: facts.req_header_names.iter().cloned().collect(),
         responses: facts.resp_header_names.iter().cloned().collect(),
     });
@@ -106,6 +106,6 @@ fn header_lacks(lacks: &mut Vec<Lack>, facts: &Facts) {
         .map(|(_, _, header)| header)
         .collect();
     if !missing.is_empty() {
-        lacks.push(Lack::LogMcpHeaders { missing });
+        lacks.push(SourceLack::LogMcpHeaders { missing });
     }
 }

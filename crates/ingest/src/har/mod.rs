@@ -53,7 +53,7 @@ use crate::{Warnings, open_text, read_all_text};
 use mcpf_http::{ExchangeId, HttpSink};
 use mcpf_model::{Accounting, Capabilities, HeaderCoverage, SourceFormat, Timestamp, bucket};
 use mcpf_model::{FrameRef, InputId, Mark};
-use mcpf_model::{InputReport, Lack, Note, NoteKind, OpenError};
+use mcpf_model::{InputReport, Note, NoteKind, OpenError, SourceLack};
 
 use self::bodies::Content;
 use self::entries::entry;
@@ -454,42 +454,42 @@ fn capabilities(metas: &[Option<Meta>], writer: &Writer, any_named: bool) -> Cap
 
 /// What this HAR lacks (the report words it).
 fn lacks(caps: &mut Capabilities, holes: &Holes, writer: &Writer, any_entries: bool) {
-    let mut lacks = vec![Lack::HarTcp, Lack::HarClientAddresses];
+    let mut lacks = vec![SourceLack::HarTcp, SourceLack::HarClientAddresses];
     if !caps.connections {
-        lacks.push(Lack::HarConnections);
+        lacks.push(SourceLack::HarConnections);
     }
     if caps.request_bodies.unknown > 0 {
-        lacks.push(Lack::RequestBodies {
+        lacks.push(SourceLack::RequestBodies {
             unknown: caps.request_bodies.unknown,
             total: caps.request_bodies.total(),
         });
     }
     if holes.without_response_count > 0 {
-        lacks.push(Lack::HarResponses {
+        lacks.push(SourceLack::HarResponses {
             entries: holes.without_response_count,
             listed: holes.without_response.clone(),
         });
     }
     if holes.unknown_plain_bodies > 0 {
         let count = holes.unknown_plain_bodies;
-        lacks.push(Lack::HarResponseBodies { count });
+        lacks.push(SourceLack::HarResponseBodies { count });
     }
     if holes.unknown_streams > 0 {
-        lacks.push(Lack::HarSseEvents {
+        lacks.push(SourceLack::HarSseEvents {
             unknown: holes.unknown_streams,
             total: caps.sse_streams.total(),
             stored_empty: holes.empty_streams_unknown > 0,
         });
     }
     if caps.sse_times_estimated {
-        lacks.push(Lack::HarSseTimes);
+        lacks.push(SourceLack::HarSseTimes);
     }
     if !writer.credentials_seen && any_entries {
         let sanitized = caps.sanitized;
-        lacks.push(Lack::HarCredentials { sanitized });
+        lacks.push(SourceLack::HarCredentials { sanitized });
     }
     if !caps.server_addresses {
-        lacks.push(Lack::HarServerAddresses);
+        lacks.push(SourceLack::HarServerAddresses);
     }
     caps.lacks.extend(lacks);
 }
