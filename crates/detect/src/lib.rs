@@ -266,6 +266,14 @@ pub fn not_determinable(lacks: &[Lack]) -> Vec<(FindingKind, &Lack)> {
         .collect()
 }
 
+/// The kinds that require `need`, in the registry's order.
+pub fn requiring(need: Need) -> impl Iterator<Item = FindingKind> {
+    FindingKind::ALL
+        .iter()
+        .copied()
+        .filter(move |k| k.info().requires.contains(&need))
+}
+
 /// Every detector of one session, in the order that lets a consequence name its cause.
 fn run_detectors(s: &Session, f: &mut Findings) {
     let ix = index::Index::new(s);

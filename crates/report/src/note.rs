@@ -201,13 +201,15 @@ fn write_tls(
 }
 
 fn write_events_unheld(f: &mut Formatter<'_>, c: u64, streams: u64, max: u64) -> fmt::Result {
+    // The kinds that conclude from an event's absence, as the registry says.
+    let kinds: Vec<&str> = mcpf_detect::requiring(mcpf_mcp::model::Need::EveryEvent)
+        .map(FindingKind::name)
+        .collect();
     write!(
         f,
-        "{c} SSE events on {streams} stream{} arrived after their session held {max} (--max-session-events): counted, not kept; {}, {} and {} are not determinable for those sessions",
+        "{c} SSE events on {streams} stream{} arrived after their session held {max} (--max-session-events): counted, not kept; {} are not determinable for those sessions",
         if streams == 1 { "" } else { "s" },
-        FindingKind::UnansweredRequest.name(),
-        FindingKind::SkippedEvents.name(),
-        FindingKind::ResumeGap.name()
+        crate::table::and_list(&kinds)
     )
 }
 
@@ -617,11 +619,11 @@ mod tests {
                     },
                     772,
                 ),
-                "772 SSE events on 172 streams arrived after their session held 3 (--max-session-events): counted, not kept; unanswered_request, skipped_events and resume_gap are not determinable for those sessions",
+                "772 SSE events on 172 streams arrived after their session held 3 (--max-session-events): counted, not kept; resume_gap, skipped_events and unanswered_request are not determinable for those sessions",
             ),
             (
                 note(K::SessionEventsUnheld { streams: 1, max: 3 }, 5),
-                "5 SSE events on 1 stream arrived after their session held 3 (--max-session-events): counted, not kept; unanswered_request, skipped_events and resume_gap are not determinable for those sessions",
+                "5 SSE events on 1 stream arrived after their session held 3 (--max-session-events): counted, not kept; resume_gap, skipped_events and unanswered_request are not determinable for those sessions",
             ),
             (
                 note(K::EventIdsNotIndexed, 8),
