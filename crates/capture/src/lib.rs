@@ -474,6 +474,7 @@ pub fn run(
 }
 
 /// Key log lines read from the input's blocks so far go downstream before its next packet.
+#[inline]
 fn hand_on_secrets(input: &mut CaptureInput, sink: &mut impl TcpSink) {
     let secrets = input.reader.take_tls_secrets();
     if !secrets.is_empty() {
