@@ -260,3 +260,13 @@ fn evidence_keys_are_documented_and_in_the_schema() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert_eq!(checked, FindingKind::ALL.len());
 }
+
+/// README's table of findings lists every kind of the registry.
+#[test]
+fn readme_lists_every_finding_kind() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    for k in mcpf_detect::FindingKind::ALL {
+        let row = format!("| `{}` | {} |", k.name(), k.severity().name());
+        assert!(readme.contains(&row), "README.md lacks the row of {k}: {row}");
+    }
+}
