@@ -267,6 +267,9 @@ fn readme_lists_every_finding_kind() {
     let readme = std::fs::read_to_string("README.md").unwrap();
     for k in mcpf_detect::FindingKind::ALL {
         let row = format!("| `{}` | {} |", k.name(), k.severity().name());
-        assert!(readme.contains(&row), "README.md lacks the row of {k}: {row}");
+        assert!(
+            readme.contains(&row),
+            "README.md lacks the row of {k}: {row}"
+        );
     }
 }

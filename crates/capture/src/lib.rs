@@ -100,16 +100,15 @@ pub mod tcp;
 pub mod writer;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use decode::Skip;
 use mcpf_model::bucket;
+use mcpf_model::file::{CountingReader, open_file};
 use mcpf_model::{Accounting, InputId, InputReport, Mark, Note, NoteKind, OpenError, Timestamp};
-use reader::{CaptureReader, CountingReader, Frame, ReadError};
+use reader::{CaptureReader, Frame, ReadError};
 use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
 
 /// An opened capture input.
@@ -187,33 +186,6 @@ pub fn capture_from_bytes(
         bytes_read.clone(),
     ));
     open_reader(name, source, size, bytes_read, input)
-}
-
-/// Opens a regular file with errors a newcomer understands.
-pub fn open_file(path: &str) -> Result<File, OpenError> {
-    let p = Path::new(path);
-    let err = |message: String, hint: Option<&str>| OpenError {
-        path: path.to_string(),
-        message,
-        hint: hint.map(str::to_string),
-    };
-    match std::fs::metadata(p) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(err(
-                "no such file".into(),
-                Some("check the path; use - to read a capture from standard input"),
-            ));
-        }
-        Err(e) => return Err(err(format!("cannot read: {e}"), None)),
-        Ok(m) if m.is_dir() => {
-            return Err(err(
-                "is a directory, not a capture file".into(),
-                Some("name the capture files inside it, e.g. dir/*.pcap"),
-            ));
-        }
-        Ok(_) => {}
-    }
-    File::open(p).map_err(|e| err(format!("cannot open: {e}"), None))
 }
 
 /// Per-input bookkeeping while packets flow.

@@ -10,8 +10,6 @@
 
 use std::fmt;
 use std::io::{self, Read};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pcap_parser::pcapng::{self, Block, InterfaceDescriptionBlock, InterfaceStatisticsBlock};
 
@@ -112,26 +110,6 @@ pub fn describe_bytes(head: &[u8]) -> String {
         return format!("{} (a raw TLS record, not a capture)", hex.join(" "));
     }
     format!("{} \"{}\"", hex.join(" "), text)
-}
-
-/// Counts bytes read from the underlying source (before decompression) so progress can be shown.
-pub struct CountingReader<R> {
-    inner: R,
-    counter: Arc<AtomicU64>,
-}
-
-impl<R: Read> CountingReader<R> {
-    pub fn new(inner: R, counter: Arc<AtomicU64>) -> Self {
-        CountingReader { inner, counter }
-    }
-}
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.counter.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// A link-layer frame as read from the capture: data borrowed from the read buffer.

@@ -39,10 +39,10 @@ use std::sync::atomic::AtomicU64;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use mcpf_capture::open_file;
-use mcpf_capture::reader::{CountingReader, Sniffed, describe_bytes, sniff};
+use mcpf_capture::reader::{Sniffed, describe_bytes, sniff};
 use mcpf_http::HttpSink;
 use mcpf_model::SourceFormat;
+use mcpf_model::file::{CountingReader, open_file};
 use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, Note, NoteKind, OpenError};
 
 pub use accesslog::{LogMap, LogMapError, read_access_log, read_access_log_text};

@@ -11,6 +11,7 @@
 mod accounting;
 mod anomaly;
 mod conn;
+pub mod file;
 pub mod input;
 pub mod interrupt;
 mod note;
