@@ -153,21 +153,17 @@ impl<'a> Doc<'a> {
             .map(|r| (r.input, r.frame))
             .filter(|(i, _)| captures.get(*i as usize).copied().unwrap_or(true));
         let filters = display_filters(refs);
-        match filters.as_slice() {
-            [] => None,
-            [(_, one)] => Some(one.clone()),
-            several => {
-                let paths: Vec<&str> = self.inputs().collect();
-                let parts: Vec<String> = several
-                    .iter()
-                    .map(|(i, filter)| {
-                        let path = paths.get(*i as usize).copied().unwrap_or("?");
-                        format!("{path}: {filter}")
-                    })
-                    .collect();
-                Some(parts.join("; "))
-            }
-        }
+        // With several inputs a filter says which file it selects frames of (a frame number
+        // names a frame of one file only), by the input's label the header shows.
+        let labelled = self.inputs().count() > 1;
+        let parts: Vec<String> = filters
+            .iter()
+            .map(|(i, filter)| match labelled {
+                true => format!("{}: {filter}", crate::input_label(*i as u32)),
+                false => filter.clone(),
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// What a session's sequence diagram draws: the session alone, or the client leg and the

@@ -270,6 +270,8 @@ impl From<RawFinding> for Finding {
 pub struct TimelineEntry {
     pub time: String,
     pub frame: u64,
+    /// The input of the frame.
+    pub input: u32,
     /// The session's key.
     pub session: String,
     /// The stream; none on a finding row.

@@ -43,7 +43,15 @@ pub fn write_html(out: &mut dyn Write, doc: &Document) -> io::Result<()> {
         out,
         "<title>MCP incident report</title>\n<style>{STYLE}</style></head><body>"
     )?;
-    let inputs: Vec<String> = d.inputs().map(esc).collect();
+    let labelled = d.inputs().count() > 1;
+    let inputs: Vec<String> = d
+        .inputs()
+        .enumerate()
+        .map(|(i, p)| match labelled {
+            true => format!("{} {}", crate::input_label(i as u32), esc(p)),
+            false => esc(p),
+        })
+        .collect();
     writeln!(
         out,
         "<h1>MCP incident report</h1>\n<p class=\"meta\">{} {} · {}</p>",

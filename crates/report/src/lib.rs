@@ -23,6 +23,12 @@ use std::io::{self, Write};
 
 use mcpf_model::InputReport;
 
+/// The short name of an input in every format where several inputs' frames meet: `I1`, `I2`…
+/// (1-based, as the command line gives them), shown once with its path in the header.
+pub fn input_label(index: u32) -> String {
+    format!("I{}", u64::from(index) + 1)
+}
+
 /// The one-line account of an input printed above every human report, then its warnings.
 pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();

@@ -44,7 +44,15 @@ pub fn document(
 pub fn write_markdown(out: &mut dyn Write, doc: &Document) -> io::Result<()> {
     let d = Doc::new(doc);
     writeln!(out, "# MCP incident report\n")?;
-    let inputs: Vec<String> = d.inputs().map(|p| format!("`{}`", code(p))).collect();
+    let labelled = d.inputs().count() > 1;
+    let inputs: Vec<String> = d
+        .inputs()
+        .enumerate()
+        .map(|(i, p)| match labelled {
+            true => format!("{} `{}`", crate::input_label(i as u32), code(p)),
+            false => format!("`{}`", code(p)),
+        })
+        .collect();
     writeln!(
         out,
         "{} {} · inputs: {}\n",
@@ -181,7 +189,12 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<(
     writeln!(out, "### Timeline ({}), UTC\n", cell(key))?;
     writeln!(out, "| time | frame | | what |")?;
     writeln!(out, "|---|---|---|---|")?;
+    let labelled = d.inputs().count() > 1;
     for e in rows.iter().take(TIMELINE_ROWS) {
+        let frame = match labelled {
+            true => format!("{}:{}", crate::input_label(e.input), e.frame),
+            false => e.frame.to_string(),
+        };
         let findings: Vec<String> = e.findings.iter().map(|f| link(f)).collect();
         let what = if findings.is_empty() {
             cell(&e.summary)
@@ -192,7 +205,7 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<(
             out,
             "| {} | {} | {} | {} |",
             cell(&clock(&e.time)),
-            e.frame,
+            frame,
             cell(&e.direction),
             what
         )?;

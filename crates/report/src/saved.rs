@@ -263,9 +263,14 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> i
         terminal(doc.tool.name.as_deref().unwrap_or("mcp-forensics")),
         terminal(doc.tool.version.as_deref().unwrap_or("?"))
     )?;
-    for input in &doc.inputs {
+    let labelled = doc.inputs.len() > 1;
+    for (i, input) in doc.inputs.iter().enumerate() {
+        let label = match labelled {
+            true => format!("{} ", crate::input_label(i as u32)),
+            false => String::new(),
+        };
         let line = format!(
-            "{} ({}): {} packets or records, {} bytes",
+            "{label}{} ({}): {} packets or records, {} bytes",
             input.path, input.format, input.packets, input.bytes
         );
         writeln!(out, "{}", wrap(&terminal(&line), style.width, "", "  "))?;
@@ -356,7 +361,12 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
             severity: f.rank(),
             kind: &kind,
             time: clock(&f.time),
-            frames: frames_text(f.frames.iter().copied()),
+            frames: frames_text(
+                f.frame_refs
+                    .iter()
+                    .map(|r| (u32::try_from(r.input).unwrap_or(u32::MAX), r.frame)),
+                d.inputs().count() > 1,
+            ),
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),
@@ -380,7 +390,10 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
             "▲" => format!("▲ {}", e.findings.join(",")),
             other => other.to_string(),
         };
-        let time = clock(&e.time);
+        let mut time = clock(&e.time);
+        if d.inputs().count() > 1 {
+            time = format!("{time} {}", crate::input_label(e.input));
+        }
         let text = terminal(&e.summary).into_owned();
         write_timeline_row(out, &time, &terminal(&marker), &text, style.width)?;
     }

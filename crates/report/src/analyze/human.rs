@@ -55,21 +55,38 @@ impl Style {
 
 /// `frame 10`, `frames 10, 15, 18`, `frames 10…158` (more than four): the frame numbers, in
 /// order, once each, 0 (unknown) left out.
-pub(crate) fn frames_text(frames: impl IntoIterator<Item = u64>) -> String {
-    let mut nums: Vec<u64> = frames.into_iter().filter(|&n| n > 0).collect();
-    nums.sort_unstable();
-    nums.dedup();
-    match nums.as_slice() {
-        [] => String::new(),
-        [one] => format!("frame {one}"),
-        [first, .., last] if nums.len() > 4 => format!("frames {first}…{last}"),
-        many => format!(
-            "frames {}",
-            many.iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+pub(crate) fn frames_text(frames: impl IntoIterator<Item = (u32, u64)>, labelled: bool) -> String {
+    let mut refs: Vec<(u32, u64)> = frames.into_iter().filter(|&(_, n)| n > 0).collect();
+    refs.sort_unstable();
+    refs.dedup();
+    let singular = refs.len() == 1;
+    let groups: Vec<String> = refs
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|group| {
+            let nums: Vec<u64> = group.iter().map(|&(_, n)| n).collect();
+            let list = frame_list(&nums);
+            match labelled {
+                true => format!("{}:{list}", crate::input_label(group[0].0)),
+                false => list,
+            }
+        })
+        .collect();
+    match (groups.is_empty(), singular) {
+        (true, _) => String::new(),
+        (false, true) => format!("frame {}", groups.join("; ")),
+        (false, false) => format!("frames {}", groups.join("; ")),
+    }
+}
+
+/// Frame numbers of one input: `114`, `114, 142`, or `114…340` past four.
+fn frame_list(nums: &[u64]) -> String {
+    match nums {
+        [first, .., last] if nums.len() > 4 => format!("{first}…{last}"),
+        many => many
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
     }
 }
 
@@ -190,7 +207,11 @@ fn plural(n: usize, what: &str) -> String {
 /// notes on what an input format could not support.
 fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<()> {
     writeln!(out, "{} {}", rep.tool.name, rep.tool.version)?;
+    let labelled = rep.inputs.len() > 1;
     for input in &rep.inputs {
+        if labelled {
+            write!(out, "{} ", crate::input_label(input.index))?;
+        }
         crate::write_input_line(out, input)?;
     }
     let lost = if rep.connections_with_gaps > 0 && rep.snaplen_bytes == rep.gap_bytes {
@@ -627,7 +648,10 @@ fn write_findings(
             severity: f.severity,
             kind: f.kind.name(),
             time: f.time.time.clock_millis(),
-            frames: frames_text(f.frames.iter().map(|m| m.frame.frame)),
+            frames: frames_text(
+                f.frames.iter().map(|m| (m.frame.input, m.frame.frame)),
+                rep.inputs.len() > 1,
+            ),
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),
@@ -736,7 +760,10 @@ fn write_timeline(
     // Rows wrap under their text, so the time and marker columns stay clear.
     for e in entries {
         let text = terminal(&r.text(&e.text)).into_owned();
-        let time = e.time.time.clock_millis();
+        let mut time = e.time.time.clock_millis();
+        if rep.inputs.len() > 1 {
+            time = format!("{time} {}", crate::input_label(e.time.frame.input));
+        }
         write_timeline_row(out, &time, &marker(e), &text, style.width)?;
     }
     let v = &s.verdict;
