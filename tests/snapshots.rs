@@ -592,7 +592,7 @@ fn markdown_of_the_seed_incident() {
     assert!(verdict < md.find("## Sessions").unwrap());
     assert!(md[verdict..].starts_with("## Verdict\n\n- **S1** CRITICAL: "));
     assert!(
-        md.contains("`frame.number in {114, 142, 148, 152}`"),
+        md.contains("`I1: frame.number in {114, 142, 148, 152}`"),
         "the client leg's replay"
     );
     // One diagram, three participants, the held progress drawn from the server to the proxy only.
