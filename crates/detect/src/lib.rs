@@ -64,21 +64,26 @@ pub struct Detector {
     findings: Findings,
     /// The clock offsets between inputs the hop comparisons bounded.
     clocks: clocks::Clocks,
-    /// The inputs' names, by input index; with one input there is no other hop to compare.
+    /// The inputs' names, by input index.
     inputs: Vec<String>,
-    /// Observations of sessions already reported, by session ID, for an observation of the
-    /// same session in another input that begins after they ended (another host's clock).
+    /// Observations of sessions already reported, by session ID and vantage point, for an
+    /// observation of the same session elsewhere that begins after they ended (another host's
+    /// clock, or a hop of the same capture whose record was released early).
     kept: std::collections::HashMap<
-        (String, mcpf_model::InputId),
-        std::collections::VecDeque<lost_in_transit::Observation>,
+        String,
+        Vec<(
+            lost_in_transit::Vantage,
+            std::collections::VecDeque<lost_in_transit::Observation>,
+        )>,
     >,
     /// What they hold, and the sessions not kept once [`MAX_KEPT_BYTES`] was reached.
     kept_bytes: usize,
     not_kept: u64,
 }
 
-/// Observations of one session ID kept per input, and compared per input in a group: one ID
-/// named again and again (a server with a constant ID) must not make the comparison quadratic.
+/// Observations of one session ID kept per vantage point (an input, and the server endpoint
+/// there), and compared per vantage point in a group: one ID named again and again (a server
+/// with a constant ID) must not make the comparison quadratic.
 /// The latest are kept; those left out are counted.
 const PER_INPUT: usize = 4;
 
@@ -143,7 +148,7 @@ impl Detector {
                 }
             }
         }
-        if self.inputs.len() > 1 {
+        if sessions.len() > 1 || !self.kept.is_empty() {
             for (s, handles) in self.compare_hops(sessions) {
                 if let Some(at) = sessions.iter().position(|x| x.idx == s) {
                     out[at].1.push(handles);
@@ -156,22 +161,7 @@ impl Detector {
     /// Each pair of observations at hand, then each against those kept from sessions already
     /// reported; then theirs are kept in turn.
     fn compare_hops(&mut self, sessions: &[&Session]) -> Vec<(mcpf_mcp::model::SessionIdx, usize)> {
-        // One budget for the copies of the whole group.
-        // At most PER_INPUT observations of each input take part; one budget for their copies.
-        let mut per_input: std::collections::HashMap<mcpf_model::InputId, usize> =
-            Default::default();
-        let mut copied = 0;
-        let mut at_hand: Vec<(&Session, lost_in_transit::Observation)> = Vec::new();
-        for s in sessions {
-            let o = lost_in_transit::Observation::of(s, &mut copied);
-            let n = per_input.entry(o.input()).or_default();
-            *n += 1;
-            if *n > PER_INPUT {
-                self.not_kept += 1;
-                continue;
-            }
-            at_hand.push((s, o));
-        }
+        let at_hand = self.observe(sessions);
         let mut added = Vec::new();
         for i in 0..at_hand.len() {
             for j in i + 1..at_hand.len() {
@@ -191,12 +181,12 @@ impl Detector {
             let Some(id) = &s.session_id else {
                 continue;
             };
-            for input in (0..self.inputs.len() as mcpf_model::InputId).filter(|&x| x != o.input()) {
-                for kept in self.kept.get(&(id.clone(), input)).into_iter().flatten() {
-                    let (a, b) = ((o, Some(*s)), (kept, None));
+            let kept = self.kept.get(id).into_iter().flatten();
+            for (_, list) in kept.filter(|(v, _)| *v != o.vantage()) {
+                for old in list {
                     added.extend(lost_in_transit::detect(
-                        a,
-                        b,
+                        (o, Some(*s)),
+                        (old, None),
                         &self.inputs,
                         &mut self.clocks,
                         &mut self.findings,
@@ -205,21 +195,58 @@ impl Detector {
             }
         }
         for (s, o) in at_hand {
-            let Some(id) = &s.session_id else { continue };
-            if self.kept_bytes + o.bytes() > MAX_KEPT_BYTES {
+            self.keep(s, o);
+        }
+        added
+    }
+
+    /// The observations of a group that take part: at most [`PER_INPUT`] of each vantage point,
+    /// with one budget for their copies.
+    fn observe<'s>(
+        &mut self,
+        sessions: &[&'s Session],
+    ) -> Vec<(&'s Session, lost_in_transit::Observation)> {
+        let mut per_vantage: std::collections::HashMap<lost_in_transit::Vantage, usize> =
+            Default::default();
+        let mut copied = 0;
+        let mut at_hand = Vec::new();
+        for s in sessions {
+            let o = lost_in_transit::Observation::of(s, &mut copied);
+            let n = per_vantage.entry(o.vantage()).or_default();
+            *n += 1;
+            if *n > PER_INPUT {
                 self.not_kept += 1;
                 continue;
             }
-            self.kept_bytes += o.bytes();
-            let list = self.kept.entry((id.clone(), o.input())).or_default();
-            list.push_back(o);
-            if list.len() > PER_INPUT
-                && let Some(old) = list.pop_front()
-            {
-                self.kept_bytes -= old.bytes();
-            }
+            at_hand.push((*s, o));
         }
-        added
+        at_hand
+    }
+
+    /// Keeps an observation for the later sessions of its ID at other vantage points, within
+    /// the budget.
+    fn keep(&mut self, s: &Session, o: lost_in_transit::Observation) {
+        let Some(id) = &s.session_id else { return };
+        if self.kept_bytes + o.bytes() > MAX_KEPT_BYTES {
+            self.not_kept += 1;
+            return;
+        }
+        self.kept_bytes += o.bytes();
+        let vantages = self.kept.entry(id.clone()).or_default();
+        let at = match vantages.iter().position(|(v, _)| *v == o.vantage()) {
+            Some(at) => at,
+            None => {
+                vantages.push((o.vantage(), Default::default()));
+                vantages.len() - 1
+            }
+        };
+        let list = &mut vantages[at].1;
+        list.push_back(o);
+        if list.len() > PER_INPUT
+            && let Some(old) = list.pop_front()
+        {
+            self.kept_bytes -= old.bytes();
+        }
     }
 
     /// What a cap of the hop comparison left out, for the report's limits.

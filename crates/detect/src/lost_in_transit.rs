@@ -1,6 +1,7 @@
 //! `lost_in_transit`: events one observation of a session holds and another, of the same session
-//! on another hop, never received. Two inputs that both saw a session (a capture of each leg of
-//! a proxy, a client-side and a server-side capture) are compared stream by stream: a stream is
+//! on another hop, never received. Two vantage points that both saw a session (a capture of each
+//! leg of a proxy, a client-side and a server-side capture, or both legs in one capture taken on
+//! the proxy host, told apart by their server endpoints) are compared stream by stream: a stream is
 //! matched by what its request carried (its JSON-RPC requests, or a GET's `Last-Event-ID`), an
 //! event by its ID and its bytes. A proxy cannot mint events, so the observation holding events
 //! the other lacks is the nearer the server, and what it holds alone was lost between the two.
@@ -19,7 +20,7 @@ use mcpf_model::{InputId, Mark, WireMap};
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::LostInTransit,
     severity: Severity::High,
-    when: "events one input saw the server send on a stream never reached the same stream in another input of the same session (the next hop toward the client)",
+    when: "events one vantage point saw the server send on a stream never reached the same stream at another vantage point of the same session (the next hop toward the client: another input, or the other leg of the same capture)",
     meaning: "The server sent these events and the hop nearer the client never received them: whatever sits between the two observations (a proxy, a balancer) held or dropped them.",
     why: "What the client waits for was sent but never arrived: the client gives up (a fallback, a re-send, a hang) although the server did its part. A buffering proxy in front of a streamed response does exactly this.",
     fix: "Look at the hop between the two inputs: a proxy must pass event streams through unbuffered (nginx: proxy_buffering off or X-Accel-Buffering: no, HTTP/1.1 upstream; HAProxy/Envoy: no response buffering for text/event-stream).",
@@ -31,12 +32,19 @@ const MAX_BYTES_HELD: usize = 256 << 20;
 /// Event IDs listed in a finding; the count says how many in all.
 const IDS_LISTED: usize = 20;
 
-/// What one input saw of a session: its streams, keyed by what their requests carried, and their
-/// events' IDs and bytes.
+/// Where a session was observed: the input, and the server endpoint its exchanges reached there.
+/// Two hops in one capture (the proxy's listening address, the upstream address) are two
+/// vantage points of one input, told apart by their TCP endpoints, never by a client's address.
+pub(crate) type Vantage = (InputId, std::net::SocketAddr);
+
+/// What one vantage point saw of a session: its streams, keyed by what their requests carried,
+/// and their events' IDs and bytes.
 #[derive(Debug)]
 pub(crate) struct Observation {
     pub(crate) label: String,
     pub(crate) input: InputId,
+    /// The server endpoint of the observed exchanges.
+    pub(crate) server: std::net::SocketAddr,
     streams: Vec<Observed>,
     /// Its events were not kept (the budget was spent): nothing can be compared.
     dropped: bool,
@@ -86,6 +94,7 @@ impl Observation {
         let mut obs = Observation {
             label: s.label(),
             input,
+            server: s.server,
             streams: Vec::with_capacity(s.streams.len()),
             dropped: false,
         };
@@ -116,8 +125,8 @@ impl Observation {
         obs
     }
 
-    pub(crate) fn input(&self) -> InputId {
-        self.input
+    pub(crate) fn vantage(&self) -> Vantage {
+        (self.input, self.server)
     }
 
     /// What it holds, about: its events' bytes and a little for each stream and event.
@@ -378,7 +387,7 @@ pub(crate) fn detect(
     f: &mut Findings,
 ) -> Vec<(SessionIdx, usize)> {
     let ((oa, sa), (ob, sb)) = (a, b);
-    if oa.dropped || ob.dropped || oa.input == ob.input {
+    if oa.dropped || ob.dropped || oa.vantage() == ob.vantage() {
         return Vec::new();
     }
     let matched = pairs(oa, ob);
@@ -392,13 +401,24 @@ pub(crate) fn detect(
         ((oa, sa), (ob, sb))
     };
     let pairs = oriented(&matched, a_far);
+    // Two hops of one input are on one clock: the offset is nought, not merely bounded.
+    let clock = match near.input == far.input {
+        true => Offset {
+            low: 0.0,
+            high: 0.0,
+            exchanges: pairs.len(),
+        },
+        false => offset(&pairs),
+    };
     let hop = Hop {
         near,
         far,
         inputs,
-        clock: offset(&pairs),
+        clock,
     };
-    clocks.add(far.input, near.input, hop.clock);
+    if near.input != far.input {
+        clocks.add(far.input, near.input, hop.clock);
+    }
     let mut added = super::stream_stalled::detect(&pairs, &hop, near_s, far_s, f);
     if by_loss.is_none() {
         return added;
@@ -434,8 +454,8 @@ fn name_as_why_unanswered(
 ) {
     let text = format!(
         "the hop between {} and {} lost the events of {}",
-        hop.name(hop.far.input),
-        hop.name(hop.near.input),
+        hop.name(hop.far),
+        hop.name(hop.near),
         s.streams[stream].label()
     );
     f.update_resting_on(s, FindingKind::UnansweredRequest, stream, |u| {
@@ -487,7 +507,17 @@ pub(crate) struct Hop<'a> {
 }
 
 impl Hop<'_> {
-    pub(crate) fn name(&self, input: InputId) -> String {
+    /// An observation as a person finds it: its input's path, and the server it reached when
+    /// both hops are in that one input.
+    pub(crate) fn name(&self, o: &Observation) -> String {
+        let path = self.path(o.input);
+        match self.near.input == self.far.input {
+            true => format!("{path} (the hop to {})", o.server),
+            false => path,
+        }
+    }
+
+    fn path(&self, input: InputId) -> String {
         self.inputs
             .get(input as usize)
             .cloned()
@@ -497,7 +527,7 @@ impl Hop<'_> {
     pub(crate) fn side(&self, o: &Observation, st: &Observed) -> Leg {
         Leg {
             input: o.input,
-            input_path: self.name(o.input),
+            input_path: self.path(o.input),
             session: o.label.clone(),
             stream: st.label.clone(),
             opened: st.opened.time.rfc3339(),
@@ -529,8 +559,8 @@ fn finding(p: &Pair<'_>, lost: &[usize], hop: &Hop<'_>, own: &Observed) -> New {
         evs.len(),
         if evs.len() == 1 { "" } else { "s" },
         p.far.label,
-        hop.name(hop.far.input),
-        hop.name(hop.near.input),
+        hop.name(hop.far),
+        hop.name(hop.near),
     );
     let mark = |m: Option<&&Seen>| {
         m.map(|e| EventAt {

@@ -1,0 +1,103 @@
+//! One session seen at several vantage points (issue 28): both legs of a proxy in one capture
+//! are compared hop by hop, as two files of them are. The seed incident's two legs are merged
+//! here by time into one file, as `tcpdump -i any` on the proxy host writes them.
+
+use std::io::Cursor;
+
+use assert_cmd::Command;
+use mcpf_capture::reader::CaptureReader;
+use mcpf_capture::writer::PcapWriter;
+use mcpf_model::Timestamp;
+use serde_json::Value;
+
+/// The frames of a pcap: (time, link type, bytes, original length).
+fn frames(path: &str) -> Vec<(Timestamp, i32, Vec<u8>, u32)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut r = CaptureReader::open(Box::new(Cursor::new(bytes)), 0).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        out.push((f.time, f.linktype, f.data.to_vec(), f.orig_len));
+    }
+    out
+}
+
+/// The two legs in one pcap, by time (ties: the client leg first), as mergecap writes them.
+fn merged(dir: &std::path::Path) -> String {
+    let mut all = frames("samples/seed-incident-client-leg.pcap");
+    all.extend(frames("samples/seed-incident-server-leg.pcap"));
+    all.sort_by_key(|f| f.0);
+    let link = all[0].1;
+    assert!(
+        all.iter().all(|f| f.1 == link),
+        "one link type in both legs"
+    );
+    let mut w = PcapWriter::new(Vec::new(), link, 262_144, false, false).unwrap();
+    for (time, _, data, len) in &all {
+        w.packet(*time, data, *len).unwrap();
+    }
+    let path = dir.join("both-legs.pcap");
+    std::fs::write(&path, w.into_inner()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn analyze(files: &[&str]) -> Value {
+    let out = Command::cargo_bin("mcp-forensics")
+        .unwrap()
+        .args(["analyze", "--format", "json"])
+        .args(files)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn of_kind<'a>(doc: &'a Value, kind: &str) -> Vec<&'a Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn both_legs_in_one_capture_are_compared_hop_by_hop() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = merged(dir.path());
+    let one = analyze(&[&file]);
+    let two = analyze(&[
+        "samples/seed-incident-client-leg.pcap",
+        "samples/seed-incident-server-leg.pcap",
+    ]);
+    let (lost_one, lost_two) = (
+        of_kind(&one, "lost_in_transit"),
+        of_kind(&two, "lost_in_transit"),
+    );
+    assert_eq!(lost_one.len(), 1, "{lost_one:#?}");
+    assert_eq!(lost_two.len(), 1);
+    let (e1, e2) = (&lost_one[0]["evidence"], &lost_two[0]["evidence"]);
+    // The same 17 events the proxy held, seen at the upstream hop and never at the client's.
+    assert_eq!(e1["events"], e2["events"]);
+    assert_eq!(e1["event_ids"], e2["event_ids"]);
+    assert_eq!(e1["events"], 17);
+    // Both hops are of the one input, told apart by their server endpoints; one clock.
+    assert_eq!(e1["seen_in"]["input"], 0);
+    assert_eq!(e1["missing_from"]["input"], 0);
+    assert_ne!(e1["seen_in"]["session"], e1["missing_from"]["session"]);
+    assert_eq!(e1["clock_offset_s"]["estimate"], 0.0);
+    // On the client leg's session (the one whose events never came), the cause of its fallback.
+    let client = &lost_one[0]["session"];
+    let fallback = of_kind(&one, "sse_fallback")
+        .into_iter()
+        .find(|f| &f["session"] == client)
+        .expect("the client leg fell back");
+    assert_eq!(
+        fallback["caused_by"],
+        serde_json::json!([lost_one[0]["id"]])
+    );
+}
+
+#[test]
+fn one_leg_alone_has_no_hop_to_compare() {
+    let doc = analyze(&["samples/seed-incident-client-leg.pcap"]);
+    assert!(of_kind(&doc, "lost_in_transit").is_empty());
+}
