@@ -148,7 +148,10 @@ impl Detector {
                 }
             }
         }
-        if sessions.len() > 1 || !self.kept.is_empty() {
+        // Another vantage point: another input, or another server endpoint of this one in the
+        // group (both legs of a proxy in one capture). A lone observation in a one-input run
+        // has nothing to be compared with, now or later, and is not copied.
+        if self.inputs.len() > 1 || sessions.len() > 1 {
             for (s, handles) in self.compare_hops(sessions) {
                 if let Some(at) = sessions.iter().position(|x| x.idx == s) {
                     out[at].1.push(handles);

@@ -789,6 +789,7 @@ mod tests {
         let obs = |input, n: u32| Observation {
             label: "S1".into(),
             input,
+            server: "127.0.0.1:9000".parse().unwrap(),
             streams: (0..n)
                 .map(|nth| Observed {
                     key: Key {
