@@ -175,22 +175,53 @@ fn seed_incident_server_leg_shows_the_same_replay() {
     );
 }
 
-/// Both legs together: two observations of one session, tied by session ID, never merged.
+/// Both legs together: one logical session seen at two vantage points, stated once on the leg
+/// nearer the client (whichever input comes first), each finding once.
 #[test]
-fn both_legs_are_two_observations_of_one_session() {
-    let (doc, _) = analyze(&[
-        "samples/seed-incident-client-leg.pcap",
-        "samples/seed-incident-server-leg.pcap",
-    ]);
-    let sessions = doc["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
-    assert_eq!(sessions[0]["session_id"], sessions[1]["session_id"]);
-    assert_ne!(sessions[0]["server"], sessions[1]["server"]);
-    assert_eq!(
-        sessions[0]["same_session_as"],
-        serde_json::json!([sessions[1]["key"]])
-    );
-    assert_eq!(doc["inputs"].as_array().unwrap().len(), 2);
+fn both_legs_are_two_vantage_points_of_one_session() {
+    for files in [
+        [
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident-server-leg.pcap",
+        ],
+        [
+            "samples/seed-incident-server-leg.pcap",
+            "samples/seed-incident-client-leg.pcap",
+        ],
+    ] {
+        let (doc, _) = analyze(&files);
+        let sessions = doc["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 1, "{files:?}");
+        let s = &sessions[0];
+        assert!(
+            s["server"].as_str().unwrap().ends_with(":8080"),
+            "{files:?}"
+        );
+        let points = s["vantage_points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "{files:?}");
+        assert_eq!(points[0]["observation"], s["key"], "its own first");
+        assert!(points[1]["server"].as_str().unwrap().ends_with(":9000"));
+        let got = kinds(&doc);
+        let mut once = got.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(got.len(), once.len(), "each finding once: {got:?}");
+        // The hop finding cites frames at both vantage points.
+        let lost = finding(&doc, "lost_in_transit");
+        let seen = lost["seen_at"].as_array().unwrap();
+        assert_eq!(seen.len(), 1, "{lost}");
+        assert_ne!(
+            seen[0]["frame_refs"][0]["input"],
+            lost["frame_refs"][0]["input"]
+        );
+        let inputs: Vec<&Value> = lost["display_filters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| &f["input"])
+            .collect();
+        assert_eq!(inputs.len(), 2, "a filter for each input: {lost}");
+    }
 }
 
 /// Negative control: namespaced IDs make the same fallback and resume safe.
@@ -434,7 +465,7 @@ fn access_log_joins_the_leg_it_describes() {
     ] {
         let (doc, _) = analyze(&files);
         let sessions = doc["sessions"].as_array().unwrap();
-        assert_eq!(sessions.len(), 2, "{files:?}");
+        assert_eq!(sessions.len(), 1, "one logical session: {files:?}");
         let with_log: Vec<&Value> = sessions
             .iter()
             .filter(|s| !s["merged_sources"].as_array().unwrap().is_empty())

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
-use mcpf_model::{FrameRef, Mark, WireMap};
+use mcpf_model::{FrameRef, InputId, Mark, WireMap};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::{Evidence, FindingKind};
@@ -96,6 +96,58 @@ pub struct Finding {
     pub subject: Subject,
     /// Labels kept so the finding can be reported after its session's records are dropped.
     pub labels: Labels,
+    /// Where it was seen: the input and the server endpoint its session's exchanges reached
+    /// there (a hop of a proxy, a replica).
+    pub vantage: Vantage,
+    /// The same finding as the session's other vantage points saw it, folded into this one.
+    pub seen_at: Vec<SeenAt>,
+    /// Set when this is another vantage point's sight of a finding stated once elsewhere: the
+    /// handle it was folded into. Not reported on its own.
+    pub folded_into: Option<usize>,
+}
+
+/// A vantage point: an input, and the server endpoint a session's exchanges reached there. Two
+/// hops in one capture (a proxy's listening address, its upstream) are two vantage points of one
+/// input, told apart by their TCP endpoints, never by a client's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Vantage {
+    pub input: InputId,
+    pub server: std::net::SocketAddr,
+}
+
+impl Vantage {
+    /// Where the session's own exchanges were seen (a source merged into it, such as a log of
+    /// the same traffic, is not its vantage point).
+    pub fn of(s: &Session) -> Vantage {
+        Vantage {
+            input: s.start.frame.input,
+            server: s.server,
+        }
+    }
+}
+
+/// A finding as another vantage point of its session saw it.
+#[derive(Clone, Debug)]
+pub struct SeenAt {
+    pub vantage: Vantage,
+    /// The observation's own session record (folded into the logical session's).
+    pub session: SessionIdx,
+    pub time: Mark,
+    pub frames: Vec<Mark>,
+    /// Its streams' labels there.
+    pub streams: Vec<String>,
+}
+
+impl SeenAt {
+    pub(crate) fn of(f: &Finding) -> SeenAt {
+        SeenAt {
+            vantage: f.vantage,
+            session: f.session,
+            time: f.time,
+            frames: f.frames.clone(),
+            streams: f.labels.stream_labels.clone(),
+        }
+    }
 }
 
 /// How a finding names its session, streams and exchanges in reports.
@@ -184,6 +236,9 @@ impl Findings {
             confidence_note,
             subject: new.subject,
             labels: labels_of(s, &streams),
+            vantage: Vantage::of(s),
+            seen_at: Vec::new(),
+            folded_into: None,
         });
         handle
     }

@@ -16,6 +16,7 @@ mod clocks;
 // Not a kind of its own: the replicas of a balancer as `cross_namespace_replay`.
 mod cross_replica_resume;
 mod finding;
+mod fold;
 mod index;
 mod introspect;
 pub mod verdict;
@@ -51,10 +52,10 @@ kinds! {
 }
 
 pub use clocks::ClockOffset;
-pub use finding::{Confidence, Finding, Findings, Labels, New, Severity, Subject};
+pub use finding::{Confidence, Finding, Findings, Labels, New, SeenAt, Severity, Subject, Vantage};
 pub use kind::KindInfo;
 
-use mcpf_mcp::model::{Lack, Need, Session, StreamIdx};
+use mcpf_mcp::model::{Lack, Need, Session, SessionIdx, StreamIdx};
 use mcpf_model::Mark;
 
 /// The detector stage: every detector on each session the MCP stage finalizes, then the order
@@ -81,6 +82,18 @@ pub struct Detector {
     not_kept: u64,
 }
 
+/// What the detectors made of one observation of a session.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Its resumption verdict: of the logical session, on the observation stated.
+    pub verdict: verdict::Verdict,
+    /// Handles of the findings stated with it.
+    pub findings: Vec<usize>,
+    /// Another observation of the same session (another vantage point) that states it: this
+    /// one's findings were folded into or moved to that one's.
+    pub folded_into: Option<SessionIdx>,
+}
+
 /// Observations of one session ID kept per vantage point (an input, and the server endpoint
 /// there), and compared per vantage point in a group: one ID named again and again (a server
 /// with a constant ID) must not make the comparison quadratic.
@@ -105,13 +118,15 @@ impl Detector {
     /// Runs every detector on a finalized session (its events still present); returns its
     /// resumption verdict and the handles of the findings it got.
     pub fn session(&mut self, s: &Session) -> (verdict::Verdict, Vec<usize>) {
-        let mut one = self.group(&[s]);
-        one.swap_remove(0)
+        let one = self.group(&[s]).swap_remove(0);
+        (one.verdict, one.findings)
     }
 
     /// [`Detector::session`] on each observation of one session (the same session ID in
     /// different inputs: the hops of its traffic), then each pair of them compared.
-    pub fn group(&mut self, sessions: &[&Session]) -> Vec<(verdict::Verdict, Vec<usize>)> {
+    /// The observations are then one logical session: each finding is stated once, on the
+    /// observation nearest the client, the others [`Outcome::folded_into`] it.
+    pub fn group(&mut self, sessions: &[&Session]) -> Vec<Outcome> {
         // The verdict rests on the session's own detectors (a hop's finding is no resumption).
         let mut out: Vec<(verdict::Verdict, Vec<usize>)> = sessions
             .iter()
@@ -151,19 +166,33 @@ impl Detector {
         // Another vantage point: another input, or another server endpoint of this one in the
         // group (both legs of a proxy in one capture). A lone observation in a one-input run
         // has nothing to be compared with, now or later, and is not copied.
+        let mut hops = Vec::new();
         if self.inputs.len() > 1 || sessions.len() > 1 {
-            for (s, handles) in self.compare_hops(sessions) {
+            for (s, handles) in self.compare_hops(sessions, &mut hops) {
                 if let Some(at) = sessions.iter().position(|x| x.idx == s) {
                     out[at].1.push(handles);
                 }
             }
         }
-        out
+        let primary = fold::fold(sessions, &hops, &mut out, &mut self.findings);
+        out.into_iter()
+            .enumerate()
+            .map(|(at, (verdict, findings))| Outcome {
+                verdict,
+                findings,
+                folded_into: (at != primary).then(|| sessions[primary].idx),
+            })
+            .collect()
     }
 
     /// Each pair of observations at hand, then each against those kept from sessions already
     /// reported; then theirs are kept in turn.
-    fn compare_hops(&mut self, sessions: &[&Session]) -> Vec<(mcpf_mcp::model::SessionIdx, usize)> {
+    /// `hops`: each pair of observations whose order is known, the one nearer the client first.
+    fn compare_hops(
+        &mut self,
+        sessions: &[&Session],
+        hops: &mut Vec<(SessionIdx, SessionIdx)>,
+    ) -> Vec<(SessionIdx, usize)> {
         let at_hand = self.observe(sessions);
         let mut added = Vec::new();
         for i in 0..at_hand.len() {
@@ -177,6 +206,7 @@ impl Detector {
                     b,
                     &self.inputs,
                     &mut self.clocks,
+                    hops,
                     &mut self.findings,
                 ));
             }
@@ -192,6 +222,7 @@ impl Detector {
                         (old, None),
                         &self.inputs,
                         &mut self.clocks,
+                        hops,
                         &mut self.findings,
                     ));
                 }
@@ -360,9 +391,34 @@ fn depth(list: &[Finding], handle: usize, seen: &mut Vec<usize>) -> usize {
         .unwrap_or(0)
 }
 
-fn order(list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
+/// The finding a handle stands for: itself, or the finding it was folded into (another vantage
+/// point's sight of it).
+fn stated(list: &[Finding], mut h: usize) -> usize {
+    // A fold goes to a finding that is not folded itself; the bound only guards the walk.
+    for _ in 0..list.len() {
+        match list[h].folded_into {
+            Some(into) if into != h => h = into,
+            _ => break,
+        }
+    }
+    h
+}
+
+/// The findings stated, by time and a cause before its consequences; a folded finding takes the
+/// position of the one it was folded into.
+fn order(mut list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
+    let resolved: Vec<Vec<usize>> = list
+        .iter()
+        .map(|f| f.caused_by.iter().map(|&c| stated(&list, c)).collect())
+        .collect();
+    for (f, causes) in list.iter_mut().zip(resolved) {
+        f.caused_by = causes;
+        let own = f.handle;
+        f.caused_by.retain(|&c| c != own);
+    }
     let mut keyed: Vec<(Mark, usize, usize)> = list
         .iter()
+        .filter(|f| f.folded_into.is_none())
         .map(|f| (f.time, depth(&list, f.handle, &mut Vec::new()), f.handle))
         .collect();
     keyed.sort();
@@ -370,8 +426,11 @@ fn order(list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
     for (pos, (_, _, h)) in keyed.iter().enumerate() {
         position[*h] = pos;
     }
+    for h in 0..list.len() {
+        position[h] = position[stated(&list, h)];
+    }
     let mut slots: Vec<Option<Finding>> = list.into_iter().map(Some).collect();
-    let mut out = Vec::with_capacity(slots.len());
+    let mut out = Vec::with_capacity(keyed.len());
     for (_, _, h) in keyed {
         if let Some(mut f) = slots[h].take() {
             f.caused_by = f.caused_by.iter().map(|c| position[*c]).collect();

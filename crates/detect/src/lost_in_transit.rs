@@ -32,15 +32,13 @@ const MAX_BYTES_HELD: usize = 256 << 20;
 /// Event IDs listed in a finding; the count says how many in all.
 const IDS_LISTED: usize = 20;
 
-/// Where a session was observed: the input, and the server endpoint its exchanges reached there.
-/// Two hops in one capture (the proxy's listening address, the upstream address) are two
-/// vantage points of one input, told apart by their TCP endpoints, never by a client's address.
-pub(crate) type Vantage = (InputId, std::net::SocketAddr);
+pub(crate) use crate::finding::Vantage;
 
 /// What one vantage point saw of a session: its streams, keyed by what their requests carried,
 /// and their events' IDs and bytes.
 #[derive(Debug)]
 pub(crate) struct Observation {
+    pub(crate) session: SessionIdx,
     pub(crate) label: String,
     pub(crate) input: InputId,
     /// The server endpoint of the observed exchanges.
@@ -88,28 +86,17 @@ pub(crate) struct Key {
 impl Observation {
     /// `held`: event bytes the observations of one comparison copied so far, together.
     pub(crate) fn of(s: &Session, held: &mut usize) -> Observation {
-        let mut seen: WireMap<(String, String), u32> = WireMap::default();
-        // The input its exchanges came from (a session is one input's observation).
-        let input = s.streams.first().map_or(0, |st| st.opened.frame.input);
+        let Vantage { input, server } = Vantage::of(s);
         let mut obs = Observation {
+            session: s.idx,
             label: s.label(),
             input,
-            server: s.server,
+            server,
             streams: Vec::with_capacity(s.streams.len()),
             dropped: false,
         };
-        // A source merged into the session (a log of the same traffic) is not this input's.
-        for st in s.streams.iter().filter(|st| st.opened.frame.input == input) {
-            let carried = carried(st);
-            let nth = seen
-                .entry((st.method.clone(), carried.clone()))
-                .or_default();
-            let key = Key {
-                method: st.method.clone(),
-                carried,
-                nth: *nth,
-            };
-            *nth += 1;
+        for (st, key) in s.streams.iter().zip(stream_keys(s)) {
+            let Some(key) = key else { continue };
             let events = obs.events_of(s, st, held);
             obs.streams.push(Observed {
                 key,
@@ -126,7 +113,10 @@ impl Observation {
     }
 
     pub(crate) fn vantage(&self) -> Vantage {
-        (self.input, self.server)
+        Vantage {
+            input: self.input,
+            server: self.server,
+        }
     }
 
     /// What it holds, about: its events' bytes and a little for each stream and event.
@@ -159,6 +149,33 @@ impl Observation {
         }
         out
     }
+}
+
+/// Each stream's key, by stream index: what its request carried, so the same exchange is found
+/// at another vantage point. None for a stream of a source merged into the session (a log of the
+/// same traffic is not this vantage point's).
+pub(crate) fn stream_keys(s: &Session) -> Vec<Option<Key>> {
+    let mut seen: WireMap<(String, String), u32> = WireMap::default();
+    let input = Vantage::of(s).input;
+    s.streams
+        .iter()
+        .map(|st| {
+            if st.opened.frame.input != input {
+                return None;
+            }
+            let carried = carried(st);
+            let nth = seen
+                .entry((st.method.clone(), carried.clone()))
+                .or_default();
+            let key = Key {
+                method: st.method.clone(),
+                carried,
+                nth: *nth,
+            };
+            *nth += 1;
+            Some(key)
+        })
+        .collect()
 }
 
 /// The request's JSON-RPC messages (method and ID), or a GET's `Last-Event-ID`.
@@ -384,6 +401,7 @@ pub(crate) fn detect(
     b: Side<'_>,
     inputs: &[String],
     clocks: &mut super::clocks::Clocks,
+    hops: &mut Vec<(SessionIdx, SessionIdx)>,
     f: &mut Findings,
 ) -> Vec<(SessionIdx, usize)> {
     let ((oa, sa), (ob, sb)) = (a, b);
@@ -400,6 +418,7 @@ pub(crate) fn detect(
     } else {
         ((oa, sa), (ob, sb))
     };
+    hops.push((near.session, far.session));
     let pairs = oriented(&matched, a_far);
     // Two hops of one input are on one clock: the offset is nought, not merely bounded.
     let clock = match near.input == far.input {
@@ -433,6 +452,7 @@ pub(crate) fn detect(
         }
         if let Some(s) = near_s {
             let h = f.add(s, finding(p, &lost, &hop, p.near));
+            f.list[h].seen_at.push(seen_far(p, &lost, far));
             f.name_as_cause(s, FindingKind::SseFallback, p.near.idx, h);
             name_as_why_unanswered(s, p.near.idx, h, &hop, f);
             added.push((s.idx, h));
@@ -441,6 +461,20 @@ pub(crate) fn detect(
         }
     }
     added
+}
+
+/// The lost events where the far observation saw them: the hop finding cites frames at both
+/// vantage points.
+fn seen_far(p: &Pair<'_>, lost: &[usize], far: &Observation) -> crate::finding::SeenAt {
+    let mut frames = vec![p.far.opened];
+    frames.extend(lost.iter().take(IDS_LISTED).map(|&i| p.far.events[i].mark));
+    crate::finding::SeenAt {
+        vantage: far.vantage(),
+        session: far.session,
+        time: p.far.opened,
+        frames,
+        streams: vec![p.far.label.clone()],
+    }
 }
 
 /// A request the near session never got an answer to, on a stream whose events the hop lost:
@@ -787,6 +821,7 @@ mod tests {
     #[test]
     fn a_key_one_side_has_more_often_is_not_paired() {
         let obs = |input, n: u32| Observation {
+            session: 0,
             label: "S1".into(),
             input,
             server: "127.0.0.1:9000".parse().unwrap(),

@@ -1,7 +1,7 @@
 //! The detector stage behind the MCP stage, run on each session as it is finalized.
 
 use mcpf_detect::{Detector, Finding, Severity};
-use mcpf_mcp::model::{Session, session_label};
+use mcpf_mcp::model::{Session, VantagePoint, session_label};
 use mcpf_model::{Mark, Note, NoteKind};
 use mcpf_report::analyze::{LiveSession, Selection, SessionWriter};
 use mcpf_report::timeline::{self, Entry};
@@ -120,12 +120,30 @@ impl Finalizer {
         }
     }
 
+    /// Runs the detectors on a group (the observations of one session), then writes its one
+    /// record: the observation nearest the client, the others its vantage points.
     #[allow(clippy::vec_box)]
     fn release(&mut self, group: Vec<Box<Session>>) {
         let refs: Vec<&Session> = group.iter().map(|s| &**s).collect();
-        let results = self.detector.group(&refs);
-        for (s, (verdict, mine)) in group.into_iter().zip(results) {
-            self.emit(s, verdict, &mine);
+        let outcomes = self.detector.group(&refs);
+        let points: Vec<VantagePoint> = match group.len() {
+            1 => Vec::new(),
+            _ => group.iter().map(|s| VantagePoint::of(s)).collect(),
+        };
+        for (mut s, o) in group.into_iter().zip(outcomes) {
+            if let Some(tap) = &mut self.tap {
+                let all = self.detector.findings();
+                let findings: Vec<&Finding> = o.findings.iter().map(|&h| &all[h]).collect();
+                tap(&s, &o.verdict, &findings);
+            }
+            if o.folded_into.is_some() {
+                continue;
+            }
+            // Its own first, then the others in the order they were observed.
+            s.vantage_points = points.clone();
+            s.vantage_points
+                .sort_by_key(|v| (v.session != s.idx, v.session));
+            self.emit(s, o.verdict, &o.findings);
         }
     }
 
@@ -135,11 +153,6 @@ impl Finalizer {
         verdict: mcpf_detect::verdict::Verdict,
         mine: &[usize],
     ) {
-        if let Some(tap) = &mut self.tap {
-            let all = self.detector.findings();
-            let findings: Vec<&Finding> = mine.iter().map(|&h| &all[h]).collect();
-            tap(&s, &verdict, &findings);
-        }
         let sel = &self.sel;
         let start = s.start.time;
         let in_window = |m: Mark| sel.in_window(m, start);
@@ -166,9 +179,12 @@ impl Finalizer {
                 .collect();
         }
         s.summarize();
+        // Other records of the same ID: an observation folded into this one is a vantage point
+        // of it, not another record.
         let same: Vec<String> = s
             .same_session_as
             .iter()
+            .filter(|&&i| !s.vantage_points.iter().any(|v| v.session == i))
             .map(|&i| session_label(i))
             .collect();
         if !self.sel.events {

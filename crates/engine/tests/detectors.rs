@@ -2201,14 +2201,20 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
         .iter()
         .find(|f| f.kind == CrossNamespaceReplay)
         .expect("a crossed namespace");
+    // One logical session: stated on its first observation, seen at the replica that served
+    // the resume.
+    assert_eq!(f.session, sessions[0].idx, "stated once, on the session");
     assert_eq!(
-        f.session, sessions[1].idx,
-        "on the session that served the resume"
+        f.vantage.server.to_string(),
+        "10.0.0.3:9123",
+        "seen where served"
     );
+    assert_eq!(results[1].folded_into, Some(sessions[0].idx));
+    assert!(results[1].findings.is_empty());
     assert_eq!(ev(&f.evidence)["resume_upstream"], "10.0.0.3:9123");
     assert_eq!(ev(&f.evidence)["minting_upstreams"], json!([SERVER]));
     assert_eq!(ev(&f.evidence)["minted_in_session"], sessions[0].label());
-    assert_eq!(results[1].0.verdict, "unsafe");
+    assert_eq!(results[0].verdict.verdict, "unsafe");
     // The same replica: the resume is its own session's, nothing crossed.
     let same = resume_at(SERVER);
     assert_eq!(same.len(), 1);

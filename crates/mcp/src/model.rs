@@ -315,6 +315,34 @@ pub fn session_label(idx: SessionIdx) -> String {
     format!("S{}", idx + 1)
 }
 
+/// One vantage point of a logical session: an observation of it in one input at one server
+/// endpoint (a hop of a proxy, a replica), and what it saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VantagePoint {
+    /// The observation's own session record (folded into the logical session's).
+    pub session: SessionIdx,
+    pub input: mcpf_model::InputId,
+    pub server: SocketAddr,
+    pub streams: usize,
+    pub events: usize,
+    pub start: Mark,
+    pub end: Mark,
+}
+
+impl VantagePoint {
+    pub fn of(s: &Session) -> VantagePoint {
+        VantagePoint {
+            session: s.idx,
+            input: s.start.frame.input,
+            server: s.server,
+            streams: s.streams.len(),
+            events: s.streams.iter().map(|st| st.events.len()).sum(),
+            start: s.start,
+            end: s.end,
+        }
+    }
+}
+
 /// `post:s4`, `get:s2`, ...: how reports name stream `idx` of a session.
 pub fn stream_label(transport: StreamTransport, idx: StreamIdx) -> String {
     format!("{}:s{}", transport.name(), idx + 1)
@@ -594,6 +622,10 @@ pub struct Session {
     pub lacks: Vec<Lack>,
     /// Other sessions with the same ID observed at another endpoint (proxy legs).
     pub same_session_as: Vec<SessionIdx>,
+    /// Every vantage point this logical session was observed at, this record's own first, when
+    /// there is more than one (both legs of a proxy, replicas, several inputs): the other
+    /// observations were folded into this record (set by the detector stage).
+    pub vantage_points: Vec<VantagePoint>,
     /// The record this one continues: the same session named again after it ended (DELETE or
     /// 404) and was handed on. One session, two records: counted once.
     pub continues: Option<SessionIdx>,

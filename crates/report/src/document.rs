@@ -169,6 +169,31 @@ pub struct Finding {
     /// The findings that explain this one.
     pub caused_by: Vec<String>,
     pub confidence_note: Option<String>,
+    /// Where it was seen: the input and the server endpoint there.
+    pub vantage: Option<Vantage>,
+    /// The same finding at the session's other vantage points.
+    pub seen_at: Vec<SeenAt>,
+}
+
+/// A vantage point: an input, and the server endpoint a session's exchanges reached there.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Vantage {
+    pub input: u64,
+    pub server: String,
+}
+
+/// A finding as another vantage point of its session saw it.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SeenAt {
+    pub input: u64,
+    pub server: String,
+    /// That vantage point's own session record, folded into the logical session's.
+    pub observation: String,
+    pub time: String,
+    pub frame_refs: Vec<FrameRef>,
+    pub streams: Vec<String>,
 }
 
 impl Finding {
@@ -239,6 +264,8 @@ struct RawFinding {
     evidence: Value,
     caused_by: Vec<String>,
     confidence_note: Option<String>,
+    vantage: Option<Vantage>,
+    seen_at: Vec<SeenAt>,
 }
 
 impl From<RawFinding> for Finding {
@@ -260,6 +287,8 @@ impl From<RawFinding> for Finding {
             evidence,
             caused_by: f.caused_by,
             confidence_note: f.confidence_note,
+            vantage: f.vantage,
+            seen_at: f.seen_at,
         }
     }
 }

@@ -29,6 +29,24 @@ pub fn input_label(index: u32) -> String {
     format!("I{}", u64::from(index) + 1)
 }
 
+/// A vantage point as every text format names it: `127.0.0.1:18702 (observed as S1)`, with the
+/// input's label when there are several.
+pub fn seen_at_text(
+    input: u32,
+    server: &str,
+    observation: Option<&str>,
+    several_inputs: bool,
+) -> String {
+    let input = match several_inputs {
+        true => format!("{} ", input_label(input)),
+        false => String::new(),
+    };
+    match observation {
+        Some(o) => format!("{input}{server} (observed as {o})"),
+        None => format!("{input}{server}"),
+    }
+}
+
 /// The one-line account of an input printed above every human report, then its warnings.
 pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();

@@ -370,6 +370,7 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),
+            seen: saved_seen_lines(f, d),
         };
         write_finding(out, &text, id_width, style)?;
     }
@@ -426,6 +427,30 @@ fn write_what_to_do(out: &mut dyn Write, doc: &Document, style: Style) -> io::Re
         Some((_, kind)) => write_fix(out, kind, style),
         None => Ok(()),
     }
+}
+
+/// Where a finding of a saved report was seen, as the live report says it.
+fn saved_seen_lines(f: &Finding, d: &Doc<'_>) -> Vec<String> {
+    let several = d.inputs().count() > 1;
+    let input = |i: u64| u32::try_from(i).unwrap_or(u32::MAX);
+    let own = d.sessions().find(|s| s.key == f.session);
+    let at = f.vantage.as_ref().and_then(|v| {
+        let same = own.is_none_or(|s| s.server == v.server);
+        (!same).then(|| crate::seen_at_text(input(v.input), &terminal(&v.server), None, several))
+    });
+    let also = f.seen_at.iter().map(|x| {
+        let frames = x.frame_refs.iter().map(|r| (input(r.input), r.frame));
+        (
+            crate::seen_at_text(
+                input(x.input),
+                &terminal(&x.server),
+                Some(&terminal(&x.observation)),
+                several,
+            ),
+            frames_text(frames, several),
+        )
+    });
+    crate::analyze::seen_lines(at, also)
 }
 
 #[cfg(test)]

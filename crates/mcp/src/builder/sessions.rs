@@ -73,6 +73,7 @@ impl Builder {
             event_id_scheme_from: "events",
             lacks: Vec::new(),
             same_session_as: Vec::new(),
+            vantage_points: Vec::new(),
             reinitialized_from: None,
             server_mints_ids: None,
             deleted_before: None,

@@ -162,6 +162,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         event_id_scheme_from: "events",
         lacks: Vec::new(),
         same_session_as: Vec::new(),
+        vantage_points: Vec::new(),
         continues,
         counts: model::Counts::default(),
         finalized: false,
@@ -641,6 +642,7 @@ mod tests {
             event_id_scheme_from: "events",
             lacks: Vec::new(),
             same_session_as: Vec::new(),
+            vantage_points: Vec::new(),
             continues: Some(2),
             reinitialized_from: Some(model::Reinitialized {
                 session: 1,

@@ -561,6 +561,9 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
     } else if !s.same_session_as.is_empty() {
         server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
     }
+    for other in &s.also_at {
+        server.push_str(&format!(" + {}", endpoint(*other)));
+    }
     vec![
         s.label(),
         id,
@@ -655,10 +658,30 @@ fn write_findings(
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),
+            seen: live_seen_lines(f, s, rep.inputs.len() > 1),
         };
         write_finding(out, &text, id_width, style)?;
     }
     Ok(())
+}
+
+/// Where a finding of the session `s` was seen, from the run's typed findings.
+fn live_seen_lines(f: &mcpf_detect::Finding, s: &SessionHeader, several: bool) -> Vec<String> {
+    let own = (s.head.start.frame.input, s.head.server);
+    let at = (own != (f.vantage.input, f.vantage.server)).then(|| {
+        let server = f.vantage.server.to_string();
+        crate::seen_at_text(f.vantage.input, &server, None, several)
+    });
+    let also = f.seen_at.iter().map(|x| {
+        let server = x.vantage.server.to_string();
+        let obs = mcpf_mcp::model::session_label(x.session);
+        let frames = x.frames.iter().map(|m| (m.frame.input, m.frame.frame));
+        (
+            crate::seen_at_text(x.vantage.input, &server, Some(&obs), several),
+            frames_text(frames, several),
+        )
+    });
+    seen_lines(at, also)
 }
 
 /// A finding as the terminal report prints it (also for a saved report).
@@ -673,6 +696,8 @@ pub(crate) struct FindingText<'a> {
     /// Sanitized and redacted already.
     pub summary: &'a str,
     pub note: Option<&'a str>,
+    /// Where else it was seen (sanitized already): one line each under the summary.
+    pub seen: Vec<String>,
 }
 
 /// A finding's head line (ID, severity, kind, time, frames, `← causes`) and its summary
@@ -703,7 +728,24 @@ pub(crate) fn write_finding(
         let note = format!("confidence reduced: {}", terminal(note));
         writeln!(out, "{}", wrap(&note, style.width, &indent, &indent))?;
     }
+    for line in &f.seen {
+        writeln!(out, "{}", wrap(line, style.width, &indent, &indent))?;
+    }
     Ok(())
+}
+
+/// The lines saying where a finding was seen: at a vantage point other than its session
+/// record's own (`at`), and at each other vantage point that saw it too, with the frames there.
+pub(crate) fn seen_lines(
+    at: Option<String>,
+    also: impl IntoIterator<Item = (String, String)>,
+) -> Vec<String> {
+    let mut out: Vec<String> = at.map(|v| format!("seen at {v}")).into_iter().collect();
+    out.extend(
+        also.into_iter()
+            .map(|(v, frames)| format!("also seen at {v}: {frames}")),
+    );
+    out
 }
 
 /// A timeline row: time, marker, and the text wrapped under itself.

@@ -130,6 +130,39 @@ fn frames_json(frames: &[Mark]) -> (Value, Value) {
     (json!(nums), json!(refs))
 }
 
+/// Where a finding was seen: the input and the server endpoint there.
+fn vantage_json(v: mcpf_detect::Vantage) -> Value {
+    json!({ "input": v.input, "server": Endpoint(v.server) })
+}
+
+/// The same finding at another vantage point of its session.
+fn seen_at_json(x: &mcpf_detect::SeenAt) -> Value {
+    let (frames, refs) = frames_json(&x.frames);
+    json!({
+        "input": x.vantage.input,
+        "server": Endpoint(x.vantage.server),
+        "observation": mcpf_mcp::model::session_label(x.session),
+        "time": x.time.time.rfc3339(),
+        "frames": frames,
+        "frame_refs": refs,
+        "streams": x.streams,
+    })
+}
+
+/// A vantage point of a logical session and what it saw.
+fn vantage_point_json(v: &mcpf_mcp::model::VantagePoint) -> Value {
+    json!({
+        "observation": mcpf_mcp::model::session_label(v.session),
+        "input": v.input,
+        "server": Endpoint(v.server),
+        "streams": v.streams,
+        "events": v.events,
+        "start": v.start.time.rfc3339(),
+        "end": v.end.time.rfc3339(),
+        "first_frame": v.start.frame.frame,
+    })
+}
+
 /// The Wireshark display filters of a finding's frames, one per capture input (a HAR's or a
 /// log's "frames" are its entries or lines, which no Wireshark filter selects).
 fn display_filters_json(frames: &[Mark], captures: &[bool]) -> Value {
@@ -266,6 +299,7 @@ struct SessionRecord<'a> {
     deleted: Option<Rfc3339>,
     forgotten_by_server: Vec<Rfc3339>,
     same_session_as: &'a [String],
+    vantage_points: Vec<Value>,
     continues: Option<String>,
     sources: Vec<&'a str>,
     merged_sources: Value,
@@ -321,6 +355,7 @@ fn session_json<'a>(
         deleted: s.deleted.map(|m| Rfc3339(m.time)),
         forgotten_by_server: s.forgotten.iter().map(|m| Rfc3339(m.time)).collect(),
         same_session_as: &h.same_session_as,
+        vantage_points: s.vantage_points.iter().map(vantage_point_json).collect(),
         continues: s.continues.map(mcpf_mcp::model::session_label),
         sources: s
             .inputs
@@ -371,6 +406,12 @@ pub(super) fn finding_json_as(
     captures: &[bool],
 ) -> Value {
     let (frames, refs) = frames_json(&f.frames);
+    let every: Vec<Mark> = f
+        .frames
+        .iter()
+        .chain(f.seen_at.iter().flat_map(|x| &x.frames))
+        .copied()
+        .collect();
     json!({
         "id": id,
         "kind": f.kind,
@@ -380,7 +421,9 @@ pub(super) fn finding_json_as(
         "time": f.time.time.rfc3339(),
         "frames": frames,
         "frame_refs": refs,
-        "display_filters": display_filters_json(&f.frames, captures),
+        "display_filters": display_filters_json(&every, captures),
+        "vantage": vantage_json(f.vantage),
+        "seen_at": f.seen_at.iter().map(seen_at_json).collect::<Vec<_>>(),
         "streams": f.labels.stream_labels,
         "exchanges": f.labels.exchanges,
         "summary": r.text(&f.summary),

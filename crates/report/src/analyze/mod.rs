@@ -23,8 +23,8 @@ mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};
 pub(crate) use human::{
-    FindingText, frames_text, write_finding, write_fix, write_session_table, write_timeline_row,
-    write_verdict_line,
+    FindingText, frames_text, seen_lines, write_finding, write_fix, write_session_table,
+    write_timeline_row, write_verdict_line,
 };
 pub use json::{write_json, write_ndjson, write_ndjson_tail};
 pub use live::{LiveLines, LiveSession};
@@ -151,6 +151,8 @@ struct SessionHeader {
     head: SessionHead,
     verdict: Verdict,
     same_session_as: Vec<String>,
+    /// The server endpoints of its other vantage points (the terminal table names them).
+    also_at: Vec<std::net::SocketAddr>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
     merged: Vec<(u32, String, usize, usize, f64)>,
     record: Option<Range>,
