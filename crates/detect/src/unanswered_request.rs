@@ -406,7 +406,10 @@ fn finding(s: &Session, ctx: &Context<'_>, u: Unanswered<'_>) -> New {
     // A request the capture ended on may simply not be answered yet; one whose answer may be
     // in bytes the capture lacks is not determinable. A response that ended by its own framing
     // without the answer says it will not come: a server answers a POST on its own response.
-    let done = st.status.is_some() && st.outcome == Some(Outcome::Complete);
+    // A stream the server ended after a `retry:` (SSE polling) invites a resume: the answer may
+    // come on it, so its end alone does not say the answer will not come.
+    let invites_resume = st.last_retry.is_some() || st.events.iter().any(|e| e.retry().is_some());
+    let done = st.status.is_some() && st.outcome == Some(Outcome::Complete) && !invites_resume;
     let young = u.still_open || (!u.went_on && !u.gave_up && !done);
     let waited = u.waited;
     let why = why(s, ctx, &u, young);

@@ -2111,6 +2111,31 @@ fn resumed_after(cut: Cut, after: f64) -> Run {
     c.finish()
 }
 
+/// SSE polling: the server ends a call's stream after a `retry:` (a complete response, no
+/// answer yet) and the capture ends before the client's resume: the answer may come on the
+/// resume, so the call is pending, not unanswered. Without the `retry:` a response that ended by
+/// its own framing says the answer will not come.
+#[test]
+fn a_call_whose_stream_the_server_ended_after_retry_is_pending_until_the_resume() {
+    let polled = |retry: bool| {
+        let mut c = Capture::new();
+        c.initialize(json!(1), Some("sess-P"));
+        c.initialized();
+        let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+        if retry {
+            c.retry_event(&mut p, "p-0", 1500);
+        }
+        c.event(&mut p, "p-1", &progress("t", 1));
+        c.end(p, Cut::Complete);
+        c.wait(0.5);
+        c.finish()
+    };
+    let run = polled(true);
+    run.absent(UnansweredRequest);
+    run.one(PendingAtCaptureEnd);
+    polled(false).one(UnansweredRequest);
+}
+
 #[test]
 fn a_reconnect_sooner_than_retry_does_not_honour_it() {
     let run = resumed_after(Cut::ServerClose, 0.5);
