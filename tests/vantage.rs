@@ -101,3 +101,109 @@ fn one_leg_alone_has_no_hop_to_compare() {
     let doc = analyze(&["samples/seed-incident-client-leg.pcap"]);
     assert!(of_kind(&doc, "lost_in_transit").is_empty());
 }
+
+/// The kinds of a report's findings, sorted, duplicates kept.
+fn kinds(doc: &Value) -> Vec<String> {
+    let mut out: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// `base` with the hop's finding added, sorted.
+fn with_hop(base: &[String]) -> Vec<String> {
+    let mut out = base.to_vec();
+    out.push("lost_in_transit".into());
+    out.sort();
+    out
+}
+
+/// The one incident given as one file of both legs (`-i any`, `-i lo`, two interfaces), as two
+/// files (with a skewed clock), as two files and the proxy's log, or as one link captured twice:
+/// one session record, each finding once, nothing added but the hop's own finding where the
+/// upstream hop is in the inputs.
+#[test]
+fn the_same_incident_from_any_set_of_vantage_points_states_each_finding_once() {
+    let run = |files: &[&str]| -> (Vec<String>, usize) {
+        let doc = analyze(files);
+        let sessions = doc["sessions"].as_array().unwrap().len();
+        (kinds(&doc), sessions)
+    };
+    // The run of make/seed-incident-vantage.sh, seen at the client leg only.
+    let (client, _) = run(&["samples/seed-incident-twice-a.pcap"]);
+    assert!(client.contains(&"cross_namespace_replay".to_string()));
+    let cases: [(&[&str], Vec<String>); 5] = [
+        (&["samples/seed-incident-any.pcap"], with_hop(&client)),
+        (&["samples/seed-incident-lo.pcap"], with_hop(&client)),
+        (
+            &["samples/seed-incident-two-ifaces.pcapng"],
+            with_hop(&client),
+        ),
+        (
+            &[
+                "samples/seed-incident-skew-client-leg.pcap",
+                "samples/seed-incident-skew-server-leg.pcap",
+            ],
+            with_hop(&client),
+        ),
+        (
+            &[
+                "samples/seed-incident-twice-a.pcap",
+                "samples/seed-incident-twice-b.pcap",
+            ],
+            client.clone(),
+        ),
+    ];
+    for (files, want) in cases {
+        let (got, sessions) = run(files);
+        assert_eq!(sessions, 1, "one logical session: {files:?}");
+        assert_eq!(got, want, "{files:?}");
+    }
+    // The original seed legs, with and without the proxy's log.
+    let (leg, _) = run(&["samples/seed-incident-client-leg.pcap"]);
+    for files in [
+        &[
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident-server-leg.pcap",
+        ][..],
+        &[
+            "samples/seed-incident-server-leg.pcap",
+            "samples/seed-incident-client-leg.pcap",
+            "samples/seed-incident.nginx.jsonl",
+        ][..],
+    ] {
+        let (got, sessions) = run(files);
+        assert_eq!(sessions, 1, "{files:?}");
+        assert_eq!(got, with_hop(&leg), "{files:?}");
+    }
+}
+
+/// A healthy session through nginx with both legs in one capture: one record seen at two
+/// vantage points, nothing above info.
+#[test]
+fn a_healthy_session_at_two_vantage_points_has_no_finding() {
+    let doc = analyze(&["samples/python-sdk-healthy-nginx-any.pcap"]);
+    let sessions = doc["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["vantage_points"].as_array().unwrap().len(), 2);
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info"),
+        "{:?}",
+        kinds(&doc)
+    );
+    // Adding that healthy session's capture to the incident's adds no finding to it.
+    let alone = analyze(&["samples/seed-incident-client-leg.pcap"]);
+    let both = analyze(&[
+        "samples/seed-incident-client-leg.pcap",
+        "samples/python-sdk-healthy-nginx-any.pcap",
+    ]);
+    assert_eq!(kinds(&both), kinds(&alone));
+}

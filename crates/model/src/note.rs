@@ -66,6 +66,9 @@ pub enum NoteKind {
     ConnectionTableFull { max: u64, with_bytes: u64 },
     /// The out-of-order limits were reached `count` times.
     OutOfOrderLimits,
+    /// `count` connections of this input are connections of another input captured again (the
+    /// same 4-tuple and initial sequence numbers): read once.
+    ConnectionsCapturedTwice,
     /// The gzip stream is cut or damaged at decompressed byte `at` (`detail`: the error).
     GzipCut,
     /// Reading failed at byte `at` (`detail`: the error).

@@ -66,6 +66,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "the connection table was full ({max} connections): {c} connections were evicted ({with_bytes} of them had carried bytes, whose open messages are cut)"
         ),
+        NoteKind::ConnectionsCapturedTwice => write!(
+            f,
+            "{c} connections are connections of another input captured again (the same 4-tuple and initial sequence numbers: the same link captured twice): their packets were read once"
+        ),
         NoteKind::OutOfOrderLimits => write!(
             f,
             "the out-of-order limits (pieces or bytes) were reached {c} times: holes were declared lost early and reported as gaps"

@@ -474,6 +474,10 @@ pub struct CapCounts {
     /// Times one of this input's packets took a direction, or all connections, over an
     /// out-of-order limit (pieces or bytes): holes were declared lost early.
     pub buffer_limit_hits: u64,
+    /// Connections of this input that are a connection of another input captured again: the
+    /// same 4-tuple and initial sequence numbers after that one closed (the same link captured
+    /// at two points, or twice with another clock). Their packets were read once.
+    pub captured_twice: u64,
 }
 
 /// What an input's report says of the caps its packets reached.
@@ -489,6 +493,10 @@ pub(crate) fn cap_notes(caps: &CapCounts, limits: &Limits) -> Vec<Note> {
     if caps.buffer_limit_hits > 0 {
         let kind = NoteKind::OutOfOrderLimits;
         out.push(Note::new(kind, caps.buffer_limit_hits));
+    }
+    if caps.captured_twice > 0 {
+        let kind = NoteKind::ConnectionsCapturedTwice;
+        out.push(Note::new(kind, caps.captured_twice));
     }
     out
 }

@@ -7,7 +7,7 @@
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
-use mcpf_model::{Mark, Timestamp, WireMap};
+use mcpf_model::{InputId, Mark, Timestamp, WireMap};
 
 use super::assembly::flush_all;
 use super::recent::Recent;
@@ -75,6 +75,11 @@ struct SeqEnd {
 pub(super) struct Tombstone {
     last: Timestamp,
     ends: [Option<SeqEnd>; 2],
+    /// Each side's first sequence number after its SYN, when the SYN was seen.
+    syn: [Option<SeqNumber>; 2],
+    /// The input the connection was read from, and the input of a copy of it recognised since.
+    input: InputId,
+    copy_in: Option<InputId>,
 }
 
 impl Tombstone {
@@ -91,6 +96,23 @@ impl Tombstone {
             })
         };
         near(seg.seq, self.ends[side]) && (!seg.flags.ack || near(seg.ack, self.ends[1 - side]))
+    }
+
+    /// Whether `seg`, of another input, is the closed connection captured again: a SYN with the
+    /// initial sequence number it had (a new connection on the same 4-tuple picks another,
+    /// RFC 9293 §3.4.1), or any segment of a copy already recognised. Within one input the same
+    /// SYN after the close is no copy.
+    fn is_copy(&self, side: usize, seg: &TcpSegment<'_>, input: InputId) -> bool {
+        if input == self.input {
+            return false;
+        }
+        let syn = seg.flags.syn && !seg.flags.ack;
+        let same_syn = self.syn[side] == Some(seg.seq + 1);
+        match self.copy_in == Some(input) {
+            // A copy's segments, but a SYN of another connection on the same 4-tuple.
+            true => !syn || same_syn,
+            false => syn && same_syn,
+        }
     }
 }
 
@@ -177,9 +199,13 @@ impl Conn {
         };
         let a_low = self.a == key.0;
         let (low, high) = if a_low { (0, 1) } else { (1, 0) };
+        let syn = |side: usize| self.halves[side].base.filter(|_| self.syn_seen[side]);
         Tombstone {
             last: self.last.time,
             ends: [end(low), end(high)],
+            syn: [syn(low), syn(high)],
+            input: self.start.frame.input,
+            copy_in: None,
         }
     }
 }
@@ -214,6 +240,15 @@ impl Reassembler {
                     // a new one.
                     let syn = seg.flags.syn && !seg.flags.ack;
                     let side = usize::from(seg.src != key.0);
+                    let input = mark.frame.input;
+                    if tomb.is_copy(side, seg, input) {
+                        let first = tomb.copy_in.replace(input).is_none();
+                        tomb.last = mark.time;
+                        if first {
+                            self.caps_of(mark).captured_twice += 1;
+                        }
+                        return None;
+                    }
                     if !syn && tomb.absorbs(side, seg) {
                         tomb.last = mark.time;
                         self.stats.packets_after_close += 1;
@@ -691,6 +726,40 @@ mod tests {
             ..data(true, after(c, 4), b"")
         });
         segs
+    }
+
+    /// The same link captured in two inputs, the second's clock 2 s behind: its copy of a
+    /// connection closed in the first is read once and counted; within one input the same
+    /// 4-tuple with a new SYN is a new connection.
+    #[test]
+    fn a_connection_captured_again_in_another_input_is_read_once() {
+        let segs = closed_connection(10, 20);
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        feed_input(&mut r, &mut k, &segs, (C, S), 1_000_000, 0, 0);
+        feed_input(&mut r, &mut k, &segs, (C, S), 1_000_000, 1, 2);
+        assert_eq!(k.opened.len(), 1, "one connection");
+        assert_eq!(r.cap_counts(1).captured_twice, 1);
+        assert_eq!(r.cap_counts(0).captured_twice, 0);
+        // Another connection on the same 4-tuple (another initial sequence number) in the
+        // second input is its own.
+        feed_input(
+            &mut r,
+            &mut k,
+            &closed_connection(5_000, 20),
+            (C, S),
+            1_000_000,
+            1,
+            4,
+        );
+        assert_eq!(k.opened.len(), 2);
+        // The same SYN again in the first input (no copy: one capture point) is a new one.
+        let mut r = Reassembler::new(Limits::default());
+        let mut k = Collector::default();
+        feed_input(&mut r, &mut k, &segs, (C, S), 1_000_000, 0, 0);
+        feed_input(&mut r, &mut k, &segs, (C, S), 1_000_000, 0, 2);
+        assert_eq!(k.opened.len(), 2);
+        assert_eq!(r.cap_counts(0).captured_twice, 0);
     }
 
     #[test]

@@ -162,6 +162,19 @@ pub(super) fn feed_timed(
     s: &str,
     step_ns: i64,
 ) {
+    feed_input(r, sink, segs, (c, s), step_ns, 0, 0)
+}
+
+/// [`feed_timed`] as input `input` reads them, from `start_s` seconds on.
+pub(super) fn feed_input(
+    r: &mut Reassembler,
+    sink: &mut Collector,
+    segs: &[Seg],
+    (c, s): (&str, &str),
+    step_ns: i64,
+    input: u32,
+    start_s: i64,
+) {
     let (c, s): (SocketAddr, SocketAddr) = (c.parse().unwrap(), s.parse().unwrap());
     for (i, seg) in segs.iter().enumerate() {
         let (src, dst) = if seg.from_client { (c, s) } else { (s, c) };
@@ -183,8 +196,8 @@ pub(super) fn feed_timed(
             frame_len: 54 + seg.payload.len() as u32,
         };
         let mark = Mark {
-            time: Timestamp::from_secs_nanos(1000, 0).add_nanos(step_ns * i as i64),
-            frame: FrameRef::new(0, i as u64 + 1),
+            time: Timestamp::from_secs_nanos(1000 + start_s, 0).add_nanos(step_ns * i as i64),
+            frame: FrameRef::new(input, i as u64 + 1),
         };
         r.segment(&ts, mark, sink);
     }
