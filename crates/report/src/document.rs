@@ -87,9 +87,22 @@ pub struct Session {
     pub resumption: Resumption,
     /// Other observations of the same session ID (the other leg of a proxy).
     pub same_session_as: Vec<String>,
+    /// Every vantage point it was seen at, its own first, when more than one.
+    pub vantage_points: Vec<VantagePoint>,
     /// Paths of the inputs it was seen in.
     pub sources: Vec<String>,
     pub streams: Vec<Stream>,
+}
+
+/// A vantage point of a logical session (an input, a server endpoint there) and what it saw.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct VantagePoint {
+    pub observation: String,
+    pub input: u64,
+    pub server: String,
+    pub streams: u64,
+    pub events: u64,
 }
 
 /// The protocol revision a session is judged by.

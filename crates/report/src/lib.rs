@@ -47,6 +47,48 @@ pub fn seen_at_text(
     }
 }
 
+/// One vantage point as the vantage line lists it.
+pub struct VantageText<'a> {
+    pub input: u32,
+    pub server: &'a str,
+    /// The key its observation had (the record's own for the first).
+    pub observation: &'a str,
+    pub streams: u64,
+    pub events: u64,
+}
+
+/// Where a session was seen, when at more than one vantage point, as every text format says
+/// it: `S2 seen at 2 vantage points: I1 127.0.0.1:8080 (this record: 18 streams, 67 events), I2
+/// 127.0.0.1:9000 (as S1: 18 streams, 84 events)`.
+pub fn vantage_line(
+    label: &str,
+    points: &[VantageText<'_>],
+    several_inputs: bool,
+) -> Option<String> {
+    if points.len() < 2 {
+        return None;
+    }
+    let each: Vec<String> = points
+        .iter()
+        .map(|v| {
+            let place = seen_at_text(v.input, v.server, None, several_inputs);
+            let whose = match v.observation == label {
+                true => "this record".to_string(),
+                false => format!("as {}", v.observation),
+            };
+            format!(
+                "{place} ({whose}: {} streams, {} events)",
+                v.streams, v.events
+            )
+        })
+        .collect();
+    Some(format!(
+        "{label} seen at {} vantage points: {}",
+        each.len(),
+        each.join(", ")
+    ))
+}
+
 /// The one-line account of an input printed above every human report, then its warnings.
 pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
     let skipped: u64 = input.skipped.values().sum();

@@ -333,7 +333,36 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
             ]
         })
         .collect();
-    write_session_table(out, &rows, style, "the saved file has them")
+    write_session_table(out, &rows, style, "the saved file has them")?;
+    let several = d.inputs().count() > 1;
+    for s in d.sessions() {
+        let texts: Vec<(String, String)> = s
+            .vantage_points
+            .iter()
+            .map(|v| {
+                (
+                    terminal(&v.server).into_owned(),
+                    terminal(&v.observation).into_owned(),
+                )
+            })
+            .collect();
+        let points: Vec<crate::VantageText<'_>> = s
+            .vantage_points
+            .iter()
+            .zip(&texts)
+            .map(|(v, (server, observation))| crate::VantageText {
+                input: u32::try_from(v.input).unwrap_or(u32::MAX),
+                server,
+                observation,
+                streams: v.streams,
+                events: v.events,
+            })
+            .collect();
+        if let Some(line) = crate::vantage_line(&terminal(&s.key), &points, several) {
+            writeln!(out, "{}", wrap(&line, style.width, " ", "   "))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -> io::Result<()> {

@@ -502,7 +502,14 @@ fn write_sessions(
         );
         writeln!(out, "{}", wrap(&more, style.width, " ", "   "))?;
     }
+    let several = sessions
+        .iter()
+        .flat_map(|s| s.vantage_points.iter().map(|v| v.input))
+        .any(|i| i > 0);
     for s in sessions {
+        if let Some(line) = vantage_line(s, several) {
+            writeln!(out, "{}", wrap(&line, style.width, " ", "   "))?;
+        }
         for (_, path, matched, added, offset) in &s.merged {
             let line = format!(
                 "{}: {} matched {} exchanges of the capture (clock offset {:+.3} s applied), added {}",
@@ -516,6 +523,33 @@ fn write_sessions(
         }
     }
     Ok(())
+}
+
+/// Where a session was seen, when at more than one vantage point.
+fn vantage_line(s: &SessionHeader, several_inputs: bool) -> Option<String> {
+    let keys: Vec<(String, String)> = s
+        .vantage_points
+        .iter()
+        .map(|v| {
+            (
+                mcpf_mcp::model::session_label(v.session),
+                endpoint(v.server),
+            )
+        })
+        .collect();
+    let points: Vec<crate::VantageText<'_>> = s
+        .vantage_points
+        .iter()
+        .zip(&keys)
+        .map(|(v, (key, server))| crate::VantageText {
+            input: v.input,
+            server,
+            observation: key,
+            streams: v.streams as u64,
+            events: v.events as u64,
+        })
+        .collect();
+    crate::vantage_line(&s.label(), &points, several_inputs)
 }
 
 /// The sessions table fitted to the width, and which columns it left out (`elsewhere` says where
@@ -560,9 +594,6 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
         ));
     } else if !s.same_session_as.is_empty() {
         server.push_str(&format!(" (= {})", s.same_session_as.join(", ")));
-    }
-    for other in &s.also_at {
-        server.push_str(&format!(" + {}", endpoint(*other)));
     }
     vec![
         s.label(),

@@ -151,8 +151,9 @@ struct SessionHeader {
     head: SessionHead,
     verdict: Verdict,
     same_session_as: Vec<String>,
-    /// The server endpoints of its other vantage points (the terminal table names them).
-    also_at: Vec<std::net::SocketAddr>,
+    /// Every vantage point it was seen at, its own first, when more than one (the terminal
+    /// report lists them).
+    vantage_points: Vec<mcpf_mcp::model::VantagePoint>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
     merged: Vec<(u32, String, usize, usize, f64)>,
     record: Option<Range>,

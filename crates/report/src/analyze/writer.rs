@@ -144,7 +144,7 @@ impl SessionWriter {
             head: s.head(),
             verdict,
             same_session_as,
-            also_at: s.vantage_points.iter().skip(1).map(|v| v.server).collect(),
+            vantage_points: s.vantage_points.clone(),
             merged,
             record: None,
             events: None,
@@ -161,7 +161,7 @@ impl SessionWriter {
             header.head.lacks = Vec::new();
             header.merged = Vec::new();
             header.same_session_as = Vec::new();
-            header.also_at = Vec::new();
+            header.vantage_points = Vec::new();
             header.verdict.reason = None;
         }
         let idx = header.head.idx;
