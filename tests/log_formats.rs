@@ -376,6 +376,33 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
     // Served by the same replica as the streams, a log shows no crossing.
     let same = analyze(&resumed_on("same-replica", "127.0.0.1:9000"));
     assert!(!kinds(&same).contains(&"cross_namespace_replay".to_string()));
+    // Refused by the other replica (404): nothing was replayed, so nothing crossed.
+    let refused = analyze(&refused_on("other-replica-404", "127.0.0.1:9001"));
+    assert!(
+        !kinds(&refused).contains(&"cross_namespace_replay".to_string()),
+        "{:?}",
+        kinds(&refused)
+    );
+}
+
+/// [`resumed_on`], the resume answered 404 by `upstream`.
+fn refused_on(name: &str, upstream: &str) -> PathBuf {
+    let path = resumed_on(name, upstream);
+    let mut out = String::new();
+    for line in std::fs::read_to_string(&path).unwrap().lines() {
+        let mut r: Map<String, Value> = serde_json::from_str(line).unwrap();
+        if r["http_last_event_id"] == "41" {
+            let status = match r["status"] {
+                Value::String(_) => Value::from("404"),
+                _ => Value::from(404),
+            };
+            r.insert("status".into(), status);
+        }
+        out.push_str(&serde_json::to_string(&r).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
 }
 
 #[test]

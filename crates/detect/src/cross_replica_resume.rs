@@ -13,7 +13,8 @@ use crate::cross_namespace_replay::Evidence as Replay;
 
 use super::index::Index;
 use super::{FindingKind, Findings, New, Subject};
-use mcpf_mcp::model::{Attribution, Session, Stream, StreamTransport};
+use mcpf_mcp::jsonrpc::{Kind, RequestId};
+use mcpf_mcp::model::{Attribution, EventRec, Session, Stream, StreamTransport};
 
 pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
     for r in s.streams.iter().filter(|st| st.resume.is_some()) {
@@ -22,6 +23,11 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
         };
         // Events decide where there are any; this is for when there are none.
         if resume.continues.is_some() || !r.events.is_empty() {
+            continue;
+        }
+        // A replica that refused the resume (404: it does not know the session) replayed
+        // nothing: that is session_not_found's, no crossed namespace.
+        if !r.status.is_some_and(|c| (200..300).contains(&c)) {
             continue;
         }
         let minters = could_have_minted(s, r);
@@ -124,9 +130,53 @@ pub(crate) fn detect_across(sessions: &[&Session], f: &mut Findings) {
                     Some((*a, by))
                 });
             let Some((a, by)) = minted else { continue };
+            if replays_the_minter(b, r, a, by, &resume.last_event_id) {
+                // One event store behind both replicas: nothing crossed.
+                continue;
+            }
             f.add(b, across(b, r, a, by));
         }
     }
+}
+
+/// Whether the resume `r` served by `b` continued the stream it named on the other replica `a`:
+/// it delivered, byte for byte and in order, the events the minting stream `by` carried after
+/// `lei`, or it answered a request that only `by` carried (a replica that never received that
+/// request can answer it only from a store it shares with the one that did). Either way one
+/// event store serves both replicas and nothing crossed. A resume that delivered neither proves
+/// nothing.
+fn replays_the_minter(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &str) -> bool {
+    answers_the_minters_request(r, by) || replays_bytes(b, r, a, by, lei)
+}
+
+fn answers_the_minters_request(r: &Stream, by: &Stream) -> bool {
+    let asked: Vec<&RequestId> = by
+        .client_messages
+        .iter()
+        .filter(|m| m.kind == Kind::Request)
+        .filter_map(|m| m.id.as_ref())
+        .collect();
+    r.events
+        .iter()
+        .flat_map(|e| e.messages.iter())
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .any(|m| m.id.as_ref().is_some_and(|id| asked.contains(&id)))
+}
+
+fn replays_bytes(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &str) -> bool {
+    let Some(at) = by.events.iter().position(|e| e.id.as_deref() == Some(lei)) else {
+        return false;
+    };
+    let after: Vec<&EventRec> = by.events[at + 1..].iter().filter(|e| !e.priming).collect();
+    let replayed: Vec<&EventRec> = r.events.iter().filter(|e| !e.priming).collect();
+    let bytes = |s: &Session, e: &EventRec| e.data().and_then(|d| s.payloads.read(d));
+    !replayed.is_empty()
+        && replayed.len() <= after.len()
+        && replayed.iter().zip(after).all(|(x, y)| {
+            x.id == y.id
+                && x.data_hash == y.data_hash
+                && bytes(b, x).is_some_and(|d| Some(d) == bytes(a, y))
+        })
 }
 
 /// A resume its own session cannot place: answered with an event stream, its ID minted by none

@@ -104,6 +104,9 @@ pub struct Finding {
     /// Set when this is another vantage point's sight of a finding stated once elsewhere: the
     /// handle it was folded into. Not reported on its own.
     pub folded_into: Option<usize>,
+    /// Set when another vantage point of the session shows what this finding says is absent
+    /// (an answer it never saw): not reported.
+    pub withdrawn: bool,
 }
 
 /// A vantage point: an input, and the server endpoint a session's exchanges reached there. Two
@@ -239,6 +242,7 @@ impl Findings {
             vantage: Vantage::of(s),
             seen_at: Vec::new(),
             folded_into: None,
+            withdrawn: false,
         });
         handle
     }

@@ -12,6 +12,7 @@
 //! the protocol's terms: a request ID, or a stream by what its request carried (its JSON-RPC
 //! messages, a GET's `Last-Event-ID`), never by a stream's position at one vantage point.
 
+use mcpf_mcp::AnswerIndex;
 use mcpf_mcp::jsonrpc::RequestId;
 use mcpf_mcp::model::{Session, SessionIdx};
 use rustc_hash::FxHashMap as HashMap;
@@ -74,9 +75,11 @@ pub(crate) fn fold(
             known.entry(id).or_insert(h);
         }
     }
+    let answers: Vec<AnswerIndex<'_>> = sessions.iter().map(|s| AnswerIndex::new(s)).collect();
     for at in (0..sessions.len()).filter(|&at| at != primary) {
         let keys = stream_keys(sessions[at]);
-        let theirs = std::mem::take(&mut out[at].1);
+        let mut theirs = std::mem::take(&mut out[at].1);
+        theirs.retain(|&h| !answered_elsewhere(f, h, at, &answers));
         for (id, h) in identities(&theirs, &keys, f) {
             if let Some(&into) = id.as_ref().and_then(|id| known.get(id)) {
                 fold_into(f, h, into);
@@ -93,6 +96,31 @@ pub(crate) fn fold(
         }
     }
     primary
+}
+
+/// A request another vantage point's finding calls unanswered, answered at another vantage
+/// point of the same session (the answer came on a replica it was not sent to, or on the leg
+/// this one did not capture): the absence is that vantage point's alone, and the finding is
+/// withdrawn. At the vantage point nearest the client the absence is what the client lived,
+/// and stands.
+fn answered_elsewhere(f: &mut Findings, h: usize, at: usize, answers: &[AnswerIndex<'_>]) -> bool {
+    let x = &f.list[h];
+    let absent = matches!(
+        x.kind,
+        FindingKind::UnansweredRequest | FindingKind::PendingAtCaptureEnd
+    );
+    let Subject::Request(id) = &x.subject else {
+        return false;
+    };
+    let elsewhere = absent
+        && answers
+            .iter()
+            .enumerate()
+            .any(|(i, a)| i != at && !a.of(id).is_empty());
+    if elsewhere {
+        f.list[h].withdrawn = true;
+    }
+    elsewhere
 }
 
 /// The observation nearest the client: one the hop comparison never found nearer the server

@@ -409,7 +409,13 @@ fn stated(list: &[Finding], mut h: usize) -> usize {
 fn order(mut list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
     let resolved: Vec<Vec<usize>> = list
         .iter()
-        .map(|f| f.caused_by.iter().map(|&c| stated(&list, c)).collect())
+        .map(|f| {
+            f.caused_by
+                .iter()
+                .map(|&c| stated(&list, c))
+                .filter(|&c| !list[c].withdrawn)
+                .collect()
+        })
         .collect();
     for (f, causes) in list.iter_mut().zip(resolved) {
         f.caused_by = causes;
@@ -418,7 +424,7 @@ fn order(mut list: Vec<Finding>) -> (Vec<Finding>, Vec<usize>) {
     }
     let mut keyed: Vec<(Mark, usize, usize)> = list
         .iter()
-        .filter(|f| f.folded_into.is_none())
+        .filter(|f| f.folded_into.is_none() && !f.withdrawn)
         .map(|f| (f.time, depth(&list, f.handle, &mut Vec::new()), f.handle))
         .collect();
     keyed.sort();

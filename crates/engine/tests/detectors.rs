@@ -2248,6 +2248,55 @@ fn a_resume_served_by_another_replica_crossed_namespaces() {
     assert!(d.findings().iter().all(|f| f.kind != CrossNamespaceReplay));
 }
 
+/// A call posted to the first replica, its stream closed by the server after event 5 (SSE
+/// polling); the resume served by `replica`. `shared`: that replica answers the call, which only
+/// the first one received (their event store is one); else it answers with its own event.
+fn polled_resume_at(replica: &str, shared: bool) -> Vec<Session> {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-Y"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.retry_event(&mut p, "4", 1000);
+    c.event(&mut p, "5", &progress("t", 1));
+    c.end(p, Cut::ServerClose);
+    c.server = replica.parse().unwrap();
+    let mut r = c.get(Some("5"));
+    match shared {
+        true => c.event(&mut r, "6", &result(json!(2), "ok")),
+        false => c.event(&mut r, "1", &log("other store")),
+    };
+    c.end(r, Cut::Complete);
+    let mut run = c.finish();
+    for (i, s) in run.sessions.iter_mut().enumerate() {
+        s.idx = i;
+    }
+    run.sessions
+}
+
+/// Replicas that share one event store: the resume served by the other replica answers the call
+/// only the first received. Nothing crossed, and the call is answered for the session (the first
+/// replica's own observation lacks the answer, another vantage point holds it).
+#[test]
+fn a_resume_answered_from_a_shared_store_crossed_nothing() {
+    let sessions = polled_resume_at("10.0.0.3:9123", true);
+    assert_eq!(sessions.len(), 2);
+    let mut d = Detector::new();
+    let refs: Vec<&Session> = sessions.iter().collect();
+    d.group(&refs);
+    let (findings, _) = d.finish();
+    let kinds: Vec<_> = findings.iter().map(|f| f.kind).collect();
+    assert!(!kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
+    assert!(!kinds.contains(&UnansweredRequest), "{kinds:?}");
+    // Its own store: the call's answer never came, and the resume crossed.
+    let sessions = polled_resume_at("10.0.0.3:9123", false);
+    let mut d = Detector::new();
+    let refs: Vec<&Session> = sessions.iter().collect();
+    d.group(&refs);
+    let (findings, _) = d.finish();
+    let kinds: Vec<_> = findings.iter().map(|f| f.kind).collect();
+    assert!(kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // lost_in_transit: two legs of one session
 // ------------------------------------------------------------------------------------------------
