@@ -18,7 +18,7 @@ use mcpf_mcp::model::{Session, SessionIdx};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::FindingKind;
-use crate::finding::{Findings, SeenAt, Subject};
+use crate::finding::{Findings, SeenAt, Subject, Vantage};
 use crate::lost_in_transit::{Key, stream_keys};
 use crate::verdict::Verdict;
 
@@ -68,6 +68,16 @@ pub(crate) fn fold(
         return 0;
     }
     let primary = nearest_client(sessions, hops);
+    let answers: Vec<AnswerIndex<'_>> = sessions.iter().map(|s| AnswerIndex::new(s)).collect();
+    // The stated record's own absences stand, unless a record of the same vantage point holds
+    // the answer (a late exchange of it filed as a record of its own).
+    let own = Vantage::of(sessions[primary]);
+    let same: Vec<usize> = (0..sessions.len())
+        .filter(|&i| i != primary && Vantage::of(sessions[i]) == own)
+        .collect();
+    out[primary]
+        .1
+        .retain(|&h| !answered_at(f, h, &same, &answers));
     let mut known: HashMap<Identity, usize> = HashMap::default();
     let keys = stream_keys(sessions[primary]);
     for (id, h) in identities(&out[primary].1, &keys, f) {
@@ -75,11 +85,11 @@ pub(crate) fn fold(
             known.entry(id).or_insert(h);
         }
     }
-    let answers: Vec<AnswerIndex<'_>> = sessions.iter().map(|s| AnswerIndex::new(s)).collect();
     for at in (0..sessions.len()).filter(|&at| at != primary) {
         let keys = stream_keys(sessions[at]);
         let mut theirs = std::mem::take(&mut out[at].1);
-        theirs.retain(|&h| !answered_elsewhere(f, h, at, &answers));
+        let others: Vec<usize> = (0..sessions.len()).filter(|&i| i != at).collect();
+        theirs.retain(|&h| !answered_at(f, h, &others, &answers));
         for (id, h) in identities(&theirs, &keys, f) {
             if let Some(&into) = id.as_ref().and_then(|id| known.get(id)) {
                 fold_into(f, h, into);
@@ -98,12 +108,11 @@ pub(crate) fn fold(
     primary
 }
 
-/// A request another vantage point's finding calls unanswered, answered at another vantage
-/// point of the same session (the answer came on a replica it was not sent to, or on the leg
-/// this one did not capture): the absence is that vantage point's alone, and the finding is
-/// withdrawn. At the vantage point nearest the client the absence is what the client lived,
-/// and stands.
-fn answered_elsewhere(f: &mut Findings, h: usize, at: usize, answers: &[AnswerIndex<'_>]) -> bool {
+/// A request finding `h` calls unanswered, answered in one of the observations `at` (the answer
+/// came on a replica it was not sent to, on the leg its own vantage point did not capture, or in
+/// a late exchange filed as a record of its own): the absence was not the session's, and the
+/// finding is withdrawn.
+fn answered_at(f: &mut Findings, h: usize, at: &[usize], answers: &[AnswerIndex<'_>]) -> bool {
     let x = &f.list[h];
     let absent = matches!(
         x.kind,
@@ -112,15 +121,11 @@ fn answered_elsewhere(f: &mut Findings, h: usize, at: usize, answers: &[AnswerIn
     let Subject::Request(id) = &x.subject else {
         return false;
     };
-    let elsewhere = absent
-        && answers
-            .iter()
-            .enumerate()
-            .any(|(i, a)| i != at && !a.of(id).is_empty());
-    if elsewhere {
+    let answered = absent && at.iter().any(|&i| !answers[i].of(id).is_empty());
+    if answered {
         f.list[h].withdrawn = true;
     }
-    elsewhere
+    answered
 }
 
 /// The observation nearest the client: one the hop comparison never found nearer the server
