@@ -1,6 +1,7 @@
 //! Snapshot tests: the human and the JSON report of every sample under samples/, the combined
-//! run of the seed incident (both legs and the proxy log) and `explain`, committed under
-//! tests/snapshots/ and diffed, so any change of output is reviewed on purpose.
+//! runs of the seed incident and of the replicas samples (both legs and the proxy log) and
+//! `explain`, committed under tests/snapshots/ and diffed, so any change of output is reviewed
+//! on purpose.
 //!
 //! Each snapshot starts with the exit status (`exit: N`), then standard error when there is any,
 //! then standard output. To accept a change of output on purpose:
@@ -298,6 +299,44 @@ fn seed_incident_combined() {
     );
 }
 
+/// Two replicas behind a round-robin nginx (samples/make/replicas.sh): both legs and nginx's log
+/// of each run, as one report. Today's output, which the replica work (issue 28) will change.
+#[test]
+fn replicas_own_store_combined() {
+    analyze(
+        "replicas-own-store-combined",
+        &[
+            "samples/replicas-own-store-client-leg.pcap",
+            "samples/replicas-own-store-server-leg.pcap",
+            "samples/replicas-own-store.nginx.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn replicas_404_combined() {
+    analyze(
+        "replicas-404-combined",
+        &[
+            "samples/replicas-404-client-leg.pcap",
+            "samples/replicas-404-server-leg.pcap",
+            "samples/replicas-404.nginx.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn replicas_shared_store_combined() {
+    analyze(
+        "replicas-shared-store-combined",
+        &[
+            "samples/replicas-shared-store-client-leg.pcap",
+            "samples/replicas-shared-store-server-leg.pcap",
+            "samples/replicas-shared-store.nginx.jsonl",
+        ],
+    );
+}
+
 #[test]
 fn explain_lists_every_kind() {
     let args = ["explain"];
@@ -499,7 +538,12 @@ fn no_stale_snapshots() {
     let mut wanted: BTreeSet<String> = SAMPLES
         .iter()
         .copied()
-        .chain(["seed-incident-combined"])
+        .chain([
+            "seed-incident-combined",
+            "replicas-own-store-combined",
+            "replicas-404-combined",
+            "replicas-shared-store-combined",
+        ])
         .flat_map(|label| {
             [
                 format!("analyze__{label}.txt.snap"),
