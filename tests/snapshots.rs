@@ -209,6 +209,8 @@ samples! {
     haproxy_healthy_jsonl => "haproxy-healthy.jsonl",
     haproxy_seed_jsonl => "haproxy-seed.jsonl",
     http_basic_pcap => "http-basic.pcap",
+    keepalive_nginx_lo_pcap => "keepalive-nginx-lo.pcap",
+    keepalive_nginx_nginx_jsonl => "keepalive-nginx.nginx.jsonl",
     legacy_sse_concurrent_pcap => "legacy-sse-concurrent.pcap",
     legacy_sse_fallback_pcap => "legacy-sse-fallback.pcap",
     lossy_pcap => "lossy.pcap",
