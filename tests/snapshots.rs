@@ -1,6 +1,7 @@
 //! Snapshot tests: the human and the JSON report of every sample under samples/, the combined
-//! run of the seed incident (both legs and the proxy log) and `explain`, committed under
-//! tests/snapshots/ and diffed, so any change of output is reviewed on purpose.
+//! runs of the seed incident and of the replicas samples (both legs and the proxy log) and
+//! `explain`, committed under tests/snapshots/ and diffed, so any change of output is reviewed
+//! on purpose.
 //!
 //! Each snapshot starts with the exit status (`exit: N`), then standard error when there is any,
 //! then standard output. To accept a change of output on purpose:
@@ -208,6 +209,8 @@ samples! {
     haproxy_healthy_jsonl => "haproxy-healthy.jsonl",
     haproxy_seed_jsonl => "haproxy-seed.jsonl",
     http_basic_pcap => "http-basic.pcap",
+    keepalive_nginx_lo_pcap => "keepalive-nginx-lo.pcap",
+    keepalive_nginx_nginx_jsonl => "keepalive-nginx.nginx.jsonl",
     legacy_sse_concurrent_pcap => "legacy-sse-concurrent.pcap",
     legacy_sse_fallback_pcap => "legacy-sse-fallback.pcap",
     lossy_pcap => "lossy.pcap",
@@ -241,6 +244,15 @@ samples! {
     python_sdk_resume_many_server_leg_pcap => "python-sdk-resume-many-server-leg.pcap",
     python_sdk_shared_store_pcap => "python-sdk-shared-store.pcap",
     python_sdk_shared_store_server_leg_pcap => "python-sdk-shared-store-server-leg.pcap",
+    replicas_404_client_leg_pcap => "replicas-404-client-leg.pcap",
+    replicas_404_nginx_jsonl => "replicas-404.nginx.jsonl",
+    replicas_404_server_leg_pcap => "replicas-404-server-leg.pcap",
+    replicas_own_store_client_leg_pcap => "replicas-own-store-client-leg.pcap",
+    replicas_own_store_nginx_jsonl => "replicas-own-store.nginx.jsonl",
+    replicas_own_store_server_leg_pcap => "replicas-own-store-server-leg.pcap",
+    replicas_shared_store_client_leg_pcap => "replicas-shared-store-client-leg.pcap",
+    replicas_shared_store_nginx_jsonl => "replicas-shared-store.nginx.jsonl",
+    replicas_shared_store_server_leg_pcap => "replicas-shared-store-server-leg.pcap",
     seed_incident_any_pcap => "seed-incident-any.pcap",
     seed_incident_backoff_2h_pcap => "seed-incident-backoff-2h.pcap",
     seed_incident_backoff_client_leg_pcap => "seed-incident-backoff-client-leg.pcap",
@@ -285,6 +297,44 @@ fn seed_incident_combined() {
             "samples/seed-incident-client-leg.pcap",
             "samples/seed-incident-server-leg.pcap",
             "samples/seed-incident.nginx.jsonl",
+        ],
+    );
+}
+
+/// Two replicas behind a round-robin nginx (samples/make/replicas.sh): both legs and nginx's log
+/// of each run, as one report. Today's output, which the replica work (issue 28) will change.
+#[test]
+fn replicas_own_store_combined() {
+    analyze(
+        "replicas-own-store-combined",
+        &[
+            "samples/replicas-own-store-client-leg.pcap",
+            "samples/replicas-own-store-server-leg.pcap",
+            "samples/replicas-own-store.nginx.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn replicas_404_combined() {
+    analyze(
+        "replicas-404-combined",
+        &[
+            "samples/replicas-404-client-leg.pcap",
+            "samples/replicas-404-server-leg.pcap",
+            "samples/replicas-404.nginx.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn replicas_shared_store_combined() {
+    analyze(
+        "replicas-shared-store-combined",
+        &[
+            "samples/replicas-shared-store-client-leg.pcap",
+            "samples/replicas-shared-store-server-leg.pcap",
+            "samples/replicas-shared-store.nginx.jsonl",
         ],
     );
 }
@@ -490,7 +540,12 @@ fn no_stale_snapshots() {
     let mut wanted: BTreeSet<String> = SAMPLES
         .iter()
         .copied()
-        .chain(["seed-incident-combined"])
+        .chain([
+            "seed-incident-combined",
+            "replicas-own-store-combined",
+            "replicas-404-combined",
+            "replicas-shared-store-combined",
+        ])
         .flat_map(|label| {
             [
                 format!("analyze__{label}.txt.snap"),
