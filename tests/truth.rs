@@ -1138,10 +1138,12 @@ fn a_directory_of_inputs_is_read_as_its_files_with_counts_per_input_and_server()
     assert_eq!(lost_in_transit(&report).len(), 1);
     let by_input = report["summary"]["by_input"].as_array().unwrap();
     let by_server = report["summary"]["by_server"].as_array().unwrap();
-    // One logical session, recorded at the input and server its client reached (the proxy's):
-    // the server host's input is a vantage point of it, no record of its own.
-    assert_eq!(by_input.len(), 1);
-    assert_eq!(by_server.len(), 1);
+    // One logical session, seen at both inputs and both servers: each counts it once.
+    assert_eq!(by_input.len(), 2);
+    assert_eq!(by_server.len(), 2);
+    for row in by_input.iter().chain(by_server) {
+        assert_eq!(row["sessions"], 1, "{row}");
+    }
     let total = |rows: &[Value]| -> u64 {
         rows.iter()
             .flat_map(|r| r["findings"].as_object().unwrap().values())
@@ -1156,12 +1158,13 @@ fn a_directory_of_inputs_is_read_as_its_files_with_counts_per_input_and_server()
         .sum();
     assert_eq!(total(by_input), all);
     assert_eq!(total(by_server), all);
-    // One logical session, stated at the client leg: its input holds every finding, each once
-    // (the server leg's sight of them is their `seen_at`).
+    // Stated at the client leg: its input holds every finding, each once (the server leg's sight
+    // of them is their `seen_at`).
     assert_eq!(
         by_input[0]["findings"]["high"].as_u64().unwrap(),
         report["summary"]["findings"]["high"].as_u64().unwrap()
     );
+    assert_eq!(by_input[1]["findings"]["high"], 0);
     let sessions = report["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0]["vantage_points"].as_array().unwrap().len(), 2);

@@ -151,8 +151,8 @@ struct SessionHeader {
     head: SessionHead,
     verdict: Verdict,
     same_session_as: Vec<String>,
-    /// Every vantage point it was seen at, its own first, when more than one (the terminal
-    /// report lists them).
+    /// Every vantage point it was seen at, its own first, when more than one: the terminal report
+    /// lists them, the rollups by input and server count the session at each.
     vantage_points: Vec<mcpf_mcp::model::VantagePoint>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
     merged: Vec<(u32, String, usize, usize, f64)>,

@@ -161,7 +161,6 @@ impl SessionWriter {
             header.head.lacks = Vec::new();
             header.merged = Vec::new();
             header.same_session_as = Vec::new();
-            header.vantage_points = Vec::new();
             header.verdict.reason = None;
         }
         let idx = header.head.idx;
