@@ -37,6 +37,7 @@ json\:"One JSON document"))' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -60,6 +61,7 @@ log\:"A JSON Lines access log"))' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
 '--show-secrets[Show credentials instead of redacting them. By default every output redacts credential header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token, key, secret or signature), credential query parameters in any URL (token, key, secret, signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-..., AKIA..., JWTs, Bearer tokens), keeping their prefix and length]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -102,6 +104,7 @@ log\:"A JSON Lines access log"))' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
 '--shard-stats[Print on standard error, at the end, one JSON line of the work each shard of the per-connection stages did (for benchmarks)]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \

@@ -437,6 +437,14 @@ pub struct CaptureArgs {
     /// thread.)
     #[arg(long, value_name = "N", help_heading = "Reassembly")]
     pub threads: Option<usize>,
+
+    /// Read UDP datagrams to PORT as a tunnel (repeatable): udp:PORT=vxlan or udp:PORT=geneve,
+    /// e.g. udp:8472=vxlan (the VXLAN port of the Linux kernel's default and of flannel).
+    /// Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III),
+    /// IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own
+    /// addresses.
+    #[arg(long, value_name = "udp:PORT=KIND", help_heading = "Decoding")]
+    pub tunnel: Vec<String>,
 }
 
 #[cfg(test)]
@@ -447,6 +455,24 @@ mod tests {
     #[test]
     fn command_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn tunnel_is_repeatable() {
+        let cli = Cli::try_parse_from([
+            "mcp-forensics",
+            "flows",
+            "--tunnel",
+            "udp:8472=vxlan",
+            "--tunnel",
+            "udp:7000=geneve",
+            "x.pcap",
+        ])
+        .unwrap();
+        let Command::Flows(a) = cli.command else {
+            panic!("flows");
+        };
+        assert_eq!(a.capture.tunnel, ["udp:8472=vxlan", "udp:7000=geneve"]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, bail};
 use mcpf_engine::capture::tcp::{Limits, ServerSpec};
+use mcpf_engine::capture::tunnel::{UdpTunnel, UdpTunnelKind};
 use mcpf_engine::detect::Severity;
 use mcpf_engine::ingest::LogMap;
 use mcpf_engine::model::Timestamp;
@@ -126,7 +127,7 @@ fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
         files: a.files,
         format: a.format,
         width: stdout_width(),
-        capture: capture_settings(&a.capture, Vec::new()),
+        capture: capture_settings(&a.capture, Vec::new())?,
     })
 }
 
@@ -136,7 +137,7 @@ fn http(a: HttpArgs) -> anyhow::Result<Http> {
         inputs,
         notes,
         engine: Settings {
-            capture: capture_settings(&a.capture, Vec::new()),
+            capture: capture_settings(&a.capture, Vec::new())?,
             tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
             ..Settings::default()
         },
@@ -170,7 +171,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
     let live = a.files.iter().any(|f| mcpf_engine::ingest::streamed(f));
     let (inputs, notes) = inputs(a.files, &a.input)?;
     let engine = Settings {
-        capture: capture_settings(&a.capture, servers),
+        capture: capture_settings(&a.capture, servers)?,
         tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
         threads: if live { 1 } else { threads(&a.capture) },
         workers: a.workers,
@@ -241,8 +242,11 @@ fn read_log_map(arg: &str) -> anyhow::Result<LogMap> {
     map.map_err(|e| anyhow::anyhow!("--log-map: {e}"))
 }
 
-fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_engine::capture::Settings {
-    mcpf_engine::capture::Settings {
+fn capture_settings(
+    a: &CaptureArgs,
+    servers: Vec<ServerSpec>,
+) -> anyhow::Result<mcpf_engine::capture::Settings> {
+    Ok(mcpf_engine::capture::Settings {
         limits: Limits {
             max_buffered_per_direction: a.max_buffer_per_direction,
             max_buffered_total: a.max_buffer_total,
@@ -251,6 +255,52 @@ fn capture_settings(a: &CaptureArgs, servers: Vec<ServerSpec>) -> mcpf_engine::c
             ..Default::default()
         },
         servers,
+        tunnels: tunnels(&a.tunnel)?,
+    })
+}
+
+/// `--tunnel udp:PORT=vxlan|geneve`, each port given once.
+fn tunnels(args: &[String]) -> anyhow::Result<Vec<UdpTunnel>> {
+    let mut out: Vec<UdpTunnel> = Vec::new();
+    for arg in args {
+        let Some(t) = tunnel_spec(arg) else {
+            bail!(
+                "--tunnel {arg:?}: expected udp:PORT=vxlan or udp:PORT=geneve, PORT from 1 to 65535 (e.g. --tunnel udp:8472=vxlan)"
+            );
+        };
+        if let Some(earlier) = out.iter().find(|e| e.port == t.port && e.kind != t.kind) {
+            bail!(
+                "--tunnel {arg:?}: UDP port {} is already given as {}",
+                t.port,
+                kind_name(earlier.kind)
+            );
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// `udp:8472=vxlan`, `UDP:7000=Geneve`.
+fn tunnel_spec(text: &str) -> Option<UdpTunnel> {
+    let t = text.trim();
+    let (proto, rest) = t.split_once(':')?;
+    let (port, kind) = rest.split_once('=')?;
+    if !proto.eq_ignore_ascii_case("udp") {
+        return None;
+    }
+    let port = port.trim().parse::<u16>().ok().filter(|&p| p > 0)?;
+    let kind = match kind.trim().to_ascii_lowercase().as_str() {
+        "vxlan" => UdpTunnelKind::Vxlan,
+        "geneve" => UdpTunnelKind::Geneve,
+        _ => return None,
+    };
+    Some(UdpTunnel { port, kind })
+}
+
+fn kind_name(kind: UdpTunnelKind) -> &'static str {
+    match kind {
+        UdpTunnelKind::Vxlan => "vxlan",
+        UdpTunnelKind::Geneve => "geneve",
     }
 }
 
@@ -336,6 +386,49 @@ fn terminal_decoration(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tunnel_specs() {
+        let vxlan = |port| UdpTunnel {
+            port,
+            kind: UdpTunnelKind::Vxlan,
+        };
+        assert_eq!(tunnel_spec("udp:8472=vxlan"), Some(vxlan(8472)));
+        assert_eq!(
+            tunnel_spec(" UDP:7000=Geneve "),
+            Some(UdpTunnel {
+                port: 7000,
+                kind: UdpTunnelKind::Geneve
+            })
+        );
+        for bad in [
+            "8472=vxlan",
+            "tcp:8472=vxlan",
+            "udp:0=vxlan",
+            "udp:70000=vxlan",
+            "udp:8472=gre",
+            "udp:8472",
+            "udp:=vxlan",
+        ] {
+            assert_eq!(tunnel_spec(bad), None, "{bad}");
+        }
+        let err = tunnels(&["udp:8472=gre".into()]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--tunnel \"udp:8472=gre\": expected udp:PORT=vxlan"),
+            "{err}"
+        );
+        let err = tunnels(&["udp:8472=vxlan".into(), "udp:8472=geneve".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("UDP port 8472 is already given as vxlan"),
+            "{err}"
+        );
+        assert_eq!(
+            tunnels(&["udp:8472=vxlan".into(), "udp:8472=vxlan".into()]).unwrap(),
+            [vxlan(8472), vxlan(8472)]
+        );
+    }
 
     #[test]
     fn server_specs() {

@@ -97,6 +97,7 @@ pub mod held;
 pub mod reader;
 pub mod request_line;
 pub mod tcp;
+pub mod tunnel;
 pub mod writer;
 
 use std::collections::BTreeMap;
@@ -107,7 +108,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use decode::Skip;
 use mcpf_model::bucket;
 use mcpf_model::file::{CountingReader, open_file};
-use mcpf_model::{Accounting, InputId, InputReport, Mark, Note, NoteKind, OpenError, Timestamp};
+use mcpf_model::{
+    Accounting, InputId, InputReport, Mark, Note, NoteKind, OpenError, Timestamp, Tunnel,
+};
 use reader::{CaptureReader, Frame, ReadError};
 use tcp::{Limits, Reassembler, ReassemblyStats, TcpSink};
 
@@ -189,6 +192,7 @@ pub fn capture_from_bytes(
 }
 
 /// Per-input bookkeeping while packets flow.
+#[derive(Default)]
 struct InputState {
     skipped: BTreeMap<&'static str, u64>,
     unknown_linktypes: Vec<i32>,
@@ -197,9 +201,22 @@ struct InputState {
     cut_at: usize,
     /// The frames' packets and captured bytes, each in the bucket its decoding put it in.
     accounting: Accounting,
+    /// Frames analysed from inside each kind of tunnel, in the order first met.
+    unwrapped: Vec<(Tunnel, u64)>,
 }
 
 impl InputState {
+    /// Counts one frame unwrapped from `tunnels` under each kind of tunnel it came through.
+    #[cold]
+    fn count_tunnels(&mut self, tunnels: &tunnel::Path) {
+        for t in tunnels.distinct() {
+            match self.unwrapped.iter_mut().find(|(u, _)| *u == t) {
+                Some((_, n)) => *n += 1,
+                None => self.unwrapped.push((t, 1)),
+            }
+        }
+    }
+
     /// Counts one frame of `bytes` captured bytes: analysed, or skipped for `reason`.
     fn count(&mut self, reason: Option<&str>, bytes: u64) {
         let a = &mut self.accounting;
@@ -222,12 +239,15 @@ pub struct Settings {
     pub limits: Limits,
     /// Endpoints the user says are servers (`--server`): they win over every heuristic.
     pub servers: Vec<tcp::ServerSpec>,
+    /// UDP ports that carry VXLAN or Geneve besides the standard ones (`--tunnel`).
+    pub tunnels: Vec<tunnel::UdpTunnel>,
 }
 
 /// Drives capture inputs through link decoding and TCP reassembly.
 pub struct CaptureStage {
     pub(crate) reassembler: Reassembler,
     states: Vec<InputState>,
+    udp_tunnels: Vec<tunnel::UdpTunnel>,
     /// Frames processed over all inputs, for progress display.
     pub frames: Arc<AtomicU64>,
 }
@@ -236,15 +256,8 @@ impl CaptureStage {
     pub fn new(settings: Settings, inputs: usize) -> Self {
         CaptureStage {
             reassembler: Reassembler::new(settings.limits).with_servers(settings.servers),
-            states: (0..inputs)
-                .map(|_| InputState {
-                    skipped: BTreeMap::new(),
-                    unknown_linktypes: Vec::new(),
-                    truncated_frames: 0,
-                    cut_at: 0,
-                    accounting: Accounting::default(),
-                })
-                .collect(),
+            states: (0..inputs).map(|_| InputState::default()).collect(),
+            udp_tunnels: settings.tunnels,
             frames: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -269,14 +282,17 @@ impl CaptureStage {
             state.count(Some(bucket::UNKNOWN_LINK_TYPE), captured);
             return;
         }
-        match decode::tcp_segment(frame.linktype, frame.data) {
-            Ok(seg) => {
+        match decode::tcp_segment(frame.linktype, frame.data, &self.udp_tunnels) {
+            Ok(decoded) => {
+                if !decoded.tunnels.is_empty() {
+                    state.count_tunnels(&decoded.tunnels);
+                }
                 state.count(None, captured);
                 let mark = Mark {
                     time: frame.time,
                     frame: frame.frame,
                 };
-                self.reassembler.segment(&seg, mark, sink);
+                self.reassembler.segment(&decoded.seg, mark, sink);
             }
             Err(skip) => {
                 let reason = if let Skip::UnknownLinkType(lt) = skip {
@@ -360,6 +376,12 @@ fn read_notes(state: &InputState, notes: &reader::ReadNotes) -> Vec<Note> {
     if notes.interface_drops > 0 {
         out.push(Note::new(NoteKind::InterfaceDrops, notes.interface_drops));
     }
+    out.extend(
+        state
+            .unwrapped
+            .iter()
+            .map(|&(tunnel, n)| Note::new(NoteKind::TunnelUnwrapped { tunnel }, n)),
+    );
     out
 }
 
@@ -484,13 +506,7 @@ mod tests {
 
     #[test]
     fn frames_and_framing_add_up_to_the_file() {
-        let mut state = InputState {
-            skipped: BTreeMap::new(),
-            unknown_linktypes: Vec::new(),
-            truncated_frames: 0,
-            cut_at: 0,
-            accounting: Accounting::default(),
-        };
+        let mut state = InputState::default();
         state.count(None, 1500);
         state.count(Some(bucket::NOT_TCP), 60);
         state.count(Some(bucket::UNKNOWN_LINK_TYPE), 40);

@@ -25,7 +25,7 @@ pub use input::{
     Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,
     OpenError, SourceFormat,
 };
-pub use note::{CorruptUnit, Durations, McpHeader, Note, NoteKind, SourceLack};
+pub use note::{CorruptUnit, Durations, McpHeader, Note, NoteKind, SourceLack, Tunnel};
 pub use paged::PagedVec;
 pub use timestamp::Timestamp;
 

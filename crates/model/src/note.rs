@@ -77,6 +77,9 @@ pub enum NoteKind {
     InvalidTsresol { interface: u64, tsresol: u8 },
     /// Reading stopped (`detail`: the error).
     ReadingStopped,
+    /// `count` frames were unwrapped from `tunnel` (at any depth) and analysed by the addresses
+    /// inside it.
+    TunnelUnwrapped { tunnel: Tunnel },
 
     // Reading a HAR file.
     /// HAR entry `at` skipped (`detail`: why).
@@ -144,6 +147,32 @@ pub enum NoteKind {
     /// `count` sessions reported before their observations in other inputs ended (`max_events`
     /// events held waiting).
     ReleasedEarly { max_events: u64 },
+}
+
+/// A tunnel or label stack a captured frame was carried in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tunnel {
+    /// VXLAN (RFC 7348) on this UDP destination port.
+    Vxlan { udp_port: u16 },
+    /// Geneve (RFC 8926) on this UDP destination port.
+    Geneve { udp_port: u16 },
+    /// GRE carrying IP or MPLS (RFC 2784, RFC 2890).
+    Gre,
+    /// GRE carrying Ethernet frames (transparent Ethernet bridging, protocol 0x6558).
+    GreEthernet,
+    /// ERSPAN type I: GRE protocol 0x88BE with no ERSPAN header.
+    ErspanI,
+    /// ERSPAN type II: an 8-byte ERSPAN header (version 1).
+    ErspanII,
+    /// ERSPAN type III: a 12-byte ERSPAN header (version 2), and an 8-byte platform subheader
+    /// when its O bit is set.
+    ErspanIII,
+    /// IPv4 inside IP (IP protocol 4).
+    IpInIp,
+    /// IPv6 inside IP (IP protocol 41: 6in4, or IPv6 in IPv6).
+    Ipv6InIp,
+    /// An MPLS label stack (ethertype 0x8847 or 0x8848).
+    Mpls,
 }
 
 /// What a corrupt stretch of a capture was read as.

@@ -7,7 +7,9 @@
 use std::fmt::{self, Display, Formatter};
 
 use mcpf_detect::FindingKind;
-use mcpf_model::{CorruptUnit, Durations, InputReport, McpHeader, Note, NoteKind, SourceLack};
+use mcpf_model::{
+    CorruptUnit, Durations, InputReport, McpHeader, Note, NoteKind, SourceLack, Tunnel,
+};
 use serde::Serialize;
 
 /// The sentence of `note`, as every output prints it.
@@ -87,6 +89,11 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             "interface {interface} has an invalid if_tsresol {tsresol:#x}; its timestamps are read as microseconds"
         ),
         NoteKind::ReadingStopped => write!(f, "reading stopped: {d}"),
+        NoteKind::TunnelUnwrapped { tunnel } => write!(
+            f,
+            "{c} frames were unwrapped from {}: analysed by the addresses inside the tunnel",
+            tunnel_name(*tunnel)
+        ),
         NoteKind::HarEntrySkipped => write!(f, "entry {at} skipped: {d}"),
         NoteKind::HarReadingStopped { entry, rest } => write!(
             f,
@@ -388,6 +395,21 @@ fn mcp_header(h: McpHeader) -> &'static str {
     }
 }
 
+fn tunnel_name(tunnel: Tunnel) -> String {
+    match tunnel {
+        Tunnel::Vxlan { udp_port } => format!("VXLAN (UDP port {udp_port})"),
+        Tunnel::Geneve { udp_port } => format!("Geneve (UDP port {udp_port})"),
+        Tunnel::Gre => "GRE".into(),
+        Tunnel::GreEthernet => "GRE (transparent Ethernet bridging)".into(),
+        Tunnel::ErspanI => "ERSPAN type I".into(),
+        Tunnel::ErspanII => "ERSPAN type II".into(),
+        Tunnel::ErspanIII => "ERSPAN type III".into(),
+        Tunnel::IpInIp => "IP in IP (IPv4 inside, protocol 4)".into(),
+        Tunnel::Ipv6InIp => "IPv6 in IP (protocol 41: 6in4 or IPv6 in IPv6)".into(),
+        Tunnel::Mpls => "MPLS label stacks".into(),
+    }
+}
+
 fn request_start(durations: Durations) -> &'static str {
     match durations {
         Durations::All => {
@@ -551,6 +573,24 @@ mod tests {
             (
                 note(K::ReadingStopped, 1).detail("boom"),
                 "reading stopped: boom",
+            ),
+            (
+                note(
+                    K::TunnelUnwrapped {
+                        tunnel: Tunnel::Vxlan { udp_port: 4789 },
+                    },
+                    162,
+                ),
+                "162 frames were unwrapped from VXLAN (UDP port 4789): analysed by the addresses inside the tunnel",
+            ),
+            (
+                note(
+                    K::TunnelUnwrapped {
+                        tunnel: Tunnel::ErspanIII,
+                    },
+                    3,
+                ),
+                "3 frames were unwrapped from ERSPAN type III: analysed by the addresses inside the tunnel",
             ),
             (
                 note(K::HarEntrySkipped, 1)
