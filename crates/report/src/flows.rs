@@ -146,7 +146,7 @@ pub fn write_table(
     width: usize,
 ) -> io::Result<()> {
     for input in inputs {
-        super::write_input_line(out, input)?;
+        super::write_input_line(out, input, "", width)?;
     }
     let cells: Vec<Vec<String>> = rows
         .iter()

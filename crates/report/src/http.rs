@@ -392,7 +392,7 @@ impl Spool {
         width: usize,
     ) -> io::Result<()> {
         for input in inputs {
-            super::write_input_line(out, input)?;
+            super::write_input_line(out, input, "", width)?;
         }
         let widths: Vec<usize> = self.widths.iter().map(|w| usize::from(*w)).collect();
         // The JSON-RPC summary and the target are the columns whose cells may be shortened.

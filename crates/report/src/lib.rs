@@ -89,49 +89,55 @@ pub fn vantage_line(
     ))
 }
 
-/// The one-line account of an input printed above every human report, then its warnings.
-pub(crate) fn write_input_line(out: &mut dyn Write, input: &InputReport) -> io::Result<()> {
-    let skipped: u64 = input.skipped.values().sum();
+/// The account of an input printed above every human report after `first` (its label, when
+/// there are several), then its warnings, each wrapped at `width` columns (a line of its own,
+/// the lines after it indented under it).
+pub(crate) fn write_input_line(
+    out: &mut dyn Write,
+    input: &InputReport,
+    first: &str,
+    width: usize,
+) -> io::Result<()> {
     let path = sanitize::terminal(&input.path);
     if let Some(e) = &input.error {
-        return writeln!(out, "{path}: not read: {}", sanitize::terminal(e));
+        return writeln!(out, "{first}{path}: not read: {}", sanitize::terminal(e));
     }
-    let unit = if input.format.is_capture() {
-        "packets"
-    } else {
-        "records"
-    };
-    write!(
-        out,
-        "{path} ({}): {} {unit}, {}",
+    let mut line = format!(
+        "{path} ({}): {} {}, {}",
         input.format,
         input.packets,
+        if input.format.is_capture() {
+            "packets"
+        } else {
+            "records"
+        },
         table::bytes(input.bytes)
-    )?;
-    if skipped > 0 {
+    );
+    if input.skipped.values().any(|&n| n > 0) {
         let reasons: Vec<String> = input
             .skipped
             .iter()
             .map(|(r, n)| format!("{n} {r}"))
             .collect();
-        write!(out, "; skipped {}", reasons.join(", "))?;
+        line.push_str(&format!("; skipped {}", reasons.join(", ")));
     }
-    writeln!(out)?;
+    writeln!(out, "{}", table::wrap(&line, width, first, "    "))?;
     if !input.read_as.is_empty() {
         let pairs: Vec<String> = input
             .read_as
             .iter()
             .map(|(k, v)| format!("{k} as {v}"))
             .collect();
-        writeln!(
-            out,
-            "  keys read as (a guess from their names and values; check it): {}",
+        let text = format!(
+            "keys read as (a guess from their names and values; check it): {}",
             sanitize::terminal(&pairs.join(", "))
-        )?;
+        );
+        writeln!(out, "{}", table::wrap(&text, width, "  ", "    "))?;
     }
     for w in &input.warnings {
-        let w = note::sentence(w);
-        writeln!(out, "  warning: {}", sanitize::terminal(&w))?;
+        let sentence = note::sentence(w);
+        let w = sanitize::terminal(&sentence);
+        writeln!(out, "{}", table::wrap(&w, width, "  warning: ", "    "))?;
     }
     Ok(())
 }

@@ -209,10 +209,12 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
     writeln!(out, "{} {}", rep.tool.name, rep.tool.version)?;
     let labelled = rep.inputs.len() > 1;
     for input in &rep.inputs {
-        if labelled {
-            write!(out, "{} ", crate::input_label(input.index))?;
-        }
-        crate::write_input_line(out, input)?;
+        let label = if labelled {
+            format!("{} ", crate::input_label(input.index))
+        } else {
+            String::new()
+        };
+        crate::write_input_line(out, input, &label, width)?;
     }
     let lost = if rep.connections_with_gaps > 0 && rep.snaplen_bytes == rep.gap_bytes {
         format!(
