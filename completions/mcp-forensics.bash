@@ -79,7 +79,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --help --version"
+            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -203,7 +203,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__flows)
-            opts="-h -V --format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --help --version"
+            opts="-h -V --format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -371,7 +371,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --help --version"
+            opts="-h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -445,6 +445,14 @@ pub struct CaptureArgs {
     /// addresses.
     #[arg(long, value_name = "udp:PORT=KIND", help_heading = "Decoding")]
     pub tunnel: Vec<String>,
+
+    /// Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID
+    /// and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is
+    /// removed and counted, as editcap -d removes them: the second copy a SPAN port mirroring
+    /// both directions delivers, or one packet captured on two interfaces. A sender's
+    /// retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more).
+    #[arg(long, help_heading = "Decoding")]
+    pub keep_duplicates: bool,
 }
 
 #[cfg(test)]

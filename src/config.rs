@@ -256,6 +256,7 @@ fn capture_settings(
         },
         servers,
         tunnels: tunnels(&a.tunnel)?,
+        keep_duplicates: a.keep_duplicates,
     })
 }
 

@@ -112,6 +112,10 @@ const _: () = assert!(tunnel::MAX_TUNNELS == 4);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Decoded<'a> {
     pub(crate) seg: TcpSegment<'a>,
+    /// The IP packet that carried the segment (the innermost one, in a tunnel), as long as its
+    /// header says within what was captured: the padding of a short Ethernet frame or a
+    /// trailer is not part of it.
+    pub(crate) ip: &'a [u8],
     /// The tunnels the packet was unwrapped from, outermost first.
     pub(crate) tunnels: Path,
 }
@@ -125,7 +129,7 @@ pub(crate) fn tcp_segment<'a>(
 ) -> Result<Decoded<'a>, Skip> {
     let skip = match network_layer(linktype, frame) {
         Ok(ip) => match ip_to_tcp(ip) {
-            Ok(seg) => return Ok(Decoded::new(frame, seg, Path::default())),
+            Ok(seg) => return Ok(Decoded::new(frame, seg, ip, Path::default())),
             Err(skip) => skip,
         },
         Err(skip) => skip,
@@ -134,20 +138,33 @@ pub(crate) fn tcp_segment<'a>(
         // Only a frame in which no TCP was found is looked at for a tunnel: the common case
         // pays one failed match for them, no more.
         Skip::NotIp | Skip::NotTcp => {
-            let (seg, _ip, tunnels) = tunnel::unwrap(linktype, frame, udp_tunnels, skip)?;
-            Ok(Decoded::new(frame, seg, tunnels))
+            let (seg, ip, tunnels) = tunnel::unwrap(linktype, frame, udp_tunnels, skip)?;
+            Ok(Decoded::new(frame, seg, ip, tunnels))
         }
         _ => Err(skip),
     }
 }
 
 impl<'a> Decoded<'a> {
-    /// The segment `seg` of `frame`, found inside `tunnels`.
+    /// The segment `seg` of `frame`, read from the IP packet `ip`, found inside `tunnels`.
     #[inline(always)]
-    fn new(frame: &'a [u8], mut seg: TcpSegment<'a>, tunnels: Path) -> Self {
+    fn new(frame: &'a [u8], mut seg: TcpSegment<'a>, ip: &'a [u8], tunnels: Path) -> Self {
         seg.frame_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        Decoded { seg, tunnels }
+        let ip = ip.get(..ip_len(ip)).unwrap_or(ip);
+        Decoded { seg, ip, tunnels }
     }
+}
+
+/// The length of the IP packet `ip` begins with, as its header gives it (IPv4 total length,
+/// IPv6 header and payload length), within the bytes there are.
+fn ip_len(ip: &[u8]) -> usize {
+    let announced = match ip.first().map(|b| b >> 4) {
+        Some(4) => be16(ip, 2).map(usize::from),
+        // A payload length of 0 is a jumbogram's (RFC 2675): its length is elsewhere.
+        Some(6) => be16(ip, 4).filter(|&n| n > 0).map(|n| 40 + usize::from(n)),
+        _ => None,
+    };
+    announced.map_or(ip.len(), |n| n.min(ip.len()))
 }
 
 /// What a link layer carries: a payload of some EtherType, or (for the link types that carry

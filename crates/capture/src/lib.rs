@@ -93,6 +93,7 @@
 //! ```
 
 pub mod decode;
+mod duplicates;
 pub mod held;
 pub mod reader;
 pub mod request_line;
@@ -201,9 +202,16 @@ struct InputState {
     cut_at: usize,
     /// The frames' packets and captured bytes, each in the bucket its decoding put it in.
     accounting: Accounting,
+    /// The IP packets of the last TCP frames, to tell a copy of one of them.
+    recent: duplicates::Recent,
+    /// Frames removed as copies of a recent one.
+    duplicates: u64,
     /// Frames analysed from inside each kind of tunnel, in the order first met.
     unwrapped: Vec<(Tunnel, u64)>,
 }
+
+/// The skip reason of a duplicate frame (its bucket is [`bucket::DUPLICATE`]).
+const DUPLICATE_REASON: &str = "duplicate (the same IP packet as a recent frame)";
 
 impl InputState {
     /// Counts one frame unwrapped from `tunnels` under each kind of tunnel it came through.
@@ -215,6 +223,14 @@ impl InputState {
                 None => self.unwrapped.push((t, 1)),
             }
         }
+    }
+
+    /// Counts one frame of `bytes` captured bytes removed as a copy of a recent one.
+    #[cold]
+    fn count_duplicate(&mut self, bytes: u64) {
+        self.duplicates += 1;
+        self.count(Some(bucket::DUPLICATE), bytes);
+        *self.skipped.entry(DUPLICATE_REASON).or_default() += 1;
     }
 
     /// Counts one frame of `bytes` captured bytes: analysed, or skipped for `reason`.
@@ -241,6 +257,9 @@ pub struct Settings {
     pub servers: Vec<tcp::ServerSpec>,
     /// UDP ports that carry VXLAN or Geneve besides the standard ones (`--tunnel`).
     pub tunnels: Vec<tunnel::UdpTunnel>,
+    /// Keep duplicate frames (`--keep-duplicates`): by default a frame whose IP packet is
+    /// byte for byte that of a recent one is removed as a mirror's copy ([`duplicates`]).
+    pub keep_duplicates: bool,
 }
 
 /// Drives capture inputs through link decoding and TCP reassembly.
@@ -248,6 +267,7 @@ pub struct CaptureStage {
     pub(crate) reassembler: Reassembler,
     states: Vec<InputState>,
     udp_tunnels: Vec<tunnel::UdpTunnel>,
+    keep_duplicates: bool,
     /// Frames processed over all inputs, for progress display.
     pub frames: Arc<AtomicU64>,
 }
@@ -258,6 +278,7 @@ impl CaptureStage {
             reassembler: Reassembler::new(settings.limits).with_servers(settings.servers),
             states: (0..inputs).map(|_| InputState::default()).collect(),
             udp_tunnels: settings.tunnels,
+            keep_duplicates: settings.keep_duplicates,
             frames: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -284,6 +305,10 @@ impl CaptureStage {
         }
         match decode::tcp_segment(frame.linktype, frame.data, &self.udp_tunnels) {
             Ok(decoded) => {
+                if !self.keep_duplicates && state.recent.is_copy(frame.time, decoded.ip) {
+                    state.count_duplicate(captured);
+                    return;
+                }
                 if !decoded.tunnels.is_empty() {
                     state.count_tunnels(&decoded.tunnels);
                 }
@@ -382,6 +407,13 @@ fn read_notes(state: &InputState, notes: &reader::ReadNotes) -> Vec<Note> {
             .iter()
             .map(|&(tunnel, n)| Note::new(NoteKind::TunnelUnwrapped { tunnel }, n)),
     );
+    if state.duplicates > 0 {
+        let kind = NoteKind::DuplicatesRemoved {
+            window_frames: duplicates::WINDOW_FRAMES as u64,
+            window_micros: duplicates::WINDOW_NANOS / 1000,
+        };
+        out.push(Note::new(kind, state.duplicates));
+    }
     out
 }
 

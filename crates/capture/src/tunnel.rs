@@ -468,6 +468,8 @@ mod tests {
         let d = decode(frame).unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(d.seg.payload, PAYLOAD);
         assert_eq!(d.seg.dst.port(), 8080);
+        let inner = inner_ip(d.seg.src.is_ipv6());
+        assert_eq!(d.ip, inner, "the innermost IP packet, exactly");
         d.tunnels.layers.iter().flatten().copied().collect()
     }
 
@@ -702,9 +704,12 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_frame_has_no_tunnel() {
-        let f = inner_frame();
-        assert_eq!(decode(&f).unwrap().tunnels, Path::default());
+    fn a_plain_frame_has_no_tunnel_and_its_ip_packet_without_padding() {
+        let mut f = inner_frame();
+        f.extend_from_slice(&[0; 6]);
+        let d = decode(&f).unwrap();
+        assert_eq!(d.tunnels, Path::default());
+        assert_eq!(d.ip, inner_ip(false));
     }
 
     /// Every tunnel of the tests above, as one frame each.
@@ -803,7 +808,7 @@ mod tests {
             }
             for lt in [linktype::ETHERNET, linktype::RAW, linktype::LINUX_SLL2] {
                 if let Ok(d) = tcp_segment(lt, &f, &[]) {
-                    prop_assert!(d.seg.payload.len() <= f.len());
+                    prop_assert!(d.ip.len() <= f.len() && d.seg.payload.len() <= d.ip.len());
                 }
             }
         }

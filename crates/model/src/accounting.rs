@@ -14,6 +14,9 @@ pub mod bucket {
     pub const UNKNOWN_LINK_TYPE: &str = "unknown_link_type";
     /// Skipped: not IP, or IP but not TCP.
     pub const NOT_TCP: &str = "not_tcp";
+    /// Skipped: a frame whose IP packet is byte for byte that of a recent frame (a mirror's
+    /// second copy, or one packet captured on two interfaces).
+    pub const DUPLICATE: &str = "duplicate";
     /// Skipped: TCP that does not carry HTTP/1.1 (TLS, other protocols, nothing at all).
     pub const NOT_HTTP: &str = "not_http";
     /// Skipped: HTTP that carries no MCP exchange.

@@ -80,6 +80,12 @@ pub enum NoteKind {
     /// `count` frames were unwrapped from `tunnel` (at any depth) and analysed by the addresses
     /// inside it.
     TunnelUnwrapped { tunnel: Tunnel },
+    /// `count` frames were removed as duplicates: each one's IP packet was byte for byte that
+    /// of one of the `window_frames` TCP frames before it, at most `window_micros` µs apart.
+    DuplicatesRemoved {
+        window_frames: u64,
+        window_micros: u64,
+    },
 
     // Reading a HAR file.
     /// HAR entry `at` skipped (`detail`: why).

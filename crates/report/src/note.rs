@@ -91,8 +91,18 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         NoteKind::ReadingStopped => write!(f, "reading stopped: {d}"),
         NoteKind::TunnelUnwrapped { tunnel } => write!(
             f,
-            "{c} frames were unwrapped from {}: analysed by the addresses inside the tunnel",
+            "{c} {} unwrapped from {}: analysed by the addresses inside the tunnel",
+            if c == 1 { "frame was" } else { "frames were" },
             tunnel_name(*tunnel)
+        ),
+        NoteKind::DuplicatesRemoved {
+            window_frames,
+            window_micros,
+        } => write!(
+            f,
+            "{c} duplicate frame{} removed (SPAN copies, or one packet seen on two interfaces): each held the same IP packet, byte for byte with its IP ID and TTL, as one of the {window_frames} TCP frames before it, at most {} apart (--keep-duplicates keeps them)",
+            if c == 1 { "" } else { "s" },
+            micros(*window_micros)
         ),
         NoteKind::HarEntrySkipped => write!(f, "entry {at} skipped: {d}"),
         NoteKind::HarReadingStopped { entry, rest } => write!(
@@ -410,6 +420,15 @@ fn tunnel_name(tunnel: Tunnel) -> String {
     }
 }
 
+/// A duration given in microseconds, in milliseconds when it is a whole number of them.
+fn micros(n: u64) -> String {
+    if n >= 1000 && n.is_multiple_of(1000) {
+        format!("{} ms", n / 1000)
+    } else {
+        format!("{n} µs")
+    }
+}
+
 fn request_start(durations: Durations) -> &'static str {
     match durations {
         Durations::All => {
@@ -588,9 +607,29 @@ mod tests {
                     K::TunnelUnwrapped {
                         tunnel: Tunnel::ErspanIII,
                     },
-                    3,
+                    1,
                 ),
-                "3 frames were unwrapped from ERSPAN type III: analysed by the addresses inside the tunnel",
+                "1 frame was unwrapped from ERSPAN type III: analysed by the addresses inside the tunnel",
+            ),
+            (
+                note(
+                    K::DuplicatesRemoved {
+                        window_frames: 4,
+                        window_micros: 1000,
+                    },
+                    162,
+                ),
+                "162 duplicate frames removed (SPAN copies, or one packet seen on two interfaces): each held the same IP packet, byte for byte with its IP ID and TTL, as one of the 4 TCP frames before it, at most 1 ms apart (--keep-duplicates keeps them)",
+            ),
+            (
+                note(
+                    K::DuplicatesRemoved {
+                        window_frames: 4,
+                        window_micros: 250,
+                    },
+                    1,
+                ),
+                "1 duplicate frame removed (SPAN copies, or one packet seen on two interfaces): each held the same IP packet, byte for byte with its IP ID and TTL, as one of the 4 TCP frames before it, at most 250 µs apart (--keep-duplicates keeps them)",
             ),
             (
                 note(K::HarEntrySkipped, 1)
