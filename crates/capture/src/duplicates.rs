@@ -50,15 +50,35 @@ pub(crate) struct Recent {
 #[derive(Debug, Default)]
 struct Slot {
     time: Timestamp,
+    /// [`fingerprint`] of the packet: packets of other fingerprints differ, and only an equal
+    /// one makes the bytes worth comparing.
+    fingerprint: u64,
     /// The IP packet (empty: nothing kept yet).
     ip: Vec<u8>,
 }
 
 impl Slot {
-    /// Whether the packet kept here is `ip`, captured within the window of `time`.
-    fn holds(&self, time: Timestamp, ip: &[u8]) -> bool {
-        time.0.abs_diff(self.time.0) <= WINDOW_NANOS && self.ip == ip
+    /// Whether the packet kept here is `ip` (of `fingerprint`), captured within the window of
+    /// `time`.
+    fn holds(&self, time: Timestamp, fingerprint: u64, ip: &[u8]) -> bool {
+        self.fingerprint == fingerprint
+            && time.0.abs_diff(self.time.0) <= WINDOW_NANOS
+            && self.ip == ip
     }
+}
+
+/// A few bytes of `ip` that differ between nearly any two packets, read without a loop: its
+/// length, its bytes 4 to 12 (IPv4: the ID, fragment field, TTL, protocol and header checksum;
+/// IPv6: the payload length, next header, hop limit and the start of the source address) and
+/// its last 8 bytes (in a segment that carries no data, the end of the TCP header: the
+/// acknowledgement, window or timestamps). Equal fingerprints prove nothing; the bytes decide.
+fn fingerprint(ip: &[u8]) -> u64 {
+    let word = |b: Option<&[u8]>| {
+        b.and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_ne_bytes)
+    };
+    let tail = ip.len().checked_sub(8).and_then(|at| ip.get(at..));
+    word(ip.get(4..12)) ^ word(tail).rotate_left(29) ^ ip.len() as u64
 }
 
 impl Recent {
@@ -68,11 +88,13 @@ impl Recent {
         if ip.is_empty() || ip.len() > MAX_IP_PACKET {
             return false;
         }
-        if self.slots.iter().any(|s| s.holds(time, ip)) {
+        let fingerprint = fingerprint(ip);
+        if self.slots.iter().any(|s| s.holds(time, fingerprint, ip)) {
             return true;
         }
         let slot = &mut self.slots[self.next];
         slot.time = time;
+        slot.fingerprint = fingerprint;
         slot.ip.clear();
         slot.ip.extend_from_slice(ip);
         self.next = (self.next + 1) % WINDOW_FRAMES;
@@ -135,6 +157,18 @@ mod tests {
         assert!(r.is_copy(at(2), &packet(1)), "four frames back");
         assert!(!r.is_copy(at(3), &packet(5)));
         assert!(!r.is_copy(at(4), &packet(1)), "five frames back: forgotten");
+    }
+
+    #[test]
+    fn packets_that_differ_past_the_fingerprinted_bytes_are_no_copies() {
+        let mut r = Recent::default();
+        let a = packet(1);
+        let mut b = a.clone();
+        b[20] ^= 1; // the source port: not among the bytes the fingerprint reads
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert!(!r.is_copy(at(0), &a));
+        assert!(!r.is_copy(at(1), &b), "the bytes decide");
+        assert!(r.is_copy(at(2), &b), "and b itself was kept");
     }
 
     #[test]
