@@ -10,9 +10,10 @@
 //! - [`open_capture`] and [`reader::CaptureReader`]: a streaming reader of pcap and pcapng (the
 //!   format and gzip are told by magic bytes, never by the file name), one frame at a time out of
 //!   one read buffer.
-//! - [`CaptureStage`]: decodes each frame (the link types of [`decode::linktype`]) and feeds the
-//!   reassembler; [`run`] drives several inputs through it merged by time, and
-//!   [`CaptureStage::report`] says per input what was read, skipped and why.
+//! - [`CaptureStage`]: decodes each frame (the link types of [`decode::linktype`], inside the
+//!   tunnels of [`tunnel`] when it came in one), drops a mirror's second copy of a frame
+//!   (`duplicates`) and feeds the reassembler; [`run`] drives several inputs through it merged
+//!   by time, and [`CaptureStage::report`] says per input what was read, skipped and why.
 //! - [`tcp`]: what reassembly reports ([`tcp::TcpEvent`], [`tcp::ConnSummary`]), its
 //!   [`tcp::Limits`] and counters. Loss is explicit: missing bytes become a gap of their exact
 //!   size (saying whether the snap length cut them), never silently joined data; a
@@ -258,7 +259,7 @@ pub struct Settings {
     /// UDP ports that carry VXLAN or Geneve besides the standard ones (`--tunnel`).
     pub tunnels: Vec<tunnel::UdpTunnel>,
     /// Keep duplicate frames (`--keep-duplicates`): by default a frame whose IP packet is
-    /// byte for byte that of a recent one is removed as a mirror's copy ([`duplicates`]).
+    /// byte for byte that of a recent one is removed as a mirror's copy (`duplicates`).
     pub keep_duplicates: bool,
 }
 

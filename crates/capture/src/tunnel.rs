@@ -32,8 +32,8 @@ use crate::decode::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, Link, Skip, TcpSegment, be16, ethernet, ip_to_tcp, link,
 };
 
-/// How many tunnels may wrap one packet; a packet in more is skipped
-/// ([`Skip::TunnelTooDeep`]). Real overlays nest two or three (MPLS in GRE in VXLAN).
+/// How many tunnels may wrap one packet; a packet in more is skipped and counted ("tunnels
+/// nested more than 4 deep"). Real overlays nest two or three (MPLS in GRE in VXLAN).
 pub const MAX_TUNNELS: usize = 4;
 /// More MPLS labels than this before the bottom of the stack is a crafted packet.
 const MAX_MPLS_LABELS: usize = 16;
