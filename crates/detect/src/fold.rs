@@ -56,8 +56,8 @@ type Identity = (FindingKind, Across, u32);
 
 /// Folds the observations of one session (`sessions`, each with its verdict and findings in
 /// `out`) into the one nearest the client, whose position it returns: the others are left with
-/// no finding, and their findings are folded or moved. `hops`: pairs of observations whose order the hop comparison
-/// proved, the one nearer the client first.
+/// no finding, and their findings are folded, moved or withdrawn. `hops`: pairs of observations
+/// whose order the hop comparison proved, the one nearer the client first.
 pub(crate) fn fold(
     sessions: &[&Session],
     hops: &[(SessionIdx, SessionIdx)],
