@@ -2196,6 +2196,24 @@ fn statuses_the_transport_does_not_allow_are_violations() {
 
 /// The session's stream at one replica delivers event `r1-5`; the resume with that ID goes to
 /// `replica` (the same server, or another one behind the balancer).
+/// The sessions of a capture, each observation of one ID a session of its own, numbered.
+fn numbered(c: Capture) -> Vec<Session> {
+    let mut run = c.finish();
+    for (i, s) in run.sessions.iter_mut().enumerate() {
+        s.idx = i;
+    }
+    run.sessions
+}
+
+/// The kinds found when `sessions` are one group (the observations of one session).
+fn grouped_kinds(sessions: &[Session]) -> Vec<FindingKind> {
+    let mut d = Detector::new();
+    let refs: Vec<&Session> = sessions.iter().collect();
+    d.group(&refs);
+    let (findings, _) = d.finish();
+    findings.iter().map(|f| f.kind).collect()
+}
+
 fn resume_at(replica: &str) -> Vec<Session> {
     let mut c = Capture::new();
     c.initialize(json!(1), Some("sess-X"));
@@ -2207,11 +2225,7 @@ fn resume_at(replica: &str) -> Vec<Session> {
     let mut r = c.get(Some("r1-5"));
     c.event(&mut r, "r2-1", &log("other store"));
     c.end(r, Cut::Complete);
-    let mut run = c.finish();
-    for (i, s) in run.sessions.iter_mut().enumerate() {
-        s.idx = i;
-    }
-    run.sessions
+    numbered(c)
 }
 
 #[test]
@@ -2266,11 +2280,7 @@ fn polled_resume_at(replica: &str, shared: bool) -> Vec<Session> {
         false => c.event(&mut r, "1", &log("other store")),
     };
     c.end(r, Cut::Complete);
-    let mut run = c.finish();
-    for (i, s) in run.sessions.iter_mut().enumerate() {
-        s.idx = i;
-    }
-    run.sessions
+    numbered(c)
 }
 
 /// Replicas that share one event store: the resume served by the other replica answers the call
@@ -2280,20 +2290,11 @@ fn polled_resume_at(replica: &str, shared: bool) -> Vec<Session> {
 fn a_resume_answered_from_a_shared_store_crossed_nothing() {
     let sessions = polled_resume_at("10.0.0.3:9123", true);
     assert_eq!(sessions.len(), 2);
-    let mut d = Detector::new();
-    let refs: Vec<&Session> = sessions.iter().collect();
-    d.group(&refs);
-    let (findings, _) = d.finish();
-    let kinds: Vec<_> = findings.iter().map(|f| f.kind).collect();
+    let kinds = grouped_kinds(&sessions);
     assert!(!kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
     assert!(!kinds.contains(&UnansweredRequest), "{kinds:?}");
     // Its own store: the call's answer never came, and the resume crossed.
-    let sessions = polled_resume_at("10.0.0.3:9123", false);
-    let mut d = Detector::new();
-    let refs: Vec<&Session> = sessions.iter().collect();
-    d.group(&refs);
-    let (findings, _) = d.finish();
-    let kinds: Vec<_> = findings.iter().map(|f| f.kind).collect();
+    let kinds = grouped_kinds(&polled_resume_at("10.0.0.3:9123", false));
     assert!(kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
 }
 
