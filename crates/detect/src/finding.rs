@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use mcpf_mcp::jsonrpc::RequestId;
-use mcpf_mcp::model::{Session, SessionIdx, StreamIdx};
-use mcpf_model::{FrameRef, InputId, Mark, WireMap};
+use mcpf_mcp::model::{Session, SessionIdx, StreamIdx, Vantage};
+use mcpf_model::{FrameRef, Mark, WireMap};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::{Evidence, FindingKind};
@@ -107,26 +107,6 @@ pub struct Finding {
     /// Set when another vantage point of the session shows what this finding says is absent
     /// (an answer it never saw): not reported.
     pub withdrawn: bool,
-}
-
-/// A vantage point: an input, and the server endpoint a session's exchanges reached there. Two
-/// hops in one capture (a proxy's listening address, its upstream) are two vantage points of one
-/// input, told apart by their TCP endpoints, never by a client's address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Vantage {
-    pub input: InputId,
-    pub server: std::net::SocketAddr,
-}
-
-impl Vantage {
-    /// Where the session's own exchanges were seen (a source merged into it, such as a log of
-    /// the same traffic, is not its vantage point).
-    pub fn of(s: &Session) -> Vantage {
-        Vantage {
-            input: s.start.frame.input,
-            server: s.server,
-        }
-    }
 }
 
 /// A finding as another vantage point of its session saw it.
@@ -239,7 +219,7 @@ impl Findings {
             confidence_note,
             subject: new.subject,
             labels: labels_of(s, &streams),
-            vantage: Vantage::of(s),
+            vantage: s.vantage(),
             seen_at: Vec::new(),
             folded_into: None,
             withdrawn: false,

@@ -18,7 +18,7 @@ use mcpf_mcp::model::{Session, SessionIdx};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::FindingKind;
-use crate::finding::{Findings, SeenAt, Subject, Vantage};
+use crate::finding::{Findings, SeenAt, Subject};
 use crate::lost_in_transit::{Key, stream_keys};
 use crate::verdict::Verdict;
 
@@ -71,9 +71,9 @@ pub(crate) fn fold(
     let answers: Vec<AnswerIndex<'_>> = sessions.iter().map(|s| AnswerIndex::new(s)).collect();
     // The stated record's own absences stand, unless a record of the same vantage point holds
     // the answer (a late exchange of it filed as a record of its own).
-    let own = Vantage::of(sessions[primary]);
+    let own = sessions[primary].vantage();
     let same: Vec<usize> = (0..sessions.len())
-        .filter(|&i| i != primary && Vantage::of(sessions[i]) == own)
+        .filter(|&i| i != primary && sessions[i].vantage() == own)
         .collect();
     out[primary]
         .1

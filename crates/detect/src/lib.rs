@@ -52,8 +52,9 @@ kinds! {
 }
 
 pub use clocks::ClockOffset;
-pub use finding::{Confidence, Finding, Findings, Labels, New, SeenAt, Severity, Subject, Vantage};
+pub use finding::{Confidence, Finding, Findings, Labels, New, SeenAt, Severity, Subject};
 pub use kind::KindInfo;
+pub use mcpf_mcp::model::Vantage;
 
 use mcpf_mcp::model::{Lack, Need, Session, SessionIdx, StreamIdx};
 use mcpf_model::Mark;

@@ -32,7 +32,7 @@ const MAX_BYTES_HELD: usize = 256 << 20;
 /// Event IDs listed in a finding; the count says how many in all.
 const IDS_LISTED: usize = 20;
 
-pub(crate) use crate::finding::Vantage;
+pub(crate) use mcpf_mcp::model::Vantage;
 
 /// What one vantage point saw of a session: its streams, keyed by what their requests carried,
 /// and their events' IDs and bytes.
@@ -86,7 +86,7 @@ pub(crate) struct Key {
 impl Observation {
     /// `held`: event bytes the observations of one comparison copied so far, together.
     pub(crate) fn of(s: &Session, held: &mut usize) -> Observation {
-        let Vantage { input, server } = Vantage::of(s);
+        let Vantage { input, server } = s.vantage();
         let mut obs = Observation {
             session: s.idx,
             label: s.label(),
@@ -156,7 +156,7 @@ impl Observation {
 /// same traffic is not this vantage point's).
 pub(crate) fn stream_keys(s: &Session) -> Vec<Option<Key>> {
     let mut seen: WireMap<(String, String), u32> = WireMap::default();
-    let input = Vantage::of(s).input;
+    let input = s.vantage().input;
     s.streams
         .iter()
         .map(|st| {

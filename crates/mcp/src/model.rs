@@ -315,13 +315,22 @@ pub fn session_label(idx: SessionIdx) -> String {
     format!("S{}", idx + 1)
 }
 
+/// A vantage point: an input, and the server endpoint a session's exchanges reached there. Two
+/// hops in one capture (a proxy's listening address, its upstream) are two vantage points of one
+/// input, told apart by their TCP endpoints, never by a client's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Vantage {
+    pub input: InputId,
+    pub server: SocketAddr,
+}
+
 /// One vantage point of a logical session: an observation of it in one input at one server
 /// endpoint (a hop of a proxy, a replica), and what it saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VantagePoint {
     /// The observation's own session record (folded into the logical session's).
     pub session: SessionIdx,
-    pub input: mcpf_model::InputId,
+    pub input: InputId,
     pub server: SocketAddr,
     pub streams: usize,
     pub events: usize,
@@ -331,10 +340,11 @@ pub struct VantagePoint {
 
 impl VantagePoint {
     pub fn of(s: &Session) -> VantagePoint {
+        let Vantage { input, server } = s.vantage();
         VantagePoint {
             session: s.idx,
-            input: s.start.frame.input,
-            server: s.server,
+            input,
+            server,
             streams: s.streams.len(),
             events: s.streams.iter().map(|st| st.events.len()).sum(),
             start: s.start,
@@ -716,6 +726,15 @@ impl Session {
     }
 
     /// What outlives the session's records.
+    /// Where its own exchanges were seen (a source merged into it, such as a log of the same
+    /// traffic, is not its vantage point).
+    pub fn vantage(&self) -> Vantage {
+        Vantage {
+            input: self.start.frame.input,
+            server: self.server,
+        }
+    }
+
     pub fn head(&self) -> SessionHead {
         SessionHead {
             idx: self.idx,
