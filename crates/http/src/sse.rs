@@ -306,15 +306,16 @@ impl SseParser {
         // Most lines of a stream are data lines: their field name needs no search.
         if let Some(value) = line.strip_prefix(b"data:") {
             let value = value.strip_prefix(b" ").unwrap_or(value);
-            // Checked before any lossy copy: the lossy reader is slower on valid text.
-            match std::str::from_utf8(value) {
+            // Checked before any lossy copy: the lossy reader is slower on valid text, and the
+            // SIMD check is several times faster than the standard one on lines this long.
+            match simdutf8::basic::from_utf8(value) {
                 Ok(v) => self.push_data(v, cut),
                 Err(_) => self.push_data(&String::from_utf8_lossy(value), cut),
             }
             return;
         }
         // Lines are decoded one at a time: CR and LF never occur inside a UTF-8 sequence.
-        let text = match std::str::from_utf8(line) {
+        let text = match simdutf8::basic::from_utf8(line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) => String::from_utf8_lossy(line),
         };

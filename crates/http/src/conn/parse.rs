@@ -306,7 +306,7 @@ fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
     for h in raw.iter().filter(|h| !h.name.is_empty()) {
         if kept.len() < MAX_HEADERS || never_dropped(h.name.as_bytes()) {
             // Values are mostly valid UTF-8: checked once, copied once.
-            let value = match std::str::from_utf8(h.value) {
+            let value = match simdutf8::basic::from_utf8(h.value) {
                 Ok(v) => v.to_owned(),
                 Err(_) => String::from_utf8_lossy(h.value).into_owned(),
             };
