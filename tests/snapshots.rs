@@ -310,7 +310,8 @@ fn seed_incident_combined() {
 }
 
 /// Two replicas behind a round-robin nginx (samples/make/replicas.sh): both legs and nginx's log
-/// of each run, as one report. Today's output, which the replica work (issue 28) will change.
+/// of each run, as one report: each finding once, with the server leg's sight of it beside the
+/// client leg's.
 #[test]
 fn replicas_own_store_combined() {
     analyze(

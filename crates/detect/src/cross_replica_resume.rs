@@ -106,37 +106,108 @@ fn could_have_minted<'s>(s: &'s Session, r: &Stream) -> Vec<&'s Stream> {
 }
 
 /// Resumes in one of `sessions` (the same session ID, from one input, at different server
-/// addresses: the replicas behind a balancer) whose `Last-Event-ID` another of them minted
-/// and the resumed one never did. The finding goes to the session that served the resume.
+/// addresses: the replicas behind a balancer) whose `Last-Event-ID` another of them minted.
+/// The finding goes to the session that served the resume.
+///
+/// Two cases. The resumed replica never minted the ID: the other one did. Or each replica
+/// minted it (their counters collide), and the ID names the other's stream by what a
+/// `Last-Event-ID` is, the last ID the client read on the stream it resumes: the other
+/// replica's stream ended right after that ID without answering its request (the stream a
+/// client resumes), while the resumed replica's own stream with that ID went on past it to its
+/// end (its reader holds a later ID and nothing to resume).
 pub(crate) fn detect_across(sessions: &[&Session], f: &mut Findings) {
     for (i, b) in sessions.iter().enumerate() {
-        for r in b.streams.iter().filter(|st| unplaced_resume(st)) {
+        for r in b.streams.iter().filter(|st| answered_resume(st)) {
             let Some(resume) = &r.resume else { continue };
-            let input = r.opened.frame.input;
-            let minted = sessions
+            let lei = resume.last_event_id.as_str();
+            let own = resume.continues.map(|c| &b.streams[c]);
+            if own.is_some_and(|c| !went_past(c, lei, r)) {
+                continue;
+            }
+            let others = sessions
                 .iter()
                 .enumerate()
                 .filter(|(j, a)| *j != i && a.server != b.server)
-                .find_map(|(_, a)| {
-                    let by = a
-                        .streams
-                        .iter()
-                        .filter(|st| st.resume.is_none() && st.opened.frame.input == input)
-                        .find(|st| {
-                            st.events
-                                .iter()
-                                .any(|e| e.id.as_deref() == Some(resume.last_event_id.as_str()))
-                        })?;
-                    Some((*a, by))
-                });
+                .map(|(_, a)| *a);
+            let minted = match own {
+                None => others
+                    .into_iter()
+                    .find_map(|a| Some((a, carrier(a, r, lei)?))),
+                Some(_) => others
+                    .into_iter()
+                    .find_map(|a| Some((a, cut_at(a, r, lei)?))),
+            };
             let Some((a, by)) = minted else { continue };
-            if replays_the_minter(b, r, a, by, &resume.last_event_id) {
+            if replays_the_minter(b, r, a, by, lei) {
                 // One event store behind both replicas: nothing crossed.
                 continue;
             }
-            f.add(b, across(b, r, a, by));
+            let h = f.add(b, across(b, r, a, by, own));
+            // The requests of the stream the resume should have continued went unanswered
+            // because of it.
+            for x in f.list.iter_mut().filter(|x| {
+                x.session == a.idx
+                    && x.kind == FindingKind::UnansweredRequest
+                    && x.streams.contains(&by.idx)
+            }) {
+                x.caused_by.push(h);
+            }
         }
     }
+}
+
+/// The first stream of `a` (not a resume, in the input of `r`) that carried `lei`.
+fn carrier<'s>(a: &'s Session, r: &Stream, lei: &str) -> Option<&'s Stream> {
+    a.streams
+        .iter()
+        .filter(|st| st.resume.is_none() && st.opened.frame.input == r.opened.frame.input)
+        .find(|st| st.events.iter().any(|e| e.id.as_deref() == Some(lei)))
+}
+
+/// The stream of `a` (in the input of `r`) whose last event before `r` was `lei`, and which
+/// ended before `r` with a request of its own unanswered (cut, or closed by the server to be
+/// polled): the stream a client resumes with that ID.
+fn cut_at<'s>(a: &'s Session, r: &Stream, lei: &str) -> Option<&'s Stream> {
+    a.streams
+        .iter()
+        .filter(|st| st.resume.is_none() && st.opened.frame.input == r.opened.frame.input)
+        .filter(|st| st.ended.is_some_and(|e| e <= r.opened) && !answered_on(st))
+        .find(|st| last_id_before(st, r) == Some(lei))
+}
+
+/// Whether `c`, the stream of `b` its own analysis says the resume `r` continues, went on past
+/// `lei` and answered its requests before `r`: its reader read later IDs, and an answered
+/// stream is not resumed.
+fn went_past(c: &Stream, lei: &str, r: &Stream) -> bool {
+    c.ended.is_some_and(|e| e <= r.opened)
+        && answered_on(c)
+        && last_id_before(c, r).is_some_and(|last| last != lei)
+}
+
+/// Whether every request the client sent on `st` was answered by its events (a stream with no
+/// request, the standalone GET, answers nothing and so is never "answered").
+fn answered_on(st: &Stream) -> bool {
+    let mut asked = st
+        .client_messages
+        .iter()
+        .filter(|m| m.kind == Kind::Request)
+        .filter_map(|m| m.id.as_ref())
+        .peekable();
+    asked.peek().is_some()
+        && asked.all(|id| {
+            st.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
+                matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id)
+            })
+        })
+}
+
+/// The last non-empty event ID `st` delivered before `r` was opened.
+fn last_id_before<'s>(st: &'s Stream, r: &Stream) -> Option<&'s str> {
+    st.events
+        .iter()
+        .filter(|e| e.mark <= r.opened)
+        .rev()
+        .find_map(|e| e.id.as_deref().filter(|i| !i.is_empty()))
 }
 
 /// Whether the resume `r` served by `b` continued the stream it named on the other replica `a`:
@@ -179,38 +250,87 @@ fn replays_bytes(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &str) -
         })
 }
 
-/// A resume its own session cannot place: answered with an event stream, its ID minted by none
-/// of its streams.
-fn unplaced_resume(st: &Stream) -> bool {
-    st.resume.as_ref().is_some_and(|r| r.continues.is_none())
-        && st.status.is_some_and(|c| (200..300).contains(&c))
-        && !st.gap
+/// The requests whose answers `c` carried and the resume `r` carried again.
+fn answered_again(r: &Stream, c: &Stream) -> Vec<String> {
+    let answers = |st: &Stream| -> Vec<String> {
+        st.events
+            .iter()
+            .flat_map(|e| e.messages.iter())
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+            .filter_map(|m| m.id.as_ref().map(|id| id.to_string()))
+            .collect()
+    };
+    let first = answers(c);
+    let mut again: Vec<String> = answers(r)
+        .into_iter()
+        .filter(|id| first.contains(id))
+        .collect();
+    again.dedup();
+    again
 }
 
-fn across(b: &Session, r: &Stream, a: &Session, by: &Stream) -> New {
+/// A resume answered with an event stream, every byte of it captured.
+fn answered_resume(st: &Stream) -> bool {
+    st.resume.is_some() && st.status.is_some_and(|c| (200..300).contains(&c)) && !st.gap
+}
+
+/// The finding on `b` for its resume `r`, whose ID `a` minted on `by`; `own`: the stream of
+/// `b` that had minted the same ID (counters that collide), whose events it replayed.
+fn across(b: &Session, r: &Stream, a: &Session, by: &Stream, own: Option<&Stream>) -> New {
     let lei = r.resume.as_ref().map_or("", |x| x.last_event_id.as_str());
     let served = b.server.to_string();
     let minter = a.server.to_string();
+    let replayed: Vec<String> = r
+        .events
+        .iter()
+        .filter(|e| !e.priming)
+        .filter_map(|e| e.id.as_deref().map(str::to_string))
+        .collect();
+    let mut summary = format!(
+        "resume with Last-Event-ID {lei} was served by {served}, another replica than {minter}, which minted it"
+    );
+    match own {
+        Some(c) => {
+            let again = answered_again(r, c);
+            summary.push_str(&format!(
+                " as the last event of its {} (ended with its request unanswered); {served} had minted its own {lei} on its {}, which went on to answer its request, and replayed {} of that stream's events from its own store{}",
+                by.label(),
+                c.label(),
+                replayed.len(),
+                match again.as_slice() {
+                    [] => String::new(),
+                    ids => format!(
+                        ", the answer to request {} among them, delivered a second time",
+                        ids.join(", ")
+                    ),
+                }
+            ));
+        }
+        None => summary.push_str(&format!(
+            " on {} of {}: it was looked up in another event store (unless the replicas share one)",
+            by.label(),
+            a.label()
+        )),
+    }
     New {
         kind: FindingKind::CrossNamespaceReplay,
         severity: super::cross_namespace_replay::INFO.severity,
         time: r.opened,
         frames: vec![r.opened],
-        streams: vec![r.idx],
-        summary: format!(
-            "resume with Last-Event-ID {lei} was served by {served}, another replica than {minter}, which minted it on {} of {}: it was looked up in another event store (unless the replicas share one)",
-            by.label(),
-            a.label()
-        ),
+        streams: own.map_or(vec![r.idx], |c| vec![r.idx, c.idx]),
+        summary,
         evidence: crate::Evidence::CrossNamespaceReplay(Replay {
             last_event_id: lei.to_string(),
             observed_in: by.label(),
-            also_minted_by: Vec::new(),
-            replayed_from: None,
-            replayed_from_all: Vec::new(),
-            replayed_event_ids: Vec::new(),
+            also_minted_by: own.map(|c| c.label()).into_iter().collect(),
+            replayed_from: own.map(|c| c.label()),
+            replayed_from_all: own.map(|c| c.label()).into_iter().collect(),
+            replayed_event_ids: if own.is_some() { replayed } else { Vec::new() },
             resume_stream: r.label(),
-            how: "served by another server replica than the one that minted the ID".into(),
+            how: match own {
+                Some(_) => "the ID is the last event of a cut stream of another server replica; the replica that served the resume replayed its own stream that had minted the same ID".into(),
+                None => "served by another server replica than the one that minted the ID".into(),
+            },
             attribution: Attribution::Unknown,
             resume_upstream: Some(served),
             minting_upstreams: vec![minter],

@@ -2298,6 +2298,87 @@ fn a_resume_answered_from_a_shared_store_crossed_nothing() {
     assert!(kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
 }
 
+/// Replicas whose counters collide: A (`10.0.0.3:9123`) answers call 2 on a stream whose IDs
+/// are 1 to 4; B answers call 3 with IDs 1 and 2 and closes the stream unanswered (SSE
+/// polling); the client's resume with `Last-Event-ID: 2` goes to A, which has its own 2
+/// (mid-way through its answered stream). `a_cut_too`: A's stream also ends unanswered at 2, so
+/// that either replica's 2 may be the client's.
+fn colliding_replicas(a_cut_too: bool) -> Vec<Session> {
+    const A: &str = "10.0.0.3:9123";
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-C"));
+    c.initialized();
+    let b = c.server;
+    c.server = A.parse().unwrap();
+    let mut pa = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("a")));
+    c.event(&mut pa, "1", &progress("a", 1));
+    c.event(&mut pa, "2", &progress("a", 2));
+    if a_cut_too {
+        c.end(pa, Cut::ServerClose);
+    } else {
+        c.event(&mut pa, "3", &progress("a", 3));
+        c.event(&mut pa, "4", &result(json!(2), "a"));
+        c.end(pa, Cut::Complete);
+    }
+    c.server = b;
+    let mut pb = c.post(json!(3), "tools/call", call("beta", json!({}), Some("b")));
+    c.retry_event(&mut pb, "1", 1000);
+    c.event(&mut pb, "2", &progress("b", 1));
+    c.end(pb, Cut::ServerClose);
+    c.server = A.parse().unwrap();
+    let mut r = c.get(Some("2"));
+    c.event(&mut r, "3", &progress("a", 3));
+    c.event(&mut r, "4", &result(json!(2), "a"));
+    c.end(r, Cut::Complete);
+    numbered(c)
+}
+
+/// Each replica minted ID 2; the client's is B's, the last event of B's unanswered stream (A's
+/// own 2 was followed by more IDs and its call's answer). A replayed its own stream: a crossed
+/// namespace with A's replay named, and B's call unanswered because of it.
+#[test]
+fn a_resume_to_a_replica_whose_counter_collides_replays_its_own_stream() {
+    let sessions = colliding_replicas(false);
+    assert_eq!(sessions.len(), 2, "one observation per replica");
+    let mut d = Detector::new();
+    let refs: Vec<&Session> = sessions.iter().collect();
+    let results = d.group(&refs);
+    let (findings, _) = d.finish();
+    let crossed: Vec<_> = findings
+        .iter()
+        .filter(|f| f.kind == CrossNamespaceReplay)
+        .collect();
+    assert_eq!(crossed.len(), 1, "{findings:#?}");
+    let e = ev(&crossed[0].evidence);
+    assert_eq!(e["last_event_id"], "2");
+    assert_eq!(e["replayed_event_ids"], json!(["3", "4"]));
+    assert!(e["replayed_from"].is_string(), "{e}");
+    assert!(
+        crossed[0].summary.contains("request 2"),
+        "{}",
+        crossed[0].summary
+    );
+    let unanswered: Vec<_> = findings
+        .iter()
+        .filter(|f| f.kind == UnansweredRequest && f.severity >= Severity::Medium)
+        .collect();
+    assert!(
+        unanswered
+            .iter()
+            .all(|u| u.caused_by.contains(&crossed[0].handle)),
+        "{unanswered:#?}"
+    );
+    assert!(results.iter().any(|o| o.verdict.verdict == "unsafe"));
+}
+
+/// When A's own stream also ended unanswered at ID 2, the client's 2 may be either replica's:
+/// the resume's own placement stands, and nothing is claimed to have crossed.
+#[test]
+fn a_resume_either_replica_could_have_named_is_not_called_crossed() {
+    let kinds = grouped_kinds(&colliding_replicas(true));
+    assert!(!kinds.contains(&CrossNamespaceReplay), "{kinds:?}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // lost_in_transit: two legs of one session
 // ------------------------------------------------------------------------------------------------
