@@ -207,3 +207,55 @@ fn a_healthy_session_at_two_vantage_points_has_no_finding() {
     ]);
     assert_eq!(kinds(&both), kinds(&alone));
 }
+
+/// Two replicas with their own event stores (samples/make/replicas.sh), the resume routed to
+/// the replica that did not mint the client's `Last-Event-ID`. Each vantage point alone finds
+/// the crossed namespace: the client leg by the events it got, the server leg (both replicas'
+/// upstream connections) by which replica's stream the ID ended. Together they state each
+/// finding once, the server leg's sight of the crossing beside the client's; the log adds
+/// nothing. With one shared store, no vantage point finds anything above info.
+#[test]
+fn replicas_are_one_session_whose_crossed_resume_is_stated_once() {
+    let leg = |v: &str, l: &str| format!("samples/replicas-{v}-{l}-leg.pcap");
+    let log = |v: &str| format!("samples/replicas-{v}.nginx.jsonl");
+    let (client, server) = (leg("own-store", "client"), leg("own-store", "server"));
+    let alone = analyze(&[&server]);
+    assert_eq!(
+        of_kind(&alone, "cross_namespace_replay").len(),
+        1,
+        "{:?}",
+        kinds(&alone)
+    );
+    let client_only = analyze(&[&client]);
+    for files in [
+        vec![client.clone(), server.clone()],
+        vec![client.clone(), server.clone(), log("own-store")],
+    ] {
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let doc = analyze(&files);
+        assert_eq!(kinds(&doc), kinds(&client_only), "{files:?}");
+        let crossed = of_kind(&doc, "cross_namespace_replay");
+        let seen: Vec<&Value> = crossed[0]["seen_at"].as_array().unwrap().iter().collect();
+        assert_eq!(seen.len(), 1, "the server leg's sight: {:#?}", crossed[0]);
+        assert_eq!(seen[0]["input"], 1);
+    }
+    for files in [
+        vec![leg("shared-store", "client")],
+        vec![leg("shared-store", "server")],
+        vec![
+            leg("shared-store", "client"),
+            leg("shared-store", "server"),
+            log("shared-store"),
+        ],
+    ] {
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let doc = analyze(&files);
+        let above: Vec<&Value> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] != "info")
+            .collect();
+        assert!(above.is_empty(), "{files:?}: {above:#?}");
+    }
+}
