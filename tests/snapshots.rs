@@ -668,8 +668,10 @@ fn markdown_of_the_seed_incident() {
     let verdicts = &md[verdict..md.find("## Sessions").unwrap()];
     assert_eq!(verdicts.matches("CRITICAL").count(), 1, "{verdicts}");
     assert!(
-        md.contains("`I1: frame.number in {114, 142, 148, 152}`"),
-        "the client leg's replay"
+        md.contains(
+            "`I1: frame.number in {114, 142, 148, 152}; I2: frame.number in {291, 322, 330, 334}`"
+        ),
+        "the replay at the client leg, and the same at the server leg"
     );
     // One diagram of the one logical session, drawn from the vantage point nearest the client.
     // (The proxy's own leg is not drawn since the server leg's record was folded into it: its

@@ -143,13 +143,14 @@ impl<'a> Doc<'a> {
         f
     }
 
-    /// The Wireshark display filter for a finding's frames: `frame.number in {…}`, per input
-    /// (named by its path) when they are in several.
+    /// The Wireshark display filter for a finding's frames, its other vantage points' included:
+    /// `frame.number in {…}`, per input (named by its label) when they are in several.
     pub(crate) fn display_filter(&self, f: &Finding) -> Option<String> {
         let captures = &self.captures;
         let refs = f
             .frame_refs
             .iter()
+            .chain(f.seen_at.iter().flat_map(|v| v.frame_refs.iter()))
             .map(|r| (r.input, r.frame))
             .filter(|(i, _)| captures.get(*i as usize).copied().unwrap_or(true));
         let filters = display_filters(refs);
