@@ -259,3 +259,65 @@ fn replicas_are_one_session_whose_crossed_resume_is_stated_once() {
         assert!(above.is_empty(), "{files:?}: {above:#?}");
     }
 }
+
+/// Twelve SDK sessions through nginx with upstream keep-alive, both legs in one capture
+/// (samples/make/keepalive-nginx.sh): one upstream connection carries requests of up to ten
+/// sessions, and every client is nginx on the server leg. Each session is one record seen at
+/// both hops, its requests counted as the client and the server logged them (none taken from
+/// another session that shared its upstream connection), and nothing is above info; the
+/// access log alone finds the same sessions.
+#[test]
+fn sessions_sharing_upstream_keepalive_connections_stay_apart_and_healthy() {
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string("samples/keepalive-nginx.truth.json").unwrap(),
+    )
+    .unwrap();
+    assert!(
+        truth["connection_count"]["most_sessions_on_one_server_leg_connection"].as_u64() > Some(1)
+    );
+    let doc = analyze(&["samples/keepalive-nginx-lo.pcap"]);
+    let sessions = doc["sessions"].as_array().unwrap();
+    let want = truth["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), want.len());
+    for t in want {
+        let s = sessions
+            .iter()
+            .find(|s| s["session_id"] == t["session_id"])
+            .unwrap_or_else(|| panic!("{} missing", t["session_id"]));
+        let points = s["vantage_points"].as_array().unwrap();
+        let servers: Vec<&Value> = points.iter().map(|p| &p["server"]).collect();
+        assert_eq!(
+            servers,
+            [
+                &Value::from("127.0.0.1:18721"),
+                &Value::from("127.0.0.1:18722")
+            ],
+            "{}",
+            t["session_id"]
+        );
+        // Each hop carried every request of the session, and none of another's.
+        for p in points {
+            assert_eq!(
+                p["streams"], t["http_request_count"],
+                "{}: {p}",
+                t["session_id"]
+            );
+        }
+    }
+    let above: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert!(above.is_empty(), "{above:#?}");
+    let log = analyze(&["samples/keepalive-nginx.nginx.jsonl"]);
+    assert_eq!(log["sessions"].as_array().unwrap().len(), want.len());
+    assert!(
+        log["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info")
+    );
+}
