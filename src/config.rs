@@ -365,10 +365,19 @@ fn tls_keys(
         (None, Some(e)) => (std::path::PathBuf::from(e), "SSLKEYLOGFILE"),
         (None, None) => return Ok(None),
     };
-    let bytes = std::fs::read(&path)
+    let file = std::fs::File::open(&path)
         .map_err(|e| anyhow::anyhow!("{from} {}: cannot read it: {e}", path.display()))?;
-    let log = mcpf_engine::tls::KeyLog::parse(&bytes)
+    // Read line by line, never whole: a key log can be large, and a wrong path (`/dev/zero`)
+    // must end at once.
+    let log = mcpf_engine::tls::KeyLog::read(std::io::BufReader::with_capacity(1 << 16, file))
         .map_err(|e| anyhow::anyhow!("{from} {}: {e}", path.display()))?;
+    if log.bytes_not_read {
+        eprintln!(
+            "mcp-forensics: {from} {}: warning: only its first {} GiB were read",
+            mcpf_engine::report::sanitize::terminal(&path.display().to_string()),
+            mcpf_engine::tls::keylog::MAX_KEYLOG_BYTES >> 30
+        );
+    }
     Ok(Some(std::sync::Arc::new(log)))
 }
 

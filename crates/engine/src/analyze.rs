@@ -73,7 +73,7 @@ fn run_inline(
     observer: &mut dyn Observer,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
 ) -> Stages {
-    let mut front = shards::Inline::new(tls.as_deref(), mcpf_mcp::prepare, |ev| {
+    let mut front = shards::Inline::new(mcpf_tls::Secrets::new(tls), mcpf_mcp::prepare, |ev| {
         sessions.on_prepared(ev)
     });
     let captured = feed::feed_captures(&mut inputs, stage, &mut front, observer);
@@ -93,8 +93,13 @@ fn run_threaded(
     workers: usize,
 ) -> Result<Stages, EngineError> {
     std::thread::scope(|scope| {
-        let (mut dispatch, results, handles) =
-            shards::start(scope, workers, tls.as_deref(), mcpf_mcp::prepare, weigh);
+        let (mut dispatch, results, handles) = shards::start(
+            scope,
+            workers,
+            mcpf_tls::Secrets::new(tls),
+            mcpf_mcp::prepare,
+            weigh,
+        );
         let consumer = scope.spawn(move || {
             let mut sessions = sessions;
             shards::merge(results, |ev| sessions.on_prepared(ev));

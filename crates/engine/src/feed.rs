@@ -136,7 +136,9 @@ pub(crate) struct Pipeline<S: http::HttpSink> {
     pub(crate) http: http::Stage<S>,
     pub(crate) tcp: TcpLoss,
     /// TLS connections decrypted with a key log, between TCP and HTTP.
-    pub(crate) tls: Option<mcpf_tls::TlsLayer>,
+    pub(crate) tls: Tls,
+    /// The sequence number of the next TCP event: where secrets a capture carries apply from.
+    seq: u64,
 }
 
 /// Connections the capture stage closed, and the bytes missing from them.
@@ -178,13 +180,14 @@ impl<S: http::HttpSink> Pipeline<S> {
         Pipeline {
             http: http::Stage::new(sink),
             tcp: TcpLoss::default(),
-            tls: None,
+            tls: Tls::new(mcpf_tls::Secrets::default()),
+            seq: 0,
         }
     }
 
     /// Decrypts the TLS connections `keys` has secrets for.
     pub(crate) fn with_tls(mut self, keys: Option<std::sync::Arc<mcpf_tls::KeyLog>>) -> Self {
-        self.tls = keys.map(|k| mcpf_tls::TlsLayer::new((*k).clone()));
+        self.tls = Tls::new(mcpf_tls::Secrets::new(keys));
         self
     }
 }
@@ -198,28 +201,51 @@ impl<S: http::HttpSink> CaptureSink for Pipeline<S> {
 impl<S: http::HttpSink> TcpSink for Pipeline<S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
         self.tcp.count(&event);
-        through_tls(&mut self.tls, &mut self.http, event);
+        self.tls.through(self.seq, &mut self.http, event);
+        self.seq += 1;
     }
 
     fn on_tls_secrets(&mut self, key_log: &[u8]) {
-        add_secrets(&mut self.tls, key_log);
+        self.tls.secrets.carry(key_log, self.seq);
     }
 }
 
-/// A TCP event into the HTTP stage, through the TLS layer when there is one.
-pub(crate) fn through_tls<S: http::HttpSink>(
-    tls: &mut Option<mcpf_tls::TlsLayer>,
-    http: &mut http::Stage<S>,
-    event: TcpEvent<'_>,
-) {
-    match tls {
-        Some(tls) => tls.on_tcp(event, http),
-        None => http.on_tcp(event),
-    }
+/// The TLS layer of a pipeline or of a shard, over the run's one set of secrets (shared, never
+/// copied); made when the first secret is usable.
+pub(crate) struct Tls {
+    pub(crate) secrets: mcpf_tls::Secrets,
+    pub(crate) layer: Option<mcpf_tls::TlsLayer>,
 }
 
-/// Key log lines an input carried, for the TLS layer (made for them when there was none).
-pub(crate) fn add_secrets(tls: &mut Option<mcpf_tls::TlsLayer>, key_log: &[u8]) {
-    tls.get_or_insert_with(|| mcpf_tls::TlsLayer::new(Default::default()))
-        .add_secrets(key_log);
+impl Tls {
+    pub(crate) fn new(secrets: mcpf_tls::Secrets) -> Self {
+        Tls {
+            secrets,
+            layer: None,
+        }
+    }
+
+    /// The TCP event numbered `seq` into the HTTP stage, through the TLS layer when there is
+    /// one (made now if a secret became usable).
+    pub(crate) fn through<S: http::HttpSink>(
+        &mut self,
+        seq: u64,
+        http: &mut http::Stage<S>,
+        event: TcpEvent<'_>,
+    ) {
+        if self.layer.is_none() && self.secrets.any_at(seq) {
+            self.layer = Some(mcpf_tls::TlsLayer::new(self.secrets.clone()));
+        }
+        match &mut self.layer {
+            Some(tls) => {
+                tls.at(seq);
+                tls.on_tcp(event, http)
+            }
+            None => http.on_tcp(event),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Option<&mcpf_tls::TlsStats> {
+        self.layer.as_ref().map(|t| &t.stats)
+    }
 }

@@ -32,7 +32,11 @@ impl Engine {
         let mut stage = CaptureStage::new(self.settings.capture.clone(), inputs.paths.len());
         let mut pipeline = Pipeline::new(sink).with_tls(self.settings.tls_keys.clone());
         let fed = feed::feed(inputs, &mut stage, &mut pipeline, observer);
-        let tls = pipeline.tls.map(|t| t.stats).filter(|t| t.connections > 0);
+        let tls = pipeline
+            .tls
+            .layer
+            .map(|t| t.stats)
+            .filter(|t| t.connections > 0);
         HttpRun {
             sink: pipeline.http.sink,
             stats: pipeline.http.stats,

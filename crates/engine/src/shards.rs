@@ -49,7 +49,7 @@ pub(crate) struct ShardWork {
 
 /// The per-connection stages of one shard, and what they produced since last taken.
 pub(crate) struct Shard<T> {
-    tls: Option<mcpf_tls::TlsLayer>,
+    tls: crate::feed::Tls,
     pub(crate) http: http::Stage<Collect<T>>,
     pub(crate) work: ShardWork,
 }
@@ -69,14 +69,14 @@ impl<T> http::HttpSink for Collect<T> {
 }
 
 impl<T> Shard<T> {
-    fn new(keys: Option<&mcpf_tls::KeyLog>, prepare: fn(http::HttpEvent) -> T) -> Self {
+    fn new(secrets: &mcpf_tls::Secrets, prepare: fn(http::HttpEvent) -> T) -> Self {
         let sink = Collect {
             seq: 0,
             out: Vec::new(),
             prepare,
         };
         Shard {
-            tls: keys.map(|k| mcpf_tls::TlsLayer::new(k.clone())),
+            tls: crate::feed::Tls::new(secrets.clone()),
             http: http::Stage::shard(sink, SHARDS as u64),
             work: ShardWork::default(),
         }
@@ -90,11 +90,7 @@ impl<T> Shard<T> {
             _ => {}
         }
         self.http.sink.seq = seq;
-        crate::feed::through_tls(&mut self.tls, &mut self.http, event);
-    }
-
-    fn add_secrets(&mut self, key_log: &[u8]) {
-        crate::feed::add_secrets(&mut self.tls, key_log);
+        self.tls.through(seq, &mut self.http, event);
     }
 
     /// What the shard produced since last asked, in sequence order.
@@ -114,7 +110,7 @@ impl<T> Shard<T> {
 
     /// The TLS layer's counts, if the shard had one.
     pub(crate) fn tls_stats(&self) -> Option<&mcpf_tls::TlsStats> {
-        self.tls.as_ref().map(|t| &t.stats)
+        self.tls.stats()
     }
 }
 
@@ -171,6 +167,7 @@ impl<T> Shards<T> {
 /// straight on to `deliver`, so the order is the wire's without merging.
 pub(crate) struct Inline<T, D: FnMut(T)> {
     shards: Vec<Shard<T>>,
+    secrets: mcpf_tls::Secrets,
     seq: u64,
     pub(crate) tcp: TcpLoss,
     deliver: D,
@@ -178,12 +175,13 @@ pub(crate) struct Inline<T, D: FnMut(T)> {
 
 impl<T, D: FnMut(T)> Inline<T, D> {
     pub(crate) fn new(
-        keys: Option<&mcpf_tls::KeyLog>,
+        secrets: mcpf_tls::Secrets,
         prepare: fn(http::HttpEvent) -> T,
         deliver: D,
     ) -> Self {
         Inline {
-            shards: (0..SHARDS).map(|_| Shard::new(keys, prepare)).collect(),
+            shards: (0..SHARDS).map(|_| Shard::new(&secrets, prepare)).collect(),
+            secrets,
             seq: 0,
             tcp: TcpLoss::default(),
             deliver,
@@ -221,19 +219,16 @@ impl<T, D: FnMut(T)> TcpSink for Inline<T, D> {
     }
 
     fn on_tls_secrets(&mut self, key_log: &[u8]) {
-        for s in &mut self.shards {
-            s.add_secrets(key_log);
-        }
+        self.secrets.carry(key_log, self.seq);
     }
 }
 
 /// What the reading thread hands one worker at a time: the TCP events of its shards, each with
-/// its sequence number and shard, and key logs to hand every shard before the event numbered.
+/// its sequence number and shard.
 #[derive(Default)]
 struct Round {
     events: HeldEvents,
     tags: Vec<(u64, u8)>,
-    secrets: Vec<(u64, Vec<u8>)>,
     /// The sequence number after the round's last event, of any worker.
     end: u64,
 }
@@ -251,7 +246,6 @@ impl Round {
     fn clear(&mut self) {
         self.events.clear();
         self.tags.clear();
-        self.secrets.clear();
     }
 }
 
@@ -268,6 +262,7 @@ pub(crate) struct Dispatch {
     pub(crate) tcp: TcpLoss,
     /// A worker stopped (it only stops by panicking): nothing more is sent.
     closed: bool,
+    secrets: mcpf_tls::Secrets,
 }
 
 impl Dispatch {
@@ -278,12 +273,7 @@ impl Dispatch {
     /// Hands every worker its round, empty or not: each worker's answer to a round tells the
     /// session thread that it has done everything before the round's end.
     pub(crate) fn flush(&mut self) {
-        if self.closed
-            || self
-                .rounds
-                .iter()
-                .all(|r| r.tags.is_empty() && r.secrets.is_empty())
-        {
+        if self.closed || self.rounds.iter().all(|r| r.tags.is_empty()) {
             return;
         }
         for (round, tx) in self.rounds.iter_mut().zip(&self.txs) {
@@ -317,9 +307,8 @@ impl TcpSink for Dispatch {
     }
 
     fn on_tls_secrets(&mut self, key_log: &[u8]) {
-        for round in &mut self.rounds {
-            round.secrets.push((self.seq, key_log.to_vec()));
-        }
+        // Added once for every shard, usable from the next event on (see `mcpf_tls::Secrets`).
+        self.secrets.carry(key_log, self.seq);
     }
 }
 
@@ -409,11 +398,7 @@ impl<T> Worker<T> {
     /// they produce handed on in sequence order; the round back to be filled again.
     fn run(mut self, rx: mpsc::Receiver<Round>, spare: mpsc::Sender<Round>) -> Vec<Shard<T>> {
         for mut round in rx {
-            let mut secrets = round.secrets.iter().peekable();
             for (i, &(seq, shard)) in round.tags.iter().enumerate() {
-                while let Some((_, key_log)) = secrets.next_if(|(at, _)| *at <= seq) {
-                    self.shards.iter_mut().for_each(|s| s.add_secrets(key_log));
-                }
                 let shard = &mut self.shards[shard as usize / self.workers];
                 let before = shard.http.sink.out.len();
                 shard.feed(seq, round.events.get(i));
@@ -425,9 +410,6 @@ impl<T> Worker<T> {
                 if self.bytes >= MESSAGE_BYTES && !self.hand_on(seq + 1) {
                     return self.shards;
                 }
-            }
-            for (_, key_log) in secrets {
-                self.shards.iter_mut().for_each(|s| s.add_secrets(key_log));
             }
             if !self.hand_on(round.end) {
                 break;
@@ -528,7 +510,7 @@ pub(crate) type Joining<'scope, T> = std::thread::ScopedJoinHandle<'scope, Vec<S
 pub(crate) fn start<'scope, T: Send + 'static>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     workers: usize,
-    keys: Option<&mcpf_tls::KeyLog>,
+    secrets: mcpf_tls::Secrets,
     prepare: fn(http::HttpEvent) -> T,
     weigh: fn(&T) -> usize,
 ) -> (Dispatch, Results<T>, Vec<Joining<'scope, T>>) {
@@ -545,7 +527,7 @@ pub(crate) fn start<'scope, T: Send + 'static>(
             workers,
             shards: (me..SHARDS)
                 .step_by(workers)
-                .map(|_| Shard::new(keys, prepare))
+                .map(|_| Shard::new(&secrets, prepare))
                 .collect(),
             bytes: 0,
             tx: out_tx.clone(),
@@ -565,6 +547,7 @@ pub(crate) fn start<'scope, T: Send + 'static>(
         bytes: 0,
         tcp: TcpLoss::default(),
         closed: false,
+        secrets,
     };
     let results = Results {
         rx: out_rx,

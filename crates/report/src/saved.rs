@@ -30,6 +30,8 @@ pub const MAX_SAVED_BYTES: u64 = 1 << 30;
 /// Reads a saved report: a JSON document, or NDJSON records (then gathered into one). The error
 /// says what is wrong with the file (the caller names it).
 pub fn read_saved(source: impl Read) -> Result<Document, String> {
+    let mut source = std::io::BufReader::new(source);
+    opens_an_object(&mut source)?;
     let mut bytes = Vec::new();
     source
         .take(MAX_SAVED_BYTES + 1)
@@ -62,6 +64,31 @@ pub fn read_saved(source: impl Read) -> Result<Document, String> {
             Document::from_json(&bytes).map_err(|e| format!("does not read as a report: {e}"))
         }
         Form::Records(records) => gather(&records),
+    }
+}
+
+/// Whether the first byte past leading white space opens a JSON object, as a report and each of
+/// its NDJSON records do: anything else (`/dev/zero`, a capture given by mistake) is refused
+/// before a byte more is read. Nothing is consumed.
+fn opens_an_object(source: &mut impl std::io::BufRead) -> Result<(), String> {
+    /// White space skipped at most before the first byte.
+    const MAX_LEADING_SPACE: usize = 1 << 20;
+    let mut skipped = 0;
+    loop {
+        let buf = source
+            .fill_buf()
+            .map_err(|e| format!("cannot read it: {e}"))?;
+        let Some(&first) = buf.first() else {
+            return Err("is empty: not an mcp-forensics report".into());
+        };
+        if first == b'{' {
+            return Ok(());
+        }
+        if !first.is_ascii_whitespace() || skipped >= MAX_LEADING_SPACE {
+            return Err("does not begin with '{': not a JSON report of mcp-forensics".into());
+        }
+        source.consume(1);
+        skipped += 1;
     }
 }
 

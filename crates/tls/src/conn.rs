@@ -15,7 +15,9 @@ use tls_parser::{
 use mcpf_model::{AnomalyKind, Direction};
 
 use crate::crypto::{Suite, Tls12Keys, Tls13Keys, suite};
-use crate::keylog::{KeyLog, Label};
+#[cfg(test)]
+use crate::keylog::KeyLog;
+use crate::keylog::{Label, Lookup};
 
 /// A side's slot in the per-direction arrays.
 pub(crate) fn index(direction: Direction) -> usize {
@@ -190,7 +192,7 @@ impl TlsConnection {
     }
 
     /// The next bytes of `direction`, in order: what the whole records among them yield.
-    pub fn feed(&mut self, direction: Direction, bytes: &[u8], keys: &KeyLog) -> Vec<Output> {
+    pub fn feed(&mut self, direction: Direction, bytes: &[u8], keys: &dyn Lookup) -> Vec<Output> {
         let mut out = Vec::new();
         let d = index(direction);
         if matches!(self.sides[d].keys, Keys::Lost) {
@@ -241,7 +243,7 @@ impl TlsConnection {
         direction: Direction,
         offset: u64,
         record: &mut [u8],
-        keys: &KeyLog,
+        keys: &dyn Lookup,
         out: &mut Vec<Output>,
     ) {
         let header: [u8; 5] = [record[0], record[1], record[2], record[3], record[4]];
@@ -295,7 +297,7 @@ impl TlsConnection {
         offset: u64,
         inner: u8,
         content: Vec<u8>,
-        keys: &KeyLog,
+        keys: &dyn Lookup,
         out: &mut Vec<Output>,
     ) {
         match inner {
@@ -314,7 +316,7 @@ impl TlsConnection {
         &mut self,
         direction: Direction,
         bytes: &[u8],
-        keys: &KeyLog,
+        keys: &dyn Lookup,
         out: &mut Vec<Output>,
     ) {
         let d = index(direction);
@@ -344,7 +346,7 @@ impl TlsConnection {
         &mut self,
         direction: Direction,
         message: &[u8],
-        keys: &KeyLog,
+        keys: &dyn Lookup,
         out: &mut Vec<Output>,
     ) {
         const CLIENT_HELLO: u8 = 1;
@@ -380,7 +382,7 @@ impl TlsConnection {
         }
     }
 
-    fn server_hello(&mut self, body: &[u8], keys: &KeyLog, out: &mut Vec<Output>) {
+    fn server_hello(&mut self, body: &[u8], keys: &dyn Lookup, out: &mut Vec<Output>) {
         let Ok((_, sh)) = parse_tls_handshake_server_hello(body) else {
             return;
         };
@@ -457,15 +459,15 @@ impl TlsConnection {
         &mut self,
         direction: Direction,
         label: Label,
-        keys: &KeyLog,
+        keys: &dyn Lookup,
         out: &mut Vec<Output>,
     ) {
         let (Some(random), Some(suite)) = (self.hello.client_random, self.hello.suite) else {
             return self.lose(direction, Undecryptable::HandshakeMissing, out);
         };
         match keys
-            .get(&random, label)
-            .and_then(|secret| Tls13Keys::new(suite, secret))
+            .secret(&random, label)
+            .and_then(|secret| Tls13Keys::new(suite, &secret))
         {
             Some(k) => self.sides[index(direction)].keys = Keys::Tls13(Box::new(k)),
             None => self.lose(direction, self.no_key(), out),
@@ -473,7 +475,7 @@ impl TlsConnection {
     }
 
     /// TLS 1.2: both directions' keys, each turned on by its ChangeCipherSpec.
-    fn prepare12(&mut self, keys: &KeyLog, out: &mut Vec<Output>) {
+    fn prepare12(&mut self, keys: &dyn Lookup, out: &mut Vec<Output>) {
         let (Some(cr), Some(sr), Some(suite)) = (
             self.hello.client_random,
             self.hello.server_random,
@@ -481,8 +483,8 @@ impl TlsConnection {
         ) else {
             return;
         };
-        let pair = keys.get(&cr, Label::ClientRandom).and_then(|master| {
-            Tls12Keys::pair(suite, master, &cr, &sr, self.hello.encrypt_then_mac)
+        let pair = keys.secret(&cr, Label::ClientRandom).and_then(|master| {
+            Tls12Keys::pair(suite, &master, &cr, &sr, self.hello.encrypt_then_mac)
         });
         match pair {
             Some((client, server)) => {

@@ -12,7 +12,7 @@ use mcpf_capture::tcp::TcpSink;
 use mcpf_model::{Anomaly, ConnId, Direction, Mark, Note, NoteKind};
 
 use crate::conn::{Output, TlsConnection, Undecryptable};
-use crate::keylog::KeyLog;
+use crate::keylog::{At, Secrets};
 
 /// What the layer did, for the report.
 #[derive(Clone, Debug, Default)]
@@ -81,23 +81,27 @@ enum Conn {
 }
 
 pub struct TlsLayer {
-    keys: KeyLog,
+    keys: Secrets,
+    /// The point of the capture the events fed now are at (see [`Secrets`]).
+    at: u64,
     conns: HashMap<ConnId, Conn>,
     pub stats: TlsStats,
 }
 
 impl TlsLayer {
-    pub fn new(keys: KeyLog) -> Self {
+    pub fn new(keys: Secrets) -> Self {
         TlsLayer {
             keys,
+            at: u64::MAX,
             conns: HashMap::new(),
             stats: TlsStats::default(),
         }
     }
 
-    /// Secrets a capture carried (its Decryption Secrets Blocks), for the connections after.
-    pub fn add_secrets(&mut self, key_log: &[u8]) {
-        self.keys.extend(key_log);
+    /// The point of the capture (the sequence number of the TCP event) the next events are at:
+    /// secrets the capture carried are usable from where they were.
+    pub fn at(&mut self, point: u64) {
+        self.at = point;
     }
 
     /// One TCP event: passed on as it is, or, on a TLS connection, as the plaintext it held.
@@ -205,7 +209,7 @@ impl TlsLayer {
                 acked,
             });
         };
-        let outs = tls.feed(dir, data, &self.keys);
+        let outs = tls.feed(dir, data, &At(&self.keys, self.at));
         let mut reasons = Vec::new();
         for out in outs {
             match out {

@@ -13,5 +13,5 @@ pub mod keylog;
 pub mod layer;
 
 pub use conn::{Output, TlsConnection, Undecryptable};
-pub use keylog::{KeyLog, KeyLogError};
+pub use keylog::{KeyLog, KeyLogError, Secrets};
 pub use layer::{MAX_FAILURES_LISTED, TlsLayer, TlsStats};
