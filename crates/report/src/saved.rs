@@ -543,7 +543,14 @@ mod tests {
         assert!(
             read_saved(&b"GET / HTTP/1.1\n"[..])
                 .unwrap_err()
-                .contains("line 1")
+                .contains("does not begin with '{'")
+        );
+        assert!(read_saved(&b""[..]).unwrap_err().contains("is empty"));
+        // White space before the object is fine; a second line that is not a record is named.
+        assert!(
+            read_saved(&b"\n {\"type\":\"x\"}\nGET /\n"[..])
+                .unwrap_err()
+                .contains("line")
         );
     }
 
