@@ -20,14 +20,28 @@ mod serde_reader;
 pub(crate) const MAX_PAYLOAD_TEXT: usize = 256 * 1024;
 
 /// A JSON-RPC request ID exactly as it appeared on the wire.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// A number is kept as its JSON text and printed as that text. Two numbers are the same ID when
+/// they are the same number exactly (`-0` and `0`, `1e2` and `100`: a server that parses the ID
+/// and writes it back may change its spelling, never its value), compared digit by digit, never
+/// through a double (`18446744073709551616` and `18446744073709551617` stay two IDs). A number
+/// is never the same ID as a string.
+#[derive(Clone, Debug)]
 pub enum RequestId {
-    /// A number, kept as its JSON text (`1` and `1.0` stay distinct).
+    /// A number, kept as its JSON text.
     Number(String),
     String(String),
 }
 
 impl RequestId {
+    /// What identifies it: the number's exact value in one spelling, or the string.
+    fn key(&self) -> (u8, Cow<'_, str>) {
+        match self {
+            RequestId::Number(n) => (0, canonical_number(n)),
+            RequestId::String(s) => (1, Cow::Borrowed(s)),
+        }
+    }
+
     /// The JSON text of the ID: `7` or `"7"`.
     pub fn json(&self) -> String {
         match self {
@@ -41,12 +55,96 @@ impl RequestId {
         self.json()
     }
 
+    /// The ID in a JSON report: the number itself when JSON's numbers give back exactly the
+    /// text sent, else (a number past 64 bits, `-0`, `1e400`, `1E5`) `{"number": "<its text>"}`,
+    /// so that no two IDs print alike and none prints as `null`.
     pub fn to_value(&self) -> serde_json::Value {
         match self {
-            RequestId::Number(n) => serde_json::from_str(n).unwrap_or(serde_json::Value::Null),
+            RequestId::Number(n) => match serde_json::from_str::<serde_json::Number>(n) {
+                Ok(v) if v.to_string() == *n => serde_json::Value::Number(v),
+                _ => serde_json::json!({ "number": n }),
+            },
             RequestId::String(s) => serde_json::Value::String(s.clone()),
         }
     }
+}
+
+impl PartialEq for RequestId {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for RequestId {}
+
+impl std::hash::Hash for RequestId {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.key().hash(h);
+    }
+}
+
+impl PartialOrd for RequestId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RequestId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// Longest decimal exponent read exactly; a number with a longer one is compared as spelled.
+const MAX_EXPONENT_DIGITS: usize = 15;
+/// Integers up to this many digits are spelled out in full; larger values in scientific form.
+const MAX_PLAIN_DIGITS: i64 = 64;
+
+/// One spelling of a JSON number's exact value: an integer in plain digits (`-0`, `0.0` and
+/// `0e5` are `0`; `1e2` and `100.00` are `100`), anything else as `[-]0.<digits>e<exponent>`
+/// with no leading or trailing zero digit. The usual ID (`7`) is its own spelling and costs no
+/// copy. Text that is not a JSON number is its own spelling.
+fn canonical_number(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    if !b.is_empty() && b.iter().all(u8::is_ascii_digit) && (b.len() == 1 || b[0] != b'0') {
+        return Cow::Borrowed(text);
+    }
+    canonical_slow(text).map_or(Cow::Borrowed(text), Cow::Owned)
+}
+
+fn canonical_slow(text: &str) -> Option<String> {
+    let (neg, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => (rest, "0"),
+    };
+    let exp_digits = exp.trim_start_matches(['+', '-']);
+    if exp_digits.is_empty() || exp_digits.len() > MAX_EXPONENT_DIGITS {
+        return None;
+    }
+    let exp: i64 = exp.trim_start_matches('+').parse().ok()?;
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() || !(int.bytes().chain(frac.bytes())).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // The value is 0.<digits> × 10^point.
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let lead = all.len() - all.trim_start_matches('0').len();
+    let digits = all[lead..].trim_end_matches('0');
+    if digits.is_empty() {
+        return Some("0".into());
+    }
+    let point = int.len() as i64 + exp - lead as i64;
+    let sign = if neg { "-" } else { "" };
+    let n = digits.len() as i64;
+    Some(if point >= n && point <= MAX_PLAIN_DIGITS {
+        format!("{sign}{digits}{}", "0".repeat((point - n) as usize))
+    } else {
+        format!("{sign}0.{digits}e{point}")
+    })
 }
 
 impl fmt::Display for RequestId {
@@ -61,12 +159,16 @@ impl Serialize for RequestId {
     }
 }
 
-/// A request ID read back from a report: a JSON number (its text kept) or a string.
+/// A request ID read back from a report: a JSON number (its text kept), a string, or the
+/// `{"number": "<text>"}` of a number JSON's doubles cannot hold ([`RequestId::to_value`]).
 impl<'de> serde::Deserialize<'de> for RequestId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match serde_json::Value::deserialize(d)? {
             serde_json::Value::Number(n) => Ok(RequestId::Number(n.to_string())),
             serde_json::Value::String(s) => Ok(RequestId::String(s)),
+            serde_json::Value::Object(o) if o.len() == 1 && o["number"].is_string() => Ok(
+                RequestId::Number(o["number"].as_str().unwrap_or_default().to_string()),
+            ),
             other => Err(serde::de::Error::custom(format!(
                 "a request ID is a number or a string, not {other}"
             ))),
@@ -459,6 +561,63 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::hash::BuildHasher;
+
+    fn num(t: &str) -> RequestId {
+        RequestId::Number(t.into())
+    }
+
+    #[test]
+    fn request_ids_are_the_same_number_exactly_never_through_a_double() {
+        for (a, b) in [
+            ("-0", "0"),
+            ("0.0", "0"),
+            ("0e7", "0"),
+            ("1e2", "100"),
+            ("100.00", "100"),
+            ("1E+2", "100"),
+            ("12.5e-1", "1.25"),
+            ("-3", "-3.0"),
+        ] {
+            assert_eq!(num(a), num(b), "{a} {b}");
+            let state = std::hash::RandomState::new();
+            assert_eq!(state.hash_one(num(a)), state.hash_one(num(b)), "{a} {b}");
+        }
+        for (a, b) in [
+            ("18446744073709551616", "18446744073709551617"),
+            ("1e400", "1e401"),
+            ("1", "-1"),
+            ("0.1", "1"),
+            ("9007199254740993", "9007199254740992"),
+        ] {
+            assert_ne!(num(a), num(b), "{a} {b}");
+        }
+        assert_ne!(num("7"), RequestId::String("7".into()));
+        // An exponent too long to read is compared as spelled, never panics.
+        assert_ne!(num("1e9999999999999999999"), num("1e9999999999999999998"));
+        assert_eq!(num("1e9999999999999999999"), num("1e9999999999999999999"));
+    }
+
+    #[test]
+    fn request_ids_print_as_sent_in_every_report() {
+        for t in [
+            "18446744073709551616",
+            "18446744073709551617",
+            "1e400",
+            "-0",
+            "1E5",
+        ] {
+            let v = num(t).to_value();
+            assert_eq!(v, serde_json::json!({ "number": t }), "{t}");
+            let back: RequestId = serde_json::from_value(v).unwrap();
+            assert_eq!(back.json(), t);
+        }
+        for t in ["7", "-3", "1.5", "18446744073709551615"] {
+            assert_eq!(num(t).to_value().to_string(), t);
+        }
+        assert_eq!(num("1e400").label(), "1e400");
+    }
 
     #[test]
     fn deep_nesting_keeps_the_message_and_marks_what_it_could_not_read() {
