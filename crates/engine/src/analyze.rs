@@ -230,7 +230,7 @@ fn mcp_limits(mcp: &mcpf_mcp::McpStats, tls: Option<&mcpf_tls::TlsStats>) -> Vec
         let kind = NoteKind::EventIdsNotIndexed;
         limits.push(Note::new(kind, mcp.event_ids_not_indexed));
     }
-    limits.extend(tls.map(mcpf_tls::TlsStats::note));
+    limits.extend(tls.into_iter().flat_map(mcpf_tls::TlsStats::notes));
     if mcpf_model::interrupt::stop_requested() {
         limits.push(Note::new(NoteKind::StoppedBySignal, 1));
     }

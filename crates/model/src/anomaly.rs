@@ -132,6 +132,8 @@ anomaly_kinds! {
     TlsHandshakeMissing => "tls_handshake_missing",
     /// A gap in a TLS record stream.
     TlsGap => "tls_gap",
+    /// A TLS record cut by the end of its connection: its last bytes never came.
+    TlsRecordCut => "tls_record_cut",
 }
 
 #[cfg(test)]

@@ -133,6 +133,9 @@ pub enum NoteKind {
     },
     /// Reading was stopped by a signal.
     StoppedBySignal,
+    /// `count` TLS connections were inside a record when the capture ended: `bytes` of those
+    /// records were still to come, and what came of them could not be authenticated.
+    TlsRecordsCutByCaptureEnd { bytes: u64 },
     /// `count` servers minted session IDs after `max` had been remembered.
     MintingServersNotKept { max: u64 },
     /// `count` compressed bodies decoded only up to the decoding budget.

@@ -142,6 +142,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             "{c} event IDs arrived while the index of the open sessions' IDs was full: {} may be missed for the resumes that replayed them",
             FindingKind::CrossSessionReplay.name()
         ),
+        NoteKind::TlsRecordsCutByCaptureEnd { bytes } => write!(
+            f,
+            "{c} TLS connections were inside a record when the capture ended ({bytes} bytes of it still to come): what came of those records is not decrypted, and their exchanges are open at the capture's end"
+        ),
         NoteKind::StoppedBySignal => f.write_str(
             "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered",
         ),

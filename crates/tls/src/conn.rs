@@ -45,6 +45,8 @@ pub enum Undecryptable {
     /// Bytes of the record stream are missing from the capture: a record cut by them cannot be
     /// authenticated, nor the next ones framed.
     Gap,
+    /// The connection ended inside a record: what came of it cannot be authenticated.
+    CutAtEnd,
 }
 
 impl Undecryptable {
@@ -58,6 +60,7 @@ impl Undecryptable {
             Undecryptable::NotTls => AnomalyKind::TlsNotTls,
             Undecryptable::HandshakeMissing => AnomalyKind::TlsHandshakeMissing,
             Undecryptable::Gap => AnomalyKind::TlsGap,
+            Undecryptable::CutAtEnd => AnomalyKind::TlsRecordCut,
         }
     }
 
@@ -82,6 +85,9 @@ impl Undecryptable {
             }
             Undecryptable::Gap => {
                 "a gap in the record stream (bytes missing from the capture)".into()
+            }
+            Undecryptable::CutAtEnd => {
+                "a record cut by the end of the connection (its last bytes never came)".into()
             }
         }
     }
@@ -189,6 +195,21 @@ impl TlsConnection {
             sides: [Side::new(), Side::new()],
             hello: Hello::default(),
         }
+    }
+
+    /// At the connection's end: how many bytes of a record `direction` had begun were still to
+    /// come (none when it ended between records, or was no longer read). A record header not
+    /// whole yet counts as 1.
+    pub fn cut_at_end(&self, direction: Direction) -> Option<u64> {
+        let side = &self.sides[index(direction)];
+        if side.pending.is_empty() || matches!(side.keys, Keys::Lost) {
+            return None;
+        }
+        let declared = side
+            .pending
+            .get(3..5)
+            .map(|l| 5 + u64::from(u16::from_be_bytes([l[0], l[1]])));
+        Some(declared.map_or(1, |d| d.saturating_sub(side.pending.len() as u64).max(1)))
     }
 
     /// The next bytes of `direction`, in order: what the whole records among them yield.

@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mcpf_capture::tcp::TcpEvent;
 use mcpf_capture::tcp::TcpSink;
+use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent};
 use mcpf_model::{Anomaly, ConnId, Direction, Mark, Note, NoteKind};
 
 use crate::conn::{Output, TlsConnection, Undecryptable};
@@ -26,6 +26,9 @@ pub struct TlsStats {
     /// The first [`MAX_FAILURES_LISTED`] of them, each an anomaly of its connection where
     /// reading stopped, of the kind its reason is.
     pub failures: Vec<Anomaly>,
+    /// Connections inside a record when the capture ended (or the connection was given up as
+    /// idle or evicted), and the bytes of those records still to come.
+    pub cut_by_capture_end: (u64, u64),
 }
 
 impl TlsStats {
@@ -38,6 +41,8 @@ impl TlsStats {
             *self.undecryptable.entry(*why).or_default() += n;
         }
         self.failures.extend(other.failures.iter().cloned());
+        self.cut_by_capture_end.0 += other.cut_by_capture_end.0;
+        self.cut_by_capture_end.1 += other.cut_by_capture_end.1;
     }
 
     /// What the run's limits say of TLS (`TLS: 6 of 7 connections decrypted with the key log;
@@ -52,6 +57,19 @@ impl TlsStats {
                 .collect(),
         };
         Note::new(kind, self.decrypted)
+    }
+
+    /// Every note of TLS: [`Self::note`], and the records the capture's end cut.
+    pub fn notes(&self) -> Vec<Note> {
+        let mut out = vec![self.note()];
+        let (conns, bytes) = self.cut_by_capture_end;
+        if conns > 0 {
+            out.push(Note::new(
+                NoteKind::TlsRecordsCutByCaptureEnd { bytes },
+                conns,
+            ));
+        }
+        out
     }
 
     /// The failures by when reading stopped, the first [`MAX_FAILURES_LISTED`] kept. Each
@@ -74,6 +92,10 @@ enum Conn {
         tls: Box<TlsConnection>,
         plaintext: [bool; 2],
         failed: bool,
+        /// Per direction: its records stopped being read after the connection had carried
+        /// plaintext; what more it carries goes on as bytes missing (a gap), so the exchange it
+        /// belonged to is known to have lost bytes, not to have ended.
+        lost: [bool; 2],
         /// The header of the client's first record, handed on at the connection's end when
         /// nothing of it could be decrypted: downstream then counts it as the TLS it is.
         first: [u8; 5],
@@ -115,12 +137,18 @@ impl TlsLayer {
                 acked,
             } => self.data(conn, dir, data, mark, acked, next),
             TcpEvent::Gap {
-                conn, dir, mark, ..
+                conn,
+                dir,
+                len,
+                mark,
+                ..
             } if self.is_tls(conn) => {
                 // A record cut by lost bytes cannot be authenticated, nor the next ones framed.
                 self.fail(conn, dir, mark, Undecryptable::Gap);
+                self.lose(conn, dir, len, mark, next);
             }
             TcpEvent::Closed { summary } => {
+                self.cut_at_end(summary, next);
                 if let Some(Conn::Tls {
                     plaintext,
                     failed,
@@ -146,6 +174,64 @@ impl TlsLayer {
             }
             other => next.on_tcp(other),
         }
+    }
+
+    /// At a connection's end, a record either direction had begun and not finished. Ended by
+    /// the capture (or given up as idle): counted, the exchange is open at the capture's end as
+    /// it would be in plaintext. Ended by the connection (FIN, reset): a failure with its reason
+    /// (never a silent loss), and its missing bytes a gap downstream.
+    fn cut_at_end(&mut self, summary: &ConnSummary, next: &mut impl TcpSink) {
+        let (conn, end) = (summary.conn, summary.end);
+        let Some(Conn::Tls { tls, .. }) = self.conns.get(&conn) else {
+            return;
+        };
+        let cut: Vec<(Direction, u64)> = [Direction::ClientToServer, Direction::ServerToClient]
+            .into_iter()
+            .filter_map(|d| Some((d, tls.cut_at_end(d)?)))
+            .collect();
+        let by_capture = matches!(
+            summary.close,
+            CloseReason::CaptureEnd | CloseReason::Idle | CloseReason::Evicted
+        );
+        if by_capture && !cut.is_empty() {
+            self.stats.cut_by_capture_end.0 += 1;
+            self.stats.cut_by_capture_end.1 += cut.iter().map(|(_, n)| n).sum::<u64>();
+            return;
+        }
+        for (dir, len) in cut {
+            self.fail(conn, dir, end, Undecryptable::CutAtEnd);
+            self.lose(conn, dir, len, end, next);
+        }
+    }
+
+    /// `len` bytes of `dir` that will not be decrypted: a gap downstream once the connection has
+    /// carried plaintext (the HTTP stage then knows its exchange lost bytes); before that, the
+    /// connection was never read and is counted as the TLS it is at its end.
+    fn lose(
+        &mut self,
+        conn: ConnId,
+        dir: Direction,
+        len: u64,
+        mark: Mark,
+        next: &mut impl TcpSink,
+    ) {
+        let Some(Conn::Tls {
+            plaintext, lost, ..
+        }) = self.conns.get_mut(&conn)
+        else {
+            return;
+        };
+        if plaintext == &[false, false] {
+            return;
+        }
+        lost[crate::conn::index(dir)] = true;
+        next.on_tcp(TcpEvent::Gap {
+            conn,
+            dir,
+            len,
+            mark,
+            snaplen: false,
+        });
     }
 
     fn is_tls(&self, conn: ConnId) -> bool {
@@ -194,13 +280,20 @@ impl TlsLayer {
                     tls: Box::default(),
                     plaintext: [false, false],
                     failed: false,
+                    lost: [false, false],
                     first,
                 }
             } else {
                 Conn::Plain
             };
         }
-        let Conn::Tls { tls, plaintext, .. } = state else {
+        let Conn::Tls {
+            tls,
+            plaintext,
+            lost,
+            ..
+        } = state
+        else {
             return next.on_tcp(TcpEvent::Data {
                 conn,
                 dir,
@@ -209,6 +302,10 @@ impl TlsLayer {
                 acked,
             });
         };
+        if lost[crate::conn::index(dir)] {
+            let len = data.len() as u64;
+            return self.lose(conn, dir, len, mark, next);
+        }
         let outs = tls.feed(dir, data, &At(&self.keys, self.at));
         let mut reasons = Vec::new();
         for out in outs {
@@ -229,6 +326,13 @@ impl TlsLayer {
         }
         for (direction, why) in reasons {
             self.fail(conn, direction, mark, why);
+            // What of these bytes was not plaintext is lost to the exchange (at most all of it).
+            let len = if direction == dir {
+                data.len() as u64
+            } else {
+                1
+            };
+            self.lose(conn, direction, len, mark, next);
         }
     }
 }
