@@ -85,6 +85,16 @@ impl Redactor {
         }
     }
 
+    /// Bytes (a saved report read back) with every secret they hold redacted.
+    pub(crate) fn bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        match self.enabled {
+            true => redact_bytes(bytes, true)
+                .0
+                .map_or(Cow::Borrowed(bytes), Cow::Owned),
+            false => Cow::Borrowed(bytes),
+        }
+    }
+
     /// Whether redaction leaves `text` as it is (always, when it is off).
     pub(crate) fn leaves_alone(&self, text: &[u8]) -> bool {
         !self.enabled || redact_bytes(text, true).0.is_none()

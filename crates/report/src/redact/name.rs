@@ -9,7 +9,7 @@
 //! - a word holds `token`, `secret`, `passw` (password, passwd), `passphrase`, `credential`,
 //!   `signature`, `cookie`, `jwt`, `apikey`, `verifier` (PKCE's `code_verifier`), or a servlet
 //!   or PHP session cookie's name (`jsessionid`, `phpsessid`);
-//! - a word starts or ends with `auth` (`Authorization`, `auth-key`, `oauth`), but not `author`,
+//! - a word holds `auth` (`Authorization`, `auth-key`, `oauth`), but not as `author` or
 //!   `authority` (HTTP/2's `:authority`);
 //! - a word is `pass`, `pwd` or `sig` (`db_pass`, Azure's `?sig=`);
 //! - a word ends with `key` after another word, or is a compound ending with it (`access_key`,
@@ -71,7 +71,9 @@ fn never_secret(name: &[u8]) -> bool {
 }
 
 /// Whether one word of a name announces a credential; `qualified` when a word came before it.
+/// Digits that end a word are a version, not part of it (`Cookie2`, `api_key2`).
 fn secret_word(w: &[u8], qualified: bool) -> bool {
+    let w = &w[..w.len() - w.iter().rev().take_while(|c| c.is_ascii_digit()).count()];
     (contains_ci(w, b"token") && !ends_with_ci(w, b"tokens"))
         || ANYWHERE.iter().any(|part| contains_ci(w, part))
         || WHOLE.iter().any(|whole| w.eq_ignore_ascii_case(whole))
@@ -79,11 +81,14 @@ fn secret_word(w: &[u8], qualified: bool) -> bool {
         || (ends_with_ci(w, b"key") && (qualified || w.len() > 3))
 }
 
-/// `auth`, `authkey`, `authorization`, `oauth`; not `author`, `authors`, `authority`.
+/// `auth` anywhere in a word (`authkey`, `authorization`, `oauth`, `upstreamauth`), but not as
+/// `author`, `authors`, `authority`.
 fn auth_word(w: &[u8]) -> bool {
-    let authorises = starts_with_ci(w, b"authoriz") || starts_with_ci(w, b"authoris");
-    (starts_with_ci(w, b"auth") && (authorises || !starts_with_ci(w, b"author")))
-        || ends_with_ci(w, b"auth")
+    (0..w.len().saturating_sub(3)).any(|at| {
+        let rest = &w[at..];
+        let authorises = starts_with_ci(rest, b"authoriz") || starts_with_ci(rest, b"authoris");
+        starts_with_ci(rest, b"auth") && (authorises || !starts_with_ci(rest, b"author"))
+    })
 }
 
 fn starts_with_ci(w: &[u8], part: &[u8]) -> bool {
@@ -189,6 +194,8 @@ mod tests {
             "client_secret",
             "X-Amz-Credential",
             "X-Amz-Signature",
+            "api_key2",
+            "pass2",
             "sig",
             "code",
             "code_verifier",
@@ -205,6 +212,7 @@ mod tests {
             "SessionToken",
             "db_pass",
             "oauth",
+            "upstreamauthorization",
             "id_token",
             "refresh_token",
         ] {
