@@ -961,6 +961,9 @@ fn every_output(input: &str, dir: &std::path::Path, show: bool) -> Vec<(String, 
     outputs
 }
 
+/// Writes an input to a path, its secrets planted in the garden.
+type Plant = fn(&mut Garden, &std::path::Path);
+
 /// What a HAR holds that no command reads, as a browser sends none of it as the request
 /// target: the URL's fragment and userinfo; and its parsed `cookies` (the `Cookie` header is
 /// read).
@@ -973,7 +976,7 @@ const HAR_UNREAD: &[&str] = &[
 #[test]
 fn every_secret_shape_in_every_place_reaches_no_output() {
     let dir = tempfile::tempdir().unwrap();
-    let inputs: [(&str, fn(&mut Garden, &std::path::Path)); 3] = [
+    let inputs: [(&str, Plant); 3] = [
         ("planted.pcap", planted_capture),
         ("planted.har", planted_har),
         ("planted.jsonl", planted_log),

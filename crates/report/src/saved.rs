@@ -48,7 +48,7 @@ pub fn read_saved(source: impl Read) -> Result<Document, String> {
     let bytes = crate::redact::Redactor::new(true).bytes(&bytes);
     let bytes = bytes.as_ref();
     // Which form the file is, told from its top level before anything is read into types.
-    let (form, version) = match serde_json::from_slice::<Shape>(&bytes) {
+    let (form, version) = match serde_json::from_slice::<Shape>(bytes) {
         Ok(top) if top.sessions => (Form::Document, top.schema_version),
         Ok(top) if top.kind.is_some() => records(bytes)?,
         Ok(_) => return Err("is JSON but not an mcp-forensics report (no sessions)".into()),

@@ -129,6 +129,9 @@ struct Hit {
     /// Whether an ellipsis joins the kept prefix to the marker: a token's own prefix
     /// (`sk-ant-…[redacted…`) does, a name or a scheme (`token=[redacted…`) does not.
     ellipsis: bool,
+    /// How far before the matcher's position the kept prefix starts (a userinfo's colon, found
+    /// from its `@`).
+    back: usize,
 }
 
 impl Hit {
@@ -139,6 +142,7 @@ impl Hit {
             len,
             secret: len,
             ellipsis: true,
+            back: 0,
         }
     }
 
@@ -149,6 +153,7 @@ impl Hit {
             len,
             secret,
             ellipsis: false,
+            back: 0,
         }
     }
 }
@@ -185,7 +190,9 @@ static MAY_START: [u8; 1 << 16] = {
 const fn may_start(c: u8, next: u8) -> bool {
     match c {
         b'=' => places::may_start_value(next),
-        b':' => next != b'/',
+        // A JSON member's value: a quote, perhaps escaped, perhaps after spaces.
+        b':' => matches!(next, b'"' | b'\\' | b' ' | b'\t' | b'\r' | b'\n'),
+        b'@' => next.is_ascii_alphanumeric() || next == b'[',
         _ => shapes::may_start(c, next),
     }
 }
@@ -194,9 +201,10 @@ fn pair_may_start(b: &[u8], i: usize) -> bool {
     MAY_START[usize::from(u16::from_le_bytes([b[i], b[i + 1]]))] != 0
 }
 
-/// A name's `=` or `:` is tried anywhere; a token only at the start of a word.
+/// A name's `=` or `:` and a userinfo's `@` are tried anywhere; a token only at the start of a
+/// word.
 fn starts_here(b: &[u8], i: usize) -> bool {
-    matches!(b[i], b'=' | b':') || i == 0 || !is_token_byte(b[i - 1])
+    matches!(b[i], b'=' | b':' | b'@') || i == 0 || !is_token_byte(b[i - 1])
 }
 
 /// What the matchers find at `i`; names are not read back before `lo`, where the text not yet
@@ -204,10 +212,8 @@ fn starts_here(b: &[u8], i: usize) -> bool {
 fn found_at(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
     match b[i] {
         b'=' => places::assignment(b, i, lo).into(),
-        b':' => match places::member(b, i, lo, complete) {
-            Found::Miss => places::userinfo(b, i, lo, complete),
-            found => found,
-        },
+        b':' => places::member(b, i, lo, complete),
+        b'@' => places::userinfo(b, i, lo).into(),
         _ => shapes::token_at(b, i).into(),
     }
 }
@@ -247,6 +253,7 @@ struct Out<'a> {
 impl Out<'_> {
     /// Replaces the secret of `hit`, matched at `at`; returns where the scan goes on.
     fn replace(&mut self, at: usize, hit: &Hit) -> usize {
+        let at = at - hit.back;
         let b = self.b;
         let o = self
             .out
@@ -632,7 +639,7 @@ mod tests {
             let mut out = Redacting::new(Vec::new(), Redactor::new(true));
             out.write_all(format!("{filler}{}", &text[..k]).as_bytes())
                 .unwrap();
-            out.write_all(text[k..].as_bytes()).unwrap();
+            out.write_all(&text.as_bytes()[k..]).unwrap();
             out.flush().unwrap();
             let got = String::from_utf8(std::mem::take(&mut out.inner)).unwrap();
             let got = got.strip_prefix(&filler).unwrap();
@@ -647,7 +654,7 @@ mod tests {
     /// each tried with the matchers. The fast scan must find the same secrets.
     fn every_start(b: &[u8], from: usize) -> Option<usize> {
         (from..b.len()).find(|&i| match b[i] {
-            b'=' | b':' => true,
+            b'=' | b':' | b'@' => true,
             c => b"sAebBgxr".contains(&c) && (i == 0 || !is_token_byte(b[i - 1])),
         })
     }

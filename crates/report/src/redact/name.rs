@@ -49,7 +49,7 @@ const WHOLE: &[&[u8]] = &[b"pass", b"pwd", b"sig"];
 
 /// Whether `name` announces a credential (see the module doc).
 pub(crate) fn secret_name(name: &[u8]) -> bool {
-    if name.is_empty() || never_secret(name) {
+    if !has_letters_of_a_credential(name) || never_secret(name) {
         return false;
     }
     if name.eq_ignore_ascii_case(b"code") {
@@ -58,6 +58,51 @@ pub(crate) fn secret_name(name: &[u8]) -> bool {
     Words::new(name)
         .enumerate()
         .any(|(n, w)| secret_word(w, n > 0))
+}
+
+/// The letters of `word`, one bit each, without case.
+const fn letters(word: &[u8]) -> u32 {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < word.len() {
+        mask |= letter(word[i]);
+        i += 1;
+    }
+    mask
+}
+
+const fn letter(c: u8) -> u32 {
+    match c.to_ascii_lowercase() {
+        c @ b'a'..=b'z' => 1 << (c - b'a'),
+        _ => 0,
+    }
+}
+
+/// The letters each part of the rule needs: a name lacking all of one part's letters for every
+/// part is no credential's. The JSON member rule asks this of every string member of every
+/// report, most of which (`time`, `stream`, `method`, `session_id`) fail it at once.
+const NEEDS: &[u32] = &[
+    letters(b"token"),
+    letters(b"secret"),
+    letters(b"passw"),
+    letters(b"credential"),
+    letters(b"signature"),
+    letters(b"cookie"),
+    letters(b"jwt"),
+    letters(b"verifier"),
+    letters(b"jsession"),
+    letters(b"sessid"),
+    letters(b"pass"),
+    letters(b"pwd"),
+    letters(b"sig"),
+    letters(b"auth"),
+    letters(b"key"),
+    letters(b"code"),
+];
+
+fn has_letters_of_a_credential(name: &[u8]) -> bool {
+    let have = name.iter().fold(0, |m, &c| m | letter(c));
+    NEEDS.iter().any(|need| need & !have == 0)
 }
 
 /// The names the module doc lists as never a credential's.

@@ -2,9 +2,9 @@
 //! a JSON member whose name announces a credential ([`secret_name`]), and the password of a
 //! URL's userinfo (`https://user:password@host`).
 //!
-//! Each matcher is tried at the byte that joins a name to its value (`=`, `:`) and reads the
-//! name backwards from there, so a scan stops only at those bytes, which are rare outside
-//! names and values.
+//! Each matcher is tried at the byte that joins a name to its value (`=`, the `:` of a JSON
+//! member) or ends the userinfo (`@`) and reads backwards from there, so a scan stops only at
+//! those bytes.
 
 use super::name::secret_name;
 use super::{Found, Hit, run};
@@ -117,7 +117,7 @@ fn string_end(b: &[u8], from: usize, k: usize) -> Option<usize> {
     let mut at = from;
     while let Some(q) = memchr::memchr(b'"', &b[at..]).map(|q| at + q) {
         let r = back_run(b, q, from, |c| c == b'\\');
-        if r >= k && (r - k) % (2 * k + 2) == 0 {
+        if r >= k && (r - k).is_multiple_of(2 * k + 2) {
             return Some(q - k);
         }
         at = q + 1;
@@ -130,6 +130,11 @@ fn string_end(b: &[u8], from: usize, k: usize) -> Option<usize> {
 /// JSON-RPC's numeric error `code`, a count. `complete` says no text follows `b` (else a
 /// member that `b` ends in is [`Found::Partial`]).
 pub(super) fn member(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
+    // Numbers, objects, arrays, `true`: most members are seen not to be strings at once.
+    let open = i + 1 + run(b, i + 1, is_json_space);
+    if b.get(open).is_some_and(|&c| c != b'"' && c != b'\\') {
+        return Found::Miss;
+    }
     let gap = back_run(b, i, lo, is_json_space);
     let Some(close) = (i - gap)
         .checked_sub(1)
@@ -149,11 +154,12 @@ pub(super) fn member(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
     if ns > lo && (ns < lo + k + 1 || quote_at(b, ns - k - 1, k) != Some(true)) {
         return Found::Miss;
     }
-    if !secret_name(&b[ns..name_end]) {
+    // The value's quote before the name: most members are not credentials.
+    let quoted = quote_at(b, open, k);
+    if quoted == Some(false) || !secret_name(&b[ns..name_end]) {
         return Found::Miss;
     }
-    let open = i + 1 + run(b, i + 1, is_json_space);
-    match quote_at(b, open, k) {
+    match quoted {
         None if !complete => return Found::Partial(start),
         Some(true) => {}
         _ => return Found::Miss,
@@ -226,24 +232,34 @@ fn is_userinfo_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&c)
 }
 
-/// `//user:password@` at the `:` at `i`: the password goes, the user stays.
-pub(super) fn userinfo(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
-    let user = back_run(b, i, lo, is_userinfo_byte);
-    let us = i - user;
+/// `//user:password@` at the `@` at `i`: the password goes, the user stays. Tried at the `@`,
+/// which is rare, rather than at the colon, which every time of day and port has.
+pub(super) fn userinfo(b: &[u8], i: usize, lo: usize) -> Option<Hit> {
+    // A host follows (and the pair scan looks for no other `@`).
+    if !b
+        .get(i + 1)
+        .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'[')
+    {
+        return None;
+    }
+    // Not bounded like a name: a password may be long, and the run stops at the previous `@`.
+    let info = b[lo..i]
+        .iter()
+        .rev()
+        .take_while(|&&c| is_userinfo_byte(c) || c == b':')
+        .count();
+    let us = i - info;
     if us < lo + 2 || &b[us - 2..us] != b"//" {
-        return Found::Miss;
+        return None;
     }
-    let pass = run(b, i + 1, |c| is_userinfo_byte(c) || c == b':');
-    match b.get(i + 1 + pass) {
-        Some(b'@') => {}
-        None if !complete => return Found::Partial(us - 2),
-        _ => return Found::Miss,
+    let colon = us + memchr::memchr(b':', &b[us..i])?;
+    let p = &b[colon + 1..i];
+    if p.is_empty() || already_redacted(p) {
+        return None;
     }
-    let p = &b[i + 1..i + 1 + pass];
-    if pass == 0 || already_redacted(p) {
-        return Found::Miss;
-    }
-    Found::Hit(Hit::named(1, 1 + pass, chars(p)))
+    let mut hit = Hit::named(1, 1 + p.len(), chars(p));
+    hit.back = i - colon;
+    Some(hit)
 }
 
 #[cfg(test)]
@@ -333,6 +349,7 @@ mod tests {
             ),
             ("https://host:8443/mcp", "https://host:8443/mcp"),
             ("10:42:07 user:name", "10:42:07 user:name"),
+            ("mail alice@example.com", "mail alice@example.com"),
         ] {
             assert_eq!(redacted(text), want, "{text}");
         }
