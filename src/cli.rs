@@ -197,12 +197,15 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "ADDR|PORT")]
     pub server: Vec<String>,
 
-    /// Show credentials instead of redacting them. By default every output redacts credential
-    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
-    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
-    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
-    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
-    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
+    /// Show credentials instead of redacting them. By default every output redacts the value of
+    /// every name that announces a credential, by one rule wherever the name is (a header, a
+    /// query, fragment or path parameter, a JSON member): names holding token, secret, password,
+    /// passphrase, credential, signature, cookie, auth or jsessionid, or ending in key after
+    /// another word (api_key, access_key, X-Api-Key); identifiers (Mcp-Session-Id, session_id,
+    /// Last-Event-ID), Idempotency-Key and progressToken are kept. Also a URL's userinfo
+    /// password, and tokens of a known shape anywhere (sk-..., sk_live_..., ghp_...,
+    /// github_pat_..., glpat-..., xoxb-..., AIza..., AKIA... and the secret access key next to
+    /// it, JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 
@@ -291,12 +294,15 @@ pub struct HttpArgs {
     #[arg(long, value_enum, ignore_case = true, default_value = "table")]
     pub format: Format,
 
-    /// Show credentials instead of redacting them. By default every output redacts credential
-    /// header values (Authorization, Cookie, Set-Cookie, X-Api-Key, headers named like a token,
-    /// key, secret or signature), credential query parameters in any URL (token, key, secret,
-    /// signature, password, code, X-Amz-Signature...; the legacy session_id is kept) and tokens
-    /// of a known shape in SSE data and JSON-RPC text (sk-..., ghp_..., github_pat_..., xoxb-...,
-    /// AKIA..., JWTs, Bearer tokens), keeping their prefix and length.
+    /// Show credentials instead of redacting them. By default every output redacts the value of
+    /// every name that announces a credential, by one rule wherever the name is (a header, a
+    /// query, fragment or path parameter, a JSON member): names holding token, secret, password,
+    /// passphrase, credential, signature, cookie, auth or jsessionid, or ending in key after
+    /// another word (api_key, access_key, X-Api-Key); identifiers (Mcp-Session-Id, session_id,
+    /// Last-Event-ID), Idempotency-Key and progressToken are kept. Also a URL's userinfo
+    /// password, and tokens of a known shape anywhere (sk-..., sk_live_..., ghp_...,
+    /// github_pat_..., glpat-..., xoxb-..., AIza..., AKIA... and the secret access key next to
+    /// it, JWTs, Bearer tokens), keeping their prefix and length.
     #[arg(long)]
     pub show_secrets: bool,
 

@@ -41,10 +41,13 @@ pub fn print_open_error(e: &OpenError) {
 /// (`lacks …`), the same for every file of its kind: they stay in the report.
 pub fn print_warnings(reports: &[InputReport]) {
     for r in reports.iter().filter(|r| r.format.is_capture()) {
-        let path = sanitize::terminal(&r.path);
+        let path = diagnostic(&sanitize::terminal(&r.path));
         for w in &r.warnings {
             let w = report::note::sentence(w);
-            eprintln!("mcp-forensics: {path}: warning: {}", sanitize::terminal(&w));
+            eprintln!(
+                "mcp-forensics: {path}: warning: {}",
+                diagnostic(&sanitize::terminal(&w))
+            );
         }
     }
 }

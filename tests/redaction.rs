@@ -480,3 +480,727 @@ fn an_access_log_is_redacted_like_a_capture() {
     }
     assert!(shown, "--show-secrets shows the URI's token");
 }
+
+// Issue 29, class 5 ("Secrets printed by default"): every shape of secret planted in every
+// place a report can show, on one capture, one HAR and one access log, searched for in every
+// format of every command, `report` of a saved document included.
+
+/// What every planted secret holds and no output may: `Qz7k` (or `QZ7K` where a shape allows
+/// upper case only), then the plant's number, so a leak names its plant.
+const MARK: &str = "qz7k";
+
+/// Names that announce a credential: the documented list and the shapes of issue 29.
+const NAMES: &[&str] = &[
+    "access_token",
+    "access_key",
+    "authorization",
+    "auth-key",
+    "passphrase",
+    "subscription-key",
+    "client_key",
+    "password",
+    "api_key",
+    "token",
+    "code",
+    "X-Amz-Signature",
+];
+
+/// Headers whose value is a credential of any shape.
+const HEADERS: &[&str] = &[
+    "Authorization",
+    "Proxy-Authorization",
+    "Cookie",
+    "Set-Cookie",
+    "Cookie2",
+    "Set-Cookie2",
+    "X-Session-Cookie",
+    "X-Api-Key",
+    "X-Upstream-Token",
+    "Ocp-Apim-Subscription-Key",
+];
+
+/// The plants of one input: each secret made once, with the place it went.
+#[derive(Default)]
+struct Garden {
+    places: Vec<String>,
+}
+
+impl Garden {
+    fn mark(&mut self, place: String) -> String {
+        self.places.push(place);
+        format!("Qz7k{:03}vP", self.places.len() - 1)
+    }
+
+    /// A value of no particular shape, for a place whose name makes it a credential.
+    fn value(&mut self, place: String) -> String {
+        format!("{}-x9", self.mark(place))
+    }
+
+    /// One token of every shape the redactor knows by its shape, for a place of free text.
+    fn shapes(&mut self, place: &str) -> Vec<String> {
+        let mut m = |shape: &str| self.mark(format!("{shape} in {place}"));
+        let jwt_header = base64_url(br#"{ "alg": "HS256", "typ": "JWT" }"#);
+        let aws_id = m("AKIA").to_ascii_uppercase();
+        vec![
+            format!("sk-ant-api03-{}abcdefghijklmnop", m("sk-ant-")),
+            format!("sk_live_{}abcdefgh12", m("sk_live_")),
+            format!("rk_test_{}abcdefgh12", m("rk_test_")),
+            format!("AIzaSy{}-abcdefghijklmnopqrstu", m("AIza")),
+            format!("glpat-{}abcdefghijklmn", m("glpat-")),
+            format!("ghp_{}abcdefghijABCDEFGHIJ", m("ghp_")),
+            format!("github_pat_11{}_abcdefghijklmnop", m("github_pat_")),
+            format!("xoxb-1234-{}abcdef", m("xoxb-")),
+            format!("{jwt_header}.eyJzdWIiOiJ4In0.{}c2lnbmF0dXJl", m("JWT")),
+            format!("Bearer {}-opaque", m("Bearer")),
+            // An AWS key pair: the ID by its shape, the secret by being next to it.
+            format!(
+                "AKIA{aws_id}ABCDEFG {}/K7MDENG/bPxRfiCYEXAMPLEKEYabcd",
+                m("AWS secret")
+            ),
+            format!("https://alice:{}@example.com/x", m("userinfo")),
+        ]
+    }
+
+    /// The number of the plant `text` leaks, if any.
+    fn leaks<'a>(&'a self, text: &str) -> Vec<&'a str> {
+        let lower = text.to_ascii_lowercase();
+        lower
+            .match_indices(MARK)
+            .filter_map(|(at, _)| lower.get(at + 4..at + 7)?.parse::<usize>().ok())
+            .map(|n| self.places[n].as_str())
+            .collect()
+    }
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `name=value` for every credential name, joined by `&`.
+fn params(g: &mut Garden, place: &str) -> String {
+    NAMES
+        .iter()
+        .map(|n| format!("{n}={}", g.value(format!("{n} in {place}"))))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A request target with a credential in each place a URL has: the query, a path parameter, the
+/// fragment, and a shape in an ordinary parameter.
+fn planted_target(g: &mut Garden, path: &str, place: &str) -> String {
+    let jsession = g.value(format!("jsessionid in the path of {place}"));
+    let query = params(g, &format!("the query of {place}"));
+    let fragment = params(g, &format!("the fragment of {place}"));
+    let shape = format!(
+        "sk_live_{}abcdefgh12",
+        g.mark(format!("sk_live_ in a query value of {place}"))
+    );
+    format!("{path};jsessionid={jsession}?{query}&q={shape}#{fragment}")
+}
+
+/// Every credential header and every credential name as a header, each with its own value.
+fn planted_headers(g: &mut Garden, place: &str) -> Vec<(String, String)> {
+    let names = HEADERS.iter().chain(NAMES.iter().filter(|n| **n != "code"));
+    names
+        .map(|h| (h.to_string(), g.value(format!("header {h} in {place}"))))
+        .collect()
+}
+
+fn header_lines(headers: &[(String, String)]) -> String {
+    headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect()
+}
+
+/// A JSON object with a member for every credential name, a nested body quoted in a string,
+/// and every shape under an ordinary name.
+fn planted_members(g: &mut Garden, place: &str) -> String {
+    let mut members: Vec<String> = NAMES
+        .iter()
+        .map(|n| format!(r#""{n}":"{}""#, g.value(format!("member {n} in {place}"))))
+        .collect();
+    let quoted = g.value(format!("a member of JSON quoted in {place}"));
+    members.push(format!(r#""config":"{{\"password\": \"{quoted}\"}}""#));
+    let aws = g.value(format!("aws_secret_access_key in {place}"));
+    members.push(format!(r#""aws_secret_access_key":"{aws}""#));
+    for (k, s) in g.shapes(place).iter().enumerate() {
+        members.push(format!(r#""note{k}":"{s}""#));
+    }
+    format!("{{{}}}", members.join(","))
+}
+
+/// The capture: a Streamable HTTP session (credentials in the target, the request and response
+/// headers, the tool call's arguments, the SSE result and an error message), a legacy SSE
+/// session (in `GET /sse`, the `endpoint` event and so every POST), a request through a proxy
+/// with a userinfo in its target, and the same on HTTP/2 (HPACK never-indexed literals).
+fn planted_capture(g: &mut Garden, path: &std::path::Path) {
+    let mut frames = Vec::new();
+    planted_streamable(g, &mut frames);
+    planted_legacy(g, &mut frames);
+    planted_proxy(g, &mut frames);
+    planted_h2(g, &mut frames);
+    write_pcap(path, &frames);
+}
+
+fn write_pcap(path: &std::path::Path, frames: &[Vec<u8>]) {
+    let mut w = PcapWriter::new(Vec::new(), linktype::RAW, 0, false, false).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        let framed = link_frame(linktype::RAW, f, &[]);
+        let time = Timestamp::from_secs_nanos(1_790_000_000, i as u32 * 1_000_000);
+        w.packet(time, &framed, framed.len() as u32).unwrap();
+    }
+    std::fs::write(path, w.into_inner()).unwrap();
+}
+
+fn planted_streamable(g: &mut Garden, frames: &mut Vec<Vec<u8>>) {
+    let session = "Mcp-Session-Id: planted-7\r\n";
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"plant","version":"1"}}}"#;
+    let init_result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}"#;
+    let mut conn = Conn::open(43000, frames);
+    let target = planted_target(g, "/mcp", "an HTTP/1.1 request target");
+    let headers = header_lines(&planted_headers(g, "an HTTP/1.1 request"));
+    conn.send(true, &post(&target, &headers, init), frames);
+    let event = sse_event(init_result);
+    let answer_headers = header_lines(&planted_headers(g, "an HTTP/1.1 response"));
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{session}{answer_headers}Content-Length: {}\r\n\r\n{event}",
+        event.len()
+    );
+    conn.send(false, response.as_bytes(), frames);
+    let arguments = planted_members(g, "tool call arguments");
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"deploy","arguments":{arguments}}}}}"#
+    );
+    let structured = planted_members(g, "an SSE result's structured content");
+    let text = g.shapes("an SSE result's text").join(" and ");
+    let result = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"result":{{"content":[{{"type":"text","text":"{text}"}}],"structuredContent":{structured}}}}}"#
+    );
+    let message = g.shapes("a JSON-RPC error message").join(", ");
+    let error =
+        format!(r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-32000,"message":"{message}"}}}}"#);
+    let call_err =
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"push","arguments":{}}}"#;
+    for (request, answer) in [(call.as_str(), result), (call_err, error)] {
+        conn.send(true, &post("/mcp", session, request), frames);
+        let event = sse_event(&answer);
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{event}",
+            event.len()
+        );
+        conn.send(false, response.as_bytes(), frames);
+    }
+    conn.close(frames);
+}
+
+fn planted_legacy(g: &mut Garden, frames: &mut Vec<Vec<u8>>) {
+    let get = planted_target(g, "/sse", "the legacy GET /sse");
+    let endpoint = format!(
+        "/messages?session_id={SESSION_ID}&{}",
+        params(g, "the legacy endpoint event")
+    );
+    let mut sse = Conn::open(44000, frames);
+    let head =
+        format!("GET {get} HTTP/1.1\r\nHost: mcp.example\r\nAccept: text/event-stream\r\n\r\n");
+    sse.send(true, head.as_bytes(), frames);
+    let opened = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\nevent: endpoint\ndata: {endpoint}\n\n"
+    );
+    sse.send(false, opened.as_bytes(), frames);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"legacy-plant","version":"1"}}}"#;
+    let members = planted_members(g, "a legacy SSE message");
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"2024-11-05","capabilities":{{}},"serverInfo":{{"name":"srv","version":"1"}},"_plant":{members}}}}}"#
+    );
+    let mut p = Conn::open(44001, frames);
+    p.send(true, &post(&endpoint, "", init), frames);
+    p.send(
+        false,
+        b"HTTP/1.1 202 Accepted\r\nContent-Length: 8\r\n\r\nAccepted",
+        frames,
+    );
+    p.close(frames);
+    sse.send(false, sse_event(&answer).as_bytes(), frames);
+    sse.close(frames);
+}
+
+/// A request in absolute form, as to a proxy, with a userinfo.
+fn planted_proxy(g: &mut Garden, frames: &mut Vec<Vec<u8>>) {
+    let password = g.value("the userinfo of a request target".into());
+    let mut c = Conn::open(45000, frames);
+    let request = format!(
+        "GET http://alice:{password}@mcp.example/health HTTP/1.1\r\nHost: mcp.example\r\n\r\n"
+    );
+    c.send(true, request.as_bytes(), frames);
+    c.send(
+        false,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        frames,
+    );
+    c.close(frames);
+}
+
+/// An HTTP/2 frame.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([kind, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// A header block of never-indexed literals (RFC 7541 §6.2.3), the way a client marks a
+/// credential so that no proxy keeps it in a table.
+fn hpack_never_indexed(fields: &[(String, String)]) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        assert!(s.len() < 127, "one-byte lengths only");
+        out.push(s.len() as u8);
+        out.extend(s.as_bytes());
+    }
+    let mut out = Vec::new();
+    for (name, value) in fields {
+        out.push(0x10);
+        string(&mut out, &name.to_ascii_lowercase());
+        string(&mut out, value);
+    }
+    out
+}
+
+/// Credentials named from HPACK's static table (`authorization` is entry 23, `cookie` 32), one
+/// of them entered in the dynamic table (RFC 7541 §6.2.1, §6.2.3).
+fn hpack_table_fields(g: &mut Garden) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (first, place) in [
+        // Never indexed, the name's index 23 past a 4-bit prefix: 15, then 8.
+        (
+            &[0x1f, 0x08][..],
+            "authorization named by HPACK's static table",
+        ),
+        // With incremental indexing, the name's index 32 in a 6-bit prefix.
+        (&[0x60][..], "cookie entered in HPACK's dynamic table"),
+    ] {
+        let value = g.value(place.into());
+        out.extend(first);
+        out.push(value.len() as u8);
+        out.extend(value.as_bytes());
+    }
+    out
+}
+
+/// An HTTP/2 connection (prior knowledge) carrying credential headers and a planted body.
+fn planted_h2(g: &mut Garden, frames: &mut Vec<Vec<u8>>) {
+    let mut c = Conn::open(46000, frames);
+    let settings = h2_frame(4, 0, 0, &[]);
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend(&settings);
+    c.send(true, &preface, frames);
+    c.send(false, &settings, frames);
+    let mut fields: Vec<(String, String)> = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":authority", "mcp.example"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect();
+    let password = g.value("the query of an HTTP/2 :path".into());
+    fields.push((":path".into(), format!("/mcp?password={password}")));
+    fields.push(("content-type".into(), "application/json".into()));
+    fields.push((
+        "accept".into(),
+        "application/json, text/event-stream".into(),
+    ));
+    fields.extend(planted_headers(g, "an HTTP/2 request"));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"h2-plant","version":"1"}},"_plant":{}}}}}"#,
+        planted_members(g, "an HTTP/2 request body")
+    );
+    let mut block = hpack_never_indexed(&fields);
+    block.extend(hpack_table_fields(g));
+    let mut request = h2_frame(1, 0x4, 1, &block);
+    request.extend(h2_frame(0, 0x1, 1, body.as_bytes()));
+    c.send(true, &request, frames);
+    // A second request naming the cookie by its dynamic table entry (62, the first).
+    let mut again = hpack_never_indexed(&fields[..3]);
+    again.extend(hpack_never_indexed(&[(":path".into(), "/mcp".into())]));
+    again.push(0x80 | 62);
+    c.send(true, &h2_frame(1, 0x4 | 0x1, 3, &again), frames);
+    let mut head = vec![(":status".to_string(), "200".to_string())];
+    head.push(("content-type".into(), "application/json".into()));
+    head.extend(planted_headers(g, "an HTTP/2 response"));
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}"#;
+    let mut answer = h2_frame(1, 0x4, 1, &hpack_never_indexed(&head));
+    answer.extend(h2_frame(0, 0x1, 1, result.as_bytes()));
+    c.send(false, &answer, frames);
+    c.close(frames);
+}
+
+/// The HAR sample with credentials in the URL, the headers, the cookies, the request body and
+/// the event stream of its first entry.
+fn planted_har(g: &mut Garden, path: &std::path::Path) {
+    let text = std::fs::read_to_string("samples/mitmproxy-python-sdk.har").unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let entry = &mut doc["log"]["entries"][0];
+    let target = planted_target(g, "/mcp", "a HAR URL");
+    let password = g.value("the userinfo of a HAR URL".into());
+    entry["request"]["url"] = Value::from(format!("http://bob:{password}@127.0.0.1:3100{target}"));
+    for (side, place) in [("request", "a HAR request"), ("response", "a HAR response")] {
+        let headers = entry[side]["headers"].as_array_mut().unwrap();
+        for (name, value) in planted_headers(g, place) {
+            headers.push(serde_json::json!({ "name": name, "value": value }));
+        }
+    }
+    let cookie = g.value("a HAR cookie".into());
+    entry["request"]["cookies"] = serde_json::json!([{ "name": "sid", "value": cookie }]);
+    let body = entry["request"]["postData"]["text"].as_str().unwrap();
+    let members = planted_members(g, "a HAR request body");
+    let body = body.replacen(
+        "\"params\":{",
+        &format!("\"params\":{{\"_plant\":{members},"),
+        1,
+    );
+    entry["request"]["postData"]["text"] = Value::from(body);
+    let events = entry["response"]["content"]["text"].as_str().unwrap();
+    let shapes = g.shapes("a HAR event stream").join(" ");
+    let events = events.replace("mcpf-har-python", &format!("mcpf-har-python {shapes}"));
+    entry["response"]["content"]["text"] = Value::from(events);
+    std::fs::write(path, serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+/// The nginx log sample with credentials in every request URI and in logged headers.
+fn planted_log(g: &mut Garden, path: &std::path::Path) {
+    let text = std::fs::read_to_string("samples/seed-incident.nginx.jsonl").unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(k, l)| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let uri = v["request_uri"].as_str().unwrap().to_string();
+            let place = format!("log line {}", k + 1);
+            v["request_uri"] = Value::from(planted_target(g, &uri, &place));
+            // A 499 (the client went away) has no response: its response headers are not
+            // shown. `authorization` as a name and `Authorization` as a header are one field.
+            let answered = v["status"] != "499";
+            let mut fields = std::collections::BTreeSet::new();
+            for name in HEADERS.iter().chain(NAMES.iter().filter(|n| **n != "code")) {
+                let response = name.starts_with("Set-");
+                let field = name.to_ascii_lowercase().replace('-', "_");
+                if (response && !answered) || !fields.insert(field.clone()) {
+                    continue;
+                }
+                let side = if response { "sent_http_" } else { "http_" };
+                v[format!("{side}{field}")] =
+                    Value::from(g.value(format!("header {name} in {place}")));
+            }
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// Every command and format that prints what an input holds, and `report` of the documents
+/// `analyze` saved (as written, and written with `--show-secrets`).
+fn every_output(input: &str, dir: &std::path::Path, show: bool) -> Vec<(String, String)> {
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let analyze = [
+        &["--format", "table"][..],
+        &["--format", "table", "--all-events"],
+        &["--format", "json", "--events"],
+        &["--format", "ndjson", "--events"],
+        &["--format", "markdown"],
+        &["--format", "html"],
+    ];
+    for extra in analyze {
+        runs.push(
+            [&["analyze"][..], extra]
+                .concat()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        );
+    }
+    for format in ["table", "json"] {
+        runs.push(vec!["http".into(), "--format".into(), format.into()]);
+        runs.push(vec!["flows".into(), "--format".into(), format.into()]);
+    }
+    let mut outputs = Vec::new();
+    for mut args in runs {
+        if show && args[0] != "flows" {
+            args.insert(1, "--show-secrets".into());
+        }
+        args.push(input.to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        outputs.push((args.join(" "), run(&args)));
+    }
+    // `report` redacts what it prints whatever the document it reads holds.
+    for (k, saved) in [
+        &["--format", "json"][..],
+        &["--format", "ndjson", "--events", "--show-secrets"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let file = dir.join(format!("saved-{k}.json"));
+        let mut args = vec!["analyze"];
+        args.extend_from_slice(saved);
+        args.push(input);
+        let out = Command::cargo_bin("mcp-forensics")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        std::fs::write(&file, out.stdout).unwrap();
+        for format in ["table", "markdown", "html"] {
+            let path = file.to_str().unwrap();
+            let args = ["report", "--format", format, path];
+            outputs.push((args.join(" "), run(&args)));
+        }
+    }
+    outputs
+}
+
+/// Writes an input to a path, its secrets planted in the garden.
+type Plant = fn(&mut Garden, &std::path::Path);
+
+/// What a HAR holds that no command reads, as a browser sends none of it as the request
+/// target: the URL's fragment and userinfo; and its parsed `cookies` (the `Cookie` header is
+/// read).
+const HAR_UNREAD: &[&str] = &[
+    "fragment of a HAR URL",
+    "userinfo of a HAR URL",
+    "a HAR cookie",
+];
+
+#[test]
+fn every_secret_shape_in_every_place_reaches_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: [(&str, Plant); 3] = [
+        ("planted.pcap", planted_capture),
+        ("planted.har", planted_har),
+        ("planted.jsonl", planted_log),
+    ];
+    for (name, plant) in inputs {
+        let mut garden = Garden::default();
+        let path = dir.path().join(name);
+        plant(&mut garden, &path);
+        let input = path.to_str().unwrap();
+        for (args, text) in every_output(input, dir.path(), false) {
+            let leaks = garden.leaks(&text);
+            let at = text.to_ascii_lowercase().find(MARK).unwrap_or(0);
+            let around = text.get(at.saturating_sub(120)..(at + 60).min(text.len()));
+            assert!(
+                leaks.is_empty(),
+                "{args}: leaks {leaks:?}, as in {around:?}"
+            );
+        }
+        // The plants reach the outputs (else the search above proves nothing).
+        let shown: std::collections::BTreeSet<&str> = every_output(input, dir.path(), true)
+            .iter()
+            .flat_map(|(_, text)| garden.leaks(text))
+            .collect();
+        let hidden: Vec<&str> = garden
+            .places
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !shown.contains(p) && !HAR_UNREAD.iter().any(|u| p.contains(u)))
+            .collect();
+        assert!(hidden.is_empty(), "{name}: never shown {hidden:?}");
+    }
+}
+
+mod redactor_properties {
+    //! The redactor itself, over many generated names, values, shapes and surroundings: a
+    //! credential's value never survives, in free text, in a header, through the redacting
+    //! writer cut anywhere; and evidence (IDs, methods, tool names) is never touched.
+
+    use std::io::Write;
+
+    use mcpf_engine::report::redact::{Redacting, Redactor};
+    use proptest::prelude::*;
+
+    /// Names that announce a credential, built from the rule's words with affixes.
+    fn credential_name() -> impl Strategy<Value = String> {
+        let core = prop::sample::select(vec![
+            "token",
+            "access_token",
+            "secret",
+            "password",
+            "passphrase",
+            "credential",
+            "signature",
+            "cookie",
+            "Cookie2",
+            "api_key",
+            "apiKey",
+            "access_key",
+            "client_key",
+            "subscription-key",
+            "auth",
+            "Auth-Key",
+            "authorization",
+            "jsessionid",
+            "PHPSESSID",
+            "code_verifier",
+            "X-Amz-Signature",
+        ]);
+        let prefix = prop::sample::select(vec!["", "x-", "X_", "upstream", "Client-"]);
+        let suffix = prop::sample::select(vec!["", "2", "-v2", "_value"]);
+        (prefix, core, suffix).prop_map(|(p, c, s)| format!("{p}{c}{s}"))
+    }
+
+    /// A value: `Zq` (never in the surroundings) and characters a URL or a JSON string holds.
+    fn value() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9._~+/%-]{6,30}".prop_map(|v| format!("Zq{v}"))
+    }
+
+    /// Text around a secret: lower-case words and punctuation, never `Zq`.
+    fn around() -> impl Strategy<Value = String> {
+        "[a-z ,.{}\\[\\]\n]{0,20}"
+    }
+
+    /// Every place a name meets its value in text.
+    fn place(name: &str, value: &str, k: usize) -> String {
+        match k % 8 {
+            0 => format!("GET /p?{name}={value} HTTP/1.1"),
+            1 => format!("/p?a=1&{name}={value}&b=2"),
+            2 => format!("https://h/cb#{name}={value}&state=x"),
+            3 => format!("/app;{name}={value}?x=1"),
+            4 => format!(r#"{{"{name}": "{value}", "n": 1}}"#),
+            5 => format!(r#""text":"{{\"{name}\":\"{value}\"}}""#),
+            6 => format!(" {name}={value} "),
+            _ => format!("http://user:{value}@host/{name}"),
+        }
+    }
+
+    /// A writer whose bytes the test reads after the redacting writer is dropped.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `text` through the redacting writer in two writes cut at `cut`, after a chunk's worth
+    /// of filler so that the first write is passed on before the second comes.
+    fn streamed(text: &str, cut: usize) -> String {
+        let filler = " ".repeat(64 << 10);
+        let text = format!("{filler}{text}");
+        let cut = (filler.len() + cut).min(text.len());
+        let cut = (0..=cut)
+            .rev()
+            .find(|&c| text.is_char_boundary(c))
+            .unwrap_or(0);
+        let shared = Shared::default();
+        let mut out = Redacting::new(shared.clone(), Redactor::new(true));
+        out.write_all(&text.as_bytes()[..cut]).unwrap();
+        out.write_all(&text.as_bytes()[cut..]).unwrap();
+        drop(out);
+        let bytes = shared.0.borrow();
+        String::from_utf8(bytes[filler.len()..].to_vec()).unwrap()
+    }
+
+    /// Tokens of every shape, their body from `body`; the part a redaction may keep first.
+    fn shaped(body: &str, k: usize) -> (String, usize) {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let upper = body.to_ascii_uppercase();
+        let shapes = [
+            (format!("sk-ant-api03-{body}"), 7),
+            (format!("sk-proj-{body}"), 8),
+            (format!("sk_live_{body}"), 8),
+            (format!("rk_live_{body}"), 8),
+            // Google's keys are 35 characters after `AIza`.
+            (format!("AIzaSy{body}abcdefgh"), 4),
+            (format!("glpat-{body}"), 6),
+            (format!("ghp_{body}"), 4),
+            (format!("github_pat_{body}"), 11),
+            (format!("xoxb-{body}"), 5),
+            (format!("AKIA{}", &upper[..16]), 4),
+            (format!("Bearer {body}"), 7),
+            (
+                format!(
+                    "{}.{}.{body}",
+                    b64.encode(br#"{ "alg": "RS256" }"#),
+                    b64.encode(br#"{"sub": "x"}"#)
+                ),
+                3,
+            ),
+        ];
+        shapes[k % shapes.len()].clone()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn a_credential_name_hides_its_value_in_every_place(
+            name in credential_name(),
+            value in value(),
+            k in 0usize..8,
+            before in around(),
+            after in around(),
+            cut in 0usize..200,
+        ) {
+            // A userinfo holds no `/` (RFC 3986 §3.2.1): a URL writes it `%2F`.
+            let value = if k == 7 { value.replace('/', "%2F") } else { value };
+            let text = format!("{before}{}{after}", place(&name, &value, k));
+            let out = Redactor::new(true).text(&text).into_owned();
+            prop_assert!(!out.contains(&value), "{text:?} -> {out:?}");
+            prop_assert!(out.contains("[redacted, "), "{out:?}");
+            prop_assert_eq!(streamed(&text, cut), out);
+            let header = Redactor::new(true).header(&name, &value);
+            prop_assert!(!header.contains(&value), "{}: {}", name, header);
+        }
+
+        #[test]
+        fn a_token_of_a_known_shape_is_hidden_wherever_it_is(
+            body in "[A-Za-z0-9]{24,40}",
+            k in 0usize..12,
+            before in around(),
+            after in around(),
+            quoted in any::<bool>(),
+            cut in 0usize..120,
+        ) {
+            let (token, _) = shaped(&body, k);
+            let token = if quoted { format!("\"{token}\"") } else { token };
+            let text = format!("{before} {token} {after}");
+            let out = Redactor::new(true).text(&text).into_owned();
+            // The part after what is kept: 16 characters of the body no output holds.
+            let secret = if k % 12 == 9 { body[4..16].to_ascii_uppercase() } else { body[..16].to_string() };
+            prop_assert!(!out.contains(&secret), "{text:?} -> {out:?}");
+            prop_assert_eq!(streamed(&text, cut), out);
+        }
+
+        #[test]
+        fn evidence_is_never_redacted(
+            id in 0u64..1_000_000,
+            method in prop::sample::select(vec!["initialize", "tools/call", "tools/list", "notifications/progress", "resources/read"]),
+            tool in "[a-z][a-z_]{0,15}",
+            token in "[A-Za-z0-9-]{1,24}",
+            session in "[0-9a-f]{8,32}",
+            event in "[0-9]{1,6}(-[0-9]{1,4})?",
+            key in "S[0-9]{1,4}",
+        ) {
+            let r = Redactor::new(true);
+            for text in [
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"name":"{tool}","_meta":{{"progressToken":"{token}"}}}}}}"#),
+                format!(r#"{{"key": "{key}", "session_id": "{session}", "mcp_session_id": "{session}", "event_id": "{event}", "progress_token": "{token}", "request_id": {id}}}"#),
+                format!("/messages?session_id={session}&sessionId={session}"),
+                format!("id: {event}\nevent: message\ndata: {{\"method\":\"{method}\"}}"),
+            ] {
+                prop_assert_eq!(r.text(&text).into_owned(), text);
+            }
+            for (name, value) in [("Mcp-Session-Id", &session), ("Last-Event-ID", &event), ("Idempotency-Key", &token)] {
+                prop_assert_eq!(&r.header(name, value), value);
+            }
+        }
+    }
+}

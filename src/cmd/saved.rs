@@ -9,8 +9,9 @@ use crate::cli::SavedFormat;
 use crate::config;
 use crate::terminal;
 
-/// `report FILE`: a saved report rendered again. Its strings were redacted when it was written
-/// (unless `--show-secrets` was given then): they are printed as they are in the file, sanitized.
+/// `report FILE`: a saved report rendered again. Its strings were redacted when it was written,
+/// unless `--show-secrets` was given then: they are redacted again as the file is read
+/// (`saved::read_saved`), and printed sanitized.
 pub fn run(job: config::Saved) -> anyhow::Result<Exit> {
     let source: Box<dyn io::Read> = if job.file == "-" {
         Box::new(io::stdin())

@@ -43,12 +43,18 @@ pub fn read_saved(source: impl Read) -> Result<Document, String> {
             MAX_SAVED_BYTES >> 30
         ));
     }
+    // Redacted as it is read, before Markdown or HTML escape its strings (`access\_key=…` is
+    // no parameter to the redactor at standard output): a report written with --show-secrets
+    // shows no more than one written without. Redaction keeps JSON valid: it replaces runs
+    // of a string's characters that hold no quote or backslash.
+    let bytes = crate::redact::Redactor::new(true).bytes(&bytes);
+    let bytes = bytes.as_ref();
     // Which form the file is, told from its top level before anything is read into types.
-    let (form, version) = match serde_json::from_slice::<Shape>(&bytes) {
+    let (form, version) = match serde_json::from_slice::<Shape>(bytes) {
         Ok(top) if top.sessions => (Form::Document, top.schema_version),
-        Ok(top) if top.kind.is_some() => records(&bytes)?,
+        Ok(top) if top.kind.is_some() => records(bytes)?,
         Ok(_) => return Err("is JSON but not an mcp-forensics report (no sessions)".into()),
-        Err(_) => records(&bytes)?,
+        Err(_) => records(bytes)?,
     };
     match version.as_ref().and_then(Value::as_u64) {
         Some(SCHEMA_VERSION) => {}
@@ -61,7 +67,7 @@ pub fn read_saved(source: impl Read) -> Result<Document, String> {
     }
     match form {
         Form::Document => {
-            Document::from_json(&bytes).map_err(|e| format!("does not read as a report: {e}"))
+            Document::from_json(bytes).map_err(|e| format!("does not read as a report: {e}"))
         }
         Form::Records(records) => gather(&records),
     }

@@ -3,13 +3,18 @@
 //! On by default in every format of every command (`--show-secrets` turns it off). Two layers,
 //! one rule set:
 //!
-//! - [`Redactor::text`] is the one function that finds secrets in free text: credential query
-//!   parameters (`?token=…`, `&X-Amz-Signature=…`, wherever a URL appears: request targets,
-//!   legacy `endpoint` events, SSE data, JSON-RPC text), bearer tokens, and tokens recognisable
-//!   by their shape (`sk-…`, `ghp_…`, `github_pat_…`, `xoxb-…`, `AKIA…`, JWTs).
-//!   [`Redactor::header`] adds what only the header name tells (an `Authorization` or `Cookie`
-//!   value of any shape). Reporters call these before laying out a cell, so a truncated cell
-//!   cannot show half a token.
+//! - [`Redactor::text`] is the one function that finds secrets in free text. By where they are
+//!   ([`places`]): the value of every name that announces a credential, by one rule for names
+//!   ([`name::secret_name`]) wherever the name is: a query, fragment or path parameter
+//!   (`?access_key=…`, `#access_token=…`, `;jsessionid=…`, in request targets, legacy
+//!   `endpoint` events, SSE data, JSON-RPC text), `NAME=value` in text, a JSON member's string
+//!   value (`"password": "…"`, also in a body quoted inside a JSON string), and the password of
+//!   a URL's userinfo (`//user:…@`). By their shape ([`shapes`]): `sk-…`, `sk_live_…`, `ghp_…`,
+//!   `github_pat_…`, `glpat-…`, `xoxb-…`, `AIza…`, `AKIA…` and the secret access key next to
+//!   it, JWTs (their header JSON with or without spaces), `Bearer <token>`.
+//!   [`Redactor::header`] adds what only the header name tells (an `Authorization`, `Cookie2`
+//!   or `X-Session-Cookie` value of any shape), by the same rule for names. Reporters call these
+//!   before laying out a cell, so a truncated cell cannot show half a token.
 //! - [`Redacting`] wraps every command's standard output and applies [`Redactor::text`] to all
 //!   that passes, so an output path that forgets to call the redactor still cannot print a
 //!   secret. It is idempotent over the first layer: a redacted secret is not found again.
@@ -19,57 +24,16 @@
 //!
 //! A redaction keeps the evidence readable: the token's recognisable prefix (`sk-ant-`, `ghp_`,
 //! `eyJ`, `Bearer `, the parameter's name) and the secret's length stay, e.g.
-//! `sk-ant-…[redacted, 108 chars]`. The `session_id` of a legacy SSE endpoint is not a secret
-//! (it is the session identity the report shows) and is kept.
+//! `sk-ant-…[redacted, 108 chars]`. Identifiers are evidence, not credentials, and are kept:
+//! the `session_id` of a legacy SSE endpoint, `Mcp-Session-Id`, `Last-Event-ID`, request and
+//! event IDs, `progressToken` (see [`name`]).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-/// Headers whose value is a credential whatever its shape.
-fn is_secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    // An idempotency key is evidence (`retry_without_idempotency_key`) and a challenge
-    // (`WWW-Authenticate`) says how to authenticate: neither is a credential.
-    if n == "idempotency-key" || n.ends_with("authenticate") {
-        return false;
-    }
-    matches!(
-        n.as_str(),
-        "authorization" | "proxy-authorization" | "cookie" | "set-cookie" | "x-api-key"
-    ) || [
-        "token",
-        "secret",
-        "password",
-        "key",
-        "auth",
-        "signature",
-        "credential",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
-}
-
-/// Query parameters whose value is a credential. `session_id` is not one.
-fn is_secret_param(name: &[u8]) -> bool {
-    let n = String::from_utf8_lossy(name).to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "key" | "code" | "auth" | "sig" | "pass" | "pwd" | "jwt" | "apikey"
-    ) || [
-        "token",
-        "secret",
-        "signature",
-        "password",
-        "passwd",
-        "credential",
-        "api_key",
-        "api-key",
-        "auth_",
-        "private",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
-}
+mod name;
+mod places;
+mod shapes;
 
 /// The replacement of a secret of `len` characters, after its kept prefix.
 fn marker(len: usize) -> String {
@@ -86,25 +50,22 @@ impl Redactor {
         Redactor { enabled }
     }
 
-    /// A header value as it may be shown. The authentication scheme (`Bearer`, `Basic`) is kept:
-    /// it tells the analyst what kind of credential was there.
-    pub(crate) fn header(&self, name: &str, value: &str) -> String {
+    /// A header value as it may be shown: all of it when the name announces a credential
+    /// ([`name::secret_name`], the rule of every place), but a known authentication scheme
+    /// (`Bearer`, `Basic`), which tells the analyst what kind of credential was there.
+    pub fn header(&self, name: &str, value: &str) -> String {
         if !self.enabled {
             return value.to_string();
         }
-        if !is_secret_header(name) {
+        if !name::secret_name(name.as_bytes()) {
             return self.text(value).into_owned();
         }
-        if let Some((scheme, credential)) = value.split_once(' ')
-            && !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            let credential = credential.trim_start();
-            return format!("{scheme} {}", marker(credential.chars().count()));
-        }
-        marker(value.chars().count())
+        let scheme = places::scheme_len(value.as_bytes());
+        format!(
+            "{}{}",
+            &value[..scheme],
+            marker(value[scheme..].chars().count())
+        )
     }
 
     /// A request target with credential query parameters redacted.
@@ -117,16 +78,26 @@ impl Redactor {
         if !self.enabled {
             return Cow::Borrowed(text);
         }
-        match redact_bytes(text.as_bytes()) {
+        match redact_bytes(text.as_bytes(), true).0 {
             // Only ASCII runs were replaced, by UTF-8 text: still UTF-8.
             Some(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
             None => Cow::Borrowed(text),
         }
     }
 
+    /// Bytes (a saved report read back) with every secret they hold redacted.
+    pub(crate) fn bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        match self.enabled {
+            true => redact_bytes(bytes, true)
+                .0
+                .map_or(Cow::Borrowed(bytes), Cow::Owned),
+            false => Cow::Borrowed(bytes),
+        }
+    }
+
     /// Whether redaction leaves `text` as it is (always, when it is off).
     pub(crate) fn leaves_alone(&self, text: &[u8]) -> bool {
-        !self.enabled || redact_bytes(text).is_none()
+        !self.enabled || redact_bytes(text, true).0.is_none()
     }
 
     /// A table cell: redacted first, then sanitised and shortened to `max` characters, so the
@@ -136,13 +107,9 @@ impl Redactor {
     }
 }
 
-/// Characters of a token: base64url, and the `.` of a JWT.
+/// Characters of a token: base64url.
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
-}
-
-fn is_alnum(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
 }
 
 /// Length of the run of bytes from `at` that satisfy `f`.
@@ -152,144 +119,64 @@ fn run(bytes: &[u8], at: usize, f: impl Fn(u8) -> bool) -> usize {
         .map_or(0, |rest| rest.iter().take_while(|&&b| f(b)).count())
 }
 
-/// A match: `keep` bytes of prefix shown, then `len - keep` bytes replaced; `len` counts the
-/// whole secret.
+/// A match: `keep` bytes from the matcher's position shown, then `len - keep` bytes replaced.
 struct Hit {
     keep: usize,
     len: usize,
     /// The length stated: the secret's, which is `len` minus what is only context (`Bearer `,
     /// `token=`).
     secret: usize,
+    /// Whether an ellipsis joins the kept prefix to the marker: a token's own prefix
+    /// (`sk-ant-…[redacted…`) does, a name or a scheme (`token=[redacted…`) does not.
+    ellipsis: bool,
+    /// How far before the matcher's position the kept prefix starts (a userinfo's colon, found
+    /// from its `@`).
+    back: usize,
 }
 
-/// A token recognised by its prefix: the prefix, the minimum length of what follows, and the
-/// bytes it may hold.
-type Prefixed = (&'static [u8], usize, fn(u8) -> bool);
-
-const PREFIXED: &[Prefixed] = &[
-    (b"github_pat_", 20, is_token_byte),
-    (b"ghp_", 20, is_alnum),
-    (b"gho_", 20, is_alnum),
-    (b"ghs_", 20, is_alnum),
-    (b"ghu_", 20, is_alnum),
-    (b"ghr_", 20, is_alnum),
-    (b"xoxb-", 10, is_token_byte),
-    (b"xoxp-", 10, is_token_byte),
-    (b"xoxa-", 10, is_token_byte),
-    (b"xoxr-", 10, is_token_byte),
-    (b"xoxs-", 10, is_token_byte),
-];
-
-/// `sk-` keys (OpenAI, Anthropic): the vendor part (`sk-ant-`, `sk-proj-`) is kept.
-fn sk_key(b: &[u8], i: usize) -> Option<Hit> {
-    if !b[i..].starts_with(b"sk-") {
-        return None;
+impl Hit {
+    /// A token of a known shape, `keep` bytes of it shown.
+    fn shape(keep: usize, len: usize) -> Hit {
+        Hit {
+            keep,
+            len,
+            secret: len,
+            ellipsis: true,
+            back: 0,
+        }
     }
-    let body = run(b, i + 3, is_token_byte);
-    if body < 16 {
-        return None;
+
+    /// A secret after `keep` bytes of context (a name, a scheme): `secret` characters.
+    fn named(keep: usize, len: usize, secret: usize) -> Hit {
+        Hit {
+            keep,
+            len,
+            secret,
+            ellipsis: false,
+            back: 0,
+        }
     }
-    let vendor = run(b, i + 3, |c| c.is_ascii_lowercase());
-    let keep = if (2..=8).contains(&vendor) && b.get(i + 3 + vendor) == Some(&b'-') {
-        3 + vendor + 1
-    } else {
-        3
-    };
-    Some(Hit {
-        keep,
-        len: 3 + body,
-        secret: 3 + body,
-    })
 }
 
-/// AWS access key IDs: `AKIA` or `ASIA` and 16 upper-case letters or digits.
-fn aws_key(b: &[u8], i: usize) -> Option<Hit> {
-    if !(b[i..].starts_with(b"AKIA") || b[i..].starts_with(b"ASIA")) {
-        return None;
-    }
-    let body = run(b, i + 4, |c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    (body == 16 && !b.get(i + 20).is_some_and(|&c| is_token_byte(c))).then_some(Hit {
-        keep: 4,
-        len: 20,
-        secret: 20,
-    })
+/// What a matcher found at a position.
+enum Found {
+    Hit(Hit),
+    Miss,
+    /// A credential's name whose value is not over when the text ends: in a stream, the text
+    /// from this position waits for what follows.
+    Partial(usize),
 }
 
-/// JWTs: three base64url parts, the first a JSON object (`eyJ`); the signature may be empty.
-fn jwt(b: &[u8], i: usize) -> Option<Hit> {
-    if !b[i..].starts_with(b"eyJ") {
-        return None;
+impl From<Option<Hit>> for Found {
+    fn from(hit: Option<Hit>) -> Found {
+        hit.map_or(Found::Miss, Found::Hit)
     }
-    let part = |at: usize| {
-        run(b, at, |c| {
-            c.is_ascii_alphanumeric() || c == b'-' || c == b'_'
-        })
-    };
-    let header = part(i);
-    if header < 10 || b.get(i + header) != Some(&b'.') {
-        return None;
-    }
-    let payload = part(i + header + 1);
-    let at = i + header + 1 + payload;
-    if payload < 2 || b.get(at) != Some(&b'.') {
-        return None;
-    }
-    let len = header + 1 + payload + 1 + part(at + 1);
-    Some(Hit {
-        keep: 3,
-        len,
-        secret: len,
-    })
 }
 
-/// Characters after `Bearer ` before a run counts as a token rather than a word of prose.
-const MIN_BEARER_TOKEN: usize = 8;
-
-/// `Bearer <token>` (any case), the scheme kept.
-fn bearer(b: &[u8], i: usize) -> Option<Hit> {
-    if !b.get(i..i + 6)?.eq_ignore_ascii_case(b"bearer") {
-        return None;
-    }
-    let spaces = run(b, i + 6, |c| c == b' ' || c == b'\t');
-    let token = run(b, i + 6 + spaces, |c| {
-        c.is_ascii_alphanumeric() || b"-._~+/=".contains(&c)
-    });
-    (spaces > 0 && token >= MIN_BEARER_TOKEN).then_some(Hit {
-        keep: 6 + spaces,
-        len: 6 + spaces + token,
-        secret: token,
-    })
-}
-
-/// `?name=value` or `&name=value` with a credential's name: the value goes, the name stays.
-fn query_param(b: &[u8], i: usize) -> Option<Hit> {
-    let name = run(b, i + 1, |c| {
-        c.is_ascii_alphanumeric() || b"-_.".contains(&c)
-    });
-    if name == 0 || b.get(i + 1 + name) != Some(&b'=') || !is_secret_param(&b[i + 1..i + 1 + name])
-    {
-        return None;
-    }
-    let at = i + 1 + name + 1;
-    let value = run(b, at, |c| {
-        !(c.is_ascii_whitespace() || b"&#\"'\\<>;".contains(&c) || c.is_ascii_control())
-    });
-    // An already redacted value is left as it is.
-    if value == 0 || b[at..].starts_with(b"[redacted") {
-        return None;
-    }
-    let keep = 1 + name + 1;
-    Some(Hit {
-        keep,
-        len: keep + value,
-        secret: String::from_utf8_lossy(&b[at..at + value]).chars().count(),
-    })
-}
-
-/// Whether a byte and the next may begin a secret: each matcher's first two bytes (`sk`, `AK`,
-/// `ey`, `be`, `gh`, `xo`, …; a query separator and a name's first byte). Indexed by the pair read
-/// as a little-endian `u16`, so the scan costs a load a byte and rejects most token letters
-/// (`s`, `e` of every JSON key) without calling a matcher.
+/// Whether a byte and the next may begin a secret: a name joined to its value (`=`, `:` not
+/// starting `://`) and each shape's first two bytes (`sk`, `AK`, `ey`, `be`, `gh`, …).
+/// Indexed by the pair read as a little-endian `u16`, so the scan costs a load a byte and
+/// rejects most letters (`s`, `e` of every JSON key) without calling a matcher.
 static MAY_START: [u8; 1 << 16] = {
     let mut t = [0; 1 << 16];
     let mut i = 0;
@@ -302,14 +189,11 @@ static MAY_START: [u8; 1 << 16] = {
 
 const fn may_start(c: u8, next: u8) -> bool {
     match c {
-        b'?' | b'&' => next.is_ascii_alphanumeric() || matches!(next, b'-' | b'_' | b'.'),
-        b's' => next == b'k',
-        b'A' => matches!(next, b'K' | b'S'),
-        b'e' => next == b'y',
-        b'b' | b'B' => matches!(next, b'e' | b'E'),
-        b'g' => matches!(next, b'h' | b'i'),
-        b'x' => next == b'o',
-        _ => false,
+        b'=' => places::may_start_value(next),
+        // A JSON member's value: a quote, perhaps escaped, perhaps after spaces.
+        b':' => matches!(next, b'"' | b'\\' | b' ' | b'\t' | b'\r' | b'\n'),
+        b'@' => next.is_ascii_alphanumeric() || next == b'[',
+        _ => shapes::may_start(c, next),
     }
 }
 
@@ -317,29 +201,20 @@ fn pair_may_start(b: &[u8], i: usize) -> bool {
     MAY_START[usize::from(u16::from_le_bytes([b[i], b[i + 1]]))] != 0
 }
 
-/// A query separator starts a parameter anywhere; a token only at the start of a word.
+/// A name's `=` or `:` and a userinfo's `@` are tried anywhere; a token only at the start of a
+/// word.
 fn starts_here(b: &[u8], i: usize) -> bool {
-    matches!(b[i], b'?' | b'&') || i == 0 || !is_token_byte(b[i - 1])
+    matches!(b[i], b'=' | b':' | b'@') || i == 0 || !is_token_byte(b[i - 1])
 }
 
-/// The token starting a word at `i`, if one does (`task-…` holds no `sk-` key).
-fn token_at(b: &[u8], i: usize) -> Option<Hit> {
+/// What the matchers find at `i`; names are not read back before `lo`, where the text not yet
+/// copied to the output begins.
+fn found_at(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
     match b[i] {
-        b's' => sk_key(b, i),
-        b'A' => aws_key(b, i),
-        b'e' => jwt(b, i),
-        b'b' | b'B' => bearer(b, i),
-        _ => PREFIXED.iter().find_map(|&(prefix, min, allowed)| {
-            if !b[i..].starts_with(prefix) {
-                return None;
-            }
-            let body = run(b, i + prefix.len(), allowed);
-            (body >= min).then_some(Hit {
-                keep: prefix.len(),
-                len: prefix.len() + body,
-                secret: prefix.len() + body,
-            })
-        }),
+        b'=' => places::assignment(b, i, lo).into(),
+        b':' => places::member(b, i, lo, complete),
+        b'@' => places::userinfo(b, i, lo).into(),
+        _ => shapes::token_at(b, i).into(),
     }
 }
 
@@ -368,46 +243,101 @@ fn candidate(b: &[u8], from: usize) -> Option<usize> {
     (i..b.len().saturating_sub(1)).find(|&k| pair_may_start(b, k) && starts_here(b, k))
 }
 
-/// The bytes with every secret redacted, or `None` when there is none.
-fn redact_bytes(b: &[u8]) -> Option<Vec<u8>> {
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0;
-    let mut from = 0;
-    while let Some(i) = candidate(b, from) {
-        let hit = match b[i] {
-            b'?' | b'&' => query_param(b, i),
-            _ => token_at(b, i),
-        };
-        let Some(hit) = hit else {
-            from = i + 1;
-            continue;
-        };
-        let o = out.get_or_insert_with(|| Vec::with_capacity(b.len() + 32));
-        o.extend_from_slice(&b[copied..i + hit.keep]);
-        if !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
+/// The output being built: the text copied up to `copied`, secrets replaced.
+struct Out<'a> {
+    b: &'a [u8],
+    out: Option<Vec<u8>>,
+    copied: usize,
+}
+
+impl Out<'_> {
+    /// Replaces the secret of `hit`, matched at `at`; returns where the scan goes on.
+    fn replace(&mut self, at: usize, hit: &Hit) -> usize {
+        let at = at - hit.back;
+        let b = self.b;
+        let o = self
+            .out
+            .get_or_insert_with(|| Vec::with_capacity(b.len() + 32));
+        o.extend_from_slice(&b[self.copied..at + hit.keep]);
+        if hit.ellipsis {
             o.extend_from_slice("…".as_bytes());
         }
         o.extend_from_slice(marker(hit.secret).as_bytes());
-        from = i + hit.len;
-        copied = from;
+        self.copied = at + hit.len;
+        self.copied
     }
-    let mut o = out?;
-    o.extend_from_slice(&b[copied..]);
-    Some(o)
+
+    /// The redacted text up to `end` (`None` when nothing was replaced) and `end`.
+    fn finish(self, end: usize) -> (Option<Vec<u8>>, usize) {
+        let out = self.out.map(|mut o| {
+            o.extend_from_slice(&self.b[self.copied..end]);
+            o
+        });
+        (out, end)
+    }
+}
+
+/// The text with every secret redacted (`None` when there is none) and how much of it that
+/// covers: all of it when the text is `complete`, else up to a credential's name whose value
+/// may go on past the end (see [`Found::Partial`]).
+fn redact_bytes(b: &[u8], complete: bool) -> (Option<Vec<u8>>, usize) {
+    redact_with(b, complete, candidate)
+}
+
+/// [`redact_bytes`] with the scan for candidates given (the tests compare [`candidate`] with
+/// trying every position).
+fn redact_with(
+    b: &[u8],
+    complete: bool,
+    candidate: fn(&[u8], usize) -> Option<usize>,
+) -> (Option<Vec<u8>>, usize) {
+    let mut out = Out {
+        b,
+        out: None,
+        copied: 0,
+    };
+    let mut from = 0;
+    // The secret access key written soon after an AWS access key ID, once one is found.
+    let mut aws_secret: Option<(usize, Hit)> = None;
+    loop {
+        let next = candidate(b, from);
+        if let Some((j, hit)) = aws_secret.take_if(|(j, _)| next.is_none_or(|i| i >= *j)) {
+            if j >= out.copied {
+                from = out.replace(j, &hit);
+            }
+            continue;
+        }
+        let Some(i) = next else { break };
+        match found_at(b, i, out.copied, complete) {
+            Found::Hit(hit) => {
+                from = out.replace(i, &hit);
+                if b[i] == b'A' && shapes::aws_key(b, i).is_some() {
+                    aws_secret = shapes::aws_secret_near(b, from);
+                }
+            }
+            Found::Miss => from = i + 1,
+            Found::Partial(start) => return out.finish(start),
+        }
+    }
+    out.finish(b.len())
 }
 
 /// Output buffered before it is redacted and passed on, unless a safe cut is found sooner.
 const REDACT_CHUNK: usize = 64 << 10;
 
 /// Output held at most while no byte that ends every secret comes (a base64 body, a long run of
-/// escaped control bytes). Past it the text is cut between two runs of token bytes, which
-/// splits no token of a known shape (they are made of such bytes) and no query value that
-/// holds none; only a bearer token or query value with a `/`, `+`, `%` at the cut could be split.
+/// escaped control bytes), or while a JSON member named like a credential waits for the end of
+/// its value. Past it the text is cut between two runs of token bytes, which splits no token
+/// of a known shape (they are made of such bytes) and no query value that holds none; only a
+/// bearer token or query value with a `/`, `+`, `%` at the cut, or a credential member's value
+/// longer than this, could be split.
 const REDACT_HOLD: usize = 4 << 20;
 
-/// Bytes that end every secret the rules find: a cut after one splits none.
+/// Bytes that end every secret the rules find but a JSON member's string value, which a
+/// quote may open as well as close: a cut after one splits no other secret, and the member a
+/// cut would split is held back ([`places::member_tail`], [`Found::Partial`]).
 fn ends_every_secret(b: u8) -> bool {
-    matches!(b, b'\n' | b'"' | b'\\' | b'\'' | b'<' | b'>' | b';' | b'#')
+    matches!(b, b'\n' | b'"' | b'\\' | b'\'' | b'<' | b'>')
 }
 
 /// Where output held this long without a byte that ends every secret is cut: after the last
@@ -428,6 +358,9 @@ pub struct Redacting<W: Write> {
     pending: Vec<u8>,
     /// Where `pending` may be cut: just after its last byte that ends every secret.
     safe: Option<usize>,
+    /// How long `pending` grows before a cut is tried again: a chunk more than what the last
+    /// one held back, so a member waiting for its value is not scanned again at every write.
+    retry_at: usize,
 }
 
 impl<W: Write> Redacting<W> {
@@ -437,21 +370,28 @@ impl<W: Write> Redacting<W> {
             redactor,
             pending: Vec::new(),
             safe: None,
+            retry_at: REDACT_CHUNK,
         }
     }
 
-    /// Redacts and passes on `pending[..end]`.
-    fn pass(&mut self, end: usize) -> io::Result<()> {
-        let chunk = &self.pending[..end];
-        match redact_bytes(chunk) {
+    /// Redacts and passes on `pending[..end]`, but, unless nothing follows it (`complete`), a
+    /// JSON member named like a credential that it ends in: that waits for its value.
+    fn pass(&mut self, end: usize, complete: bool) -> io::Result<()> {
+        let end = match complete {
+            true => end,
+            false => places::member_tail(&self.pending[..end]).unwrap_or(end),
+        };
+        let (clean, end) = redact_bytes(&self.pending[..end], complete);
+        match clean {
             Some(clean) => self.inner.write_all(&clean)?,
-            None => self.inner.write_all(chunk)?,
+            None => self.inner.write_all(&self.pending[..end])?,
         }
         self.pending.drain(..end);
         self.safe = self
             .safe
             .and_then(|at| at.checked_sub(end))
             .filter(|&at| at > 0);
+        self.retry_at = self.pending.len() + REDACT_CHUNK;
         Ok(())
     }
 }
@@ -466,12 +406,12 @@ impl<W: Write> Write for Redacting<W> {
             self.safe = Some(self.pending.len() + at + 1);
         }
         self.pending.extend_from_slice(buf);
-        if self.pending.len() >= REDACT_CHUNK {
+        if self.pending.len() >= self.retry_at {
             match self.safe {
-                Some(cut) => self.pass(cut)?,
-                None if self.pending.len() >= REDACT_HOLD => {
-                    self.pass(forced_cut(&self.pending))?
+                _ if self.pending.len() >= REDACT_HOLD => {
+                    self.pass(forced_cut(&self.pending), true)?
                 }
+                Some(cut) => self.pass(cut, false)?,
                 None => {}
             }
         }
@@ -479,7 +419,7 @@ impl<W: Write> Write for Redacting<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.pass(self.pending.len())?;
+        self.pass(self.pending.len(), true)?;
         self.inner.flush()
     }
 }
@@ -489,7 +429,7 @@ impl<W: Write> Write for Redacting<W> {
 /// what follows.
 fn inert(b: &[u8]) -> bool {
     b.iter()
-        .all(|&c| !(is_token_byte(c) || c == b'?' || c == b'&'))
+        .all(|&c| !(is_token_byte(c) || c == b'=' || c == b':'))
 }
 
 /// An output that can be handed text already found free of secrets, to pass on without
@@ -505,7 +445,8 @@ impl CleanWrite for Vec<u8> {}
 
 impl<W: Write> CleanWrite for Redacting<W> {
     /// Passes `text` on unscanned up to its last byte that ends every secret, when the held text
-    /// and the rest of `text` are inert: no secret then crosses either end, a token at its start
+    /// and the rest of `text` are inert and neither the held text nor that part of `text` ends
+    /// in a JSON member's name: no secret then crosses either end, a token at its start
     /// is at a word start as it would be in the stream, and a text without secrets redacted
     /// alone or in the stream comes out the same. Otherwise it is written as any text is.
     ///
@@ -516,8 +457,14 @@ impl<W: Write> CleanWrite for Redacting<W> {
     fn write_clean(&mut self, text: &[u8]) -> io::Result<()> {
         let held = &self.pending[self.safe.unwrap_or(0)..];
         match text.iter().rposition(|&b| ends_every_secret(b)) {
-            Some(at) if self.redactor.enabled && inert(held) && inert(&text[at + 1..]) => {
-                self.pass(self.pending.len())?;
+            Some(at)
+                if self.redactor.enabled
+                    && inert(held)
+                    && inert(&text[at + 1..])
+                    && places::member_tail(&self.pending).is_none()
+                    && places::member_tail(&text[..=at]).is_none() =>
+            {
+                self.pass(self.pending.len(), true)?;
                 self.inner.write_all(&text[..=at])?;
                 self.write_all(&text[at + 1..])
             }
@@ -584,9 +531,11 @@ mod tests {
         );
         // In JSON text the value ends at the string's quote.
         assert_eq!(
-            on(r#"{"u":"/m?key=abc"}"#),
-            r#"{"u":"/m?key=[redacted, 3 chars]"}"#
+            on(r#"{"u":"/m?api_key=abc"}"#),
+            r#"{"u":"/m?api_key=[redacted, 3 chars]"}"#
         );
+        // A bare `key` is a map key or the report's session label (see `name`).
+        assert_eq!(on(r#"{"key": "S1"}"#), r#"{"key": "S1"}"#);
     }
 
     #[test]
@@ -675,46 +624,43 @@ mod tests {
         assert_eq!(shown.inner, b"sk-ant-api03-abcdefghijklmnop");
     }
 
-    /// The scan before [`MAY_START`]: every token letter at a word start, every query separator,
-    /// each tried with the matchers. The fast scan must find the same secrets.
-    fn reference(b: &[u8]) -> Option<Vec<u8>> {
-        let mut out: Option<Vec<u8>> = None;
-        let (mut copied, mut from, mut in_word) = (0, 0, false);
-        while let Some(k) = b.get(from..).and_then(|rest| {
-            rest.iter().enumerate().position(|(k, &c)| {
-                let word = is_token_byte(c);
-                let prev = if k == 0 {
-                    in_word
-                } else {
-                    is_token_byte(rest[k - 1])
-                };
-                let token = b"sAebBgx".contains(&c);
-                matches!(c, b'?' | b'&') || (token && word && !prev)
-            })
-        }) {
-            let i = from + k;
-            let hit = match b[i] {
-                b'?' | b'&' => query_param(b, i),
-                _ => token_at(b, i),
-            };
-            let Some(hit) = hit else {
-                in_word = is_token_byte(b[i]);
-                from = i + 1;
-                continue;
-            };
-            let o = out.get_or_insert_with(Vec::new);
-            o.extend_from_slice(&b[copied..i + hit.keep]);
-            if !matches!(b[i], b'?' | b'&' | b'b' | b'B') {
-                o.extend_from_slice("…".as_bytes());
-            }
-            o.extend_from_slice(marker(hit.secret).as_bytes());
-            from = i + hit.len;
-            copied = from;
-            in_word = is_token_byte(b[from - 1]);
+    #[test]
+    fn a_stream_cut_anywhere_redacts_what_the_whole_text_does() {
+        // Past the chunk size, so each second write is cut at its last byte that ends every
+        // secret other than a member's value.
+        let filler = "a".repeat(REDACT_CHUNK);
+        let text = concat!(
+            r#"{"text":"{\"password\": \"hunter2\",\"n\":1}","#,
+            r#""api_key":"k-123","u":"http://al:pw@h/#access_token=t1;jsessionid=j1","#,
+            "\"aws\":\"AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"}\n"
+        );
+        let whole = on(&format!("{filler}{text}"));
+        for (k, _) in text.char_indices() {
+            let mut out = Redacting::new(Vec::new(), Redactor::new(true));
+            out.write_all(format!("{filler}{}", &text[..k]).as_bytes())
+                .unwrap();
+            out.write_all(&text.as_bytes()[k..]).unwrap();
+            out.flush().unwrap();
+            let got = String::from_utf8(std::mem::take(&mut out.inner)).unwrap();
+            let got = got.strip_prefix(&filler).unwrap();
+            assert_eq!(got, &whole[filler.len()..], "cut at {k}");
         }
-        let mut o = out?;
-        o.extend_from_slice(&b[copied..]);
-        Some(o)
+        for secret in ["hunter2", "k-123", "pw@", "t1", "j1", "wJalrXUtnFEMI"] {
+            assert!(!whole.contains(secret), "{secret} in {whole}");
+        }
+    }
+
+    /// The scan before [`MAY_START`]: every `=` and `:`, every token letter at a word start,
+    /// each tried with the matchers. The fast scan must find the same secrets.
+    fn every_start(b: &[u8], from: usize) -> Option<usize> {
+        (from..b.len()).find(|&i| match b[i] {
+            b'=' | b':' | b'@' => true,
+            c => b"sAebBgxr".contains(&c) && (i == 0 || !is_token_byte(b[i - 1])),
+        })
+    }
+
+    fn reference(b: &[u8]) -> Option<Vec<u8>> {
+        redact_with(b, true, every_start).0
     }
 
     #[test]
@@ -763,6 +709,22 @@ mod tests {
             b"\xc3\xa9",
             b"task",
             b"x1",
+            b":",
+            b"://",
+            b"@",
+            b"password",
+            b"api_key",
+            b"\":\"",
+            b"\\\"",
+            b"#",
+            b";jsessionid",
+            b"sk_live_",
+            b"AIza",
+            b"glpat-",
+            b"rk_test_",
+            b"eyAiYWxnIjogIkhTMjU2In0",
+            b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            b"AKIAIOSFODNN7EXAMPLE",
         ];
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
@@ -782,7 +744,7 @@ mod tests {
                 })
                 .collect();
             assert_eq!(
-                redact_bytes(&text),
+                redact_bytes(&text, true).0,
                 reference(&text),
                 "{}",
                 String::from_utf8_lossy(&text)
@@ -790,7 +752,7 @@ mod tests {
             redacted += usize::from(reference(&text).is_some());
         }
         // The pieces make secrets often enough for the comparison to test the matchers too.
-        assert!(redacted > 2_000, "{redacted}");
+        assert!(redacted > 4_000, "{redacted}");
     }
 
     /// Writes `parts` through a redacting writer, the odd ones with `write_clean`.
