@@ -49,7 +49,14 @@ const WHOLE: &[&[u8]] = &[b"pass", b"pwd", b"sig"];
 
 /// Whether `name` announces a credential (see the module doc).
 pub(crate) fn secret_name(name: &[u8]) -> bool {
-    if !has_letters_of_a_credential(name) || never_secret(name) {
+    if !has_letters_of_a_credential(name) {
+        return false;
+    }
+    remembered(name, decide)
+}
+
+fn decide(name: &[u8]) -> bool {
+    if never_secret(name) {
         return false;
     }
     if name.eq_ignore_ascii_case(b"code") {
@@ -58,6 +65,50 @@ pub(crate) fn secret_name(name: &[u8]) -> bool {
     Words::new(name)
         .enumerate()
         .any(|(n, w)| secret_word(w, n > 0))
+}
+
+/// Names remembered per thread, direct-mapped by a hash of their bytes: a report names the
+/// same few dozen members thousands of times, and the rule costs hundreds of instructions a
+/// name. Only the name's exact bytes answer from the table.
+const REMEMBERED: usize = 256;
+const REMEMBERED_LEN: usize = 32;
+
+#[derive(Clone, Copy)]
+struct Remembered {
+    len: u8,
+    bytes: [u8; REMEMBERED_LEN],
+    secret: bool,
+}
+
+thread_local! {
+    static NAMES: std::cell::RefCell<[Remembered; REMEMBERED]> = const {
+        std::cell::RefCell::new(
+            [Remembered { len: 0, bytes: [0; REMEMBERED_LEN], secret: false }; REMEMBERED],
+        )
+    };
+}
+
+fn remembered(name: &[u8], decide: fn(&[u8]) -> bool) -> bool {
+    if name.is_empty() || name.len() > REMEMBERED_LEN {
+        return decide(name);
+    }
+    let slot = name
+        .iter()
+        .fold(name.len() as u32, |h, &c| h.rotate_left(5) ^ u32::from(c))
+        .wrapping_mul(0x9e37_79b1) as usize
+        >> 24;
+    NAMES.with(|t| {
+        let mut t = t.borrow_mut();
+        let r = &mut t[slot % REMEMBERED];
+        if usize::from(r.len) == name.len() && &r.bytes[..name.len()] == name {
+            return r.secret;
+        }
+        let secret = decide(name);
+        r.len = name.len() as u8;
+        r.bytes[..name.len()].copy_from_slice(name);
+        r.secret = secret;
+        secret
+    })
 }
 
 /// The letters of `word`, one bit each, without case.
