@@ -84,10 +84,11 @@ impl Payload {
             keep(body, sse, shrink, held, bytes, mark, events);
             return None;
         }
-        let e = self.decode(mark, events, |d, out| d.write(bytes, out))?;
+        let conn = &mut counts.decoding;
+        let e = self.decode(mark, events, |d, out| d.write(bytes, conn, out))?;
         if e.is_bomb() {
             self.body.truncated = true;
-            counts.bodies_not_decoded_past_budget += 1;
+            count_cut(&e, counts);
         }
         counts.brotli_bodies_refused += u64::from(e.is_windows_held());
         self.body.not_decoded = true;
@@ -108,9 +109,11 @@ impl Payload {
         let mut notes = Vec::new();
         // A coding not decoded hides only the bytes that came.
         self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
-        if complete && let Some(e) = self.finish_decoding(mark, events) {
+        if complete && let Some(e) = self.finish_decoding(mark, events, counts) {
             // What the decoder still held at the end is decoded under the same budget.
-            counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
+            if e.is_bomb() {
+                count_cut(&e, counts);
+            }
             notes.push((e.kind(), e.to_string()));
         }
         if let Some(sse) = self.sse.as_mut() {
@@ -141,8 +144,14 @@ impl Payload {
         notes
     }
 
-    fn finish_decoding(&mut self, mark: Mark, events: &mut Vec<SseEvent>) -> Option<DecodeError> {
-        let e = self.decode(mark, events, |d, out| d.finish(out))?;
+    fn finish_decoding(
+        &mut self,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        counts: &mut Counts,
+    ) -> Option<DecodeError> {
+        let conn = &mut counts.decoding;
+        let e = self.decode(mark, events, |d, out| d.finish(conn, out))?;
         self.body.truncated |= e.is_bomb();
         self.body.not_decoded = true;
         self.body.decode_error = Some(e.to_string());
@@ -166,6 +175,15 @@ impl Payload {
         } = self;
         let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
         step(decoder, &mut keep).err()
+    }
+}
+
+/// Counts a body whose decoding stopped at a budget, the body's own or its connection's.
+fn count_cut(e: &DecodeError, counts: &mut Counts) {
+    if e.is_connection_budget() {
+        counts.bodies_past_conn_budget += 1;
+    } else {
+        counts.bodies_not_decoded_past_budget += 1;
     }
 }
 

@@ -145,6 +145,16 @@ pub enum NoteKind {
     MessagesCutByHeld { shard_mib: u64, total_mib: u64 },
     /// `count` header fields past the first 128 of a head were dropped.
     HeaderFieldsDropped,
+    /// `count` HTTP/2 header fields were dropped past the decoded bytes a header block keeps
+    /// (`block_kib` KiB, `least_kib` once a direction of a connection kept `conn_mib` MiB).
+    HeaderBytesDropped {
+        block_kib: u64,
+        least_kib: u64,
+        conn_mib: u64,
+    },
+    /// `count` compressed bodies stopped at the budget of their connection's decoded bytes
+    /// (`floor_mib` MiB, then `ratio` per compressed byte).
+    BodiesPastConnectionBudget { floor_mib: u64, ratio: u64 },
     /// `count` JSON bodies over 16 MiB were kept with their strings cut.
     JsonBodiesShrunk,
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB

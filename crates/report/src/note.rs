@@ -160,7 +160,7 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         ),
         NoteKind::BodiesPastDecodingBudget => write!(
             f,
-            "{c} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole"
+            "{c} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte, at most 24 MiB saved): a decompression bomb, or a body too large to decode whole"
         ),
         NoteKind::BrotliBodiesRefused {
             shard_mib,
@@ -179,6 +179,18 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         NoteKind::HeaderFieldsDropped => write!(
             f,
             "{c} header fields past the first 128 of a head were dropped (the fields that frame a message or name its session are kept)"
+        ),
+        NoteKind::HeaderBytesDropped {
+            block_kib,
+            least_kib,
+            conn_mib,
+        } => write!(
+            f,
+            "{c} HTTP/2 header fields were dropped past the {block_kib} KiB of decoded names and values a header block keeps ({least_kib} KiB once a direction of its connection kept {conn_mib} MiB), or repeated a pseudo-header"
+        ),
+        NoteKind::BodiesPastConnectionBudget { floor_mib, ratio } => write!(
+            f,
+            "{c} compressed bodies were decoded only up to their connection's decoding budget ({floor_mib} MiB, then {ratio} bytes per compressed byte): a decompression bomb, or bodies too large to decode whole"
         ),
         NoteKind::JsonBodiesShrunk => write!(
             f,

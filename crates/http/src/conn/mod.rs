@@ -150,6 +150,11 @@ pub(crate) struct Counts {
     pub(crate) brotli_bodies_refused: u64,
     pub(crate) messages_cut_by_held: u64,
     pub(crate) headers_dropped: u64,
+    pub(crate) header_fields_past_bytes: u64,
+    pub(crate) bodies_past_conn_budget: u64,
+    /// Not a count: what the connection's bodies may still decode, carried with its counts
+    /// because every body's decoder reaches both.
+    pub(crate) decoding: crate::body::Credit,
     pub(crate) json_bodies_shrunk: u64,
     pub(crate) h2_streams: u64,
     pub(crate) h2_streams_reset: u64,
