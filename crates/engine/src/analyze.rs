@@ -279,6 +279,12 @@ fn http_caps_reached(http: &http::HttpStats) -> Vec<Note> {
             },
             http.bodies_past_conn_budget,
         ),
+        (
+            NoteKind::SseStreamsCutInPacket {
+                max: http::MAX_SSE_EVENTS_PER_PACKET,
+            },
+            http.sse_streams_cut_in_packet,
+        ),
         (NoteKind::JsonBodiesShrunk, http.json_bodies_shrunk),
     ]
     .into_iter()

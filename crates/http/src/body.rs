@@ -796,6 +796,11 @@ pub(crate) enum DecodeError {
     )]
     ConnectionBudget { decoded: u64, read: u64 },
     #[error(
+        "the event stream yielded more than {max} events from one packet; the rest of it is not \
+         read"
+    )]
+    EventsPerPacket { max: u64 },
+    #[error(
         "the brotli body asks for a window of {} KiB while other bodies in progress hold {} KiB \
          of windows (at most {} MiB together); it is not decoded",
         window >> 10, held >> 10, max >> 20
@@ -811,6 +816,7 @@ impl DecodeError {
             DecodeError::EndsEarly(_) => AnomalyKind::CompressedBodyEndsEarly,
             DecodeError::Bomb { .. } => AnomalyKind::DecodingBudgetReached,
             DecodeError::ConnectionBudget { .. } => AnomalyKind::ConnectionDecodingBudgetReached,
+            DecodeError::EventsPerPacket { .. } => AnomalyKind::SseEventsPerPacket,
             DecodeError::WindowsHeld { .. } => AnomalyKind::BrotliWindowsHeld,
         }
     }

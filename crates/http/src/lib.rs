@@ -72,6 +72,8 @@ pub const MAX_H2_CONN_FIELD_BYTES: u64 = h2::MAX_CONN_FIELD_BYTES;
 /// Decoded body bytes a connection's bodies may take at any ratio, then per compressed byte.
 pub const CONN_DECODING_START: u64 = body::CONN_BUDGET.start;
 pub const CONN_DECODING_RATIO: u64 = body::CONN_BUDGET.ratio;
+/// SSE events one packet may yield over the messages of its connection.
+pub const MAX_SSE_EVENTS_PER_PACKET: u64 = payload::MAX_EVENTS_PER_PACKET;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -433,6 +435,10 @@ pub struct HttpStats {
     /// (`body::CONN_BUDGET`), each reported truncated with an anomaly.
     #[serde(skip)]
     pub bodies_past_conn_budget: u64,
+    /// Event streams no longer read after one packet yielded more events than are handed on
+    /// (`payload::MAX_EVENTS_PER_PACKET`), each an anomaly.
+    #[serde(skip)]
+    pub sse_streams_cut_in_packet: u64,
     /// JSON bodies over 16 MiB kept with their strings cut to 64 KiB, so that their envelope is
     /// read whole (each an anomaly; SSE lines over 16 MiB are kept the same way, their events
     /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
@@ -482,6 +488,7 @@ impl HttpStats {
             headers_dropped,
             header_fields_past_bytes,
             bodies_past_conn_budget,
+            sse_streams_cut_in_packet,
             json_bodies_shrunk,
             h2_streams,
             h2_streams_reset,
@@ -522,6 +529,10 @@ impl HttpStats {
             (&mut self.headers_dropped, headers_dropped),
             (&mut self.header_fields_past_bytes, header_fields_past_bytes),
             (&mut self.bodies_past_conn_budget, bodies_past_conn_budget),
+            (
+                &mut self.sse_streams_cut_in_packet,
+                sse_streams_cut_in_packet,
+            ),
             (&mut self.json_bodies_shrunk, json_bodies_shrunk),
             (&mut self.h2_streams, h2_streams),
             (&mut self.h2_streams_reset, h2_streams_reset),
@@ -557,6 +568,7 @@ impl HttpStats {
         self.headers_dropped += n.headers_dropped;
         self.header_fields_past_bytes += n.header_fields_past_bytes;
         self.bodies_past_conn_budget += n.bodies_past_conn_budget;
+        self.sse_streams_cut_in_packet += n.sse_streams_cut_in_packet;
         self.json_bodies_shrunk += n.json_bodies_shrunk;
         self.h2_streams += n.h2_streams;
         self.h2_streams_reset += n.h2_streams_reset;

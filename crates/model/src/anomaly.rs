@@ -79,6 +79,9 @@ anomaly_kinds! {
     DecodingBudgetReached => "decoding_budget_reached",
     /// Decoding stopped at the budget of decoded bytes of all the bodies of a connection.
     ConnectionDecodingBudgetReached => "connection_decoding_budget_reached",
+    /// An event stream that yielded more SSE events from one packet than are handed on: the
+    /// rest of it is not read.
+    SseEventsPerPacket => "sse_events_per_packet",
     /// A brotli body not decoded: the bodies in progress held the windows allowed together.
     BrotliWindowsHeld => "brotli_windows_held",
     /// A body or event kept shorter than its own cap: the messages in progress held the bytes

@@ -155,6 +155,8 @@ pub enum NoteKind {
     /// `count` compressed bodies stopped at the budget of their connection's decoded bytes
     /// (`floor_mib` MiB, then `ratio` per compressed byte).
     BodiesPastConnectionBudget { floor_mib: u64, ratio: u64 },
+    /// `count` event streams were not read past a packet that yielded more than `max` events.
+    SseStreamsCutInPacket { max: u64 },
     /// `count` JSON bodies over 16 MiB were kept with their strings cut.
     JsonBodiesShrunk,
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB

@@ -192,6 +192,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} compressed bodies were decoded only up to their connection's decoding budget ({floor_mib} MiB, then {ratio} bytes per compressed byte): a decompression bomb, or bodies too large to decode whole"
         ),
+        NoteKind::SseStreamsCutInPacket { max } => write!(
+            f,
+            "{c} event streams were not read past a packet that yielded more than {max} SSE events (their content is not all known, so nothing is concluded from what it seems to lack)"
+        ),
         NoteKind::JsonBodiesShrunk => write!(
             f,
             "{c} JSON bodies over 16 MiB were kept with their strings cut to 64 KiB"

@@ -307,6 +307,7 @@ impl H2Connection {
             self.skipped += data.len() as u64;
             return;
         }
+        self.counts.events_in_packet = 0;
         // The reader is taken out while it hands its pieces to `self`; a placeholder stands in
         // its place, and stopping the direction on the way (`unreadable`) stops the placeholder,
         // which is carried over to the reader once it is back.
