@@ -30,7 +30,7 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
     (
         "gzip_answers",
         "pcap",
-        "tools/call each answered with a 16 MiB JSON body decoded from 16 KB of gzip",
+        "tools/call each answered on its own connection with a 16 MiB JSON body decoded from 16 KB of gzip",
     ),
     (
         "held_bodies",
@@ -250,13 +250,15 @@ fn encoded_answer<W: Write>(body: &[u8], encoding: &str, seg: usize, w: W) -> io
     c.close(&mut cap)
 }
 
-/// Many answers each within the decoding budget (16 KB of gzip decodes to 16 MiB), one after
-/// another on one connection: each is dropped once read, so memory stays that of one.
+/// Many answers each within the decoding budgets (16 KB of gzip decodes to 16 MiB), one after
+/// another, each on its own connection (one connection's bodies may decode 24 MiB, then 64
+/// bytes per compressed byte): each is dropped once read, so memory stays that of one.
 fn gzip_answers<W: Write>(n: u64, w: W) -> io::Result<()> {
     let mut cap = Capture::pcap(w, 262_144)?;
     let mut c = Conn::local(1);
     c.handshake(&mut cap)?;
     open_session(&mut cap, &mut c, SESSION)?;
+    c.close(&mut cap)?;
     let extra = "content-encoding: gzip\r\n";
     for id in 2..2 + n {
         let mut gz = GzEncoder::new(Vec::new(), Compression::best());
@@ -268,13 +270,16 @@ fn gzip_answers<W: Write>(n: u64, w: W) -> io::Result<()> {
         gz.write_all(&filler)?;
         gz.write_all(br#""}]}}"#)?;
         let body = gz.finish()?;
+        let mut c = Conn::local(id);
+        c.handshake(&mut cap)?;
         c.client_send(
             &mut cap,
             &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
         )?;
         c.server_send_in(&mut cap, &json_response(SESSION, &body, extra), 65_535 - 40)?;
+        c.close(&mut cap)?;
     }
-    c.close(&mut cap)
+    Ok(())
 }
 
 fn brotli_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
@@ -821,7 +826,11 @@ fn har_sse_bomb<W: Write>(n: u64, mut w: W) -> io::Result<()> {
                  mime: &str|
      -> io::Result<()> {
         let session_hdr = sid
-            .map(|s| format!(r#",{{"name":"mcp-session-id","value":"{s}"}}"#))
+            .map(|s| {
+                format!(
+                    r#",{{"name":"mcp-session-id","value":"{s}"}},{{"name":"mcp-protocol-version","value":"2025-06-18"}}"#
+                )
+            })
             .unwrap_or_default();
         write!(
             w,

@@ -98,6 +98,8 @@ pub enum NoteKind {
     HarHttp2Entries,
     /// `count` `_eventSourceMessages` times fell outside their response.
     HarMessagesMoved,
+    /// `count` strings of entry `at` were cut at `cap_mib` MiB (`detail`: the bytes dropped).
+    HarStringsCut { cap_mib: u64 },
     /// `count` events left out of order: the reorder window of `window_mib` MiB was full.
     HarOutOfOrder { window_mib: u64 },
     /// `count` more warnings than were listed.

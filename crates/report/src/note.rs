@@ -114,6 +114,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} entries used HTTP/2 or HTTP/3: read with HTTP/1.1 semantics (pseudo-headers dropped)"
         ),
+        NoteKind::HarStringsCut { cap_mib } => write!(
+            f,
+            "{c} strings of an entry were cut at {cap_mib} MiB (their bodies are reported cut, so nothing is concluded from what they seem to lack)"
+        ),
         NoteKind::HarMessagesMoved => write!(
             f,
             "{c} _eventSourceMessages times fell outside their response (first byte to end) and were moved into it"

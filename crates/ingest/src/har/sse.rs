@@ -10,13 +10,15 @@ use mcpf_model::{FrameRef, Mark, Timestamp};
 use crate::timeline::{epoch_scaled, secs_to_ns};
 
 /// Parses an event-stream body with the capture path's parser, line by line, giving each line
-/// a time between `head` and `end` in proportion to its end offset: events are marked estimated.
+/// a time between `head` and `end` in proportion to its end offset: events are marked
+/// estimated, and handed to `put` as they are parsed.
 pub(super) fn spread_events(
     body: &[u8],
     head: Timestamp,
     end: Timestamp,
     frame: FrameRef,
-) -> (Vec<SseEvent>, SseStats) {
+    put: &mut dyn FnMut(SseEvent),
+) -> SseStats {
     let mut parser = SseParser::new();
     let mut out = Vec::new();
     let span = i128::from(end.0.saturating_sub(head.0).max(0));
@@ -39,13 +41,14 @@ pub(super) fn spread_events(
             frame,
         };
         parser.feed(&body[pos..stop], mark, &mut out);
+        for mut ev in out.drain(..) {
+            ev.estimated = true;
+            put(ev);
+        }
         pos = stop;
     }
     parser.finish();
-    for ev in &mut out {
-        ev.estimated = true;
-    }
-    (out, parser.stats)
+    parser.stats
 }
 
 /// `_eventSourceMessages` to events; returns them and how many times had to be moved into the
