@@ -861,7 +861,7 @@ fn har_sse_bomb<W: Write>(n: u64, mut w: W) -> io::Result<()> {
         let status = if resp.is_empty() { 202 } else { 200 };
         entry(w, i, req, sid, status, "application/json")?;
         let text = json_string(resp);
-        w.write_all(text[1..text.len() - 1].as_bytes())?;
+        w.write_all(&text.as_bytes()[1..text.len() - 1])?;
         end(w)
     };
     json(

@@ -173,7 +173,10 @@ mod tests {
     fn spread_events_by_byte_offset() {
         let body = b"id: 1\r\ndata: a\r\n\r\nid: 2\r\ndata: b\r\n\r\n";
         let frame = FrameRef::new(0, 1);
-        let (ev, stats) = spread_events(body, Timestamp(1_000), Timestamp(2_000), frame);
+        let mut ev = Vec::new();
+        let stats = spread_events(body, Timestamp(1_000), Timestamp(2_000), frame, &mut |e| {
+            ev.push(e)
+        });
         assert_eq!(ev.len(), 2);
         assert_eq!(stats.events, 2);
         assert!(ev.iter().all(|e| e.estimated));
