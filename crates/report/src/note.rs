@@ -768,7 +768,36 @@ mod tests {
             ),
             (
                 note(K::BodiesPastDecodingBudget, 2),
-                "2 compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole",
+                "2 compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte, at most 24 MiB saved): a decompression bomb, or a body too large to decode whole",
+            ),
+            (
+                note(
+                    K::BodiesPastConnectionBudget {
+                        floor_mib: 24,
+                        ratio: 64,
+                    },
+                    1,
+                ),
+                "1 compressed bodies were decoded only up to their connection's decoding budget (24 MiB, then 64 bytes per compressed byte): a decompression bomb, or bodies too large to decode whole",
+            ),
+            (
+                note(K::SseStreamsCutInPacket { max: 65_536 }, 1),
+                "1 event streams were not read past a packet that yielded more than 65536 SSE events (their content is not all known, so nothing is concluded from what it seems to lack)",
+            ),
+            (
+                note(
+                    K::HeaderBytesDropped {
+                        block_kib: 256,
+                        least_kib: 8,
+                        conn_mib: 64,
+                    },
+                    9,
+                ),
+                "9 HTTP/2 header fields were dropped past the 256 KiB of decoded names and values a header block keeps (8 KiB once a direction of its connection kept 64 MiB), or repeated a pseudo-header",
+            ),
+            (
+                note(K::HarStringsCut { cap_mib: 64 }, 1),
+                "1 strings of an entry were cut at 64 MiB (their bodies are reported cut, so nothing is concluded from what they seem to lack)",
             ),
             (
                 note(
