@@ -84,8 +84,8 @@ impl Payload {
             return None;
         }
         let (was_cut, before) = (self.sse_cut, events.len());
-        let room = MAX_EVENTS_PER_PACKET.saturating_sub(counts.events_in_packet);
-        let failed = self.write_decoded(bytes, room as usize, mark, events, counts);
+        let room = MAX_EVENTS_PER_PACKET.saturating_sub(counts.events_in_packet) as usize;
+        let failed = self.write_decoded(bytes, before + room, mark, events, counts);
         counts.events_in_packet += (events.len() - before) as u64;
         if self.sse_cut && !was_cut {
             counts.sse_streams_cut_in_packet += 1;
