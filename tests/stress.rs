@@ -689,6 +689,74 @@ fn a_truncated_pcap_gz_is_salvaged() {
     assert!(!warnings(&doc).is_empty());
 }
 
+/// Issue 29: the healthy session after a bomb is analysed whole, with nothing above info.
+fn assert_healthy_after(class: &str, doc: &Value, sessions: u64) {
+    assert_eq!(
+        doc["summary"]["sessions"], sessions,
+        "{class}: {}",
+        doc["summary"]
+    );
+    assert_harmless(class, doc);
+    assert!(
+        !kinds(doc).contains(&"unanswered_request"),
+        "{class}: {:?}",
+        kinds(doc)
+    );
+}
+
+#[test]
+fn an_hpack_bomb_keeps_each_header_block_within_its_bytes() {
+    // Issue 29: 2 million one-byte references to a 4 KB :path (8 GB copied before) in 4 blocks.
+    let doc = analyze("hpack_bomb", 2000, &[]);
+    assert!(
+        limit_says(&doc, "of decoded names and values a header block keeps"),
+        "{}",
+        doc["summary"]
+    );
+    let by_kind = doc["summary"]["http_anomalies_by_kind"].to_string();
+    assert!(by_kind.contains("header_bytes_dropped"), "{by_kind}");
+    // The healthy session on the next connection.
+    assert_healthy_after("hpack_bomb", &doc, 1);
+    assert_eq!(counts(&doc, "responses"), 3);
+}
+
+#[test]
+fn an_sse_gzip_bomb_stops_at_the_connection_budget() {
+    // Issue 29: 128 MiB of `data: {}` events (13 million) from 256 KB of gzip, in 60 KB
+    // segments, on HTTP/1.1 and HTTP/2.
+    for class in ["sse_gzip_bomb", "h2_sse_gzip_bomb"] {
+        let start = std::time::Instant::now();
+        let doc = analyze(class, 128, &[]);
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "{class}: {:?}",
+            start.elapsed()
+        );
+        assert!(
+            limit_says(&doc, "SSE events") && limit_says(&doc, "connection's decoding budget"),
+            "{class}: {}",
+            doc["summary"]
+        );
+        // The call the bomb answered is not concluded unanswered: its stream is not all known.
+        assert_healthy_after(class, &doc, 2);
+    }
+}
+
+#[test]
+fn one_huge_har_event_stream_is_cut_and_said() {
+    // Issue 29: 80 MiB of `data: {}` events in one entry's content.text, cut at 64 MiB.
+    let doc = analyze("har_sse_bomb", 80, &[]);
+    assert!(
+        warnings(&doc).iter().any(|w| w.contains("cut at 64 MiB")),
+        "{:?}",
+        warnings(&doc)
+    );
+    assert!(lost(&doc, "cap_reached") >= 16 << 20, "{}", doc["inputs"]);
+    assert_healthy_after("har_sse_bomb", &doc, 1);
+    // initialize, the call answered after the bomb.
+    assert!(counts(&doc, "responses") >= 2);
+}
+
 #[test]
 fn the_generators_are_deterministic() {
     for (class, _, _) in stress::CLASSES {

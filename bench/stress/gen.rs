@@ -30,7 +30,7 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
     (
         "gzip_answers",
         "pcap",
-        "tools/call each answered with a 16 MiB JSON body decoded from 16 KB of gzip",
+        "tools/call each answered on its own connection with a 16 MiB JSON body decoded from 16 KB of gzip",
     ),
     (
         "held_bodies",
@@ -129,6 +129,26 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
         "pcap",
         "HTTP/2 streams opened and never ended, on one connection",
     ),
+    (
+        "hpack_bomb",
+        "pcap.gz",
+        "thousands of one-byte references to a 4 KB :path in the HPACK table, then a healthy session",
+    ),
+    (
+        "sse_gzip_bomb",
+        "pcap",
+        "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/1.1 in 60 KB segments, then a healthy session",
+    ),
+    (
+        "h2_sse_gzip_bomb",
+        "pcap",
+        "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/2 in 60 KB segments, then a healthy session",
+    ),
+    (
+        "har_sse_bomb",
+        "har.gz",
+        "MiB of `data: {}` events in one HAR entry's content.text, then healthy entries",
+    ),
 ];
 
 /// The file name extension of a class.
@@ -140,7 +160,7 @@ pub fn extension(class: &str) -> Option<&'static str> {
 pub fn generate(class: &str, n: u64, path: &Path) -> io::Result<()> {
     let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
     match extension(class) {
-        Some("pcap.gz") => {
+        Some("pcap.gz" | "har.gz") => {
             let mut gz = GzEncoder::new(file, Compression::fast());
             write_class(class, n, &mut gz)?;
             let mut file = gz.finish()?;
@@ -183,6 +203,10 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
         "h2_calls" => h2_calls(n, w),
         "h2_continuation" => h2_continuation(n, w),
         "h2_open_streams" => h2_open_streams(n, w),
+        "hpack_bomb" => hpack_bomb(n, w),
+        "sse_gzip_bomb" => sse_gzip_bomb(n, false, w),
+        "h2_sse_gzip_bomb" => sse_gzip_bomb(n, true, w),
+        "har_sse_bomb" => har_sse_bomb(n, w),
         "batch" => batch(n, w),
         "duplicates" => duplicates(n, w),
         "resumes" => resumes(n, w),
@@ -226,13 +250,15 @@ fn encoded_answer<W: Write>(body: &[u8], encoding: &str, seg: usize, w: W) -> io
     c.close(&mut cap)
 }
 
-/// Many answers each within the decoding budget (16 KB of gzip decodes to 16 MiB), one after
-/// another on one connection: each is dropped once read, so memory stays that of one.
+/// Many answers each within the decoding budgets (16 KB of gzip decodes to 16 MiB), one after
+/// another, each on its own connection (one connection's bodies may decode 24 MiB, then 64
+/// bytes per compressed byte): each is dropped once read, so memory stays that of one.
 fn gzip_answers<W: Write>(n: u64, w: W) -> io::Result<()> {
     let mut cap = Capture::pcap(w, 262_144)?;
     let mut c = Conn::local(1);
     c.handshake(&mut cap)?;
     open_session(&mut cap, &mut c, SESSION)?;
+    c.close(&mut cap)?;
     let extra = "content-encoding: gzip\r\n";
     for id in 2..2 + n {
         let mut gz = GzEncoder::new(Vec::new(), Compression::best());
@@ -244,13 +270,16 @@ fn gzip_answers<W: Write>(n: u64, w: W) -> io::Result<()> {
         gz.write_all(&filler)?;
         gz.write_all(br#""}]}}"#)?;
         let body = gz.finish()?;
+        let mut c = Conn::local(id);
+        c.handshake(&mut cap)?;
         c.client_send(
             &mut cap,
             &post("/mcp", Some(SESSION), &[], tools_call(id).as_bytes()),
         )?;
         c.server_send_in(&mut cap, &json_response(SESSION, &body, extra), 65_535 - 40)?;
+        c.close(&mut cap)?;
     }
-    c.close(&mut cap)
+    Ok(())
 }
 
 fn brotli_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
@@ -536,7 +565,18 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 /// A header block of literal fields, never indexed and never Huffman-coded (RFC 7541 §6.2.3):
 /// what any HPACK decoder reads without a table.
 fn hpack_literal(fields: &[(&str, &str)]) -> Vec<u8> {
-    fn string(out: &mut Vec<u8>, s: &str) {
+    let mut out = Vec::new();
+    for (name, value) in fields {
+        out.push(0x10);
+        hpack_string(&mut out, name);
+        hpack_string(&mut out, value);
+    }
+    out
+}
+
+/// An HPACK string literal, not Huffman-coded (RFC 7541 §5.2).
+fn hpack_string(out: &mut Vec<u8>, s: &str) {
+    {
         let n = s.len();
         if n < 127 {
             out.push(n as u8);
@@ -551,13 +591,6 @@ fn hpack_literal(fields: &[(&str, &str)]) -> Vec<u8> {
         }
         out.extend_from_slice(s.as_bytes());
     }
-    let mut out = Vec::new();
-    for (name, value) in fields {
-        out.push(0x10);
-        string(&mut out, name);
-        string(&mut out, value);
-    }
-    out
 }
 
 const H2_END_STREAM: u8 = 0x1;
@@ -681,6 +714,185 @@ fn h2_open_streams<W: Write>(n: u64, w: W) -> io::Result<()> {
     }
     c.client_send(&mut cap, &buf)?;
     c.close(&mut cap)
+}
+
+/// A header block sent as a HEADERS frame and CONTINUATIONs of at most 16 KiB (the default
+/// SETTINGS_MAX_FRAME_SIZE), ending the stream.
+fn h2_headers(stream: u32, block: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let pieces: Vec<&[u8]> = block.chunks(16 << 10).collect();
+    for (i, piece) in pieces.iter().enumerate() {
+        let (kind, mut flags) = if i == 0 { (1, H2_END_STREAM) } else { (9, 0) };
+        if i + 1 == pieces.len() {
+            flags |= H2_END_HEADERS;
+        }
+        out.extend(h2_frame(kind, flags, stream, piece));
+    }
+    out
+}
+
+/// Issue 29: a 4 KB `:path` put into the client's HPACK table once, then referenced by one
+/// byte each (index 62) `n` thousand times, in header blocks of at most 512 Ki references each;
+/// then a healthy session on its own connection.
+fn hpack_bomb<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    h2_open(&mut cap, &mut c)?;
+    let path = format!("/{}", "a".repeat(3999));
+    // :method POST, :scheme http, then :path (static name 4) with incremental indexing.
+    let mut first = vec![0x83, 0x86, 0x44];
+    hpack_string(&mut first, &path);
+    c.client_send(&mut cap, &h2_headers(1, &first))?;
+    let (mut left, mut stream) = (n * 1000, 3u32);
+    while left > 0 {
+        let refs = left.min(512 << 10);
+        let mut block = vec![0x83, 0x86];
+        block.resize(2 + refs as usize, 0xbe);
+        c.client_send(&mut cap, &h2_headers(stream, &block))?;
+        left -= refs;
+        stream += 2;
+    }
+    c.close(&mut cap)?;
+    healthy_session(&mut cap, 2, &session_id(2), 2)
+}
+
+/// `n` MiB of `data: {}` events, gzip-compressed (514:1).
+fn empty_events_gzip(n: u64) -> io::Result<Vec<u8>> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    let events = b"data: {}\n\n".repeat((1 << 20) / 10);
+    for _ in 0..n {
+        gz.write_all(&events)?;
+    }
+    gz.finish()
+}
+
+/// Issue 29: a tools/call answered by an event stream of `n` MiB of `data: {}` events from
+/// gzip, in 60 KB segments (a capture taken with segmentation offload), on HTTP/1.1 or HTTP/2;
+/// then a healthy session on its own connection.
+fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    let gz = empty_events_gzip(n)?;
+    if h2 {
+        h2_open(&mut cap, &mut c)?;
+        c.client_send(&mut cap, &h2_post(1, None, &tools_call(2)))?;
+        let head = hpack_literal(&[
+            (":status", "200"),
+            ("content-type", "text/event-stream"),
+            ("content-encoding", "gzip"),
+        ]);
+        let mut answer = h2_frame(1, H2_END_HEADERS, 1, &head);
+        let pieces: Vec<&[u8]> = gz.chunks(16 << 10).collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            let flags = if i + 1 == pieces.len() {
+                H2_END_STREAM
+            } else {
+                0
+            };
+            answer.extend(h2_frame(0, flags, 1, piece));
+        }
+        c.server_send_in(&mut cap, &answer, 60_000)?;
+    } else {
+        c.handshake(&mut cap)?;
+        open_session(&mut cap, &mut c, SESSION)?;
+        c.client_send(
+            &mut cap,
+            &post("/mcp", Some(SESSION), &[], tools_call(2).as_bytes()),
+        )?;
+        let mut answer = sse_head(SESSION);
+        answer.truncate(answer.len() - 2);
+        answer.extend_from_slice(b"content-encoding: gzip\r\n\r\n");
+        for piece in gz.chunks(16 << 10) {
+            chunk(&mut answer, piece);
+        }
+        answer.extend_from_slice(b"0\r\n\r\n");
+        c.server_send_in(&mut cap, &answer, 60_000)?;
+    }
+    c.close(&mut cap)?;
+    healthy_session(&mut cap, 2, &session_id(2), 2)
+}
+
+/// Issue 29: a HAR whose one event-stream entry holds `n` MiB of `data: {}` events in its
+/// `content.text`, then a healthy session's entries.
+fn har_sse_bomb<W: Write>(n: u64, mut w: W) -> io::Result<()> {
+    w.write_all(
+        br#"{"log":{"version":"1.2","creator":{"name":"mitmproxy","version":"11.0.0"},"entries":["#,
+    )?;
+    let entry = |w: &mut W,
+                 i: u64,
+                 req: &str,
+                 sid: Option<&str>,
+                 status: u16,
+                 mime: &str|
+     -> io::Result<()> {
+        let session_hdr = sid
+            .map(|s| {
+                format!(
+                    r#",{{"name":"mcp-session-id","value":"{s}"}},{{"name":"mcp-protocol-version","value":"2025-06-18"}}"#
+                )
+            })
+            .unwrap_or_default();
+        write!(
+            w,
+            concat!(
+                r#"{}{{"startedDateTime":"2026-11-30T00:00:{:02}.000000+00:00","time":2.0,"#,
+                r#""request":{{"method":"POST","url":"http://127.0.0.1:3000/mcp","httpVersion":"HTTP/1.1","cookies":[],"#,
+                r#""headers":[{{"name":"content-type","value":"application/json"}}{}],"queryString":[],"headersSize":-1,"bodySize":{},"#,
+                r#""postData":{{"mimeType":"application/json","text":{}}}}},"#,
+                r#""response":{{"status":{},"statusText":"OK","httpVersion":"HTTP/1.1","cookies":[],"#,
+                r#""headers":[{{"name":"content-type","value":"{}"}},{{"name":"mcp-session-id","value":"{}"}}],"#,
+                r#""content":{{"mimeType":"{}","text":""#
+            ),
+            if i == 0 { "" } else { "," },
+            i,
+            session_hdr,
+            req.len(),
+            json_string(req),
+            status,
+            mime,
+            SESSION,
+            mime,
+        )
+    };
+    let end = |w: &mut W| -> io::Result<()> {
+        w.write_all(br#""},"redirectURL":"","headersSize":-1,"bodySize":-1},"cache":{},"timings":{"send":0.1,"wait":1.8,"receive":0.1}}"#)
+    };
+    let json = |w: &mut W, i: u64, req: &str, sid: Option<&str>, resp: &str| -> io::Result<()> {
+        let status = if resp.is_empty() { 202 } else { 200 };
+        entry(w, i, req, sid, status, "application/json")?;
+        let text = json_string(resp);
+        w.write_all(&text.as_bytes()[1..text.len() - 1])?;
+        end(w)
+    };
+    json(
+        &mut w,
+        0,
+        &initialize_request(1),
+        None,
+        &initialize_result(1),
+    )?;
+    json(&mut w, 1, INITIALIZED, Some(SESSION), "")?;
+    entry(
+        &mut w,
+        2,
+        &tools_call(2),
+        Some(SESSION),
+        200,
+        "text/event-stream",
+    )?;
+    let events = "data: {}\\n\\n".repeat((1 << 20) / 10);
+    for _ in 0..n {
+        w.write_all(events.as_bytes())?;
+    }
+    end(&mut w)?;
+    json(
+        &mut w,
+        3,
+        &tools_call(3),
+        Some(SESSION),
+        &tools_call_result(3),
+    )?;
+    w.write_all(b"]}}\n")
 }
 
 fn batch<W: Write>(n: u64, w: W) -> io::Result<()> {

@@ -75,6 +75,10 @@ truncated_gz 100
 h2_calls 2000
 h2_continuation 200
 h2_open_streams 20000
+hpack_bomb 200
+sse_gzip_bomb 100
+h2_sse_gzip_bomb 100
+har_sse_bomb 100
 "
 CLASSES=${CLASSES:-$(echo "$PLAN" | awk 'NF {print $1}')}
 

@@ -269,6 +269,27 @@ fn http_caps_reached(http: &http::HttpStats) -> Vec<Note> {
             http.messages_cut_by_held,
         ),
         (NoteKind::HeaderFieldsDropped, http.headers_dropped),
+        (
+            NoteKind::HeaderBytesDropped {
+                block_kib: (http::MAX_H2_BLOCK_FIELD_BYTES >> 10) as u64,
+                least_kib: (http::LEAST_H2_BLOCK_FIELD_BYTES >> 10) as u64,
+                conn_mib: http::MAX_H2_CONN_FIELD_BYTES >> 20,
+            },
+            http.header_fields_past_bytes,
+        ),
+        (
+            NoteKind::BodiesPastConnectionBudget {
+                floor_mib: http::CONN_DECODING_START >> 20,
+                ratio: http::CONN_DECODING_RATIO,
+            },
+            http.bodies_past_conn_budget,
+        ),
+        (
+            NoteKind::SseStreamsCutInPacket {
+                max: http::MAX_SSE_EVENTS_PER_PACKET,
+            },
+            http.sse_streams_cut_in_packet,
+        ),
         (NoteKind::JsonBodiesShrunk, http.json_bodies_shrunk),
     ]
     .into_iter()

@@ -333,25 +333,84 @@ pub(crate) fn parse_chunk_size(line: &[u8]) -> Result<u64, ChunkedError> {
     Ok(size)
 }
 
-/// How far one body may be decoded. Real bodies (JSON, text, base64 images) compress by
-/// tens to a hundred times and deflate cannot pass 1032:1, while a brotli bomb decodes a few
-/// bytes into gigabytes: past `floor` decoded bytes, a body that decodes to more than `ratio`
-/// bytes per compressed byte read is not decoded further, nor any body past `max` decoded
-/// bytes. The time spent decoding stays linear in the capture, whatever the codec.
+/// How far bodies may be decoded, as a bucket of credit: it starts with `start` decoded bytes,
+/// each compressed byte read adds `ratio` more, it never holds more than `cap`, and each decoded
+/// byte takes one. Real bodies (JSON, text, base64 images, event streams) compress by 5 to 50
+/// times, while a bomb decodes a few bytes into gigabytes. The cap bounds what one write (one
+/// packet) can decode however long the body saved credit at a low ratio, and so the SSE events
+/// one packet yields; the ratio bounds the work a capture of a given size can cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Budget {
-    pub(crate) floor: u64,
+    pub(crate) start: u64,
     pub(crate) ratio: u64,
-    pub(crate) max: u64,
+    pub(crate) cap: u64,
 }
 
 /// The budget of every body: 1 MiB at any ratio, then 1024 decoded bytes per compressed byte,
-/// and 4 GiB in all (an event stream compressed 10:1 that ran for days).
+/// at most 24 MiB of credit saved (a 16 MiB brotli window filled from a few bytes after 16 KiB
+/// of text), and 4 GiB in all ([`MAX_DECODED`]).
 pub(crate) const BUDGET: Budget = Budget {
-    floor: 1 << 20,
+    start: 1 << 20,
     ratio: 1024,
-    max: 4 << 30,
+    cap: 24 << 20,
 };
+
+/// The budget of all the bodies of one connection together: 24 MiB at any ratio, then 64
+/// decoded bytes per compressed byte (an event stream of progress notifications compresses
+/// 20 to 45 times with gzip), at most 24 MiB saved. Without it, each of many small bodies
+/// would decode its own first MiB at any ratio, and a connection its bodies' 1024:1.
+pub(crate) const CONN_BUDGET: Budget = Budget {
+    start: 24 << 20,
+    ratio: 64,
+    cap: 24 << 20,
+};
+
+/// Bytes one body may decode whatever its ratio (an event stream compressed 10:1 that ran for
+/// days).
+const MAX_DECODED: u64 = 4 << 30;
+
+/// What is left of a [`Budget`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Credit {
+    budget: Budget,
+    left: u64,
+}
+
+impl Credit {
+    pub(crate) const fn new(budget: Budget) -> Self {
+        Credit {
+            budget,
+            left: budget.start,
+        }
+    }
+
+    /// `read` more compressed bytes were read, `decoded` more handed out; false when that was
+    /// more than the credit (which is then spent).
+    fn spend(&mut self, read: u64, decoded: u64) -> bool {
+        let b = self.budget;
+        let earned = self
+            .left
+            .saturating_add(read.saturating_mul(b.ratio))
+            .min(b.cap);
+        match earned.checked_sub(decoded) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.left = 0;
+                false
+            }
+        }
+    }
+}
+
+impl Default for Credit {
+    /// A connection's.
+    fn default() -> Self {
+        Credit::new(CONN_BUDGET)
+    }
+}
 
 /// Decoded bytes handed out at a time: the budget is checked after each piece.
 const PIECE: usize = 32 << 10;
@@ -361,7 +420,7 @@ const PIECE: usize = 32 << 10;
 /// allocate more than a piece.
 pub(crate) struct ContentDecoder {
     codec: Codec,
-    budget: Budget,
+    credit: Credit,
     /// Compressed bytes the codec has read, and decoded bytes it has handed out.
     read: u64,
     out: u64,
@@ -562,7 +621,7 @@ impl ContentDecoder {
     pub(crate) fn for_encoding(value: Option<&str>) -> ContentDecoder {
         ContentDecoder {
             codec: Codec::for_encoding(value),
-            budget: BUDGET,
+            credit: Credit::new(BUDGET),
             read: 0,
             out: 0,
         }
@@ -570,7 +629,7 @@ impl ContentDecoder {
 
     #[cfg(test)]
     fn with_budget(mut self, budget: Budget) -> Self {
-        self.budget = budget;
+        self.credit = Credit::new(budget);
         self
     }
 
@@ -583,14 +642,16 @@ impl ContentDecoder {
         matches!(self.codec, Codec::Unsupported(_))
     }
 
-    /// Decodes `input`, handing the decoded bytes to `out` piece by piece. On failure, or at
-    /// the budget, the decoder stops and says why; it then stays quiet.
+    /// Decodes `input`, handing the decoded bytes to `out` piece by piece, within the body's
+    /// budget and its connection's (`conn`). On failure, or at a budget, the decoder stops and
+    /// says why; it then stays quiet.
     pub(crate) fn write(
         &mut self,
         input: &[u8],
+        conn: &mut Credit,
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), DecodeError> {
-        let result = self.run(input, false, out);
+        let result = self.run(input, false, conn, out);
         if result.is_err() {
             self.codec = Codec::Failed;
         }
@@ -598,8 +659,12 @@ impl ContentDecoder {
     }
 
     /// Flushes what the decoder still holds at the end of the body.
-    pub(crate) fn finish(&mut self, out: &mut dyn FnMut(&[u8])) -> Result<(), DecodeError> {
-        let result = self.run(&[], true, out).map_err(|e| match e {
+    pub(crate) fn finish(
+        &mut self,
+        conn: &mut Credit,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), DecodeError> {
+        let result = self.run(&[], true, conn, out).map_err(|e| match e {
             DecodeError::Corrupt(e) => DecodeError::EndsEarly(e),
             other => other,
         });
@@ -613,6 +678,7 @@ impl ContentDecoder {
         &mut self,
         input: &[u8],
         end: bool,
+        conn: &mut Credit,
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), DecodeError> {
         if let Codec::DeflatePending = self.codec {
@@ -631,21 +697,27 @@ impl ContentDecoder {
             out(input);
             return Ok(());
         }
-        let (budget, read0) = (self.budget, self.read);
-        let (read, produced) = (&mut self.read, &mut self.out);
+        let read0 = self.read;
+        let (read, produced, credit) = (&mut self.read, &mut self.out, &mut self.credit);
         let mut emit = |piece: &[u8], at: usize| -> Result<(), DecodeError> {
-            *read = read0 + at as u64;
-            *produced += piece.len() as u64;
+            let now = read0 + at as u64;
+            let (more_read, more_out) = (now.saturating_sub(*read), piece.len() as u64);
+            *read = now;
+            *produced += more_out;
             out(piece);
-            let bomb = *produced > budget.floor && *produced > budget.ratio.saturating_mul(*read);
-            if bomb || *produced > budget.max {
-                return Err(DecodeError::Bomb {
+            let body_ok = credit.spend(more_read, more_out) && *produced <= MAX_DECODED;
+            let conn_ok = conn.spend(more_read, more_out);
+            match (body_ok, conn_ok) {
+                (true, true) => Ok(()),
+                (false, _) => Err(DecodeError::Bomb {
                     decoded: *produced,
                     read: *read,
-                    ratio: budget.ratio,
-                });
+                }),
+                (true, false) => Err(DecodeError::ConnectionBudget {
+                    decoded: *produced,
+                    read: *read,
+                }),
             }
-            Ok(())
         };
         use std::io::Write;
         match &mut self.codec {
@@ -713,10 +785,21 @@ pub(crate) enum DecodeError {
     EndsEarly(std::io::Error),
     #[error(
         "decoding stopped at {decoded} bytes decoded from {read} compressed bytes (past the \
-         decoding budget: more than {ratio} per byte past the first MiB, a decompression bomb, \
-         or 4 GiB in all); the rest of the body is not decoded"
+         decoding budget: the first MiB, then 1024 bytes per compressed byte with at most 24 MiB \
+         saved, a decompression bomb, or 4 GiB in all); the rest of the body is not decoded"
     )]
-    Bomb { decoded: u64, read: u64, ratio: u64 },
+    Bomb { decoded: u64, read: u64 },
+    #[error(
+        "decoding stopped at {decoded} bytes decoded from {read} compressed bytes: the bodies \
+         of this connection used its decoding budget (24 MiB, then 64 bytes per compressed \
+         byte); the rest of the body is not decoded"
+    )]
+    ConnectionBudget { decoded: u64, read: u64 },
+    #[error(
+        "the event stream yielded more than {max} events from one packet; the rest of it is not \
+         read"
+    )]
+    EventsPerPacket { max: u64 },
     #[error(
         "the brotli body asks for a window of {} KiB while other bodies in progress hold {} KiB \
          of windows (at most {} MiB together); it is not decoded",
@@ -732,13 +815,24 @@ impl DecodeError {
             DecodeError::Corrupt(_) => AnomalyKind::BodyNotDecodable,
             DecodeError::EndsEarly(_) => AnomalyKind::CompressedBodyEndsEarly,
             DecodeError::Bomb { .. } => AnomalyKind::DecodingBudgetReached,
+            DecodeError::ConnectionBudget { .. } => AnomalyKind::ConnectionDecodingBudgetReached,
+            DecodeError::EventsPerPacket { .. } => AnomalyKind::SseEventsPerPacket,
             DecodeError::WindowsHeld { .. } => AnomalyKind::BrotliWindowsHeld,
         }
     }
 
-    /// Decoding stopped at the budget (the body was not damaged, only too large to decode).
+    /// Decoding stopped at a budget, the body's or its connection's (the body was not
+    /// damaged, only too large to decode).
     pub(crate) fn is_bomb(&self) -> bool {
-        matches!(self, DecodeError::Bomb { .. })
+        matches!(
+            self,
+            DecodeError::Bomb { .. } | DecodeError::ConnectionBudget { .. }
+        )
+    }
+
+    /// Decoding stopped at the connection's budget.
+    pub(crate) fn is_connection_budget(&self) -> bool {
+        matches!(self, DecodeError::ConnectionBudget { .. })
     }
 
     /// Decoding was refused for the windows other bodies hold.
@@ -753,11 +847,13 @@ mod tests {
 
     impl ContentDecoder {
         fn write_to(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
-            self.write(input, &mut |p| out.extend_from_slice(p))
+            self.write(input, &mut Credit::default(), &mut |p| {
+                out.extend_from_slice(p)
+            })
         }
 
         fn finish_to(&mut self, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-            self.finish(&mut |p| out.extend_from_slice(p))
+            self.finish(&mut Credit::default(), &mut |p| out.extend_from_slice(p))
         }
     }
 
@@ -988,7 +1084,7 @@ mod tests {
             let (mut total, mut largest, mut err) = (0u64, 0usize, None);
             // Fed as 64 KiB segments: no piece handed out may be larger than PIECE.
             for seg in wire.chunks(64 << 10) {
-                let r = d.write(seg, &mut |p| {
+                let r = d.write(seg, &mut Credit::new(BUDGET), &mut |p| {
                     total += p.len() as u64;
                     largest = largest.max(p.len());
                 });
@@ -999,14 +1095,15 @@ mod tests {
             }
             let err = err.unwrap_or_else(|| panic!("{enc}: a {len}-byte bomb decoded whole"));
             assert!(err.is_bomb(), "{enc}: {err}");
-            assert!(largest <= PIECE, "{enc}: a {largest}-byte piece");
-            let bound = BUDGET.floor.max(BUDGET.ratio * wire.len() as u64) + PIECE as u64;
+            // A flush hands out the decoder's buffer and what its window still owed.
+            assert!(largest <= 2 * PIECE, "{enc}: a {largest}-byte piece");
+            let bound = BUDGET.start + (BUDGET.ratio * wire.len() as u64) + 2 * PIECE as u64;
             assert!(
                 total <= bound,
                 "{enc}: {total} bytes decoded from {}",
                 wire.len()
             );
-            assert!(total > BUDGET.floor, "{enc}");
+            assert!(total > BUDGET.start, "{enc}");
         }
     }
 
@@ -1048,19 +1145,59 @@ mod tests {
     fn a_smaller_budget_is_the_one_applied() {
         let wire = bomb("gzip", 8 << 20);
         let budget = Budget {
-            floor: 1 << 16,
-            ratio: 1 << 20,
-            max: 1 << 20,
+            start: 1 << 16,
+            ratio: 0,
+            cap: 1 << 20,
         };
         let mut d = ContentDecoder::for_encoding(Some("gzip")).with_budget(budget);
         let mut total = 0u64;
         let err = d
-            .write(&wire, &mut |p| total += p.len() as u64)
+            .write(&wire, &mut Credit::default(), &mut |p| {
+                total += p.len() as u64
+            })
             .unwrap_err();
-        assert!(err.is_bomb());
+        assert!(err.is_bomb() && !err.is_connection_budget());
         assert!(
-            total > 1 << 20 && total <= (1 << 20) + PIECE as u64,
+            total > 1 << 16 && total <= (1 << 16) + PIECE as u64,
             "{total}"
+        );
+    }
+
+    #[test]
+    fn credit_saved_at_a_low_ratio_is_capped() {
+        let mut c = Credit::new(Budget {
+            start: 10,
+            ratio: 4,
+            cap: 100,
+        });
+        // 4,010 bytes earned, 100 held: one packet cannot decode what the body saved.
+        assert!(c.spend(1000, 0));
+        assert!(c.spend(0, 100));
+        assert!(!c.spend(0, 1));
+        assert!(c.spend(1, 4));
+    }
+
+    #[test]
+    fn bodies_of_one_connection_share_its_budget() {
+        // Each body is within its own budget (1 MiB at any ratio); 40 of them are not within
+        // their connection's.
+        let wire = bomb("gzip", 1 << 20);
+        let mut conn = Credit::default();
+        let mut decoded = 0u64;
+        let mut stopped = None;
+        for i in 0..40 {
+            let mut d = ContentDecoder::for_encoding(Some("gzip"));
+            let r = d.write(&wire, &mut conn, &mut |p| decoded += p.len() as u64);
+            if let Err(e) = r {
+                assert!(e.is_connection_budget(), "{e}");
+                stopped = Some(i);
+                break;
+            }
+        }
+        let bound = CONN_BUDGET.start + CONN_BUDGET.ratio * 40 * wire.len() as u64;
+        assert!(
+            stopped.is_some() && decoded <= bound + PIECE as u64,
+            "{decoded}"
         );
     }
 }

@@ -64,6 +64,16 @@ pub const MAX_BROTLI_WINDOWS_HELD: u64 = budget::MAX_WINDOWS_HELD;
 
 /// Bytes of bodies and events all messages in progress may hold together.
 pub const MAX_MESSAGE_BYTES_HELD: u64 = budget::MAX_BYTES_HELD;
+/// Decoded bytes of names and values an HTTP/2 header block keeps, ...
+pub const MAX_H2_BLOCK_FIELD_BYTES: usize = h2::MAX_BLOCK_FIELD_BYTES;
+/// ... what it keeps once a direction of its connection kept [`MAX_H2_CONN_FIELD_BYTES`].
+pub const LEAST_H2_BLOCK_FIELD_BYTES: usize = h2::LEAST_BLOCK_FIELD_BYTES;
+pub const MAX_H2_CONN_FIELD_BYTES: u64 = h2::MAX_CONN_FIELD_BYTES;
+/// Decoded body bytes a connection's bodies may take at any ratio, then per compressed byte.
+pub const CONN_DECODING_START: u64 = body::CONN_BUDGET.start;
+pub const CONN_DECODING_RATIO: u64 = body::CONN_BUDGET.ratio;
+/// SSE events one packet may yield over the messages of its connection.
+pub const MAX_SSE_EVENTS_PER_PACKET: u64 = payload::MAX_EVENTS_PER_PACKET;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -417,6 +427,18 @@ pub struct HttpStats {
     /// message is reported with the rest).
     #[serde(skip)]
     pub headers_dropped: u64,
+    /// HTTP/2 header fields dropped past the decoded bytes a header block keeps, or repeated
+    /// pseudo-headers (each such block an anomaly).
+    #[serde(skip)]
+    pub header_fields_past_bytes: u64,
+    /// Compressed bodies whose decoding stopped at their connection's budget of decoded bytes
+    /// (`body::CONN_BUDGET`), each reported truncated with an anomaly.
+    #[serde(skip)]
+    pub bodies_past_conn_budget: u64,
+    /// Event streams no longer read after one packet yielded more events than are handed on
+    /// (`payload::MAX_EVENTS_PER_PACKET`), each an anomaly.
+    #[serde(skip)]
+    pub sse_streams_cut_in_packet: u64,
     /// JSON bodies over 16 MiB kept with their strings cut to 64 KiB, so that their envelope is
     /// read whole (each an anomaly; SSE lines over 16 MiB are kept the same way, their events
     /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
@@ -464,6 +486,9 @@ impl HttpStats {
             brotli_bodies_refused,
             messages_cut_by_held,
             headers_dropped,
+            header_fields_past_bytes,
+            bodies_past_conn_budget,
+            sse_streams_cut_in_packet,
             json_bodies_shrunk,
             h2_streams,
             h2_streams_reset,
@@ -502,6 +527,12 @@ impl HttpStats {
             (&mut self.brotli_bodies_refused, brotli_bodies_refused),
             (&mut self.messages_cut_by_held, messages_cut_by_held),
             (&mut self.headers_dropped, headers_dropped),
+            (&mut self.header_fields_past_bytes, header_fields_past_bytes),
+            (&mut self.bodies_past_conn_budget, bodies_past_conn_budget),
+            (
+                &mut self.sse_streams_cut_in_packet,
+                sse_streams_cut_in_packet,
+            ),
             (&mut self.json_bodies_shrunk, json_bodies_shrunk),
             (&mut self.h2_streams, h2_streams),
             (&mut self.h2_streams_reset, h2_streams_reset),
@@ -535,6 +566,9 @@ impl HttpStats {
         self.brotli_bodies_refused += n.brotli_bodies_refused;
         self.messages_cut_by_held += n.messages_cut_by_held;
         self.headers_dropped += n.headers_dropped;
+        self.header_fields_past_bytes += n.header_fields_past_bytes;
+        self.bodies_past_conn_budget += n.bodies_past_conn_budget;
+        self.sse_streams_cut_in_packet += n.sse_streams_cut_in_packet;
         self.json_bodies_shrunk += n.json_bodies_shrunk;
         self.h2_streams += n.h2_streams;
         self.h2_streams_reset += n.h2_streams_reset;

@@ -19,7 +19,17 @@ pub(crate) struct Payload {
     shrink: Shrink,
     /// What its body or event in progress holds against the budget of all messages.
     pub(crate) held: HeldBytes,
+    /// The event stream yielded [`MAX_EVENTS_PER_PACKET`] events from one packet: the rest of
+    /// it is not parsed.
+    sse_cut: bool,
 }
+
+/// SSE events one packet (a TCP segment, a TLS record's share of one) may yield over all the
+/// messages of its connection. The events of one packet are handed on together, each costing
+/// a few hundred bytes until the session stage takes it, and a gzip body yields one `data: {}`
+/// event per two compressed bytes: without a cap, one 60 KB segment made 6 million. A packet
+/// of 64 KB of uncompressed events of 100 bytes yields 650, compressed 50:1 about 33,000.
+pub(crate) const MAX_EVENTS_PER_PACKET: u64 = 65_536;
 
 /// How a body past [`MAX_BODY`] is kept.
 #[derive(Debug)]
@@ -54,6 +64,7 @@ impl Payload {
             sse: None,
             shrink,
             held: HeldBytes::default(),
+            sse_cut: false,
         }
     }
 
@@ -72,6 +83,33 @@ impl Payload {
         if !kept && self.sse.is_none() {
             return None;
         }
+        let (was_cut, before) = (self.sse_cut, events.len());
+        let room = MAX_EVENTS_PER_PACKET.saturating_sub(counts.events_in_packet) as usize;
+        let failed = self.write_decoded(bytes, before + room, mark, events, counts);
+        counts.events_in_packet += (events.len() - before) as u64;
+        if self.sse_cut && !was_cut {
+            counts.sse_streams_cut_in_packet += 1;
+            let e = DecodeError::EventsPerPacket {
+                max: MAX_EVENTS_PER_PACKET,
+            };
+            self.body.truncated = true;
+            self.body.not_decoded = true;
+            self.body.decode_error = Some(e.to_string());
+            return Some(e);
+        }
+        failed
+    }
+
+    /// [`Self::write`] past its checks: the bytes decoded and kept, with `room` for as many
+    /// events.
+    fn write_decoded(
+        &mut self,
+        bytes: &[u8],
+        room: usize,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        counts: &mut Counts,
+    ) -> Option<DecodeError> {
         if self.decoder.is_identity() {
             // Nothing to decode, nothing that can fail: the bytes go straight to be kept.
             let Payload {
@@ -79,15 +117,22 @@ impl Payload {
                 sse,
                 shrink,
                 held,
+                sse_cut,
                 ..
             } = self;
-            keep(body, sse, shrink, held, bytes, mark, events);
+            let mut sink = Events {
+                out: events,
+                room,
+                cut: sse_cut,
+            };
+            keep(body, sse, shrink, held, bytes, mark, &mut sink);
             return None;
         }
-        let e = self.decode(mark, events, |d, out| d.write(bytes, out))?;
+        let conn = &mut counts.decoding;
+        let e = self.decode(room, mark, events, |d, out| d.write(bytes, conn, out))?;
         if e.is_bomb() {
             self.body.truncated = true;
-            counts.bodies_not_decoded_past_budget += 1;
+            count_cut(&e, counts);
         }
         counts.brotli_bodies_refused += u64::from(e.is_windows_held());
         self.body.not_decoded = true;
@@ -108,9 +153,11 @@ impl Payload {
         let mut notes = Vec::new();
         // A coding not decoded hides only the bytes that came.
         self.body.not_decoded |= self.decoder.is_unsupported() && self.body.wire_bytes > 0;
-        if complete && let Some(e) = self.finish_decoding(mark, events) {
+        if complete && let Some(e) = self.finish_decoding(mark, events, counts) {
             // What the decoder still held at the end is decoded under the same budget.
-            counts.bodies_not_decoded_past_budget += u64::from(e.is_bomb());
+            if e.is_bomb() {
+                count_cut(&e, counts);
+            }
             notes.push((e.kind(), e.to_string()));
         }
         if let Some(sse) = self.sse.as_mut() {
@@ -141,8 +188,14 @@ impl Payload {
         notes
     }
 
-    fn finish_decoding(&mut self, mark: Mark, events: &mut Vec<SseEvent>) -> Option<DecodeError> {
-        let e = self.decode(mark, events, |d, out| d.finish(out))?;
+    fn finish_decoding(
+        &mut self,
+        mark: Mark,
+        events: &mut Vec<SseEvent>,
+        counts: &mut Counts,
+    ) -> Option<DecodeError> {
+        let conn = &mut counts.decoding;
+        let e = self.decode(usize::MAX, mark, events, |d, out| d.finish(conn, out))?;
         self.body.truncated |= e.is_bomb();
         self.body.not_decoded = true;
         self.body.decode_error = Some(e.to_string());
@@ -153,6 +206,7 @@ impl Payload {
     /// keeps it; returns why it failed, when it did.
     fn decode(
         &mut self,
+        room: usize,
         mark: Mark,
         events: &mut Vec<SseEvent>,
         step: impl FnOnce(&mut ContentDecoder, &mut dyn FnMut(&[u8])) -> Result<(), DecodeError>,
@@ -163,10 +217,33 @@ impl Payload {
             sse,
             shrink,
             held,
+            sse_cut,
         } = self;
-        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, events);
+        let mut sink = Events {
+            out: events,
+            room,
+            cut: sse_cut,
+        };
+        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, &mut sink);
         step(decoder, &mut keep).err()
     }
+}
+
+/// Counts a body whose decoding stopped at a budget, the body's own or its connection's.
+fn count_cut(e: &DecodeError, counts: &mut Counts) {
+    if e.is_connection_budget() {
+        counts.bodies_past_conn_budget += 1;
+    } else {
+        counts.bodies_not_decoded_past_budget += 1;
+    }
+}
+
+/// Where an event stream's events go: `out`, until it holds `room` of them; then the stream
+/// is `cut`.
+struct Events<'a> {
+    out: &'a mut Vec<SseEvent>,
+    room: usize,
+    cut: &'a mut bool,
 }
 
 /// Takes decoded body bytes: an event stream's go to its parser, any other body is kept up to
@@ -181,13 +258,17 @@ fn keep(
     held: &mut HeldBytes,
     decoded: &[u8],
     mark: Mark,
-    events: &mut Vec<SseEvent>,
+    events: &mut Events<'_>,
 ) {
     body.decoded_bytes += decoded.len() as u64;
     let allowed = held.allowed();
     if let Some(sse) = sse.as_mut() {
+        if *events.cut {
+            return;
+        }
         sse.set_allowed(allowed);
-        sse.feed(decoded, mark, events);
+        sse.feed(decoded, mark, events.out);
+        *events.cut = events.out.len() >= events.room;
         held.set(sse.held() as u64);
         held.cut |= sse.stats.cut_by_held > 0;
         return;

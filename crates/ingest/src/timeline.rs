@@ -110,6 +110,11 @@ impl Timeline {
         while self.held.peek().is_some_and(|h| h.0.key.0 < w) {
             self.pop(sink);
         }
+        self.trim(sink);
+    }
+
+    /// Emits the earliest events beyond [`MAX_REORDER_BYTES`].
+    pub(crate) fn trim(&mut self, sink: &mut impl HttpSink) {
         while self.held_bytes > MAX_REORDER_BYTES {
             self.pop(sink);
         }

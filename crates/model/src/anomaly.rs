@@ -50,6 +50,9 @@ anomaly_kinds! {
     HeadLinesDropped => "head_lines_dropped",
     /// Header fields past the first 128 of a head dropped (HTTP/1.1 and HTTP/2).
     HeaderFieldsDropped => "header_fields_dropped",
+    /// HTTP/2 header fields dropped past the decoded bytes a header block keeps, or
+    /// pseudo-headers repeated.
+    HeaderBytesDropped => "header_bytes_dropped",
     /// Both `Transfer-Encoding` and `Content-Length` (RFC 9112 §6.3: Transfer-Encoding wins).
     ContentLengthAndTransferEncoding => "content_length_and_transfer_encoding",
     /// A request's `Transfer-Encoding` without `chunked` last: read until close.
@@ -74,6 +77,11 @@ anomaly_kinds! {
     CompressedBodyEndsEarly => "compressed_body_ends_early",
     /// Decoding stopped at the decoding budget (a decompression bomb, or a body too large).
     DecodingBudgetReached => "decoding_budget_reached",
+    /// Decoding stopped at the budget of decoded bytes of all the bodies of a connection.
+    ConnectionDecodingBudgetReached => "connection_decoding_budget_reached",
+    /// An event stream that yielded more SSE events from one packet than are handed on: the
+    /// rest of it is not read.
+    SseEventsPerPacket => "sse_events_per_packet",
     /// A brotli body not decoded: the bodies in progress held the windows allowed together.
     BrotliWindowsHeld => "brotli_windows_held",
     /// A body or event kept shorter than its own cap: the messages in progress held the bytes

@@ -98,6 +98,8 @@ pub enum NoteKind {
     HarHttp2Entries,
     /// `count` `_eventSourceMessages` times fell outside their response.
     HarMessagesMoved,
+    /// `count` strings of entry `at` were cut at `cap_mib` MiB (`detail`: the bytes dropped).
+    HarStringsCut { cap_mib: u64 },
     /// `count` events left out of order: the reorder window of `window_mib` MiB was full.
     HarOutOfOrder { window_mib: u64 },
     /// `count` more warnings than were listed.
@@ -148,6 +150,18 @@ pub enum NoteKind {
     MessagesCutByHeld { shard_mib: u64, total_mib: u64 },
     /// `count` header fields past the first 128 of a head were dropped.
     HeaderFieldsDropped,
+    /// `count` HTTP/2 header fields were dropped past the decoded bytes a header block keeps
+    /// (`block_kib` KiB, `least_kib` once a direction of a connection kept `conn_mib` MiB).
+    HeaderBytesDropped {
+        block_kib: u64,
+        least_kib: u64,
+        conn_mib: u64,
+    },
+    /// `count` compressed bodies stopped at the budget of their connection's decoded bytes
+    /// (`floor_mib` MiB, then `ratio` per compressed byte).
+    BodiesPastConnectionBudget { floor_mib: u64, ratio: u64 },
+    /// `count` event streams were not read past a packet that yielded more than `max` events.
+    SseStreamsCutInPacket { max: u64 },
     /// `count` JSON bodies over 16 MiB were kept with their strings cut.
     JsonBodiesShrunk,
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB

@@ -114,6 +114,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} entries used HTTP/2 or HTTP/3: read with HTTP/1.1 semantics (pseudo-headers dropped)"
         ),
+        NoteKind::HarStringsCut { cap_mib } => write!(
+            f,
+            "{c} strings of an entry were cut at {cap_mib} MiB (their bodies are reported cut, so nothing is concluded from what they seem to lack)"
+        ),
         NoteKind::HarMessagesMoved => write!(
             f,
             "{c} _eventSourceMessages times fell outside their response (first byte to end) and were moved into it"
@@ -164,7 +168,7 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         ),
         NoteKind::BodiesPastDecodingBudget => write!(
             f,
-            "{c} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole"
+            "{c} compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte, at most 24 MiB saved): a decompression bomb, or a body too large to decode whole"
         ),
         NoteKind::BrotliBodiesRefused {
             shard_mib,
@@ -183,6 +187,22 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         NoteKind::HeaderFieldsDropped => write!(
             f,
             "{c} header fields past the first 128 of a head were dropped (the fields that frame a message or name its session are kept)"
+        ),
+        NoteKind::HeaderBytesDropped {
+            block_kib,
+            least_kib,
+            conn_mib,
+        } => write!(
+            f,
+            "{c} HTTP/2 header fields were dropped past the {block_kib} KiB of decoded names and values a header block keeps ({least_kib} KiB once a direction of its connection kept {conn_mib} MiB), or repeated a pseudo-header"
+        ),
+        NoteKind::BodiesPastConnectionBudget { floor_mib, ratio } => write!(
+            f,
+            "{c} compressed bodies were decoded only up to their connection's decoding budget ({floor_mib} MiB, then {ratio} bytes per compressed byte): a decompression bomb, or bodies too large to decode whole"
+        ),
+        NoteKind::SseStreamsCutInPacket { max } => write!(
+            f,
+            "{c} event streams were not read past a packet that yielded more than {max} SSE events (their content is not all known, so nothing is concluded from what it seems to lack)"
         ),
         NoteKind::JsonBodiesShrunk => write!(
             f,
@@ -752,7 +772,36 @@ mod tests {
             ),
             (
                 note(K::BodiesPastDecodingBudget, 2),
-                "2 compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte): a decompression bomb, or a body too large to decode whole",
+                "2 compressed bodies were decoded only up to the decoding budget (1 MiB, then 1024 bytes per compressed byte, at most 24 MiB saved): a decompression bomb, or a body too large to decode whole",
+            ),
+            (
+                note(
+                    K::BodiesPastConnectionBudget {
+                        floor_mib: 24,
+                        ratio: 64,
+                    },
+                    1,
+                ),
+                "1 compressed bodies were decoded only up to their connection's decoding budget (24 MiB, then 64 bytes per compressed byte): a decompression bomb, or bodies too large to decode whole",
+            ),
+            (
+                note(K::SseStreamsCutInPacket { max: 65_536 }, 1),
+                "1 event streams were not read past a packet that yielded more than 65536 SSE events (their content is not all known, so nothing is concluded from what it seems to lack)",
+            ),
+            (
+                note(
+                    K::HeaderBytesDropped {
+                        block_kib: 256,
+                        least_kib: 8,
+                        conn_mib: 64,
+                    },
+                    9,
+                ),
+                "9 HTTP/2 header fields were dropped past the 256 KiB of decoded names and values a header block keeps (8 KiB once a direction of its connection kept 64 MiB), or repeated a pseudo-header",
+            ),
+            (
+                note(K::HarStringsCut { cap_mib: 64 }, 1),
+                "1 strings of an entry were cut at 64 MiB (their bodies are reported cut, so nothing is concluded from what they seem to lack)",
             ),
             (
                 note(

@@ -150,6 +150,14 @@ pub(crate) struct Counts {
     pub(crate) brotli_bodies_refused: u64,
     pub(crate) messages_cut_by_held: u64,
     pub(crate) headers_dropped: u64,
+    pub(crate) header_fields_past_bytes: u64,
+    pub(crate) bodies_past_conn_budget: u64,
+    /// Not a count: what the connection's bodies may still decode, carried with its counts
+    /// because every body's decoder reaches both.
+    pub(crate) decoding: crate::body::Credit,
+    /// Not a count either: SSE events the packet being read yielded so far.
+    pub(crate) events_in_packet: u64,
+    pub(crate) sse_streams_cut_in_packet: u64,
     pub(crate) json_bodies_shrunk: u64,
     pub(crate) h2_streams: u64,
     pub(crate) h2_streams_reset: u64,
@@ -313,6 +321,7 @@ impl Connection {
     ) {
         self.expire_hold(mark, sink);
         self.saw_data = true;
+        self.counts.events_in_packet = 0;
         if let Some(h2) = self.h2.as_mut() {
             return h2.data(dir, data, mark, sink);
         }

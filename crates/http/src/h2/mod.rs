@@ -43,6 +43,19 @@ pub const HTTP2_VERSION: u8 = 20;
 pub(crate) const MAX_TABLE: usize = 64 << 10;
 /// A header block (a HEADERS frame and its CONTINUATIONs) is read up to this size.
 const MAX_BLOCK: usize = 1 << 20;
+/// Decoded bytes (names and values) of the fields one header block keeps: 4 times what an
+/// HTTP/1.1 head may take. Each field is counted, pseudo-headers and the fields that frame a
+/// message included: one 4 KiB entry of the HPACK table referenced by a byte each a million
+/// times would otherwise be copied a million times.
+pub(crate) const MAX_BLOCK_FIELD_BYTES: usize = 256 << 10;
+/// Decoded bytes the header blocks of one direction of a connection keep in all (a hundred
+/// thousand requests of 600 bytes of headers), past which each block keeps at most
+/// [`LEAST_BLOCK_FIELD_BYTES`]: far above a legitimate head, yet a block of one byte can no
+/// longer become a 256 KiB one.
+pub(crate) const MAX_CONN_FIELD_BYTES: u64 = 64 << 20;
+pub(crate) const LEAST_BLOCK_FIELD_BYTES: usize = 8 << 10;
+/// Pseudo-header fields a block may have (RFC 9113 §8.3 defines five, each at most once).
+const MAX_PSEUDO: usize = 8;
 /// Streams open at once on a connection; past it new streams are counted and not followed.
 const MAX_OPEN_STREAMS: usize = 4096;
 /// Events of a response held while its request has not ended (a server may answer before the
@@ -176,6 +189,8 @@ pub(crate) struct H2Connection {
     readers: [Reader; 2],
     /// The HPACK decoder of the blocks each side sends.
     decoders: [Box<loona_hpack::Decoder<'static>>; 2],
+    /// Decoded header bytes each direction's blocks kept so far.
+    header_bytes: [u64; 2],
     block: [Option<Block>; 2],
     streams: HashMap<u32, Stream>,
     next_index: u32,
@@ -205,6 +220,7 @@ impl H2Connection {
             server,
             readers: [Reader::new(true), Reader::new(false)],
             decoders: [new_decoder(), new_decoder()],
+            header_bytes: [0; 2],
             block: [None, None],
             streams: HashMap::default(),
             next_index: 0,
@@ -291,6 +307,7 @@ impl H2Connection {
             self.skipped += data.len() as u64;
             return;
         }
+        self.counts.events_in_packet = 0;
         // The reader is taken out while it hands its pieces to `self`; a placeholder stands in
         // its place, and stopping the direction on the way (`unreadable`) stops the placeholder,
         // which is carried over to the reader once it is back.
@@ -463,32 +480,62 @@ impl H2Connection {
             return;
         }
         let block = self.block[di(dir)].take().expect("checked above");
-        let mut fields = Vec::new();
-        let mut dropped = 0u64;
-        let decoded = self.decoders[di(dir)].decode_with_cb(&block.bytes, |name, value| {
-            if fields.len() < MAX_HEADERS || never_dropped(&name) || name.starts_with(b":") {
-                fields.push((
-                    String::from_utf8_lossy(&name).into_owned(),
-                    String::from_utf8_lossy(&value).into_owned(),
-                ));
-            } else {
-                dropped += 1;
+        let fields = match self.decode_block(dir, &block.bytes) {
+            Ok(fields) => fields,
+            Err(e) => {
+                let why = format!("HPACK: {e:?}");
+                return self.unreadable(dir, (AnomalyKind::H2HpackError, why), mark, sink);
             }
-        });
-        if let Err(e) = decoded {
-            let why = format!("HPACK: {e:?}");
-            return self.unreadable(dir, (AnomalyKind::H2HpackError, why), mark, sink);
-        }
-        if dropped > 0 {
-            self.counts.headers_dropped += dropped;
-            let what = format!("{dropped} header fields past the first {MAX_HEADERS} dropped");
-            self.anomaly((AnomalyKind::HeaderFieldsDropped, what), dir, mark, sink);
-        }
+        };
+        self.report_dropped(dir, &fields, mark, sink);
         if block.push {
             // Pushed responses answer no request of the client's: decoded for the table only.
             return;
         }
-        self.header_block(dir, block, fields, mark, sink);
+        self.header_block(dir, block, fields.kept, mark, sink);
+    }
+
+    /// Decodes a header block with `dir`'s HPACK table (which every field updates, kept or
+    /// not) into the fields kept: see [`Fields`].
+    fn decode_block(
+        &mut self,
+        dir: Direction,
+        bytes: &[u8],
+    ) -> Result<Fields, loona_hpack::decoder::DecoderError> {
+        let spent = &mut self.header_bytes[di(dir)];
+        let mut fields = Fields::new(block_allowance(*spent));
+        self.decoders[di(dir)].decode_with_cb(bytes, |name, value| fields.take(&name, &value))?;
+        *spent += fields.kept_bytes as u64;
+        Ok(fields)
+    }
+
+    /// Says what a header block's fields lost to their caps, one anomaly per cap.
+    fn report_dropped(
+        &mut self,
+        dir: Direction,
+        fields: &Fields,
+        mark: Mark,
+        sink: &mut impl HttpSink,
+    ) {
+        if fields.past_count > 0 {
+            let n = fields.past_count;
+            self.counts.headers_dropped += n;
+            let what = format!("{n} header fields past the first {MAX_HEADERS} dropped");
+            self.anomaly((AnomalyKind::HeaderFieldsDropped, what), dir, mark, sink);
+        }
+        if fields.past_bytes > 0 {
+            let (n, bytes) = (fields.past_bytes, fields.bytes_dropped);
+            self.counts.header_fields_past_bytes += n;
+            let what = format!(
+                "{n} header fields ({bytes} decoded bytes) dropped: past the {} KiB of decoded \
+                 names and values a header block keeps ({} KiB once the {} MiB a direction of \
+                 the connection keeps are spent), or a pseudo-header repeated",
+                MAX_BLOCK_FIELD_BYTES >> 10,
+                LEAST_BLOCK_FIELD_BYTES >> 10,
+                MAX_CONN_FIELD_BYTES >> 20
+            );
+            self.anomaly((AnomalyKind::HeaderBytesDropped, what), dir, mark, sink);
+        }
     }
 
     fn header_block(
@@ -1097,6 +1144,70 @@ impl H2Connection {
             self.end_request(id, end, sink);
             self.end_stream(id, response_end, server_lost, sink);
         }
+    }
+}
+
+/// The decoded bytes a block may keep when its direction kept `spent` before it.
+fn block_allowance(spent: u64) -> usize {
+    if spent < MAX_CONN_FIELD_BYTES {
+        MAX_BLOCK_FIELD_BYTES
+    } else {
+        LEAST_BLOCK_FIELD_BYTES
+    }
+}
+
+/// The fields of one header block as they are decoded: each kept while the block's decoded
+/// bytes allow it, a regular one also only among the first [`MAX_HEADERS`] unless it frames the
+/// message or names its session; a pseudo-header only the first time it comes.
+#[derive(Debug)]
+struct Fields {
+    kept: Vec<(String, String)>,
+    allowance: usize,
+    kept_bytes: usize,
+    /// Names of the pseudo-headers kept.
+    pseudo: Vec<Box<[u8]>>,
+    /// Fields dropped past the count of fields, and past the bytes (or repeated pseudo-headers)
+    /// with their decoded bytes.
+    past_count: u64,
+    past_bytes: u64,
+    bytes_dropped: u64,
+}
+
+impl Fields {
+    fn new(allowance: usize) -> Self {
+        Fields {
+            kept: Vec::new(),
+            allowance,
+            kept_bytes: 0,
+            pseudo: Vec::new(),
+            past_count: 0,
+            past_bytes: 0,
+            bytes_dropped: 0,
+        }
+    }
+
+    fn take(&mut self, name: &[u8], value: &[u8]) {
+        let size = name.len() + value.len();
+        let pseudo = name.starts_with(b":");
+        let repeated =
+            pseudo && (self.pseudo.len() >= MAX_PSEUDO || self.pseudo.iter().any(|p| **p == *name));
+        if repeated || self.kept_bytes + size > self.allowance {
+            self.past_bytes += 1;
+            self.bytes_dropped += size as u64;
+            return;
+        }
+        if !(self.kept.len() < MAX_HEADERS || pseudo || never_dropped(name)) {
+            self.past_count += 1;
+            return;
+        }
+        if pseudo {
+            self.pseudo.push(name.into());
+        }
+        self.kept_bytes += size;
+        self.kept.push((
+            String::from_utf8_lossy(name).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
     }
 }
 

@@ -546,3 +546,29 @@ fn refused_stream_is_a_refusal_and_another_code_a_reset() {
         "{got:#?}"
     );
 }
+
+#[test]
+fn a_header_block_keeps_fields_within_its_decoded_bytes() {
+    // Issue 29: a 4 KB :path referenced many times is kept once; past the block's bytes even a
+    // field that frames the message is dropped, and every drop is counted with its bytes.
+    let path = vec![b'a'; 4000];
+    let mut f = Fields::new(MAX_BLOCK_FIELD_BYTES);
+    for _ in 0..1000 {
+        f.take(b":path", &path);
+    }
+    assert_eq!((f.kept.len(), f.past_bytes), (1, 999));
+    for _ in 0..100 {
+        f.take(b"mcp-session-id", &path);
+    }
+    let kept = f.kept.len() as u64;
+    assert!(kept < 70 && f.kept_bytes <= MAX_BLOCK_FIELD_BYTES, "{kept}");
+    assert_eq!(f.past_bytes, 999 + 101 - kept);
+    // 999 copies of `:path` (4,005 bytes each), the session IDs not kept (4,014 each).
+    assert_eq!(f.bytes_dropped, 999 * 4005 + (101 - kept) * 4014);
+    // Once a direction kept its connection's bytes, a block keeps a few KiB.
+    assert_eq!(
+        block_allowance(MAX_CONN_FIELD_BYTES),
+        LEAST_BLOCK_FIELD_BYTES
+    );
+    assert_eq!(block_allowance(0), MAX_BLOCK_FIELD_BYTES);
+}

@@ -41,6 +41,8 @@ pub(super) struct Resp {
     /// `content.text` was present but empty.
     pub(super) empty_text: bool,
     pub(super) decode_error: Option<String>,
+    /// A string of the response (its text, an event of `_eventSourceMessages`) was cut.
+    pub(super) text_cut: bool,
     /// Bytes on the wire (`bodySize`), when given.
     pub(super) wire_size: Option<u64>,
     /// Decoded size (`content.size`), when given.
@@ -75,6 +77,35 @@ pub(super) struct Entry {
     pub(super) response_missing: bool,
     pub(super) error: Option<String>,
     pub(super) messages: Option<Vec<Value>>,
+}
+
+impl Entry {
+    /// Marks what strings cut at [`super::cut::MAX_STRING`] shortened: the request's or the
+    /// response's text, or the response's `_eventSourceMessages`. What they carried is not all
+    /// known, so nothing is concluded from what they seem to lack.
+    pub(super) fn mark_cut(&mut self, cuts: &[super::cut::Cut]) {
+        let why = format!(
+            "the HAR text was cut at {} MiB",
+            super::cut::MAX_STRING >> 20
+        );
+        for c in cuts {
+            let path: Vec<&str> = c.path.iter().map(String::as_str).collect();
+            match path.get(3..) {
+                Some(["request", "postData", "text"]) => {
+                    self.req_body.truncated = true;
+                    self.req_body.not_decoded = true;
+                    self.req_body.decode_error = Some(why.clone());
+                }
+                Some(["response", ..]) => {
+                    if let Some(r) = self.response.as_mut() {
+                        r.text_cut = true;
+                        r.decode_error.get_or_insert_with(|| why.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// One entry, or why it cannot be read.
@@ -226,6 +257,7 @@ fn response(r: &Map<String, Value>, req_version: &str) -> Result<Option<Resp>, E
         content,
         empty_text,
         decode_error,
+        text_cut: false,
         wire_size,
         size,
         event_stream,

@@ -2,8 +2,10 @@
 //! request's first byte, then a `NoResponse` at the end, or a `ResponseHead` at the first byte
 //! of the response, its SSE events and a `ResponseEnd` at its end.
 
-use mcpf_http::sse::SseStats;
-use mcpf_http::{Body, ExchangeId, HttpEvent, Outcome, Request, ResponseEnd, ResponseHead};
+use mcpf_http::sse::{SseEvent, SseStats};
+use mcpf_http::{
+    Body, ExchangeId, HttpEvent, HttpSink, Outcome, Request, ResponseEnd, ResponseHead,
+};
 use mcpf_model::{Capabilities, Direction, FrameRef, InputId, Mark, Timestamp};
 
 use super::CLIENT_UNKNOWN;
@@ -45,7 +47,15 @@ impl<'a> Exchanges<'a> {
         }
     }
 
-    pub(super) fn entry(&mut self, timeline: &mut Timeline, e: &mut Entry, id: ExchangeId) {
+    /// Puts the events of entry `e` in `timeline` (which hands the earliest to `sink` past
+    /// what it may hold).
+    pub(super) fn entry(
+        &mut self,
+        timeline: &mut Timeline,
+        e: &mut Entry,
+        id: ExchangeId,
+        sink: &mut impl HttpSink,
+    ) {
         let frame = FrameRef::new(self.input, e.number);
         let mark = |time: Timestamp| Mark { time, frame };
         self.caps.exchanges += 1;
@@ -110,7 +120,7 @@ impl<'a> Exchanges<'a> {
                 } else {
                     ending
                 };
-                self.response(timeline, e, &mut r, id, ending)
+                self.response(timeline, e, &mut r, id, ending, sink)
             }
         }
     }
@@ -124,6 +134,7 @@ impl<'a> Exchanges<'a> {
         r: &mut Resp,
         id: ExchangeId,
         (outcome, closed_by): (Outcome, Option<Direction>),
+        sink: &mut impl HttpSink,
     ) {
         let frame = FrameRef::new(self.input, e.number);
         let mark = |time: Timestamp| Mark { time, frame };
@@ -155,12 +166,13 @@ impl<'a> Exchanges<'a> {
             chunked: r.headers.has_token("transfer-encoding", "chunked"),
             decode_error: r.decode_error.clone(),
             not_decoded: r.decode_error.is_some(),
+            truncated: r.text_cut,
             unknown: !known,
             ..Body::default()
         };
         let mut sse = None;
         if r.event_stream {
-            sse = self.stream(timeline, e, r, known, id, &mut body);
+            sse = self.stream(timeline, e, r, known, id, &mut body, sink);
         } else if let Content::Known(bytes) = &mut r.content {
             body.decoded_bytes = bytes.len() as u64;
             if r.wire_size.is_none() && r.size.is_none() {
@@ -187,7 +199,9 @@ impl<'a> Exchanges<'a> {
     }
 
     /// The SSE events of an event-stream response: from `_eventSourceMessages` when the entry
-    /// has them (or the body is unknown), else parsed from the body.
+    /// has them (or the body is unknown), else parsed from the body, each put in the timeline
+    /// as it is parsed.
+    #[allow(clippy::too_many_arguments)]
     fn stream(
         &mut self,
         timeline: &mut Timeline,
@@ -196,38 +210,10 @@ impl<'a> Exchanges<'a> {
         known: bool,
         id: ExchangeId,
         body: &mut Body,
+        sink: &mut impl HttpSink,
     ) -> Option<SseStats> {
         let frame = FrameRef::new(self.input, e.number);
-        let mut sse = None;
-        let events = match (&e.messages, &r.content) {
-            (Some(msgs), _) if !msgs.is_empty() || !known => {
-                let (events, clamped) = messages_to_events(msgs, e.head, e.end, frame);
-                self.holes.clamped_messages += clamped;
-                Some(events)
-            }
-            (_, Content::Known(bytes)) if known => {
-                body.decoded_bytes = bytes.len() as u64;
-                let (events, stats) = spread_events(bytes, e.head, e.end, frame);
-                sse = Some(stats);
-                Some(events)
-            }
-            _ => None,
-        };
-        self.caps.sse_streams.add(events.is_some());
-        let Some(events) = events else {
-            self.holes.unknown_streams += 1;
-            return sse;
-        };
-        if sse.is_none() {
-            sse = Some(SseStats {
-                events: events.len() as u64,
-                ..SseStats::default()
-            });
-        }
-        if events.iter().any(|ev| ev.estimated) {
-            self.caps.sse_times_estimated = true;
-        }
-        for ev in events {
+        let mut put = |ev: SseEvent| {
             timeline.push(
                 ev.mark.time,
                 HttpEvent::SseEvent {
@@ -235,8 +221,35 @@ impl<'a> Exchanges<'a> {
                     event: ev,
                 },
             );
-        }
-        sse
+            // One entry's events are held within the timeline's window too.
+            timeline.trim(sink);
+        };
+        let stats = match (&e.messages, &r.content) {
+            (Some(msgs), _) if !msgs.is_empty() || !known => {
+                let (events, clamped) = messages_to_events(msgs, e.head, e.end, frame);
+                self.holes.clamped_messages += clamped;
+                let stats = SseStats {
+                    events: events.len() as u64,
+                    ..SseStats::default()
+                };
+                self.caps.sse_times_estimated |= events.iter().any(|ev| ev.estimated);
+                events.into_iter().for_each(&mut put);
+                stats
+            }
+            (_, Content::Known(bytes)) if known => {
+                body.decoded_bytes = bytes.len() as u64;
+                let stats = spread_events(bytes, e.head, e.end, frame, &mut put);
+                self.caps.sse_times_estimated |= stats.events > 0;
+                stats
+            }
+            _ => {
+                self.caps.sse_streams.add(false);
+                self.holes.unknown_streams += 1;
+                return None;
+            }
+        };
+        self.caps.sse_streams.add(true);
+        Some(stats)
     }
 
     /// What the entries left unknown.

@@ -33,6 +33,7 @@
 //! [`SseEvent::estimated`]: mcpf_http::sse::SseEvent::estimated
 
 mod bodies;
+mod cut;
 mod entries;
 mod exchanges;
 mod headers;
@@ -138,7 +139,19 @@ struct Scan {
 }
 
 impl Scan {
-    fn entry(&mut self, number: u64, v: &Value, bytes: u64) {
+    fn entry(&mut self, number: u64, v: &Value, bytes: u64, cuts: &[cut::Cut]) {
+        // The bytes of strings cut were read through, not analysed.
+        let dropped: u64 = cuts.iter().map(|c| c.dropped).sum();
+        self.accounting.bytes.lose(bucket::CAP_REACHED, dropped);
+        let bytes = bytes - dropped.min(bytes);
+        if !cuts.is_empty() {
+            let kind = NoteKind::HarStringsCut {
+                cap_mib: (cut::MAX_STRING >> 20) as u64,
+            };
+            let note = Note::new(kind, cuts.len() as u64).at(number);
+            self.warnings
+                .push(note.detail(format!("{dropped} bytes dropped")));
+        }
         match entry(number, v, &mut self.http2) {
             Ok(e) => {
                 self.credentials_seen |= CREDENTIAL_HEADERS.iter().any(|h| {
@@ -232,7 +245,7 @@ fn read_streaming<'r>(
 
     let mut exchanges = Exchanges::new(&mut caps, input, writer.stores_streams);
     let mut ignored = 0;
-    let second = for_each_entry(open()?, &mut |number, v, _| {
+    let second = for_each_entry(open()?, &mut |number, v, _, cuts| {
         let i = number as usize - 1;
         let Some(Some(id)) = plan.ids.get(i) else {
             return;
@@ -241,8 +254,9 @@ fn read_streaming<'r>(
             return;
         };
         drop(v);
+        e.mark_cut(&cuts);
         timeline.begin(plan.rank[i]);
-        exchanges.entry(&mut timeline, &mut e, *id);
+        exchanges.entry(&mut timeline, &mut e, *id, sink);
         drop(e);
         timeline.flush_before(plan.later_start[i + 1], sink);
     });
@@ -296,8 +310,8 @@ fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenE
         accounting: Accounting::default(),
         warnings: Warnings::new(20),
     };
-    let streamed = for_each_entry(reader, &mut |number, v, bytes| {
-        scan.entry(number, &v, bytes)
+    let streamed = for_each_entry(reader, &mut |number, v, bytes, cuts| {
+        scan.entry(number, &v, bytes, &cuts)
     })
     .map_err(|e| read_error(name, e))?;
     let head = streamed.head;

@@ -10,13 +10,15 @@ use mcpf_model::{FrameRef, Mark, Timestamp};
 use crate::timeline::{epoch_scaled, secs_to_ns};
 
 /// Parses an event-stream body with the capture path's parser, line by line, giving each line
-/// a time between `head` and `end` in proportion to its end offset: events are marked estimated.
+/// a time between `head` and `end` in proportion to its end offset: events are marked
+/// estimated, and handed to `put` as they are parsed.
 pub(super) fn spread_events(
     body: &[u8],
     head: Timestamp,
     end: Timestamp,
     frame: FrameRef,
-) -> (Vec<SseEvent>, SseStats) {
+    put: &mut dyn FnMut(SseEvent),
+) -> SseStats {
     let mut parser = SseParser::new();
     let mut out = Vec::new();
     let span = i128::from(end.0.saturating_sub(head.0).max(0));
@@ -39,13 +41,14 @@ pub(super) fn spread_events(
             frame,
         };
         parser.feed(&body[pos..stop], mark, &mut out);
+        for mut ev in out.drain(..) {
+            ev.estimated = true;
+            put(ev);
+        }
         pos = stop;
     }
     parser.finish();
-    for ev in &mut out {
-        ev.estimated = true;
-    }
-    (out, parser.stats)
+    parser.stats
 }
 
 /// `_eventSourceMessages` to events; returns them and how many times had to be moved into the
@@ -170,7 +173,10 @@ mod tests {
     fn spread_events_by_byte_offset() {
         let body = b"id: 1\r\ndata: a\r\n\r\nid: 2\r\ndata: b\r\n\r\n";
         let frame = FrameRef::new(0, 1);
-        let (ev, stats) = spread_events(body, Timestamp(1_000), Timestamp(2_000), frame);
+        let mut ev = Vec::new();
+        let stats = spread_events(body, Timestamp(1_000), Timestamp(2_000), frame, &mut |e| {
+            ev.push(e)
+        });
         assert_eq!(ev.len(), 2);
         assert_eq!(stats.events, 2);
         assert!(ev.iter().all(|e| e.estimated));

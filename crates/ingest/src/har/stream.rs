@@ -6,12 +6,18 @@
 //! is an error like any other JSON error, which ends the read where it happened (the entries
 //! before it are kept, the rest is counted lost).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+use super::cut::{Cut, CutStrings};
+
+/// What `for_each_entry` hands over of one entry: its number (from 1), its value, its share of
+/// the file's bytes (the separator before it included), and the strings cut in it.
+pub(super) type Each<'f> = dyn FnMut(u64, Value, u64, Vec<Cut>) + 'f;
 
 /// What the document says besides its entries.
 #[derive(Default)]
@@ -33,12 +39,11 @@ pub(super) struct Streamed {
     pub(super) error_at: u64,
 }
 
-/// Reads `reader` to its end, calling `each(number, entry, bytes)` for every element of
-/// `log.entries` in file order (`number` from 1; `bytes` the entry's share of the file,
-/// including the separator before it).
+/// Reads `reader` to its end, calling `each` for every element of `log.entries` in file order,
+/// every string in it cut at [`super::cut::MAX_STRING`] bytes.
 pub(super) fn for_each_entry<R: BufRead>(
     mut reader: R,
-    each: &mut dyn FnMut(u64, Value, u64),
+    each: &mut Each<'_>,
 ) -> io::Result<Streamed> {
     let count = Cell::new(0u64);
     if reader.fill_buf()?.starts_with(&[0xef, 0xbb, 0xbf]) {
@@ -47,16 +52,15 @@ pub(super) fn for_each_entry<R: BufRead>(
     }
     let mut head = Head::default();
     let mut entries = 0u64;
+    let cuts = RefCell::new(Vec::new());
     let result = {
-        let counting = Counting {
-            inner: &mut reader,
-            count: &count,
-        };
+        let counting = CutStrings::new(&mut reader, &count, &cuts);
         let mut de = serde_json::Deserializer::from_reader(counting);
         let seed = TopSeed {
             head: &mut head,
             entries: &mut entries,
             count: &count,
+            cuts: &cuts,
             each,
         };
         seed.deserialize(&mut de).and_then(|()| de.end())
@@ -72,25 +76,12 @@ pub(super) fn for_each_entry<R: BufRead>(
     })
 }
 
-/// Counts the bytes serde_json takes (it reads one at a time, so the count is its position).
-struct Counting<'a, R> {
-    inner: &'a mut R,
-    count: &'a Cell<u64>,
-}
-
-impl<R: Read> Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
-    }
-}
-
 struct TopSeed<'a, 'f> {
     head: &'a mut Head,
     entries: &'a mut u64,
     count: &'a Cell<u64>,
-    each: &'a mut (dyn FnMut(u64, Value, u64) + 'f),
+    cuts: &'a RefCell<Vec<Cut>>,
+    each: &'a mut Each<'f>,
 }
 
 impl<'de> DeserializeSeed<'de> for TopSeed<'_, '_> {
@@ -115,6 +106,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_, '_> {
                     head: &mut *s.head,
                     entries: &mut *s.entries,
                     count: s.count,
+                    cuts: s.cuts,
                     each: &mut *s.each,
                 })?;
             } else {
@@ -129,7 +121,8 @@ struct LogSeed<'a, 'f> {
     head: &'a mut Head,
     entries: &'a mut u64,
     count: &'a Cell<u64>,
-    each: &'a mut (dyn FnMut(u64, Value, u64) + 'f),
+    cuts: &'a RefCell<Vec<Cut>>,
+    each: &'a mut Each<'f>,
 }
 
 impl<'de> DeserializeSeed<'de> for LogSeed<'_, '_> {
@@ -161,6 +154,7 @@ impl<'de> Visitor<'de> for LogVisitor<'_, '_> {
                     head: &mut *s.head,
                     entries: &mut *s.entries,
                     count: s.count,
+                    cuts: s.cuts,
                     each: &mut *s.each,
                 })?,
                 _ => {
@@ -176,7 +170,8 @@ struct EntriesSeed<'a, 'f> {
     head: &'a mut Head,
     entries: &'a mut u64,
     count: &'a Cell<u64>,
-    each: &'a mut (dyn FnMut(u64, Value, u64) + 'f),
+    cuts: &'a RefCell<Vec<Cut>>,
+    each: &'a mut Each<'f>,
 }
 
 impl<'de> DeserializeSeed<'de> for EntriesSeed<'_, '_> {
@@ -206,7 +201,8 @@ impl<'de> Visitor<'de> for EntriesVisitor<'_, '_> {
                 return Ok(());
             };
             *s.entries += 1;
-            (s.each)(*s.entries, v, s.count.get() - before);
+            let cuts = std::mem::take(&mut *s.cuts.borrow_mut());
+            (s.each)(*s.entries, v, s.count.get() - before, cuts);
         }
     }
 }
@@ -217,7 +213,7 @@ mod tests {
 
     fn read(text: &str) -> (Streamed, Vec<(u64, Value, u64)>) {
         let mut got = Vec::new();
-        let s = for_each_entry(text.as_bytes(), &mut |n, v, b| got.push((n, v, b))).unwrap();
+        let s = for_each_entry(text.as_bytes(), &mut |n, v, b, _| got.push((n, v, b))).unwrap();
         (s, got)
     }
 
