@@ -280,3 +280,48 @@ fn tls_records_that_fail_or_are_cut_never_make_an_answer_absent() {
         [36]
     );
 }
+
+/// A FIFO no writer has opened yet: the first SIGTERM ends the wait at once (the open used to
+/// be restarted by the kernel and the signal swallowed); with a writer, the capture is read.
+#[cfg(unix)]
+#[test]
+fn a_fifo_without_a_writer_yields_to_the_first_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("capture.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
+    let mut child = std::process::Command::new(&bin)
+        .args(["analyze", fifo.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("waiting for a writer"), "{err}");
+    // With a writer, it is read as any capture.
+    let writer = {
+        let (fifo, sample) = (fifo.clone(), SAMPLE);
+        std::thread::spawn(move || std::fs::write(fifo, std::fs::read(sample).unwrap()))
+    };
+    let out = run(&["analyze", "--format", "json", fifo.to_str().unwrap()]);
+    writer.join().unwrap().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
+}

@@ -74,6 +74,18 @@ pub fn analyze_frames(data: &[u8]) {
     analyze_capture(&frames_pcap(data));
 }
 
+/// HTTP/2 with prior knowledge: the client's bytes open with the connection preface, the rest
+/// of the input is a [`conversation_pcap`] (frames, HPACK header blocks with their dynamic
+/// tables, flow control, CONTINUATION, SETTINGS, GOAWAY) through the whole `analyze` run.
+pub fn analyze_h2(data: &[u8]) {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let head = data.len().min(2);
+    let mut conversation = data[..head].to_vec();
+    conversation.extend_from_slice(PREFACE);
+    conversation.extend_from_slice(&data[head..]);
+    analyze_capture(&conversation_pcap(&conversation));
+}
+
 /// TLS records of one connection, both directions, through the decryption a key log allows:
 /// the input is a key log's length (2 bytes, big-endian), the key log's text (so the fuzzer
 /// can name the ClientHello random it writes and the secrets), then the connection's bytes,

@@ -31,9 +31,51 @@ pub fn open_file(path: &str) -> Result<File, OpenError> {
                 Some("name the capture files inside it, e.g. dir/*.pcap"),
             ));
         }
+        Ok(m) if is_fifo(&m) => return open_fifo(p).map_err(|m| err(m, None)),
         Ok(_) => {}
     }
     File::open(p).map_err(|e| err(format!("cannot open: {e}"), None))
+}
+
+#[cfg(unix)]
+fn is_fifo(m: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// How often a wait for a FIFO's writer looks whether a signal asked the run to stop.
+const FIFO_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Opens a FIFO, which blocks until a writer opens it (`tcpdump -w fifo` started after us): the
+/// open waits on a thread of its own, so that SIGINT or SIGTERM ends the wait at once instead
+/// of being swallowed by an open the kernel restarts.
+fn open_fifo(p: &Path) -> Result<File, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = p.to_path_buf();
+    std::thread::Builder::new()
+        .name("open-fifo".into())
+        .spawn(move || {
+            let _ = tx.send(File::open(path));
+        })
+        .map_err(|e| format!("cannot open: {e}"))?;
+    loop {
+        match rx.recv_timeout(FIFO_POLL) {
+            Ok(opened) => return opened.map_err(|e| format!("cannot open: {e}")),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if crate::interrupt::stop_requested() =>
+            {
+                return Err(
+                    "not opened: stopped by a signal while waiting for a writer to the FIFO".into(),
+                );
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(e) => return Err(format!("cannot open: {e}")),
+        }
+    }
 }
 
 /// Counts bytes read from the underlying source (before decompression) so progress can be shown.
