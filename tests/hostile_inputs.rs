@@ -294,7 +294,7 @@ fn a_fifo_without_a_writer_yields_to_the_first_signal() {
         .unwrap();
     assert!(made.success());
     let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let mut child = std::process::Command::new(&bin)
+    let child = std::process::Command::new(&bin)
         .args(["analyze", fifo.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
