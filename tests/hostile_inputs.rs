@@ -325,3 +325,40 @@ fn a_fifo_without_a_writer_yields_to_the_first_signal() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
 }
+
+/// A retransmission of the seed's `tools/call` that names another tool (an attacker's or a
+/// broken middlebox's copy): the report rests on the first copy and says, with both frames,
+/// that the capture said something else too.
+#[test]
+fn a_retransmission_that_says_something_else_is_reported_with_both_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let (global, records) = pcap_records(&std::fs::read(SAMPLE).unwrap());
+    let at = records
+        .iter()
+        .position(|(_, p)| p.windows(9).any(|w| w == b"\"reindex\""))
+        .unwrap();
+    let (h, p) = records[at].clone();
+    let mut other = p.clone();
+    let name = other.windows(9).position(|w| w == b"\"reindex\"").unwrap();
+    other[name..name + 9].copy_from_slice(b"\"rm_rf_x\"");
+    let mut two = records.clone();
+    two.insert(at + 1, (h, other));
+    let path = dir.path().join("two-versions.pcap");
+    write_pcap(&path, &global, &two);
+    let doc: serde_json::Value = serde_json::from_slice(
+        &run(&["analyze", "--format", "json", path.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let conflicts = doc["summary"]["evidence_conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
+    assert_eq!(conflicts[0]["frame"], at as u64 + 2);
+    let detail = conflicts[0]["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("frame {}", at + 1)), "{detail}");
+    let text = run(&["analyze", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("the capture says two things"), "{text}");
+    assert!(
+        text.contains("\"reindex\"") && !text.contains("rm_rf_x"),
+        "{text}"
+    );
+}

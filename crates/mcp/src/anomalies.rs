@@ -54,6 +54,15 @@ impl Anomalies {
         &self.kept
     }
 
+    /// The kept anomalies where the capture contradicts itself (a retransmission that said
+    /// something else than the first copy): the report lists each, with both frames, since
+    /// what rests on those bytes rests on one of two versions.
+    pub fn conflicts(&self) -> impl Iterator<Item = &Anomaly> {
+        self.kept
+            .iter()
+            .filter(|a| a.kind == AnomalyKind::RetransmissionInconsistent)
+    }
+
     /// Each kind the run had, the most frequent first (then by name): what the report lists.
     pub fn by_kind(&self) -> Vec<(AnomalyKind, KindCount)> {
         let mut v: Vec<(AnomalyKind, KindCount)> =

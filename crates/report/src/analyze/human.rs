@@ -297,6 +297,7 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
     if let Some(line) = anomalies_line(&rep.anomalies) {
         writeln!(out, "{}", wrap(&line, width, "  ", "    "))?;
     }
+    write_conflicts(out, rep, width)?;
     if rep.mcp.unattributed > 0 {
         let line = format!(
             "note: {} that nothing on the wire ties to a session (no session ID, no shared connection, no resume naming its events): {}",
@@ -355,6 +356,34 @@ fn write_tls_not_decrypted(out: &mut dyn Write, rep: &Report, width: usize) -> i
     let more = rep.tls_not_decrypted.len().saturating_sub(SHOWN);
     if more > 0 {
         writeln!(out, "    … {more} more (--format json lists them)")?;
+    }
+    Ok(())
+}
+
+/// Under the anomalies line: where the capture says two things (a retransmission with other
+/// content than the first copy), each with both frames: the report rests on the first copy.
+fn write_conflicts(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<()> {
+    const SHOWN: usize = 5;
+    let all: Vec<&mcpf_model::Anomaly> = rep.anomalies.conflicts().collect();
+    for a in all.iter().take(SHOWN) {
+        let line = format!(
+            "the capture says two things: tcp{}{} frame {}: {}",
+            a.conn.number(),
+            match rep.inputs.len() {
+                1 => String::new(),
+                _ => format!(" of input {}", a.mark.frame.input + 1),
+            },
+            a.mark.frame.frame,
+            terminal(&a.detail)
+        );
+        writeln!(out, "{}", wrap(&line, width, "    ", "      "))?;
+    }
+    if all.len() > SHOWN {
+        writeln!(
+            out,
+            "    … {} more (--format json lists them)",
+            all.len() - SHOWN
+        )?;
     }
     Ok(())
 }

@@ -566,6 +566,23 @@ fn severity_counts(rep: &Report, shown: &[usize]) -> Value {
     Value::Object(m)
 }
 
+/// `summary.evidence_conflicts`: each place the capture said two things (a retransmission with
+/// other content than the first copy), with its connection, frame and both frames in words.
+fn conflicts_json(anomalies: &mcpf_mcp::Anomalies) -> Vec<Value> {
+    anomalies
+        .conflicts()
+        .map(|a| {
+            json!({
+                "kind": a.kind.name(),
+                "connection": a.conn.number(),
+                "input": a.mark.frame.input,
+                "frame": a.mark.frame.frame,
+                "detail": a.detail,
+            })
+        })
+        .collect()
+}
+
 /// `summary.http_anomalies_by_kind`: each kind the run had, the most frequent first, with its
 /// count and the input and frame of its first, so a reader can go to one.
 fn anomalies_by_kind(anomalies: &mcpf_mcp::Anomalies) -> Vec<Value> {
@@ -606,6 +623,7 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "mcp_unattributed_examples": rep.mcp.unattributed_examples,
         "http_anomalies": rep.anomalies.total(),
         "http_anomalies_by_kind": anomalies_by_kind(&rep.anomalies),
+        "evidence_conflicts": conflicts_json(&rep.anomalies),
         "limits": rep.limits.iter().map(crate::note::sentence).collect::<Vec<_>>(),
         "tls_not_decrypted": rep.tls_not_decrypted.iter().map(|f| json!({
             "connection": f.conn.number(),
