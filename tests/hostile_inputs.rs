@@ -362,3 +362,37 @@ fn a_retransmission_that_says_something_else_is_reported_with_both_frames() {
         "{text}"
     );
 }
+
+/// Two records of the seed whose clocks jumped (to 1970, to 2096), as tshark reads them: every
+/// packet is read (none skipped as corrupt), each lone record at the time of the one before it,
+/// said in a warning, and the report is the seed's own.
+#[test]
+fn records_whose_clock_jumped_are_read_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (global, mut records) = pcap_records(&std::fs::read(SAMPLE).unwrap());
+    records[19].0[..4].copy_from_slice(&5u32.to_le_bytes());
+    records[39].0[..4].copy_from_slice(&4_000_000_000u32.to_le_bytes());
+    let path = dir.path().join("jumps.pcap");
+    write_pcap(&path, &global, &records);
+    let kinds = |doc: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{} {}", f["kind"], f["time"]))
+            .collect();
+        k.sort();
+        k
+    };
+    let analyze = |p: &str| -> serde_json::Value {
+        serde_json::from_slice(&run(&["analyze", "--format", "json", p]).stdout).unwrap()
+    };
+    let (jumped, seed) = (analyze(path.to_str().unwrap()), analyze(SAMPLE));
+    assert_eq!(jumped["inputs"][0]["packets"], records.len());
+    assert_eq!(kinds(&jumped), kinds(&seed));
+    let warnings = jumped["inputs"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("2 records have a timestamp more than 30 days"),
+        "{warnings}"
+    );
+}

@@ -398,6 +398,13 @@ fn read_notes(state: &InputState, notes: &reader::ReadNotes) -> Vec<Note> {
     if notes.over_snaplen > 0 {
         out.push(Note::new(NoteKind::RecordsOverSnaplen, notes.over_snaplen));
     }
+    if notes.time_jumps > 0 {
+        let days = reader::MAX_TIME_JUMP_SECS as u64 / 86_400;
+        out.push(Note::new(
+            NoteKind::RecordsWithTimeJumps { days },
+            notes.time_jumps,
+        ));
+    }
     out.extend(notes.corrupt_summary());
     if notes.interface_drops > 0 {
         out.push(Note::new(NoteKind::InterfaceDrops, notes.interface_drops));

@@ -27,7 +27,7 @@ const MAX_PLAUSIBLE_CAPLEN: u32 = 262_144;
 
 /// A pcap record whose timestamp is further than this from the previous record's is doubtful:
 /// believed only when the record after it is plausible.
-const MAX_TIME_JUMP_SECS: i64 = 30 * 86_400;
+pub(crate) const MAX_TIME_JUMP_SECS: i64 = 30 * 86_400;
 
 /// The largest pcapng block a resynchronisation lands on: the scan after a damaged block looks
 /// at most this far ahead from each offset (real packet blocks are at most 256 KiB).
@@ -237,6 +237,9 @@ struct Legacy {
     snaplen: u32,
     /// Seconds of the last record read, against which the next one's timestamp is judged.
     prev_secs: Option<u32>,
+    /// The time of that record: what a lone record whose clock jumped is given instead of its
+    /// own (the records around it prove it was captured between them).
+    prev_time: Timestamp,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -278,6 +281,12 @@ impl Legacy {
         }
     }
 
+    /// Whether `h`'s time is within [`MAX_TIME_JUMP_SECS`] of the record before it.
+    fn time_ok(&self, h: &RecordHeader) -> bool {
+        self.prev_secs
+            .is_none_or(|p| (i64::from(h.ts_sec) - i64::from(p)).abs() <= MAX_TIME_JUMP_SECS)
+    }
+
     fn judge(&self, h: &RecordHeader, prev_secs: Option<u32>) -> Judgement {
         let hard_max = MAX_PLAUSIBLE_CAPLEN.max(self.snaplen.min(MAX_RECORD as u32));
         if h.caplen > hard_max {
@@ -298,16 +307,27 @@ impl Legacy {
     /// Whether the record whose header starts the window is followed by a plausible record
     /// header, or ends where the file does.
     fn confirmed(&self, window: &mut Window, h: &RecordHeader) -> bool {
+        self.confirmation(window, h).is_some()
+    }
+
+    /// What confirms the record whose header starts the window: the end of the file, or the
+    /// record after it, plausible after its time (`Some(true)`: also the end) or only after
+    /// the time before it (`Some(false)`: a single record whose clock jumped, which tshark
+    /// reads as it is).
+    fn confirmation(&self, window: &mut Window, h: &RecordHeader) -> Option<bool> {
         let end = self.record_header + h.caplen as usize;
         let avail = window.fill(end + self.record_header);
         if avail < end {
-            return false;
+            return None;
         }
         if avail < end + self.record_header {
-            return true;
+            return Some(true);
         }
         let next = self.header(&window.data()[end..end + self.record_header]);
-        self.judge(&next, Some(h.ts_sec)) == Judgement::Plausible
+        if self.judge(&next, Some(h.ts_sec)) == Judgement::Plausible {
+            return Some(true);
+        }
+        (self.judge(&next, self.prev_secs) == Judgement::Plausible).then_some(false)
     }
 
     fn step(&mut self, w: &mut Window, notes: &mut ReadNotes) -> Step {
@@ -322,14 +342,24 @@ impl Legacy {
                 return Step::End;
             }
             let h = self.header(&w.data()[..hl]);
+            // Whether the clock goes on from this record (not after a lone jumped timestamp).
+            let mut clock = true;
             match self.judge(&h, self.prev_secs) {
                 Judgement::Plausible => {}
-                Judgement::Doubtful if self.confirmed(w, &h) => {
+                Judgement::Doubtful => {
+                    let Some(goes_on) = self.confirmation(w, &h) else {
+                        self.resync(w, notes);
+                        continue;
+                    };
                     if self.snaplen > 0 && h.caplen > self.snaplen {
                         notes.over_snaplen += 1;
                     }
+                    if !self.time_ok(&h) {
+                        notes.time_jumps += 1;
+                        clock = goes_on;
+                    }
                 }
-                _ => {
+                Judgement::Corrupt => {
                     self.resync(w, notes);
                     continue;
                 }
@@ -340,15 +370,22 @@ impl Legacy {
                 notes.truncate(w, avail);
                 return Step::End;
             }
-            self.prev_secs = Some(h.ts_sec);
             let sub = if self.nanos {
                 h.ts_frac.min(999_999_999)
             } else {
                 h.ts_frac.min(999_999).saturating_mul(1000)
             };
+            let time = match clock {
+                true => Timestamp::from_secs_nanos(i64::from(h.ts_sec), sub),
+                false => self.prev_time,
+            };
+            if clock {
+                self.prev_secs = Some(h.ts_sec);
+                self.prev_time = time;
+            }
             notes.framing_bytes += hl as u64;
             return Step::Frame(PacketMeta {
-                time: Timestamp::from_secs_nanos(i64::from(h.ts_sec), sub),
+                time,
                 linktype: self.linktype,
                 orig_len: h.orig_len,
                 data_offset: hl,
@@ -618,6 +655,8 @@ pub(crate) struct ReadNotes {
     pub(crate) truncated_bytes: u64,
     /// pcap records that claimed more captured bytes than the file's snap length.
     pub(crate) over_snaplen: u64,
+    /// Records kept whose timestamp jumped more than [`MAX_TIME_JUMP_SECS`] from the one before.
+    pub(crate) time_jumps: u64,
     /// TLS key log lines from pcapng Decryption Secrets Blocks, not yet handed on.
     pub(crate) tls_secrets: Secrets,
 }
@@ -875,6 +914,7 @@ fn open_legacy(w: &mut Window) -> Result<Legacy, ReadError> {
         linktype: header.network.0,
         snaplen: header.snaplen,
         prev_secs: None,
+        prev_time: Timestamp(0),
     })
 }
 
@@ -1110,6 +1150,8 @@ mod tests {
             linktype: 1,
             snaplen,
             prev_secs: None,
+            prev_time: Timestamp(0),
+            prev_time: Timestamp(0),
         }
     }
 

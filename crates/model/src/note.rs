@@ -53,6 +53,10 @@ pub enum NoteKind {
     FramesCutBySnaplen { snaplen: u64 },
     /// `count` pcap records claim more captured bytes than the file's snap length.
     RecordsOverSnaplen,
+    /// `count` records whose timestamp is more than `days` days from the record before them,
+    /// kept (their lengths and the record after them hold); a lone one (the record after it
+    /// goes on from the one before) is given the time of the record before it.
+    RecordsWithTimeJumps { days: u64 },
     /// A corrupt stretch of `count` bytes at byte `at`, skipped to the next valid unit.
     CorruptStretch { unit: CorruptUnit },
     /// `count` corrupt stretches in all (`bytes` skipped), past the `listed` that have their own.

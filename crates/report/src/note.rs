@@ -44,6 +44,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} frames were cut by the capture's snap length ({snaplen} bytes): their missing bytes are reported as gaps (capture with -s 0)"
         ),
+        NoteKind::RecordsWithTimeJumps { days } => write!(
+            f,
+            "{c} records have a timestamp more than {days} days from the records around them; they were read, each lone one at the time of the record before it (a clock that stepped for good is followed)"
+        ),
         NoteKind::RecordsOverSnaplen => write!(
             f,
             "{c} records claim more captured bytes than the file's snap length; they were read as they are"
