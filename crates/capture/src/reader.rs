@@ -1151,7 +1151,6 @@ mod tests {
             snaplen,
             prev_secs: None,
             prev_time: Timestamp(0),
-            prev_time: Timestamp(0),
         }
     }
 
