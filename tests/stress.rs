@@ -4,17 +4,16 @@
 //! bench/stress/run.sh.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
 #[path = "../bench/stress/gen.rs"]
 mod stress;
 
-/// Address space allowed to one analysis (KiB): a crash on allocation failure fails the test
-/// instead of taking the machine's memory.
-const MEM_LIMIT_KIB: u64 = 3 << 20;
-const TIMEOUT_S: u64 = 60;
+#[path = "support/limited.rs"]
+mod limited;
+
+use limited::run;
 
 /// Writes the input of `class` at size `n` under the target's temporary directory.
 fn input(class: &str, n: u64) -> PathBuf {
@@ -26,29 +25,6 @@ fn input(class: &str, n: u64) -> PathBuf {
     stress::generate(class, n, &tmp).unwrap();
     std::fs::rename(&tmp, &path).unwrap();
     path
-}
-
-/// Runs the binary with `args` under the memory limit and a timeout; the exit status must be a
-/// documented one (0 to 3, see the man page).
-fn run(args: &[&str]) -> Output {
-    let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg("sh")
-        .arg(bin)
-        .args(args)
-        .output()
-        .unwrap();
-    let code = out.status.code();
-    assert!(
-        matches!(code, Some(0..=3)),
-        "{args:?} ended with {:?} (124: timeout; 134: abort): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// `analyze --format json` of the input, with the ledger check every report must pass.

@@ -102,6 +102,16 @@ fn one_leg_alone_has_no_hop_to_compare() {
     assert!(of_kind(&doc, "lost_in_transit").is_empty());
 }
 
+/// The findings of a report above info.
+fn above_info(doc: &Value) -> Vec<&Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect()
+}
+
 /// The kinds of a report's findings, sorted, duplicates kept.
 fn kinds(doc: &Value) -> Vec<String> {
     let mut out: Vec<String> = doc["findings"]
@@ -250,12 +260,7 @@ fn replicas_are_one_session_whose_crossed_resume_is_stated_once() {
     ] {
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let doc = analyze(&files);
-        let above: Vec<&Value> = doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["severity"] != "info")
-            .collect();
+        let above = above_info(&doc);
         assert!(above.is_empty(), "{files:?}: {above:#?}");
     }
 }
@@ -304,12 +309,7 @@ fn sessions_sharing_upstream_keepalive_connections_stay_apart_and_healthy() {
             );
         }
     }
-    let above: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] != "info")
-        .collect();
+    let above = above_info(&doc);
     assert!(above.is_empty(), "{above:#?}");
     let log = analyze(&["samples/keepalive-nginx.nginx.jsonl"]);
     assert_eq!(log["sessions"].as_array().unwrap().len(), want.len());
