@@ -396,3 +396,53 @@ fn records_whose_clock_jumped_are_read_not_skipped() {
         "{warnings}"
     );
 }
+
+/// JSON-RPC over a WebSocket after a `101`: not read (MCP over WebSocket is not this tool's),
+/// but said, with the exchange, in an anomaly; the upgrade is no SSE stream.
+#[test]
+fn a_connection_switched_to_websocket_is_said_not_dropped_in_silence() {
+    use wire::*;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.pcap");
+    let session = session_id(2);
+    let mut cap = Capture::pcap(std::fs::File::create(&path).unwrap(), 262_144).unwrap();
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap).unwrap();
+    open_session(&mut cap, &mut c, &session).unwrap();
+    let mut ws = Conn::local(2);
+    ws.handshake(&mut cap).unwrap();
+    let upgrade = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n\r\n"
+    );
+    ws.client_send(&mut cap, upgrade.as_bytes()).unwrap();
+    let switched = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    ws.server_send(&mut cap, switched.as_bytes()).unwrap();
+    let call = tools_call(5);
+    let mut frame = vec![0x81, 0x7e];
+    frame.extend_from_slice(&(call.len() as u16).to_be_bytes());
+    frame.extend_from_slice(call.as_bytes());
+    ws.client_send(&mut cap, &frame).unwrap();
+    ws.close(&mut cap).unwrap();
+    c.close(&mut cap).unwrap();
+    drop(cap);
+    let doc: serde_json::Value = serde_json::from_slice(
+        &run(&["analyze", "--format", "json", path.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let kinds = doc["summary"]["http_anomalies_by_kind"].to_string();
+    assert!(kinds.contains("protocol_switched"), "{kinds}");
+    let streams = doc["sessions"][0]["streams"].as_array().unwrap();
+    let upgrade = streams.iter().find(|s| s["status"] == 101);
+    if let Some(u) = upgrade {
+        assert_ne!(u["event_stream"], true, "{u}");
+    }
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info"),
+        "{}",
+        doc["findings"]
+    );
+}

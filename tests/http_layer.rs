@@ -2482,7 +2482,15 @@ fn upgrade_and_connect_tunnels_stop_http_parsing() {
     assert_eq!(tunnel.request.as_ref().unwrap().method, "CONNECT");
     assert_eq!(tunnel.response.as_ref().unwrap().status, 200);
     assert_eq!(tunnel.end.as_ref().unwrap().outcome, Outcome::Complete);
-    assert!(run.anomalies.is_empty(), "{}", run.dump());
+    // Each switch said once, with what it switched to; nothing else is an anomaly.
+    let said: Vec<(AnomalyKind, &str)> =
+        run.anomalies.iter().map(|a| (a.3, a.4.as_str())).collect();
+    assert_eq!(said.len(), 2, "{}", run.dump());
+    assert!(
+        said.iter()
+            .all(|(k, _)| *k == AnomalyKind::ProtocolSwitched)
+    );
+    assert!(said[0].1.contains("websocket"), "{}", said[0].1);
 }
 
 // ------------------------------------------------------------------------------------------------

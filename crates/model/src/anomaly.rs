@@ -142,6 +142,9 @@ anomaly_kinds! {
     TlsGap => "tls_gap",
     /// A TLS record cut by the end of its connection: its last bytes never came.
     TlsRecordCut => "tls_record_cut",
+    /// A connection switched to another protocol (`101` to WebSocket, a `CONNECT` tunnel):
+    /// what follows is not HTTP and is not read.
+    ProtocolSwitched => "protocol_switched",
 }
 
 #[cfg(test)]

@@ -316,6 +316,8 @@ fn opening_text(msgs: &StreamMessages) -> String {
                     short_event_id(&r.last_event_id)
                 ),
                 (None, StreamTransport::LegacySse) => "(legacy SSE transport)".into(),
+                // Switched to another protocol (a WebSocket): no stream of events.
+                (None, _) if st.status == Some(101) => "(switched protocols: not read)".into(),
                 (None, _) => {
                     if msgs.fallback_to {
                         "(fallback stream)".into()

@@ -141,6 +141,18 @@ impl Connection {
         if let Some(p) = problem {
             self.anomaly(p, dir, mark, sink);
         }
+        if framing == Framing::Tunnel {
+            // Said, not only counted: JSON-RPC over a WebSocket is MCP this tool does not read.
+            let to = headers.get("upgrade").unwrap_or(if status == 101 {
+                "an unnamed protocol"
+            } else {
+                "a tunnel"
+            });
+            let what = format!(
+                "{status} on {exchange}: the connection switched to {to}; what follows on it is not HTTP and is not read"
+            );
+            self.anomaly((AnomalyKind::ProtocolSwitched, what), dir, mark, sink);
+        }
         let event_stream =
             (200..300).contains(&status) && headers.media_type_is("text/event-stream");
         let mut msg = new_message(Start::Response, headers, exchange, framing, first, mark);
