@@ -398,6 +398,12 @@ fn read_notes(state: &InputState, notes: &reader::ReadNotes) -> Vec<Note> {
     if notes.over_snaplen > 0 {
         out.push(Note::new(NoteKind::RecordsOverSnaplen, notes.over_snaplen));
     }
+    if notes.times_out_of_range > 0 {
+        out.push(Note::new(
+            NoteKind::TimestampsOutOfRange,
+            notes.times_out_of_range,
+        ));
+    }
     if notes.time_jumps > 0 {
         let days = reader::MAX_TIME_JUMP_SECS as u64 / 86_400;
         out.push(Note::new(

@@ -554,7 +554,13 @@ impl Ng {
             let data_len = data.len();
             notes.framing_bytes += (len - data_len) as u64;
             let (time, linktype) = match self.section.interfaces.get(if_id) {
-                Some(iface) => (raw_ts.map(|raw| ng_time(raw, iface)), iface.linktype),
+                Some(iface) => {
+                    let time = raw_ts.map(|raw| ng_time(raw, iface));
+                    if time == Some(None) {
+                        notes.times_out_of_range += 1;
+                    }
+                    (time.flatten(), iface.linktype)
+                }
                 None => (None, UNDECLARED_INTERFACE),
             };
             return Step::NgFrame(
@@ -657,6 +663,8 @@ pub(crate) struct ReadNotes {
     pub(crate) over_snaplen: u64,
     /// Records kept whose timestamp jumped more than [`MAX_TIME_JUMP_SECS`] from the one before.
     pub(crate) time_jumps: u64,
+    /// pcapng packets whose timestamp falls before 1970 or past 2262 ([`ng_time`]).
+    pub(crate) times_out_of_range: u64,
     /// TLS key log lines from pcapng Decryption Secrets Blocks, not yet handed on.
     pub(crate) tls_secrets: Secrets,
 }
@@ -1127,20 +1135,49 @@ fn ts_units(tsresol: u8) -> Option<u64> {
     }
 }
 
-fn ng_time(raw: u64, iface: &Interface) -> Timestamp {
+/// A packet's time from its raw timestamp and its interface's resolution and `if_tsoffset`;
+/// `None` when it falls before 1970 or past what nanoseconds since then hold (2262): no clock
+/// gives that, a wrong offset or a broken writer does. The packet is then read at the time of
+/// the one before it, and counted.
+fn ng_time(raw: u64, iface: &Interface) -> Option<Timestamp> {
     let units = iface.units_per_sec.unwrap_or(1_000_000).max(1);
-    let secs = raw / units;
     let frac = raw % units;
     let nanos = (u128::from(frac) * 1_000_000_000 / u128::from(units)) as u32;
+    let secs = i128::from(raw / units) + i128::from(iface.offset_secs);
+    let max = i128::from(i64::MAX / Timestamp::NANOS_PER_SEC) - 1;
     let secs = i64::try_from(secs)
-        .unwrap_or(i64::MAX / Timestamp::NANOS_PER_SEC)
-        .saturating_add(iface.offset_secs);
-    Timestamp::from_secs_nanos(secs, nanos)
+        .ok()
+        .filter(|&s| (0..=max as i64).contains(&s))?;
+    Some(Timestamp::from_secs_nanos(secs, nanos))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pcapng_times_no_clock_gives_are_refused() {
+        let iface = |units: u64, offset_secs: i64| Interface {
+            linktype: 1,
+            snaplen: 0,
+            units_per_sec: Some(units),
+            offset_secs,
+        };
+        let t = ng_time(1_796_000_000_123_456, &iface(1_000_000, 0)).unwrap();
+        assert_eq!(t, Timestamp::from_secs_nanos(1_796_000_000, 123_456_000));
+        assert_eq!(
+            ng_time(u64::MAX, &iface(1_000_000_000, 0)),
+            None,
+            "2^64-1 ns: 2554"
+        );
+        assert_eq!(
+            ng_time(1_796_000_000, &iface(1, -(1 << 40))),
+            None,
+            "before 1970"
+        );
+        assert_eq!(ng_time(5, &iface(1, -10)), None);
+        assert!(ng_time(5, &iface(1, 0)).is_some(), "1970 itself is a time");
+    }
 
     fn legacy(snaplen: u32) -> Legacy {
         Legacy {

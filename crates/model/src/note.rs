@@ -53,6 +53,9 @@ pub enum NoteKind {
     FramesCutBySnaplen { snaplen: u64 },
     /// `count` pcap records claim more captured bytes than the file's snap length.
     RecordsOverSnaplen,
+    /// `count` pcapng packets whose timestamp falls before 1970 or past 2262 (a wrong
+    /// `if_tsoffset`, a broken writer): each read at the time of the packet before it.
+    TimestampsOutOfRange,
     /// `count` records whose timestamp is more than `days` days from the record before them,
     /// kept (their lengths and the record after them hold); a lone one (the record after it
     /// goes on from the one before) is given the time of the record before it.

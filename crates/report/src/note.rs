@@ -44,6 +44,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} frames were cut by the capture's snap length ({snaplen} bytes): their missing bytes are reported as gaps (capture with -s 0)"
         ),
+        NoteKind::TimestampsOutOfRange => write!(
+            f,
+            "{c} packets have a timestamp before 1970 or past 2262 (a wrong if_tsoffset or a broken writer); each was read at the time of the packet before it"
+        ),
         NoteKind::RecordsWithTimeJumps { days } => write!(
             f,
             "{c} records have a timestamp more than {days} days from the records around them; they were read, each lone one at the time of the record before it (a clock that stepped for good is followed)"
