@@ -187,18 +187,9 @@ fn went_past(c: &Stream, lei: &str, r: &Stream) -> bool {
 /// Whether every request the client sent on `st` was answered by its events (a stream with no
 /// request, the standalone GET, answers nothing and so is never "answered").
 fn answered_on(st: &Stream) -> bool {
-    let mut asked = st
-        .client_messages
-        .iter()
-        .filter(|m| m.kind == Kind::Request)
-        .filter_map(|m| m.id.as_ref())
-        .peekable();
-    asked.peek().is_some()
-        && asked.all(|id| {
-            st.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
-                matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == Some(id)
-            })
-        })
+    let answers: Vec<&RequestId> = answered(st).collect();
+    let mut asked = asked(st).peekable();
+    asked.peek().is_some() && asked.all(|id| answers.contains(&id))
 }
 
 /// The last non-empty event ID `st` delivered before `r` was opened.
@@ -221,17 +212,25 @@ fn replays_the_minter(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &s
 }
 
 fn answers_the_minters_request(r: &Stream, by: &Stream) -> bool {
-    let asked: Vec<&RequestId> = by
-        .client_messages
+    let asked: Vec<&RequestId> = asked(by).collect();
+    answered(r).any(|id| asked.contains(&id))
+}
+
+/// The IDs of the requests the client sent on `st`.
+fn asked(st: &Stream) -> impl Iterator<Item = &RequestId> {
+    st.client_messages
         .iter()
         .filter(|m| m.kind == Kind::Request)
         .filter_map(|m| m.id.as_ref())
-        .collect();
-    r.events
+}
+
+/// The IDs of the responses and errors the events of `st` carried.
+fn answered(st: &Stream) -> impl Iterator<Item = &RequestId> {
+    st.events
         .iter()
         .flat_map(|e| e.messages.iter())
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .any(|m| m.id.as_ref().is_some_and(|id| asked.contains(&id)))
+        .filter_map(|m| m.id.as_ref())
 }
 
 fn replays_bytes(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &str) -> bool {
@@ -252,18 +251,10 @@ fn replays_bytes(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &str) -
 
 /// The requests whose answers `c` carried and the resume `r` carried again.
 fn answered_again(r: &Stream, c: &Stream) -> Vec<String> {
-    let answers = |st: &Stream| -> Vec<String> {
-        st.events
-            .iter()
-            .flat_map(|e| e.messages.iter())
-            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-            .filter_map(|m| m.id.as_ref().map(|id| id.to_string()))
-            .collect()
-    };
-    let first = answers(c);
-    let mut again: Vec<String> = answers(r)
-        .into_iter()
+    let first: Vec<&RequestId> = answered(c).collect();
+    let mut again: Vec<String> = answered(r)
         .filter(|id| first.contains(id))
+        .map(RequestId::to_string)
         .collect();
     again.dedup();
     again
