@@ -79,7 +79,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -150,6 +150,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --max-session-events)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-session-exchanges)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

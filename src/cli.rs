@@ -237,6 +237,17 @@ pub struct AnalyzeArgs {
     )]
     pub max_session_events: u64,
 
+    /// Exchanges one session holds for analysis (about a kilobyte each); past it exchanges are
+    /// counted, not held, and findings that rest on an answer's or event's absence are
+    /// reported as not determinable for that session.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = mcpf_engine::mcp::MAX_SESSION_EXCHANGES,
+        help_heading = "Limits"
+    )]
+    pub max_session_exchanges: u64,
+
     /// SSE events the sessions seen in several inputs may hold together while they wait for
     /// their other observations to end (for the hop comparison); past it the oldest are
     /// reported at once and compared with what is kept of them.

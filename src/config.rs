@@ -176,6 +176,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         threads: if live { 1 } else { threads(&a.capture) },
         workers: a.workers,
         max_session_events: a.max_session_events,
+        max_session_exchanges: a.max_session_exchanges,
         max_held_events: a.max_held_events,
         selection,
         ..Settings::default()

@@ -742,3 +742,29 @@ fn the_generators_are_deterministic() {
         assert_eq!(stress::bytes(class, 2), stress::bytes(class, 2), "{class}");
     }
 }
+
+#[test]
+fn pipelined_notifications_past_the_exchange_cap_are_counted_not_held() {
+    // Issue 29: 30,000 notifications POSTed back to back before any answer (a million took
+    // 4 GiB before the cap), under a cap of 10,000 exchanges a session.
+    let cap = ["--max-session-exchanges", "10000"];
+    let doc = analyze("pipelined_notifications", 30_000, &cap);
+    // initialize and notifications/initialized, then the notifications: 30,002 exchanges.
+    assert!(
+        limit_says(
+            &doc,
+            "20002 exchanges of 1 session came after their session held 10000"
+        ),
+        "{}",
+        doc["summary"]["limits"]
+    );
+    let capped = &doc["sessions"][0];
+    assert_eq!(capped["counts"]["streams"], 10_000);
+    let not_determinable = capped["not_determinable"].to_string();
+    assert!(
+        not_determinable.contains("unanswered_request"),
+        "{not_determinable}"
+    );
+    assert_healthy_after("pipelined_notifications", &doc, 2);
+    assert_eq!(doc["summary"]["http_exchanges"], 30_006);
+}

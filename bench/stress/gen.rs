@@ -145,6 +145,11 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
         "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/2 in 60 KB segments, then a healthy session",
     ),
     (
+        "pipelined_notifications",
+        "pcap.gz",
+        "notifications/progress POSTs pipelined on one connection, each answered 202, then a healthy session",
+    ),
+    (
         "har_sse_bomb",
         "har.gz",
         "MiB of `data: {}` events in one HAR entry's content.text, then healthy entries",
@@ -207,6 +212,7 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
         "sse_gzip_bomb" => sse_gzip_bomb(n, false, w),
         "h2_sse_gzip_bomb" => sse_gzip_bomb(n, true, w),
         "har_sse_bomb" => har_sse_bomb(n, w),
+        "pipelined_notifications" => pipelined_notifications(n, w),
         "batch" => batch(n, w),
         "duplicates" => duplicates(n, w),
         "resumes" => resumes(n, w),
@@ -807,6 +813,39 @@ fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, w: W) -> io::Result<()> {
         }
         answer.extend_from_slice(b"0\r\n\r\n");
         c.server_send_in(&mut cap, &answer, 60_000)?;
+    }
+    c.close(&mut cap)?;
+    healthy_session(&mut cap, 2, &session_id(2), 2)
+}
+
+/// Issue 29: `n` notifications POSTed back to back on one keep-alive connection before any answer
+/// (HTTP/1.1 pipelining), then `n` `202 Accepted` in a row: each is an exchange with nothing to
+/// wait for, so what the tool holds for them must not grow with `n`.
+fn pipelined_notifications<W: Write>(n: u64, w: W) -> io::Result<()> {
+    let mut cap = Capture::pcap(w, 262_144)?;
+    let mut c = Conn::local(1);
+    c.handshake(&mut cap)?;
+    open_session(&mut cap, &mut c, SESSION)?;
+    // Sent in batches of 4096 so the generator holds a few MB, not the whole pipeline.
+    let mut sent = 0;
+    while sent < n {
+        let k = (n - sent).min(4096);
+        let mut burst = Vec::new();
+        for i in sent..sent + k {
+            let note = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t","progress":{i}}}}}"#
+            );
+            burst.extend(post("/mcp", Some(SESSION), &[], note.as_bytes()));
+        }
+        c.client_send(&mut cap, &burst)?;
+        sent += k;
+    }
+    let mut answered = 0;
+    while answered < n {
+        let k = (n - answered).min(4096);
+        let burst: Vec<u8> = (0..k).flat_map(|_| accepted(SESSION)).collect();
+        c.server_send_in(&mut cap, &burst, 60_000)?;
+        answered += k;
     }
     c.close(&mut cap)?;
     healthy_session(&mut cap, 2, &session_id(2), 2)

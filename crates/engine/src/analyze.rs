@@ -226,6 +226,13 @@ fn mcp_limits(mcp: &mcpf_mcp::McpStats, tls: Option<&mcpf_tls::TlsStats>) -> Vec
         };
         limits.push(Note::new(kind, mcp.events_unheld));
     }
+    if mcp.exchanges_unheld > 0 {
+        let kind = NoteKind::SessionExchangesUnheld {
+            sessions: mcp.sessions_capped,
+            max: mcp.max_session_exchanges,
+        };
+        limits.push(Note::new(kind, mcp.exchanges_unheld));
+    }
     if mcp.event_ids_not_indexed > 0 {
         let kind = NoteKind::EventIdsNotIndexed;
         limits.push(Note::new(kind, mcp.event_ids_not_indexed));

@@ -58,6 +58,8 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// SSE events held per session (`--max-session-events`).
     pub max_session_events: u64,
+    /// Exchanges held per session (`--max-session-exchanges`).
+    pub max_session_exchanges: u64,
     /// Events the sessions waiting for their other observations may hold (`--max-held-events`).
     pub max_held_events: usize,
     /// What the report shows: which sessions get a timeline, which findings count.
@@ -74,6 +76,7 @@ impl Default for Settings {
             threads: 1,
             workers: None,
             max_session_events: mcpf_mcp::MAX_SESSION_EVENTS,
+            max_session_exchanges: mcpf_mcp::MAX_SESSION_EXCHANGES,
             max_held_events: MAX_EVENTS_HELD,
             selection: Selection::default(),
             tool: mcpf_report::analyze::Tool {

@@ -71,7 +71,8 @@ impl SessionStage {
             .with_early_finalize(early)
             .with_sources(sources)
             .with_session_callback(callback)
-            .with_max_session_events(settings.max_session_events);
+            .with_max_session_events(settings.max_session_events)
+            .with_max_session_exchanges(settings.max_session_exchanges);
         SessionStage {
             builder,
             finalizer,

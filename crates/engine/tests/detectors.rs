@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 
 use mcpf_detect::Detector;
 use mcpf_engine::{SessionStage, Settings};
-use mcpf_mcp::model::{Attribution, EventIdScheme, Namespace, Session, StreamTransport, Transport};
+use mcpf_mcp::model::{
+    Attribution, EventIdScheme, Lack, Namespace, Session, StreamTransport, Transport,
+};
 use mcpf_model::{ConnId, Direction};
 use mcpf_model::{FrameRef, Mark, Timestamp};
 use serde_json::{Value, json};
@@ -110,12 +112,17 @@ fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 impl Capture {
     fn new() -> Capture {
+        Capture::with(&Settings::default())
+    }
+
+    fn with(settings: &Settings) -> Capture {
         let finalized = Arc::new(Mutex::new(Vec::new()));
         let sink = finalized.clone();
         let sources = vec![mcpf_model::SourceFormat::Capture; 3];
-        let b = SessionStage::without_records(&Settings::default(), sources).with_tap(Box::new(
-            move |s, _, _| sink.lock().unwrap().push(s.clone()),
-        ));
+        let b =
+            SessionStage::without_records(settings, sources).with_tap(Box::new(move |s, _, _| {
+                sink.lock().unwrap().push(s.clone())
+            }));
         Capture {
             b,
             finalized,
@@ -2563,6 +2570,36 @@ fn unanswered_request_is_high_when_the_client_gave_up() {
     let s = run.session();
     assert_eq!(f.time, s.end);
     assert_eq!(frames(f), frames_of(&[sent, s.end]));
+}
+
+#[test]
+fn exchanges_past_the_session_cap_are_counted_and_conclude_no_absence() {
+    let cap = Settings {
+        max_session_exchanges: 4,
+        ..Settings::default()
+    };
+    let mut c = Capture::with(&cap);
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.tools_list(3);
+    // Past the cap: not held, but the DELETE's 200 still ends the session.
+    c.tools_list(4);
+    c.tools_list(5);
+    c.end(p, Cut::ServerClose);
+    c.delete(200);
+    let run = c.finish();
+    // The call's answer may be in an exchange not kept: not concluded unanswered.
+    run.absent(UnansweredRequest);
+    let s = run.session();
+    assert_eq!(s.streams.len(), 4);
+    assert_eq!(s.exchanges_unheld, 3);
+    assert!(s.deleted.is_some());
+    assert!(
+        s.lacks.contains(&Lack::Exchanges { unheld: 3 }),
+        "{:?}",
+        s.lacks
+    );
 }
 
 /// A call left without an answer (its stream ended as `cut` says) while a later request of the

@@ -25,7 +25,7 @@ pub mod revision;
 pub use anomalies::{Anomalies, KindCount, MAX_ANOMALIES_KEPT};
 pub use answers::{Answer, AnswerIndex, AnswerTexts};
 pub use builder::{
-    Builder, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, McpStats, NotCarried, Prepared,
-    SessionCallback, prepare,
+    Builder, MAX_MINTING_SERVERS, MAX_SESSION_EVENTS, MAX_SESSION_EXCHANGES, McpStats, NotCarried,
+    Prepared, SessionCallback, prepare,
 };
 pub use payloads::{PayloadRef, Payloads};

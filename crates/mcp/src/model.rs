@@ -555,6 +555,8 @@ pub enum Lack {
     },
     /// Events past the session's cap (`--max-session-events`) were counted, not kept.
     Events { unheld: u64 },
+    /// Exchanges past the session's cap (`--max-session-exchanges`) were counted, not kept.
+    Exchanges { unheld: u64 },
     /// The input did not record the responses' `Mcp-Session-Id`.
     ResponseSessionId,
     /// The input does not record how responses ended, and the POST `post` (logged as complete)
@@ -585,7 +587,9 @@ impl Lack {
     pub fn need(&self) -> Need {
         match self {
             Lack::Bodies { .. } => Need::Bodies,
-            Lack::Events { .. } => Need::EveryEvent,
+            // An exchange not kept may hold the answer or the event whose absence a finding
+            // would conclude from.
+            Lack::Events { .. } | Lack::Exchanges { .. } => Need::EveryEvent,
             Lack::ResponseSessionId => Need::ResponseSessionId,
             Lack::ResponseEnds { .. } => Need::ResponseEnds,
         }
@@ -666,6 +670,8 @@ pub struct Session {
     pub frame_order: bool,
     /// Events its streams hold (packed or not): checked against the cap on each event.
     pub(crate) events_held: u64,
+    /// Exchanges that came once it held as many as the cap allows: counted, not held.
+    pub exchanges_unheld: u64,
 }
 
 /// What a session leaves behind once it is analysed and its streams and events are dropped:

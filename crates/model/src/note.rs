@@ -132,6 +132,8 @@ pub enum NoteKind {
     SessionsLost,
     /// `count` SSE events on `streams` streams came after their session held `max` events.
     SessionEventsUnheld { streams: u64, max: u64 },
+    /// `count` exchanges came after their session (one of `sessions`) held `max` exchanges.
+    SessionExchangesUnheld { sessions: u64, max: u64 },
     /// `count` event IDs came while the index of the open sessions' IDs was full.
     EventIdsNotIndexed,
     /// TLS: `count` of `connections` decrypted; the rest by reason (the reason's sentence, as

@@ -14,6 +14,9 @@ pub(crate) fn reason(lack: &Lack) -> String {
         Lack::Events { unheld } => format!(
             "{unheld} events arrived after the session held as many as the cap allows (--max-session-events); they were counted, not kept"
         ),
+        Lack::Exchanges { unheld } => format!(
+            "{unheld} exchanges came after the session held as many as the cap allows (--max-session-exchanges); they were counted, not kept"
+        ),
         Lack::ResponseSessionId => {
             "the input did not record the responses' Mcp-Session-Id".to_string()
         }

@@ -228,6 +228,9 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
         NoteKind::SessionEventsUnheld { streams, max } => {
             write_events_unheld(f, c, *streams, *max)
         }
+        NoteKind::SessionExchangesUnheld { sessions, max } => {
+            write_exchanges_unheld(f, c, *sessions, *max)
+        }
         NoteKind::ReleasedEarly { max_events } => write_released_early(f, c, *max_events),
     }
 }
@@ -253,16 +256,29 @@ fn write_tls(
     write!(f, "; not decrypted: {}", why.join(", "))
 }
 
-fn write_events_unheld(f: &mut Formatter<'_>, c: u64, streams: u64, max: u64) -> fmt::Result {
-    // The kinds that conclude from an event's absence, as the registry says.
+/// The kinds that conclude from an event's (or an answer's) absence, as the registry says.
+fn absence_kinds() -> String {
     let kinds: Vec<&str> = mcpf_detect::requiring(mcpf_mcp::model::Need::EveryEvent)
         .map(FindingKind::name)
         .collect();
+    crate::table::and_list(&kinds)
+}
+
+fn write_events_unheld(f: &mut Formatter<'_>, c: u64, streams: u64, max: u64) -> fmt::Result {
     write!(
         f,
         "{c} SSE events on {streams} stream{} arrived after their session held {max} (--max-session-events): counted, not kept; {} are not determinable for those sessions",
         if streams == 1 { "" } else { "s" },
-        crate::table::and_list(&kinds)
+        absence_kinds()
+    )
+}
+
+fn write_exchanges_unheld(f: &mut Formatter<'_>, c: u64, sessions: u64, max: u64) -> fmt::Result {
+    write!(
+        f,
+        "{c} exchanges of {sessions} session{} came after their session held {max} (--max-session-exchanges): counted, not kept, with their events; {} are not determinable for those sessions",
+        if sessions == 1 { "" } else { "s" },
+        absence_kinds()
     )
 }
 
@@ -739,6 +755,16 @@ mod tests {
             (
                 note(K::SessionEventsUnheld { streams: 1, max: 3 }, 5),
                 "5 SSE events on 1 stream arrived after their session held 3 (--max-session-events): counted, not kept; resume_gap, skipped_events and unanswered_request are not determinable for those sessions",
+            ),
+            (
+                note(
+                    K::SessionExchangesUnheld {
+                        sessions: 1,
+                        max: 200_000,
+                    },
+                    800_006,
+                ),
+                "800006 exchanges of 1 session came after their session held 200000 (--max-session-exchanges): counted, not kept, with their events; resume_gap, skipped_events and unanswered_request are not determinable for those sessions",
             ),
             (
                 note(K::EventIdsNotIndexed, 8),

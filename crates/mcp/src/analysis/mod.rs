@@ -25,7 +25,7 @@ mod not_determinable;
 mod resumes;
 
 use crate::ids;
-use crate::model::{EventIdScheme, Session, Stream};
+use crate::model::{EventIdScheme, Session};
 
 pub(crate) use initialize::{fill_initialize, fill_revision};
 pub(crate) use merge::merge_sources;
@@ -71,12 +71,17 @@ fn order_streams(s: &mut Session) {
     for (new, &old) in order.iter().enumerate() {
         new_pos[old] = new;
     }
-    let mut streams: Vec<Option<Stream>> = s.streams.drain(..).map(Some).collect();
-    for &old in &order {
-        if let Some(mut st) = streams[old].take() {
-            st.idx = s.streams.len();
-            s.streams.push(st);
+    // In place, cycle by cycle: a session of hundreds of thousands of streams is not copied.
+    let mut to = new_pos.clone();
+    for i in 0..to.len() {
+        while to[i] != i {
+            let j = to[i];
+            s.streams.swap(i, j);
+            to.swap(i, j);
         }
+    }
+    for (i, st) in s.streams.iter_mut().enumerate() {
+        st.idx = i;
     }
     for f in &mut s.fallbacks {
         f.abandoned_stream = f.abandoned_stream.map(|i| new_pos[i]);

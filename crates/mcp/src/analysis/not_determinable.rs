@@ -8,6 +8,7 @@ use crate::model::{Lack, Session};
 pub(super) fn note_what_inputs_lack(s: &mut Session) {
     bodies_missing(s);
     events_unheld(s);
+    exchanges_unheld(s);
     session_header_missing(s);
 }
 
@@ -29,6 +30,15 @@ fn events_unheld(s: &mut Session) {
     let unheld: u64 = s.streams.iter().map(|st| st.events_unheld).sum();
     if unheld > 0 {
         s.lacks.push(Lack::Events { unheld });
+    }
+}
+
+/// Exchanges past the session's cap were counted, not kept.
+fn exchanges_unheld(s: &mut Session) {
+    if s.exchanges_unheld > 0 {
+        s.lacks.push(Lack::Exchanges {
+            unheld: s.exchanges_unheld,
+        });
     }
 }
 

@@ -14,7 +14,7 @@ use mcpf_http::{ExchangeId, Headers, Outcome};
 use mcpf_model::{ConnId, Mark};
 
 use super::sessions::stream_proves_mcp;
-use super::{Builder, Filing, Pending, RejectedInitialize, carriers};
+use super::{Builder, Filing, Pending, RejectedInitialize, UNHELD, UnheldRequest, carriers};
 use crate::jsonrpc::{self, Kind};
 use crate::model::{
     self, Attribution, EventRec, Namespace, RareEvent, SessionIdx, Stream, StreamTransport,
@@ -153,7 +153,7 @@ impl Builder {
     /// The session of an exchange filed open.
     fn open_session(&self, id: ExchangeId) -> Option<SessionIdx> {
         match self.open.get(&id)? {
-            Filing::Session(s, _) => Some(*s),
+            Filing::Session(s, _) | Filing::Unheld(s, _) => Some(*s),
             Filing::Pending(..) => None,
         }
     }
@@ -165,6 +165,9 @@ impl Builder {
         }
         if self.not_mcp.contains(&h.exchange) {
             return;
+        }
+        if let Some(&Filing::Unheld(s, request)) = self.open.get(&h.exchange) {
+            return self.unheld_answered(s, request, h);
         }
         if self.stream_mut(h.exchange).is_none() {
             let orphan = self.orphan(h.exchange, h.first);
@@ -230,6 +233,19 @@ impl Builder {
             }
             Some(other) => self.open_filing(h.exchange, other),
             None => {}
+        }
+    }
+
+    /// An exchange past its session's cap was answered: what the answer says of the session
+    /// (deleted, forgotten) still holds.
+    fn unheld_answered(&mut self, s: SessionIdx, r: UnheldRequest, h: &mcpf_http::ResponseHead) {
+        if let Some(s) = self.live_mut(s) {
+            if h.status == 404 && r.named_session {
+                s.forgotten.push(h.first);
+            }
+            if r.delete && (200..300).contains(&h.status) {
+                s.deleted = Some(h.first);
+            }
         }
     }
 
@@ -299,6 +315,7 @@ impl Builder {
                 self.resolve_get(exchange, rec.endpoint());
             }
             Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
+            Some(Filing::Unheld(..)) => {}
             Some(&mut Filing::Session(s, pos)) => {
                 if let Some(session) = self.live_mut(s) {
                     session.events_held += 1;
@@ -361,6 +378,7 @@ impl Builder {
         let held = match self.open.get(&exchange) {
             Some(Filing::Pending(stream, _)) => stream.packed.len() as u64,
             Some(&Filing::Session(s, _)) => self.live(s).map_or(0, |s| s.events_held),
+            Some(Filing::Unheld(..)) => 0,
             None => 0,
         };
         let cap = self.max_session_events.0;
@@ -435,6 +453,7 @@ impl Builder {
         });
         match self.take_filing(exchange) {
             Some(Filing::Session(s, pos)) => self.session_exchange_ended(s, pos, mark, initialized),
+            Some(Filing::Unheld(s, _)) => self.session_exchange_ended(s, UNHELD, mark, None),
             Some(Filing::Pending(stream, Pending::Orphan)) => {
                 // Wait: the request may still come (it is emitted when it ends); filed when
                 // the connection ends.

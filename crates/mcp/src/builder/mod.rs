@@ -37,7 +37,20 @@ enum Filing {
     Session(SessionIdx, usize),
     /// Not yet known: see [`Pending`].
     Pending(Box<Stream>, Pending),
+    /// Of a session that held as many exchanges as the cap allows: counted, not held.
+    Unheld(SessionIdx, UnheldRequest),
 }
+
+/// What is kept of a request not held: what its answer can still say of the session (a
+/// `DELETE` answered 2xx ended it, a request naming it answered 404 found it forgotten).
+#[derive(Clone, Copy, Debug)]
+struct UnheldRequest {
+    delete: bool,
+    named_session: bool,
+}
+
+/// The position [`Builder::attach`] gives a stream it counted and did not hold.
+const UNHELD: usize = usize::MAX;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Pending {
@@ -100,6 +113,11 @@ pub struct McpStats {
     pub streams_capped: u64,
     /// The cap they reached.
     pub max_session_events: u64,
+    /// Exchanges that came once their session held as many as the cap allows (their events
+    /// among `events_unheld`), the sessions they came to, and the cap.
+    pub exchanges_unheld: u64,
+    pub sessions_capped: u64,
+    pub max_session_exchanges: u64,
     /// Server ports of HTTP that carried no MCP.
     pub non_mcp_ports: Vec<u16>,
     /// MCP requests whose head was cut (by the snap length) before it named a session: MCP by
@@ -169,6 +187,20 @@ pub(super) type MintingKey = (std::net::SocketAddr, String, String);
 /// hostile one holds a new path per request.
 pub const MAX_MINTING_SERVERS: usize = 65_536;
 
+/// Exchanges held per session by default: each takes about a kilobyte while the session is
+/// analysed, so a session at the cap holds about 200 MB of them. A session of 1,000 tool calls
+/// an hour would take more than a week to reach it.
+pub const MAX_SESSION_EXCHANGES: u64 = 200_000;
+
+#[derive(Clone, Copy, Debug)]
+struct ExchangeCap(u64);
+
+impl Default for ExchangeCap {
+    fn default() -> Self {
+        ExchangeCap(MAX_SESSION_EXCHANGES)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct EventCap(u64);
 
@@ -236,6 +268,8 @@ pub struct Builder {
     by_sid: WireMap<String, Vec<SessionIdx>>,
     /// Events a session holds at most (see [`Builder::with_max_session_events`]).
     max_session_events: EventCap,
+    /// Exchanges a session holds at most (see [`Builder::with_max_session_exchanges`]).
+    max_session_exchanges: ExchangeCap,
     /// The bytes of every event's data and JSON response body.
     payloads: PayloadWriter,
     /// Sessions written to disk while quiet, and where.
@@ -276,6 +310,14 @@ impl Builder {
     /// for that session.
     pub fn with_max_session_events(mut self, cap: u64) -> Self {
         self.max_session_events = EventCap(cap);
+        self
+    }
+
+    /// Exchanges one session holds at most: a later one is counted on the session, not held,
+    /// and findings that rest on the absence of an answer or event are then not concluded for
+    /// that session.
+    pub fn with_max_session_exchanges(mut self, cap: u64) -> Self {
+        self.max_session_exchanges = ExchangeCap(cap);
         self
     }
 
@@ -336,12 +378,13 @@ impl Builder {
                 .streams
                 .get_mut(*i),
             Filing::Pending(stream, _) => Some(stream),
+            Filing::Unheld(..) => None,
         }
     }
 
     /// Files an open exchange; a session counts it as open.
     fn open_filing(&mut self, id: ExchangeId, filing: Filing) {
-        if let Filing::Session(s, _) = filing
+        if let Filing::Session(s, _) | Filing::Unheld(s, _) = filing
             && let Some(s) = self.live_mut(s)
         {
             s.open += 1;
@@ -366,7 +409,7 @@ impl Builder {
         let now = self.now;
         let held = self.orphan_holds.remove(&id);
         if let Some(idx) = held.or(match filing {
-            Filing::Session(idx, _) => Some(idx),
+            Filing::Session(idx, _) | Filing::Unheld(idx, _) => Some(idx),
             Filing::Pending(..) => None,
         }) && let Some(s) = self.live_mut(idx)
         {

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use mcpf_model::{ConnId, InputId, Mark};
 
-use super::{Builder, Filing, Identity, RejectedInitialize};
+use super::{Builder, Filing, Identity, RejectedInitialize, UNHELD, UnheldRequest};
 use crate::jsonrpc::Kind;
 use crate::model::{
     self, EventIdScheme, Fallback, Session, SessionIdx, Stream, StreamTransport, Transport,
@@ -81,6 +81,7 @@ impl Builder {
             merged_sources: Vec::new(),
             frame_order: false,
             events_held: 0,
+            exchanges_unheld: 0,
             counts: model::Counts::default(),
             finalized: false,
             over: false,
@@ -203,8 +204,10 @@ impl Builder {
         self.new_session(Opening::of(stream, Some(id.to_string())))
     }
 
-    /// Files a stream under a session; returns the session it went to and its position there. A
-    /// session already over is continued by a new session record with the same identity.
+    /// Files a stream under a session; returns the session it went to and its position there
+    /// ([`UNHELD`] when the session holds as many exchanges as the cap allows: the stream is
+    /// counted, not held). A session already over is continued by a new session record with the
+    /// same identity.
     pub(super) fn attach(
         &mut self,
         session: SessionIdx,
@@ -217,9 +220,10 @@ impl Builder {
             session
         };
         self.carried_mcp.insert(stream.exchange.conn);
+        let cap = self.max_session_exchanges.0;
         let Some(s) = self.live_mut(session) else {
             // Not reachable: a finalized session was continued above.
-            return (session, usize::MAX);
+            return (session, UNHELD);
         };
         if !s.inputs.contains(&stream.input) {
             s.inputs.push(stream.input);
@@ -229,6 +233,14 @@ impl Builder {
         }
         if stream.opened > s.end {
             s.end = stream.opened;
+        }
+        if s.streams.len() as u64 >= cap {
+            s.exchanges_unheld += 1;
+            let first = s.exchanges_unheld == 1;
+            self.stats.exchanges_unheld += 1;
+            self.stats.sessions_capped += u64::from(first);
+            self.stats.max_session_exchanges = cap;
+            return (session, UNHELD);
         }
         note_initialize(s, &stream);
         s.events_held += stream.event_count() as u64;
@@ -241,9 +253,17 @@ impl Builder {
     /// that session.
     pub(super) fn file_open(&mut self, session: SessionIdx, stream: Stream) {
         let (id, conn) = (stream.exchange, stream.exchange.conn);
+        let request = UnheldRequest {
+            delete: stream.method.eq_ignore_ascii_case("DELETE"),
+            named_session: stream.session_id_sent.is_some(),
+        };
         let (session, pos) = self.attach(session, stream);
         self.carries(conn, session);
-        self.open_filing(id, Filing::Session(session, pos));
+        let filing = match pos {
+            UNHELD => Filing::Unheld(session, request),
+            pos => Filing::Session(session, pos),
+        };
+        self.open_filing(id, filing);
     }
 
     /// The connection now carries `session` (and, if it carried another before, is shared).

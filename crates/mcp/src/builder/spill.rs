@@ -58,6 +58,7 @@ pub(super) fn encode(s: &Session) -> Vec<u8> {
         put_u64(w, u64::from(*i));
     }
     put_u64(w, u64::from(s.open));
+    put_u64(w, s.exchanges_unheld);
     put_u64(w, s.continues.map_or(0, |c| c as u64 + 1));
     match &s.reinitialized_from {
         Some(r) => {
@@ -109,6 +110,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         .map(|_| r.u64().and_then(|i| u32::try_from(i).ok()))
         .collect::<Option<Vec<_>>>()?;
     let open = u32::try_from(r.u64()?).ok()?;
+    let exchanges_unheld = r.u64()?;
     let continues = r.u64()?.checked_sub(1).map(|c| c as usize);
     let reinitialized_from = match r.byte()? {
         0 => None,
@@ -169,6 +171,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Session> {
         merged_sources: Vec::new(),
         frame_order: false,
         events_held,
+        exchanges_unheld,
         over,
         open,
         quiet_since: Timestamp::default(),
@@ -655,6 +658,7 @@ mod tests {
             merged_sources: Vec::new(),
             frame_order: false,
             events_held: 0,
+            exchanges_unheld: 0,
             over: true,
             open: 0,
             quiet_since: Timestamp::default(),

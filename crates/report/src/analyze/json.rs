@@ -304,14 +304,28 @@ struct SessionRecord<'a> {
     sources: Vec<&'a str>,
     merged_sources: Value,
     counts: Value,
-    streams: Vec<StreamRecord<'a>>,
+    streams: StreamRecords<'a>,
+}
+
+/// A session's streams, each made into its record as it is written: a session can hold
+/// hundreds of thousands, and their records together several times what the session holds.
+struct StreamRecords<'a> {
+    s: &'a Session,
+    r: &'a Redactor,
+}
+
+impl Serialize for StreamRecords<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let (s, r) = (self.s, self.r);
+        ser.collect_seq(s.streams.iter().map(|st| stream_json(s, st, r)))
+    }
 }
 
 fn session_json<'a>(
     h: &'a SessionHeader,
     s: &'a Session,
     input_paths: &'a [String],
-    r: &Redactor,
+    r: &'a Redactor,
 ) -> SessionRecord<'a> {
     let fell_back = s.fallbacks.first().map(|f| {
         json!({
@@ -383,7 +397,7 @@ fn session_json<'a>(
             "errors": c.errors,
             "notifications": c.notifications,
         }),
-        streams: s.streams.iter().map(|st| stream_json(s, st, r)).collect(),
+        streams: StreamRecords { s, r },
     }
 }
 
@@ -689,15 +703,15 @@ fn write_sessions(
 ) -> io::Result<()> {
     let mut array = Array::open(out, "sessions")?;
     for &(record, _) in selected {
-        let bytes = rep.sessions.spilled(Records::Sessions, record)?;
-        if bytes.is_empty() {
+        if record.is_none() {
             continue;
         }
         array.item(out)?;
         if rep.sessions.is_clean(record) {
-            out.write_clean(&bytes)?;
+            // A clean record is small (see `Spool`): read whole, passed on unscanned.
+            out.write_clean(&rep.sessions.spilled(Records::Sessions, record)?)?;
         } else {
-            out.write_all(&bytes)?;
+            rep.sessions.copy_spilled(Records::Sessions, record, out)?;
         }
     }
     array.close(out, false)
@@ -751,15 +765,20 @@ pub fn write_json(
 /// One NDJSON record: `{"type":...,"schema_version":1,` then the record's own fields.
 pub(super) fn write_line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
     let body = compact.strip_prefix(b"{").unwrap_or(compact);
-    write!(
-        out,
-        "{{\"type\":\"{kind}\",\"schema_version\":{SCHEMA_VERSION}"
-    )?;
+    line_start(out, kind)?;
     if body != b"}" {
         out.write_all(b",")?;
     }
     out.write_all(body)?;
     out.write_all(b"\n")
+}
+
+/// The start of an NDJSON line of `kind`, up to the members of its record.
+fn line_start(out: &mut dyn Write, kind: &str) -> io::Result<()> {
+    write!(
+        out,
+        "{{\"type\":\"{kind}\",\"schema_version\":{SCHEMA_VERSION}"
+    )
 }
 
 /// One record per line: `input`, `session`, `finding`, `timeline` (and `event` with `--events`),
@@ -776,10 +795,16 @@ pub fn write_ndjson(
         write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     for &(record, _) in &selected {
-        let record = rep.sessions.spilled(Records::Sessions, record)?;
-        if !record.is_empty() {
-            write_line(out, "session", &record)?;
-        }
+        // Copied from the spill as `write_line` would write it: a record (never `{}`) after its
+        // opening brace follows the line's own members.
+        let Some((at, len)) = record.filter(|&(_, len)| len > 2) else {
+            continue;
+        };
+        line_start(out, "session")?;
+        out.write_all(b",")?;
+        rep.sessions
+            .copy_spilled(Records::Sessions, Some((at + 1, len - 1)), out)?;
+        out.write_all(b"\n")?;
     }
     let captures = capture_inputs(rep);
     for &p in &shown {
@@ -833,10 +858,30 @@ pub(super) fn session_record(
     input_paths: &[String],
     r: &Redactor,
 ) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
+    // Writing to a `Vec` fails only if the record cannot be serialized, which ours always can.
+    if write_session_record(format, h, s, input_paths, r, &mut out).is_err() {
+        out.clear();
+    }
+    out
+}
+
+/// [`session_record`] written to `out` as it is made, one stream at a time.
+pub(super) fn write_session_record(
+    format: RecordFormat,
+    h: &SessionHeader,
+    s: &Session,
+    input_paths: &[String],
+    r: &Redactor,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let v = session_json(h, s, input_paths, r);
     match format {
-        RecordFormat::Pretty => pretty_at(&v, 4),
-        _ => serde_json::to_vec(&v).unwrap_or_default(),
+        RecordFormat::Pretty => {
+            let mut ser = serde_json::Serializer::with_formatter(out, Indented::at(4));
+            Ok(v.serialize(&mut ser)?)
+        }
+        _ => Ok(serde_json::to_writer(out, &v)?),
     }
 }
 

@@ -144,11 +144,6 @@ impl Spills {
         }
     }
 
-    /// Appends rendered records; `None` (and the error noted) when the file cannot be written.
-    pub(crate) fn append(&mut self, which: Records, bytes: &[u8]) -> Option<Range> {
-        self.append_with(which, &mut |w| w.write_all(bytes))
-    }
-
     /// Appends the records `write` renders, as it renders them; `None` when it wrote nothing,
     /// or (and the error noted) when the file cannot be written.
     pub(crate) fn append_with(
@@ -250,7 +245,7 @@ mod tests {
         });
         let mut copied = Vec::new();
         spills.copy(Records::Events, a, &mut copied).unwrap();
-        let b = spills.append(Records::Events, b"b0\n\nb1\n");
+        let b = spills.append_with(Records::Events, &mut |w| w.write_all(b"b0\n\nb1\n"));
         assert_eq!(copied, b"a0\na1\na2\n");
         assert_eq!(lines(&mut spills, a), ["a0", "a1", "a2"]);
         assert_eq!(lines(&mut spills, b), ["b0", "b1"]);

@@ -24,11 +24,18 @@ struct RenderConfig {
 impl RenderConfig {
     /// Renders a session's record (and its events when asked) and spills them.
     fn render(&self, spills: &mut Spills, header: &SessionHeader, s: &Session) -> Ranges {
-        let bytes = json::session_record(self.format, header, s, &self.input_paths, &self.redactor);
-        let record = spills.append(Records::Sessions, &bytes);
-        // Scanned here, on the renderer's thread, so that the document, written when the run is
-        // over, can pass the record on unscanned.
-        if self.format == RecordFormat::Pretty && self.redactor.leaves_alone(&bytes) {
+        let mut clean = false;
+        let record = spills.append_with(Records::Sessions, &mut |out| {
+            let mut spool = Spool::new(out);
+            let (r, paths) = (&self.redactor, &self.input_paths);
+            json::write_session_record(self.format, header, s, paths, r, &mut spool)?;
+            // Scanned here, on the renderer's thread, so that the document, written when the
+            // run is over, can pass the record on unscanned.
+            clean =
+                spool.finish(|held| self.format == RecordFormat::Pretty && r.leaves_alone(held))?;
+            Ok(())
+        });
+        if clean {
             spills.mark_clean(record);
         }
         let mut events = None;
@@ -39,6 +46,56 @@ impl RenderConfig {
             });
         }
         (record, events)
+    }
+}
+
+/// A record up to this size is held while it is made, and scanned for secrets whole.
+const SPOOL_MAX: usize = 4 << 20;
+
+/// Holds a record as it is made up to [`SPOOL_MAX`] bytes, then passes it on as it comes: a
+/// small record is scanned for secrets once, here, and a big one (a session of hundreds of
+/// thousands of exchanges) is never held whole; the output's redactor scans it as it goes out.
+struct Spool<'w> {
+    out: &'w mut dyn std::io::Write,
+    held: Vec<u8>,
+    passed_on: bool,
+}
+
+impl<'w> Spool<'w> {
+    fn new(out: &'w mut dyn std::io::Write) -> Self {
+        Spool {
+            out,
+            held: Vec::new(),
+            passed_on: false,
+        }
+    }
+
+    /// Writes what is held; whether the record was held whole and `clean` says it is.
+    fn finish(self, clean: impl FnOnce(&[u8]) -> bool) -> std::io::Result<bool> {
+        if self.passed_on {
+            return Ok(false);
+        }
+        let found = clean(&self.held);
+        self.out.write_all(&self.held)?;
+        Ok(found)
+    }
+}
+
+impl std::io::Write for Spool<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.passed_on {
+            return self.out.write(buf);
+        }
+        self.held.extend_from_slice(buf);
+        if self.held.len() > SPOOL_MAX {
+            self.out.write_all(&std::mem::take(&mut self.held))?;
+            self.passed_on = true;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 
