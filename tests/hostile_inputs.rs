@@ -446,3 +446,62 @@ fn a_connection_switched_to_websocket_is_said_not_dropped_in_silence() {
         doc["findings"]
     );
 }
+
+/// Summary numbers and each session's ID and counts, which splitting a capture into files must
+/// not change.
+fn what_was_found(doc: &serde_json::Value) -> (String, Vec<String>) {
+    let s = &doc["summary"];
+    let summary = format!(
+        "{} sessions, {} exchanges, findings {}",
+        s["sessions"], s["http_exchanges"], s["findings"]
+    );
+    let mut sessions: Vec<String> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| format!("{} {}", x["session_id"], x["counts"]))
+        .collect();
+    sessions.sort();
+    (summary, sessions)
+}
+
+/// Issue 29: a directory of more files than `ulimit -n` allows open (a `tcpdump -C` ring), and
+/// more files overlapping in time than are read at once, give what the one capture gives.
+#[test]
+fn more_inputs_than_open_files_allowed_are_read_a_few_at_a_time() {
+    let sample = "samples/python-sdk-resume-many.pcap";
+    let whole: serde_json::Value =
+        serde_json::from_slice(&run(&["analyze", "--format", "json", sample]).stdout).unwrap();
+    let (global, records) = pcap_records(&std::fs::read(sample).unwrap());
+    let packets = records.len();
+    let tmp = tempfile::tempdir().unwrap();
+    // 1,100 files of consecutive records, and 100 files each of every 100th record.
+    let ring = tmp.path().join("ring");
+    let overlapping = tmp.path().join("overlapping");
+    std::fs::create_dir(&ring).unwrap();
+    std::fs::create_dir(&overlapping).unwrap();
+    let per = packets.div_ceil(1100);
+    for (k, part) in records.chunks(per).enumerate() {
+        write_pcap(&ring.join(format!("ring{k:05}.pcap")), &global, part);
+    }
+    for k in 0..100 {
+        let part: Vec<Record> = records.iter().skip(k).step_by(100).cloned().collect();
+        write_pcap(&overlapping.join(format!("part{k:03}.pcap")), &global, &part);
+    }
+    assert!(std::fs::read_dir(&ring).unwrap().count() > 1024);
+    for dir in [&ring, &overlapping] {
+        let args = ["analyze", "--format", "json", dir.to_str().unwrap()];
+        let out = limited::run_with(&args, "ulimit -n 128;");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(what_was_found(&doc), what_was_found(&whole), "{dir:?}");
+        let read: u64 = doc["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["packets"].as_u64().unwrap())
+            .sum();
+        assert_eq!(read, packets as u64, "{dir:?}: every packet read once");
+        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -12,8 +12,15 @@ pub const TIMEOUT_S: u64 = 60;
 /// Runs `mcp-forensics ARGS` under the limits; the exit status must be a documented one (0 to
 /// 3, see the man page).
 pub fn run(args: &[&str]) -> Output {
+    run_with(args, "")
+}
+
+/// [`run`] with more shell limits first (`ulimit -n 64;`).
+#[allow(dead_code)]
+pub fn run_with(args: &[&str], ulimits: &str) -> Output {
     let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
-    let script = format!("ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
+    let script =
+        format!("{ulimits} ulimit -v {MEM_LIMIT_KIB}; exec timeout -k 5 {TIMEOUT_S} \"$@\"");
     let out = Command::new("sh")
         .arg("-c")
         .arg(script)

@@ -102,7 +102,8 @@ pub mod tcp;
 pub mod tunnel;
 pub mod writer;
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -124,11 +125,25 @@ pub struct CaptureInput {
     pub bytes_read: Arc<AtomicU64>,
     /// File size when known (not for standard input).
     pub size: Option<u64>,
+    /// The next frame, read and not yet handed on: what orders the inputs in time.
+    held: Option<HeldFrame>,
+    /// A file that can be opened again (not standard input, not bytes in memory).
+    reopens: bool,
+    /// Closed while its turn had not come, after reading this many frames (see [`MAX_OPEN`]).
+    parked: Option<u64>,
 }
+
+/// Inputs read at once. Each holds a file and a read buffer of a megabyte or more: a
+/// directory of thousands of `tcpdump -C` files is read a few at a time, each opened when its
+/// first packet's turn comes and closed at its end, under any `ulimit -n`. When more than this
+/// many overlap in time, the one whose next packet is latest is closed and, when its turn
+/// comes back, read again from its start up to where it stopped.
+pub const MAX_OPEN: usize = 64;
 
 /// Opens a path (or `-` for standard input) as a capture.
 pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
+    let mut regular = false;
     let (source, size): (Box<dyn io::Read + Send>, Option<u64>) = if path == "-" {
         (
             Box::new(CountingReader::new(
@@ -139,7 +154,10 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
         )
     } else {
         let file = open_file(path)?;
-        let size = file.metadata().ok().map(|m| m.len());
+        let meta = file.metadata().ok();
+        // A FIFO or `/dev/fd/N` gives its bytes once: only a regular file is opened again.
+        regular = meta.as_ref().is_some_and(|m| m.is_file());
+        let size = meta.map(|m| m.len());
         (
             Box::new(CountingReader::new(
                 mcpf_model::interrupt::file(file),
@@ -148,7 +166,9 @@ pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenErro
             size,
         )
     };
-    open_reader(path, source, size, bytes_read, input)
+    let mut opened = open_reader(path, source, size, bytes_read, input)?;
+    opened.reopens = regular;
+    Ok(opened)
 }
 
 /// Opens what `source` reads (already counting into `bytes_read`) as a capture named `path`.
@@ -175,7 +195,72 @@ fn open_reader(
         reader,
         bytes_read,
         size,
+        held: None,
+        reopens: false,
+        parked: None,
     })
+}
+
+impl CaptureInput {
+    /// Reads the first frame, then (for a file that can be opened again) closes the file and
+    /// frees the buffer until the input's turn comes: opening a thousand inputs holds none.
+    pub fn prime(&mut self) {
+        refill(self);
+        self.park();
+    }
+
+    /// Closes the file and frees the read buffer, keeping the frame read last.
+    fn park(&mut self) {
+        if self.reopens && self.held.is_some() && self.parked.is_none() {
+            self.parked = Some(self.reader.frames());
+            self.reader.release();
+        }
+    }
+
+    /// Opens a parked input again and reads up to where it stopped; the notes of that part stay
+    /// those of the first read. A file that cannot be read again ends with a warning.
+    fn unpark(&mut self) {
+        let Some(frames) = self.parked.take() else {
+            return;
+        };
+        let counted = self.bytes_read.load(Ordering::Relaxed);
+        match self.reopen(frames) {
+            Ok(mut reader) => {
+                reader.continue_from(&mut self.reader);
+                self.reader = reader;
+            }
+            Err(e) => {
+                self.held = None;
+                let why = format!("opened again to read on, it failed: {e}");
+                let note = Note::new(NoteKind::ReadingStopped, 1).detail(why);
+                self.reader.notes.warnings.push(note);
+            }
+        }
+        // What was read again is not counted twice.
+        self.bytes_read.store(counted, Ordering::Relaxed);
+    }
+
+    fn reopen(&self, frames: u64) -> Result<CaptureReader, String> {
+        let file = open_file(&self.path).map_err(|e| e.message)?;
+        let source = CountingReader::new(mcpf_model::interrupt::file(file), self.bytes_read.clone());
+        let mut reader =
+            CaptureReader::open(Box::new(source), self.reader.input_id()).map_err(|e| e.to_string())?;
+        for _ in 0..frames {
+            if reader.next_frame().map_err(|e| e.to_string())?.is_none() {
+                return Err("the file is shorter than when it was first read".into());
+            }
+        }
+        // Handed on already, or held by the old reader's notes.
+        reader.take_tls_secrets();
+        Ok(reader)
+    }
+
+    /// At the end of the input: the file and buffer are let go.
+    fn close(&mut self) {
+        if self.reopens {
+            self.reader.release();
+        }
+    }
 }
 
 /// A capture held in memory, named `name` (the fuzz targets, and tests of what a file holds).
@@ -466,12 +551,16 @@ pub fn run(
     stage: &mut CaptureStage,
     sink: &mut impl TcpSink,
 ) -> ReassemblyStats {
-    if inputs.len() == 1 {
-        let input = &mut inputs[0];
+    if let [input] = inputs {
+        input.unpark();
+        if let Some(h) = input.held.take() {
+            hand_on_secrets(input, sink);
+            stage.frame(&h.frame(), sink);
+        }
+        // One input: each frame is handed on from the read buffer, never copied.
         loop {
             hand_on_secrets(input, sink);
-            let read = input.reader.next_frame();
-            match read {
+            match input.reader.next_frame() {
                 Ok(Some(frame)) => stage.frame(&frame, sink),
                 Ok(None) => break,
                 Err(e) => {
@@ -480,37 +569,63 @@ pub fn run(
                 }
             }
         }
+        input.close();
         return stage.finish(sink);
     }
-    let mut held: Vec<Option<HeldFrame>> = Vec::with_capacity(inputs.len());
-    for input in inputs.iter_mut() {
-        held.push(None);
-        let slot = held.last_mut().expect("just pushed");
-        refill(input, slot);
-    }
-    loop {
-        let next = held
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.as_ref().map(|h| (h.time, i)))
-            .min();
-        let Some((_, i)) = next else {
-            break;
-        };
-        hand_on_secrets(&mut inputs[i], sink);
-        if let Some(h) = held[i].as_ref() {
-            let frame = Frame {
-                time: h.time,
-                frame: h.frame,
-                linktype: h.linktype,
-                data: &h.data,
-                orig_len: h.orig_len,
-            };
-            stage.frame(&frame, sink);
+    let mut next = BinaryHeap::new();
+    for (i, input) in inputs.iter_mut().enumerate() {
+        if input.held.is_none() && input.parked.is_none() {
+            refill(input);
         }
-        refill(&mut inputs[i], &mut held[i]);
+        match &input.held {
+            Some(h) => next.push(Reverse((h.time, i))),
+            None => input.close(),
+        }
+    }
+    // The inputs open, by index: parked ones are opened again when their turn comes.
+    let mut open: Vec<usize> = (0..inputs.len())
+        .filter(|&i| inputs[i].held.is_some() && inputs[i].parked.is_none())
+        .collect();
+    while let Some(Reverse((_, i))) = next.pop() {
+        if inputs[i].parked.is_some() {
+            inputs[i].unpark();
+            open.push(i);
+            park_latest(inputs, &mut open, i);
+        }
+        let input = &mut inputs[i];
+        let Some(h) = input.held.take() else {
+            open.retain(|&o| o != i);
+            continue;
+        };
+        hand_on_secrets(input, sink);
+        stage.frame(&h.frame(), sink);
+        input.read_next(h);
+        match &input.held {
+            Some(h) => next.push(Reverse((h.time, i))),
+            None => {
+                input.close();
+                open.retain(|&o| o != i);
+            }
+        }
     }
     stage.finish(sink)
+}
+
+/// With more than [`MAX_OPEN`] inputs open, closes the one (not `keep`) whose next frame is
+/// latest.
+fn park_latest(inputs: &mut [CaptureInput], open: &mut Vec<usize>, keep: usize) {
+    if open.len() <= MAX_OPEN {
+        return;
+    }
+    let latest = open
+        .iter()
+        .copied()
+        .filter(|&o| o != keep && inputs[o].reopens)
+        .max_by_key(|&o| inputs[o].held.as_ref().map(|h| (h.time, o)));
+    if let Some(o) = latest {
+        inputs[o].park();
+        open.retain(|&x| x != o);
+    }
 }
 
 /// Key log lines read from the input's blocks so far go downstream before its next packet.
@@ -522,13 +637,18 @@ fn hand_on_secrets(input: &mut CaptureInput, sink: &mut impl TcpSink) {
     }
 }
 
-fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
-    let mut buffer = slot.take().map(|h| h.data).unwrap_or_default();
+/// Reads the input's next frame into `held`.
+fn refill(input: &mut CaptureInput) {
+    refill_into(input, Vec::new());
+}
+
+/// Reads the input's next frame into `held`, in `buffer`'s allocation.
+fn refill_into(input: &mut CaptureInput, mut buffer: Vec<u8>) {
     match input.reader.next_frame() {
         Ok(Some(frame)) => {
             buffer.clear();
             buffer.extend_from_slice(frame.data);
-            *slot = Some(HeldFrame {
+            input.held = Some(HeldFrame {
                 time: frame.time,
                 frame: frame.frame,
                 linktype: frame.linktype,
@@ -538,6 +658,25 @@ fn refill(input: &mut CaptureInput, slot: &mut Option<HeldFrame>) {
         }
         Ok(None) => {}
         Err(e) => input.reader.notes.warnings.push(reading_stopped(&e)),
+    }
+}
+
+impl CaptureInput {
+    /// Reads the frame after `done` (handed on), in its buffer.
+    fn read_next(&mut self, done: HeldFrame) {
+        refill_into(self, done.data);
+    }
+}
+
+impl HeldFrame {
+    fn frame(&self) -> Frame<'_> {
+        Frame {
+            time: self.time,
+            frame: self.frame,
+            linktype: self.linktype,
+            data: &self.data,
+            orig_len: self.orig_len,
+        }
     }
 }
 

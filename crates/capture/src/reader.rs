@@ -733,9 +733,26 @@ pub struct CaptureReader {
     cursor: Cursor,
     pub(crate) notes: ReadNotes,
     pub(crate) format: CaptureFormat,
+    /// Bytes read when the file and buffer were let go ([`CaptureReader::release`]).
+    released_at: Option<u64>,
 }
 
 impl CaptureReader {
+    /// Lets go of the file and the read buffer; what was read (notes, frames, bytes) stays for
+    /// the input's report. Reading again takes a new reader.
+    pub(crate) fn release(&mut self) {
+        self.released_at = Some(self.bytes_read());
+        self.window = Window::new(Box::new(io::empty()));
+        self.window.buf = Vec::new();
+        self.cursor.done = true;
+    }
+
+    /// Takes over what `old` noted: this reader has read again what `old` had read, and the
+    /// notes of that part are `old`'s.
+    pub(crate) fn continue_from(&mut self, old: &mut CaptureReader) {
+        self.notes = std::mem::take(&mut old.notes);
+    }
+
     /// The TLS key log lines the file's Decryption Secrets Blocks held since the last call.
     pub fn take_tls_secrets(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.notes.tls_secrets.0)
@@ -806,6 +823,7 @@ impl CaptureReader {
             },
             notes,
             format,
+            released_at: None,
         })
     }
 
@@ -820,6 +838,9 @@ impl CaptureReader {
 
     /// Bytes of the (decompressed) file read so far, the frame handed out last included.
     pub(crate) fn bytes_read(&self) -> u64 {
+        if let Some(at) = self.released_at {
+            return at;
+        }
         self.window.offset() + self.cursor.pending_consume as u64
     }
 

@@ -8,7 +8,7 @@ use mcpf_capture::decode::{TcpFlags, linktype};
 use mcpf_capture::reader::{CaptureReader, ReadError};
 use mcpf_capture::tcp::{Direction, TcpEvent};
 use mcpf_capture::writer::{PcapNgWriter, PcapWriter, SegmentSpec, ip_packet, link_frame};
-use mcpf_capture::{CaptureInput, CaptureStage, Settings, run};
+use mcpf_capture::{CaptureInput, CaptureStage, Settings, capture_from_bytes, run};
 use mcpf_model::{CorruptUnit, InputReport, Note, NoteKind, Timestamp};
 
 /// Whether the report warns of `kind`.
@@ -78,13 +78,7 @@ struct Seen {
 }
 
 fn analyse(bytes: Vec<u8>) -> (Seen, InputReport) {
-    let reader = CaptureReader::open(Box::new(Cursor::new(bytes)), 0).expect("opens");
-    let mut inputs = vec![CaptureInput {
-        path: "test".into(),
-        reader,
-        bytes_read: Default::default(),
-        size: None,
-    }];
+    let mut inputs = vec![capture_from_bytes("test", bytes, 0).expect("opens")];
     let mut stage = CaptureStage::new(Settings::default(), 1);
     let mut seen = Seen::default();
     let mut sink = |ev: TcpEvent<'_>| match ev {
@@ -373,12 +367,7 @@ fn several_inputs_merge_by_time() {
     let mut inputs: Vec<CaptureInput> = [a.into_inner(), b.into_inner()]
         .into_iter()
         .enumerate()
-        .map(|(i, bytes)| CaptureInput {
-            path: format!("part{i}"),
-            reader: CaptureReader::open(Box::new(Cursor::new(bytes)), i as u32).unwrap(),
-            bytes_read: Default::default(),
-            size: None,
-        })
+        .map(|(i, bytes)| capture_from_bytes(&format!("part{i}"), bytes, i as u32).unwrap())
         .collect();
     let mut stage = CaptureStage::new(Settings::default(), 2);
     let mut c2s = Vec::new();

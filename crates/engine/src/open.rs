@@ -8,6 +8,15 @@ use mcpf_model::{InputId, InputReport, OpenError, SourceFormat};
 
 use crate::Observer;
 
+/// With several inputs, each capture's first frame is read as it is opened and its file closed
+/// until its turn: a thousand inputs hold no file open and no read buffer before then
+/// ([`capture::MAX_OPEN`]).
+fn prime(input: &mut CaptureInput, inputs: usize) {
+    if inputs > 1 {
+        input.prime();
+    }
+}
+
 /// The inputs a run is asked to read, once directories and globs are expanded
 /// ([`crate::inputs::expand`]).
 #[derive(Clone, Debug, Default)]
@@ -51,7 +60,8 @@ impl Opened {
                 _ => mcpf_ingest::resolve(path, spec.format, have_map),
             };
             let format = resolved.and_then(|f| match f {
-                SourceFormat::Capture => capture::open_capture(path, i).map(|c| {
+                SourceFormat::Capture => capture::open_capture(path, i).map(|mut c| {
+                    prime(&mut c, spec.files.len());
                     opened.captures.push(c);
                     f
                 }),
@@ -82,7 +92,10 @@ impl Opened {
         };
         for (i, path) in files.iter().enumerate() {
             match capture::open_capture(path, i as InputId) {
-                Ok(input) => opened.captures.push(input),
+                Ok(mut input) => {
+                    prime(&mut input, files.len());
+                    opened.captures.push(input);
+                }
                 Err(e) => {
                     observer.unreadable(&e);
                     opened.failed = true;
