@@ -486,7 +486,11 @@ fn more_inputs_than_open_files_allowed_are_read_a_few_at_a_time() {
     }
     for k in 0..100 {
         let part: Vec<Record> = records.iter().skip(k).step_by(100).cloned().collect();
-        write_pcap(&overlapping.join(format!("part{k:03}.pcap")), &global, &part);
+        write_pcap(
+            &overlapping.join(format!("part{k:03}.pcap")),
+            &global,
+            &part,
+        );
     }
     assert!(std::fs::read_dir(&ring).unwrap().count() > 1024);
     for dir in [&ring, &overlapping] {
@@ -502,6 +506,10 @@ fn more_inputs_than_open_files_allowed_are_read_a_few_at_a_time() {
             .map(|i| i["packets"].as_u64().unwrap())
             .sum();
         assert_eq!(read, packets as u64, "{dir:?}: every packet read once");
-        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

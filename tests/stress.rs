@@ -768,3 +768,68 @@ fn pipelined_notifications_past_the_exchange_cap_are_counted_not_held() {
     assert_healthy_after("pipelined_notifications", &doc, 2);
     assert_eq!(doc["summary"]["http_exchanges"], 30_006);
 }
+
+/// Sends SIGTERM to `child` after `after`; how long it took to end, and what it wrote.
+#[cfg(unix)]
+fn terminated(
+    child: std::process::Child,
+    after: std::time::Duration,
+) -> (std::time::Duration, std::process::Output) {
+    std::thread::sleep(after);
+    // The child may have ended before the signal: then there was nothing to stop.
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (started.elapsed(), out)
+}
+
+/// Issue 29: SIGTERM ends the run within a second wherever it is: on a pipe that stays open
+/// (the report of what came is written), and in the work after reading, where a report that
+/// takes longer is left unfinished and said so.
+#[cfg(unix)]
+#[test]
+fn a_signal_ends_the_run_within_a_second() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bin = assert_cmd::cargo::cargo_bin("mcp-forensics");
+    let mut child = Command::new(&bin)
+        .args(["analyze", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sample = std::fs::read("samples/python-sdk-healthy.pcap").unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&sample).unwrap();
+    // The pipe stays open, silent.
+    let (took, out) = terminated(child, std::time::Duration::from_millis(700));
+    drop(stdin);
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("VERDICT") && report.contains("stopped by a signal"),
+        "{report}"
+    );
+    // 300,000 notifications: the session of 200,000 exchanges takes seconds to analyse and
+    // report after the signal.
+    let path = input("pipelined_notifications", 300_000);
+    let child = Command::new(&bin)
+        .args(["analyze", "--format", "json", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (took, out) = terminated(child, std::time::Duration::from_millis(1500));
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(130) => assert!(err.contains("was not finished within a second"), "{err}"),
+        Some(0..=3) => {}
+        other => panic!("{other:?}: {err}"),
+    }
+}

@@ -80,9 +80,15 @@ pub fn run(cli: Cli) -> ExitCode {
 /// The exit code of a program ended by SIGINT (128 + 2), as shells report it.
 const INTERRUPTED: i32 = 130;
 
+/// How long after the first signal the report of what was read may take: a signal stops the
+/// program within a second wherever it is.
+const REPORT_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(900);
+
 /// The first SIGINT, SIGTERM or SIGHUP ends every input where it is (`tcpdump -w - | analyze -`
-/// stopped with Ctrl-C: the report of what was read is still written); a second one ends the
-/// program at once. Without a handler (one could not be set) a signal ends it as usual.
+/// stopped with Ctrl-C: the report of what was read is still written, if that takes less than
+/// [`REPORT_AFTER_SIGNAL`]; a report that would take longer, of a session of hundreds of
+/// thousands of exchanges, is left unfinished and said so); a second one ends the program at
+/// once. Without a handler (one could not be set) a signal ends it as usual.
 fn stop_reading_on_signals() {
     static SIGNALS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let _ = ctrlc::set_handler(|| {
@@ -93,6 +99,13 @@ fn stop_reading_on_signals() {
         eprintln!(
             "\nmcp-forensics: stopping: the inputs end here, the report of what was read follows (again to quit at once)"
         );
+        std::thread::spawn(|| {
+            std::thread::sleep(REPORT_AFTER_SIGNAL);
+            eprintln!(
+                "mcp-forensics: stopped: the report of what was read was not finished within a second of the signal; what was written of it is incomplete"
+            );
+            std::process::exit(INTERRUPTED);
+        });
     });
 }
 

@@ -242,9 +242,10 @@ impl CaptureInput {
 
     fn reopen(&self, frames: u64) -> Result<CaptureReader, String> {
         let file = open_file(&self.path).map_err(|e| e.message)?;
-        let source = CountingReader::new(mcpf_model::interrupt::file(file), self.bytes_read.clone());
-        let mut reader =
-            CaptureReader::open(Box::new(source), self.reader.input_id()).map_err(|e| e.to_string())?;
+        let source =
+            CountingReader::new(mcpf_model::interrupt::file(file), self.bytes_read.clone());
+        let mut reader = CaptureReader::open(Box::new(source), self.reader.input_id())
+            .map_err(|e| e.to_string())?;
         for _ in 0..frames {
             if reader.next_frame().map_err(|e| e.to_string())?.is_none() {
                 return Err("the file is shorter than when it was first read".into());

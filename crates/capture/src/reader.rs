@@ -709,7 +709,12 @@ impl ReadNotes {
         w.consume(avail);
         self.truncated = true;
         self.truncated_bytes += avail as u64;
-        let note = Note::new(NoteKind::CaptureTruncated, avail as u64).at(at);
+        // A read a signal ended is not a file cut short.
+        let kind = match mcpf_model::interrupt::stop_requested() {
+            true => NoteKind::ReadStoppedBySignal,
+            false => NoteKind::CaptureTruncated,
+        };
+        let note = Note::new(kind, avail as u64).at(at);
         self.warnings.push(note);
     }
 
@@ -890,6 +895,11 @@ impl CaptureReader {
         self.cursor.done = true;
         if let Some((at, e)) = self.window.failure.take() {
             self.notes.truncated = true;
+            // The gzip decoder, its input ended by a signal, fails as if the file were cut:
+            // the signal's own warning says why.
+            if mcpf_model::interrupt::stop_requested() {
+                return;
+            }
             let kind = if self.notes.gzip {
                 NoteKind::GzipCut
             } else {

@@ -298,12 +298,17 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
     let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
     match FirstRecord::deserialize(&mut de) {
         Ok(first) => Ok(Sniff::Json(first)),
-        // A HAR cut short (a full disk, a killed exporter): what it has is still read.
-        Err(whole) if whole.is_eof() && cut_har(text) => Ok(Sniff::Json(FirstRecord {
-            keys: vec!["log".into()],
-            log: Some(vec!["entries".into()]),
-            ..FirstRecord::default()
-        })),
+        // A HAR cut short (a full disk, a killed exporter, or a signal that ended the read):
+        // what it has is still read.
+        Err(whole)
+            if (whole.is_eof() || mcpf_model::interrupt::stop_requested()) && cut_har(text) =>
+        {
+            Ok(Sniff::Json(FirstRecord {
+                keys: vec!["log".into()],
+                log: Some(vec!["entries".into()]),
+                ..FirstRecord::default()
+            }))
+        }
         Err(whole) => {
             // A log whose first line is damaged (cut by rotation): look at the next lines.
             for line in text.split(|&b| b == b'\n').skip(1).take(50) {

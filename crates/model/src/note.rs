@@ -66,6 +66,8 @@ pub enum NoteKind {
     CorruptStretches { bytes: u64, listed: u64 },
     /// The capture's last record (at byte `at`, `count` bytes) is incomplete.
     CaptureTruncated,
+    /// A signal stopped the read at byte `at`, `count` bytes into a record.
+    ReadStoppedBySignal,
     /// The capturing interface reported `count` dropped packets.
     InterfaceDrops,
     /// The connection table (`max` connections) was full: `count` evicted, `with_bytes` of them

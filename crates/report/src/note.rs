@@ -69,6 +69,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "the capture is truncated: its last record (at byte {at}, {c} bytes) is incomplete and was ignored"
         ),
+        NoteKind::ReadStoppedBySignal => write!(
+            f,
+            "a signal stopped the read at byte {at}, {c} bytes into a record that was not read"
+        ),
         NoteKind::InterfaceDrops => {
             write!(f, "the capturing interface reported {c} dropped packets")
         }
@@ -598,6 +602,10 @@ mod tests {
             (
                 note(K::CaptureTruncated, 45).at(8131),
                 "the capture is truncated: its last record (at byte 8131, 45 bytes) is incomplete and was ignored",
+            ),
+            (
+                note(K::ReadStoppedBySignal, 57).at(50320367),
+                "a signal stopped the read at byte 50320367, 57 bytes into a record that was not read",
             ),
             (
                 note(K::InterfaceDrops, 7),

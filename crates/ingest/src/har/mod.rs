@@ -316,6 +316,14 @@ fn scan(name: &str, reader: Box<dyn BufRead + '_>) -> Result<(Scan, Head), OpenE
     .map_err(|e| read_error(name, e))?;
     let head = streamed.head;
     match &streamed.error {
+        // Stopped by a signal before its first entry: nothing is said of what it is.
+        Some(_) if streamed.entries == 0 && mcpf_model::interrupt::stop_requested() => {
+            return Err(OpenError {
+                path: name.to_string(),
+                message: "not read: a signal stopped the run before its first entry".into(),
+                hint: None,
+            });
+        }
         // Nothing readable at all: the file is not a HAR document.
         Some(e) if streamed.entries == 0 => {
             return Err(err(format!("is not a valid HAR file: {e}")));
