@@ -328,7 +328,9 @@ fn a_fifo_without_a_writer_yields_to_the_first_signal() {
 
 /// A retransmission of the seed's `tools/call` that names another tool (an attacker's or a
 /// broken middlebox's copy): the report rests on the first copy and says, with both frames,
-/// that the capture said something else too.
+/// that the capture said something else too; what rests on that request has its confidence
+/// lowered, whether the copy came while the request was read or after it ended (five records
+/// later, after the server's answer began).
 #[test]
 fn a_retransmission_that_says_something_else_is_reported_with_both_frames() {
     let dir = tempfile::tempdir().unwrap();
@@ -341,26 +343,38 @@ fn a_retransmission_that_says_something_else_is_reported_with_both_frames() {
     let mut other = p.clone();
     let name = other.windows(9).position(|w| w == b"\"reindex\"").unwrap();
     other[name..name + 9].copy_from_slice(b"\"rm_rf_x\"");
-    let mut two = records.clone();
-    two.insert(at + 1, (h, other));
-    let path = dir.path().join("two-versions.pcap");
-    write_pcap(&path, &global, &two);
-    let doc: serde_json::Value = serde_json::from_slice(
-        &run(&["analyze", "--format", "json", path.to_str().unwrap()]).stdout,
-    )
-    .unwrap();
-    let conflicts = doc["summary"]["evidence_conflicts"].as_array().unwrap();
-    assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
-    assert_eq!(conflicts[0]["frame"], at as u64 + 2);
-    let detail = conflicts[0]["detail"].as_str().unwrap();
-    assert!(detail.contains(&format!("frame {}", at + 1)), "{detail}");
-    let text = run(&["analyze", path.to_str().unwrap()]);
-    let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("the capture says two things"), "{text}");
-    assert!(
-        text.contains("\"reindex\"") && !text.contains("rm_rf_x"),
-        "{text}"
-    );
+    for later in [1, 6] {
+        let mut two = records.clone();
+        two.insert(at + later, (h.clone(), other.clone()));
+        let path = dir.path().join(format!("two-versions-{later}.pcap"));
+        write_pcap(&path, &global, &two);
+        let doc: serde_json::Value = serde_json::from_slice(
+            &run(&["analyze", "--format", "json", path.to_str().unwrap()]).stdout,
+        )
+        .unwrap();
+        let conflicts = doc["summary"]["evidence_conflicts"].as_array().unwrap();
+        assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
+        assert_eq!(conflicts[0]["frame"], (at + later) as u64 + 1);
+        let detail = conflicts[0]["detail"].as_str().unwrap();
+        assert!(detail.contains(&format!("frame {}", at + 1)), "{detail}");
+        // The fallback rests on the POST that carried the call.
+        let fallback = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "sse_fallback")
+            .unwrap();
+        assert_eq!(fallback["confidence"], "reduced", "{later}: {fallback:#}");
+        let note = fallback["confidence_note"].as_str().unwrap();
+        assert!(note.contains("retransmitted bytes"), "{note}");
+        let text = run(&["analyze", path.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(text.contains("the capture says two things"), "{text}");
+        assert!(
+            text.contains("\"reindex\"") && !text.contains("rm_rf_x"),
+            "{text}"
+        );
+    }
 }
 
 /// Two records of the seed whose clocks jumped (to 1970, to 2096), as tshark reads them: every

@@ -53,6 +53,7 @@ impl HttpSink for Recorder {
             }
             HttpEvent::ConnectionStart { mark, .. } => ("conn_start", None, mark.time),
             HttpEvent::ConnectionEnd { mark, .. } => ("conn_end", None, mark.time),
+            HttpEvent::LateInconsistency { .. } => panic!("a log has no retransmissions"),
         };
         self.seen.push(entry);
         self.collector.on_http(event);

@@ -165,7 +165,7 @@ impl HttpSink for Collector {
             }
             HttpEvent::Anomaly(a) => self.anomalies.push(a),
             HttpEvent::ConnectionEnd { conn, .. } => self.finish_connection(conn),
-            HttpEvent::ConnectionStart { .. } => {}
+            HttpEvent::ConnectionStart { .. } | HttpEvent::LateInconsistency { .. } => {}
         }
     }
 }

@@ -291,6 +291,14 @@ pub enum HttpEvent {
     },
     /// Something about the bytes that is worth a line in the report.
     Anomaly(Anomaly),
+    /// A retransmission that disagreed with the first copy of `bytes` bytes of a message of
+    /// `exchange` came after the message ended (its anomaly names both frames): what rests on
+    /// that message rests on one of two versions of it.
+    LateInconsistency {
+        exchange: ExchangeId,
+        dir: Direction,
+        bytes: u64,
+    },
     /// A connection began (its endpoints, for responses whose request was never seen).
     ConnectionStart {
         conn: ConnId,

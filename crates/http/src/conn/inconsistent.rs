@@ -3,9 +3,37 @@
 //! rests on those bytes is marked: at once when it is being read, or when it ends if TCP still
 //! buffered the bytes; bytes no message used are counted apart.
 
+use std::collections::VecDeque;
+
 use super::message::Message;
 use super::{Connection, HttpSink, di, frame_name, message_kind};
+use crate::{ExchangeId, HttpEvent};
 use mcpf_model::{AnomalyKind, Direction, Mark};
+
+/// Messages that ended remembered per direction: a retransmission comes within a few round
+/// trips of the first copy, a handful of messages later at most.
+const ENDED_KEPT: usize = 8;
+
+/// The stream offsets of the last messages that ended in one direction, and their exchanges.
+#[derive(Debug, Default)]
+pub(super) struct EndedMessages(VecDeque<(u64, u64, ExchangeId)>);
+
+impl EndedMessages {
+    fn push(&mut self, start: u64, end: u64, exchange: ExchangeId) {
+        if self.0.len() == ENDED_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back((start, end, exchange));
+    }
+
+    /// The exchange whose message held the byte at `offset`.
+    fn holding(&self, offset: u64) -> Option<ExchangeId> {
+        self.0
+            .iter()
+            .find(|&&(start, end, _)| start <= offset && offset < end)
+            .map(|&(_, _, exchange)| exchange)
+    }
+}
 
 /// Inconsistent retransmissions of bytes not parsed yet (the first copy still buffered by TCP)
 /// remembered until the message carrying them ends; more are counted, not tied to a message.
@@ -53,7 +81,20 @@ impl Connection {
                 self.future_inconsistent
                     .push(FutureInconsistent { dir, offset, len });
             }
-            _ => self.counts.inconsistent_unattributed += 1,
+            _ => match self.ended[di(dir)].holding(offset) {
+                // The message ended before the retransmission came: marked downstream.
+                Some(exchange) => {
+                    carried_by = Some(exchange);
+                    self.counts.inconsistent_bytes += len;
+                    let bytes = len;
+                    sink.on_http(HttpEvent::LateInconsistency {
+                        exchange,
+                        dir,
+                        bytes,
+                    });
+                }
+                None => self.counts.inconsistent_unattributed += 1,
+            },
         }
         let within = carried_by.map_or(String::new(), |ex| {
             format!(" in the {} of {ex}", message_kind(dir))
@@ -84,5 +125,6 @@ impl Connection {
             false
         });
         self.counts.inconsistent_bytes += msg.payload.body.inconsistent_bytes;
+        self.ended[di(dir)].push(msg.offset, end, msg.exchange);
     }
 }

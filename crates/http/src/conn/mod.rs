@@ -57,7 +57,7 @@ use mcpf_model::Mark;
 use mcpf_model::{Anomaly, AnomalyKind, ConnId, Direction};
 
 use hold::{Held, Hold};
-use inconsistent::FutureInconsistent;
+use inconsistent::{EndedMessages, FutureInconsistent};
 use message::Message;
 use midstream::SseProbe;
 use pairing::Pending;
@@ -201,6 +201,9 @@ pub(crate) struct Connection {
     /// message knows the offset it ended at.
     step_used: [u64; 2],
     future_inconsistent: Vec<FutureInconsistent>,
+    /// The last messages that ended, per direction: where a retransmission that disagrees with
+    /// bytes already parsed lands.
+    ended: [EndedMessages; 2],
     counts: Counts,
     hold: Option<Box<Hold>>,
     /// A hold was given up on (too long, too large, the connection ending) although the client
@@ -257,6 +260,7 @@ impl Connection {
             pos: [0; 2],
             step_used: [0; 2],
             future_inconsistent: Vec::new(),
+            ended: Default::default(),
             counts: Counts::default(),
             hold: None,
             hold_given_up: 0,

@@ -176,20 +176,36 @@ fn inconsistent_bytes_not_parsed_yet_mark_the_message_that_carries_them() {
 }
 
 #[test]
-fn inconsistent_bytes_of_a_message_already_reported_are_counted_apart() {
+fn inconsistent_bytes_of_a_message_already_reported_mark_it_downstream() {
     let mut w = Wire::new();
     w.data(C2S, POST).data(C2S, b"0123456789");
-    w.inconsistent(C2S, 3, 1, 1).close();
+    // Bytes of the request that ended, then bytes before any message remembered.
+    w.inconsistent(C2S, 3, 1, 1)
+        .inconsistent(C2S, 1 << 40, 2, 1)
+        .close();
     assert_eq!(w.requests()[0].body.inconsistent_bytes, 0);
+    let late: Vec<_> = w
+        .events
+        .0
+        .iter()
+        .filter_map(|e| match e {
+            HttpEvent::LateInconsistency {
+                exchange, bytes, ..
+            } => Some((exchange.to_string(), *bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late, [("tcp0#1".to_string(), 1)]);
     let counts = w.conn.counts;
     assert_eq!(
         (
             counts.inconsistent_retransmissions,
             counts.inconsistent_unattributed
         ),
-        (1, 1)
+        (2, 1)
     );
-    assert_eq!(w.anomalies().len(), 1);
+    assert_eq!(w.anomalies().len(), 2);
+    assert!(w.anomalies()[0].contains("in the request of tcp0#1"));
 }
 
 #[test]

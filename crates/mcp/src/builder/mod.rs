@@ -460,6 +460,31 @@ impl Builder {
         slot.1 += bytes;
     }
 
+    /// A message of `exchange` turned out, after it ended, to rest on bytes a retransmission
+    /// contradicted: its stream is marked, open or filed in its connection's session (among
+    /// the session's last streams, where an exchange that just ended is). Once the session is
+    /// analysed it is too late; the anomaly still names both frames.
+    fn late_inconsistency(&mut self, exchange: ExchangeId, bytes: u64) {
+        const RECENT: usize = 64;
+        if let Some(st) = self.stream_mut(exchange) {
+            st.inconsistent_bytes += bytes;
+            return;
+        }
+        let Some(&session) = self.by_conn.get(&exchange.conn) else {
+            return;
+        };
+        if let Some(s) = self.live_mut(session).filter(|s| !s.finalized)
+            && let Some(st) = s
+                .streams
+                .iter_mut()
+                .rev()
+                .take(RECENT)
+                .find(|st| st.exchange == exchange)
+        {
+            st.inconsistent_bytes += bytes;
+        }
+    }
+
     fn on_connection_end(&mut self, conn: ConnId) {
         self.endpoints.remove(&conn);
         self.not_mcp.forget(conn);
@@ -537,6 +562,9 @@ impl Builder {
                 )
             }
             HttpEvent::Anomaly(a) => self.anomalies.add(a),
+            HttpEvent::LateInconsistency {
+                exchange, bytes, ..
+            } => self.late_inconsistency(exchange, bytes),
             HttpEvent::ConnectionStart {
                 conn,
                 client,
