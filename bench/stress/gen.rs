@@ -140,6 +140,11 @@ pub const CLASSES: &[(&str, &str, &str)] = &[
         "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/1.1 in 60 KB segments, then a healthy session",
     ),
     (
+        "sse_gzip_bomb_mss",
+        "pcap",
+        "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/1.1 in 1448-byte segments, then a healthy session",
+    ),
+    (
         "h2_sse_gzip_bomb",
         "pcap",
         "MiB of `data: {}` events decoded from gzip (514:1) on HTTP/2 in 60 KB segments, then a healthy session",
@@ -209,8 +214,9 @@ fn write_class<W: Write>(class: &str, n: u64, w: W) -> io::Result<()> {
         "h2_continuation" => h2_continuation(n, w),
         "h2_open_streams" => h2_open_streams(n, w),
         "hpack_bomb" => hpack_bomb(n, w),
-        "sse_gzip_bomb" => sse_gzip_bomb(n, false, w),
-        "h2_sse_gzip_bomb" => sse_gzip_bomb(n, true, w),
+        "sse_gzip_bomb" => sse_gzip_bomb(n, false, 60_000, w),
+        "sse_gzip_bomb_mss" => sse_gzip_bomb(n, false, MSS, w),
+        "h2_sse_gzip_bomb" => sse_gzip_bomb(n, true, 60_000, w),
         "har_sse_bomb" => har_sse_bomb(n, w),
         "pipelined_notifications" => pipelined_notifications(n, w),
         "batch" => batch(n, w),
@@ -775,7 +781,7 @@ fn empty_events_gzip(n: u64) -> io::Result<Vec<u8>> {
 /// Issue 29: a tools/call answered by an event stream of `n` MiB of `data: {}` events from
 /// gzip, in 60 KB segments (a capture taken with segmentation offload), on HTTP/1.1 or HTTP/2;
 /// then a healthy session on its own connection.
-fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, w: W) -> io::Result<()> {
+fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, seg: usize, w: W) -> io::Result<()> {
     let mut cap = Capture::pcap(w, 262_144)?;
     let mut c = Conn::local(1);
     let gz = empty_events_gzip(n)?;
@@ -797,7 +803,7 @@ fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, w: W) -> io::Result<()> {
             };
             answer.extend(h2_frame(0, flags, 1, piece));
         }
-        c.server_send_in(&mut cap, &answer, 60_000)?;
+        c.server_send_in(&mut cap, &answer, seg)?;
     } else {
         c.handshake(&mut cap)?;
         open_session(&mut cap, &mut c, SESSION)?;
@@ -812,7 +818,7 @@ fn sse_gzip_bomb<W: Write>(n: u64, h2: bool, w: W) -> io::Result<()> {
             chunk(&mut answer, piece);
         }
         answer.extend_from_slice(b"0\r\n\r\n");
-        c.server_send_in(&mut cap, &answer, 60_000)?;
+        c.server_send_in(&mut cap, &answer, seg)?;
     }
     c.close(&mut cap)?;
     healthy_session(&mut cap, 2, &session_id(2), 2)
