@@ -15,15 +15,17 @@
 //! - a word ends with `key` after another word, or is a compound ending with it (`access_key`,
 //!   `client_key`, `X-Api-Key`, `accesskey`);
 //! - the whole name is `code` (an OAuth authorization code; JSON-RPC's error `code` is a number,
-//!   and only string values are taken from JSON members).
+//!   and only string values are taken from JSON members), or `key` (`?key=`, the API key of
+//!   Google's and many other APIs) but as a JSON member's name (below).
 //!
 //! Never a credential's name, whatever it holds:
 //!
 //! - a name whose last word is `id` or `ids`: an identifier is evidence, not a credential
 //!   (`Mcp-Session-Id`, the legacy endpoint's `session_id` and `sessionId`, `Last-Event-ID`,
 //!   `key_id`);
-//! - a bare `key`: the report's own session labels are `"key": "S1"`, and a bare key in tool
-//!   arguments is a map or cache key; Google's `?key=AIza…` is found by its shape;
+//! - a JSON member named just `key` ([`secret_member_name`]): the report's own session labels
+//!   are `"key": "S1"`, and a bare key in tool arguments is a map or cache key (a credential
+//!   there is still found by its shape: `AIza…`, `sk-…`);
 //! - `Idempotency-Key` (evidence of a retried call), MCP's `progressToken` (it joins progress
 //!   notifications to their request), counts of tokens (`max_tokens`, `totalTokens`), and
 //!   challenges (`WWW-Authenticate`, which says how to authenticate).
@@ -55,11 +57,17 @@ pub(crate) fn secret_name(name: &[u8]) -> bool {
     remembered(name, decide)
 }
 
+/// Whether a JSON member's `name` announces a credential: the rule of [`secret_name`], but a
+/// member named just `key` (see the module doc).
+pub(crate) fn secret_member_name(name: &[u8]) -> bool {
+    !name.eq_ignore_ascii_case(b"key") && secret_name(name)
+}
+
 fn decide(name: &[u8]) -> bool {
     if never_secret(name) {
         return false;
     }
-    if name.eq_ignore_ascii_case(b"code") {
+    if name.eq_ignore_ascii_case(b"code") || name.eq_ignore_ascii_case(b"key") {
         return true;
     }
     Words::new(name)
@@ -294,6 +302,8 @@ mod tests {
             "pass2",
             "sig",
             "code",
+            "key",
+            "Key",
             "code_verifier",
             "jsessionid",
             "PHPSESSID",
@@ -317,6 +327,13 @@ mod tests {
     }
 
     #[test]
+    fn a_member_named_key_is_not_a_credentials_name() {
+        assert!(!secret_member_name(b"key") && !secret_member_name(b"KEY"));
+        assert!(secret_member_name(b"api_key") && secret_member_name(b"password"));
+        assert!(secret_name(b"key"));
+    }
+
+    #[test]
     fn evidence_names_are_not_credentials() {
         for name in [
             "Mcp-Session-Id",
@@ -334,8 +351,6 @@ mod tests {
             "Proxy-Authenticate",
             ":authority",
             "author",
-            "key",
-            "Key",
             "key_id",
             "aws_access_key_id",
             "jsonrpc",

@@ -6,7 +6,7 @@
 //! member) or ends the userinfo (`@`) and reads backwards from there, so a scan stops only at
 //! those bytes.
 
-use super::name::secret_name;
+use super::name::{secret_member_name, secret_name};
 use super::{Found, Hit, run};
 
 /// Bytes of a name: a parameter, a header, a JSON member.
@@ -156,7 +156,7 @@ pub(super) fn member(b: &[u8], i: usize, lo: usize, complete: bool) -> Found {
     }
     // The value's quote before the name: most members are not credentials.
     let quoted = quote_at(b, open, k);
-    if quoted == Some(false) || !secret_name(&b[ns..name_end]) {
+    if quoted == Some(false) || !secret_member_name(&b[ns..name_end]) {
         return Found::Miss;
     }
     match quoted {
@@ -224,7 +224,7 @@ fn credential_name_start(b: &[u8], name_end: usize, k: usize) -> Option<usize> {
             .checked_sub(k + 1)
             .filter(|&q| quote_at(b, q, k) == Some(true))?,
     };
-    (name > 0 && name <= MAX_NAME && secret_name(&b[ns..name_end])).then_some(start)
+    (name > 0 && name <= MAX_NAME && secret_member_name(&b[ns..name_end])).then_some(start)
 }
 
 /// Bytes of a URL's userinfo (RFC 3986 §3.2.1: unreserved, percent-encoded, sub-delims).
@@ -294,8 +294,12 @@ mod tests {
                 "export DB_PASSWORD=[redacted, 8 chars] now",
             ),
             (
-                "/messages?sessionId=9f1c&key=map-key",
-                "/messages?sessionId=9f1c&key=map-key",
+                "/messages?sessionId=9f1c&key=q7Hx2",
+                "/messages?sessionId=9f1c&key=[redacted, 5 chars]",
+            ),
+            (
+                r#"{"key": "S1", "api_key": "q7Hx2"}"#,
+                r#"{"key": "S1", "api_key": "[redacted, 5 chars]"}"#,
             ),
         ] {
             assert_eq!(redacted(text), want, "{text}");
