@@ -368,7 +368,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     duplicate_response::detect(s, &ix, f);
     request_id_reused::detect(s, &ix, f);
     if determinable(FindingKind::SkippedEvents) {
-        skipped_events::detect(s, f);
+        skipped_events::detect(s, &ix, f);
     }
     if determinable(FindingKind::UnansweredRequest) {
         unanswered_request::detect(s, &ix, f);

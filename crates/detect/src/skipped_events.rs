@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
 use mcpf_mcp::ids;
-use mcpf_mcp::model::{Session, Need};
+use crate::index::Index;
+use mcpf_mcp::model::{Namespace, Need, Session};
 
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::SkippedEvents,
@@ -20,12 +21,30 @@ pub(crate) const INFO: KindInfo = KindInfo {
     requires: &[Need::Bodies, Need::EveryEvent],
 };
 
-pub(crate) fn detect(s: &Session, f: &mut Findings) {
-    after_cross_namespace_replay(s, f);
+pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
+    after_cross_namespace_replay(s, ix, f);
     inside_streams(s, f);
 }
 
-fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
+/// Whether the namespace of stream `ns` went on after the resume `r` opened: an event tied to
+/// it came later, or a request it carried was answered later. Then its events after
+/// `Last-Event-ID` were delivered (under IDs never seen before, for opaque ones), and nothing
+/// shows any was skipped but a gap between two of its counters.
+fn went_on_after(s: &Session, ix: &Index<'_>, ns: usize, r: usize) -> bool {
+    let from = s.seq(s.streams[r].opened);
+    let later_event = s
+        .streams
+        .iter()
+        .flat_map(|x| x.events.iter())
+        .any(|e| s.seq(e.mark) > from && e.namespace == Namespace::Stream(ns));
+    let answered_later = s.streams[ns]
+        .requests()
+        .filter_map(|m| m.id.as_ref())
+        .any(|id| !ix.answers.between(id, from, None).is_empty());
+    later_event || answered_later
+}
+
+fn after_cross_namespace_replay(s: &Session, ix: &Index<'_>, f: &mut Findings) {
     let replays: Vec<(usize, usize)> = f
         .of(s.idx, FindingKind::CrossNamespaceReplay)
         .filter_map(|x| match x.subject {
@@ -46,7 +65,7 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             .flat_map(|x| x.events.iter())
             .filter(|e| {
                 s.seq(e.mark) > s.seq(st.opened)
-                    && e.namespace == mcpf_mcp::model::Namespace::Stream(ns)
+                    && e.namespace == Namespace::Stream(ns)
             })
             .filter_map(|e| e.id.as_deref().and_then(ids::counter))
             .filter(|n| from.is_some_and(|f| *n >= f))
@@ -58,6 +77,11 @@ fn after_cross_namespace_replay(s: &Session, f: &mut Findings) {
             (Some(a), Some(b)) => Some(b - a + 1),
             _ => None,
         };
+        // Without a counter gap, a skip is an absence: claimed only when the namespace never
+        // went on after the resume.
+        if to.is_none() && went_on_after(s, ix, ns, r) {
+            continue;
+        }
         let time = f.list[cause].time;
         let label = s.streams[ns].label();
         let range = match (from, to) {

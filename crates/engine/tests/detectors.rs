@@ -2510,6 +2510,40 @@ fn a_shared_counter_interleaved_across_two_post_streams_is_no_skip() {
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
+/// A server whose event store replays session-wide (uuid IDs): a resume of the cut stream A
+/// replays B's last events, then delivers A's remaining events and result under IDs never
+/// seen before. The replay of B is a finding; A's events were delivered, not skipped.
+#[test]
+fn a_resume_that_delivers_the_rest_of_its_stream_under_fresh_ids_skips_nothing() {
+    let uuid = |n: u32| format!("9b2f{n:04x}-6c1e-4e8a-9d3b-2f41c7a85e{n:02x}");
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut a = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("a")));
+    let mut b = c.post(json!(3), "tools/call", call("beta", json!({}), Some("b")));
+    c.events(&mut a, &[(&uuid(1), progress("a", 1))]);
+    let b_events: Vec<(String, String)> = (1..=4)
+        .map(|n| (uuid(10 + n), progress("b", u64::from(n))))
+        .chain([(uuid(15), result(json!(3), "beta done"))])
+        .collect();
+    let listed: Vec<(&str, String)> = b_events.iter().map(|(i, d)| (i.as_str(), d.clone())).collect();
+    c.events(&mut b, &listed);
+    c.end(b, Cut::Complete);
+    c.end(a, Cut::ClientRst);
+    let mut r = c.get(Some(&uuid(1)));
+    let mut resumed: Vec<(&str, String)> = listed[2..].to_vec();
+    let (a2, a3) = (uuid(2), uuid(3));
+    resumed.push((&a2, progress("a", 2)));
+    resumed.push((&a3, result(json!(2), "alpha done")));
+    c.events(&mut r, &resumed);
+    c.end(r, Cut::Complete);
+    let run = c.finish();
+    assert_eq!(run.session().event_id_scheme, EventIdScheme::Opaque);
+    run.one(CrossNamespaceReplay);
+    run.absent(SkippedEvents);
+    run.absent(UnansweredRequest);
+}
+
 #[test]
 fn skipped_events_after_a_replay_end_where_a_later_event_of_that_namespace_shows() {
     // As the seed incident, then a second resume that finally delivers the GET stream's event 6
