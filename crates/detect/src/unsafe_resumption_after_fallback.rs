@@ -12,7 +12,7 @@ use mcpf_mcp::model::{EventIdScheme, Session};
 pub(crate) const INFO: KindInfo = KindInfo {
     kind: FindingKind::UnsafeResumptionAfterFallback,
     severity: Severity::High,
-    when: "a Last-Event-ID resume after a fallback since the last initialize, while event IDs are not namespaced and no transport-mode token is echoed",
+    when: "a Last-Event-ID resume after a fallback since the last initialize, while event IDs are not namespaced and no transport-mode token is echoed (info when the IDs are opaque: whether the server ties each to its stream is not determinable from the wire)",
     meaning: "The client resumed with Last-Event-ID after the session had fallen back from POST streams to a GET stream. With plain per-transport counters, the ID it sends may exist in both namespaces; the server cannot tell which one the client means.",
     why: "Mcp-Session-Id identity is necessary but not sufficient for resumption: the pair (session, event-ID namespace) must match, and fallback silently changes the namespace. A server that looks the ID up in the wrong counter replays the wrong events with no error at all.",
     fix: "Client: after any fallback, do not replay with Last-Event-ID; re-initialize (or re-attach) and re-send in-flight requests with an idempotency key. Server: namespace event IDs by stream (get:41, post:41) or advertise a transport-mode token the client echoes.",
@@ -48,20 +48,28 @@ pub(crate) fn detect(s: &Session, ix: &Index, f: &mut Findings) {
             FindingKind::SseFallback,
             &Subject::FallbackTo(fb.to_stream),
         );
+        // Counters collide across namespaces; an opaque ID (a uuid store's) may be one the
+        // server finds its stream by: the wire does not say which, so nothing is claimed.
+        let (severity, why) = match s.event_id_scheme {
+            EventIdScheme::Opaque => (
+                Severity::Info,
+                "opaque (whether the server ties each to its stream is not determinable)".into(),
+            ),
+            other => (INFO.severity, format!("{} (not namespaced)", other.name())),
+        };
         let mut streams = vec![r.idx, fb.to_stream];
         streams.extend(r.resume.as_ref().and_then(|x| x.continues));
         f.add(
             s,
             New {
                 kind: FindingKind::UnsafeResumptionAfterFallback,
-                severity: INFO.severity,
+                severity,
                 time: r.opened,
                 frames: vec![fb.mark, r.opened],
                 streams,
                 summary: format!(
-                    "resumed with Last-Event-ID {lei} after the fallback at {} while event IDs are {} (not namespaced)",
+                    "resumed with Last-Event-ID {lei} after the fallback at {} while event IDs are {why}",
                     fb.mark.time.clock_millis(),
-                    s.event_id_scheme.name()
                 ),
                 evidence: crate::Evidence::UnsafeResumptionAfterFallback(Evidence {
                     last_event_id: lei,

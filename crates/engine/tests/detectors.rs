@@ -2526,7 +2526,10 @@ fn a_resume_that_delivers_the_rest_of_its_stream_under_fresh_ids_skips_nothing()
         .map(|n| (uuid(10 + n), progress("b", u64::from(n))))
         .chain([(uuid(15), result(json!(3), "beta done"))])
         .collect();
-    let listed: Vec<(&str, String)> = b_events.iter().map(|(i, d)| (i.as_str(), d.clone())).collect();
+    let listed: Vec<(&str, String)> = b_events
+        .iter()
+        .map(|(i, d)| (i.as_str(), d.clone()))
+        .collect();
     c.events(&mut b, &listed);
     c.end(b, Cut::Complete);
     c.end(a, Cut::ClientRst);
