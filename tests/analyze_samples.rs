@@ -79,9 +79,31 @@ fn seed_incident_client_leg_tells_the_whole_story_in_order() {
         caused("unsafe_resumption_after_fallback"),
         serde_json::json!([id("sse_fallback")])
     );
+    // The split counter, stated once: the reset the client saw after the fallback, with the
+    // IDs both counters minted and the resume that crossed them; no separate collision.
+    let mut causes: Vec<String> = caused("cross_namespace_replay")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    causes.sort();
+    let mut want = vec![
+        id("event_id_reset").as_str().unwrap().to_string(),
+        id("unsafe_resumption_after_fallback")
+            .as_str()
+            .unwrap()
+            .to_string(),
+    ];
+    want.sort();
+    assert_eq!(causes, want);
+    assert!(!got.iter().any(|k| k == "event_id_collision"), "{got:?}");
+    let reset = finding(&doc, "event_id_reset");
+    assert_eq!(reset["severity"], "high");
+    assert_eq!(reset["evidence"]["ids_minted_twice"], 24);
     assert_eq!(
-        caused("cross_namespace_replay"),
-        serde_json::json!([id("unsafe_resumption_after_fallback")])
+        reset["evidence"]["crossed_by"],
+        serde_json::json!(["get:s17"])
     );
     assert_eq!(
         caused("duplicate_response"),

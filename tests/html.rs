@@ -105,8 +105,8 @@ fn the_html_report_renders_in_chromium_with_the_incident_drawn() {
         "the dropped GET"
     );
     // Every finding drawn is a link to its evidence row.
-    assert!(dom.contains("<a href=\"#F5\"><g class=\"arrow finding critical\""));
-    assert!(dom.contains("<tr id=\"F5\""));
+    assert!(dom.contains("<a href=\"#F4\"><g class=\"arrow finding critical\""));
+    assert!(dom.contains("<tr id=\"F4\""));
     // And it draws: a screenshot of it is a picture, not an empty page.
     let shot = dir.path().join("seed.png");
     let run = chromium(&dir.path().join("profile2"))

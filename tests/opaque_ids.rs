@@ -165,7 +165,16 @@ fn opaque_event_ids_never_add_a_finding_above_info() {
             std::fs::write(&path, opaque).unwrap();
             let before = above_info(&analyze(&sample));
             let after = above_info(&analyze(&path));
-            let added: Vec<_> = after.difference(&before).collect();
+            // IDs minted twice are stated by the reset the client saw when the IDs are counters,
+            // and as a collision when they are opaque (no reset shows): one fact either way.
+            let stated_as_reset = |(kind, sid): &&(String, String)| {
+                kind == "event_id_collision"
+                    && before.contains(&("event_id_reset".to_string(), sid.clone()))
+            };
+            let added: Vec<_> = after
+                .difference(&before)
+                .filter(|x| !stated_as_reset(x))
+                .collect();
             assert!(
                 added.is_empty(),
                 "{sample:?} with opaque IDs (seed {seed:#x}) adds {added:?}"

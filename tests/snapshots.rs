@@ -613,7 +613,7 @@ fn the_first_screen_at_80_columns_holds_the_verdict() {
         "cross_namespace_replay",
         "request 7 tools/call \"reindex\" never answered",
         "FINDINGS (S1)",
-        "F5 CRITICAL cross_namespace_replay",
+        "F4 CRITICAL cross_namespace_replay",
     ] {
         assert!(
             words.contains(want),

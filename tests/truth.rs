@@ -44,7 +44,6 @@ struct Expect {
 const SEED_CHAIN: &[&str] = &[
     "cross_namespace_replay",
     "duplicate_response",
-    "event_id_collision",
     "event_id_reset",
     "skipped_events",
     "unanswered_request",
@@ -542,6 +541,11 @@ fn only_takes_evidence_away(
                     kinds.remove("capture_gap");
                 }
                 let had = whole_above.get(&sid).cloned().unwrap_or_default();
+                // IDs minted twice are stated by the reset after a fallback; with the fallback
+                // hidden, the same fact shows as a collision.
+                if had.contains("event_id_reset") {
+                    kinds.remove("event_id_collision");
+                }
                 assert!(
                     kinds.is_subset(&had),
                     "{what}: {sid:?} gained {kinds:?} (whole: {had:?})"

@@ -3,8 +3,9 @@
 //! two integer counters (one per transport, one per stream) collide exactly so, and a later
 //! `Last-Event-ID` then names two events. Only fresh events count (a stream that is not a
 //! resume mints what it delivers), from streams without missing bytes, and one finding is
-//! raised per session. An `event_id_reset` on one of the colliding streams (the client's view of
-//! the second counter) names it as its cause.
+//! raised per session. IDs minted twice by the two counters of an `event_id_reset` (the client's
+//! view of a second counter, after a fallback) are that reset's: it states them, and its
+//! severity says whether a resume crossed them.
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,78 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             }
         }
     }
+    // A second counter the client saw start after a fallback (`event_id_reset`) is the same
+    // fact as the IDs its streams minted twice: stated once, there.
+    let (explained, rest): (Vec<_>, Vec<_>) = collided
+        .into_iter()
+        .partition(|&(_, (a, _), (b, _))| reset_of(s, f, a, b).is_some());
+    // Each reset with its IDs, and where the first of them was minted by each counter.
+    let mut by_reset: Vec<(usize, Vec<&str>, [Mark; 2])> = Vec::new();
+    for (id, (a, first), (b, again)) in explained {
+        let Some(h) = reset_of(s, f, a, b) else { continue };
+        match by_reset.iter_mut().find(|(r, _, _)| *r == h) {
+            Some((_, ids, _)) => ids.push(id),
+            None => by_reset.push((h, vec![id], [first, again])),
+        }
+    }
+    for (h, ids, minted) in by_reset {
+        state_on_reset(s, f, h, &ids, minted);
+    }
+    collision(s, f, &rest);
+}
+
+/// The `event_id_reset` after the fallback to stream `a` or `b`.
+fn reset_of(s: &Session, f: &Findings, a: StreamIdx, b: StreamIdx) -> Option<usize> {
+    [b, a]
+        .iter()
+        .find_map(|&st| f.find(s.idx, FindingKind::EventIdReset, &Subject::FallbackTo(st)))
+}
+
+/// The reset `h` states the split counter: how many IDs both counters minted, and the resumes
+/// that crossed it (their `Last-Event-ID` one of those IDs), whose replays it causes. One that
+/// no resume crossed is a latent defect (medium), not this capture's incident.
+fn state_on_reset(s: &Session, f: &mut Findings, h: usize, ids: &[&str], minted: [Mark; 2]) {
+    let crossing: Vec<StreamIdx> = s
+        .streams
+        .iter()
+        .filter(|r| {
+            r.resume
+                .as_ref()
+                .is_some_and(|x| ids.contains(&x.last_event_id.as_str()))
+        })
+        .map(|r| r.idx)
+        .collect();
+    for &r in &crossing {
+        if let Some(x) = f.find(s.idx, FindingKind::CrossNamespaceReplay, &Subject::Resume(r))
+            && !f.list[x].caused_by.contains(&h)
+        {
+            f.list[x].caused_by.push(h);
+        }
+    }
+    let reset = &mut f.list[h];
+    for m in minted {
+        if !reset.frames.contains(&m) {
+            reset.frames.push(m);
+        }
+    }
+    reset.frames.sort();
+    let n = ids.len();
+    reset.summary.push_str(&format!(
+        "; {n} ID{} minted by both counters",
+        if n == 1 { "" } else { "s" }
+    ));
+    if crossing.is_empty() {
+        reset.severity = Severity::Medium;
+        reset.summary.push_str(", and no resume crossed them here");
+    }
+    if let crate::Evidence::EventIdReset(e) = &mut reset.evidence {
+        e.ids_minted_twice = n as u64;
+        e.crossed_by = crossing.iter().map(|&r| s.streams[r].label()).collect();
+    }
+}
+
+/// The collision of IDs no reset explains, one finding for the session.
+fn collision(s: &Session, f: &mut Findings, collided: &[(&str, Minted, Minted)]) {
     let Some(&(id, (a, first), (b, again))) = collided.first() else {
         return;
     };
@@ -66,7 +139,7 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     } else {
         String::new()
     };
-    let h = f.add(
+    f.add(
         s,
         New {
             kind: FindingKind::EventIdCollision,
@@ -91,10 +164,6 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
             subject: Subject::Stream(b),
         },
     );
-    // The reset a client saw on one of these streams is this collision seen from its side.
-    for st in [a, b] {
-        f.name_as_cause(s, FindingKind::EventIdReset, st, h);
-    }
 }
 
 /// The evidence of an `event_id_collision`: the first event ID minted on two streams, where and

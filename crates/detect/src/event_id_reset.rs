@@ -146,6 +146,8 @@ fn after_fallbacks(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
                     highest_before: Some(highest.to_string()),
                     highest_seen_on: Some(where_),
                     stream: to.label(),
+                    ids_minted_twice: 0,
+                    crossed_by: Vec::new(),
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::FallbackTo(fb.to_stream),
@@ -199,6 +201,8 @@ fn on_resumes(s: &Session, f: &mut Findings, index: &mut Option<Highest>) {
                     highest_before: highest,
                     highest_seen_on,
                     stream: r.label(),
+                    ids_minted_twice: 0,
+                    crossed_by: Vec::new(),
                 }),
                 caused_by: cause.into_iter().collect(),
                 subject: Subject::Resume(r.idx),
@@ -218,4 +222,10 @@ pub struct Evidence {
     /// The stream that carried `highest_before`.
     pub highest_seen_on: Option<String>,
     pub stream: String,
+    /// After a fallback: how many IDs both counters minted (0 when none collided, or for a
+    /// resume) ...
+    pub ids_minted_twice: u64,
+    /// ... and the resumes whose `Last-Event-ID` was one of them: the reset is the incident's
+    /// root when a resume crossed it, a latent defect (medium) when none did.
+    pub crossed_by: Vec<String>,
 }

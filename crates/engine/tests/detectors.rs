@@ -773,7 +773,6 @@ fn seed_incident_raises_the_whole_chain_in_order() {
 
     let wanted = [
         SseFallback,
-        EventIdCollision,
         EventIdReset,
         UnsafeResumptionAfterFallback,
         CrossNamespaceReplay,
@@ -815,15 +814,15 @@ fn seed_incident_raises_the_whole_chain_in_order() {
     assert_eq!(ev(&reset.evidence)["first_event_id"], "1");
     assert_eq!(ev(&reset.evidence)["highest_before"], "3");
     assert_eq!(ev(&reset.evidence)["highest_seen_on"], "post:s3");
-    // The fallback it followed, and the collision of the two counters it is the client's view of.
-    assert_eq!(
-        reset.caused_by,
-        vec![run.pos(SseFallback), run.pos(EventIdCollision)]
-    );
-    assert_eq!(
-        frames(reset),
-        frames_of(&[m.fallback_opened, m.fallback_events[0]])
-    );
+    // The fallback it followed; it states the split counter once: the IDs both counters
+    // minted (no separate collision), and the resume that crossed them.
+    assert_eq!(reset.caused_by, vec![run.pos(SseFallback)]);
+    assert_eq!(ev(&reset.evidence)["ids_minted_twice"], 2);
+    assert_eq!(ev(&reset.evidence)["crossed_by"], json!(["get:s6"]));
+    let shown = frames(reset);
+    for m in [m.fallback_opened, m.fallback_events[0]] {
+        assert!(shown.contains(&m.frame.frame), "{shown:?}");
+    }
 
     // unsafe_resumption_after_fallback
     let unsafe_ = run.one(UnsafeResumptionAfterFallback);
@@ -853,10 +852,14 @@ fn seed_incident_raises_the_whole_chain_in_order() {
         json!(["post:s3"]),
         "ID 2 was delivered on both counters: the ambiguity is evidence"
     );
-    assert_eq!(
-        replay.caused_by,
-        vec![run.pos(UnsafeResumptionAfterFallback)]
-    );
+    let mut causes = replay.caused_by.clone();
+    causes.sort();
+    let mut want = vec![
+        run.pos(UnsafeResumptionAfterFallback),
+        run.pos(EventIdReset),
+    ];
+    want.sort();
+    assert_eq!(causes, want);
     assert_eq!(replay.time, m.replayed);
     assert_eq!(
         frames(replay),
@@ -2008,19 +2011,43 @@ fn one_event_id_minted_on_two_streams_is_a_collision() {
 }
 
 #[test]
-fn the_seed_incidents_two_counters_collide_and_cause_the_reset_the_client_saw() {
+fn the_seed_incidents_two_counters_are_stated_once_by_the_reset_the_client_saw() {
     let mut c = Capture::new();
     seed_incident(&mut c);
     let run = c.finish();
-    let collision = run.one(EventIdCollision);
-    let reset = run.one(EventIdReset);
-    assert!(
-        reset.caused_by.contains(&collision.handle),
-        "{:?}",
-        reset.caused_by
-    );
+    run.absent(EventIdCollision);
+    assert_eq!(run.one(EventIdReset).severity, Severity::High);
     run.absent(ResponseOnStandaloneStream);
     run.absent(CursorDropped);
+}
+
+#[test]
+fn a_split_counter_no_resume_crossed_is_a_latent_defect() {
+    // The seed's fallback and its second counter, and no resume: medium, not the incident.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-A"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(&mut p, &[("1", progress("t", 1)), ("2", progress("t", 2))]);
+    c.wait(1.5);
+    c.end(p, Cut::ClientRst);
+    let mut g = c.get(None);
+    c.events(
+        &mut g,
+        &[("1", progress("t", 3)), ("2", result(json!(2), "done"))],
+    );
+    c.end(g, Cut::Complete);
+    let run = c.finish();
+    run.absent(EventIdCollision);
+    let reset = run.one(EventIdReset);
+    assert_eq!(reset.severity, Severity::Medium, "{}", reset.summary);
+    assert_eq!(ev(&reset.evidence)["ids_minted_twice"], 2);
+    assert_eq!(ev(&reset.evidence)["crossed_by"], json!([]));
+    assert!(
+        reset.summary.contains("no resume crossed them"),
+        "{}",
+        reset.summary
+    );
 }
 
 /// The standalone GET carries the answer to `tools/list` 2 (fresh, with its own ID), or the

@@ -17,7 +17,7 @@ from sdk_truth import checked_sdk_sessions, dumps_compact, read_jsonl  # noqa: E
 work, out = sys.argv[1], sys.argv[2]
 nginx_port, py_port, ts_port, seed_port = (int(x) for x in sys.argv[3:7])
 
-INCIDENT_CHAIN = ["sse_fallback", "event_id_reset", "event_id_collision", "unsafe_resumption_after_fallback", "cross_namespace_replay",
+INCIDENT_CHAIN = ["sse_fallback", "event_id_reset", "unsafe_resumption_after_fallback", "cross_namespace_replay",
                   "duplicate_response", "skipped_events", "unanswered_request"]
 
 problems = []
@@ -93,7 +93,7 @@ inc_session = {
         "above_info": INCIDENT_CHAIN,
         "chain": ["sse_fallback", "unsafe_resumption_after_fallback", "cross_namespace_replay",
                   "duplicate_response", "skipped_events", "unanswered_request"],
-        "also": ["event_id_reset", "event_id_collision"],
+        "also": ["event_id_reset"],
         "details": {
             "sse_fallback": "POST tools/call 7 got no byte through the buffering location (nginx 499); the client fell back to GET /mcp",
             "event_id_reset": "the GET stream's ids start again at 1 after POST ids reached 18",

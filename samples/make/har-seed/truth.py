@@ -31,7 +31,7 @@ def main():
         work=a.work, proxy="mitmproxy", seed_log=a.har, seed_topology=a.topology))
     seed["sanitized_copy"] = a.sanitized_har
     seed["expected_analysis"] = {
-        "findings": ["sse_fallback", "event_id_reset", "event_id_collision", "unsafe_resumption_after_fallback",
+        "findings": ["sse_fallback", "event_id_reset", "unsafe_resumption_after_fallback",
                      "cross_namespace_replay", "duplicate_response", "skipped_events", "unanswered_request"],
         "resumption_verdict": "unsafe",
         "notes": "a HAR of the client leg holds what the client saw, bodies and SSE event ids included "
