@@ -858,30 +858,33 @@ pub(super) fn session_record(
     input_paths: &[String],
     r: &Redactor,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1024);
     // Writing to a `Vec` fails only if the record cannot be serialized, which ours always can.
-    if write_session_record(format, h, s, input_paths, r, &mut out).is_err() {
-        out.clear();
-    }
-    out
+    write_session_record(format, h, s, input_paths, r, Vec::with_capacity(1024)).unwrap_or_default()
 }
 
-/// [`session_record`] written to `out` as it is made, one stream at a time.
-pub(super) fn write_session_record(
+/// [`session_record`] written to `out` as it is made, one stream at a time; `out` is handed
+/// back. Generic and by value: the serializer writes a record in thousands of small pieces,
+/// each a call made directly, not through a pointer.
+pub(super) fn write_session_record<W: Write>(
     format: RecordFormat,
     h: &SessionHeader,
     s: &Session,
     input_paths: &[String],
     r: &Redactor,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+    out: W,
+) -> io::Result<W> {
     let v = session_json(h, s, input_paths, r);
     match format {
         RecordFormat::Pretty => {
             let mut ser = serde_json::Serializer::with_formatter(out, Indented::at(4));
-            Ok(v.serialize(&mut ser)?)
+            v.serialize(&mut ser)?;
+            Ok(ser.into_inner())
         }
-        _ => Ok(serde_json::to_writer(out, &v)?),
+        _ => {
+            let mut ser = serde_json::Serializer::new(out);
+            v.serialize(&mut ser)?;
+            Ok(ser.into_inner())
+        }
     }
 }
 

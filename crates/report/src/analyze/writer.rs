@@ -26,9 +26,9 @@ impl RenderConfig {
     fn render(&self, spills: &mut Spills, header: &SessionHeader, s: &Session) -> Ranges {
         let mut clean = false;
         let record = spills.append_with(Records::Sessions, &mut |out| {
-            let mut spool = Spool::new(out);
             let (r, paths) = (&self.redactor, &self.input_paths);
-            json::write_session_record(self.format, header, s, paths, r, &mut spool)?;
+            let spool =
+                json::write_session_record(self.format, header, s, paths, r, Spool::new(out))?;
             // Scanned here, on the renderer's thread, so that the document, written when the
             // run is over, can pass the record on unscanned.
             clean =
@@ -81,17 +81,32 @@ impl<'w> Spool<'w> {
     }
 }
 
+impl Spool<'_> {
+    /// Past [`SPOOL_MAX`]: what is held goes out, and from now on all that comes.
+    #[cold]
+    fn pass_on(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if !self.passed_on {
+            self.passed_on = true;
+            self.out.write_all(&std::mem::take(&mut self.held))?;
+        }
+        self.out.write_all(buf)
+    }
+}
+
 impl std::io::Write for Spool<'_> {
+    #[inline(always)]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.passed_on {
-            return self.out.write(buf);
+        self.write_all(buf).map(|()| buf.len())
+    }
+
+    // The serializer writes a record in thousands of small pieces: the common one is a copy.
+    #[inline(always)]
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if self.passed_on || self.held.len() + buf.len() > SPOOL_MAX {
+            return self.pass_on(buf);
         }
         self.held.extend_from_slice(buf);
-        if self.held.len() > SPOOL_MAX {
-            self.out.write_all(&std::mem::take(&mut self.held))?;
-            self.passed_on = true;
-        }
-        Ok(buf.len())
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
