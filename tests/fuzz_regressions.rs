@@ -25,7 +25,7 @@ fn as_input(target: &str, bytes: &[u8], dir: &Path) -> Option<PathBuf> {
         "frame_decode" => conversation::frames_pcap(bytes),
         "reassembly_http" => conversation::conversation_pcap(bytes),
         "har" | "access_log" => bytes.to_vec(),
-        "sse" => return None,
+        "sse" | "tls_records" => return None,
         other => panic!("unknown fuzz target directory {other}"),
     };
     let ext = match target {
@@ -56,12 +56,38 @@ fn replay_sse(bytes: &[u8]) {
     parser.finish();
 }
 
+/// The `tls_records` target's input: a key log of the length its first two bytes say, then one
+/// connection's TLS bytes, direction by direction, read in-process in bounded time.
+fn replay_tls_records(name: &str, bytes: &[u8]) {
+    let started = std::time::Instant::now();
+    let Some((len, rest)) = bytes.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
+    let (log, stream) = rest.split_at(len);
+    let keys = mcpf_tls::KeyLog::parse(log).unwrap_or_default();
+    let mut conn = mcpf_tls::TlsConnection::new();
+    let mut dir = mcpf_model::Direction::ClientToServer;
+    for piece in conversation::split_frames(stream) {
+        let _ = conn.feed(dir, piece, &keys);
+        dir = dir.reverse();
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{name}: {:?}",
+        started.elapsed()
+    );
+}
+
 fn replay(target: &str, file: &Path) {
     let name = file.display().to_string();
     let bytes = std::fs::read(file).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let Some(input) = as_input(target, &bytes, tmp.path()) else {
-        replay_sse(&bytes);
+        match target {
+            "tls_records" => replay_tls_records(&name, &bytes),
+            _ => replay_sse(&bytes),
+        }
         return;
     };
     let out = Command::cargo_bin("mcp-forensics")
