@@ -6,6 +6,9 @@
 #
 #   fuzz/run-issue29.sh                 # h2, tls_records, har: an hour each
 #   SECONDS_EACH=600 TARGETS="h2" fuzz/run-issue29.sh
+#
+# TIMEOUT_EACH (default 60) is libFuzzer's limit on one input, in wall seconds: on a loaded
+# machine a fuzzer run at low priority can wait 10 s for a core with an input that takes 1 ms.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${SECONDS_EACH:-3600}
@@ -18,7 +21,7 @@ for t in $targets; do
     fi
     echo "== $t: $seconds s" >&2
     cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
-        -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+        -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=${TIMEOUT_EACH:-60} \
         -artifact_prefix="artifacts/$t/" -print_final_stats=1 2>&1 | tail -n 25 || true
 done
 echo "artifacts (crashes, hangs, ooms):" >&2
