@@ -56,22 +56,10 @@ fn replay_sse(bytes: &[u8]) {
     parser.finish();
 }
 
-/// The `tls_records` target's input: a key log of the length its first two bytes say, then one
-/// connection's TLS bytes, direction by direction, read in-process in bounded time.
+/// The `tls_records` target's input, read in-process in bounded time.
 fn replay_tls_records(name: &str, bytes: &[u8]) {
     let started = std::time::Instant::now();
-    let Some((len, rest)) = bytes.split_first_chunk::<2>() else {
-        return;
-    };
-    let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
-    let (log, stream) = rest.split_at(len);
-    let keys = mcpf_tls::KeyLog::parse(log).unwrap_or_default();
-    let mut conn = mcpf_tls::TlsConnection::new();
-    let mut dir = mcpf_model::Direction::ClientToServer;
-    for piece in conversation::split_frames(stream) {
-        let _ = conn.feed(dir, piece, &keys);
-        dir = dir.reverse();
-    }
+    conversation::feed_tls_records(bytes);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{name}: {:?}",

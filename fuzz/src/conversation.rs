@@ -1,7 +1,7 @@
 //! Turning the fuzzer's bytes into inputs the binary reads: a TCP conversation written as a
 //! pcap, and raw frames split out of one buffer. Shared with `tests/fuzz_regressions.rs`, which
-//! replays every input that ever failed through the released binary, so this file depends on
-//! nothing but the capture and model crates.
+//! replays every input that ever failed through the released binary (and the `tls_records`
+//! inputs in-process), so this file depends on nothing but the capture, TLS and model crates.
 
 use std::net::SocketAddr;
 
@@ -181,4 +181,21 @@ pub fn conversation_pcap(data: &[u8]) -> Vec<u8> {
         w.packet(time, &frame, frame.len() as u32).unwrap();
     }
     w.into_inner()
+}
+
+/// A `tls_records` input: a key log of the length its first two bytes say, then one
+/// connection's TLS bytes, split into pieces that alternate direction, fed to the TLS stage.
+pub fn feed_tls_records(data: &[u8]) {
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
+    let (log, stream) = rest.split_at(len);
+    let keys = mcpf_tls::KeyLog::parse(log).unwrap_or_default();
+    let mut conn = mcpf_tls::TlsConnection::new();
+    let mut dir = mcpf_model::Direction::ClientToServer;
+    for piece in split_frames(stream) {
+        let _ = conn.feed(dir, piece, &keys);
+        dir = dir.reverse();
+    }
 }

@@ -91,16 +91,5 @@ pub fn analyze_h2(data: &[u8]) {
 /// can name the ClientHello random it writes and the secrets), then the connection's bytes,
 /// pieces separated by 0xFF 0x00 0xFF, each piece the other direction's.
 pub fn tls_records(data: &[u8]) {
-    let Some((len, rest)) = data.split_first_chunk::<2>() else {
-        return;
-    };
-    let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
-    let (log, stream) = rest.split_at(len);
-    let keys = mcpf_tls::KeyLog::parse(log).unwrap_or_default();
-    let mut conn = mcpf_tls::TlsConnection::new();
-    let mut dir = mcpf_model::Direction::ClientToServer;
-    for piece in split_frames(stream) {
-        let _ = conn.feed(dir, piece, &keys);
-        dir = dir.reverse();
-    }
+    conversation::feed_tls_records(data);
 }
