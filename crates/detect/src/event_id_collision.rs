@@ -56,13 +56,15 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     }
     // A second counter the client saw start after a fallback (`event_id_reset`) is the same
     // fact as the IDs its streams minted twice: stated once, there.
-    let (explained, rest): (Vec<_>, Vec<_>) = collided
-        .into_iter()
-        .partition(|&(_, (a, _), (b, _))| reset_of(s, f, a, b).is_some());
-    // Each reset with its IDs, and where the first of them was minted by each counter.
+    // Each reset with its IDs, and where the first of them was minted by each counter; the IDs
+    // no reset explains are the collision's.
     let mut by_reset: Vec<(usize, Vec<&str>, [Mark; 2])> = Vec::new();
-    for (id, (a, first), (b, again)) in explained {
-        let Some(h) = reset_of(s, f, a, b) else { continue };
+    let mut rest = Vec::new();
+    for c @ (id, (a, first), (b, again)) in collided {
+        let Some(h) = reset_of(s, f, a, b) else {
+            rest.push(c);
+            continue;
+        };
         match by_reset.iter_mut().find(|(r, _, _)| *r == h) {
             Some((_, ids, _)) => ids.push(id),
             None => by_reset.push((h, vec![id], [first, again])),
