@@ -470,3 +470,143 @@ fn a_har_whose_timings_stop_at_sending_does_not_claim_how_long_the_client_waited
     assert!(!trigger.contains("0.0 s"), "{trigger}");
     assert!(trigger.contains("does not say"), "{trigger}");
 }
+
+const HAPROXY_SEED: &str = "samples/haproxy-seed.jsonl";
+
+/// HAProxy's log of the seed incident with its timer keys renamed by `rename` (None drops one).
+fn haproxy_as(name: &str, rename: &dyn Fn(&str) -> Option<&'static str>) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("log-formats-haproxy-{name}.jsonl"));
+    let mut out = String::new();
+    for line in std::fs::read_to_string(HAPROXY_SEED).unwrap().lines() {
+        let rec: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let mut new = Map::new();
+        for (k, v) in rec {
+            let key = if k.starts_with("time_") {
+                rename(&k).map(str::to_string)
+            } else {
+                Some(k)
+            };
+            if let Some(key) = key {
+                new.insert(key, v);
+            }
+        }
+        out.push_str(&serde_json::to_string(&new).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// The human report's timeline and findings: every time and every "after N s" it states.
+fn story(path: &Path) -> String {
+    let out = Command::new(bin())
+        .args(["analyze", "--color", "never"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = text.find("FINDINGS").expect("findings");
+    text[at..].to_string()
+}
+
+#[test]
+fn haproxy_timers_are_read_under_codes_names_and_unit_suffixes() {
+    let original = story(Path::new(HAPROXY_SEED));
+    assert!(original.contains("POST abandoned by the client after 1.5 s"));
+    // HAProxy's own codes, and a total in a key that names its unit.
+    let codes = haproxy_as("codes", &|k| match k {
+        "time_active" => Some("Ta"),
+        "time_response" => Some("Tr"),
+        "time_request" => Some("TR"),
+        "time_wait" => Some("Tw"),
+        "time_connect" => Some("Tc"),
+        "time_total" => Some("time_total_ms"),
+        _ => None,
+    });
+    assert_eq!(story(&codes), original);
+    let doc = analyze(&codes);
+    assert_eq!(read_as(&doc)["Ta"], "timer %Ta in ms");
+    assert_eq!(read_as(&doc)["TR"], "timer %TR in ms");
+    assert_eq!(read_as(&doc)["Tr"], "timer %Tr in ms");
+    // Only the total, from the request's start: the same story, said to be estimated.
+    let total = haproxy_as("total", &|k| (k == "time_total").then_some("time_total_ms"));
+    assert_eq!(story(&total), original);
+    let warnings = analyze(&total)["inputs"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("18 requests ended exactly: estimated from HAProxy's total time (%Tt)"),
+        "{warnings}"
+    );
+    // No timer at all: each end is its start, and the report says so.
+    let none = haproxy_as("none", &|_| None);
+    let warnings = analyze(&none)["inputs"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("no duration on the line, so each end is taken as its start"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn traefik_without_its_start_fields_ends_at_the_line_time() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("log-formats-traefik-no-start.jsonl");
+    let mut out = String::new();
+    for line in std::fs::read_to_string("samples/traefik-seed.jsonl")
+        .unwrap()
+        .lines()
+    {
+        let mut r: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let start = r["StartUTC"].as_str().unwrap().to_string();
+        let took = r["Duration"].as_i64().unwrap();
+        let end_ns = i64::try_from(mcpf_time(&start)).unwrap() + took;
+        r.remove("StartUTC");
+        r.remove("StartLocal");
+        r.insert("time".into(), rfc3339(end_ns).into());
+        out.push_str(&serde_json::to_string(&r).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    let doc = analyze(&path);
+    assert_eq!(doc["inputs"][0]["format"], "traefik-log");
+    let seed = analyze(Path::new("samples/traefik-seed.jsonl"));
+    assert_eq!(conclusions(&doc), conclusions(&seed));
+    assert_eq!(story(&path), story(Path::new("samples/traefik-seed.jsonl")));
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 UTC time with nine fractional digits.
+fn mcpf_time(s: &str) -> i128 {
+    let (date, time) = s.trim_end_matches('Z').split_once('T').unwrap();
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().unwrap()).collect();
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let t: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
+    let frac: i64 = format!("{frac:0<9}")[..9].parse().unwrap();
+    i128::from(secs) * 1_000_000_000 + i128::from(frac)
+}
+
+#[test]
+fn nginx_without_request_time_ends_by_the_upstream_time_and_says_so() {
+    let upstream_only = |k: &str| match k {
+        "request_time" => Some("upstream_response_time".to_string()),
+        "upstream_response_time" => None,
+        other => Some(other.to_string()),
+    };
+    let path = rewrite("upstream-time", &upstream_only, &|_, _| {});
+    let doc = analyze(&path);
+    assert_eq!(conclusions(&doc), original());
+    let warnings = doc["inputs"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("ended exactly: estimated from nginx's $upstream_response_time"),
+        "{warnings}"
+    );
+}

@@ -25,7 +25,9 @@ pub use input::{
     Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,
     OpenError, SourceFormat,
 };
-pub use note::{CorruptUnit, Durations, McpHeader, Note, NoteKind, SourceLack, Tunnel};
+pub use note::{
+    CorruptUnit, DurationEstimate, Durations, McpHeader, Note, NoteKind, SourceLack, Tunnel,
+};
 pub use paged::PagedVec;
 pub use timestamp::Timestamp;
 

@@ -266,6 +266,11 @@ pub enum SourceLack {
     LogResponseStart { measured: bool },
     /// When requests began.
     LogRequestStart { durations: Durations },
+    /// When `records` requests ended: the log gave no duration, so each end is its start.
+    LogDurationsMissing { records: u64 },
+    /// When `records` requests ended: derived from timers that are not the exchange's own
+    /// duration, as `how` says.
+    LogDurationsEstimated { records: u64, how: DurationEstimate },
     /// Sub-second times.
     LogCoarseTimes,
     /// How responses ended.
@@ -286,6 +291,22 @@ pub enum McpHeader {
     LastEventIdOnRequests,
     AcceptOnRequests,
     ContentTypeOnResponses,
+}
+
+/// How an access log's end of an exchange was derived when no timer measures it exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DurationEstimate {
+    /// HAProxy `%Tt` from the request's start (`%tr`): it also counts the handshake and the
+    /// connection's idle time before the request, so the end may be late by them.
+    TotalIncludesIdle,
+    /// HAProxy `%Ta` from the connection's accept (`%Ts`, no `%tr`): start and end may both be
+    /// early by the idle time before the request.
+    ActiveFromAccept,
+    /// nginx `$upstream_response_time` (no `$request_time`): the upstream's time only, so the
+    /// end may be early by the time spent reading the request and sending the last bytes.
+    UpstreamOnly,
+    /// Envoy `%RESPONSE_DURATION%` plus `%RESPONSE_TX_DURATION%` (no `%DURATION%`).
+    EnvoyPhases,
 }
 
 /// Which lines of an access log carry a duration.

@@ -8,7 +8,8 @@ use std::fmt::{self, Display, Formatter};
 
 use mcpf_detect::FindingKind;
 use mcpf_model::{
-    CorruptUnit, Durations, InputReport, McpHeader, Note, NoteKind, SourceLack, Tunnel,
+    CorruptUnit, DurationEstimate, Durations, InputReport, McpHeader, Note, NoteKind, SourceLack,
+    Tunnel,
 };
 use serde::Serialize;
 
@@ -380,6 +381,17 @@ fn write_lack(f: &mut Formatter<'_>, lack: &SourceLack) -> fmt::Result {
             f.write_str("when each response began: taken as the request's start (estimated)")
         }
         SourceLack::LogRequestStart { durations } => f.write_str(request_start(*durations)),
+        SourceLack::LogDurationsMissing { records } => write!(
+            f,
+            "when {} ended: no duration on the line, so each end is taken as its start",
+            count(*records, "request", "requests")
+        ),
+        SourceLack::LogDurationsEstimated { records, how } => write!(
+            f,
+            "when {} ended exactly: {}",
+            count(*records, "request", "requests"),
+            duration_estimate(*how)
+        ),
         SourceLack::LogCoarseTimes => {
             f.write_str("sub-second times: the time field has whole seconds (log $msec)")
         }
@@ -478,6 +490,31 @@ fn micros(n: u64) -> String {
         format!("{} ms", n / 1000)
     } else {
         format!("{n} µs")
+    }
+}
+
+fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+fn duration_estimate(how: DurationEstimate) -> &'static str {
+    match how {
+        DurationEstimate::TotalIncludesIdle => {
+            "estimated from HAProxy's total time (%Tt), which also counts the handshake and the connection's idle time before the request, so an end may be late by them (log %Ta)"
+        }
+        DurationEstimate::ActiveFromAccept => {
+            "estimated from HAProxy's active time (%Ta) counted from the connection's accept (no %tr logged), so start and end may be early by the idle time before the request"
+        }
+        DurationEstimate::UpstreamOnly => {
+            "estimated from nginx's $upstream_response_time (no $request_time), so an end may be early by the time spent reading the request and sending the last bytes"
+        }
+        DurationEstimate::EnvoyPhases => {
+            "estimated from Envoy's %RESPONSE_DURATION% plus %RESPONSE_TX_DURATION% (no %DURATION%)"
+        }
     }
 }
 

@@ -92,13 +92,17 @@ const NAMES: &[(&str, &[&str])] = &[
         &["connection", "connection_id", "conn", "conn_id"],
     ),
     ("connection_requests", &["connection_requests"]),
-    ("request_completion", &["request_completion"]),
+    ("request_completion", &["request_completion", "completion"]),
+    (
+        "upstream_response_time",
+        &["upstream_response_time", "urt", "upstream_time"],
+    ),
     (
         "upstream_addr",
         &["upstream_addr", "upstream", "upstream_host"],
     ),
     ("upstream_status", &["upstream_status"]),
-    ("upstream_header_time", &["upstream_header_time"]),
+    ("upstream_header_time", &["upstream_header_time", "uht"]),
     (
         "body_bytes_sent",
         &[

@@ -62,6 +62,13 @@ pub(super) fn lacks(caps: &mut Capabilities, facts: &Facts, flavor: LogFlavor, s
             Durations::None
         };
         lacks.push(SourceLack::LogRequestStart { durations });
+    } else if facts.durations_missing > 0 {
+        lacks.push(SourceLack::LogDurationsMissing {
+            records: facts.durations_missing,
+        });
+    }
+    for (&how, &records) in &facts.estimated {
+        lacks.push(SourceLack::LogDurationsEstimated { records, how });
     }
     if facts.coarse_times {
         lacks.push(SourceLack::LogCoarseTimes);

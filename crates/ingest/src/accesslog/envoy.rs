@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use mcpf_http::Outcome;
-use mcpf_model::{Direction, LogFlavor, Timestamp};
+use mcpf_model::{Direction, DurationEstimate, LogFlavor, Timestamp};
 
 use super::fields::{as_u64, logged, parse_status, socket_addr, str_of, version_of};
 use super::headers::keyed_headers;
@@ -74,10 +74,7 @@ fn times(
     obj: &Map<String, Value>,
     facts: &mut Facts,
 ) -> Result<(Timestamp, Timestamp), RecordError> {
-    let duration = obj
-        .get("duration")
-        .and_then(|v| parse_duration(v, DurationUnit::Millis));
-    facts.note_duration(duration);
+    let duration = duration(obj, facts);
     if let Some(start) = obj.get("start_time").and_then(parse_time) {
         facts.start_logged = true;
         return Ok((start, start.add_nanos(duration.unwrap_or(0))));
@@ -87,6 +84,24 @@ fn times(
         .find_map(|k| obj.get(*k).and_then(parse_time))
         .ok_or(RecordError::Missing("start_time"))?;
     Ok((end.add_nanos(-duration.unwrap_or(0)), end))
+}
+
+/// `%DURATION%`, else `%RESPONSE_DURATION%` plus `%RESPONSE_TX_DURATION%` (from the request's
+/// start to the response's last byte, an estimate that misses nothing the client waited for
+/// after it).
+fn duration(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
+    let ms = |k: &str| {
+        obj.get(k)
+            .and_then(|v| parse_duration(v, DurationUnit::Millis))
+    };
+    let phases = || Some(ms("response_duration")? + ms("response_tx_duration")?);
+    let exact = ms("duration");
+    let duration = exact.or_else(phases);
+    if exact.is_none() && duration.is_some() {
+        facts.estimated(DurationEstimate::EnvoyPhases);
+    }
+    facts.note_duration(duration);
+    duration
 }
 
 /// The anomaly that response flags are: cut by the client (`DC`) or else by the server side.

@@ -10,20 +10,28 @@
 use serde_json::{Map, Value};
 
 use mcpf_http::{Headers, Outcome};
-use mcpf_model::Direction;
+use mcpf_model::{Direction, Timestamp};
 
 use super::aliases::{header_variable, normalized};
 use super::fields::{addr, as_u64, logged, parse_status, version_of};
+use super::haproxy_timers::{self, Origin, Timers};
 use super::headers::{Logged, Side};
-use super::times::{DurationUnit, parse_duration, parse_time};
+use super::times::parse_time;
 use super::{Ending, Facts, Rec, RecordError, conn_by_client, status_ending};
 
-/// Whether a record's keys are those of an HAProxy log: a termination state, or a frontend and
-/// a backend.
+/// Whether a record's keys are those of an HAProxy log: a termination state, a frontend and a
+/// backend, or HAProxy's own timer codes (`Tt`, `%Ta`).
 pub(super) fn recognised(keys: &[String]) -> bool {
     let norms: Vec<String> = keys.iter().map(|k| normalized(k)).collect();
     let has = |names: &[&str]| norms.iter().any(|n| names.contains(&n.as_str()));
+    let codes = keys.iter().any(|k| {
+        matches!(
+            k.trim_start_matches('%'),
+            "Tt" | "Ta" | "Tw" | "Tc" | "TR" | "Tr" | "Th" | "Ti"
+        )
+    });
     has(STATE)
+        || codes
         || (has(&["frontend_name", "frontend", "fe"]) && has(&["backend_name", "backend", "be"]))
 }
 
@@ -41,8 +49,7 @@ const TARGET: &[&str] = &["http_uri", "uri", "path", "url", "hu", "hp"];
 const REQUEST_LINE: &[&str] = &["http_request", "request", "r"];
 const VERSION: &[&str] = &["http_version", "version", "hv"];
 const STATUS: &[&str] = &["status_code", "status", "st"];
-const DURATION: &[&str] = &["time_active", "ta", "time_total", "tt", "duration"];
-const STATE: &[&str] = &["termination_state", "term_state", "tsc"];
+const STATE: &[&str] = &["termination_state", "term_state", "termination", "tsc"];
 
 /// Keys read as fields, never as captured headers (`http_method` is the method, not a header).
 fn is_field(norm: &str) -> bool {
@@ -54,7 +61,6 @@ fn is_field(norm: &str) -> bool {
         REQUEST_LINE,
         VERSION,
         STATUS,
-        DURATION,
         STATE,
     ]
     .iter()
@@ -64,7 +70,7 @@ fn is_field(norm: &str) -> bool {
 /// A captured header's side and name, from the operator's key.
 fn captured(key: &str) -> Option<(Side, String)> {
     let norm = normalized(key);
-    if is_field(&norm) {
+    if is_field(&norm) || haproxy_timers::is_timer(key) {
         return None;
     }
     let var = header_variable(key, &norm)?;
@@ -86,11 +92,14 @@ pub(super) fn read_as(obj: &Map<String, Value>) -> Vec<(String, String)> {
         (key(METHOD), "method (%HM)"),
         (key(TARGET), "target (%HU)"),
         (key(STATUS), "status (%ST)"),
-        (key(DURATION), "duration in ms (%Ta)"),
         (key(STATE), "termination state (%ts)"),
     ]
     .into_iter()
     .filter_map(|(k, what)| Some((k?, what.to_string())))
+    .chain(
+        obj.keys()
+            .filter_map(|k| Some((k.clone(), haproxy_timers::read_as(k)?))),
+    )
     .chain(obj.keys().filter_map(|k| {
         let (side, name) = captured(k)?;
         let side = if side == Side::Response {
@@ -123,11 +132,14 @@ impl<'v> Keys<'v> {
         logged(self.field(names))
     }
 
-    /// A timer in milliseconds; HAProxy writes `-1` for a phase that did not happen.
-    fn timer(&self, names: &[&str]) -> Option<i64> {
-        self.field(names)
-            .and_then(|v| parse_duration(v, DurationUnit::Millis))
-            .filter(|ns| *ns >= 0)
+    /// A date: a key of `names` whose value is a time this century (a timer under a date's
+    /// name, `request_time: 12`, is not one).
+    fn time(&self, names: &[&str]) -> Option<Timestamp> {
+        const Y2001: i64 = 1_000_000_000 * 1_000_000_000;
+        self.0
+            .iter()
+            .filter(|(k, _)| names.contains(&k.as_str()))
+            .find_map(|&(_, v)| parse_time(v).filter(|t| t.0 >= Y2001))
     }
 }
 
@@ -139,10 +151,10 @@ pub(super) fn record(
     // `%tr` is when this request began; `%Ts` is when its connection was accepted, which on a
     // keep-alive connection may be long before.
     let keys = Keys::of(obj);
-    let start = keys
-        .field(START)
-        .and_then(parse_time)
-        .or_else(|| keys.field(ACCEPT).and_then(parse_time))
+    let (start, origin) = keys
+        .time(START)
+        .map(|t| (t, Origin::Request))
+        .or_else(|| keys.time(ACCEPT).map(|t| (t, Origin::Accept)))
         .ok_or(RecordError::Missing("request time (%tr, or %Ts.%ms)"))?;
     facts.start_logged = true;
     let (method, target, proto) = request(&keys)?;
@@ -150,12 +162,17 @@ pub(super) fn record(
         .field(STATUS)
         .and_then(parse_status)
         .ok_or(RecordError::Missing("status (%ST)"))?;
-    let duration = keys.timer(DURATION);
-    facts.note_duration(duration);
-    let end = start.add_nanos(duration.unwrap_or(0));
-    let head = head_time(&keys, facts)
-        .map_or(start, |t| start.add_nanos(t))
-        .min(end);
+    let timers = Timers::of(obj);
+    let span = timers.span(origin);
+    facts.note_duration(span.end);
+    if let Some(how) = span.estimate {
+        facts.estimated(how);
+    }
+    if timers.head_measured() {
+        facts.head_measured = true;
+    }
+    let end = start.add_nanos(span.end.unwrap_or(0));
+    let head = span.head.map_or(start, |t| start.add_nanos(t)).min(end);
     let state = keys.text(STATE);
     if state.is_some() {
         facts.ending_logged = true;
@@ -223,18 +240,6 @@ fn request(keys: &Keys<'_>) -> Result<(String, String, Option<String>), RecordEr
         .ok_or(RecordError::Missing("target (%HU or %r)"))?;
     let proto = keys.text(VERSION).or(lp.map(str::to_string));
     Ok((method, target, proto))
-}
-
-/// When the response head came, from the accept: `%TR + %Tw + %Tc + %Tr`, when `%Tr` is
-/// logged and the head came at all.
-fn head_time(keys: &Keys<'_>, facts: &mut Facts) -> Option<i64> {
-    let tr = keys.timer(&["time_response", "tr_ms", "tr"])?;
-    facts.head_measured = true;
-    let before = ["time_request", "time_wait", "time_connect"]
-        .iter()
-        .filter_map(|k| keys.timer(&[k]))
-        .sum::<i64>();
-    Some(before + tr)
 }
 
 /// The headers the operator captured, under their keys (`mcp_session_id`, `res_…`).

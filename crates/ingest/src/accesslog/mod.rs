@@ -36,6 +36,7 @@ mod envoy;
 mod exchanges;
 mod fields;
 mod haproxy;
+mod haproxy_timers;
 mod headers;
 mod logmap;
 mod mapped;
@@ -44,7 +45,7 @@ mod textformat;
 mod times;
 mod traefik;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 use std::net::SocketAddr;
 
@@ -53,7 +54,7 @@ use serde_json::{Map, Value};
 use self::times::{DurationUnit, parse_duration};
 use crate::{FirstRecord, Warnings, open_text};
 use mcpf_http::{Headers, HttpSink, Outcome};
-use mcpf_model::{Accounting, Capabilities, Direction, LogFlavor, bucket};
+use mcpf_model::{Accounting, Capabilities, Direction, DurationEstimate, LogFlavor, bucket};
 use mcpf_model::{InputId, InputReport, Note, NoteKind, OpenError, Timestamp};
 
 use self::aliases::Aliases;
@@ -358,6 +359,10 @@ struct Facts {
     all_conns: bool,
     any_duration: bool,
     all_durations: bool,
+    /// Records with no duration.
+    durations_missing: u64,
+    /// Records whose end was derived, by how.
+    estimated: BTreeMap<DurationEstimate, u64>,
     coarse_times: bool,
     head_measured: bool,
     ending_logged: bool,
@@ -376,6 +381,8 @@ impl Facts {
             all_conns: true,
             any_duration: false,
             all_durations: true,
+            durations_missing: 0,
+            estimated: BTreeMap::new(),
             coarse_times: false,
             head_measured: false,
             ending_logged: false,
@@ -399,7 +406,13 @@ impl Facts {
             self.any_duration = true;
         } else {
             self.all_durations = false;
+            self.durations_missing += 1;
         }
+    }
+
+    /// A record's end derived as `how` says, not measured.
+    fn estimated(&mut self, how: DurationEstimate) {
+        *self.estimated.entry(how).or_default() += 1;
     }
 }
 

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use mcpf_http::Outcome;
-use mcpf_model::{Direction, LogFlavor, Timestamp};
+use mcpf_model::{Direction, DurationEstimate, LogFlavor, Timestamp};
 
 use super::fields::{addr, logged, parse_status, str_of, version_of};
 use super::headers::keyed_headers;
@@ -25,10 +25,7 @@ pub(super) fn record(
         .get("status")
         .and_then(parse_status)
         .ok_or(RecordError::Missing("status"))?;
-    let duration = obj
-        .get("request_time")
-        .and_then(|v| parse_duration(v, DurationUnit::Seconds));
-    facts.note_duration(duration);
+    let duration = duration(obj, facts);
     let start = end.add_nanos(-duration.unwrap_or(0));
     let header_time = facts.header_time(obj.get("upstream_header_time"), DurationUnit::Seconds);
     let version = version_of(s("server_protocol").or(line_proto).as_deref());
@@ -76,6 +73,22 @@ pub(super) fn record(
             (!last.is_empty()).then(|| last.to_string())
         }),
     })
+}
+
+/// `$request_time`, else the upstream's `$upstream_response_time` (an estimate: it leaves out
+/// reading the request and sending the response's last bytes).
+fn duration(obj: &Map<String, Value>, facts: &mut Facts) -> Option<i64> {
+    let seconds = |k: &str| {
+        obj.get(k)
+            .and_then(|v| parse_duration(v, DurationUnit::Seconds))
+    };
+    let exact = seconds("request_time");
+    let duration = exact.or_else(|| seconds("upstream_response_time"));
+    if exact.is_none() && duration.is_some() {
+        facts.estimated(DurationEstimate::UpstreamOnly);
+    }
+    facts.note_duration(duration);
+    duration
 }
 
 /// `(method, target, protocol)`: `$request_method` and `$request_uri` (or `$uri` and

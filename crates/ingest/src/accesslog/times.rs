@@ -29,6 +29,33 @@ impl DurationUnit {
     }
 }
 
+/// A normalized key without its unit suffix, and the unit the suffix names (`time_total_ms` →
+/// `time_total`, milliseconds).
+pub(super) fn unit_suffix(norm: &str) -> (&str, Option<DurationUnit>) {
+    const SUFFIXES: &[(&str, DurationUnit)] = &[
+        ("_milliseconds", DurationUnit::Millis),
+        ("_millis", DurationUnit::Millis),
+        ("_msec", DurationUnit::Millis),
+        ("_ms", DurationUnit::Millis),
+        ("_microseconds", DurationUnit::Micros),
+        ("_micros", DurationUnit::Micros),
+        ("_usec", DurationUnit::Micros),
+        ("_us", DurationUnit::Micros),
+        ("_ns", DurationUnit::Nanos),
+        ("_seconds", DurationUnit::Seconds),
+        ("_secs", DurationUnit::Seconds),
+        ("_sec", DurationUnit::Seconds),
+        ("_s", DurationUnit::Seconds),
+    ];
+    SUFFIXES
+        .iter()
+        .find_map(|(suffix, unit)| {
+            let base = norm.strip_suffix(suffix)?;
+            (!base.is_empty()).then_some((base, Some(*unit)))
+        })
+        .unwrap_or((norm, None))
+}
+
 /// The response's first byte: `header_time` after the start, within the exchange.
 pub(super) fn head_time(start: Timestamp, end: Timestamp, header_time: Option<i64>) -> Timestamp {
     start
@@ -126,7 +153,8 @@ pub(super) fn parse_duration(v: &Value, unit: DurationUnit) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_f64().map(|f| unit.to_ns(f)),
         Value::String(s) => {
-            let s = s.trim();
+            // HAProxy prefixes a timer with `+` under `option logasap` (logged before the end).
+            let s = s.trim().trim_start_matches('+');
             if let Ok(f) = s.parse::<f64>() {
                 return Some(unit.to_ns(f));
             }
@@ -207,6 +235,17 @@ mod tests {
             Timestamp::parse_rfc3339("2026-11-30T04:36:05Z")
         );
         assert_eq!(parse_time(&json!("-")), None);
+    }
+
+    #[test]
+    fn unit_suffixes() {
+        assert_eq!(
+            unit_suffix("time_total_ms"),
+            ("time_total", Some(DurationUnit::Millis))
+        );
+        assert_eq!(unit_suffix("tt_us"), ("tt", Some(DurationUnit::Micros)));
+        assert_eq!(unit_suffix("ta"), ("ta", None));
+        assert_eq!(unit_suffix("_ms"), ("_ms", None));
     }
 
     #[test]

@@ -8,18 +8,20 @@
 use serde_json::{Map, Value};
 
 use mcpf_http::Headers;
+use mcpf_model::Timestamp;
 
 use super::fields::{addr, as_u64, logged, parse_status, socket_addr, version_of};
 use super::headers::{Logged, Side};
 use super::times::{DurationUnit, parse_duration, parse_time};
 use super::{Facts, Rec, RecordError, conn_by_client, status_ending};
 
-/// Whether a record's keys are Traefik's.
+/// Whether a record's keys are Traefik's (with its start, or with only the line's time when the
+/// operator dropped `StartUTC` and `StartLocal`).
 pub(super) fn recognised(keys: &[String]) -> bool {
     let has = |k: &str| keys.iter().any(|x| x == k);
     has("RequestMethod")
         && (has("DownstreamStatus") || has("OriginStatus"))
-        && (has("StartUTC") || has("StartLocal"))
+        && (has("StartUTC") || has("StartLocal") || has("Duration") || has("time"))
 }
 
 pub(super) fn record(
@@ -28,16 +30,7 @@ pub(super) fn record(
     facts: &mut Facts,
 ) -> Result<Rec, RecordError> {
     let s = |k: &str| logged(obj.get(k));
-    let start = ["StartUTC", "StartLocal"]
-        .iter()
-        .find_map(|k| obj.get(*k).and_then(parse_time))
-        .ok_or(RecordError::Missing("StartUTC"))?;
-    facts.start_logged = true;
-    let duration = obj
-        .get("Duration")
-        .and_then(|v| parse_duration(v, DurationUnit::Nanos));
-    facts.note_duration(duration);
-    let end = start.add_nanos(duration.unwrap_or(0));
+    let (start, end) = times(obj, facts)?;
     let method = s("RequestMethod").ok_or(RecordError::Missing("RequestMethod"))?;
     let target = s("RequestPath").ok_or(RecordError::Missing("RequestPath"))?;
     let status = ["DownstreamStatus", "OriginStatus"]
@@ -71,6 +64,34 @@ pub(super) fn record(
         note: None,
         upstream: s("ServiceAddr").or_else(|| s("ServiceURL")),
     })
+}
+
+/// `(start, end)`: `StartUTC` plus `Duration`, else the line's `time` (written when the request
+/// ended, in whole seconds by default) minus it.
+fn times(
+    obj: &Map<String, Value>,
+    facts: &mut Facts,
+) -> Result<(Timestamp, Timestamp), RecordError> {
+    let duration = obj
+        .get("Duration")
+        .and_then(|v| parse_duration(v, DurationUnit::Nanos));
+    facts.note_duration(duration);
+    let d = duration.unwrap_or(0);
+    if let Some(start) = ["StartUTC", "StartLocal"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(parse_time))
+    {
+        facts.start_logged = true;
+        return Ok((start, start.add_nanos(d)));
+    }
+    let end = obj
+        .get("time")
+        .and_then(parse_time)
+        .ok_or(RecordError::Missing("StartUTC"))?;
+    if end.subsec_nanos() == 0 {
+        facts.coarse_times = true;
+    }
+    Ok((end.add_nanos(-d), end))
 }
 
 /// `request_<Name>` and `downstream_<Name>` keys; their names are noted as logged.
