@@ -290,6 +290,8 @@ samples! {
     traefik_concurrent_jsonl => "traefik-concurrent.jsonl",
     traefik_healthy_jsonl => "traefik-healthy.jsonl",
     traefik_seed_jsonl => "traefik-seed.jsonl",
+    ts_sdk_dropped_cursor_pcap => "ts-sdk-dropped-cursor.pcap",
+    ts_sdk_dropped_cursor_server_leg_pcap => "ts-sdk-dropped-cursor-server-leg.pcap",
     ts_sdk_resumption_pcap => "ts-sdk-resumption.pcap",
     ts_sdk_resumption_server_leg_pcap => "ts-sdk-resumption-server-leg.pcap",
     ts_sdk_tls_client_leg_pcap => "ts-sdk-tls-client-leg.pcap",

@@ -1375,3 +1375,48 @@ fn a_buffering_proxy_shows_in_the_events_it_held() {
         assert_eq!(analyze(&[leg])["findings"], Value::Array(vec![]), "{leg}");
     }
 }
+
+#[test]
+fn the_typescript_sdks_reconnect_without_its_cursor_is_a_dropped_cursor() {
+    // typescript-sdk #2499 with the real SDK: the resume of a call's stream dies before any
+    // event and the client's next GETs carry no Last-Event-ID (409 twice); the truth is the
+    // client's, relay's and server's own logs.
+    let t = truth("ts-sdk-dropped-cursor.truth.json");
+    let want = &t["expected"];
+    let report = analyze(&["samples/ts-sdk-dropped-cursor.pcap"]);
+    let above: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert_eq!(above.len(), 1, "{above:#?}");
+    let f = above[0];
+    assert_eq!(f["kind"], "cursor_dropped");
+    assert_eq!(f["session_id"], t["session_id"]);
+    let e = &f["evidence"];
+    assert_eq!(e["last_seen_event_id"], want["dropped_cursor"]);
+    assert_eq!(
+        e["last_seen_event_id"],
+        want["resume_with_last_event_id"]["last_event_id"]
+    );
+    let reconnects = want["reconnects_without_last_event_id"].as_array().unwrap();
+    assert_eq!(e["attempts"].as_u64().unwrap() as usize, reconnects.len());
+    let statuses: Vec<&Value> = reconnects.iter().map(|r| &r["status"]).collect();
+    assert_eq!(
+        e["statuses"].as_array().unwrap().iter().collect::<Vec<_>>(),
+        statuses
+    );
+    let unanswered = want["unanswered_request"]["id"].to_string();
+    assert_eq!(e["unanswered"], serde_json::json!([unanswered]));
+    assert_eq!(f["severity"], "high");
+    assert_eq!(report["sessions"][0]["resumption"]["verdict"], "unsafe");
+    // Seen from the server: the relay, the server's client, dropped the resume; nothing more.
+    check(
+        "ts-sdk-dropped-cursor-server-leg.pcap",
+        &Expect {
+            sessions: 1,
+            above_info: HEALTHY,
+        },
+    );
+}

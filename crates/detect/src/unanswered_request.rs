@@ -263,6 +263,16 @@ fn cause(s: &Session, f: &Findings, channel: StreamIdx) -> Option<usize> {
             })
             .map(|x| x.handle)
     })
+    .or_else(|| {
+        // The resume of that stream was lost and the client reconnected without its cursor.
+        let label = s.streams[channel].label();
+        f.of(s.idx, FindingKind::CursorDropped)
+            .find(|x| match &x.evidence {
+                crate::Evidence::CursorDropped(e) => e.resumed_stream.as_ref() == Some(&label),
+                _ => false,
+            })
+            .map(|x| x.handle)
+    })
 }
 
 impl Progress {

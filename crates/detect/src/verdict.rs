@@ -24,6 +24,7 @@ const UNSAFE_BECAUSE: &[FindingKind] = &[
     FindingKind::ResumeGap,
     FindingKind::SessionNotReaffirmed,
     FindingKind::SessionIdChanged,
+    FindingKind::CursorDropped,
 ];
 
 pub fn resumption(s: &Session, findings: &[Finding]) -> Verdict {

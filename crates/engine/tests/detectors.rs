@@ -2129,6 +2129,110 @@ fn a_resume_of_a_post_stream_is_no_standalone_stream_whose_cursor_could_drop() {
     run.nothing_above_info();
 }
 
+/// typescript-sdk #2499: the standalone GET open, a call's POST stream cut after `p-2`, its
+/// resume cut before any event (`resume_events` are delivered first when given), then GETs
+/// without Last-Event-ID answered `statuses`; `answered`: the call's answer comes later on
+/// another request's stream.
+fn resume_lost_then(resume_events: &[&str], statuses: &[u16], answered: bool) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-D"));
+    c.initialized();
+    let standalone = c.get(None);
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.events(
+        &mut p,
+        &[("p-1", progress("t", 1)), ("p-2", progress("t", 2))],
+    );
+    c.end(p, Cut::ServerClose);
+    c.wait(0.5);
+    let mut r = c.get(Some("p-2"));
+    let list: Vec<(&str, String)> = resume_events
+        .iter()
+        .map(|i| (*i, progress("t", 3)))
+        .collect();
+    c.events(&mut r, &list);
+    c.end(r, Cut::ServerClose);
+    for status in statuses {
+        c.wait(0.5);
+        let mut g = c.get_request(None, &[]);
+        c.respond(&mut g, *status, &[("content-type", "application/json")]);
+        c.end_with_body(
+            g,
+            Cut::Complete,
+            r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32000,"message":"Conflict"}}"#,
+        );
+    }
+    c.wait(5.0);
+    let mut q = c.post(json!(3), "tools/call", call("echo", json!({}), None));
+    let mut answers = vec![("q-1", result(json!(3), "echo"))];
+    if answered {
+        answers.push(("q-2", result(json!(2), "late")));
+    }
+    c.events(&mut q, &answers);
+    c.end(q, Cut::Complete);
+    c.end(standalone, Cut::Complete);
+    c.delete(200);
+    c.finish()
+}
+
+#[test]
+fn a_resume_lost_before_any_event_then_a_get_without_its_cursor_drops_it() {
+    let run = resume_lost_then(&[], &[409, 409], false);
+    let f = run.one(CursorDropped);
+    assert_eq!(f.severity, Severity::High, "{}", f.summary);
+    let e = ev(&f.evidence);
+    assert_eq!(e["last_seen_event_id"], "p-2", "the cursor it resumed from");
+    assert_eq!(e["lost_stream"], "get:s5");
+    assert_eq!(e["resumed_stream"], "post:s4");
+    assert_eq!(e["stream"], "get:s6");
+    assert_eq!(e["attempts"], 2);
+    assert_eq!(e["statuses"], json!([409, 409]));
+    assert_eq!(e["unanswered"], json!(["2"]));
+    let u = run.one(UnansweredRequest);
+    assert_eq!(u.caused_by, vec![f.handle], "{}", u.summary);
+    // A resume that delivered an ID first: that ID is the cursor dropped.
+    let run = resume_lost_then(&["p-3"], &[409], false);
+    assert_eq!(
+        ev(&run.one(CursorDropped).evidence)["last_seen_event_id"],
+        "p-3"
+    );
+    // The answer reached the client later: the loss cost no answer, a latent defect.
+    let run = resume_lost_then(&[], &[409], true);
+    assert_eq!(run.one(CursorDropped).severity, Severity::Medium);
+}
+
+#[test]
+fn a_get_after_a_lost_resume_is_no_reconnect_without_proof() {
+    // The resume delivered the answer: nothing to reconnect for.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-N"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.event(&mut p, "p-1", &progress("t", 1));
+    c.end(p, Cut::ServerClose);
+    let mut r = c.get(Some("p-1"));
+    c.event(&mut r, "p-2", &result(json!(2), "ok"));
+    c.end(r, Cut::ServerClose);
+    let mut g = c.get(None);
+    c.event(&mut g, "g-1", &log("tick"));
+    c.end(g, Cut::Complete);
+    c.finish().absent(CursorDropped);
+    // No standalone stream open and no 409: the GET may be the standalone stream's first
+    // opening, not a reconnect.
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-O"));
+    c.initialized();
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), Some("t")));
+    c.event(&mut p, "p-1", &progress("t", 1));
+    c.end(p, Cut::ServerClose);
+    let r = c.get(Some("p-1"));
+    c.end(r, Cut::ServerClose);
+    let mut g = c.get(None);
+    c.event(&mut g, "g-1", &log("tick"));
+    c.end(g, Cut::Complete);
+    c.finish().absent(CursorDropped);
+}
+
 /// A call whose stream primes with `retry: 2000`, is ended as `cut`, and is resumed `after` s later.
 fn resumed_after(cut: Cut, after: f64) -> Run {
     let mut c = Capture::new();
