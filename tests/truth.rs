@@ -1420,3 +1420,133 @@ fn the_typescript_sdks_reconnect_without_its_cursor_is_a_dropped_cursor() {
         },
     );
 }
+
+/// Each event ID the servers' own stores minted, by session ID (empty when the truth is of one
+/// session), with the stream key it was minted under.
+fn minted_by(t: &Value) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    if let Some(list) = t["sse_events_minted"].as_array() {
+        for e in list {
+            let key = (String::new(), e["event_id"].as_str().unwrap().to_string());
+            out.insert(key, e["stream_id"].as_str().unwrap().to_string());
+        }
+    }
+    for s in t["sessions"].as_array().into_iter().flatten() {
+        let sid = s["session_id"].as_str().unwrap_or_default().to_string();
+        for row in s["server"]["sse_events_minted"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let id = row[0].as_str().unwrap().to_string();
+            out.insert((sid.clone(), id), row[1].as_str().unwrap().to_string());
+        }
+    }
+    out
+}
+
+/// (right, wrong, unknown) namespaces of the events resume streams delivered, against the
+/// stores' own record of which stream minted each.
+fn attribution_score(file: &str, truth_file: &str) -> (usize, usize, usize, Vec<String>) {
+    let minted = minted_by(&truth(truth_file));
+    let one_session = minted.keys().all(|(sid, _)| sid.is_empty());
+    let report = analyze(&["--events", &format!("samples/{file}")]);
+    let (mut right, mut wrong, mut unknown, mut misses) = (0, 0, 0, Vec::new());
+    for session in report["sessions"].as_array().unwrap() {
+        let sid = if one_session {
+            String::new()
+        } else {
+            session["session_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let label = session["key"].as_str().unwrap();
+        let events: Vec<&Value> = report["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["session"] == label)
+            .collect();
+        let minted_in = |e: &Value| minted.get(&(sid.clone(), e["id"].as_str()?.to_string()));
+        // Each stream's key in the store: the key of the events it delivered live.
+        let resumes: BTreeSet<&str> = session["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|st| !st["resume"].is_null())
+            .map(|st| st["id"].as_str().unwrap())
+            .collect();
+        let mut key_of: BTreeMap<&str, &str> = BTreeMap::new();
+        for e in &events {
+            let stream = e["stream"].as_str().unwrap();
+            if !resumes.contains(stream)
+                && let Some(k) = minted_in(e)
+            {
+                key_of.entry(stream).or_insert(k);
+            }
+        }
+        for e in events
+            .iter()
+            .filter(|e| resumes.contains(e["stream"].as_str().unwrap()))
+        {
+            let Some(key) = minted_in(e) else { continue };
+            let Some(want) = key_of.iter().find(|(_, k)| *k == key).map(|(s, _)| *s) else {
+                continue;
+            };
+            match e["namespace"].as_str().unwrap() {
+                got if got == want => right += 1,
+                "unknown" => {
+                    unknown += 1;
+                    misses.push(format!(
+                        "{label} {} unknown ({})",
+                        e["id"], e["attribution"]
+                    ));
+                }
+                got => {
+                    wrong += 1;
+                    misses.push(format!("{label} {} {got}, minted by {want}", e["id"]));
+                }
+            }
+        }
+    }
+    (right, wrong, unknown, misses)
+}
+
+#[test]
+fn events_replayed_by_the_sdks_are_labelled_with_the_stream_that_minted_them() {
+    let (mut right, mut wrong, mut unknown, mut misses) = (0, 0, 0, Vec::new());
+    for (file, truth_file) in [
+        (
+            "python-sdk-resume-many.pcap",
+            "python-sdk-resume-many.truth.json",
+        ),
+        (
+            "python-sdk-resume-many-server-leg.pcap",
+            "python-sdk-resume-many.truth.json",
+        ),
+        ("ts-sdk-resumption.pcap", "ts-sdk-resumption.truth.json"),
+        (
+            "ts-sdk-resumption-server-leg.pcap",
+            "ts-sdk-resumption.truth.json",
+        ),
+        (
+            "ts-sdk-dropped-cursor-server-leg.pcap",
+            "ts-sdk-dropped-cursor.truth.json",
+        ),
+    ] {
+        let (r, w, u, m) = attribution_score(file, truth_file);
+        eprintln!("{file}: {r} right, {w} wrong, {u} unknown");
+        right += r;
+        wrong += w;
+        unknown += u;
+        misses.extend(m.into_iter().map(|m| format!("{file}: {m}")));
+    }
+    let total = right + wrong + unknown;
+    assert!(total >= 100, "only {total} replayed events compared");
+    assert_eq!(wrong, 0, "{misses:#?}");
+    assert!(
+        right * 100 >= total * 95,
+        "{right} of {total} right: {misses:#?}"
+    );
+}

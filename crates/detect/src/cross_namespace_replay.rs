@@ -101,6 +101,8 @@ fn foreign_events(
     r.events
         .iter()
         .enumerate()
+        // New events the server went on to mint in a stream are not replays of it.
+        .filter(|(_, e)| !e.attribution.went_on())
         .filter_map(|(i, e)| match e.namespace {
             Namespace::Stream(ns)
                 if ns != observed && ns != r.idx && Namespace::Stream(ns) != minted_by =>

@@ -3462,6 +3462,71 @@ fn attribution_by_request_stream_then_counter_continuity() {
     assert!(run.findings.is_empty(), "{:?}", run.kinds());
 }
 
+/// Opaque IDs (the Python SDK's uuid store): the standalone GET delivers `g-a`, is cut, and its
+/// resume primes afresh and goes on with IDs never seen; `also`: it also replays the call's
+/// `p-a`, delivered earlier on the call's stream.
+fn opaque_resume(also: bool) -> Run {
+    let mut c = Capture::new();
+    c.initialize(json!(1), Some("sess-U"));
+    c.initialized();
+    let mut g = c.get(None);
+    c.events(&mut g, &[("g-a", log("a"))]);
+    let mut p = c.post(json!(2), "tools/call", call("alpha", json!({}), None));
+    c.events(
+        &mut p,
+        &[("p-a", log("work")), ("p-b", result(json!(2), "ok"))],
+    );
+    c.end(p, Cut::Complete);
+    c.end(g, Cut::ServerClose);
+    let mut r = c.get(Some("g-a"));
+    if also {
+        c.events(&mut r, &[("p-a", log("work"))]);
+    }
+    c.event(&mut r, "r-prime", "");
+    c.events(&mut r, &[("r-new-1", log("b")), ("r-new-2", log("c"))]);
+    c.end(r, Cut::CaptureEnd);
+    c.finish()
+}
+
+#[test]
+fn new_ids_on_a_resume_are_the_resumed_streams_when_nothing_says_otherwise() {
+    let run = opaque_resume(false);
+    let got: Vec<(Namespace, Attribution)> = run.session().streams[4]
+        .events
+        .iter()
+        .map(|e| (e.namespace, e.attribution))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Namespace::Stream(2), Attribution::PrimingOfResume),
+            (Namespace::Stream(2), Attribution::ResumedStream),
+            (Namespace::Stream(2), Attribution::ResumedStream),
+        ]
+    );
+    run.nothing_above_info();
+    // It replayed an event of the call's stream, not of the one it named: the server went on
+    // in the stream it replayed (and the replay crossed namespaces).
+    let run = opaque_resume(true);
+    let got: Vec<(Namespace, Attribution)> = run.session().streams[4]
+        .events
+        .iter()
+        .map(|e| (e.namespace, e.attribution))
+        .collect();
+    assert_eq!(got[0], (Namespace::Stream(3), Attribution::IdenticalEvent));
+    assert_eq!(got[1].1, Attribution::PrimingOfResume);
+    assert_eq!(
+        got[1].0,
+        Namespace::Stream(3),
+        "the replayed stream's priming"
+    );
+    assert_eq!(got[2], (Namespace::Stream(3), Attribution::ResumedStream));
+    assert_eq!(
+        run.one(CrossNamespaceReplay).summary.matches("p-a").count(),
+        1
+    );
+}
+
 #[test]
 fn event_id_schemes_are_classified() {
     let scheme = |ids: &[&str]| {

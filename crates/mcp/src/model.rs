@@ -70,10 +70,25 @@ pub enum Attribution {
     RequestStream,
     /// The next integer of one namespace's counter.
     CounterContinuity,
+    /// A priming event the server sent on the resume: servers mint it in the stream resumed
+    /// (the Python SDK primes every replay connection under the replayed stream's key).
+    PrimingOfResume,
+    /// A new ID on a resume that replayed no other stream's events: the server goes on in the
+    /// stream the resume named.
+    ResumedStream,
     Unknown,
 }
 
 impl Attribution {
+    /// A new event the server minted on the resume in the stream it went on in (its priming
+    /// event, a new ID), not one it replayed.
+    pub fn went_on(self) -> bool {
+        matches!(
+            self,
+            Attribution::PrimingOfResume | Attribution::ResumedStream
+        )
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Attribution::Own => "minted by the stream that delivered it",
@@ -81,6 +96,12 @@ impl Attribution {
             Attribution::IdenticalEvent => "identical event (same ID and data) delivered earlier",
             Attribution::RequestStream => "it answers a request whose stream is known",
             Attribution::CounterContinuity => "the next integer of that stream's counter",
+            Attribution::PrimingOfResume => {
+                "a priming event the server sent on the resume, minted in the stream the resume went on in"
+            }
+            Attribution::ResumedStream => {
+                "a new ID on the resume, minted in the stream the resume went on in (the one its replayed events prove, else the one it named)"
+            }
             Attribution::Unknown => "no evidence",
         }
     }

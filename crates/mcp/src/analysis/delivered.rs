@@ -153,8 +153,9 @@ impl Delivered {
             .get(&self.hash(id))
             .is_some_and(|v| v.as_slice().iter().any(|p| event_id(s, *p) == Some(id)));
         if ev.priming && !seen_before {
-            // Python SDK servers prime every replay connection afresh.
-            return (Namespace::Stream(si), Attribution::Own);
+            // Python SDK servers prime every replay connection afresh, under the key of the
+            // stream replayed: which one, the resume's other events tell (see `namespaces`).
+            return (Namespace::Unknown, Attribution::PrimingOfResume);
         }
         if let Some(found) = self.by_token(s, id, continues) {
             return found;
