@@ -751,6 +751,61 @@ fn the_seed_incident_in_a_mitmproxy_har_gives_the_whole_chain() {
     check_concurrent_log(&t["concurrent"]);
 }
 
+/// mitmproxy as the proxy that held the stalled POST's event stream records it as `200` with
+/// empty content and times that stop at the sending (no `_error`): the fallback is inferred
+/// from where the request's progress went (the GET the client opened next), and the HAR gives
+/// the whole chain all the same.
+#[test]
+fn a_har_that_recorded_the_held_post_as_an_empty_200_still_shows_the_fallback() {
+    let t = truth("har-seed.truth.json");
+    let file = t["seed"]["file"].as_str().unwrap();
+    let mut har: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join(file)).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let held = entries
+        .iter()
+        .position(|e| e["response"]["status"] == 0 && e["request"]["method"] == "POST")
+        .expect("the stalled POST");
+    let sid = t["seed"]["session_id"].as_str().unwrap();
+    entries[held]["response"] = serde_json::json!({
+        "status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+        "headers": [
+            {"name": "content-type", "value": "text/event-stream"},
+            {"name": "mcp-session-id", "value": sid}
+        ],
+        "cookies": [], "redirectURL": "", "headersSize": -1, "bodySize": 0,
+        "content": {"size": 0, "compression": 0, "mimeType": "text/event-stream", "text": ""}
+    });
+    entries[held]["timings"]["wait"] = 0.into();
+    entries[held]["timings"]["receive"] = 0.into();
+    let out = tempfile_dir("har-empty-200").join("seed-held.har");
+    std::fs::write(&out, serde_json::to_vec(&har).unwrap()).unwrap();
+    let report = analyze(&[out.to_str().unwrap()]);
+    let got: BTreeSet<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["session_id"] == sid)
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect();
+    let wanted: BTreeSet<String> = t["seed"]["expected_analysis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(got, wanted);
+    let fell_back = &report["sessions"][0]["fell_back"];
+    assert_eq!(fell_back["stream"], "get:s4", "{fell_back}");
+    assert!(
+        fell_back["trigger"]
+            .as_str()
+            .unwrap()
+            .contains("its messages arrived on get:s4"),
+        "{fell_back}"
+    );
+}
+
 /// The seed incident as Chromium records it (Playwright's recordHar): the fallback (POST 7 aborted
 /// by the page after 1.5 s, then the GET) and the unsafe resumption are in it; the aborted GET
 /// streams have no body, so what the truth says is not determinable is listed so, and nothing

@@ -35,7 +35,7 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             continue;
         }
         let st = &s.streams[*si];
-        if answered(s, ix, i, id) || st.body_unknown {
+        if answered(s, ix, i, id) || (st.body_unknown && !left_for_fallback(s, st.idx)) {
             continue;
         }
         // Where its messages were last being delivered: its progress may have moved to a GET
@@ -189,12 +189,14 @@ impl<'a> Context<'a> {
             .take_while(|(e, _)| *e >= sent)
             .map(|(_, i)| *i);
         let after = self.lacking_ended.partition_point(|(e, _)| *e >= sent);
+        let left = |i: StreamIdx| i == st.idx && left_for_fallback(s, i);
         let mut named: Vec<StreamIdx> = Vec::with_capacity(3);
         let candidates = [st.idx, channel]
             .into_iter()
             .filter(|i| lacks_bytes(&s.streams[*i]))
             .chain(self.lacking_open.iter().copied())
-            .chain(ended_after);
+            .chain(ended_after)
+            .filter(|i| !left(*i));
         for i in candidates {
             if named.len() == 3 {
                 break;
@@ -213,6 +215,15 @@ impl<'a> Context<'a> {
         }
         Some(named.join(", "))
     }
+}
+
+/// The client left the stream for a fallback its request's messages followed (they arrived on
+/// the fallback stream): whatever the input did not record of it, it carried nothing more of
+/// the request to the client.
+fn left_for_fallback(s: &Session, st: StreamIdx) -> bool {
+    s.fallbacks
+        .iter()
+        .any(|f| f.confirmed && f.abandoned_stream == Some(st))
 }
 
 fn lacks_bytes(o: &Stream) -> bool {

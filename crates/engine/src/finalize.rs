@@ -1,6 +1,6 @@
 //! The detector stage behind the MCP stage, run on each session as it is finalized.
 
-use mcpf_detect::{Detector, Finding, Severity};
+use mcpf_detect::{Detector, Finding, FindingKind, Severity};
 use mcpf_mcp::model::{Session, VantagePoint, session_label};
 use mcpf_model::{Mark, Note, NoteKind};
 use mcpf_report::analyze::{LiveSession, Selection, SessionWriter};
@@ -191,6 +191,16 @@ impl Finalizer {
             // The record needs summaries only: what waits for the renderer stays small.
             s.compact();
         }
+        // Kinds the session has findings of above info: determined (an info one may say it
+        // is not).
+        let mut found: Vec<FindingKind> = mine
+            .iter()
+            .map(|&h| &all[h])
+            .filter(|f| f.severity.at_least(Severity::Low))
+            .map(|f| f.kind)
+            .collect();
+        found.sort_unstable();
+        found.dedup();
         if self.writer.is_live() {
             let findings: Vec<&Finding> = mine.iter().map(|&h| &all[h]).collect();
             let handles: Vec<usize> = shown.iter().map(|(h, _)| *h).collect();
@@ -200,13 +210,13 @@ impl Finalizer {
                 shown: &handles,
                 timeline: &entries,
             };
-            self.writer.write(s, verdict, same, Some(&live));
+            self.writer.write(s, verdict, same, found, Some(&live));
             return;
         }
         if !entries.is_empty() {
             self.timelines.push((s.idx, entries));
         }
-        self.writer.write(s, verdict, same, None);
+        self.writer.write(s, verdict, same, found, None);
     }
 
     /// The final order of findings (finding references in timelines follow it), the rendered

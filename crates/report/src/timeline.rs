@@ -360,19 +360,24 @@ fn push_event_runs(
             run.clear();
         }
     };
+    // Events that share one mark (a HAR keeps no time or frame per event: every event of an
+    // entry has the entry's) are one place a finding can point at, and stay one row.
+    let flagged_at = |i: usize| flagged.binary_search(&st.events[i].mark).is_ok();
+    let same_mark = |a: usize, b: usize| st.events[a].mark == st.events[b].mark;
     for (i, ev) in st.events.iter().enumerate() {
+        let flag_starts = flagged_at(i) && (i == 0 || !same_mark(i - 1, i));
+        let flag_ends = flagged_at(i) && (i + 1 == st.events.len() || !same_mark(i, i + 1));
         let breaks = all_events
-            || flagged.binary_search(&ev.mark).is_ok()
             || ev.messages.iter().any(is_answer)
             || ev.endpoint().is_some()
             || run
                 .last()
                 .is_some_and(|&p| ev.mark.time.seconds_since(st.events[p].mark.time) > 5.0);
-        if breaks {
+        if breaks || flag_starts {
             flush(&mut run, out);
         }
         run.push(i);
-        if breaks {
+        if breaks || flag_ends {
             flush(&mut run, out);
         }
     }

@@ -155,7 +155,8 @@ impl<'a> Exchanges<'a> {
         );
         // An empty event stream is a hole when this writer stores no stream bytes.
         let mut known = matches!(r.content, Content::Known(_));
-        if r.event_stream && r.empty_text && !self.stores_streams {
+        // So is one whose times stop at the sending: the writer never had its bytes.
+        if r.event_stream && r.empty_text && (!self.stores_streams || e.end_unknown) {
             known = false;
             self.holes.empty_streams_unknown += 1;
         }

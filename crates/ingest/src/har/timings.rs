@@ -38,16 +38,19 @@ pub(super) fn times(obj: &Map<String, Value>, started: Timestamp) -> Times {
     let req_last = req_first.add_nanos(t("send"));
     let head = req_last.add_nanos(t("wait"));
     let end = not_before(not_before(head.add_nanos(t("receive")), total), head);
-    let receive_known = timings
-        .and_then(|t| t.get("receive"))
-        .and_then(as_f64)
-        .is_some_and(|r| r >= 0.0);
+    let timing = |k: &str| timings.and_then(|t| t.get(k)).and_then(as_f64);
+    let receive_known = timing("receive").is_some_and(|r| r >= 0.0);
+    // No time at all after the sending (mitmproxy's for a response it never had whole: a
+    // stream it held, a client that left): a real response takes some.
+    let stops_at_sending = timing("wait").is_none_or(|w| w <= 0.0)
+        && timing("receive").is_none_or(|r| r <= 0.0)
+        && end <= req_last;
     Times {
         req_first,
         req_last,
         head,
         end,
-        end_unknown: timings.is_some() && !receive_known,
+        end_unknown: timings.is_some() && (!receive_known || stops_at_sending),
     }
 }
 
@@ -78,6 +81,17 @@ mod tests {
         let t = of(json!({"time": 1504.362, "timings": {"send": -1, "wait": -1, "receive": -1}}));
         assert_eq!(t.req_last.0, 0);
         assert_eq!(t.end.0, 1_504_362_000);
+    }
+
+    #[test]
+    fn timings_that_stop_at_the_sending_give_no_end() {
+        // mitmproxy, for an event stream it held: 200 recorded, no wait, no receive.
+        let t = of(
+            json!({"time": 0.34, "timings": {"connect": -1, "send": 0.34, "wait": 0, "receive": 0}}),
+        );
+        assert!(t.end_unknown);
+        let t = of(json!({"time": 1.0, "timings": {"send": 0.2, "wait": 0.5, "receive": 0.3}}));
+        assert!(!t.end_unknown);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Mid-session fallbacks as a capture shows them: the client abandoned a POST whose response
 //! had not answered its request, then opened a GET event stream without `Last-Event-ID` (the
 //! transport's way back to the server's messages). Messages of the abandoned request arriving on
-//! the new stream confirm it. Fallbacks an input shows only by its times are `inferred`'s.
+//! the new stream confirm it. Fallbacks an input shows only by its times are `inferred`'s; those
+//! it shows by where the request's messages went, `moved`'s.
 
 use std::collections::BTreeSet;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::inferred::inferred_fallbacks;
+use super::moved::moved_fallbacks;
 use crate::jsonrpc::{Kind, RequestId};
 use crate::model::{Fallback, Seq, Session, Stream, StreamIdx, StreamTransport};
 use mcpf_model::WireSet;
@@ -16,6 +18,8 @@ use mcpf_model::WireSet;
 /// GET event stream without `Last-Event-ID`.
 pub(super) fn detect_fallbacks(s: &mut Session) {
     let mut found = observed_fallbacks(s);
+    let moved = moved_fallbacks(s, &found);
+    found.extend(moved);
     let (inferred, ambiguous) = inferred_fallbacks(s, &found);
     found.extend(inferred);
     if let Some(lack) = ambiguous {

@@ -20,6 +20,7 @@ mod few;
 mod inferred;
 mod initialize;
 mod merge;
+mod moved;
 mod namespaces;
 mod not_determinable;
 mod resumes;

@@ -655,7 +655,7 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
 
 /// What the inputs could not tell about a session, and why.
 fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader, style: Style) -> io::Result<()> {
-    let undecided = mcpf_detect::not_determinable(&s.head.lacks);
+    let undecided = s.not_determinable(&s.head.lacks);
     if undecided.is_empty() {
         return Ok(());
     }

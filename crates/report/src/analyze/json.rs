@@ -360,7 +360,8 @@ fn session_json<'a>(
         event_id_scheme: s.event_id_scheme.name(),
         event_id_scheme_from: s.event_id_scheme_from,
         transport_mode_header: s.transport_mode_header.as_deref(),
-        not_determinable: mcpf_detect::not_determinable(&s.lacks)
+        not_determinable: h
+            .not_determinable(&s.lacks)
             .into_iter()
             .map(|(k, lack)| json!({ "kind": k, "reason": crate::lacks::reason(lack) }))
             .collect(),

@@ -151,6 +151,8 @@ struct SessionHeader {
     head: SessionHead,
     verdict: Verdict,
     same_session_as: Vec<String>,
+    /// The kinds the session has findings of: determined, whatever its inputs lack.
+    found: Vec<mcpf_detect::FindingKind>,
     /// Every vantage point it was seen at, its own first, when more than one: the terminal report
     /// lists them, the rollups by input and server count the session at each.
     vantage_points: Vec<mcpf_mcp::model::VantagePoint>,
@@ -164,6 +166,19 @@ impl SessionHeader {
     /// `S1`, `S2`, ...
     fn label(&self) -> String {
         self.head.label()
+    }
+
+    /// What the inputs could not tell about the session, and why: the kinds a lack leaves
+    /// undecided, but those it has findings of (a partial lack, bodies missing from some
+    /// exchanges, leaves the rest to decide).
+    fn not_determinable<'a>(
+        &self,
+        lacks: &'a [mcpf_mcp::model::Lack],
+    ) -> Vec<(mcpf_detect::FindingKind, &'a mcpf_mcp::model::Lack)> {
+        mcpf_detect::not_determinable(lacks)
+            .into_iter()
+            .filter(|(k, _)| !self.found.contains(k))
+            .collect()
     }
 }
 

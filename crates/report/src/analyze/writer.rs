@@ -194,7 +194,13 @@ impl SessionWriter {
         self
     }
 
-    fn header(&self, s: &Session, verdict: Verdict, same_session_as: Vec<String>) -> SessionHeader {
+    fn header(
+        &self,
+        s: &Session,
+        verdict: Verdict,
+        same_session_as: Vec<String>,
+        found: Vec<mcpf_detect::FindingKind>,
+    ) -> SessionHeader {
         let merged: Vec<(u32, String, usize, usize, f64)> = s
             .merged_sources
             .iter()
@@ -216,6 +222,7 @@ impl SessionWriter {
             head: s.head(),
             verdict,
             same_session_as,
+            found,
             vantage_points: s.vantage_points.clone(),
             merged,
             record: None,
@@ -249,9 +256,10 @@ impl SessionWriter {
         s: Box<Session>,
         verdict: Verdict,
         same_session_as: Vec<String>,
+        found: Vec<mcpf_detect::FindingKind>,
         live: Option<&LiveSession<'_>>,
     ) {
-        let mut header = self.header(&s, verdict, same_session_as);
+        let mut header = self.header(&s, verdict, same_session_as, found);
         if let (Some(l), Some(extras)) = (self.live.as_mut(), live) {
             l.session(&header, &s, extras);
         }
