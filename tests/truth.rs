@@ -584,6 +584,46 @@ fn a_snap_length_only_takes_evidence_away() {
 }
 
 #[test]
+fn the_heads_a_snap_length_leaves_still_prove_the_fallback_and_the_unsafe_resume() {
+    // `tcpdump -s 400` of the seed: every head survives, bodies are cut. The fallback (POST 7
+    // cut off after 1.5 s with no response byte, then the GET), the integer IDs of the GET's
+    // events and the resume with Last-Event-ID 41 are all in what is left.
+    let dir = tempfile_dir("snaplen-seed");
+    let out = dir.join("seed-s400.pcap");
+    let how = Rewrite {
+        snap: Some(400),
+        ..Rewrite::default()
+    };
+    rewritten_copy(
+        &root().join("samples/seed-incident-client-leg.pcap"),
+        &out,
+        how,
+    );
+    let report = analyze(&[out.to_str().unwrap()]);
+    let kinds = above_info(&report);
+    let sid = truth("seed-incident.truth.json")["session_id"]
+        .as_str()
+        .map(str::to_string);
+    let got = kinds.get(&sid).cloned().unwrap_or_default();
+    assert!(got.contains("unsafe_resumption_after_fallback"), "{got:?}");
+    assert_eq!(report["sessions"][0]["fell_back"]["stream"], "get:s4");
+    let fallback = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "sse_fallback")
+        .unwrap();
+    assert!(
+        fallback["confidence_note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("snap length"),
+        "{fallback}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_capture_cut_by_its_snap_length_is_still_known_for_mcp() {
     let t = truth("snaplen-mcp.truth.json");
     assert_eq!(t["expected_analysis"]["is_mcp"], true);

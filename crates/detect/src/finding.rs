@@ -311,21 +311,36 @@ fn confidence(
     streams: &[StreamIdx],
 ) -> (Confidence, Option<String>) {
     let labels_where = |keep: fn(&mcpf_mcp::model::Stream) -> bool| -> Vec<String> {
-        streams
-            .iter()
-            .filter_map(|&i| s.streams.get(i))
-            .filter(|st| keep(st))
-            .map(|st| st.label())
-            .collect()
+        let mut labels: Vec<String> = Vec::new();
+        for st in streams.iter().filter_map(|&i| s.streams.get(i)) {
+            let label = st.label();
+            if keep(st) && !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+        labels
     };
     let damaged = labels_where(|st| st.gap);
     let unknown = labels_where(|st| st.body_unknown);
     let two_versions = labels_where(|st| st.inconsistent_bytes > 0);
     if !damaged.is_empty() && kind != FindingKind::CaptureGap {
-        let note = format!(
-            "bytes are missing from the capture under {}",
-            damaged.join(", ")
-        );
+        // The snap length is named: what it cut is the end of packets, never a packet.
+        let snaplen_only = streams
+            .iter()
+            .filter_map(|&i| s.streams.get(i))
+            .filter(|st| st.gap)
+            .all(|st| st.cut_by_snaplen_only());
+        let note = if snaplen_only {
+            format!(
+                "the capture's snap length cut bytes of {} (what the heads and first bytes show is what it rests on)",
+                damaged.join(", ")
+            )
+        } else {
+            format!(
+                "bytes are missing from the capture under {}",
+                damaged.join(", ")
+            )
+        };
         (Confidence::Reduced, Some(note))
     } else if !two_versions.is_empty() {
         let note = format!(

@@ -38,6 +38,11 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
         if answered(s, ix, i, id) || (st.body_unknown && !left_for_fallback(s, st.idx)) {
             continue;
         }
+        // Its response came and the snap length cut it: the answer is most likely in what was
+        // cut, and saying so for every request of such a capture says nothing.
+        if st.cut_by_snaplen_only() && st.response_mark.is_some() {
+            continue;
+        }
         // Where its messages were last being delivered: its progress may have moved to a GET
         // stream after a fallback.
         let last_progress = req

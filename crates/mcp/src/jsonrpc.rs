@@ -312,6 +312,28 @@ pub struct RareDetails {
 }
 
 impl Message {
+    /// What the first bytes of a body cut short (by a snap length, a loss) show of its message:
+    /// a request with its `id` and `method`, or a notification with its method; marked
+    /// truncated, since nothing else of it is known.
+    pub(crate) fn cut(bytes: &[u8]) -> Option<Message> {
+        let (id, method) = crate::prefix::request_in_prefix(bytes);
+        let method = method?;
+        let mut m = Message {
+            kind: if id.is_some() {
+                Kind::Request
+            } else {
+                Kind::Notification
+            },
+            id,
+            null_id: false,
+            method: Some(method.into()),
+            fault: None,
+            mcp: Details::default(),
+        };
+        m.mcp.make_mut().truncated = true;
+        Some(m)
+    }
+
     fn malformed_because(reason: impl Into<String>) -> Message {
         Message {
             kind: Kind::Malformed,

@@ -35,6 +35,59 @@ pub(crate) fn method_in_prefix(bytes: &[u8]) -> Option<String> {
     }
 }
 
+/// The `id` and `method` of a JSON-RPC message whose bytes stop short, as far as they are there
+/// whole (an `id` number cut at the end of the bytes is not whole: more digits may follow).
+pub(crate) fn request_in_prefix(
+    bytes: &[u8],
+) -> (Option<crate::jsonrpc::RequestId>, Option<String>) {
+    use crate::jsonrpc::RequestId;
+    let mut s = Scan { b: bytes, at: 0 };
+    let (mut id, mut method) = (None, None);
+    s.ws();
+    if s.eat(b'[') {
+        s.ws();
+    }
+    if !s.eat(b'{') {
+        return (None, None);
+    }
+    while let Some(key) = {
+        s.ws();
+        s.string()
+    } {
+        s.ws();
+        if !s.eat(b':') {
+            break;
+        }
+        s.ws();
+        let start = s.at;
+        if s.skip_value().is_none() {
+            break;
+        }
+        let value = s.b[start..s.at].trim_ascii();
+        match key {
+            b"\"method\"" => method = serde_json::from_slice::<String>(value).ok(),
+            b"\"id\"" => {
+                id = match value.first() {
+                    Some(b'"') => serde_json::from_slice::<String>(value)
+                        .ok()
+                        .map(RequestId::String),
+                    Some(c) if c.is_ascii_digit() || *c == b'-' => std::str::from_utf8(value)
+                        .ok()
+                        .filter(|t| t.parse::<f64>().is_ok())
+                        .map(|t| RequestId::Number(t.to_string())),
+                    _ => None,
+                }
+            }
+            _ => {}
+        }
+        s.ws();
+        if !s.eat(b',') {
+            break;
+        }
+    }
+    (id, method)
+}
+
 struct Scan<'a> {
     b: &'a [u8],
     at: usize,
@@ -95,7 +148,28 @@ impl<'a> Scan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::method_in_prefix;
+    use super::{method_in_prefix, request_in_prefix};
+    use crate::jsonrpc::RequestId;
+
+    #[test]
+    fn the_id_and_method_of_a_cut_request() {
+        let cut = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"rein"#;
+        assert_eq!(
+            request_in_prefix(cut),
+            (
+                Some(RequestId::Number("7".into())),
+                Some("tools/call".into())
+            )
+        );
+        let cut = br#"{"method":"tools/list","id":"a-1"}"#;
+        assert_eq!(
+            request_in_prefix(cut).0,
+            Some(RequestId::String("a-1".into()))
+        );
+        // A number at the end of the bytes may have lost digits.
+        assert_eq!(request_in_prefix(br#"{"method":"ping","id":12"#).0, None);
+        assert_eq!(request_in_prefix(b"not json"), (None, None));
+    }
 
     fn m(s: &str) -> Option<String> {
         method_in_prefix(s.as_bytes())

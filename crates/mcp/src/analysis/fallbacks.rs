@@ -135,10 +135,12 @@ fn abandoned_posts(s: &Session, used: &HashSet<StreamIdx>) -> BTreeSet<StreamIdx
         .filter(|p| {
             !used.contains(&p.idx)
                 && p.transport == StreamTransport::Post
-                && (p.requests().next().is_some() || p.body_unknown)
+                && (p.requests().next().is_some() || p.body_unknown || p.gap)
                 && p.abandoned_by_client()
-                // With bytes missing, the answer may have come before the client left.
-                && !p.gap
+                // With bytes missing, the answer may have come before the client left; not
+                // when a snap length cut them and no response byte came (a snap length
+                // shortens packets, it never hides one).
+                && (!p.gap || (p.cut_by_snaplen_only() && p.response_mark.is_none()))
                 && !answered_on(p)
         })
         .map(|p| p.idx)

@@ -29,7 +29,10 @@ pub(super) fn attribute(s: &mut Session) {
     // event are that stream's. Walked again when that places an event (later resumes may
     // replay it).
     let mut again = false;
-    for st in s.streams.iter().filter(|st| st.resume.is_some()) {
+    // Only when every stream was captured whole: a stream with bytes missing may have
+    // delivered the ID first, and then it is no new one.
+    let whole = s.streams.iter().all(|st| !st.gap && !st.body_unknown);
+    for st in s.streams.iter().filter(|st| whole && st.resume.is_some()) {
         let unplaced = st.events.iter().any(|e| e.namespace == Namespace::Unknown);
         if unplaced && let Some(ns) = went_on_in(st) {
             resumed[st.idx] = Some(ns);

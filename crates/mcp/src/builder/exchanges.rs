@@ -39,8 +39,17 @@ enum Says {
 }
 
 impl Builder {
-    pub(super) fn on_request(&mut self, r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) {
+    pub(super) fn on_request(
+        &mut self,
+        r: &mcpf_http::Request,
+        mut messages: Vec<jsonrpc::Message>,
+    ) {
         self.stats.exchanges_total += 1;
+        // A body cut short (a snap length, a loss) is not malformed: what its first bytes show
+        // of the message is kept, and the rest is not known.
+        if r.body.gap_bytes > 0 && messages.iter().all(|m| m.kind == Kind::Malformed) {
+            messages = jsonrpc::Message::cut(&r.body.data).into_iter().collect();
+        }
         if r.version == mcpf_http::HTTP2_VERSION {
             self.multiplexed.insert(r.exchange.conn);
         }
