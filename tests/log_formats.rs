@@ -610,3 +610,52 @@ fn nginx_without_request_time_ends_by_the_upstream_time_and_says_so() {
         "{warnings}"
     );
 }
+
+/// Output of `analyze` (or `report`) with `args`.
+fn output(args: &[&str]) -> String {
+    let out = Command::new(bin()).args(args).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn log_lines_and_har_entries_are_called_so_in_every_format() {
+    for (file, unit, many) in [
+        ("samples/haproxy-seed.jsonl", "line", "lines"),
+        ("samples/seed-incident.mitmproxy.har", "entry", "entries"),
+    ] {
+        let table = output(&["analyze", "--color", "never", file]);
+        let findings = &table[table.find("FINDINGS").unwrap()..table.find("TIMELINE").unwrap()];
+        assert!(
+            findings.contains(&format!("  {many} ")),
+            "{file}: {findings}"
+        );
+        assert!(!findings.contains(" frames "), "{file}: {findings}");
+        let markdown = output(&["analyze", "--format", "markdown", file]);
+        assert!(markdown.contains(&format!("| {many} ")), "{file}: markdown");
+        assert!(
+            markdown.contains(&format!("| {unit} 1 |")),
+            "{file}: markdown timeline"
+        );
+        let html = output(&["analyze", "--format", "html", file]);
+        assert!(
+            html.contains(&format!("\"filter\">{many} ")),
+            "{file}: html"
+        );
+        assert!(!html.contains("Wireshark: <code></code>"), "{file}: html");
+        let doc = analyze(Path::new(file));
+        assert_eq!(doc["inputs"][0]["unit"], unit, "{file}: json");
+        let saved = std::env::temp_dir().join(format!("mcpf-units-{unit}.json"));
+        std::fs::write(&saved, doc.to_string()).unwrap();
+        let again = output(&["report", "--color", "never", saved.to_str().unwrap()]);
+        assert!(again.contains(&format!("  {many} ")), "{file}: report");
+        let _ = std::fs::remove_file(&saved);
+    }
+    // A capture keeps its frames.
+    let table = output(&[
+        "analyze",
+        "--color",
+        "never",
+        "samples/seed-incident-client-leg.pcap",
+    ]);
+    assert!(table.contains("  frames "));
+}

@@ -74,6 +74,15 @@ impl FileFormat {
         matches!(self.kind, FileKind::Pcap | FileKind::PcapNg)
     }
 
+    /// What its record numbers count: a capture's frames, a HAR's entries, a log's lines.
+    pub fn unit(self) -> RecordUnit {
+        match self.kind {
+            FileKind::Har => RecordUnit::Entry,
+            FileKind::AccessLog(_) => RecordUnit::Line,
+            _ => RecordUnit::Frame,
+        }
+    }
+
     /// The kind's name, without the compression.
     pub fn kind_name(self) -> &'static str {
         match self.kind {
@@ -348,5 +357,27 @@ mod tests {
         assert!(all.knows("Mcp-Session-Id") && !all.knows("Cookie"));
         let only = HeaderCoverage::Only(vec!["mcp-session-id".into()]);
         assert!(only.knows("MCP-Session-Id") && !only.knows("accept"));
+    }
+}
+
+/// What an input's record numbers count, as every format words it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordUnit {
+    Frame,
+    Entry,
+    Line,
+}
+
+impl RecordUnit {
+    /// `frame` / `frames`, `entry` / `entries`, `line` / `lines`.
+    pub fn word(self, many: bool) -> &'static str {
+        match (self, many) {
+            (RecordUnit::Frame, false) => "frame",
+            (RecordUnit::Frame, true) => "frames",
+            (RecordUnit::Entry, false) => "entry",
+            (RecordUnit::Entry, true) => "entries",
+            (RecordUnit::Line, false) => "line",
+            (RecordUnit::Line, true) => "lines",
+        }
     }
 }

@@ -23,7 +23,7 @@ pub use anomaly::{Anomaly, AnomalyKind};
 pub use conn::{ConnId, Direction, endpoint};
 pub use input::{
     Capabilities, Coverage, FileFormat, FileKind, HeaderCoverage, InputReport, LogFlavor,
-    OpenError, SourceFormat,
+    OpenError, RecordUnit, SourceFormat,
 };
 pub use note::{
     CorruptUnit, DurationEstimate, Durations, McpHeader, Note, NoteKind, SourceLack, Tunnel,

@@ -51,6 +51,14 @@ impl<'a> Doc<'a> {
     }
 
     /// The inputs' paths, in input order.
+    /// What input `i`'s record numbers count.
+    pub(crate) fn unit(&self, i: u64) -> mcpf_model::RecordUnit {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.doc.inputs.get(i))
+            .map_or(mcpf_model::RecordUnit::Frame, |x| x.format.unit())
+    }
+
     pub(crate) fn inputs(&self) -> impl Iterator<Item = &'a str> {
         self.doc.inputs.iter().map(|i| i.path.as_str())
     }
@@ -165,6 +173,35 @@ impl<'a> Doc<'a> {
             })
             .collect();
         (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// The records of a finding's evidence in inputs that are not captures (no display filter
+    /// selects them): `lines 16, 17`, `entry 3`, per input when there are several.
+    pub(crate) fn other_records(&self, f: &Finding) -> Option<String> {
+        let captures = &self.captures;
+        let refs = f
+            .frame_refs
+            .iter()
+            .chain(f.seen_at.iter().flat_map(|v| v.frame_refs.iter()))
+            .filter(|r| !captures.get(r.input as usize).copied().unwrap_or(true))
+            .map(|r| (u32::try_from(r.input).unwrap_or(u32::MAX), r.frame));
+        let text = crate::analyze::frames_text(refs, self.inputs().count() > 1, &|i| {
+            self.unit(u64::from(i))
+        });
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Where a timeline row's record is: `114` (a frame), `line 16`, `I2:entry 3`.
+    pub(crate) fn record_ref(&self, input: u64, number: u64) -> String {
+        let unit = self.unit(input);
+        let num = match self.inputs().count() > 1 {
+            true => format!("{}:{number}", crate::input_label(input as u32)),
+            false => number.to_string(),
+        };
+        match unit {
+            mcpf_model::RecordUnit::Frame => num,
+            other => format!("{} {num}", other.word(false)),
+        }
     }
 
     /// What a session's sequence diagram draws: the session alone, or the client leg and the

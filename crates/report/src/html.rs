@@ -394,18 +394,26 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, key: &str) -> io::Result<()>
             .iter()
             .map(|c| format!("<a href=\"#{0}\">{0}</a>", esc(c)))
             .collect();
-        let filter = d.display_filter(f).unwrap_or_default();
+        // A capture's frames by their Wireshark filter; a log's lines and a HAR's entries by
+        // their numbers.
+        let mut places: Vec<String> = Vec::new();
+        if let Some(filter) = d.display_filter(f) {
+            places.push(format!("Wireshark: <code>{}</code>", esc(&filter)));
+        }
+        if let Some(records) = d.other_records(f) {
+            places.push(esc(&records));
+        }
         // The typed evidence written again: the report's object, field for field.
         let evidence = serde_json::to_string_pretty(&f.evidence).unwrap_or_default();
         writeln!(
             out,
-            "<tr id=\"{id}\" class=\"{sev}\" data-finding=\"{id}\"><td><a href=\"#{id}\">{id}</a></td><td><span class=\"sev {sev}\">{}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"filter\">Wireshark: <code>{}</code></div><details><summary>frames, event IDs, request IDs</summary><pre>{}</pre></details></td></tr>",
+            "<tr id=\"{id}\" class=\"{sev}\" data-finding=\"{id}\"><td><a href=\"#{id}\">{id}</a></td><td><span class=\"sev {sev}\">{}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"filter\">{}</div><details><summary>records, event IDs, request IDs</summary><pre>{}</pre></details></td></tr>",
             esc(&f.severity_name().to_uppercase()),
             esc(f.kind.name()),
             esc(&clock(&f.time)),
             causes.join(", "),
             esc(&f.summary),
-            esc(&filter),
+            places.join("<br>"),
             esc(&evidence),
             sev = esc(f.severity_name()),
         )?;

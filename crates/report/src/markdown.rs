@@ -149,9 +149,14 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<(
                 .collect::<Vec<_>>()
                 .join(", "),
             cell(&f.summary),
-            d.display_filter(f)
-                .map(|x| format!("`{}`", code(&x)))
-                .unwrap_or_default(),
+            [
+                d.display_filter(f).map(|x| format!("`{}`", code(&x))),
+                d.other_records(f).map(|x| cell(&x)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; "),
             id = cell(&f.id),
             anchor = slug(&f.id),
         )?;
@@ -189,12 +194,8 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<(
     writeln!(out, "### Timeline ({}), UTC\n", cell(key))?;
     writeln!(out, "| time | frame | | what |")?;
     writeln!(out, "|---|---|---|---|")?;
-    let labelled = d.inputs().count() > 1;
     for e in rows.iter().take(TIMELINE_ROWS) {
-        let frame = match labelled {
-            true => format!("{}:{}", crate::input_label(e.input), e.frame),
-            false => e.frame.to_string(),
-        };
+        let frame = d.record_ref(u64::from(e.input), e.frame);
         let findings: Vec<String> = e.findings.iter().map(|f| link(f)).collect();
         let what = if findings.is_empty() {
             cell(&e.summary)

@@ -428,6 +428,7 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
                     .iter()
                     .map(|r| (u32::try_from(r.input).unwrap_or(u32::MAX), r.frame)),
                 d.inputs().count() > 1,
+                &|i| d.unit(u64::from(i)),
             ),
             causes,
             summary: &summary,
@@ -509,7 +510,7 @@ fn saved_seen_lines(f: &Finding, d: &Doc<'_>) -> Vec<String> {
                 Some(&terminal(&x.observation)),
                 several,
             ),
-            frames_text(frames, several),
+            frames_text(frames, several, &|i| d.unit(u64::from(i))),
         )
     });
     crate::analyze::seen_lines(at, also)

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use mcpf_detect::{Severity, finding_id};
 use mcpf_mcp::model::short_id;
-use mcpf_model::endpoint;
+use mcpf_model::{RecordUnit, endpoint};
 
 use super::{Report, Selection, SessionHeader};
 use crate::redact::Redactor;
@@ -55,27 +55,41 @@ impl Style {
 
 /// `frame 10`, `frames 10, 15, 18`, `frames 10…158` (more than four): the frame numbers, in
 /// order, once each, 0 (unknown) left out.
-pub(crate) fn frames_text(frames: impl IntoIterator<Item = (u32, u64)>, labelled: bool) -> String {
+pub(crate) fn frames_text(
+    frames: impl IntoIterator<Item = (u32, u64)>,
+    labelled: bool,
+    unit: &dyn Fn(u32) -> RecordUnit,
+) -> String {
     let mut refs: Vec<(u32, u64)> = frames.into_iter().filter(|&(_, n)| n > 0).collect();
     refs.sort_unstable();
     refs.dedup();
-    let singular = refs.len() == 1;
-    let groups: Vec<String> = refs
+    let groups: Vec<(RecordUnit, bool, String)> = refs
         .chunk_by(|a, b| a.0 == b.0)
         .map(|group| {
             let nums: Vec<u64> = group.iter().map(|&(_, n)| n).collect();
             let list = frame_list(&nums);
-            match labelled {
+            let text = match labelled {
                 true => format!("{}:{list}", crate::input_label(group[0].0)),
                 false => list,
-            }
+            };
+            (unit(group[0].0), nums.len() > 1, text)
         })
         .collect();
-    match (groups.is_empty(), singular) {
-        (true, _) => String::new(),
-        (false, true) => format!("frame {}", groups.join("; ")),
-        (false, false) => format!("frames {}", groups.join("; ")),
+    if groups.is_empty() {
+        return String::new();
     }
+    // One word for all when every input counts frames (`frames I1:10; I2:16`); else each
+    // input's numbers say what they count (`frame I1:10; lines I2:16, 17`).
+    if groups.iter().all(|(u, _, _)| *u == RecordUnit::Frame) {
+        let many = refs.len() > 1;
+        let lists: Vec<&str> = groups.iter().map(|(_, _, t)| t.as_str()).collect();
+        return format!("{} {}", RecordUnit::Frame.word(many), lists.join("; "));
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(u, many, text)| format!("{} {text}", u.word(*many)))
+        .collect();
+    parts.join("; ")
 }
 
 /// Frame numbers of one input: `114`, `114, 142`, or `114…340` past four.
@@ -716,11 +730,12 @@ fn write_findings(
             frames: frames_text(
                 f.frames.iter().map(|m| (m.frame.input, m.frame.frame)),
                 rep.inputs.len() > 1,
+                &|i| rep.unit(i),
             ),
             causes,
             summary: &summary,
             note: f.confidence_note.as_deref(),
-            seen: live_seen_lines(f, s, rep.inputs.len() > 1),
+            seen: live_seen_lines(rep, f, s),
         };
         write_finding(out, &text, id_width, style)?;
     }
@@ -728,7 +743,8 @@ fn write_findings(
 }
 
 /// Where a finding of the session `s` was seen, from the run's typed findings.
-fn live_seen_lines(f: &mcpf_detect::Finding, s: &SessionHeader, several: bool) -> Vec<String> {
+fn live_seen_lines(rep: &Report, f: &mcpf_detect::Finding, s: &SessionHeader) -> Vec<String> {
+    let several = rep.inputs.len() > 1;
     let own = (s.head.start.frame.input, s.head.server);
     let at = (own != (f.vantage.input, f.vantage.server)).then(|| {
         let server = f.vantage.server.to_string();
@@ -740,7 +756,7 @@ fn live_seen_lines(f: &mcpf_detect::Finding, s: &SessionHeader, several: bool) -
         let frames = x.frames.iter().map(|m| (m.frame.input, m.frame.frame));
         (
             crate::seen_at_text(x.vantage.input, &server, Some(&obs), several),
-            frames_text(frames, several),
+            frames_text(frames, several, &|i| rep.unit(i)),
         )
     });
     seen_lines(at, also)

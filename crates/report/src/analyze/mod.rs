@@ -162,6 +162,15 @@ struct SessionHeader {
     events: Option<Range>,
 }
 
+impl Report {
+    /// What input `i`'s record numbers count.
+    pub(crate) fn unit(&self, i: u32) -> mcpf_model::RecordUnit {
+        self.inputs
+            .get(i as usize)
+            .map_or(mcpf_model::RecordUnit::Frame, |r| r.format.unit())
+    }
+}
+
 impl SessionHeader {
     /// `S1`, `S2`, ...
     fn label(&self) -> String {
