@@ -18,7 +18,9 @@ WORK="$(mktemp -d "$SCRATCH/$NAME.XXXXXX")"
 PCAP="$SAMPLES_DIR/$NAME.pcap"
 LEG="$SAMPLES_DIR/$NAME-server-leg.pcap"
 
-(cd "$D" && exec node server.mjs "$SPORT" "$WORK/server.jsonl") >"$WORK/server.log" 2>&1 &
+# The server of ts-sdk-resumption, as it is (the same SDK, store and tools), under its own name.
+cp "$MAKE_DIR/ts-sdk-resumption/server.mjs" "$D/server.mjs"
+(cd "$D" && exec node server.mjs "$SPORT" "$WORK/server.jsonl" mcpf-ts-dropped-cursor) >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!; _MCPF_PIDS+=("$SERVER_PID")
 (cd "$D" && exec node relay.mjs "$RPORT" "$SPORT" "$WORK/relay.jsonl" '"name":"countdown"' 3 200) >"$WORK/relay.log" 2>&1 &
 RELAY_PID=$!; _MCPF_PIDS+=("$RELAY_PID")

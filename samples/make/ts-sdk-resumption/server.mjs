@@ -15,6 +15,8 @@ import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/in
 
 const PORT = Number(process.argv[2]);
 const logFd = fs.openSync(process.argv[3], 'a');
+// The name it gives itself in initialize (the samples that share this server tell theirs).
+const SERVER_NAME = process.argv[4] ?? 'mcpf-ts-resumption';
 const note = (o) => fs.writeSync(logFd, JSON.stringify({ ...o, t: Date.now() / 1000 }) + '\n');
 
 function describe(message) {
@@ -44,7 +46,7 @@ class LoggingEventStore extends InMemoryEventStore {
 }
 
 function buildServer() {
-  const server = new McpServer({ name: 'mcpf-ts-resumption', version: '1.0.0' });
+  const server = new McpServer({ name: SERVER_NAME, version: '1.0.0' });
   server.registerTool('countdown', {
     description: 'Counts down, one progress notification every 300 ms, then answers.',
     inputSchema: { steps: z.number().int() },
@@ -91,6 +93,8 @@ const httpServer = http.createServer(async (req, res) => {
         onsessioninitialized: (id) => { transports[id] = transport; note({ ev: 'session', session_id: id }); },
       });
       transport.onclose = () => { if (transport.sessionId) delete transports[transport.sessionId]; };
+      // The transport's own errors (a 409 "Only one SSE stream is allowed per session").
+      transport.onerror = (e) => note({ ev: 'transport_error', error: String(e?.message ?? e) });
       await buildServer().connect(transport);
     }
     if (!transport) {
