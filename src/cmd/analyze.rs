@@ -26,9 +26,13 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         return Ok(Exit::Error);
     };
     let redactor = Redactor::new(job.redact);
-    // NDJSON goes out as each session ends: the output is needed from the start.
+    // NDJSON from a live stream goes out as each session ends: the output is needed from the
+    // start. From files it is written at the end, its findings numbered as every other format
+    // numbers them (by time over the whole run, which a stream cannot wait for).
     let (writer, output) = match job.format {
-        ReportFormat::Ndjson => (live_writer(&job, &inputs, redactor, output), None),
+        ReportFormat::Ndjson if reads_a_stream(&inputs.paths) => {
+            (live_writer(&job, &inputs, redactor, output), None)
+        }
         _ => (session_writer(&job, &inputs, redactor), output),
     };
     let engine = Engine::new(job.engine.clone());
@@ -58,6 +62,13 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         None => write(&mut run.report, &job, &redactor, terminal::stdout(redactor))?,
     }
     Ok(exit(run, &job))
+}
+
+/// Some input is a stream that gives its bytes once (standard input, a FIFO, `/dev/fd/N`).
+fn reads_a_stream(paths: &[String]) -> bool {
+    paths
+        .iter()
+        .any(|p| p == "-" || std::fs::metadata(p).map_or(true, |m| !m.is_file()))
 }
 
 /// Writes NDJSON to the output (standard output, or the `--output` file) as each session ends.

@@ -784,8 +784,9 @@ fn line_start(out: &mut dyn Write, kind: &str) -> io::Result<()> {
     )
 }
 
-/// One record per line: `input`, `session`, `finding`, `timeline` (and `event` with `--events`),
-/// then `summary`; each record carries `type` and `schema_version`.
+/// One record per line: `session`, `finding`, `timeline` (and `event` with `--events`), then
+/// `input` and `summary`, as a live stream's end; each record carries `type` and
+/// `schema_version`.
 pub fn write_ndjson(
     out: &mut dyn Write,
     rep: &mut Report,
@@ -794,9 +795,6 @@ pub fn write_ndjson(
 ) -> io::Result<()> {
     let shown = rep.shown_findings(sel);
     let selected = rep.selected_spills(sel);
-    for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
-    }
     for &(record, _) in &selected {
         // Copied from the spill as `write_line` would write it: a record (never `{}`) after its
         // opening brace follows the line's own members.
@@ -828,6 +826,10 @@ pub fn write_ndjson(
                     write_line(out, "event", l)
                 })?;
         }
+    }
+    // Last as in a live stream's, where they are complete only at the end.
+    for input in &rep.inputs {
+        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
     write_ndjson_summary(out, rep, sel, &shown)
 }
