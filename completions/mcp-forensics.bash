@@ -79,7 +79,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__analyze)
-            opts="-o -q -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+            opts="-o -f -e -s -m -q -k -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,7 +101,15 @@ _mcp__forensics() {
                     COMPREPLY=($(compgen -W "table json ndjson markdown html" -- "${cur}"))
                     return 0
                     ;;
+                -f)
+                    COMPREPLY=($(compgen -W "table json ndjson markdown html" -- "${cur}"))
+                    return 0
+                    ;;
                 --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -114,6 +122,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --min-severity)
+                    COMPREPLY=($(compgen -W "critical high medium low info" -- "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -W "critical high medium low info" -- "${cur}"))
                     return 0
                     ;;
@@ -146,6 +158,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --tls-keylog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -375,7 +391,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__subcmd__forensics__subcmd__http)
-            opts="-h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+            opts="-k -h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -398,6 +414,10 @@ _mcp__forensics() {
                     return 0
                     ;;
                 --tls-keylog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

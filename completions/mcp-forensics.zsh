@@ -56,6 +56,7 @@ har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
+'-k+[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
@@ -77,14 +78,21 @@ _arguments "${_arguments_options[@]}" : \
 '--workers=[Workers for the shards, whatever the cores (for tests and benchmarks\: the report must not depend on it)]:N:_default' \
 '-o+[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
-'--format=[Output format]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
+'-f+[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson, .md, .html)]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
 markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"
 html\:"One self-contained HTML file\: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence"))' \
+'--format=[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson, .md, .html)]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
+markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"
+html\:"One self-contained HTML file\: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence"))' \
+'*-s+[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '--since=[Only what happened at or after this time\: RFC 3339 (2026-11-02T12\:00\:00Z), or a time of day in UTC as the timeline prints it (04\:36\:14.297), on each session'\''s date]:TIME:_default' \
 '--until=[Only what happened at or before this time (as --since)]:TIME:_default' \
+'-m+[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \
 '--min-severity=[Hide findings below this severity]:SEVERITY:(critical high medium low info)' \
 '--fail-on=[Exit with status 1 when a finding is at or above this severity]:SEVERITY:(critical high medium low info)' \
 '*--server=[Treat this endpoint as an MCP server when telling client from server (an address, a port, or address\:port); repeatable. Needed only when a capture starts mid-connection on unusual ports]:ADDR|PORT:_default' \
@@ -98,6 +106,7 @@ har\:"A HAR file"
 log\:"A JSON Lines access log"))' \
 '--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
 '(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
+'-k+[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
 '--max-session-events=[SSE events one session holds for analysis (about 300 bytes each while it is analysed); past it events are counted, not held, and findings that rest on an event'\''s absence (unanswered_request, skipped_events, resume_gap) are reported as not determinable for that session]:N:_default' \
 '--max-session-exchanges=[Exchanges one session holds for analysis (about a kilobyte each); past it exchanges are counted, not held, and findings that rest on an answer'\''s or event'\''s absence are reported as not determinable for that session]:N:_default' \
@@ -109,6 +118,7 @@ log\:"A JSON Lines access log"))' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
 '--shard-stats[Print on standard error, at the end, one JSON line of the work each shard of the per-connection stages did (for benchmarks)]' \
+'-e[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
 '--show-secrets[Show credentials instead of redacting them. By default every output redacts the value of every name that announces a credential, by one rule wherever the name is (a header, a query, fragment or path parameter, a JSON member)\: names holding token, secret, password, passphrase, credential, signature, cookie, auth or jsessionid, or ending in key after another word (api_key, access_key, X-Api-Key); identifiers (Mcp-Session-Id, session_id, Last-Event-ID), Idempotency-Key and progressToken are kept. Also a URL'\''s userinfo password, and tokens of a known shape anywhere (sk-..., sk_live_..., ghp_..., github_pat_..., glpat-..., xoxb-..., AIza..., AKIA... and the secret access key next to it, JWTs, Bearer tokens), keeping their prefix and length]' \

@@ -144,13 +144,14 @@ pub struct AnalyzeArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
 
-    /// Output format.
-    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
-    pub format: ReportFormat,
+    /// Output format (by default the table, or what the --output file's extension names:
+    /// .json, .ndjson, .md, .html).
+    #[arg(short, long, value_enum, ignore_case = true)]
+    pub format: Option<ReportFormat>,
 
     /// Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to
     /// the JSON and NDJSON reports.
-    #[arg(long)]
+    #[arg(short, long)]
     pub events: bool,
 
     /// Show every event in the timeline instead of condensed runs.
@@ -159,7 +160,7 @@ pub struct AnalyzeArgs {
 
     /// Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it:
     /// 2665…92a9); repeatable. One that names no session is an error.
-    #[arg(long, value_name = "SESSION", help_heading = "Filters")]
+    #[arg(short, long, value_name = "SESSION", help_heading = "Filters")]
     pub session: Vec<String>,
 
     /// Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of
@@ -173,6 +174,7 @@ pub struct AnalyzeArgs {
 
     /// Hide findings below this severity.
     #[arg(
+        short,
         long,
         value_enum,
         ignore_case = true,
@@ -358,7 +360,7 @@ pub struct InputArgs {
     /// and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM,
     /// ChaCha20-Poly1305, and TLS 1.2's AES-CBC suites). Default: $SSLKEYLOGFILE when it is set.
     /// The secrets are never written to any output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'k', long, value_name = "FILE")]
     pub tls_keylog: Option<std::path::PathBuf>,
 }
 

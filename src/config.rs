@@ -186,7 +186,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         notes,
         engine,
         shard_stats: a.shard_stats,
-        format: a.format,
+        format: report_format(a.format, a.output.as_deref()),
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
         width: output_width(a.output.is_none() && std::io::stdout().is_terminal()),
@@ -486,4 +486,20 @@ mod tests {
         assert!(matches!(generated("zsh"), Ok(Generated::Completions(_))));
         assert!(generated("word").is_err());
     }
+}
+
+/// The format asked for, else the one the output file's extension names (`-o incident.html`),
+/// else the table.
+fn report_format(asked: Option<ReportFormat>, output: Option<&std::path::Path>) -> ReportFormat {
+    let by_extension = || {
+        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "json" => ReportFormat::Json,
+            "ndjson" | "jsonl" => ReportFormat::Ndjson,
+            "md" | "markdown" => ReportFormat::Markdown,
+            "html" | "htm" => ReportFormat::Html,
+            _ => return None,
+        })
+    };
+    asked.or_else(by_extension).unwrap_or(ReportFormat::Table)
 }

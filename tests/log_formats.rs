@@ -659,3 +659,38 @@ fn log_lines_and_har_entries_are_called_so_in_every_format() {
     ]);
     assert!(table.contains("  frames "));
 }
+
+#[test]
+fn the_output_files_extension_names_the_format_unless_format_does() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for (name, starts) in [
+        ("out.html", "<!DOCTYPE html>"),
+        ("out.json", "{"),
+        ("out.md", "# "),
+        ("out.txt", "mcp-forensics "),
+    ] {
+        let path = dir.join(name);
+        let out = Command::new(bin())
+            .args(["analyze", "-q", "-o"])
+            .arg(&path)
+            .arg(SEED_LOG)
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{name}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(starts),
+            "{name}: {}",
+            &text[..text.len().min(80)]
+        );
+    }
+    // --format (or -f) says otherwise.
+    let path = dir.join("forced.html");
+    Command::new(bin())
+        .args(["analyze", "-q", "-f", "json", "-o"])
+        .arg(&path)
+        .arg(SEED_LOG)
+        .output()
+        .unwrap();
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with('{'));
+}

@@ -388,6 +388,19 @@ fn explain_takes_a_kind_however_it_is_typed() {
         "{}",
         r.stderr
     );
+    // A typo or two away.
+    for (typo, kind) in [
+        ("cross_namespce_replay", "cross_namespace_replay"),
+        ("curser_dropped", "cursor_dropped"),
+        ("sse_falback", "sse_fallback"),
+    ] {
+        let r = run(&["explain", typo]);
+        assert!(
+            r.stderr.contains(&format!("did you mean {kind}?")),
+            "{typo}: {}",
+            r.stderr
+        );
+    }
     // Options' values in any case.
     let r = run(&[
         "analyze",

@@ -65,10 +65,12 @@ fn unknown_kind(kind: &str) -> String {
         );
     }
     let lower = kind.to_ascii_lowercase();
+    // A part of a name, or a name a few typos away (one in eight letters, at least two).
+    let typos = |k: &str| strsim::damerau_levenshtein(&lower, k) <= (k.len() / 8).max(2);
     let near: Vec<&str> = known
         .iter()
         .copied()
-        .filter(|k| k.contains(lower.as_str()) || lower.contains(k))
+        .filter(|k| k.contains(lower.as_str()) || lower.contains(k) || typos(k))
         .collect();
     match near.as_slice() {
         [] => format!(
