@@ -394,6 +394,22 @@ fn terminal_decoration(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
     }
 }
 
+/// The format asked for, else the one the output file's extension names (`-o incident.html`),
+/// else the table.
+fn report_format(asked: Option<ReportFormat>, output: Option<&std::path::Path>) -> ReportFormat {
+    let by_extension = || {
+        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "json" => ReportFormat::Json,
+            "ndjson" | "jsonl" => ReportFormat::Ndjson,
+            "md" | "markdown" => ReportFormat::Markdown,
+            "html" | "htm" => ReportFormat::Html,
+            _ => return None,
+        })
+    };
+    asked.or_else(by_extension).unwrap_or(ReportFormat::Table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,20 +502,4 @@ mod tests {
         assert!(matches!(generated("zsh"), Ok(Generated::Completions(_))));
         assert!(generated("word").is_err());
     }
-}
-
-/// The format asked for, else the one the output file's extension names (`-o incident.html`),
-/// else the table.
-fn report_format(asked: Option<ReportFormat>, output: Option<&std::path::Path>) -> ReportFormat {
-    let by_extension = || {
-        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "json" => ReportFormat::Json,
-            "ndjson" | "jsonl" => ReportFormat::Ndjson,
-            "md" | "markdown" => ReportFormat::Markdown,
-            "html" | "htm" => ReportFormat::Html,
-            _ => return None,
-        })
-    };
-    asked.or_else(by_extension).unwrap_or(ReportFormat::Table)
 }
