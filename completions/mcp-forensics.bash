@@ -25,9 +25,6 @@ _mcp__forensics() {
             mcp__forensics,flows)
                 cmd="mcp__forensics__subcmd__flows"
                 ;;
-            mcp__forensics,generate)
-                cmd="mcp__forensics__subcmd__generate"
-                ;;
             mcp__forensics,help)
                 cmd="mcp__forensics__subcmd__help"
                 ;;
@@ -46,9 +43,6 @@ _mcp__forensics() {
             mcp__forensics__subcmd__help,flows)
                 cmd="mcp__forensics__subcmd__help__subcmd__flows"
                 ;;
-            mcp__forensics__subcmd__help,generate)
-                cmd="mcp__forensics__subcmd__help__subcmd__generate"
-                ;;
             mcp__forensics__subcmd__help,help)
                 cmd="mcp__forensics__subcmd__help__subcmd__help"
                 ;;
@@ -65,7 +59,7 @@ _mcp__forensics() {
 
     case "${cmd}" in
         mcp__forensics)
-            opts="-h -V --help --version flows http analyze report explain generate help"
+            opts="-h -V --help --version flows http analyze report explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -78,17 +72,13 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__analyze)
-            opts="-o -f -e -s -m -q -k -h -V --workers --shard-stats --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+        mcp__forensics__subcmd__analyze)
+            opts="-o -f -e -s -m -q -k -h --output --format --events --all-events --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --workers)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -208,8 +198,8 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__explain)
-            opts="-h -V --help --version"
+        mcp__forensics__subcmd__explain)
+            opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -222,8 +212,8 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__flows)
-            opts="-h -V --format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+        mcp__forensics__subcmd__flows)
+            opts="-h --format --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,8 +254,8 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__generate)
-            opts="-h -V --help --version"
+        mcp__forensics__subcmd__help)
+            opts="flows http analyze report explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -278,21 +268,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help)
-            opts="flows http analyze report explain generate help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__analyze)
+        mcp__forensics__subcmd__help__subcmd__analyze)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -306,7 +282,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__explain)
+        mcp__forensics__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -320,7 +296,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__flows)
+        mcp__forensics__subcmd__help__subcmd__flows)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -334,7 +310,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__generate)
+        mcp__forensics__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -348,7 +324,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__help)
+        mcp__forensics__subcmd__help__subcmd__http)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -362,7 +338,7 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__http)
+        mcp__forensics__subcmd__help__subcmd__report)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -376,22 +352,8 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__help__subcmd__report)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcp__subcmd__forensics__subcmd__http)
-            opts="-k -h -V --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help --version"
+        mcp__forensics__subcmd__http)
+            opts="-k -h --format --show-secrets --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -452,8 +414,8 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__forensics__subcmd__report)
-            opts="-h -V --format --color --help --version"
+        mcp__forensics__subcmd__report)
+            opts="-h --format --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -41,8 +41,6 @@ json\:"One JSON document"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'-V[Print version]' \
-'--version[Print version]' \
 '*::files -- Capture files (pcap or pcapng, optionally gzip-compressed); - reads standard input:_default' \
 && ret=0
 ;;
@@ -68,14 +66,11 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'-V[Print version]' \
-'--version[Print version]' \
 '*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads a capture from standard input:_default' \
 && ret=0
 ;;
 (analyze)
 _arguments "${_arguments_options[@]}" : \
-'--workers=[Workers for the shards, whatever the cores (for tests and benchmarks\: the report must not depend on it)]:N:_default' \
 '-o+[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '-f+[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson, .md, .html)]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
@@ -117,7 +112,6 @@ log\:"A JSON Lines access log"))' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
-'--shard-stats[Print on standard error, at the end, one JSON line of the work each shard of the per-connection stages did (for benchmarks)]' \
 '-e[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
@@ -127,8 +121,6 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'-V[Print version]' \
-'--version[Print version]' \
 '*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
@@ -142,27 +134,14 @@ always\:""
 never\:""))' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'-V[Print version]' \
-'--version[Print version]' \
 ':file -- A report written by `analyze --format json` or `--format ndjson` (`-` for standard input):_default' \
 && ret=0
 ;;
 (explain)
 _arguments "${_arguments_options[@]}" : \
-'-h[Print help (see more with '\''--help'\'')]' \
-'--help[Print help (see more with '\''--help'\'')]' \
-'-V[Print version]' \
-'--version[Print version]' \
-'::kind -- A finding kind, e.g. cross_namespace_replay:_default' \
-&& ret=0
-;;
-(generate)
-_arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
 '--help[Print help]' \
-'-V[Print version]' \
-'--version[Print version]' \
-':what -- `man`, or a shell to complete for\: bash, zsh, fish, elvish, powershell:_default' \
+'::kind -- A finding kind, e.g. cross_namespace_replay:_default' \
 && ret=0
 ;;
 (help)
@@ -197,10 +176,6 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(generate)
-_arguments "${_arguments_options[@]}" : \
-&& ret=0
-;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -222,7 +197,6 @@ _mcp-forensics_commands() {
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
 'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
-'generate:Print the man page or shell completions generated from these definitions' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'mcp-forensics commands' commands "$@"
@@ -242,11 +216,6 @@ _mcp-forensics__subcmd__flows_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics flows commands' commands "$@"
 }
-(( $+functions[_mcp-forensics__subcmd__generate_commands] )) ||
-_mcp-forensics__subcmd__generate_commands() {
-    local commands; commands=()
-    _describe -t commands 'mcp-forensics generate commands' commands "$@"
-}
 (( $+functions[_mcp-forensics__subcmd__help_commands] )) ||
 _mcp-forensics__subcmd__help_commands() {
     local commands; commands=(
@@ -255,7 +224,6 @@ _mcp-forensics__subcmd__help_commands() {
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
 'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
-'generate:Print the man page or shell completions generated from these definitions' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'mcp-forensics help commands' commands "$@"
@@ -274,11 +242,6 @@ _mcp-forensics__subcmd__help__subcmd__explain_commands() {
 _mcp-forensics__subcmd__help__subcmd__flows_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics help flows commands' commands "$@"
-}
-(( $+functions[_mcp-forensics__subcmd__help__subcmd__generate_commands] )) ||
-_mcp-forensics__subcmd__help__subcmd__generate_commands() {
-    local commands; commands=()
-    _describe -t commands 'mcp-forensics help generate commands' commands "$@"
 }
 (( $+functions[_mcp-forensics__subcmd__help__subcmd__help_commands] )) ||
 _mcp-forensics__subcmd__help__subcmd__help_commands() {

@@ -242,10 +242,38 @@ fn files_and_formats() -> Roff {
     fm
 }
 
-/// Completions for a shell (`bash`, `zsh`, `fish`, `elvish`, `powershell`).
+/// Completions for a shell (`bash`, `zsh`, `fish`, `elvish`, `powershell`), of what a person is
+/// meant to type: hidden commands and options left out.
 pub fn completions(shell: clap_complete::Shell) -> String {
-    let mut cmd = Cli::command();
+    let mut cmd = visible(&Cli::command());
     let mut out: Vec<u8> = Vec::new();
     clap_complete::generate(shell, &mut cmd, "mcp-forensics", &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    let text = String::from_utf8_lossy(&out).into_owned();
+    match shell {
+        // clap_complete names the subcommands' cases from the binary's name with its `-` made
+        // `__subcmd__` (`mcp__subcmd__forensics__subcmd__analyze`), while the loop that picks
+        // the case names it `mcp__forensics__subcmd__analyze`: nothing past the subcommand
+        // would complete.
+        clap_complete::Shell::Bash => text.replace("mcp__subcmd__forensics", "mcp__forensics"),
+        _ => text,
+    }
+}
+
+/// `cmd` without its hidden arguments and subcommands (the generators offer them).
+fn visible(cmd: &clap::Command) -> clap::Command {
+    let subs: Vec<clap::Command> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(visible)
+        .collect();
+    let mut rebuilt = clap::Command::new(cmd.get_name().to_string());
+    if let Some(v) = cmd.get_version() {
+        rebuilt = rebuilt.version(v.to_string());
+    }
+    if let Some(about) = cmd.get_about() {
+        rebuilt = rebuilt.about(about.clone());
+    }
+    rebuilt
+        .args(cmd.get_arguments().filter(|a| !a.is_hide_set()).cloned())
+        .subcommands(subs)
 }

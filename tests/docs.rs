@@ -60,6 +60,51 @@ fn committed_completions_are_generated_from_the_code() {
     }
 }
 
+/// What bash completes for the words of `line`, the last one being completed, with the
+/// committed completion loaded (as bash-completion would call it).
+fn bash_completes(line: &[&str]) -> Vec<String> {
+    let words: Vec<String> = line.iter().map(|w| format!("'{w}'")).collect();
+    let cword = line.len() - 1;
+    let script = format!(
+        "source completions/mcp-forensics.bash
+COMP_WORDS=({words}); COMP_CWORD={cword}
+_mcp__forensics mcp-forensics '{cur}' '{prev}'
+printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words = words.join(" "),
+        cur = line[cword],
+        prev = line[cword - 1],
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &script])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_past_the_subcommand_and_offers_nothing_hidden() {
+    assert_eq!(bash_completes(&["mcp-forensics", "analyze", "--for"]), ["--format"]);
+    assert_eq!(
+        bash_completes(&["mcp-forensics", "analyze", "--format", ""]),
+        ["table", "json", "ndjson", "markdown", "html"]
+    );
+    assert_eq!(
+        bash_completes(&["mcp-forensics", "analyze", "--fail-on", "cr"]),
+        ["critical"]
+    );
+    let options = bash_completes(&["mcp-forensics", "analyze", "--"]);
+    assert!(options.contains(&"--min-severity".to_string()), "{options:?}");
+    for hidden in ["--workers", "--shard-stats"] {
+        assert!(!options.contains(&hidden.to_string()), "{hidden} offered");
+    }
+    let commands = bash_completes(&["mcp-forensics", ""]);
+    assert!(commands.contains(&"analyze".to_string()), "{commands:?}");
+    assert!(!commands.contains(&"generate".to_string()), "{commands:?}");
+}
+
 /// Splits a shell command line with single and double quotes (enough for the README).
 fn words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
