@@ -13,7 +13,7 @@ use mcpf_engine::model::Timestamp;
 use mcpf_engine::report::analyze::{Selection, TimeBound};
 use mcpf_engine::{InputSpec, Settings};
 
-use crate::terminal::{output_width, stdout_width};
+use crate::terminal::output_width;
 
 use crate::cli::{
     AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputArgs,
@@ -108,14 +108,14 @@ impl Config {
             Command::Http(a) => Config::Http(http(a)?),
             Command::Analyze(a) => Config::Analyze(analyze(a)?),
             Command::Report(a) => Config::Report(Saved {
-                width: output_width(std::io::stdout().is_terminal()),
+                width: output_width(),
                 color: terminal_decoration(a.color, &std::io::stdout()),
                 file: a.file,
                 format: a.format,
             }),
             Command::Explain(a) => Config::Explain(Explain {
                 kind: a.kind,
-                width: stdout_width(),
+                width: output_width(),
             }),
             Command::Generate(a) => Config::Generate(generated(&a.what)?),
         })
@@ -126,7 +126,7 @@ fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
     Ok(Flows {
         files: a.files,
         format: a.format,
-        width: stdout_width(),
+        width: output_width(),
         capture: capture_settings(&a.capture, Vec::new())?,
     })
 }
@@ -144,7 +144,7 @@ fn http(a: HttpArgs) -> anyhow::Result<Http> {
         format: a.format,
         redact: !a.show_secrets,
         progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
-        width: stdout_width(),
+        width: output_width(),
     })
 }
 
@@ -189,7 +189,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         format: report_format(a.format, a.output.as_deref()),
         fail_on: a.fail_on.severity(),
         redact: !a.show_secrets,
-        width: output_width(a.output.is_none() && std::io::stdout().is_terminal()),
+        width: output_width(),
         color: match &a.output {
             Some(_) => a.color == ColorChoice::Always,
             None => terminal_decoration(a.color, &std::io::stdout()),

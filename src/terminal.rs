@@ -2,7 +2,7 @@
 //! standard error (redacted, sanitized), the width reports fit, colour decisions, and the
 //! observer that prints what a run tells as it goes.
 
-use std::io::{self, IsTerminal};
+use std::io;
 
 use mcpf_engine::model::{InputReport, OpenError};
 use mcpf_engine::report::{self, redact, sanitize};
@@ -84,28 +84,32 @@ impl mcpf_engine::Observer for Terminal {
     }
 }
 
-/// The width reports fit: `COLUMNS` when set, else the terminal's when the output is one, else
+/// The width reports fit: `COLUMNS` when set, else the width of the terminal a person reads on,
+/// else
 /// [`DEFAULT_WIDTH`](report::analyze::DEFAULT_WIDTH). A width under 40 is taken as 40.
-pub fn output_width(to_terminal: bool) -> usize {
+pub fn output_width() -> usize {
     let columns = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|&c| c > 0);
-    let terminal = || {
-        to_terminal
-            .then(terminal_size::terminal_size)
-            .flatten()
-            .map(|(w, _)| usize::from(w.0))
-    };
     columns
-        .or_else(terminal)
+        .or_else(terminal_columns)
         .unwrap_or(report::analyze::DEFAULT_WIDTH)
         .max(40)
 }
 
-/// The width of standard output's reports (read once, when the command line is validated).
-pub fn stdout_width() -> usize {
-    output_width(io::stdout().is_terminal())
+/// The width of the terminal the person reads on: standard output's, else standard error's
+/// (`analyze x.pcap | less` still runs in one), else the controlling terminal's.
+fn terminal_columns() -> Option<usize> {
+    let of = |fd: &dyn std::os::fd::AsFd| terminal_size::terminal_size_of(fd).map(|(w, _)| w.0);
+    of(&io::stdout())
+        .or_else(|| of(&io::stderr()))
+        .or_else(|| {
+            let tty = std::fs::File::open("/dev/tty").ok()?;
+            of(&tty)
+        })
+        .map(usize::from)
+        .filter(|&w| w > 0)
 }
 
 /// Opens the inputs, saying on standard error what expanding the arguments left out and each

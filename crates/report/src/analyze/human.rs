@@ -115,9 +115,11 @@ pub fn write_human(
 ) -> io::Result<()> {
     write_header(out, rep, style.width)?;
     if rep.session_count() == 0 {
+        let exit = "exit 2: no MCP session in the inputs (why, and a hint, on standard error)";
         return writeln!(
             out,
-            "\nno MCP session found\n\nexit 2: no MCP session in the inputs (why, and a hint, on standard error)"
+            "\nno MCP session found\n\n{}",
+            wrap(exit, style.width, "", "  ")
         );
     }
     let all: Vec<&SessionHeader> = rep.selected_headers(sel).collect();
@@ -140,7 +142,7 @@ pub fn write_human(
         write_timeline(out, rep, s, r, style)?;
     }
     write_what_to_do(out, rep, &shown, style)?;
-    write_exit_line(out, rep, sel, fail_on)
+    write_exit_line(out, rep, sel, fail_on, style.width)
 }
 
 /// The revision a session is judged by, and "(assumed)" when nothing in the input named it.
@@ -938,11 +940,14 @@ pub(crate) fn write_fix(
     kind: mcpf_detect::FindingKind,
     style: Style,
 ) -> io::Result<()> {
-    writeln!(
-        out,
-        "\n{}  (mcp-forensics explain {kind})",
-        style.heading("WHAT TO DO")
-    )?;
+    // The command beside the heading when it fits, else under it.
+    let explain = format!("(mcp-forensics explain {kind})");
+    let sep = if "WHAT TO DO  ".len() + explain.len() <= style.width {
+        "  "
+    } else {
+        "\n "
+    };
+    writeln!(out, "\n{}{sep}{explain}", style.heading("WHAT TO DO"))?;
     writeln!(out, "{}", wrap(kind.info().fix, style.width, " ", " "))
 }
 
@@ -952,6 +957,7 @@ fn write_exit_line(
     rep: &Report,
     sel: &Selection,
     fail_on: Severity,
+    width: usize,
 ) -> io::Result<()> {
     let failing = rep
         .counted_findings(sel)
@@ -983,8 +989,8 @@ fn write_exit_line(
             fail_on.name()
         )
     };
-    // One line, whatever the width: scripts read the last line.
-    writeln!(out, "\n{line}")
+    // Wrapped like every line (a script reads the exit status, not this line).
+    writeln!(out, "\n{}", wrap(&line, width, "", "  "))
 }
 
 /// `samples/b.pcap runs 0.000037 s ahead of samples/a.pcap (between …, from 18 exchanges of 1
