@@ -83,7 +83,7 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l 
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l color -d 'When to colour the terminal report (auto: on a terminal, unless NO_COLOR is set)' -r -f -a "auto\t'Colour when standard output is a terminal and NO_COLOR is not set'
 always\t''
 never\t''"
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l progress -d 'When to show a progress bar on standard error (auto: when it is a terminal), whatever the colour' -r -f -a "auto\t''
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l progress -d 'When to show a progress bar on standard error (auto: when it is a terminal), whatever the colour; always on a standard error that is no terminal (a log) writes a plain line every two seconds instead' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l input-format -d 'How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR\'s log.entries, the keys of a JSON log\'s first line)' -r -f -a "auto\t'Detect from the content'

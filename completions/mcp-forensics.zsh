@@ -94,7 +94,7 @@ html\:"One self-contained HTML file\: a swimlane view per incident (a lane per s
 '--color=[When to colour the terminal report (auto\: on a terminal, unless NO_COLOR is set)]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
 always\:""
 never\:""))' \
-'--progress=[When to show a progress bar on standard error (auto\: when it is a terminal), whatever the colour]:PROGRESS:(auto always never)' \
+'--progress=[When to show a progress bar on standard error (auto\: when it is a terminal), whatever the colour; always on a standard error that is no terminal (a log) writes a plain line every two seconds instead]:PROGRESS:(auto always never)' \
 '--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"

@@ -216,7 +216,8 @@ pub struct AnalyzeArgs {
     pub color: ColorChoice,
 
     /// When to show a progress bar on standard error (auto: when it is a terminal), whatever the
-    /// colour.
+    /// colour; always on a standard error that is no terminal (a log) writes a plain line every
+    /// two seconds instead.
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub progress: ProgressChoice,
 

@@ -7,6 +7,7 @@
 //! from the first tick on: a bar that appears after a while must not take all that was read
 //! before it as read in its first instant.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -16,6 +17,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Runs shorter than this never show a bar.
 const SHOW_AFTER: Duration = Duration::from_millis(800);
+
+/// How often a plain progress line is written when standard error is not a terminal.
+const PLAIN_EVERY: Duration = Duration::from_secs(2);
 
 pub struct Progress {
     stop: Arc<AtomicBool>,
@@ -42,6 +46,8 @@ impl Progress {
             let mut last = (Instant::now(), 0u64, 0u64);
             let (mut byte_rate, mut packet_rate) = (0.0f64, 0.0f64);
             let mut shown = false;
+            let plain = !std::io::stderr().is_terminal();
+            let mut last_line = began.checked_sub(PLAIN_EVERY).unwrap_or(began);
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
                 let done: u64 = bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum();
@@ -61,12 +67,22 @@ impl Progress {
                     (byte_rate, packet_rate) = (blend(byte_rate, b), blend(packet_rate, p));
                     last = (now, done, packets);
                 }
+                let text = message(total, done, byte_rate, packet_rate);
+                if plain {
+                    // Not a terminal (`--progress always` into a log): a plain line now and
+                    // then, which a file keeps readable.
+                    if began.elapsed() >= SHOW_AFTER && last_line.elapsed() >= PLAIN_EVERY {
+                        eprintln!("mcp-forensics: progress: {text}");
+                        last_line = Instant::now();
+                    }
+                    continue;
+                }
                 if !shown && began.elapsed() >= SHOW_AFTER {
                     bar.set_draw_target(ProgressDrawTarget::stderr());
                     shown = true;
                 }
                 bar.set_position(done);
-                bar.set_message(message(total, done, byte_rate, packet_rate));
+                bar.set_message(text);
             }
             bar.finish_and_clear();
         });

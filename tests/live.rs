@@ -177,3 +177,23 @@ fn a_fifo_is_read_as_it_comes_and_ends_on_sigint() {
         "{stdout}"
     );
 }
+
+#[test]
+fn progress_always_writes_plain_lines_when_standard_error_is_no_terminal() {
+    let (child, stdin) = on_a_live_pipe(&["--progress", "always", "-f", "json"]);
+    // The capture goes on for three seconds: progress lines are written meanwhile.
+    std::thread::sleep(Duration::from_secs(3));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("mcp-forensics: progress: "))
+        .collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    assert!(
+        lines.iter().all(|l| !l.contains('\r') && !l.contains('\u{1b}')),
+        "plain lines: {lines:?}"
+    );
+    assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
+}
