@@ -151,11 +151,23 @@ fn exit_status() -> Roff {
         ("1", "At least one finding at or above --fail-on."),
         (
             "2",
-            "An input could not be analysed: missing, unreadable, not a capture, HAR or log, or no MCP session in it; or a --session names no session.",
+            "The command line cannot be carried out: a usage error, an unusable option value or file (--output, --tls-keylog), or a --session that names no session.",
         ),
         (
             "3",
-            "Every input was analysed and no finding reached --fail-on, but part of an input was lost reading it: corrupt records skipped, or the file or its gzip stream cut short (each said in a warning on standard error). 1 and 2 take precedence.",
+            "Every input was analysed and no finding reached --fail-on, but part of an input was lost reading it: corrupt records skipped, or the file or its gzip stream cut short (each said in a warning on standard error). 1, 2 and 4 take precedence.",
+        ),
+        (
+            "4",
+            "An input could not be read: missing, unreadable, or not a capture, HAR or log. The report of the others is still written. Takes precedence over 1.",
+        ),
+        (
+            "5",
+            "Every input was read and none holds an MCP session (why, with a hint, on standard error).",
+        ),
+        (
+            "130",
+            "Interrupted by a signal before the report of what was read was finished.",
         ),
     ] {
         x.control("TP", []);
@@ -171,7 +183,7 @@ fn environment() -> Roff {
     for (name, meaning) in [
         (
             "COLUMNS",
-            "The width the terminal report, http, flows and explain fit (tables leave columns out, text wraps between words). Unset: the terminal's width when standard output is one, else 100.",
+            "The width the terminal report, http, flows and explain fit (tables leave columns out, text wraps between words). Unset: the width of the terminal (standard output's, else standard error's, else the controlling terminal's), else 100.",
         ),
         (
             "SSLKEYLOGFILE",

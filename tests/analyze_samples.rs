@@ -367,7 +367,7 @@ fn fail_on_and_filters_drive_the_exit_code() {
         .args(["analyze", "samples/does-not-exist.pcap"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("samples/does-not-exist.pcap: no such file"),
@@ -607,14 +607,14 @@ fn threads_do_not_change_the_report() {
 }
 
 /// An input that cannot be read keeps its place: `inputs` lists every input in command-line
-/// order, so every `input` index in the report resolves, and the run exits 2.
+/// order, so every `input` index in the report resolves, and the run exits 4.
 #[test]
 fn unreadable_input_keeps_its_index() {
     let (doc, code) = analyze(&[
         "samples/does-not-exist.pcap",
         "samples/seed-incident-client-leg.pcap",
     ]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 4);
     let inputs = doc["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
     assert_eq!(inputs[0]["index"], 0);

@@ -122,7 +122,7 @@ fn six_sessions_on_one_cleartext_http2_connection_are_those_of_the_plaintext_leg
 #[test]
 fn without_its_key_log_the_tls_leg_is_counted_and_nothing_is_invented() {
     let (out, err, code) = run(&["analyze", TLS]);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 5, "{out}{err}");
     assert!(err.contains("1 TLS connection"), "{err}");
     assert!(
         !out.contains("MCP session") || out.contains("no MCP session"),

@@ -24,7 +24,7 @@ fn an_endless_file_of_zeros_is_refused_at_once() {
         "{err}"
     );
     let report = run(&["report", "/dev/zero"]);
-    assert_eq!(report.status.code(), Some(2));
+    assert_eq!(report.status.code(), Some(4));
     let err = String::from_utf8_lossy(&report.stderr);
     assert!(
         err.contains("/dev/zero") && err.contains("not a JSON report"),

@@ -959,7 +959,7 @@ fn http_command_reads_har_and_logs() {
 #[test]
 fn http_command_input_format_and_log_map() {
     let custom = format!("{FIX}/custom.jsonl");
-    let assert = cmd().args(["http", &custom]).assert().code(2);
+    let assert = cmd().args(["http", &custom]).assert().code(4);
     let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert!(
         err.contains("when, req, code, took_ms, resp, peer"),
@@ -977,7 +977,7 @@ fn http_command_input_format_and_log_map() {
     cmd()
         .args(["http", "--input-format", "log", HAR])
         .assert()
-        .code(2);
+        .code(4);
     cmd()
         .args(["http", "--input-format", "har", HAR])
         .assert()

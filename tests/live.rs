@@ -192,7 +192,9 @@ fn progress_always_writes_plain_lines_when_standard_error_is_no_terminal() {
         .collect();
     assert!(!lines.is_empty(), "{stderr}");
     assert!(
-        lines.iter().all(|l| !l.contains('\r') && !l.contains('\u{1b}')),
+        lines
+            .iter()
+            .all(|l| !l.contains('\r') && !l.contains('\u{1b}')),
         "plain lines: {lines:?}"
     );
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());

@@ -157,7 +157,7 @@ fn an_unreadable_log_gets_a_ready_log_map_and_no_capture_advice() {
         .arg(&path)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--log-map 'time=?,method=request_method,path=request_uri,status=?"),

@@ -175,7 +175,7 @@ fn an_sdk_session_over_tls_is_the_same_as_its_plaintext_leg() {
     );
     // Without the key log the TLS leg holds no session.
     let (_, _, code) = run(&["analyze", tls_leg]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 5);
 }
 
 /// A pcapng whose Decryption Secrets Block holds the key log (`editcap --inject-secrets`) is
@@ -268,7 +268,7 @@ fn the_seed_incident_over_tls_gives_the_findings_of_its_plaintext_leg() {
     );
     // Without its key log: the connections are counted as TLS, nothing is invented.
     let (out, err, code) = run(&["analyze", leg]);
-    assert_eq!(code, 2, "{out}");
+    assert_eq!(code, 5, "{out}");
     assert!(err.contains("4 TLS connections"), "{err}");
 }
 

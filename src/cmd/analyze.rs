@@ -23,7 +23,7 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         };
     let mut observer = Terminal::new(job.progress);
     let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
-        return Ok(Exit::Error);
+        return Ok(Exit::InputUnreadable);
     };
     let redactor = Redactor::new(job.redact);
     // NDJSON from a live stream goes out as each session ends: the output is needed from the
@@ -177,7 +177,11 @@ fn exit(run: Run, job: &config::Analyze) -> Exit {
                 "  hint: the key log must be the one the client wrote during this capture (each connection's secrets are keyed by its ClientHello random)"
             );
         }
-        return Exit::Error;
+        return if failed {
+            Exit::InputUnreadable
+        } else {
+            Exit::NoSession
+        };
     }
     let unmatched = report.unmatched_session_keys(sel);
     if !unmatched.is_empty() {
@@ -194,7 +198,7 @@ fn exit(run: Run, job: &config::Analyze) -> Exit {
         return Exit::Error;
     }
     if failed {
-        return Exit::Error;
+        return Exit::InputUnreadable;
     }
     let failing = report
         .counted_findings(sel)

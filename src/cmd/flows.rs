@@ -14,7 +14,7 @@ pub fn run(job: config::Flows) -> anyhow::Result<Exit> {
     let mut observer = Terminal::new(false);
     let inputs = Opened::captures_only(&job.files, &mut observer);
     if inputs.is_empty() {
-        return Ok(Exit::Error);
+        return Ok(Exit::InputUnreadable);
     }
     let run = mcpf_engine::flows(inputs, job.capture);
     terminal::print_warnings(&run.reports);
@@ -31,5 +31,10 @@ pub fn run(job: config::Flows) -> anyhow::Result<Exit> {
         }
     }
     out.flush()?;
-    Ok(if run.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&run.reports))
+    Ok(if run.failed {
+        Exit::InputUnreadable
+    } else {
+        Exit::Clean
+    }
+    .or_data_lost(&run.reports))
 }

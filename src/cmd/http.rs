@@ -13,7 +13,7 @@ use crate::terminal::{self, Terminal};
 pub fn run(job: config::Http) -> anyhow::Result<Exit> {
     let mut observer = Terminal::new(job.progress);
     let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
-        return Ok(Exit::Error);
+        return Ok(Exit::InputUnreadable);
     };
     let redactor = Redactor::new(job.redact);
     let view = match job.format {
@@ -27,7 +27,7 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
         &mut observer,
     );
     if run.reports.is_empty() {
-        return Ok(Exit::Error);
+        return Ok(Exit::InputUnreadable);
     }
     terminal::print_warnings(&run.reports);
     if let Some(t) = &run.tls {
@@ -38,5 +38,10 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
     run.sink
         .write(&mut out, &run.reports, &run.stats, job.width)?;
     out.flush()?;
-    Ok(if run.failed { Exit::Error } else { Exit::Clean }.or_data_lost(&run.reports))
+    Ok(if run.failed {
+        Exit::InputUnreadable
+    } else {
+        Exit::Clean
+    }
+    .or_data_lost(&run.reports))
 }

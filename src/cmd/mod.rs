@@ -21,13 +21,20 @@ pub enum Exit {
     Clean = 0,
     /// Findings at or above `--fail-on`.
     Findings = 1,
-    /// An input could not be analysed.
+    /// The command line cannot be carried out: a usage error (clap's own code), an option
+    /// whose value or file is unusable (`--output`, `--tls-keylog`), `--session` naming no
+    /// session, or any other error that is not about an input.
     Error = 2,
     /// Every input was analysed and nothing reached `--fail-on`, but part of an input could not
     /// be read: corrupt records were skipped, or the file or its gzip stream was cut. Findings
     /// (1) and unreadable inputs (2) take precedence: the warnings on standard error and the
     /// inputs' `accounting.*.lost` say what was lost in every case.
     DataLost = 3,
+    /// An input could not be read: missing, unreadable or of no supported format (the report
+    /// of the others is still written).
+    InputUnreadable = 4,
+    /// Every input was read and none holds an MCP session.
+    NoSession = 5,
 }
 
 impl Exit {

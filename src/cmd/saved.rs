@@ -13,15 +13,24 @@ use crate::terminal;
 /// unless `--show-secrets` was given then: they are redacted again as the file is read
 /// (`saved::read_saved`), and printed sanitized.
 pub fn run(job: config::Saved) -> anyhow::Result<Exit> {
+    // The saved report is this command's input: one it cannot read exits 4, as an input of
+    // `analyze` does.
+    let unreadable = |e: String| {
+        eprintln!("mcp-forensics: {}", terminal::diagnostic(&e));
+        Ok(Exit::InputUnreadable)
+    };
     let source: Box<dyn io::Read> = if job.file == "-" {
         Box::new(io::stdin())
     } else {
-        Box::new(
-            std::fs::File::open(&job.file)
-                .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", job.file))?,
-        )
+        match std::fs::File::open(&job.file) {
+            Ok(f) => Box::new(f),
+            Err(e) => return unreadable(format!("{}: cannot open: {e}", job.file)),
+        }
     };
-    let doc = saved::read_saved(source).map_err(|e| anyhow::anyhow!("{}: {e}", job.file))?;
+    let doc = match saved::read_saved(source) {
+        Ok(doc) => doc,
+        Err(e) => return unreadable(format!("{}: {e}", job.file)),
+    };
     let mut out = terminal::stdout(Redactor::new(true));
     match job.format {
         SavedFormat::Table => {

@@ -115,7 +115,11 @@ pub fn write_human(
 ) -> io::Result<()> {
     write_header(out, rep, style.width)?;
     if rep.session_count() == 0 {
-        let exit = "exit 2: no MCP session in the inputs (why, and a hint, on standard error)";
+        let exit = if rep.inputs.iter().any(|i| i.error.is_some()) {
+            "exit 4: an input could not be read, and the others hold no MCP session (why, on standard error)"
+        } else {
+            "exit 5: no MCP session in the inputs (why, and a hint, on standard error)"
+        };
         return writeln!(
             out,
             "\nno MCP session found\n\n{}",
@@ -972,7 +976,7 @@ fn write_exit_line(
         )
     } else if unread > 0 {
         format!(
-            "exit 2: {} could not be read; in the others {} at or above --fail-on {}",
+            "exit 4: {} could not be read; in the others {} at or above --fail-on {}",
             count(unread as u64, "input", "inputs"),
             count(failing as u64, "finding", "findings"),
             fail_on.name()
