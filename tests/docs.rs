@@ -86,7 +86,10 @@ printf '%s\\n' \"${{COMPREPLY[@]}}\"",
 
 #[test]
 fn bash_completes_past_the_subcommand_and_offers_nothing_hidden() {
-    assert_eq!(bash_completes(&["mcp-forensics", "analyze", "--for"]), ["--format"]);
+    assert_eq!(
+        bash_completes(&["mcp-forensics", "analyze", "--for"]),
+        ["--format"]
+    );
     assert_eq!(
         bash_completes(&["mcp-forensics", "analyze", "--format", ""]),
         ["table", "json", "ndjson", "markdown", "html"]
@@ -96,7 +99,10 @@ fn bash_completes_past_the_subcommand_and_offers_nothing_hidden() {
         ["critical"]
     );
     let options = bash_completes(&["mcp-forensics", "analyze", "--"]);
-    assert!(options.contains(&"--min-severity".to_string()), "{options:?}");
+    assert!(
+        options.contains(&"--min-severity".to_string()),
+        "{options:?}"
+    );
     for hidden in ["--workers", "--shard-stats"] {
         assert!(!options.contains(&hidden.to_string()), "{hidden} offered");
     }

@@ -114,6 +114,14 @@ impl std::io::Write for Spool<'_> {
     }
 }
 
+/// The connections that carried a session's streams, each once, in order.
+fn connections(s: &Session) -> Vec<mcpf_model::ConnId> {
+    let mut conns: Vec<_> = s.streams.iter().map(|st| st.exchange.conn).collect();
+    conns.sort_unstable();
+    conns.dedup();
+    conns
+}
+
 /// Sessions waiting for the background renderer; few, since each holds its streams.
 const RENDER_QUEUE: usize = 16;
 
@@ -225,6 +233,7 @@ impl SessionWriter {
             found,
             vantage_points: s.vantage_points.clone(),
             merged,
+            conns: connections(s),
             record: None,
             events: None,
         }
