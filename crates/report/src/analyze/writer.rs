@@ -114,9 +114,14 @@ impl std::io::Write for Spool<'_> {
     }
 }
 
-/// The connections that carried a session's streams, each once, in order.
+/// The connections that carried a session's streams, and those of the observations folded into
+/// it (its other vantage points), each once, in order.
 fn connections(s: &Session) -> Vec<mcpf_model::ConnId> {
-    let mut conns: Vec<_> = s.streams.iter().map(|st| st.exchange.conn).collect();
+    let seen = s
+        .vantage_points
+        .iter()
+        .flat_map(|v| v.conns.iter().copied());
+    let mut conns: Vec<_> = s.connections().into_iter().chain(seen).collect();
     conns.sort_unstable();
     conns.dedup();
     conns
