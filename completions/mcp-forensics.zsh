@@ -73,6 +73,7 @@ log\:"A JSON Lines access log"))' \
 _arguments "${_arguments_options[@]}" : \
 '-o+[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
 '--output=[Write the report to FILE instead of standard output (created, or truncated); warnings and the progress bar stay on standard error, and the report is not coloured unless --color always]:FILE:_files' \
+'--write-pcap=[After the report, write into DIR (created if need be) one capture per session shown, S1.pcap, holding every frame of the TCP connections that carried its streams, unchanged (time, bytes, link type). With several capture inputs, one per input\: S1.I2.pcap. A pcapng input gives .pcapng files. HAR files and logs have no frames and are passed over. The inputs are read a second time\: standard input and FIFOs are refused]:DIR:_files' \
 '-f+[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson, .md, .html)]:FORMAT:((table\:"Sessions, findings and the incident timeline, for people"
 json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
@@ -112,6 +113,7 @@ log\:"A JSON Lines access log"))' \
 '--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
 '--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
 '*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
+'--write-pcap-per-finding[With --write-pcap, also one capture per finding shown, F4.pcap, holding exactly the frames it cites (at every vantage point)]' \
 '-e[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \

@@ -144,6 +144,19 @@ pub struct AnalyzeArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
 
+    /// After the report, write into DIR (created if need be) one capture per session shown,
+    /// S1.pcap, holding every frame of the TCP connections that carried its streams, unchanged
+    /// (time, bytes, link type). With several capture inputs, one per input: S1.I2.pcap. A
+    /// pcapng input gives .pcapng files. HAR files and logs have no frames and are passed over.
+    /// The inputs are read a second time: standard input and FIFOs are refused.
+    #[arg(long, value_name = "DIR")]
+    pub write_pcap: Option<std::path::PathBuf>,
+
+    /// With --write-pcap, also one capture per finding shown, F4.pcap, holding exactly the frames
+    /// it cites (at every vantage point).
+    #[arg(long, requires = "write_pcap")]
+    pub write_pcap_per_finding: bool,
+
     /// Output format (by default the table, or what the --output file's extension names:
     /// .json, .ndjson, .md, .html).
     #[arg(short, long, value_enum, ignore_case = true)]

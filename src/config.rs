@@ -92,6 +92,8 @@ pub struct Analyze {
     pub progress: bool,
     /// Where the report goes instead of standard output.
     pub output: Option<std::path::PathBuf>,
+    /// The captures `--write-pcap` writes after the report.
+    pub pcaps: Option<mcpf_engine::pcaps::PcapRequest>,
 }
 
 /// What `generate` prints.
@@ -179,9 +181,15 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         max_session_exchanges: a.max_session_exchanges,
         max_held_events: a.max_held_events,
         selection,
+        keep_conn_spans: a.write_pcap.is_some(),
         ..Settings::default()
     };
+    let pcaps = a.write_pcap.map(|dir| mcpf_engine::pcaps::PcapRequest {
+        dir,
+        per_finding: a.write_pcap_per_finding,
+    });
     Ok(Analyze {
+        pcaps,
         inputs,
         notes,
         engine,

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use mcpf_engine::pcaps::PcapRequest;
 use mcpf_engine::report::analyze::{self as report, LiveLines, RecordFormat, SessionWriter};
 use mcpf_engine::report::redact::{Redacting, Redactor};
 use mcpf_engine::{Engine, Opened, Run, model};
@@ -21,6 +22,9 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
             })?),
             None => None,
         };
+    if let Some(request) = &job.pcaps {
+        pcap_dir(request, &job.inputs.files)?;
+    }
     let mut observer = Terminal::new(job.progress);
     let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
         return Ok(Exit::InputUnreadable);
@@ -35,6 +39,8 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         }
         _ => (session_writer(&job, &inputs, redactor), output),
     };
+    // Read again after the run by --write-pcap, which the run does not give back.
+    let inputs_paths = inputs.paths.clone();
     let engine = Engine::new(job.engine.clone());
     let mut run = engine.run(inputs, writer, &mut observer)?;
     if job.shard_stats {
@@ -61,7 +67,54 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         }
         None => write(&mut run.report, &job, &redactor, terminal::stdout(redactor))?,
     }
+    if let Some(request) = &job.pcaps {
+        write_pcaps(&run, &job, &inputs_paths, request)?;
+    }
     Ok(exit(run, &job))
+}
+
+/// Before the analysis: `--write-pcap` reads the inputs again, which a stream cannot give, and
+/// writes into a directory that must be there.
+fn pcap_dir(request: &PcapRequest, paths: &[String]) -> anyhow::Result<()> {
+    if let Some(p) = paths
+        .iter()
+        .find(|p| reads_a_stream(std::slice::from_ref(*p)))
+    {
+        anyhow::bail!(
+            "--write-pcap reads the inputs a second time, and {p} is a stream (standard input or a FIFO) that cannot be read again: save it to a file first"
+        );
+    }
+    std::fs::create_dir_all(&request.dir).map_err(|e| {
+        anyhow::anyhow!(
+            "--write-pcap {}: cannot create it: {e}",
+            request.dir.display()
+        )
+    })
+}
+
+/// After the report: the captures `--write-pcap` asks for, and one line saying what was written.
+fn write_pcaps(
+    run: &Run,
+    job: &config::Analyze,
+    paths: &[String],
+    request: &PcapRequest,
+) -> anyhow::Result<()> {
+    let tunnels = &job.engine.capture.tunnels;
+    let written =
+        mcpf_engine::pcaps::write_pcaps(run, &job.engine.selection, paths, tunnels, request)
+            .map_err(|e| anyhow::anyhow!("--write-pcap: {e}"))?;
+    for note in &written.notes {
+        eprintln!("mcp-forensics: {note}");
+    }
+    eprintln!(
+        "mcp-forensics: wrote {} pcap{} ({} frame{}) to {}",
+        written.files,
+        if written.files == 1 { "" } else { "s" },
+        written.frames,
+        if written.frames == 1 { "" } else { "s" },
+        request.dir.display()
+    );
+    Ok(())
 }
 
 /// Some input is a stream that gives its bytes once (standard input, a FIFO, `/dev/fd/N`).

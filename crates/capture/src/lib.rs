@@ -93,6 +93,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod carve;
 pub mod decode;
 mod duplicates;
 pub mod held;

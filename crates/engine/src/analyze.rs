@@ -9,6 +9,9 @@ use mcpf_model::{Note, NoteKind};
 use mcpf_report::analyze::{self as report, SessionWriter};
 
 use crate::feed::{self, Fed, TcpLoss};
+
+/// A connection's number and where its frames are.
+type ConnSpan = (mcpf_model::ConnId, mcpf_capture::carve::ConnSpan);
 use crate::sessions::{Analysed, SessionStage};
 use crate::{Engine, EngineError, Observer, Opened, shards};
 
@@ -21,6 +24,9 @@ pub struct Run {
     pub tls: Option<mcpf_tls::TlsStats>,
     /// Each shard's work, one JSON line (`--shard-stats`).
     pub shard_work: String,
+    /// Where each TCP connection's frames are, by connection number, when
+    /// [`Settings::keep_conn_spans`](crate::Settings::keep_conn_spans) asked for them.
+    pub conn_spans: Vec<(mcpf_model::ConnId, mcpf_capture::carve::ConnSpan)>,
 }
 
 impl Engine {
@@ -43,11 +49,12 @@ impl Engine {
         );
         let mut stage = CaptureStage::new(settings.capture.clone(), inputs.paths.len());
         let tls = settings.tls_keys.clone();
+        let spans = settings.keep_conn_spans.then(Vec::new);
         let stages = if threaded {
             let workers = self.workers();
-            run_threaded(inputs, &mut stage, sessions, observer, tls, workers)?
+            run_threaded(inputs, &mut stage, sessions, observer, tls, workers, spans)?
         } else {
-            run_inline(inputs, &mut stage, sessions, observer, tls)
+            run_inline(inputs, &mut stage, sessions, observer, tls, spans)
         };
         assemble(stages, settings)
     }
@@ -72,10 +79,12 @@ fn run_inline(
     mut sessions: SessionStage,
     observer: &mut dyn Observer,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
+    spans: Option<Vec<ConnSpan>>,
 ) -> Stages {
     let mut front = shards::Inline::new(mcpf_tls::Secrets::new(tls), mcpf_mcp::prepare, |ev| {
         sessions.on_prepared(ev)
     });
+    front.tcp.spans = spans;
     let captured = feed::feed_captures(&mut inputs, stage, &mut front, observer);
     let tcp = std::mem::take(&mut front.tcp);
     let shards = front.into_shards();
@@ -91,6 +100,7 @@ fn run_threaded(
     observer: &mut dyn Observer,
     tls: Option<Arc<mcpf_tls::KeyLog>>,
     workers: usize,
+    spans: Option<Vec<ConnSpan>>,
 ) -> Result<Stages, EngineError> {
     std::thread::scope(|scope| {
         let (mut dispatch, results, handles) = shards::start(
@@ -100,6 +110,7 @@ fn run_threaded(
             mcpf_mcp::prepare,
             weigh,
         );
+        dispatch.tcp.spans = spans;
         let consumer = scope.spawn(move || {
             let mut sessions = sessions;
             shards::merge(results, |ev| sessions.on_prepared(ev));
@@ -156,10 +167,14 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
         fed,
         mut sessions,
         http,
-        tcp,
+        mut tcp,
         tls,
         shard_work,
     } = stages;
+    let mut conn_spans = tcp.spans.take().unwrap_or_default();
+    // Connections close in any order; they are looked up by number.
+    conn_spans.sort_unstable_by_key(|(conn, _)| *conn);
+    mcpf_capture::carve::link_successors(&mut conn_spans);
     for (input, caps) in fed.capabilities {
         sessions.set_capabilities(input, caps);
     }
@@ -205,6 +220,7 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
         failed: fed.failed,
         tls,
         shard_work,
+        conn_spans,
     })
 }
 

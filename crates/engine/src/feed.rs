@@ -152,6 +152,9 @@ pub struct TcpLoss {
     /// Bytes of sequence space no frame carried (gaps less snap-length cuts), by the input of
     /// the connection's last frame: the input's `missing_bytes.gap`.
     pub unseen_by_input: std::collections::BTreeMap<InputId, u64>,
+    /// Where each connection's frames are, when kept (`--write-pcap`): about 80 bytes a
+    /// connection, so only when asked.
+    pub spans: Option<Vec<(mcpf_model::ConnId, mcpf_capture::carve::ConnSpan)>>,
 }
 
 impl TcpLoss {
@@ -161,6 +164,9 @@ impl TcpLoss {
             return;
         };
         self.connections += 1;
+        if let Some(spans) = &mut self.spans {
+            spans.push((summary.conn, mcpf_capture::carve::ConnSpan::of(summary)));
+        }
         let gap = summary.c2s.gap_bytes + summary.s2c.gap_bytes;
         if gap > 0 {
             self.connections_with_gaps += 1;

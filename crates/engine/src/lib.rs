@@ -18,6 +18,7 @@ mod finalize;
 mod http_view;
 pub mod inputs;
 mod open;
+pub mod pcaps;
 mod sessions;
 mod shards;
 
@@ -66,6 +67,8 @@ pub struct Settings {
     pub selection: Selection,
     /// The program the report names as its writer.
     pub tool: mcpf_report::analyze::Tool,
+    /// Keep where each TCP connection's frames are ([`Run::conn_spans`]), for `--write-pcap`.
+    pub keep_conn_spans: bool,
 }
 
 impl Default for Settings {
@@ -83,6 +86,7 @@ impl Default for Settings {
                 name: "mcp-forensics",
                 version: env!("CARGO_PKG_VERSION"),
             },
+            keep_conn_spans: false,
         }
     }
 }

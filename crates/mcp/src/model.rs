@@ -357,6 +357,9 @@ pub struct VantagePoint {
     pub events: usize,
     pub start: Mark,
     pub end: Mark,
+    /// The connections that carried its streams, each once: what `--write-pcap` copies the
+    /// logical session's frames from at this vantage point.
+    pub conns: Vec<mcpf_model::ConnId>,
 }
 
 impl VantagePoint {
@@ -370,7 +373,18 @@ impl VantagePoint {
             events: s.streams.iter().map(|st| st.events.len()).sum(),
             start: s.start,
             end: s.end,
+            conns: s.connections(),
         }
+    }
+}
+
+impl Session {
+    /// The connections that carried its streams, each once, in order.
+    pub fn connections(&self) -> Vec<mcpf_model::ConnId> {
+        let mut conns: Vec<_> = self.streams.iter().map(|st| st.exchange.conn).collect();
+        conns.sort_unstable();
+        conns.dedup();
+        conns
     }
 }
 

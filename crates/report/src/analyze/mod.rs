@@ -37,7 +37,7 @@ use mcpf_detect::{Finding, Severity};
 use mcpf_http::HttpStats;
 use mcpf_mcp::McpStats;
 use mcpf_mcp::model::SessionHead;
-use mcpf_model::{Anomaly, InputReport, Mark, Timestamp};
+use mcpf_model::{Anomaly, ConnId, FrameRef, InputReport, Mark, Timestamp};
 
 use crate::timeline::Entry;
 use spill::{Range, Ranges};
@@ -158,6 +158,9 @@ struct SessionHeader {
     vantage_points: Vec<mcpf_mcp::model::VantagePoint>,
     /// Merged sources: input index, path, matched and added exchanges, clock offset (s).
     merged: Vec<(u32, String, usize, usize, f64)>,
+    /// The connections that carried its streams (TCP connections, or those of a HAR file or
+    /// log): what `--write-pcap` copies its frames from.
+    conns: Vec<mcpf_model::ConnId>,
     record: Option<Range>,
     events: Option<Range>,
 }
@@ -311,6 +314,33 @@ impl Report {
     fn selected_spills(&self, sel: &Selection) -> Vec<Ranges> {
         self.selected_headers(sel)
             .map(|h| (h.record, h.events))
+            .collect()
+    }
+
+    /// The sessions shown, by label, with the connections that carried their streams.
+    pub fn shown_session_connections<'a>(
+        &'a self,
+        sel: &'a Selection,
+    ) -> Vec<(String, &'a [ConnId])> {
+        self.selected_headers(sel)
+            .map(|h| (h.label(), h.conns.as_slice()))
+            .collect()
+    }
+
+    /// The findings shown, by ID, with every frame each cites: its own and those of the
+    /// session's other vantage points, each once, in order.
+    pub fn shown_finding_frames(&self, sel: &Selection) -> Vec<(String, Vec<FrameRef>)> {
+        self.shown_findings(sel)
+            .into_iter()
+            .map(|p| {
+                let f = &self.findings[p];
+                let seen = f.seen_at.iter().flat_map(|x| &x.frames);
+                let mut frames: Vec<FrameRef> =
+                    f.frames.iter().chain(seen).map(|m| m.frame).collect();
+                frames.sort_unstable();
+                frames.dedup();
+                (mcpf_detect::finding_id(p), frames)
+            })
             .collect()
     }
 

@@ -114,6 +114,19 @@ impl std::io::Write for Spool<'_> {
     }
 }
 
+/// The connections that carried a session's streams, and those of the observations folded into
+/// it (its other vantage points), each once, in order.
+fn connections(s: &Session) -> Vec<mcpf_model::ConnId> {
+    let seen = s
+        .vantage_points
+        .iter()
+        .flat_map(|v| v.conns.iter().copied());
+    let mut conns: Vec<_> = s.connections().into_iter().chain(seen).collect();
+    conns.sort_unstable();
+    conns.dedup();
+    conns
+}
+
 /// Sessions waiting for the background renderer; few, since each holds its streams.
 const RENDER_QUEUE: usize = 16;
 
@@ -225,6 +238,7 @@ impl SessionWriter {
             found,
             vantage_points: s.vantage_points.clone(),
             merged,
+            conns: connections(s),
             record: None,
             events: None,
         }
