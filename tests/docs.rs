@@ -111,6 +111,74 @@ fn bash_completes_past_the_subcommand_and_offers_nothing_hidden() {
     assert!(!commands.contains(&"generate".to_string()), "{commands:?}");
 }
 
+/// Runs `shell` with `args`; `None` (said on standard error) when it is not installed here:
+/// `.ci/run` installs bash, zsh and fish from Debian.
+fn shell(shell: &str, args: &[&str]) -> Option<std::process::Output> {
+    match std::process::Command::new(shell).args(args).output() {
+        Ok(out) => Some(out),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("{shell} is not installed: its completion is not checked here");
+            None
+        }
+        Err(e) => panic!("{shell}: {e}"),
+    }
+}
+
+#[test]
+fn zsh_loads_its_completion_and_registers_it() {
+    let Some(out) = shell("zsh", &["-n", "completions/mcp-forensics.zsh"]) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = std::env::temp_dir().join(format!("mcpf-zcompdump-{}", std::process::id()));
+    let script = format!(
+        "autoload -U compinit; compinit -u -d {}; source completions/mcp-forensics.zsh; \
+         (( $+functions[_mcp-forensics] )) && print -l ${{(k)_comps[(R)_mcp-forensics]}}",
+        dump.display()
+    );
+    let out = shell("zsh", &["-f", "-c", &script]).unwrap();
+    let _ = std::fs::remove_file(&dump);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mcp-forensics");
+    let text = std::fs::read_to_string("completions/mcp-forensics.zsh").unwrap();
+    assert!(!text.contains("--workers") && !text.contains("shard-stats"));
+}
+
+#[test]
+fn fish_completes_options_values_and_commands() {
+    let Some(out) = shell("fish", &["--no-execute", "completions/mcp-forensics.fish"]) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let complete = |line: &str| -> Vec<String> {
+        let script = format!("source completions/mcp-forensics.fish; complete -C '{line}'");
+        let out = shell("fish", &["--no-config", "-c", &script]).unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(complete("mcp-forensics analyze --for"), ["--format"]);
+    let formats = complete("mcp-forensics analyze --format ");
+    assert_eq!(formats, ["html", "json", "markdown", "ndjson", "table"]);
+    let commands = complete("mcp-forensics ");
+    assert!(commands.contains(&"analyze".to_string()), "{commands:?}");
+    assert!(!commands.contains(&"generate".to_string()), "{commands:?}");
+    // A log format's `$variables` stay text: fish expands nothing in a description.
+    let text = std::fs::read_to_string("completions/mcp-forensics.fish").unwrap();
+    let expands = text
+        .lines()
+        .any(|l| l.contains("\"$http_mcp_session_id") && !l.contains("'The nginx log_format"));
+    assert!(!expands);
+}
+
 /// Splits a shell command line with single and double quotes (enough for the README).
 fn words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
