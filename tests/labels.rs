@@ -177,3 +177,31 @@ fn labels_are_the_same_in_every_format() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(compared > 100, "only {compared} findings compared");
 }
+
+#[test]
+fn postmortem_formats_say_what_to_do_and_cannot_read_as_clean_without_mcp() {
+    for format in ["markdown", "html"] {
+        let seed = run(&[
+            "analyze",
+            "-f",
+            format,
+            "samples/seed-incident-client-leg.pcap",
+        ]);
+        assert!(
+            seed.contains("What to do") && seed.contains("mcp-forensics explain sse_fallback"),
+            "{format}: no WHAT TO DO"
+        );
+        let none = run(&["analyze", "-f", format, "samples/not-mcp.pcap"]);
+        assert!(
+            none.contains("No MCP session found in the inputs")
+                && none.contains("not a clean result")
+                && !none.contains("No finding above info"),
+            "{format}: {none}"
+        );
+        let healthy = run(&["analyze", "-f", format, "samples/python-sdk-healthy.pcap"]);
+        assert!(
+            healthy.contains("No finding above info in the 1 session checked: S1"),
+            "{format}: the sessions checked are named"
+        );
+    }
+}

@@ -136,6 +136,46 @@ impl<'a> Doc<'a> {
         })
     }
 
+    /// What the verdict says when no finding is above info: that no MCP session was found
+    /// (nothing was analysed, which is no clean result), or which sessions were checked.
+    pub(crate) fn nothing_above_info(&self) -> String {
+        let keys: Vec<String> = self
+            .sessions()
+            .map(|s| match &s.session_id {
+                Some(id) => format!("{} ({})", s.key, mcpf_mcp::model::short_id(id)),
+                None => s.key.clone(),
+            })
+            .collect();
+        const NAMED: usize = 20;
+        match keys.len() {
+            0 => "No MCP session found in the inputs: nothing was analysed, so this is not a clean result (the terminal report and its warnings say what the inputs held instead).".into(),
+            n => {
+                let more = n.saturating_sub(NAMED);
+                let mut named = keys.into_iter().take(NAMED).collect::<Vec<_>>().join(", ");
+                if more > 0 {
+                    named.push_str(&format!(" and {more} more"));
+                }
+                format!(
+                    "No finding above info in the {n} session{} checked: {named}.",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+        }
+    }
+
+    /// What to do about a session's incident: the fix of its worst finding's first cause, and
+    /// the command that explains it.
+    pub(crate) fn what_to_do(&self, key: &str) -> Option<(String, &'static str)> {
+        let worst = *self.worst_first(key).first()?;
+        if !above_info(worst) {
+            return None;
+        }
+        match self.root_cause(worst).kind {
+            crate::document::Kind::Known(k) => Some((k.name().to_string(), k.info().fix)),
+            crate::document::Kind::Unknown(_) => None,
+        }
+    }
+
     /// The first cause of a finding, following `caused_by` (bounded: the IDs come from a file).
     fn root_cause(&self, mut f: &'a Finding) -> &'a Finding {
         for _ in 0..self.findings_by_id.len() {

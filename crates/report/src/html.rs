@@ -70,11 +70,7 @@ fn write_verdict(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
     writeln!(out, "<h2>Verdict</h2><ul class=\"verdict\">")?;
     let lines = d.verdicts();
     if lines.is_empty() {
-        writeln!(
-            out,
-            "<li>No finding above info in {} sessions.</li>",
-            d.sessions().count()
-        )?;
+        writeln!(out, "<li>{}</li>", esc(&d.nothing_above_info()))?;
     }
     for v in lines {
         writeln!(
@@ -101,6 +97,14 @@ fn write_session(out: &mut dyn Write, d: &Doc<'_>, s: &Session) -> io::Result<()
     )?;
     write_swimlanes(out, d, s)?;
     write_findings(out, d, key)?;
+    if let Some((kind, fix)) = d.what_to_do(key) {
+        writeln!(
+            out,
+            "<h3>What to do</h3><p class=\"fix\">{} <span class=\"meta\">(<code>mcp-forensics explain {}</code>)</span></p>",
+            esc(fix),
+            esc(&kind)
+        )?;
+    }
     writeln!(out, "</section>")
 }
 

@@ -67,6 +67,14 @@ pub fn write_markdown(out: &mut dyn Write, doc: &Document) -> io::Result<()> {
     write_sessions(out, &d)?;
     for s in d.sessions_with_findings() {
         write_findings(out, &d, s)?;
+        if let Some((kind, fix)) = d.what_to_do(&s.key) {
+            writeln!(
+                out,
+                "**What to do** (`mcp-forensics explain {}`): {}\n",
+                code(&kind),
+                cell(fix)
+            )?;
+        }
         if let Some(legs) = d.legs(s) {
             write_diagram(out, &d, &legs)?;
         }
@@ -79,12 +87,7 @@ fn write_verdict(out: &mut dyn Write, d: &Doc<'_>) -> io::Result<()> {
     writeln!(out, "## Verdict\n")?;
     let lines = d.verdicts();
     if lines.is_empty() {
-        let n = d.sessions().count();
-        return writeln!(
-            out,
-            "No finding above info in {n} session{}.\n",
-            if n == 1 { "" } else { "s" }
-        );
+        return writeln!(out, "{}\n", cell(&d.nothing_above_info()));
     }
     for v in lines {
         writeln!(
