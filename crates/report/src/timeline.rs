@@ -102,7 +102,21 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
     }
 }
 
-fn summarize_messages(msgs: &[&Message]) -> String {
+/// A progress token → the label of the request that gave it (`reindex-7` → `7`).
+type Tokens = WireMap<String, String>;
+
+/// The session's progress tokens and their requests.
+fn tokens(s: &Session) -> Tokens {
+    let mut out = Tokens::default();
+    for m in s.streams.iter().flat_map(|st| st.requests()) {
+        if let (Some(t), Some(id)) = (&m.mcp.progress_token, &m.id) {
+            out.entry(t.clone()).or_insert_with(|| id.label());
+        }
+    }
+    out
+}
+
+fn summarize_messages(msgs: &[&Message], tokens: &Tokens) -> String {
     // In order of first appearance; the map keeps a run of distinct tokens linear.
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut at: WireMap<String, usize> = WireMap::default();
@@ -113,7 +127,11 @@ fn summarize_messages(msgs: &[&Message]) -> String {
                     .mcp
                     .progress_token
                     .as_ref()
-                    .map(|t| format!(" (token {})", t.trim_matches('"')))
+                    // Progress says which request it is for, by the request's ID when known.
+                    .map(|t| match tokens.get(t) {
+                        Some(id) => format!(" (for #{id})"),
+                        None => format!(" (token {})", t.trim_matches('"')),
+                    })
                     .unwrap_or_default();
                 format!("{}{for_req}", m.method.as_deref().unwrap_or("?"))
             }
@@ -152,12 +170,13 @@ pub fn build(s: &Session, findings: &[(usize, &Finding)], all_events: bool) -> V
     flagged.dedup();
     let mut fallback_to: Vec<usize> = s.fallbacks.iter().map(|f| f.to_stream).collect();
     fallback_to.sort_unstable();
+    let tokens = tokens(s);
     for st in &s.streams {
         let mut msgs = StreamMessages::of(st);
         msgs.fallback_to = fallback_to.binary_search(&st.idx).is_ok();
         out.push(opening_entry(s, &msgs));
         if !msgs.quiet_post(&flagged) || all_events {
-            push_event_runs(&mut out, s, st, &flagged, all_events);
+            push_event_runs(&mut out, s, st, &flagged, all_events, &tokens);
         }
         out.extend(cut_entry(s, &msgs));
     }
@@ -352,11 +371,12 @@ fn push_event_runs(
     st: &Stream,
     flagged: &[Mark],
     all_events: bool,
+    tokens: &Tokens,
 ) {
     let mut run: Vec<usize> = Vec::new();
     let flush = |run: &mut Vec<usize>, out: &mut Vec<Entry>| {
         if !run.is_empty() {
-            out.push(run_entry(s, st, run));
+            out.push(run_entry(s, st, run, tokens));
             run.clear();
         }
     };
@@ -409,14 +429,14 @@ fn unheld_entry(s: &Session, st: &Stream) -> Option<Entry> {
 
 /// The row of a run of events (positions in the stream's events, never empty): their IDs, what
 /// they carried, and the stream that minted their IDs when it is another.
-fn run_entry(s: &Session, st: &Stream, run: &[usize]) -> Entry {
+fn run_entry(s: &Session, st: &Stream, run: &[usize], tokens: &Tokens) -> Entry {
     let first = &st.events[run[0]];
     let last = &st.events[*run.last().unwrap_or(&run[0])];
     let msgs: Vec<&Message> = run
         .iter()
         .flat_map(|&i| st.events[i].messages.iter())
         .collect();
-    let what = run_contents(st, run, &msgs);
+    let what = run_contents(st, run, &msgs, tokens);
     let minted = run
         .iter()
         .find_map(|&i| match st.events[i].namespace {
@@ -470,7 +490,7 @@ fn run_ids(first: &EventRec, last: &EventRec, len: usize) -> String {
 
 /// What a run of events carried: its messages counted and its primings, or the endpoint it
 /// announced (legacy SSE).
-fn run_contents(st: &Stream, run: &[usize], msgs: &[&Message]) -> String {
+fn run_contents(st: &Stream, run: &[usize], msgs: &[&Message], tokens: &Tokens) -> String {
     if let Some(ev) = run
         .iter()
         .map(|&i| &st.events[i])
@@ -479,7 +499,7 @@ fn run_contents(st: &Stream, run: &[usize], msgs: &[&Message]) -> String {
         return format!("endpoint {}", ev.endpoint().unwrap_or_default());
     }
     let primings = run.iter().filter(|&&i| st.events[i].priming).count();
-    let mut what = summarize_messages(msgs);
+    let mut what = summarize_messages(msgs, tokens);
     if primings > 0 {
         if !what.is_empty() {
             what.push_str(", ");
