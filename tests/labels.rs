@@ -2,6 +2,9 @@
 //! table, NDJSON, Markdown, HTML and `report` of the saved JSON are those of the JSON document,
 //! each for the same kind, and the sessions they are in by the same keys.
 
+#[path = "support/samples.rs"]
+mod samples;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,19 +25,7 @@ fn run(args: &[&str]) -> String {
 }
 
 fn samples() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(root().join("samples"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| {
-            [".pcap", ".pcapng", ".har", ".jsonl"]
-                .iter()
-                .any(|x| n.ends_with(x))
-        })
-        .map(|n| format!("samples/{n}"))
-        .collect();
-    out.sort();
-    out
+    samples::paths()
 }
 
 /// `F3` → (kind, session key) of a JSON findings list.

@@ -2,6 +2,9 @@
 //! servers during the run, never derived from the capture), on the right session; the same with
 //! and without `--events`; and the same when unrelated concurrent traffic shares the run.
 
+#[path = "support/samples.rs"]
+mod samples;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -247,18 +250,7 @@ fn traffic_that_is_not_mcp_makes_no_session() {
 
 /// Every input under samples/.
 fn samples() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(root().join("samples"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| {
-            [".pcap", ".pcapng", ".har", ".jsonl"]
-                .iter()
-                .any(|x| n.ends_with(x))
-        })
-        .collect();
-    out.sort();
-    out
+    samples::names()
 }
 
 #[test]

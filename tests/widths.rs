@@ -1,24 +1,13 @@
 //! The table fits the terminal: on every sample, at 60, 80 and 100 columns, no line of the
 //! report is wider than the width it was given (a word longer than the line is cut).
 
-use std::path::PathBuf;
+#[path = "support/samples.rs"]
+mod samples;
+
 use std::process::Command;
 
 fn samples() -> Vec<String> {
-    let mut out: Vec<String> =
-        std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples"))
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                [".pcap", ".pcapng", ".har", ".jsonl"]
-                    .iter()
-                    .any(|x| n.ends_with(x))
-            })
-            .map(|n| format!("samples/{n}"))
-            .collect();
-    out.sort();
-    out
+    samples::paths()
 }
 
 #[test]
