@@ -196,3 +196,28 @@ fn postmortem_formats_say_what_to_do_and_cannot_read_as_clean_without_mcp() {
         );
     }
 }
+
+#[test]
+fn the_streams_findings_name_are_said_once_in_words() {
+    let table = run(&[
+        "analyze",
+        "--color",
+        "never",
+        "samples/seed-incident-client-leg.pcap",
+    ]);
+    let findings = &table[table.find("FINDINGS").unwrap()..table.find("TIMELINE").unwrap()];
+    let legend: String = findings
+        .split("streams: ")
+        .nth(1)
+        .expect("a legend of the streams")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for said in [
+        "post:s3 is POST tools/call #7 reindex",
+        "get:s4 is GET /mcp (fallback stream)",
+        "get:s17 is GET /mcp Last-Event-ID: 41 (resume)",
+    ] {
+        assert!(legend.contains(said), "{said}: {legend}");
+    }
+}

@@ -437,6 +437,18 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
         };
         write_finding(out, &text, id_width, style)?;
     }
+    let summaries: Vec<&str> = mine.iter().map(|f| f.summary.as_str()).collect();
+    let opened = |label: &str| {
+        d.timeline_of(key)
+            .find(|e| {
+                e.stream.as_deref() == Some(label)
+                    && matches!(e.kind.as_str(), "request" | "resume")
+            })
+            .map(|e| e.summary.clone())
+    };
+    if let Some(text) = crate::analyze::stream_legend(&summaries, &opened) {
+        writeln!(out, "{}", wrap(&terminal(&text), style.width, " ", "   "))?;
+    }
     Ok(())
 }
 

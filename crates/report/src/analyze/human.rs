@@ -745,7 +745,76 @@ fn write_findings(
         };
         write_finding(out, &text, id_width, style)?;
     }
-    Ok(())
+    let summaries: Vec<&str> = mine
+        .iter()
+        .map(|&p| rep.findings[p].summary.as_str())
+        .collect();
+    write_stream_legend(out, rep, s, &summaries, r, style)
+}
+
+/// The streams the findings name, said once in words: `post:s3 is POST tools/call #7 reindex`
+/// (what its request was, from the row that opened it in the timeline).
+fn write_stream_legend(
+    out: &mut dyn Write,
+    rep: &Report,
+    s: &SessionHeader,
+    summaries: &[&str],
+    r: &Redactor,
+    style: Style,
+) -> io::Result<()> {
+    let entries: &[Entry] = rep.timelines.get(s.head.idx).map_or(&[], Vec::as_slice);
+    let opened = |label: &str| {
+        entries
+            .iter()
+            .find(|e| e.stream.as_deref() == Some(label) && matches!(e.kind, "request" | "resume"))
+            .map(|e| e.text.clone())
+    };
+    match stream_legend(summaries, &opened) {
+        Some(text) => {
+            let text = terminal(&r.text(&text)).into_owned();
+            writeln!(out, "{}", wrap(&text, style.width, " ", "   "))
+        }
+        None => Ok(()),
+    }
+}
+
+/// `streams: get:s4 is GET /mcp (fallback stream); …` for the stream labels `summaries` name,
+/// in the order they first appear, each said by what opened it (`opened`: the text of its
+/// opening timeline row); none when no label can be said.
+pub(crate) fn stream_legend(
+    summaries: &[&str],
+    opened: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let mut labels: Vec<&str> = Vec::new();
+    let words = summaries
+        .iter()
+        .flat_map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == ':' || c == '-')));
+    for word in words {
+        let is_label = word.split_once(":s").is_some_and(|(t, n)| {
+            !t.is_empty()
+                && t.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+        if is_label && !labels.contains(&word) {
+            labels.push(word);
+        }
+    }
+    // The row's text up to the response it got (`POST tools/call #7 reindex  → 200 SSE`).
+    let said: Vec<String> = labels
+        .iter()
+        .filter_map(|label| {
+            let text = opened(label)?;
+            let what = text
+                .split("  ")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            Some(format!("{label} is {what}"))
+        })
+        .collect();
+    (!said.is_empty()).then(|| format!("streams: {}", said.join("; ")))
 }
 
 /// Where a finding of the session `s` was seen, from the run's typed findings.
