@@ -188,7 +188,7 @@ fn went_past(c: &Stream, lei: &str, r: &Stream) -> bool {
 /// request, the standalone GET, answers nothing and so is never "answered").
 fn answered_on(st: &Stream) -> bool {
     let answers: Vec<&RequestId> = answered(st).collect();
-    let mut asked = asked(st).peekable();
+    let mut asked = st.request_ids().peekable();
     asked.peek().is_some() && asked.all(|id| answers.contains(&id))
 }
 
@@ -212,16 +212,8 @@ fn replays_the_minter(b: &Session, r: &Stream, a: &Session, by: &Stream, lei: &s
 }
 
 fn answers_the_minters_request(r: &Stream, by: &Stream) -> bool {
-    let asked: Vec<&RequestId> = asked(by).collect();
+    let asked: Vec<&RequestId> = by.request_ids().collect();
     answered(r).any(|id| asked.contains(&id))
-}
-
-/// The IDs of the requests the client sent on `st`.
-fn asked(st: &Stream) -> impl Iterator<Item = &RequestId> {
-    st.client_messages
-        .iter()
-        .filter(|m| m.kind == Kind::Request)
-        .filter_map(|m| m.id.as_ref())
 }
 
 /// The IDs of the responses and errors the events of `st` carried.

@@ -239,7 +239,7 @@ fn delivered_answers(s: &Session, lost: &Stream) -> bool {
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
         .filter_map(|m| m.id.as_ref())
         .collect();
-    let mut asked = asked(c).peekable();
+    let mut asked = c.request_ids().peekable();
     asked.peek().is_some() && asked.all(|id| answered.contains(&id))
 }
 
@@ -260,18 +260,12 @@ fn stranded(s: &Session, c: &Stream) -> Vec<String> {
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
         .filter_map(|m| m.id.as_ref())
         .collect();
-    asked(c)
+    c.request_ids()
         .filter(|id| !answered.contains(id))
         .map(RequestId::to_string)
         .collect()
 }
 
-fn asked(st: &Stream) -> impl Iterator<Item = &RequestId> {
-    st.client_messages
-        .iter()
-        .filter(|m| m.kind == Kind::Request)
-        .filter_map(|m| m.id.as_ref())
-}
 
 /// Not a resume of a request's stream: no `Last-Event-ID`, or one that continues a GET.
 fn standalone(s: &Session, st: &Stream) -> bool {

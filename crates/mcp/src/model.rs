@@ -521,6 +521,11 @@ impl Stream {
             .iter()
             .filter(|m| m.kind == crate::jsonrpc::Kind::Request)
     }
+
+    /// The IDs of the requests the client sent on it.
+    pub fn request_ids(&self) -> impl Iterator<Item = &crate::jsonrpc::RequestId> {
+        self.requests().filter_map(|m| m.id.as_ref())
+    }
 }
 
 /// A fallback from streamable POST responses to an SSE GET channel.

@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::inferred::inferred_fallbacks;
 use super::moved::moved_fallbacks;
-use crate::jsonrpc::{Kind, RequestId};
+use crate::jsonrpc::{Kind, Message, RequestId};
 use crate::model::{Fallback, Seq, Session, Stream, StreamIdx, StreamTransport};
 use mcpf_model::WireSet;
 
@@ -88,7 +88,6 @@ fn replaced_post<'s>(
 fn observed_fallback(p: &Stream, get: &Stream, g: StreamIdx) -> Fallback {
     let request = p.requests().next();
     let request_id = request.and_then(|m| m.id.clone());
-    let token = request.and_then(|m| m.mcp.progress_token.clone());
     let abandoned_at = p.ended.unwrap_or(p.opened);
     let waited = abandoned_at.time.seconds_since(p.opened.time);
     let what = match (request.and_then(|m| m.method.as_deref()), &request_id) {
@@ -101,12 +100,7 @@ fn observed_fallback(p: &Stream, get: &Stream, g: StreamIdx) -> Fallback {
         "no response bytes"
     };
     // Messages of the abandoned request arriving on the new stream confirm the fallback.
-    let confirmed = get.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
-        (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token == token)
-            || (matches!(m.kind, Kind::Response | Kind::Error)
-                && m.id.is_some()
-                && m.id == request_id)
-    });
+    let confirmed = request.is_some_and(|r| carries_messages_of(get, r));
     let after = if p.end_time_unknown {
         "(when, the input does not say: its times stop at the request's sending)".to_string()
     } else {
@@ -175,6 +169,18 @@ pub(super) fn answered_on(p: &Stream) -> bool {
         .collect();
     let mut ids = p.requests().filter_map(|m| m.id.as_ref()).peekable();
     ids.peek().is_some() && ids.all(|id| answered.contains(id))
+}
+
+/// `g` carried a progress notification with the request's token, or its answer.
+pub(super) fn carries_messages_of(g: &Stream, request: &Message) -> bool {
+    let token = request.mcp.progress_token.as_ref();
+    let id = request.id.as_ref();
+    g.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
+        (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token.as_ref() == token)
+            || (matches!(m.kind, Kind::Response | Kind::Error)
+                && id.is_some()
+                && m.id.as_ref() == id)
+    })
 }
 
 /// A client abandons a stream and opens the fallback in quick succession; the connection close

@@ -6,8 +6,8 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
-use super::fallbacks::answered_on;
-use crate::jsonrpc::{Kind, Message, RequestId};
+use super::fallbacks::{answered_on, carries_messages_of};
+use crate::jsonrpc::Message;
 use crate::model::{Fallback, Session, Stream, StreamIdx, StreamTransport};
 
 /// Fallbacks shown by the request's messages: a POST whose response holds no event, its
@@ -54,16 +54,6 @@ fn fresh_get(g: &Stream) -> bool {
         && g.resume.is_none()
         && g.event_stream
         && g.status.is_some_and(|st| (200..300).contains(&st))
-}
-
-/// The stream carried a progress notification with the request's token, or its answer.
-fn carries_messages_of(g: &Stream, request: &Message) -> bool {
-    let token = request.mcp.progress_token.as_ref();
-    let id: Option<&RequestId> = request.id.as_ref();
-    g.events.iter().flat_map(|e| e.messages.iter()).any(|m| {
-        (m.kind == Kind::Notification && token.is_some() && m.mcp.progress_token.as_ref() == token)
-            || (matches!(m.kind, Kind::Response | Kind::Error) && m.id.as_ref() == id)
-    })
 }
 
 fn moved(p: &Stream, request: &Message, get: &Stream) -> Fallback {
