@@ -76,10 +76,7 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
 /// Before the analysis: `--write-pcap` reads the inputs again, which a stream cannot give, and
 /// writes into a directory that must be there.
 fn pcap_dir(request: &PcapRequest, paths: &[String]) -> anyhow::Result<()> {
-    if let Some(p) = paths
-        .iter()
-        .find(|p| reads_a_stream(std::slice::from_ref(*p)))
-    {
+    if let Some(p) = paths.iter().find(|p| mcpf_engine::ingest::streamed(p)) {
         anyhow::bail!(
             "--write-pcap reads the inputs a second time, and {p} is a stream (standard input or a FIFO) that cannot be read again: save it to a file first"
         );
@@ -119,9 +116,7 @@ fn write_pcaps(
 
 /// Some input is a stream that gives its bytes once (standard input, a FIFO, `/dev/fd/N`).
 fn reads_a_stream(paths: &[String]) -> bool {
-    paths
-        .iter()
-        .any(|p| p == "-" || std::fs::metadata(p).map_or(true, |m| !m.is_file()))
+    paths.iter().any(|p| mcpf_engine::ingest::streamed(p))
 }
 
 /// Writes NDJSON to the output (standard output, or the `--output` file) as each session ends.
