@@ -117,6 +117,9 @@ log\:"A JSON Lines access log"))' \
 '-e[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--events[Add every SSE event (session, stream, namespace, ID, time, frame, JSON-RPC summary) to the JSON and NDJSON reports]' \
 '--all-events[Show every event in the timeline instead of condensed runs]' \
+'-a[Print the timeline of every session, those without findings too (the table prints the timelines of incidents, and of the sessions --session names)]' \
+'--all[Print the timeline of every session, those without findings too (the table prints the timelines of incidents, and of the sessions --session names)]' \
+'--no-pager[Write the table straight to the terminal. Without it, a table taller than the terminal is shown in a pager (\$PAGER, else \`less -FRX\`, as git does), so it opens on the verdict]' \
 '--show-secrets[Show credentials instead of redacting them. By default every output redacts the value of every name that announces a credential, by one rule wherever the name is (a header, a query, fragment or path parameter, a JSON member)\: names holding token, secret, password, passphrase, credential, signature, cookie, auth or jsessionid, or ending in key after another word (api_key, access_key, X-Api-Key); identifiers (Mcp-Session-Id, session_id, Last-Event-ID), Idempotency-Key and progressToken are kept. Also a URL'\''s userinfo password, and tokens of a known shape anywhere (sk-..., sk_live_..., ghp_..., github_pat_..., glpat-..., xoxb-..., AIza..., AKIA... and the secret access key next to it, JWTs, Bearer tokens), keeping their prefix and length]' \
 '-q[No progress bar (as --progress never)]' \
 '--quiet[No progress bar (as --progress never)]' \
@@ -134,6 +137,7 @@ html\:"The self-contained HTML of \`analyze --format html\`"))' \
 '--color=[Colour in the terminal report]:COLOR:((auto\:"Colour when standard output is a terminal and NO_COLOR is not set"
 always\:""
 never\:""))' \
+'--no-pager[Write the table straight to the terminal, never through a pager (as analyze)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 ':file -- A report written by `analyze --format json` or `--format ndjson` (`-` for standard input):_default' \

@@ -171,6 +171,16 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub all_events: bool,
 
+    /// Print the timeline of every session, those without findings too (the table prints the
+    /// timelines of incidents, and of the sessions --session names).
+    #[arg(short, long)]
+    pub all: bool,
+
+    /// Write the table straight to the terminal. Without it, a table taller than the terminal
+    /// is shown in a pager ($PAGER, else `less -FRX`, as git does), so it opens on the verdict.
+    #[arg(long)]
+    pub no_pager: bool,
+
     /// Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it:
     /// 2665…92a9); repeatable. One that names no session is an error.
     #[arg(short, long, value_name = "SESSION", help_heading = "Filters")]
@@ -291,6 +301,10 @@ pub struct ReportArgs {
     /// Colour in the terminal report.
     #[arg(long, value_enum, ignore_case = true, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+
+    /// Write the table straight to the terminal, never through a pager (as analyze).
+    #[arg(long)]
+    pub no_pager: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -39,6 +39,8 @@ pub struct Saved {
     pub format: crate::cli::SavedFormat,
     pub width: usize,
     pub color: bool,
+    /// A table taller than the terminal may be shown in a pager.
+    pub pager: bool,
 }
 
 /// `explain [KIND]`.
@@ -94,6 +96,8 @@ pub struct Analyze {
     pub output: Option<std::path::PathBuf>,
     /// The captures `--write-pcap` writes after the report.
     pub pcaps: Option<mcpf_engine::pcaps::PcapRequest>,
+    /// A table taller than the terminal may be shown in a pager.
+    pub pager: bool,
 }
 
 /// What `generate` prints.
@@ -112,6 +116,7 @@ impl Config {
             Command::Report(a) => Config::Report(Saved {
                 width: output_width(),
                 color: terminal_decoration(a.color, &std::io::stdout()),
+                pager: crate::pager::wanted(a.no_pager),
                 file: a.file,
                 format: a.format,
             }),
@@ -158,6 +163,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         min_severity: a.min_severity.map(SeverityArg::severity),
         events: a.events,
         all_events: a.all_events,
+        all_timelines: a.all,
     };
     let servers = a
         .server
@@ -203,6 +209,8 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
             None => terminal_decoration(a.color, &std::io::stdout()),
         },
         progress: show_progress(a.progress, a.quiet, &std::io::stderr()),
+        // A live pipe's report comes at its end, after Ctrl-C: no pager then.
+        pager: a.output.is_none() && !live && crate::pager::wanted(a.no_pager),
         output: a.output,
     })
 }

@@ -10,6 +10,7 @@ mod cli;
 mod cmd;
 mod config;
 mod manpage;
+mod pager;
 mod progress;
 mod terminal;
 

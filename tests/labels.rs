@@ -205,7 +205,7 @@ fn the_streams_findings_name_are_said_once_in_words() {
         "never",
         "samples/seed-incident-client-leg.pcap",
     ]);
-    let findings = &table[table.find("FINDINGS").unwrap()..table.find("TIMELINE").unwrap()];
+    let findings = &table[table.find("INCIDENT").unwrap()..table.find("TIMELINE").unwrap()];
     let legend: String = findings
         .split("streams: ")
         .nth(1)

@@ -506,7 +506,7 @@ fn story(path: &Path) -> String {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    let at = text.find("FINDINGS").expect("findings");
+    let at = text.find("INCIDENT").expect("an incident");
     text[at..].to_string()
 }
 
@@ -624,7 +624,7 @@ fn log_lines_and_har_entries_are_called_so_in_every_format() {
         ("samples/seed-incident.mitmproxy.har", "entry", "entries"),
     ] {
         let table = output(&["analyze", "--color", "never", file]);
-        let findings = &table[table.find("FINDINGS").unwrap()..table.find("TIMELINE").unwrap()];
+        let findings = &table[table.find("INCIDENT").unwrap()..table.find("TIMELINE").unwrap()];
         assert!(
             findings.contains(&format!("  {many} ")),
             "{file}: {findings}"

@@ -259,8 +259,9 @@ fn run(args: &[&str]) -> String {
 /// Every command and format that prints what a capture holds.
 fn runs(path: &str) -> Vec<Vec<&str>> {
     vec![
-        vec!["analyze", path],
-        vec!["analyze", "--all-events", path],
+        // --all: the timelines of healthy sessions too, where the secrets are.
+        vec!["analyze", "--all", path],
+        vec!["analyze", "--all", "--all-events", path],
         vec!["analyze", "--format", "json", path],
         vec!["analyze", "--format", "ndjson", path],
         vec!["analyze", "--format", "json", "--events", path],

@@ -612,7 +612,8 @@ fn run_at(columns: usize, args: &[&str]) -> Run {
 }
 
 /// At 80×24 the first screen says what broke: the verdict names the critical finding, the
-/// request left hanging and since when, before the tables; no line is wider than the screen.
+/// request left hanging and since when, before the tables, and the incident's block opens on
+/// its root cause; no line is wider than the screen.
 #[test]
 fn the_first_screen_at_80_columns_holds_the_verdict() {
     let r = run_at(80, &["analyze", "samples/seed-incident-client-leg.pcap"]);
@@ -628,8 +629,9 @@ fn the_first_screen_at_80_columns_holds_the_verdict() {
         "since 04:36:07.294 (sse_fallback)",
         "cross_namespace_replay",
         "request 7 tools/call \"reindex\" never answered",
-        "FINDINGS (S1)",
-        "F4 CRITICAL cross_namespace_replay",
+        "INCIDENT S1 CRITICAL",
+        // The root cause, first in the incident's block.
+        "F1 INFO sse_fallback",
     ] {
         assert!(
             words.contains(want),
@@ -639,17 +641,33 @@ fn the_first_screen_at_80_columns_holds_the_verdict() {
     for l in r.stdout.lines() {
         assert!(l.chars().count() <= 80, "wider than 80: {l}");
     }
-    // The worst first: the critical finding heads the findings, the info one ends them.
-    let findings: Vec<&str> = r
+    // The root cause first, each consequence indented one step under its cause.
+    let tree: Vec<&str> = r
         .stdout
         .lines()
-        .skip_while(|l| !l.starts_with("FINDINGS"))
+        .skip_while(|l| !l.starts_with("INCIDENT"))
         .skip(1)
         .take_while(|l| !l.is_empty())
-        .filter(|l| l.starts_with(" F"))
+        .filter(|l| l.trim_start().starts_with('F') || l.trim_start().starts_with("↳ F"))
+        .map(str::trim_end)
         .collect();
-    assert!(findings[0].contains("CRITICAL"), "{findings:?}");
-    assert!(findings.last().unwrap().contains("INFO"), "{findings:?}");
+    let heads: Vec<String> = tree
+        .iter()
+        .map(|l| {
+            // In columns (↳ is one column, three bytes).
+            let depth = l.chars().position(|c| c == 'F').unwrap_or(0);
+            let id = l[l.find('F').unwrap_or(0)..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("");
+            format!("{depth}:{id}")
+        })
+        .collect();
+    assert_eq!(
+        heads,
+        ["1:F1", "3:F2", "5:F4", "7:F5", "7:F6", "9:F7", "3:F3"],
+        "{tree:#?}"
+    );
     // Healthy traffic: one line that says so.
     let healthy = run_at(80, &["analyze", "samples/python-sdk-healthy.pcap"]);
     assert!(

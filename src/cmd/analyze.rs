@@ -65,6 +65,17 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
                 Redacting::new(sink, redactor),
             )?;
         }
+        None if job.pager && job.format == ReportFormat::Table => {
+            // Rendered whole first: the pager is wanted only when it is taller than the screen.
+            let mut text = Vec::new();
+            write(
+                &mut run.report,
+                &job,
+                &redactor,
+                Redacting::new(&mut text, redactor),
+            )?;
+            crate::pager::show(&text)?;
+        }
         None => write(&mut run.report, &job, &redactor, terminal::stdout(redactor))?,
     }
     if let Some(request) = &job.pcaps {

@@ -99,6 +99,10 @@ const REPORT_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_milli
 fn stop_reading_on_signals() {
     static SIGNALS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let _ = ctrlc::set_handler(|| {
+        // The pager showing the report has the signal (less stops a search with it).
+        if crate::pager::paging() {
+            return;
+        }
         if SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
             std::process::exit(INTERRUPTED);
         }

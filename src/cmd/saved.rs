@@ -38,6 +38,16 @@ pub fn run(job: config::Saved) -> anyhow::Result<Exit> {
                 color: job.color,
                 width: job.width,
             };
+            if job.pager {
+                // Rendered whole first: the pager is wanted only when it is taller than the
+                // screen.
+                let mut text = Vec::new();
+                let mut buffered = report::redact::Redacting::new(&mut text, Redactor::new(true));
+                saved::write_saved_table(&mut buffered, &doc, style)?;
+                drop(buffered);
+                crate::pager::show(&text)?;
+                return Ok(Exit::Clean);
+            }
             saved::write_saved_table(&mut out, &doc, style)?
         }
         SavedFormat::Markdown => report::markdown::write_markdown(&mut out, &doc)?,

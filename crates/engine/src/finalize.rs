@@ -169,7 +169,11 @@ impl Finalizer {
             .iter()
             .any(|(_, f)| f.severity.at_least(Severity::Low));
         let mut entries: Vec<Entry> = Vec::new();
-        if selected || notable || self.timelines_for_any < TIMELINES_FOR_ANY_SESSION {
+        if selected
+            || notable
+            || sel.all_timelines
+            || self.timelines_for_any < TIMELINES_FOR_ANY_SESSION
+        {
             if !selected && !notable {
                 self.timelines_for_any += 1;
             }

@@ -16,6 +16,7 @@ pub mod redact;
 pub mod sanitize;
 pub mod saved;
 mod table;
+mod tree;
 pub use table::wrap;
 pub mod timeline;
 

@@ -331,11 +331,18 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> i
         )?;
     }
     write_sessions(out, &d, style)?;
-    let shown = d.sessions_with_findings();
-    for s in &shown {
+    // One block per incident, as the live report has them: the findings as a tree, then the
+    // timeline.
+    for s in &d.sessions_with_findings() {
+        let worst = d.worst_first(&s.key).first().map(|f| f.rank());
+        let title = format!("INCIDENT {}", terminal(&s.key));
+        let severity = worst.map(|w| style.severity(w)).unwrap_or_default();
+        writeln!(
+            out,
+            "\n{}  {severity}  root cause first; ↳ what it caused",
+            style.heading(&title)
+        )?;
         write_findings(out, &d, s, style)?;
-    }
-    for s in &shown {
         write_timeline(out, &d, s, style)?;
     }
     write_what_to_do(out, doc, style)
@@ -401,20 +408,24 @@ fn write_sessions(out: &mut dyn Write, d: &Doc<'_>, style: Style) -> io::Result<
 fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -> io::Result<()> {
     let key = &s.key;
     let mine = d.worst_first(key);
-    writeln!(
-        out,
-        "\n{}  worst first; ← its cause",
-        style.heading(&format!("FINDINGS ({})", terminal(key)))
-    )?;
     let ids: Vec<&str> = mine.iter().map(|f| f.id.as_str()).collect();
     let id_width = ids.iter().map(|i| i.len()).max().unwrap_or(2);
-    for f in &mine {
-        let causes = f
-            .caused_by
-            .iter()
-            .filter(|c| ids.contains(&c.as_str()))
-            .map(|c| terminal(c).into_owned())
-            .collect();
+    let nodes: Vec<crate::tree::Node<_>> = mine
+        .iter()
+        .enumerate()
+        .map(|(i, f)| crate::tree::Node {
+            severity: f.rank(),
+            when: (f.time.as_str(), i),
+            causes: f
+                .caused_by
+                .iter()
+                .filter_map(|c| ids.iter().position(|id| id == c))
+                .collect(),
+        })
+        .collect();
+    let order = crate::tree::causal_order(&nodes);
+    for placed in &order {
+        let f = mine[placed.at];
         let summary = terminal(&f.summary).into_owned();
         let id = terminal(&f.id).into_owned();
         let kind = terminal(f.kind.name()).into_owned();
@@ -430,14 +441,23 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
                 d.inputs().count() > 1,
                 &|i| d.unit(u64::from(i)),
             ),
-            causes,
+            depth: placed.depth,
+            also_follows: placed
+                .also_follows
+                .iter()
+                .map(|&c| terminal(ids[c]).into_owned())
+                .collect(),
             summary: &summary,
             note: f.confidence_note.as_deref(),
             seen: saved_seen_lines(f, d),
         };
         write_finding(out, &text, id_width, style)?;
     }
-    let summaries: Vec<&str> = mine.iter().map(|f| f.summary.as_str()).collect();
+    // The streams in the order the tree names them, as the live report.
+    let summaries: Vec<&str> = order
+        .iter()
+        .map(|placed| mine[placed.at].summary.as_str())
+        .collect();
     let opened = |label: &str| {
         d.timeline_of(key)
             .find(|e| {
@@ -470,7 +490,19 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
         if d.inputs().count() > 1 {
             time = format!("{time} {}", crate::input_label(e.input));
         }
-        let text = terminal(&e.summary).into_owned();
+        // The finding's words are in the tree above: its row names it.
+        let text = match e.direction.as_str() {
+            "▲" => {
+                let named: Vec<String> = e
+                    .findings
+                    .iter()
+                    .filter_map(|id| d.findings_of(key).find(|f| &f.id == id))
+                    .map(|f| format!("{} {}", f.severity_name().to_uppercase(), f.kind.name()))
+                    .collect();
+                terminal(&named.join("; ")).into_owned()
+            }
+            _ => terminal(&e.summary).into_owned(),
+        };
         write_timeline_row(out, &time, &terminal(&marker), &text, style.width)?;
     }
     let r = &s.resumption;

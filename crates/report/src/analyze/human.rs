@@ -29,7 +29,7 @@ pub struct Style {
 pub const DEFAULT_WIDTH: usize = 100;
 
 impl Style {
-    fn severity(&self, sev: Severity) -> String {
+    pub(crate) fn severity(&self, sev: Severity) -> String {
         let name = sev.name().to_uppercase();
         if !self.color {
             return name;
@@ -138,15 +138,89 @@ pub fn write_human(
     let sessions = listed(rep, sel, &all, &shown);
     write_sessions(out, &sessions, all.len(), r, style)?;
     write_rollups(out, rep, sel, &shown, r, style)?;
+    let mut quiet = Vec::new();
     for s in &sessions {
-        write_not_determinable(out, s, style)?;
-        write_findings(out, rep, s, &shown, r, style)?;
+        if !write_block(out, rep, s, &shown, sel, r, style)? {
+            quiet.push(*s);
+        }
     }
-    for s in &sessions {
-        write_timeline(out, rep, s, r, style)?;
-    }
+    write_not_determinable_of(out, &quiet, style)?;
+    let quiet: Vec<String> = quiet.iter().map(|s| s.label()).collect();
+    // Those the table leaves out are without findings too.
+    let unlisted = all.len() - sessions.len();
+    write_quiet_hint(out, &quiet, quiet.len() + unlisted, style)?;
     write_what_to_do(out, rep, &shown, style)?;
     write_exit_line(out, rep, sel, fail_on, style.width)
+}
+
+/// One session's block: for an incident (a finding above info) its findings, root cause first
+/// with what it caused under it, then its condensed timeline; for a session with info findings
+/// only, those; for a healthy session nothing, unless `--session` names it or `--all` asks.
+/// Whether anything was written.
+fn write_block(
+    out: &mut dyn Write,
+    rep: &Report,
+    s: &SessionHeader,
+    shown: &[usize],
+    sel: &Selection,
+    r: &Redactor,
+    style: Style,
+) -> io::Result<bool> {
+    let mine: Vec<usize> = shown
+        .iter()
+        .copied()
+        .filter(|&p| rep.findings[p].session == s.head.idx)
+        .collect();
+    let worst = mine.iter().map(|&p| rep.findings[p].severity).min();
+    let incident = worst.is_some_and(|w| w.at_least(Severity::Low));
+    let asked = sel.all_timelines || sel.names(&s.label(), s.head.session_id.as_deref());
+    if mine.is_empty() && !asked {
+        return Ok(false);
+    }
+    if let Some(text) = not_determinable_text(s) {
+        writeln!(
+            out,
+            "\n{}",
+            wrap(&format!("{} {text}", s.label()), style.width, "", "  ")
+        )?;
+    }
+    if !mine.is_empty() {
+        let title = match (incident, worst) {
+            (true, Some(w)) => format!(
+                "{}  {}",
+                style.heading(&format!("INCIDENT {}", s.label())),
+                style.severity(w)
+            ),
+            _ => style.heading(&format!("FINDINGS ({})", s.label())),
+        };
+        writeln!(out, "\n{title}  root cause first; ↳ what it caused")?;
+        write_findings(out, rep, s, &mine, r, style)?;
+    }
+    if incident || asked {
+        write_timeline(out, rep, s, r, style)?;
+    }
+    Ok(true)
+}
+
+/// Where the timelines of the `count` sessions without one are to be had (`quiet`: those of
+/// them the table lists).
+fn write_quiet_hint(
+    out: &mut dyn Write,
+    quiet: &[String],
+    count: usize,
+    style: Style,
+) -> io::Result<()> {
+    let Some(first) = quiet.first() else {
+        return Ok(());
+    };
+    let which = match count {
+        1 => first.clone(),
+        n => format!("{n} sessions"),
+    };
+    let line = format!(
+        "{which} without findings: timelines with --session {first} (one) or --all (every session)"
+    );
+    writeln!(out, "\n{}", wrap(&line, style.width, "", "  "))
 }
 
 /// The revision a session is judged by, and "(assumed)" when nothing in the input named it.
@@ -514,7 +588,10 @@ fn listed<'a>(
     all.iter()
         .enumerate()
         .filter(|(i, s)| {
-            *i < LISTED_ANYWAY || with_findings.contains(&s.head.idx) || sel.sessions.is_some()
+            *i < LISTED_ANYWAY
+                || with_findings.contains(&s.head.idx)
+                || sel.sessions.is_some()
+                || sel.all_timelines
         })
         .map(|(_, s)| *s)
         .collect()
@@ -548,7 +625,7 @@ fn write_sessions(
     write_session_table(out, &rows, style, "--format json has them")?;
     if total > sessions.len() {
         let more = format!(
-            "… and {} more sessions without findings (--format json lists every session; --session S9 shows one)",
+            "… and {} more sessions without findings (--format json lists every session)",
             total - sessions.len()
         );
         writeln!(out, "{}", wrap(&more, style.width, " ", "   "))?;
@@ -673,11 +750,12 @@ fn session_row(s: &SessionHeader, r: &Redactor) -> Vec<String> {
     ]
 }
 
-/// What the inputs could not tell about a session, and why.
-fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader, style: Style) -> io::Result<()> {
+/// What the inputs could not tell about a session, and why: `not determinable from these
+/// inputs: <kinds> (<reasons>)`.
+fn not_determinable_text(s: &SessionHeader) -> Option<String> {
     let undecided = s.not_determinable(&s.head.lacks);
     if undecided.is_empty() {
-        return Ok(());
+        return None;
     }
     let kinds: Vec<&str> = undecided.iter().map(|(k, _)| k.name()).collect();
     let mut reasons: Vec<String> = undecided
@@ -685,48 +763,67 @@ fn write_not_determinable(out: &mut dyn Write, s: &SessionHeader, style: Style) 
         .map(|(_, lack)| crate::lacks::reason(lack))
         .collect();
     reasons.dedup();
-    let text = format!(
-        "{} not determinable from these inputs: {} ({})",
-        s.label(),
+    Some(format!(
+        "not determinable from these inputs: {} ({})",
         kinds.join(", "),
         reasons.join("; ")
-    );
-    writeln!(out, "\n{}", wrap(&text, style.width, "", "  "))
+    ))
 }
 
-/// A session's shown findings, the most severe first (then by time), each naming the finding
-/// it follows from: the cause chain reads backwards from what matters most.
+/// The same of the sessions without a block, one line for each set of sessions it is the same
+/// for (a HAR file lacks the same for each of its sessions).
+fn write_not_determinable_of(
+    out: &mut dyn Write,
+    sessions: &[&SessionHeader],
+    style: Style,
+) -> io::Result<()> {
+    let mut said: Vec<(String, Vec<String>)> = Vec::new();
+    for s in sessions {
+        let Some(text) = not_determinable_text(s) else {
+            continue;
+        };
+        match said.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, labels)) => labels.push(s.label()),
+            None => said.push((text, vec![s.label()])),
+        }
+    }
+    for (text, labels) in said {
+        let line = format!("{} {text}", labels.join(", "));
+        writeln!(out, "\n{}", wrap(&line, style.width, "", "  "))?;
+    }
+    Ok(())
+}
+
+/// A session's shown findings (`mine`, not empty) as a tree: each root cause, then what it
+/// caused indented under it, and the streams they name said in words.
 fn write_findings(
     out: &mut dyn Write,
     rep: &Report,
     s: &SessionHeader,
-    shown: &[usize],
+    mine: &[usize],
     r: &Redactor,
     style: Style,
 ) -> io::Result<()> {
-    let mut mine: Vec<usize> = shown
+    let nodes: Vec<crate::tree::Node<_>> = mine
         .iter()
-        .copied()
-        .filter(|&p| rep.findings[p].session == s.head.idx)
+        .map(|&p| {
+            let f = &rep.findings[p];
+            crate::tree::Node {
+                severity: f.severity,
+                when: (f.time.time, p),
+                causes: f
+                    .caused_by
+                    .iter()
+                    .filter_map(|c| mine.iter().position(|m| m == c))
+                    .collect(),
+            }
+        })
         .collect();
-    if mine.is_empty() {
-        return Ok(());
-    }
-    mine.sort_by_key(|&p| (rep.findings[p].severity, rep.findings[p].time.time, p));
-    writeln!(
-        out,
-        "\n{}  worst first; ← its cause",
-        style.heading(&format!("FINDINGS ({})", s.label()))
-    )?;
     let id_width = mine.iter().map(|&p| finding_id(p).len()).max().unwrap_or(2);
-    for &p in &mine {
+    let order = crate::tree::causal_order(&nodes);
+    for placed in &order {
+        let p = mine[placed.at];
         let f = &rep.findings[p];
-        let causes: Vec<String> = f
-            .caused_by
-            .iter()
-            .filter(|c| mine.contains(c))
-            .map(|&c| finding_id(c))
-            .collect();
         let summary = terminal(&r.text(&f.summary)).into_owned();
         let text = FindingText {
             id: &finding_id(p),
@@ -738,16 +835,22 @@ fn write_findings(
                 rep.inputs.len() > 1,
                 &|i| rep.unit(i),
             ),
-            causes,
+            depth: placed.depth,
+            also_follows: placed
+                .also_follows
+                .iter()
+                .map(|&c| finding_id(mine[c]))
+                .collect(),
             summary: &summary,
             note: f.confidence_note.as_deref(),
             seen: live_seen_lines(rep, f, s),
         };
         write_finding(out, &text, id_width, style)?;
     }
-    let summaries: Vec<&str> = mine
+    // The streams in the order the tree names them.
+    let summaries: Vec<&str> = order
         .iter()
-        .map(|&p| rep.findings[p].summary.as_str())
+        .map(|placed| rep.findings[mine[placed.at]].summary.as_str())
         .collect();
     write_stream_legend(out, rep, s, &summaries, r, style)
 }
@@ -844,8 +947,10 @@ pub(crate) struct FindingText<'a> {
     pub kind: &'a str,
     pub time: String,
     pub frames: String,
-    /// The IDs of the findings it follows from.
-    pub causes: Vec<String>,
+    /// How deep in its session's cause → consequence tree it is drawn (0: a root cause).
+    pub depth: usize,
+    /// The IDs of its causes other than the one it is drawn under.
+    pub also_follows: Vec<String>,
     /// Sanitized and redacted already.
     pub summary: &'a str,
     pub note: Option<&'a str>,
@@ -853,27 +958,33 @@ pub(crate) struct FindingText<'a> {
     pub seen: Vec<String>,
 }
 
-/// A finding's head line (ID, severity, kind, time, frames, `← causes`) and its summary
-/// under it, wrapped at the width.
+/// A finding's head line (ID, severity, kind, time, frames, its other causes), indented as
+/// deep as it is in the tree with `↳` marking a consequence, and its summary under it, wrapped
+/// at the width.
 pub(crate) fn write_finding(
     out: &mut dyn Write,
     f: &FindingText<'_>,
     id_width: usize,
     style: Style,
 ) -> io::Result<()> {
-    let cause = if f.causes.is_empty() {
+    let also = if f.also_follows.is_empty() {
         String::new()
     } else {
-        format!("  ← {}", f.causes.join(", "))
+        format!("  (also follows {})", f.also_follows.join(", "))
     };
-    let indent = " ".repeat(id_width + 2);
+    let lead = match f.depth {
+        0 => " ".to_string(),
+        d => format!(" {}↳ ", " ".repeat(crate::tree::indent(d) - 2)),
+    };
+    let lead_width = textwrap::core::display_width(&lead);
+    let indent = " ".repeat(lead_width + id_width + 1);
     // Wrapped as plain text, then the severity coloured: colour codes take no columns.
     let sev = format!("{:<8}", f.severity.name().to_uppercase());
     let line = format!(
-        "{:<id_width$} {sev} {}  {}  {}{cause}",
+        "{:<id_width$} {sev} {}  {}  {}{also}",
         f.id, f.kind, f.time, f.frames
     );
-    let line = wrap(&line, style.width, " ", &indent);
+    let line = wrap(&line, style.width, &lead, &indent);
     let colored = style.severity(f.severity);
     writeln!(out, "{}", line.replacen(sev.trim_end(), &colored, 1))?;
     writeln!(out, "{}", wrap(f.summary, style.width, &indent, &indent))?;
@@ -954,7 +1065,17 @@ fn write_timeline(
     )?;
     // Rows wrap under their text, so the time and marker columns stay clear.
     for e in entries {
-        let text = terminal(&r.text(&e.text)).into_owned();
+        let text = match e.kind {
+            // The finding's words are in the tree above: its row names it.
+            "finding" => e
+                .findings
+                .iter()
+                .filter_map(|&p| rep.findings.get(p))
+                .map(|f| format!("{} {}", f.severity.name().to_uppercase(), f.kind.name()))
+                .collect::<Vec<_>>()
+                .join("; "),
+            _ => terminal(&r.text(&e.text)).into_owned(),
+        };
         let mut time = e.time.time.clock_millis();
         if rep.inputs.len() > 1 {
             time = format!("{time} {}", crate::input_label(e.time.frame.input));

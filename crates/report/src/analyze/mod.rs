@@ -53,6 +53,8 @@ pub struct Selection {
     pub min_severity: Option<Severity>,
     pub events: bool,
     pub all_events: bool,
+    /// Every session's timeline, those without findings too (`--all`).
+    pub all_timelines: bool,
 }
 
 /// A `--since` / `--until` time: an instant, or a time of day (UTC, as the timeline prints it)
