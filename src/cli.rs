@@ -176,6 +176,12 @@ pub struct AnalyzeArgs {
     #[arg(short, long)]
     pub all: bool,
 
+    /// Add the call profile to the table: per server and per tool or method, the calls, errors
+    /// (JSON-RPC codes, isError results, HTTP statuses), those with no answer, and latency
+    /// p50/p95/p99/max. The JSON and NDJSON reports always have it.
+    #[arg(short, long)]
+    pub profile: bool,
+
     /// Write the table straight to the terminal. Without it, a table taller than the terminal
     /// is shown in a pager ($PAGER, else `less -FRX`, as git does), so it opens on the verdict.
     #[arg(long)]

@@ -164,6 +164,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         events: a.events,
         all_events: a.all_events,
         all_timelines: a.all,
+        profile: a.profile,
     };
     let servers = a
         .server

@@ -87,9 +87,9 @@ fn two_hundred_thousand_events_in_one_stream_are_all_listed_in_order() {
     check("json", &doc.events);
 
     let ndjson = analyze("ndjson", &path);
-    // One session: its records as it ends, then the inputs and the summary.
+    // One session: its records as it ends, then the profile, the inputs and the summary.
     let order = [
-        "session", "finding", "timeline", "event", "input", "summary",
+        "session", "finding", "timeline", "event", "profile", "input", "summary",
     ];
     let mut last = 0;
     let mut events = Vec::new();

@@ -723,6 +723,7 @@ fn ndjson_matches_the_document(sample: &str) {
         "session" => "#/$defs/session",
         "finding" => "#/$defs/finding",
         "timeline" => "#/$defs/timeline_entry",
+        "profile" => "#/$defs/profile_row",
         "event" => "#/$defs/event",
         "summary" => "#/$defs/ndjson_summary",
         other => panic!("record type {other} has no definition"),
@@ -754,11 +755,12 @@ fn ndjson_matches_the_document(sample: &str) {
         "{}",
         errs.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
-    // Per session: its record, then its findings, timeline and events; then inputs, summary.
+    // Per session: its record, then its findings, timeline and events; then the profile,
+    // inputs, summary.
     let group = ["session", "finding", "timeline", "event"];
     let tail = types
         .iter()
-        .position(|t| t == "input")
+        .position(|t| t == "input" || t == "profile")
         .expect("input records");
     let mut rank = 0;
     for (i, t) in types[..tail].iter().enumerate() {
@@ -777,11 +779,16 @@ fn ndjson_matches_the_document(sample: &str) {
         );
         rank = r;
     }
+    let end: Vec<&str> = types[tail..types.len() - 1]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let inputs_from = end.iter().position(|t| *t == "input").expect("inputs");
     assert!(
-        types[tail..tail + types[tail..].len() - 1]
-            .iter()
-            .all(|t| t == "input")
+        end[..inputs_from].iter().all(|t| *t == "profile"),
+        "{end:?}"
     );
+    assert!(end[inputs_from..].iter().all(|t| *t == "input"), "{end:?}");
     assert_eq!(types.iter().filter(|t| *t == "summary").count(), 1);
     assert_eq!(types.last().map(String::as_str), Some("summary"));
     // One record per element of the JSON document.
@@ -791,6 +798,7 @@ fn ndjson_matches_the_document(sample: &str) {
         ("sessions", "session"),
         ("findings", "finding"),
         ("timeline", "timeline"),
+        ("profile", "profile"),
         ("events", "event"),
     ] {
         assert_eq!(

@@ -51,7 +51,7 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
             anyhow::bail!("{e}");
         }
         let mut out = live.into_inner();
-        report::write_ndjson_tail(&mut out, &run.report, &job.engine.selection)?;
+        report::write_ndjson_tail(&mut out, &run.report, &job.engine.selection, &redactor)?;
         out.flush()?;
         return Ok(exit(run, &job));
     }

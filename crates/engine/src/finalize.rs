@@ -25,6 +25,8 @@ pub(crate) struct Finalizer {
     max_held_events: usize,
     released_early: u64,
     timelines: Vec<(usize, Vec<Entry>)>,
+    /// The calls of the sessions shown, counted as each is finalized.
+    profile: mcpf_mcp::profile::CallProfile,
     sel: Selection,
     writer: SessionWriter,
     timelines_for_any: usize,
@@ -54,6 +56,7 @@ impl Finalizer {
             max_held_events: MAX_EVENTS_HELD,
             released_early: 0,
             timelines: Vec::new(),
+            profile: Default::default(),
             sel,
             writer,
             timelines_for_any: 0,
@@ -182,6 +185,10 @@ impl Finalizer {
                 .filter(|e| in_window(e.time))
                 .collect();
         }
+        // Counted while its messages are held: the profile of the sessions shown.
+        if sel.sessions.is_none() || selected {
+            self.profile.add_session(&s);
+        }
         s.summarize();
         // Other records of the same ID: an observation folded into this one is a vantage point
         // of it, not another record.
@@ -275,6 +282,7 @@ impl Finalizer {
             findings,
             sessions: self.writer,
             timelines,
+            profile: self.profile,
             limits,
             clock_offsets,
         }
@@ -286,6 +294,7 @@ pub(crate) struct Finished {
     pub(crate) findings: Vec<Finding>,
     pub(crate) sessions: SessionWriter,
     pub(crate) timelines: Vec<Vec<Entry>>,
+    pub(crate) profile: mcpf_mcp::profile::CallProfile,
     pub(crate) limits: Vec<Note>,
     pub(crate) clock_offsets: Vec<mcpf_detect::ClockOffset>,
 }

@@ -36,6 +36,8 @@ pub struct Analysed {
     pub sessions: SessionWriter,
     /// The timeline of each session (empty when the report does not show it).
     pub timelines: Vec<Vec<Entry>>,
+    /// The calls of the sessions shown, per server and method.
+    pub profile: mcpf_mcp::profile::CallProfile,
     /// What a cap of the detector stage left out.
     pub limits: Vec<mcpf_model::Note>,
     /// The clock offsets between inputs that the hop comparisons bounded.
@@ -141,6 +143,7 @@ impl SessionStage {
             findings: f.findings,
             sessions: f.sessions,
             timelines: f.timelines,
+            profile: f.profile,
             limits: f.limits,
             clock_offsets: f.clock_offsets,
             anomalies,

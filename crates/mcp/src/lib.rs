@@ -20,6 +20,7 @@ pub mod model;
 mod packed;
 mod payloads;
 mod prefix;
+pub mod profile;
 pub mod revision;
 
 pub use anomalies::{Anomalies, KindCount, MAX_ANOMALIES_KEPT};

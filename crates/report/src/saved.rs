@@ -192,8 +192,9 @@ enum RecordType {
     Session,
     Finding,
     Timeline,
-    /// With `--events`: nothing the renderers read.
-    Event,
+    /// With `--events`, the call profile, or a type a later release writes: nothing the
+    /// renderers read (record types are added within a schema version, as keys are).
+    Unread,
     Summary,
 }
 
@@ -224,9 +225,9 @@ fn records(bytes: &[u8]) -> Result<(Form<'_>, Option<Value>), String> {
             Some("session") => RecordType::Session,
             Some("finding") => RecordType::Finding,
             Some("timeline") => RecordType::Timeline,
-            Some("event") => RecordType::Event,
             Some("summary") => RecordType::Summary,
-            _ => {
+            Some(_) => RecordType::Unread,
+            None => {
                 return Err(format!(
                     "line {}: not an mcp-forensics NDJSON record",
                     n + 1
@@ -265,7 +266,7 @@ fn gather(records: &[Record<'_>]) -> Result<Document, String> {
             RecordType::Session => doc.sessions.push(read::<Session>(rec)?),
             RecordType::Finding => doc.findings.push(read::<Finding>(rec)?),
             RecordType::Timeline => doc.timeline.push(read::<TimelineEntry>(rec)?),
-            RecordType::Event => {}
+            RecordType::Unread => {}
             RecordType::Summary => {
                 let r: SummaryRecord = read(rec)?;
                 doc.summary = r.summary;

@@ -149,6 +149,9 @@ pub fn write_human(
     // Those the table leaves out are without findings too.
     let unlisted = all.len() - sessions.len();
     write_quiet_hint(out, &quiet, quiet.len() + unlisted, style)?;
+    if sel.profile {
+        super::profile::write_profile(out, rep, r, style)?;
+    }
     write_what_to_do(out, rep, &shown, style)?;
     write_exit_line(out, rep, sel, fail_on, style.width)
 }

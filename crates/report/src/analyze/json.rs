@@ -752,7 +752,11 @@ pub fn write_json(
         .shown_timeline(sel)
         .into_iter()
         .map(|e| Ok(pretty_at(&entry_json(rep, e, r), 4)));
-    write_array(out, "timeline", &mut timeline, !sel.events)?;
+    write_array(out, "timeline", &mut timeline, false)?;
+    let mut profile = profile_json(rep, r)
+        .into_iter()
+        .map(|row| Ok(pretty_at(&row, 4)));
+    write_array(out, "profile", &mut profile, !sel.events)?;
     if sel.events {
         // Copied from the spill piece by piece: the events can be far larger than memory.
         let mut array = Array::open(out, "events")?;
@@ -828,10 +832,7 @@ pub fn write_ndjson(
         }
     }
     // Last as in a live stream's, where they are complete only at the end.
-    for input in &rep.inputs {
-        write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
-    }
-    write_ndjson_summary(out, rep, sel, &shown)
+    write_ndjson_tail(out, rep, sel, r)
 }
 
 fn write_ndjson_summary(
@@ -845,9 +846,17 @@ fn write_ndjson_summary(
     write_line(out, "summary", &serde_json::to_vec(&summary)?)
 }
 
-/// What NDJSON written live leaves for the end: every `input` (their accounting is complete only
-/// now), then the `summary`.
-pub fn write_ndjson_tail(out: &mut dyn Write, rep: &Report, sel: &Selection) -> io::Result<()> {
+/// What NDJSON leaves for the end, written live or not: the call profile's rows, every `input`
+/// (their accounting is complete only now), then the `summary`.
+pub fn write_ndjson_tail(
+    out: &mut dyn Write,
+    rep: &Report,
+    sel: &Selection,
+    r: &Redactor,
+) -> io::Result<()> {
+    for row in profile_json(rep, r) {
+        write_line(out, "profile", &serde_json::to_vec(&row)?)?;
+    }
     for input in &rep.inputs {
         write_line(out, "input", &serde_json::to_vec(&InputJson::new(input))?)?;
     }
@@ -942,4 +951,46 @@ mod tests {
             }
         }
     }
+}
+
+/// The call profile's rows: per server and method, the calls, how they failed, those with no
+/// answer in the inputs, and the answered ones' latency in milliseconds.
+pub(crate) fn profile_json(rep: &Report, r: &Redactor) -> Vec<serde_json::Value> {
+    let ms = |ns: u64| (ns as f64 / 1e3).round() / 1e3;
+    rep.profile
+        .rows()
+        .map(|(key, calls)| {
+            let latency = calls.latency().map(|p| {
+                json!({
+                    "answered": p.count,
+                    "p50_ms": ms(p.p50),
+                    "p95_ms": ms(p.p95),
+                    "p99_ms": ms(p.p99),
+                    "max_ms": ms(p.max),
+                    "approximate": p.approximate,
+                })
+            });
+            let codes: Vec<serde_json::Value> = calls
+                .jsonrpc_errors
+                .iter()
+                .map(|(code, n)| json!({"code": code, "count": n}))
+                .collect();
+            let statuses: Vec<serde_json::Value> = calls
+                .http_errors
+                .iter()
+                .map(|(status, n)| json!({"status": status, "count": n}))
+                .collect();
+            json!({
+                "server": r.text(&key.server),
+                "method": r.text(&key.method),
+                "calls": calls.calls,
+                "errors": calls.errors(),
+                "jsonrpc_errors": codes,
+                "tool_errors": calls.tool_errors,
+                "http_errors": statuses,
+                "no_answer_seen": calls.no_answer_seen,
+                "latency": latency,
+            })
+        })
+        .collect()
 }

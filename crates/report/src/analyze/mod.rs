@@ -16,6 +16,7 @@
 mod human;
 mod json;
 mod live;
+mod profile;
 mod rollup;
 pub(crate) mod spill;
 mod stamp;
@@ -55,6 +56,8 @@ pub struct Selection {
     pub all_events: bool,
     /// Every session's timeline, those without findings too (`--all`).
     pub all_timelines: bool,
+    /// The call profile in the terminal report (`--profile`; the JSON always has it).
+    pub profile: bool,
 }
 
 /// A `--since` / `--until` time: an instant, or a time of day (UTC, as the timeline prints it)
@@ -203,6 +206,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The timeline of each session (empty when the report does not show it).
     pub timelines: Vec<Vec<Entry>>,
+    /// The calls of the sessions shown, per server and method.
+    pub profile: mcpf_mcp::profile::CallProfile,
     pub http: HttpStats,
     pub mcp: McpStats,
     /// The HTTP anomalies the MCP stage kept, counted by kind.

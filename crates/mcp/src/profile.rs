@@ -1,0 +1,341 @@
+//! The call profile: per server and per tool or method, how many calls, how they failed, how
+//! many got no answer in the inputs, and how long answers took. What a live MCP monitor shows,
+//! from the capture, so the SRE sees which tool was slow or failing when the incident began.
+//!
+//! Counted at each session record's own vantage point (a logical session seen at two hops is
+//! counted once). Bounded: at most [`MAX_KEYS`] rows (the rest fold into one row per server, and
+//! are counted), and latencies exact up to [`EXACT_LATENCIES`] per row, then kept as a
+//! histogram of 1/64 relative precision: the same numbers whatever order sessions end in.
+
+use std::collections::BTreeMap;
+
+use crate::answers::AnswerIndex;
+use crate::jsonrpc::{Kind, Message};
+use crate::model::{Session, Stream};
+
+/// Rows (server × method) the profile keeps; calls of others are counted in the server's
+/// `(other methods)` row.
+pub const MAX_KEYS: usize = 1024;
+/// Latencies kept exactly per row before it keeps a histogram.
+pub const EXACT_LATENCIES: usize = 1024;
+/// A tool or method name longer than this is cut (it names a row, and comes from the wire).
+const MAX_NAME: usize = 80;
+
+/// The row of a method named by nothing the inputs recorded: an access log or a HAR hole.
+pub const BODY_NOT_RECORDED: &str = "(body not recorded)";
+/// Where calls of methods past [`MAX_KEYS`] are counted.
+pub const OTHER_METHODS: &str = "(other methods)";
+
+/// One row: a server (address and endpoint) and a method (`tools/call reindex` for a tool).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CallKey {
+    pub server: String,
+    pub method: String,
+}
+
+/// What the calls of one row came to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Calls {
+    pub calls: u64,
+    /// JSON-RPC error responses, by `error.code` (`None`: an error without a numeric code).
+    pub jsonrpc_errors: BTreeMap<Option<i64>, u64>,
+    /// `tools/call` results with `isError: true`.
+    pub tool_errors: u64,
+    /// HTTP statuses other than 2xx of the exchanges that carried the calls.
+    pub http_errors: BTreeMap<u16, u64>,
+    /// Calls whose answer the inputs do not hold (unanswered, still pending when the capture
+    /// ended, or lost): a count, not a finding; `unanswered_request` is the finding.
+    pub no_answer_seen: u64,
+    latencies: Latencies,
+}
+
+/// The answered calls' latencies, from the request to its first answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Latencies {
+    count: u64,
+    /// Exact, as long as there are no more than [`EXACT_LATENCIES`].
+    exact: Vec<u64>,
+    /// Once there are more: counts by value rounded down to 7 significant bits.
+    histogram: Option<BTreeMap<u64, u64>>,
+    /// Exact always: the number an SRE quotes.
+    max: u64,
+}
+
+/// Latency percentiles of a row, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub max: u64,
+    /// From the histogram: each within 1/64 (rounded down), `max` exact.
+    pub approximate: bool,
+}
+
+/// The profile of every session finalized so far.
+#[derive(Clone, Debug, Default)]
+pub struct CallProfile {
+    rows: BTreeMap<CallKey, Calls>,
+    /// Calls counted in an `(other methods)` row because the rows were full.
+    pub folded_calls: u64,
+}
+
+impl CallProfile {
+    /// Counts the calls of a finalized session (its streams and events still held).
+    pub fn add_session(&mut self, s: &Session) {
+        let server = format!("{} {}", s.server, cut(&s.path));
+        let answers = AnswerIndex::new(s);
+        for st in &s.streams {
+            self.add_stream(&server, st, &answers);
+        }
+    }
+
+    fn add_stream(&mut self, server: &str, st: &Stream, answers: &AnswerIndex<'_>) {
+        let requests: Vec<&Message> = st
+            .client_messages
+            .iter()
+            .filter(|m| m.kind == Kind::Request)
+            .collect();
+        if requests.is_empty() {
+            // A POST whose body the input did not record still asked something: its HTTP
+            // status and time are known.
+            if st.body_unknown && st.method == "POST" {
+                let calls = self.row(server, BODY_NOT_RECORDED.to_string());
+                calls.calls += 1;
+                count_http(calls, st);
+                match st.response_mark {
+                    Some(r) => calls.latencies.add(elapsed(st.opened.time, r.time)),
+                    None => calls.no_answer_seen += 1,
+                }
+            }
+            return;
+        }
+        for m in requests {
+            let calls = self.row(server, method_name(m));
+            calls.calls += 1;
+            count_http(calls, st);
+            let Some(id) = &m.id else { continue };
+            let first = answers
+                .of(id)
+                .iter()
+                .find(|a| a.mark.time >= st.opened.time);
+            match first {
+                // An HTTP error status answered it (a 404 of a forgotten session): counted
+                // there, not as unanswered.
+                None if st.status.is_some_and(|c| c >= 400) => {}
+                None => calls.no_answer_seen += 1,
+                Some(a) => {
+                    calls.latencies.add(elapsed(st.opened.time, a.mark.time));
+                    match a.message.kind {
+                        Kind::Error => {
+                            *calls
+                                .jsonrpc_errors
+                                .entry(a.message.error_code())
+                                .or_default() += 1
+                        }
+                        _ if a.message.mcp.tool_error => calls.tool_errors += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// The row of `server` and `method`, or the server's `(other methods)` row when the rows
+    /// are full.
+    fn row(&mut self, server: &str, method: String) -> &mut Calls {
+        let key = CallKey {
+            server: server.to_string(),
+            method,
+        };
+        if self.rows.len() < MAX_KEYS || self.rows.contains_key(&key) {
+            return self.rows.entry(key).or_default();
+        }
+        self.folded_calls += 1;
+        let other = CallKey {
+            server: server.to_string(),
+            method: OTHER_METHODS.to_string(),
+        };
+        self.rows.entry(other).or_default()
+    }
+
+    /// Every row, by server then method.
+    pub fn rows(&self) -> impl Iterator<Item = (&CallKey, &Calls)> {
+        self.rows.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+impl Calls {
+    /// Calls that failed: JSON-RPC errors, `isError` results and HTTP errors (a call can be
+    /// counted once per way it failed).
+    pub fn errors(&self) -> u64 {
+        self.jsonrpc_errors.values().sum::<u64>()
+            + self.tool_errors
+            + self.http_errors.values().sum::<u64>()
+    }
+
+    /// The answered calls' latency percentiles; none when no call was answered.
+    pub fn latency(&self) -> Option<Percentiles> {
+        self.latencies.percentiles()
+    }
+}
+
+fn count_http(calls: &mut Calls, st: &Stream) {
+    if let Some(status) = st.status
+        && !(200..300).contains(&status)
+    {
+        *calls.http_errors.entry(status).or_default() += 1;
+    }
+}
+
+/// `tools/call reindex` for a tool call, else the method.
+fn method_name(m: &Message) -> String {
+    let method = m.method.as_deref().unwrap_or("?");
+    match (&m.mcp.tool, method) {
+        (Some(tool), "tools/call") => format!("tools/call {}", cut(tool)),
+        _ => cut(method),
+    }
+}
+
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(MAX_NAME) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+impl Latencies {
+    fn add(&mut self, ns: u64) {
+        self.max = self.max.max(ns);
+        self.count += 1;
+        if let Some(h) = &mut self.histogram {
+            *h.entry(rounded(ns)).or_default() += 1;
+            return;
+        }
+        self.exact.push(ns);
+        if self.exact.len() > EXACT_LATENCIES {
+            let mut h = BTreeMap::new();
+            for v in std::mem::take(&mut self.exact) {
+                *h.entry(rounded(v)).or_default() += 1;
+            }
+            self.histogram = Some(h);
+        }
+    }
+
+    /// Nearest-rank percentiles (the value below which p% of the calls' latencies are).
+    fn percentiles(&self) -> Option<Percentiles> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = |p: u64| (self.count * p).div_ceil(100).max(1);
+        let at = |p: u64| -> u64 {
+            match &self.histogram {
+                None => {
+                    let mut sorted = self.exact.clone();
+                    sorted.sort_unstable();
+                    sorted[(rank(p) - 1) as usize]
+                }
+                Some(h) => {
+                    let mut seen = 0;
+                    for (&v, &n) in h {
+                        seen += n;
+                        if seen >= rank(p) {
+                            return v;
+                        }
+                    }
+                    self.max
+                }
+            }
+        };
+        Some(Percentiles {
+            count: self.count,
+            p50: at(50),
+            p95: at(95),
+            p99: at(99),
+            max: self.max,
+            approximate: self.histogram.is_some(),
+        })
+    }
+}
+
+/// `ns` with all but its 7 most significant bits cleared: within 1/64 below it.
+fn rounded(ns: u64) -> u64 {
+    let bits = 64 - ns.leading_zeros();
+    match bits.checked_sub(7) {
+        Some(drop) if drop > 0 => ns >> drop << drop,
+        _ => ns,
+    }
+}
+
+/// Nanoseconds from `from` to `to`, none when `to` is earlier (clocks of two inputs).
+fn elapsed(from: mcpf_model::Timestamp, to: mcpf_model::Timestamp) -> u64 {
+    u64::try_from(to.0.saturating_sub(from.0)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank_and_exact_under_the_cap() {
+        let mut l = Latencies::default();
+        for v in 1..=100 {
+            l.add(v * 1_000_000);
+        }
+        let p = l.percentiles().unwrap();
+        assert_eq!(
+            (p.count, p.p50, p.p95, p.p99, p.max, p.approximate),
+            (100, 50_000_000, 95_000_000, 99_000_000, 100_000_000, false)
+        );
+        let mut one = Latencies::default();
+        one.add(7);
+        let p = one.percentiles().unwrap();
+        assert_eq!((p.p50, p.p99, p.max), (7, 7, 7));
+        assert_eq!(Latencies::default().percentiles(), None);
+    }
+
+    #[test]
+    fn past_the_cap_a_histogram_within_one_64th_whatever_the_order() {
+        let values: Vec<u64> = (0..5_000u64)
+            .map(|i| (i * 7_919) % 5_000 * 1_000 + 1)
+            .collect();
+        let mut a = Latencies::default();
+        let mut b = Latencies::default();
+        for &v in &values {
+            a.add(v);
+        }
+        for &v in values.iter().rev() {
+            b.add(v);
+        }
+        let (pa, pb) = (a.percentiles().unwrap(), b.percentiles().unwrap());
+        assert_eq!(pa, pb);
+        assert!(pa.approximate);
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        let exact = sorted[(5_000 * 95usize).div_ceil(100) - 1];
+        assert!(
+            pa.p95 <= exact && exact - pa.p95 <= exact / 64,
+            "{pa:?} {exact}"
+        );
+        assert_eq!(pa.max, *sorted.last().unwrap());
+    }
+
+    #[test]
+    fn rounding_keeps_seven_significant_bits() {
+        assert_eq!(rounded(100), 100);
+        assert_eq!(rounded(0b1111_1111), 0b1111_1110);
+        assert_eq!(rounded(1_000_000_007) >> 23, 1_000_000_007 >> 23);
+    }
+
+    #[test]
+    fn names_from_the_wire_are_cut() {
+        assert_eq!(cut("short"), "short");
+        let long = "x".repeat(200);
+        assert_eq!(cut(&long).chars().count(), MAX_NAME + 1);
+    }
+}
