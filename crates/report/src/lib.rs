@@ -10,6 +10,7 @@ pub mod hints;
 pub mod html;
 pub mod http;
 mod lacks;
+mod layout;
 pub mod markdown;
 pub mod note;
 pub mod redact;

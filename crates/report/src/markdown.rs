@@ -14,8 +14,8 @@ use crate::document::{Document, Session};
 /// Messages drawn per sequence diagram at most: past it the diagram says how many rows of the
 /// timeline it leaves out.
 const DIAGRAM_MESSAGES: usize = 80;
-/// Timeline rows listed per session at most.
-const TIMELINE_ROWS: usize = 200;
+/// Timeline rows listed per session at most (here and in the HTML report).
+pub(crate) const TIMELINE_ROWS: usize = 200;
 
 /// The Markdown of a run: rendered from its JSON document, as a saved one is, so both render
 /// alike. The document is held in memory while it is rendered (without `--events`, a few
