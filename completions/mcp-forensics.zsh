@@ -66,7 +66,7 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads a capture from standard input:_default' \
+'*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads standard input, recognised the same way:_default' \
 && ret=0
 ;;
 (analyze)
@@ -123,7 +123,7 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
+'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads standard input, recognised the same way. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
 (report)

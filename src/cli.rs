@@ -122,7 +122,7 @@ pub enum ColorChoice {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik),
-    /// optionally gzip-compressed, detected by content; - reads a capture from standard input.
+    /// optionally gzip-compressed, detected by content; - reads standard input, recognised the same way.
     /// Several inputs form one report: sessions are matched across them by session ID and
     /// server.
     #[arg(required = true, value_name = "FILE")]
@@ -313,7 +313,7 @@ pub struct ExplainArgs {
 pub struct HttpArgs {
     /// Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy,
     /// Caddy), each optionally gzip-compressed; the format is detected from the content.
-    /// - reads a capture from standard input.
+    /// - reads standard input, recognised the same way.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 

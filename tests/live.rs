@@ -131,8 +131,9 @@ fn ndjson_writes_a_session_as_soon_as_it_ends() {
     assert!(rest.iter().any(|l| l.starts_with("{\"type\":\"input\"")));
 }
 
-/// A FIFO (or `/dev/stdin`, or `<(tcpdump -w -)`) is a stream like standard input: read once,
-/// not looked at first, and ended by a signal with the report of what was read.
+/// A FIFO (or `/dev/stdin`, or `<(tcpdump -w -)`) is a stream like standard input: read once
+/// (what was looked at to tell its format is read again), and ended by a signal with the report
+/// of what was read.
 #[test]
 fn a_fifo_is_read_as_it_comes_and_ends_on_sigint() {
     let dir = tempfile::tempdir().unwrap();
