@@ -317,9 +317,8 @@ pub struct HttpArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
-    /// Output format.
-    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: ViewOutput,
 
     /// Show credentials instead of redacting them. By default every output redacts the value of
     /// every name that announces a credential, by one rule wherever the name is (a header, a
@@ -406,8 +405,24 @@ impl From<InputFormat> for mcpf_engine::ingest::FormatChoice {
 pub enum Format {
     /// Aligned tables for people.
     Table,
-    /// One JSON document.
+    /// One JSON document (schema_version 1, see docs/report-format.md).
     Json,
+    /// One JSON record per line, each with its type and schema_version.
+    Ndjson,
+}
+
+/// Where and how the `http` and `flows` views are written.
+#[derive(Debug, Args)]
+pub struct ViewOutput {
+    /// Output format (by default the table, or what the --output file's extension names:
+    /// .json, .ndjson).
+    #[arg(short, long, value_enum, ignore_case = true)]
+    pub format: Option<Format>,
+
+    /// Write the view to FILE instead of standard output (created, or truncated); warnings stay
+    /// on standard error.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -416,9 +431,8 @@ pub struct FlowsArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
-    /// Output format.
-    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: ViewOutput,
 
     #[command(flatten)]
     pub capture: CaptureArgs,

@@ -11,6 +11,7 @@ pub mod html;
 pub mod http;
 mod lacks;
 pub mod markdown;
+mod ndjson;
 pub mod note;
 pub mod redact;
 pub mod sanitize;
