@@ -32,8 +32,10 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "analyze
 complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "report" -d 'Render a saved report again, without the capture'
 complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "explain" -d 'Explain a finding kind: what it means, why it matters, what to change'
 complete -c mcp-forensics -n "__fish_mcp_forensics_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l format -d 'Output format' -r -f -a "table\t'Aligned tables for people'
-json\t'One JSON document'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s f -l format -d 'Output format (by default the table, or what the --output file\'s extension names: .json, .ndjson)' -r -f -a "table\t'Aligned tables for people'
+json\t'One JSON document (schema_version 1, see docs/report-format.md)'
+ndjson\t'One JSON record per line, each with its type and schema_version'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s o -l output -d 'Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error' -r -F
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-per-direction -d 'Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-buffer-total -d 'Out-of-order bytes held over all connections' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l max-connections -d 'Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported' -r
@@ -42,8 +44,10 @@ complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l th
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l tunnel -d 'Read UDP datagrams to PORT as a tunnel (repeatable): udp:PORT=vxlan or udp:PORT=geneve, e.g. udp:8472=vxlan (the VXLAN port of the Linux kernel\'s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -l keep-duplicates -d 'Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender\'s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)'
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand flows" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l format -d 'Output format' -r -f -a "table\t'Aligned tables for people'
-json\t'One JSON document'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s f -l format -d 'Output format (by default the table, or what the --output file\'s extension names: .json, .ndjson)' -r -f -a "table\t'Aligned tables for people'
+json\t'One JSON document (schema_version 1, see docs/report-format.md)'
+ndjson\t'One JSON record per line, each with its type and schema_version'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -s o -l output -d 'Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error' -r -F
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand http" -l input-format -d 'How to read every FILE: auto detects it from the content (pcap/pcapng magic, a HAR\'s log.entries, the keys of a JSON log\'s first line)' -r -f -a "auto\t'Detect from the content'
 pcap\t'A packet capture (pcap or pcapng)'
 har\t'A HAR file'

@@ -30,8 +30,14 @@ _mcp-forensics() {
         case $line[1] in
             (flows)
 _arguments "${_arguments_options[@]}" : \
-'--format=[Output format]:FORMAT:((table\:"Aligned tables for people"
-json\:"One JSON document"))' \
+'-f+[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson)]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line, each with its type and schema_version"))' \
+'--format=[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson)]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line, each with its type and schema_version"))' \
+'-o+[Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error]:FILE:_files' \
+'--output=[Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error]:FILE:_files' \
 '--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
 '--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
 '--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
@@ -46,8 +52,14 @@ json\:"One JSON document"))' \
 ;;
 (http)
 _arguments "${_arguments_options[@]}" : \
-'--format=[Output format]:FORMAT:((table\:"Aligned tables for people"
-json\:"One JSON document"))' \
+'-f+[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson)]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line, each with its type and schema_version"))' \
+'--format=[Output format (by default the table, or what the --output file'\''s extension names\: .json, .ndjson)]:FORMAT:((table\:"Aligned tables for people"
+json\:"One JSON document (schema_version 1, see docs/report-format.md)"
+ndjson\:"One JSON record per line, each with its type and schema_version"))' \
+'-o+[Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error]:FILE:_files' \
+'--output=[Write the view to FILE instead of standard output (created, or truncated); warnings stay on standard error]:FILE:_files' \
 '--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
 pcap\:"A packet capture (pcap or pcapng)"
 har\:"A HAR file"
@@ -66,7 +78,7 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads a capture from standard input:_default' \
+'*::files -- Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy), each optionally gzip-compressed; the format is detected from the content. - reads standard input, recognised the same way:_default' \
 && ret=0
 ;;
 (analyze)
@@ -128,7 +140,7 @@ log\:"A JSON Lines access log"))' \
 '--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads a capture from standard input. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
+'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads standard input, recognised the same way. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
 (report)

@@ -122,7 +122,7 @@ pub enum ColorChoice {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik),
-    /// optionally gzip-compressed, detected by content; - reads a capture from standard input.
+    /// optionally gzip-compressed, detected by content; - reads standard input, recognised the same way.
     /// Several inputs form one report: sessions are matched across them by session ID and
     /// server.
     #[arg(required = true, value_name = "FILE")]
@@ -333,13 +333,12 @@ pub struct ExplainArgs {
 pub struct HttpArgs {
     /// Capture files (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy,
     /// Caddy), each optionally gzip-compressed; the format is detected from the content.
-    /// - reads a capture from standard input.
+    /// - reads standard input, recognised the same way.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
-    /// Output format.
-    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: ViewOutput,
 
     /// Show credentials instead of redacting them. By default every output redacts the value of
     /// every name that announces a credential, by one rule wherever the name is (a header, a
@@ -426,8 +425,24 @@ impl From<InputFormat> for mcpf_engine::ingest::FormatChoice {
 pub enum Format {
     /// Aligned tables for people.
     Table,
-    /// One JSON document.
+    /// One JSON document (schema_version 1, see docs/report-format.md).
     Json,
+    /// One JSON record per line, each with its type and schema_version.
+    Ndjson,
+}
+
+/// Where and how the `http` and `flows` views are written.
+#[derive(Debug, Args)]
+pub struct ViewOutput {
+    /// Output format (by default the table, or what the --output file's extension names:
+    /// .json, .ndjson).
+    #[arg(short, long, value_enum, ignore_case = true)]
+    pub format: Option<Format>,
+
+    /// Write the view to FILE instead of standard output (created, or truncated); warnings stay
+    /// on standard error.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -436,9 +451,8 @@ pub struct FlowsArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
 
-    /// Output format.
-    #[arg(long, value_enum, ignore_case = true, default_value = "table")]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: ViewOutput,
 
     #[command(flatten)]
     pub capture: CaptureArgs,

@@ -17,7 +17,7 @@ use crate::terminal::output_width;
 
 use crate::cli::{
     AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputArgs,
-    ProgressChoice, ReportFormat, SeverityArg,
+    ProgressChoice, ReportFormat, SeverityArg, ViewOutput,
 };
 
 /// What one run of the program is to do.
@@ -54,6 +54,8 @@ pub struct Explain {
 pub struct Flows {
     pub files: Vec<String>,
     pub format: Format,
+    /// Where the view goes instead of standard output.
+    pub output: Option<std::path::PathBuf>,
     /// The width the table fits.
     pub width: usize,
     pub capture: mcpf_engine::capture::Settings,
@@ -67,6 +69,8 @@ pub struct Http {
     /// The capture stage's settings and the key log; the rest is the engine's defaults.
     pub engine: Settings,
     pub format: Format,
+    /// Where the view goes instead of standard output.
+    pub output: Option<std::path::PathBuf>,
     pub redact: bool,
     /// Show a progress bar on standard error.
     pub progress: bool,
@@ -132,7 +136,8 @@ impl Config {
 fn flows(a: FlowsArgs) -> anyhow::Result<Flows> {
     Ok(Flows {
         files: a.files,
-        format: a.format,
+        format: view_format(&a.output),
+        output: a.output.output,
         width: output_width(),
         capture: capture_settings(&a.capture, Vec::new())?,
     })
@@ -148,7 +153,8 @@ fn http(a: HttpArgs) -> anyhow::Result<Http> {
             tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
             ..Settings::default()
         },
-        format: a.format,
+        format: view_format(&a.output),
+        output: a.output.output,
         redact: !a.show_secrets,
         progress: terminal_decoration(ColorChoice::Auto, &std::io::stderr()),
         width: output_width(),
@@ -414,17 +420,32 @@ fn terminal_decoration(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
 /// The format asked for, else the one the output file's extension names (`-o incident.html`),
 /// else the table.
 fn report_format(asked: Option<ReportFormat>, output: Option<&std::path::Path>) -> ReportFormat {
-    let by_extension = || {
-        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "json" => ReportFormat::Json,
-            "ndjson" | "jsonl" => ReportFormat::Ndjson,
-            "md" | "markdown" => ReportFormat::Markdown,
-            "html" | "htm" => ReportFormat::Html,
-            _ => return None,
-        })
+    asked
+        .or_else(|| named_format(output?))
+        .unwrap_or(ReportFormat::Table)
+}
+
+/// The format an output file's extension names, if any.
+fn named_format(output: &std::path::Path) -> Option<ReportFormat> {
+    let ext = output.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "json" => ReportFormat::Json,
+        "ndjson" | "jsonl" => ReportFormat::Ndjson,
+        "md" | "markdown" => ReportFormat::Markdown,
+        "html" | "htm" => ReportFormat::Html,
+        _ => return None,
+    })
+}
+
+/// The format of the `http` and `flows` views: as [`report_format`] picks the report's, among
+/// the views' formats (an extension naming another, `.md`, gives the table).
+fn view_format(a: &ViewOutput) -> Format {
+    let named = || match named_format(a.output.as_deref()?)? {
+        ReportFormat::Json => Some(Format::Json),
+        ReportFormat::Ndjson => Some(Format::Ndjson),
+        _ => None,
     };
-    asked.or_else(by_extension).unwrap_or(ReportFormat::Table)
+    a.format.or_else(named).unwrap_or(Format::Table)
 }
 
 #[cfg(test)]

@@ -26,6 +26,31 @@ pub fn stdout(
     redact::Redacting::new(out, redactor)
 }
 
+/// The `--output` file, created (or truncated) before the run: a path that cannot be written
+/// should not cost a long run.
+pub fn create_output(path: Option<&std::path::Path>) -> anyhow::Result<Option<std::fs::File>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("--output {}: cannot write it: {e}", path.display()))?;
+    Ok(Some(file))
+}
+
+/// Where a report goes: the `--output` file, else standard output; buffered, and redacted
+/// unless `--show-secrets` (the one boundary, as [`stdout`]). Sendable, for a report written as
+/// it is made on another thread.
+pub fn report_out(
+    file: Option<std::fs::File>,
+    redactor: redact::Redactor,
+) -> redact::Redacting<Box<dyn io::Write + Send>> {
+    let sink: Box<dyn io::Write + Send> = match file {
+        Some(file) => Box::new(io::BufWriter::with_capacity(1 << 16, file)),
+        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout())),
+    };
+    redact::Redacting::new(sink, redactor)
+}
+
 /// Prints a per-file error the ripgrep way: the run goes on, the exit code says it happened.
 pub fn print_open_error(e: &OpenError) {
     let path = diagnostic(&sanitize::terminal(&e.path));

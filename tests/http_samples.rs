@@ -990,3 +990,159 @@ fn http_command_assembles_the_view_in_order() {
         assert!(narrow.contains("(left out to fit 80 columns: "), "{path}");
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// `http` and `flows`: --output and NDJSON
+// ------------------------------------------------------------------------------------------------
+
+/// What each record type of a view's NDJSON is in its JSON document: the array it is an
+/// element of, or the members a `summary` carries.
+const VIEW_RECORDS: [(&str, &[(&str, &str)]); 2] = [
+    (
+        "http",
+        &[
+            ("exchange", "exchanges"),
+            ("anomaly", "anomalies"),
+            ("input", "inputs"),
+        ],
+    ),
+    (
+        "flows",
+        &[("connection", "connections"), ("input", "inputs")],
+    ),
+];
+
+/// NDJSON of the `http` and `flows` views: every line one JSON object with its `type` and the
+/// document's `schema_version`, as many records of each type as the document has elements, the
+/// same records in the same order, and one `summary` last holding the rest of the document.
+#[test]
+fn http_and_flows_ndjson_is_the_document_one_record_a_line() {
+    for path in [
+        "samples/seed-incident-client-leg.pcap",
+        "samples/lossy.pcap",
+        // Anomalies: heads cut by the snap length.
+        "samples/snaplen-mcp.pcap",
+        "samples/mitmproxy-python-sdk.har",
+    ] {
+        for (command, records) in VIEW_RECORDS {
+            if command == "flows" && path.ends_with(".har") {
+                continue;
+            }
+            let doc: Value =
+                serde_json::from_str(&http_stdout(&[command, "--format", "json", path])).unwrap();
+            let ndjson = http_stdout(&[command, "--format", "ndjson", path]);
+            let mut lines: Vec<Value> = ndjson
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect();
+            for line in &mut lines {
+                let o = line.as_object_mut().unwrap();
+                assert_eq!(
+                    o.remove("schema_version"),
+                    Some(doc["schema_version"].clone())
+                );
+            }
+            let summary = lines.pop().unwrap();
+            assert_eq!(summary["type"], "summary", "{command} {path}: summary last");
+            let mut counted = 0;
+            for (kind, array) in records {
+                let of_kind: Vec<Value> = lines
+                    .iter()
+                    .filter(|l| l["type"] == *kind)
+                    .map(|l| {
+                        let mut l = l.clone();
+                        l.as_object_mut().unwrap().remove("type");
+                        l
+                    })
+                    .collect();
+                assert_eq!(&of_kind, arr(&doc[array]), "{command} {path}: {kind}");
+                counted += of_kind.len();
+            }
+            assert_eq!(counted, lines.len(), "{command} {path}: no other type");
+            // The summary holds what is left of the document.
+            for (key, value) in summary.as_object().unwrap() {
+                if key != "type" {
+                    assert_eq!(value, &doc[key], "{command} {path}: summary.{key}");
+                }
+            }
+        }
+    }
+}
+
+/// `-o FILE` writes what standard output would have shown, in the format named by `--format`
+/// or else by the file's extension (`.json`, `.ndjson`/`.jsonl`; any other, the table).
+#[test]
+fn http_and_flows_write_to_an_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = "samples/seed-incident-client-leg.pcap";
+    for (command, _) in VIEW_RECORDS {
+        for (file, format) in [
+            ("v.json", "json"),
+            ("v.ndjson", "ndjson"),
+            ("v.JSONL", "ndjson"),
+            ("v.txt", "table"),
+        ] {
+            let out = dir.path().join(format!("{command}-{file}"));
+            let o = out.to_str().unwrap();
+            let stdout = http_stdout(&[command, "-o", o, path]);
+            assert_eq!(
+                stdout, "",
+                "{command} -o {file}: nothing on standard output"
+            );
+            let expected = http_stdout(&[command, "--format", format, path]);
+            let written = std::fs::read_to_string(&out).unwrap();
+            assert_eq!(written, expected, "{command} -o {file}");
+        }
+        // A format asked for wins over the extension.
+        let out = dir.path().join(format!("{command}-asked.ndjson"));
+        mcp_forensics(&[command, "-f", "json", "-o", out.to_str().unwrap(), path]);
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert!(serde_json::from_str::<Value>(&written).is_ok(), "{command}");
+    }
+}
+
+/// A path that cannot be written is refused before the inputs are read, naming the flag.
+#[test]
+fn http_and_flows_refuse_an_output_that_cannot_be_written() {
+    for (command, _) in VIEW_RECORDS {
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+            .args([command, "-o", "/nonexistent-dir/view.json"])
+            .arg("samples/seed-incident-client-leg.pcap")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("--output /nonexistent-dir/view.json: cannot write it"),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+/// `mcp-forensics http x.pcap | head -1`: the reader goes away after one line, and the
+/// command ends quietly with 0 in every format (the output is larger than a pipe holds, so the
+/// write after it fails).
+#[test]
+fn http_and_flows_end_quietly_on_a_closed_pipe() {
+    use std::io::BufRead;
+    let path = "samples/concurrent-nginx-client-leg.pcap";
+    for (command, _) in VIEW_RECORDS {
+        for format in ["table", "json", "ndjson"] {
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+                .args([command, "--format", format, path])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut first = String::new();
+            let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            stdout.read_line(&mut first).unwrap();
+            assert!(!first.is_empty(), "{command} {format}");
+            drop(stdout);
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{command} {format}: {stderr}");
+            assert!(!stderr.contains("pipe"), "{command} {format}: {stderr}");
+        }
+    }
+}

@@ -131,8 +131,9 @@ fn ndjson_writes_a_session_as_soon_as_it_ends() {
     assert!(rest.iter().any(|l| l.starts_with("{\"type\":\"input\"")));
 }
 
-/// A FIFO (or `/dev/stdin`, or `<(tcpdump -w -)`) is a stream like standard input: read once,
-/// not looked at first, and ended by a signal with the report of what was read.
+/// A FIFO (or `/dev/stdin`, or `<(tcpdump -w -)`) is a stream like standard input: read once
+/// (what was looked at to tell its format is read again), and ended by a signal with the report
+/// of what was read.
 #[test]
 fn a_fifo_is_read_as_it_comes_and_ends_on_sigint() {
     let dir = tempfile::tempdir().unwrap();
@@ -198,4 +199,32 @@ fn progress_always_writes_plain_lines_when_standard_error_is_no_terminal() {
         "plain lines: {lines:?}"
     );
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
+}
+
+/// `analyze --format ndjson - | head -1`: NDJSON written as sessions end stops at the first
+/// write after the reader went away, and the program ends quietly, as every other format does.
+#[test]
+fn ndjson_written_live_ends_quietly_on_a_closed_pipe() {
+    use std::io::BufRead;
+    let capture = std::fs::File::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/concurrent-nginx-client-leg.pcap"
+    ))
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .args(["analyze", "--format", "ndjson", "--events", "-"])
+        .stdin(capture)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.starts_with("{\"type\":\"session\""), "{first}");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
 }

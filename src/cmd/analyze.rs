@@ -14,14 +14,7 @@ use crate::config;
 use crate::terminal::{self, Terminal};
 
 pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
-    // Before the analysis: a path that cannot be written should not cost a long run.
-    let output =
-        match &job.output {
-            Some(path) => Some(std::fs::File::create(path).map_err(|e| {
-                anyhow::anyhow!("--output {}: cannot write it: {e}", path.display())
-            })?),
-            None => None,
-        };
+    let output = terminal::create_output(job.output.as_deref())?;
     if let Some(request) = &job.pcaps {
         pcap_dir(request, &job.inputs.files)?;
     }
@@ -46,37 +39,29 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
     if job.shard_stats {
         eprintln!("{}", run.shard_work);
     }
-    if let Some(live) = run.report.sessions.take_live() {
-        if let Some(e) = &live.error {
-            anyhow::bail!("{e}");
+    if let Some(mut live) = run.report.sessions.take_live() {
+        // Kept as the error it is: a reader gone away (`| head -1`) ends the program quietly.
+        if let Some(e) = live.error.take() {
+            return Err(anyhow::Error::new(e).context("cannot write the report"));
         }
         let mut out = live.into_inner();
         report::write_ndjson_tail(&mut out, &run.report, &job.engine.selection, &redactor)?;
         out.flush()?;
         return Ok(exit(run, &job));
     }
-    match output {
-        Some(file) => {
-            let sink = std::io::BufWriter::with_capacity(1 << 16, file);
-            write(
-                &mut run.report,
-                &job,
-                &redactor,
-                Redacting::new(sink, redactor),
-            )?;
-        }
-        None if job.pager && job.format == ReportFormat::Table => {
-            // Rendered whole first: the pager is wanted only when it is taller than the screen.
-            let mut text = Vec::new();
-            write(
-                &mut run.report,
-                &job,
-                &redactor,
-                Redacting::new(&mut text, redactor),
-            )?;
-            crate::pager::show(&text)?;
-        }
-        None => write(&mut run.report, &job, &redactor, terminal::stdout(redactor))?,
+    if output.is_none() && job.pager && job.format == ReportFormat::Table {
+        // Rendered whole first: the pager is wanted only when it is taller than the screen.
+        let mut text = Vec::new();
+        write(
+            &mut run.report,
+            &job,
+            &redactor,
+            Redacting::new(&mut text, redactor),
+        )?;
+        crate::pager::show(&text)?;
+    } else {
+        let out = terminal::report_out(output, redactor);
+        write(&mut run.report, &job, &redactor, out)?;
     }
     if let Some(request) = &job.pcaps {
         write_pcaps(&run, &job, &inputs_paths, request)?;
@@ -137,14 +122,7 @@ fn live_writer(
     redactor: Redactor,
     output: Option<std::fs::File>,
 ) -> SessionWriter {
-    let sink: Box<dyn std::io::Write + Send> = match output {
-        Some(file) => Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
-        None => Box::new(std::io::BufWriter::with_capacity(
-            1 << 16,
-            std::io::stdout(),
-        )),
-    };
-    let out = Box::new(Redacting::new(sink, redactor));
+    let out = Box::new(terminal::report_out(output, redactor));
     let captures = inputs
         .sources()
         .iter()

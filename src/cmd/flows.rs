@@ -11,6 +11,7 @@ use crate::config;
 use crate::terminal::{self, Terminal};
 
 pub fn run(job: config::Flows) -> anyhow::Result<Exit> {
+    let output = terminal::create_output(job.output.as_deref())?;
     let mut observer = Terminal::new(false);
     let inputs = Opened::captures_only(&job.files, &mut observer);
     if inputs.is_empty() {
@@ -23,12 +24,12 @@ pub fn run(job: config::Flows) -> anyhow::Result<Exit> {
         .iter()
         .map(report::flows::FlowRow::from_summary)
         .collect();
-    let mut out = terminal::stdout(Redactor::new(true));
+    let mut out = terminal::report_out(output, Redactor::new(true));
+    let (reports, stats) = (&run.reports, &run.stats);
     match job.format {
-        Format::Json => report::flows::write_json(&mut out, &rows, &run.reports, &run.stats)?,
-        Format::Table => {
-            report::flows::write_table(&mut out, &rows, &run.reports, &run.stats, job.width)?
-        }
+        Format::Json => report::flows::write_json(&mut out, &rows, reports, stats)?,
+        Format::Ndjson => report::flows::write_ndjson(&mut out, &rows, reports, stats)?,
+        Format::Table => report::flows::write_table(&mut out, &rows, reports, stats, job.width)?,
     }
     out.flush()?;
     Ok(if run.failed {

@@ -11,6 +11,7 @@ use crate::config;
 use crate::terminal::{self, Terminal};
 
 pub fn run(job: config::Http) -> anyhow::Result<Exit> {
+    let output = terminal::create_output(job.output.as_deref())?;
     let mut observer = Terminal::new(job.progress);
     let Some(inputs) = terminal::open(&job.inputs, &job.notes, &mut observer) else {
         return Ok(Exit::InputUnreadable);
@@ -18,6 +19,7 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
     let redactor = Redactor::new(job.redact);
     let view = match job.format {
         Format::Json => report::http::View::Json,
+        Format::Ndjson => report::http::View::Ndjson,
         Format::Table => report::http::View::Table,
     };
     let engine = Engine::new(job.engine);
@@ -34,7 +36,7 @@ pub fn run(job: config::Http) -> anyhow::Result<Exit> {
         let line = report::note::sentence(&t.note());
         eprintln!("mcp-forensics: note: {line}");
     }
-    let mut out = terminal::stdout(redactor);
+    let mut out = terminal::report_out(output, redactor);
     run.sink
         .write(&mut out, &run.reports, &run.stats, job.width)?;
     out.flush()?;

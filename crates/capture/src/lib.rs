@@ -112,6 +112,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use decode::Skip;
 use mcpf_model::bucket;
 use mcpf_model::file::{CountingReader, open_file};
+use mcpf_model::peeked;
 use mcpf_model::{
     Accounting, InputId, InputReport, Mark, Note, NoteKind, OpenError, Timestamp, Tunnel,
 };
@@ -145,18 +146,17 @@ pub const MAX_OPEN: usize = 64;
 pub fn open_capture(path: &str, input: InputId) -> Result<CaptureInput, OpenError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
     let mut regular = false;
-    let (source, size): (Box<dyn io::Read + Send>, Option<u64>) = if path == "-" {
+    let (source, size): (Box<dyn io::Read + Send>, Option<u64>) = if peeked::streamed(path) {
+        // A stream gives its bytes once: those read to tell its format come first again.
+        let stream = peeked::open(path)?;
         (
-            Box::new(CountingReader::new(
-                mcpf_model::interrupt::Interruptible::stdin(),
-                bytes_read.clone(),
-            )),
+            Box::new(CountingReader::new(stream, bytes_read.clone())),
             None,
         )
     } else {
         let file = open_file(path)?;
         let meta = file.metadata().ok();
-        // A FIFO or `/dev/fd/N` gives its bytes once: only a regular file is opened again.
+        // Only a regular file is opened again.
         regular = meta.as_ref().is_some_and(|m| m.is_file());
         let size = meta.map(|m| m.len());
         (

@@ -33,7 +33,7 @@ mod har;
 mod timeline;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -43,10 +43,12 @@ use mcpf_capture::reader::{Sniffed, describe_bytes, sniff};
 use mcpf_http::HttpSink;
 use mcpf_model::SourceFormat;
 use mcpf_model::file::{CountingReader, open_file};
+use mcpf_model::peeked;
 use mcpf_model::{Capabilities, InputId, InputReport, LogFlavor, Note, NoteKind, OpenError};
 
 pub use accesslog::{LogMap, LogMapError, read_access_log, read_access_log_text};
 pub use har::{read_har, read_har_text};
+pub use mcpf_model::peeked::streamed;
 
 /// The `--input-format` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -65,8 +67,9 @@ const HEAD: usize = 64 << 10;
 /// Tells a capture, a HAR file and a JSON Lines access log apart by content: pcap/pcapng magic
 /// (also inside gzip) → capture; a JSON object with `log.entries` → HAR; JSON Lines whose first
 /// record has the keys of an nginx, Envoy or Caddy log → that log. Anything else is an error
-/// that says what was expected and which keys the first record has. `-` (standard input) is
-/// taken for a capture.
+/// that says what was expected and which keys the first record has. A stream (`-` for standard
+/// input, a FIFO) is looked at the same way, and what was read of it is read again by the stage
+/// that reads it ([`mcpf_model::peeked`]).
 pub fn detect(path: &str) -> Result<SourceFormat, OpenError> {
     match sniff_file(path)? {
         Sniff::Capture => Ok(SourceFormat::Capture),
@@ -85,13 +88,6 @@ pub fn resolve(
         FormatChoice::Capture => Ok(SourceFormat::Capture),
         FormatChoice::Har => Ok(SourceFormat::Har),
         FormatChoice::Auto | FormatChoice::Log => {
-            if streamed(path) && choice == FormatChoice::Log {
-                return Ok(SourceFormat::AccessLog(if have_map {
-                    LogFlavor::Mapped
-                } else {
-                    LogFlavor::Nginx
-                }));
-            }
             let sniffed = sniff_file(path)?;
             match (sniffed, choice) {
                 (Sniff::Capture, FormatChoice::Auto) => Ok(SourceFormat::Capture),
@@ -115,7 +111,7 @@ pub fn resolve(
 
 /// With `--log-format`, every input that is not a capture is a text access log.
 pub fn resolve_text_log(path: &str) -> Result<SourceFormat, OpenError> {
-    if !streamed(path) && matches!(sniff_file(path), Ok(Sniff::Capture)) {
+    if matches!(sniff_file(path), Ok(Sniff::Capture)) {
         return Ok(SourceFormat::Capture);
     }
     Ok(SourceFormat::AccessLog(LogFlavor::Nginx))
@@ -131,10 +127,8 @@ pub fn read(
 ) -> Result<(InputReport, Capabilities), OpenError> {
     match format {
         SourceFormat::Har => read_har(path, input, sink),
-        // Standard input cannot be looked at twice: its flavor is decided by its first record.
         SourceFormat::AccessLog(flavor) => {
-            let flavor = (!streamed(path)).then_some(flavor);
-            accesslog::read_access_log_as(path, input, flavor, map, sink)
+            accesslog::read_access_log_as(path, input, Some(flavor), map, sink)
         }
         SourceFormat::Capture => Err(OpenError {
             path: path.to_string(),
@@ -156,27 +150,34 @@ pub(crate) struct TextInput {
     pub(crate) gzip: bool,
 }
 
+/// Opens a text input to read it through (a stream: what was looked at of it first).
 pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
+    if peeked::streamed(path) {
+        return text_input(path, peeked::open(path)?);
+    }
+    let file: File = open_file(path)?;
+    text_input(path, Box::new(mcpf_model::interrupt::file(file)))
+}
+
+/// Opens a text input to look at its head; a stream keeps what is read for its next reader.
+fn look_text(path: &str) -> Result<TextInput, OpenError> {
+    if peeked::streamed(path) {
+        return text_input(path, Box::new(peeked::look(path)?));
+    }
+    open_text(path)
+}
+
+fn text_input(path: &str, raw: Box<dyn Read + Send>) -> Result<TextInput, OpenError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let raw: Box<dyn Read> = if path == "-" {
-        Box::new(CountingReader::new(
-            mcpf_model::interrupt::Interruptible::stdin(),
-            bytes_read.clone(),
-        ))
-    } else {
-        let file: File = open_file(path)?;
-        Box::new(CountingReader::new(
-            mcpf_model::interrupt::file(file),
-            bytes_read.clone(),
-        ))
-    };
-    let mut buffered = BufReader::new(raw);
-    let head = buffered.fill_buf().map_err(|e| OpenError {
-        path: path.to_string(),
-        message: format!("cannot read: {e}"),
-        hint: None,
-    })?;
-    let gzip = head.starts_with(&[0x1f, 0x8b]);
+    let mut raw = CountingReader::new(raw, bytes_read.clone());
+    // A pipe may give one byte at a time: the two of the gzip magic are waited for.
+    let mut magic = Vec::with_capacity(2);
+    (&mut raw)
+        .take(2)
+        .read_to_end(&mut magic)
+        .map_err(|e| read_error(path, e))?;
+    let gzip = magic.starts_with(&[0x1f, 0x8b]);
+    let buffered = BufReader::new(io::Cursor::new(magic).chain(raw));
     let reader: Box<dyn BufRead> = if gzip {
         Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(
             buffered,
@@ -191,17 +192,21 @@ pub(crate) fn open_text(path: &str) -> Result<TextInput, OpenError> {
     })
 }
 
+pub(crate) fn read_error(path: &str, e: io::Error) -> OpenError {
+    OpenError {
+        path: path.to_string(),
+        message: format!("cannot read: {e}"),
+        hint: None,
+    }
+}
+
 /// Reads a whole text input (UTF-8, one leading BOM dropped).
 pub(crate) fn read_all_text(path: &str, input: &mut TextInput) -> Result<String, OpenError> {
     let mut bytes = Vec::new();
     input
         .reader
         .read_to_end(&mut bytes)
-        .map_err(|e| OpenError {
-            path: path.to_string(),
-            message: format!("cannot read: {e}"),
-            hint: None,
-        })?;
+        .map_err(|e| read_error(path, e))?;
     if bytes.starts_with(&[0xef, 0xbb, 0xbf]) {
         bytes.drain(..3);
     }
@@ -217,36 +222,93 @@ pub(crate) fn read_all_text(path: &str, input: &mut TextInput) -> Result<String,
     })
 }
 
-fn read_head(path: &str) -> Result<(Vec<u8>, bool), OpenError> {
-    let mut input = open_text(path)?;
+/// The first (decompressed) bytes of an input, up to [`HEAD`]. Of a stream only as many as tell
+/// its format ([`decided`]): a live pipe is analysed as it comes, not once 64 KiB have come.
+fn read_head(path: &str, stream: bool) -> Result<(Vec<u8>, bool), OpenError> {
+    let mut input = look_text(path)?;
     let mut head = Vec::with_capacity(HEAD);
+    let mut buf = vec![0u8; 8 << 10];
+    let result = loop {
+        let room = (HEAD - head.len()).min(buf.len());
+        if room == 0 || (stream && decided(&head)) {
+            break Ok(());
+        }
+        match input.reader.read(&mut buf[..room]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
     // A gzip stream cut short fails only after the bytes before the cut: those are enough to
     // tell the format, and the capture reader salvages them (a small cut .pcap.gz was once
     // rejected whole here, because the error came before HEAD bytes did).
-    if let Err(e) = (&mut input.reader).take(HEAD as u64).read_to_end(&mut head)
+    if let Err(e) = result
         && head.is_empty()
     {
-        return Err(OpenError {
-            path: path.to_string(),
-            message: format!("cannot read: {e}"),
-            hint: None,
-        });
+        return Err(read_error(path, e));
     }
     Ok((head, input.gzip))
 }
 
-/// Standard input, or a path that is not a regular file (a FIFO, `/dev/stdin`, a process
-/// substitution): read once, as it comes, so it cannot be looked at before it is read.
-pub fn streamed(path: &str) -> bool {
-    path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+/// Whether the head of a stream read so far tells its format, as [`sniff_file`] will read it:
+/// magic bytes, the 16 bytes an error shows of anything else, JSON's first whole line, or (when
+/// that line is damaged or one line of a pretty-printed document) a later line of a log or the
+/// end of the document's first value.
+fn decided(head: &[u8]) -> bool {
+    match sniff(head) {
+        Sniffed::Empty => false,
+        Sniffed::Unknown => head.len() >= 16,
+        Sniffed::Pcap | Sniffed::PcapNg | Sniffed::Gzip => true,
+        Sniffed::Json => {
+            let text = json_text(head);
+            if text.first() == Some(&b'[') || cut_har(text) {
+                return true;
+            }
+            let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            // The last piece has no newline yet: it may still grow.
+            let complete = &lines[..lines.len().saturating_sub(1)];
+            let Some((first, next)) = complete.split_first() else {
+                return false;
+            };
+            serde_json::from_slice::<FirstRecord>(first).is_ok()
+                || next.iter().take(50).any(|l| log_line(l).is_some())
+                // A pretty-printed document, once its first value has ended.
+                || FirstRecord::deserialize(&mut serde_json::Deserializer::from_slice(text)).is_ok()
+        }
+    }
+}
+
+/// The head without a byte order mark and leading whitespace.
+fn json_text(head: &[u8]) -> &[u8] {
+    let text = head.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(head);
+    let start = text
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
+    &text[start..]
+}
+
+/// A line that is a record of an access log this tool recognises.
+fn log_line(line: &[u8]) -> Option<FirstRecord> {
+    let mut first = serde_json::from_slice::<FirstRecord>(line).ok()?;
+    first.object = serde_json::from_slice(line).ok();
+    accesslog::recognise(&first).is_some().then_some(first)
 }
 
 fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
-    // Looking would take the bytes: a stream is taken for a capture, as standard input is.
-    if streamed(path) {
-        return Ok(Sniff::Capture);
+    let stream = peeked::streamed(path);
+    let (head, gzip) = read_head(path, stream)?;
+    if stream && mcpf_model::interrupt::stop_requested() && !head.is_empty() && !decided(&head) {
+        return Err(OpenError {
+            path: path.to_string(),
+            message: format!(
+                "a signal stopped the reading before its first {} bytes told its format",
+                head.len()
+            ),
+            hint: None,
+        });
     }
-    let (head, gzip) = read_head(path)?;
     let not_recognised = |what: String| OpenError {
         path: path.to_string(),
         message: format!(
@@ -258,6 +320,13 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         Sniffed::Pcap | Sniffed::PcapNg => return Ok(Sniff::Capture),
         // A gzip stream that is not even valid gzip: let the capture reader explain.
         Sniffed::Gzip => return Ok(Sniff::Capture),
+        Sniffed::Empty if stream && mcpf_model::interrupt::stop_requested() => {
+            return Err(OpenError {
+                path: path.to_string(),
+                message: "nothing came before a signal stopped the reading".into(),
+                hint: None,
+            });
+        }
         Sniffed::Empty => {
             return Err(OpenError {
                 path: path.to_string(),
@@ -277,12 +346,7 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         }
         Sniffed::Json => {}
     }
-    let text = head.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(&head);
-    let start = text
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(0);
-    let text = &text[start..];
+    let text = json_text(&head);
     if text.first() == Some(&b'[') {
         return Err(not_recognised("is a JSON array".into()));
     }
@@ -293,10 +357,16 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         return Ok(Sniff::Json(first));
     }
     // A pretty-printed (or very long) single document, typically a HAR: read its first value
-    // through, keeping only the keys.
-    let mut input = open_text(path)?;
-    let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
-    match FirstRecord::deserialize(&mut de) {
+    // through, keeping only the keys. A stream is not read twice: what its head holds decides.
+    let whole = if stream {
+        FirstRecord::deserialize(&mut serde_json::Deserializer::from_slice(text))
+    } else {
+        let mut input = open_text(path)?;
+        FirstRecord::deserialize(&mut serde_json::Deserializer::from_reader(
+            &mut input.reader,
+        ))
+    };
+    match whole {
         Ok(first) => Ok(Sniff::Json(first)),
         // A HAR cut short (a full disk, a killed exporter, or a signal that ended the read):
         // what it has is still read.
@@ -312,12 +382,20 @@ fn sniff_file(path: &str) -> Result<Sniff, OpenError> {
         Err(whole) => {
             // A log whose first line is damaged (cut by rotation): look at the next lines.
             for line in text.split(|&b| b == b'\n').skip(1).take(50) {
-                if let Ok(mut first) = serde_json::from_slice::<FirstRecord>(line) {
-                    first.object = serde_json::from_slice(line).ok();
-                    if accesslog::recognise(&first).is_some() {
-                        return Ok(Sniff::Json(first));
-                    }
+                if let Some(first) = log_line(line) {
+                    return Ok(Sniff::Json(first));
                 }
+            }
+            if stream && whole.is_eof() && head.len() >= HEAD {
+                return Err(OpenError {
+                    path: path.to_string(),
+                    message: format!(
+                        "its first JSON value does not end within the first {} KiB, which is \
+                         all of a stream that is looked at to tell its format",
+                        HEAD >> 10
+                    ),
+                    hint: Some("save it to a file and give the file's path".into()),
+                });
             }
             Err(OpenError {
                 path: path.to_string(),
@@ -550,5 +628,41 @@ mod tests {
         assert_eq!(r.log.unwrap(), ["version", "entries"]);
         let r: FirstRecord = serde_json::from_str(r#"{"request":"GET / HTTP/1.1"}"#).unwrap();
         assert!(r.request.is_none());
+    }
+
+    #[test]
+    fn a_stream_is_read_until_its_head_tells_its_format() {
+        let line = br#"{"msec":"1.5","request_method":"POST","request_uri":"/mcp","status":"200","request_time":"0.1"}"#;
+        let mut two = line.to_vec();
+        two.push(b'\n');
+        for (head, enough) in [
+            (&b""[..], false),
+            (b"  \n", false),
+            (&[0xd4, 0xc3, 0xb2], false),
+            (&[0xd4, 0xc3, 0xb2, 0xa1], true),
+            (&[0x0a, 0x0d, 0x0d, 0x0a], true),
+            (&[0x1f, 0x8b], true),
+            (b"not a capture", false),
+            (b"not a capture at all", true),
+            // JSON Lines: the first line once it has ended.
+            (&line[..], false),
+            (&two[..], true),
+            // A HAR, pretty-printed: its log's entries.
+            (b"{\n  \"log\": {\n    \"version\": \"1.2\",\n", false),
+            (b"{\n  \"log\": {\n    \"entries\": [", true),
+            // Another pretty-printed document once its first value has ended.
+            (b"{\n  \"a\": 1\n", false),
+            (b"{\n  \"a\": 1\n}", true),
+            (b"[\n", true),
+        ] {
+            assert_eq!(decided(head), enough, "{:?}", String::from_utf8_lossy(head));
+        }
+        // A first line cut by rotation: a later whole line of a log this tool reads.
+        let mut cut = line[..20].to_vec();
+        cut.push(b'\n');
+        cut.extend_from_slice(line);
+        assert!(!decided(&cut));
+        cut.push(b'\n');
+        assert!(decided(&cut));
     }
 }

@@ -21,7 +21,7 @@ pub fn open_file(path: &str) -> Result<File, OpenError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(err(
                 "no such file".into(),
-                Some("check the path; use - to read a capture from standard input"),
+                Some("check the path; use - to read standard input"),
             ));
         }
         Err(e) => return Err(err(format!("cannot read: {e}"), None)),

@@ -16,6 +16,7 @@ pub mod input;
 pub mod interrupt;
 mod note;
 mod paged;
+pub mod peeked;
 mod timestamp;
 
 pub use accounting::{Accounting, Ledger, bucket};

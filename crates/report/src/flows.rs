@@ -7,6 +7,7 @@ use serde::Serialize;
 use mcpf_capture::tcp::{ConnSummary, HalfStats, ReassemblyStats};
 use mcpf_model::InputReport;
 
+use crate::ndjson;
 use crate::note::InputJson;
 use mcpf_model::{ConnId, endpoint};
 
@@ -120,6 +121,25 @@ pub fn write_json(
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
+}
+
+/// The document's content one record per line, in its order: every `connection` and `input`,
+/// then one `summary` holding `reassembly`.
+pub fn write_ndjson(
+    out: &mut dyn Write,
+    rows: &[FlowRow],
+    inputs: &[InputReport],
+    stats: &ReassemblyStats,
+) -> io::Result<()> {
+    let v = FLOWS_SCHEMA_VERSION;
+    for row in rows {
+        ndjson::write_record(out, "connection", v, row)?;
+    }
+    for input in inputs {
+        ndjson::write_record(out, "input", v, &InputJson::new(input))?;
+    }
+    let summary = serde_json::json!({ "reassembly": reassembly_json(stats) });
+    ndjson::write_record(out, "summary", v, &summary)
 }
 
 /// The columns of the flows table, and the order they are left out in when it is too wide.

@@ -16,6 +16,7 @@ use mcpf_http::{Body, Headers, HttpEvent, HttpSink, HttpStats, Outcome};
 use mcpf_mcp::jsonrpc::{ExchangeMessages, Kind, Message};
 use mcpf_model::{Anomaly, InputReport};
 
+use crate::ndjson;
 use crate::note::InputJson;
 use mcpf_model::{Mark, endpoint};
 
@@ -223,6 +224,8 @@ fn anomalies_json(anomalies: &[Anomaly], r: &Redactor) -> Vec<Value> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     Json,
+    /// One record per line: each `exchange`, `anomaly` and `input`, then the `summary`.
+    Ndjson,
     Table,
 }
 
@@ -307,6 +310,9 @@ impl Spool {
                 serde_json::to_writer_pretty(Nested(w), &exchange_json(e, &r))
                     .map_err(io::Error::from)
             }),
+            View::Ndjson => self.spills.append_with(Records::Sessions, &mut |w| {
+                serde_json::to_writer(w, &exchange_json(e, &r)).map_err(io::Error::from)
+            }),
             View::Table => {
                 let cells = table_row(e, &r);
                 let mut row = Table::new();
@@ -350,19 +356,19 @@ impl Spool {
             return Err(io::Error::other(e));
         }
         self.pieces.sort_unstable_by_key(|p| p.0);
+        let tail = || Tail {
+            inputs: InputJson::all(inputs),
+            http: stats,
+            anomalies: anomalies_json(&anomalies, &self.redactor),
+        };
         match self.view {
-            View::Json => self.write_json(out, &anomalies, inputs, stats),
+            View::Json => self.write_json(out, &tail()),
+            View::Ndjson => self.write_ndjson(out, &tail()),
             View::Table => self.write_table(out, inputs, stats, width),
         }
     }
 
-    fn write_json(
-        &mut self,
-        out: &mut dyn Write,
-        anomalies: &[Anomaly],
-        inputs: &[InputReport],
-        stats: &HttpStats,
-    ) -> io::Result<()> {
+    fn write_json(&mut self, out: &mut dyn Write, tail: &Tail) -> io::Result<()> {
         // Versioned like the analyze report: a field is added, never changed, within a version.
         writeln!(out, "{{\n  \"schema_version\": {HTTP_SCHEMA_VERSION},")?;
         out.write_all(b"  \"exchanges\": [")?;
@@ -375,13 +381,26 @@ impl Spool {
         } else {
             b"\n  ],"
         })?;
-        let tail = Tail {
-            inputs: InputJson::all(inputs),
-            http: stats,
-            anomalies: anomalies_json(anomalies, &self.redactor),
-        };
-        serde_json::to_writer_pretty(AfterFirst(out, false), &tail)?;
+        serde_json::to_writer_pretty(AfterFirst(out, false), tail)?;
         writeln!(out)
+    }
+
+    /// The document's content one record per line: every `exchange`, `input` and `anomaly`,
+    /// then one `summary` holding `http`.
+    fn write_ndjson(&mut self, out: &mut dyn Write, tail: &Tail) -> io::Result<()> {
+        let v = HTTP_SCHEMA_VERSION;
+        for &(_, range) in &self.pieces {
+            ndjson::write_spilled(out, "exchange", v, range, |r, out| {
+                self.spills.copy(Records::Sessions, Some(r), out)
+            })?;
+        }
+        for input in &tail.inputs {
+            ndjson::write_record(out, "input", v, input)?;
+        }
+        for a in &tail.anomalies {
+            ndjson::write_record(out, "anomaly", v, a)?;
+        }
+        ndjson::write_record(out, "summary", v, &json!({ "http": tail.http }))
     }
 
     fn write_table(

@@ -12,6 +12,7 @@ pub mod http;
 mod lacks;
 mod layout;
 pub mod markdown;
+mod ndjson;
 pub mod note;
 pub mod redact;
 pub mod sanitize;

@@ -50,7 +50,7 @@ use serde_json::Value;
 
 use crate::connections::{Connections, Ends, push_starts};
 use crate::timeline::Timeline;
-use crate::{Warnings, open_text, read_all_text};
+use crate::{Warnings, open_text, read_all_text, read_error};
 use mcpf_http::{ExchangeId, HttpSink};
 use mcpf_model::{Accounting, Capabilities, HeaderCoverage, SourceFormat, Timestamp, bucket};
 use mcpf_model::{FrameRef, InputId, Mark};
@@ -63,13 +63,13 @@ use self::headers::CREDENTIAL_HEADERS;
 use self::stream::{Head, for_each_entry};
 
 /// Reads a HAR file (plain or gzip) into `sink`. The file is read twice, entry by entry (see
-/// [`read_streaming`]); standard input, which cannot be, is read whole first.
+/// [`read_streaming`]); a stream (standard input, a FIFO), which cannot be, is read whole first.
 pub fn read_har(
     path: &str,
     input: InputId,
     sink: &mut impl HttpSink,
 ) -> Result<(InputReport, Capabilities), OpenError> {
-    if path == "-" {
+    if crate::streamed(path) {
         let mut text_input = open_text(path)?;
         let text = read_all_text(path, &mut text_input)?;
         let (mut report, caps) = read_har_text(path, &text, input, sink)?;
@@ -279,14 +279,6 @@ fn read_streaming<'r>(
     report.warnings = warnings.finish(NoteKind::MoreWarnings);
     report.accounting = scan.accounting;
     Ok((report, caps))
-}
-
-fn read_error(name: &str, e: std::io::Error) -> OpenError {
-    OpenError {
-        path: name.to_string(),
-        message: format!("cannot read: {e}"),
-        hint: None,
-    }
 }
 
 /// The first pass: the scan of every entry and the document's head, or why the text is not a

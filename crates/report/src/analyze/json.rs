@@ -771,21 +771,7 @@ pub fn write_json(
 
 /// One NDJSON record: `{"type":...,"schema_version":1,` then the record's own fields.
 pub(super) fn write_line(out: &mut dyn Write, kind: &str, compact: &[u8]) -> io::Result<()> {
-    let body = compact.strip_prefix(b"{").unwrap_or(compact);
-    line_start(out, kind)?;
-    if body != b"}" {
-        out.write_all(b",")?;
-    }
-    out.write_all(body)?;
-    out.write_all(b"\n")
-}
-
-/// The start of an NDJSON line of `kind`, up to the members of its record.
-fn line_start(out: &mut dyn Write, kind: &str) -> io::Result<()> {
-    write!(
-        out,
-        "{{\"type\":\"{kind}\",\"schema_version\":{SCHEMA_VERSION}"
-    )
+    crate::ndjson::write_line(out, kind, SCHEMA_VERSION, compact)
 }
 
 /// One record per line: `session`, `finding`, `timeline` (and `event` with `--events`), then
@@ -800,16 +786,12 @@ pub fn write_ndjson(
     let shown = rep.shown_findings(sel);
     let selected = rep.selected_spills(sel);
     for &(record, _) in &selected {
-        // Copied from the spill as `write_line` would write it: a record (never `{}`) after its
-        // opening brace follows the line's own members.
-        let Some((at, len)) = record.filter(|&(_, len)| len > 2) else {
+        let Some(range) = record.filter(|&(_, len)| len > 2) else {
             continue;
         };
-        line_start(out, "session")?;
-        out.write_all(b",")?;
-        rep.sessions
-            .copy_spilled(Records::Sessions, Some((at + 1, len - 1)), out)?;
-        out.write_all(b"\n")?;
+        crate::ndjson::write_spilled(out, "session", SCHEMA_VERSION, range, |r, out| {
+            rep.sessions.copy_spilled(Records::Sessions, Some(r), out)
+        })?;
     }
     let captures = capture_inputs(rep);
     for &p in &shown {

@@ -29,7 +29,7 @@ pub struct LiveLines {
     /// Finding handles (creation order) to the numbers they were written under.
     numbers: WireMap<usize, usize>,
     /// The first error writing (reported at the end; later sessions are not written).
-    pub error: Option<String>,
+    pub error: Option<io::Error>,
 }
 
 /// A finalized session with what is written of it besides its record.
@@ -77,7 +77,7 @@ impl LiveLines {
             return;
         }
         if let Err(e) = self.write(h, s, live).and_then(|()| self.out.flush()) {
-            self.error = Some(format!("cannot write the report: {e}"));
+            self.error = Some(e);
         }
     }
 
