@@ -323,6 +323,8 @@ pub struct TimelineEntry {
     /// `request`, `resume`, `response`, `events`, `stream_end` or `finding`.
     pub kind: String,
     pub summary: String,
+    /// The requests a row sent or answered, as the report wrote them.
+    pub request_ids: Vec<serde_json::Value>,
     /// The first and the last event ID of a run of events.
     pub event_ids: Option<(String, String)>,
     /// The findings a finding row places.

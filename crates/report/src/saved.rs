@@ -460,12 +460,21 @@ fn write_findings(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
         .map(|placed| mine[placed.at].summary.as_str())
         .collect();
     let opened = |label: &str| {
-        d.timeline_of(key)
+        let own = d
+            .timeline_of(key)
             .find(|e| {
                 e.stream.as_deref() == Some(label)
                     && matches!(e.kind.as_str(), "request" | "resume")
             })
-            .map(|e| e.summary.clone())
+            .map(|e| e.summary.clone());
+        own.or_else(|| {
+            d.timeline_of(key)
+                .filter(|e| e.kind == "request")
+                .find_map(|e| {
+                    let ids: Vec<String> = e.request_ids.iter().map(request_label).collect();
+                    crate::analyze::opened_in_run(label, &e.summary, &ids)
+                })
+        })
     };
     if let Some(text) = crate::analyze::stream_legend(&summaries, &opened) {
         writeln!(out, "{}", wrap(&terminal(&text), style.width, " ", "   "))?;
@@ -636,5 +645,14 @@ mod tests {
         let e = read_saved(wrong.as_bytes()).unwrap_err();
         assert!(e.starts_with("line 2: does not read as"), "{e}");
         assert!(e.ends_with("expected a sequence (column 49)"), "{e}");
+    }
+}
+
+/// A request ID of a saved report as the live report labels it: `7`, `"7"`, or the text of a
+/// number JSON's doubles cannot give back (`{"number": "…"}`).
+fn request_label(id: &serde_json::Value) -> String {
+    match id.get("number").and_then(serde_json::Value::as_str) {
+        Some(text) => text.to_string(),
+        None => id.to_string(),
     }
 }

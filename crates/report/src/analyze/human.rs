@@ -870,10 +870,19 @@ fn write_stream_legend(
 ) -> io::Result<()> {
     let entries: &[Entry] = rep.timelines.get(s.head.idx).map_or(&[], Vec::as_slice);
     let opened = |label: &str| {
-        entries
+        let own = entries
             .iter()
             .find(|e| e.stream.as_deref() == Some(label) && matches!(e.kind, "request" | "resume"))
-            .map(|e| e.text.clone())
+            .map(|e| e.text.clone());
+        own.or_else(|| {
+            entries
+                .iter()
+                .filter(|e| e.kind == "request")
+                .find_map(|e| {
+                    let ids: Vec<String> = e.request_ids.iter().map(|i| i.label()).collect();
+                    opened_in_run(label, &e.text, &ids)
+                })
+        })
     };
     match stream_legend(summaries, &opened) {
         Some(text) => {
@@ -921,6 +930,30 @@ pub(crate) fn stream_legend(
         })
         .collect();
     (!said.is_empty()).then(|| format!("streams: {}", said.join("; ")))
+}
+
+/// What opened `label` when its request is one of a condensed row's (`POST tools/call #8–#19
+/// (12 requests) on post:s5…post:s16, each answered on its own stream`, with `ids` its request
+/// IDs): `POST tools/call #19` for post:s16. Only when the run's streams are exactly one a
+/// request (as many stream numbers as requests): otherwise which is which is not said.
+pub(crate) fn opened_in_run(label: &str, text: &str, ids: &[String]) -> Option<String> {
+    let (_, after) = text.split_once(" on ")?;
+    let range = after.split([',', ' ']).next()?;
+    let (first, last) = range.split_once('…')?;
+    let number = |l: &str| -> Option<(String, u64)> {
+        let (kind, n) = l.split_once(":s")?;
+        Some((kind.to_string(), n.parse().ok()?))
+    };
+    let ((kind, a), (kind_b, b)) = (number(first)?, number(last)?);
+    let (want, n) = number(label)?;
+    if kind != kind_b || kind != want || !(a..=b).contains(&n) {
+        return None;
+    }
+    if usize::try_from(b - a + 1).ok()? != ids.len() {
+        return None;
+    }
+    let method = text.split(" #").next()?;
+    Some(format!("{method} #{}", ids[usize::try_from(n - a).ok()?]))
 }
 
 /// Where a finding of the session `s` was seen, from the run's typed findings.
@@ -1240,6 +1273,24 @@ mod tests {
             });
         }
         a
+    }
+
+    #[test]
+    fn a_stream_of_a_condensed_run_is_said_by_its_request_only_when_one_stream_a_request() {
+        let text = "POST tools/call #8–#19 (12 requests) on post:s5…post:s16, each answered on its own stream";
+        let ids: Vec<String> = (8..=19).map(|i| i.to_string()).collect();
+        assert_eq!(
+            opened_in_run("post:s16", text, &ids).as_deref(),
+            Some("POST tools/call #19")
+        );
+        assert_eq!(
+            opened_in_run("post:s5", text, &ids).as_deref(),
+            Some("POST tools/call #8")
+        );
+        assert_eq!(opened_in_run("post:s17", text, &ids), None);
+        assert_eq!(opened_in_run("get:s6", text, &ids), None);
+        // A stream between them that is not one of the requests': which is which is unknown.
+        assert_eq!(opened_in_run("post:s16", text, &ids[1..]), None);
     }
 
     #[test]
