@@ -71,6 +71,7 @@ json\t'One JSON document (schema_version 1, see docs/report-format.md)'
 ndjson\t'One JSON record per line (input, session, finding, timeline, event, summary)'
 markdown\t'For a postmortem: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown'
 html\t'One self-contained HTML file: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence'"
+complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l live-flush -d 'On a live pipe written as NDJSON, a session quiet for SECS (capture time) is reported as it stands, an `interim` record with what its own detectors find so far, without waiting for its end; again if it goes on and falls quiet again; finally when it ends' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -s s -l session -d 'Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it: 2665…92a9); repeatable. One that names no session is an error' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l since -d 'Only what happened at or after this time: RFC 3339 (2026-11-02T12:00:00Z), or a time of day in UTC as the timeline prints it (04:36:14.297), on each session\'s date' -r
 complete -c mcp-forensics -n "__fish_mcp_forensics_using_subcommand analyze" -l until -d 'Only what happened at or before this time (as --since)' -r

@@ -96,6 +96,7 @@ json\:"One JSON document (schema_version 1, see docs/report-format.md)"
 ndjson\:"One JSON record per line (input, session, finding, timeline, event, summary)"
 markdown\:"For a postmortem\: the verdict, sessions, findings (with Wireshark filters), a Mermaid sequence diagram and the timeline of each incident, as Markdown"
 html\:"One self-contained HTML file\: a swimlane view per incident (a lane per stream, the fallback, drop, resume and replay drawn across lanes) and the findings with their evidence"))' \
+'--live-flush=[On a live pipe written as NDJSON, a session quiet for SECS (capture time) is reported as it stands, an \`interim\` record with what its own detectors find so far, without waiting for its end; again if it goes on and falls quiet again; finally when it ends]:SECS:_default' \
 '*-s+[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '*--session=[Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it\: 2665…92a9); repeatable. One that names no session is an error]:SESSION:_default' \
 '--since=[Only what happened at or after this time\: RFC 3339 (2026-11-02T12\:00\:00Z), or a time of day in UTC as the timeline prints it (04\:36\:14.297), on each session'\''s date]:TIME:_default' \

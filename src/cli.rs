@@ -187,6 +187,12 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub no_pager: bool,
 
+    /// On a live pipe written as NDJSON, a session quiet for SECS (capture time) is reported
+    /// as it stands, an `interim` record with what its own detectors find so far, without
+    /// waiting for its end; again if it goes on and falls quiet again; finally when it ends.
+    #[arg(long, value_name = "SECS")]
+    pub live_flush: Option<f64>,
+
     /// Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it:
     /// 2665…92a9); repeatable. One that names no session is an error.
     #[arg(short, long, value_name = "SESSION", help_heading = "Filters")]

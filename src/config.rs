@@ -195,6 +195,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         max_held_events: a.max_held_events,
         selection,
         keep_conn_spans: a.write_pcap.is_some(),
+        live_flush_ns: live_flush(a.live_flush, live, a.format, a.output.as_deref())?,
         ..Settings::default()
     };
     let pcaps = a.write_pcap.map(|dir| mcpf_engine::pcaps::PcapRequest {
@@ -220,6 +221,28 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         pager: a.output.is_none() && !live && crate::pager::wanted(a.no_pager),
         output: a.output,
     })
+}
+
+/// `--live-flush SECS` in nanoseconds: for a stream input written as NDJSON only (other
+/// reports are written once, at the end, where an interim one says nothing more).
+fn live_flush(
+    secs: Option<f64>,
+    live: bool,
+    format: Option<ReportFormat>,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<Option<i64>> {
+    let Some(secs) = secs else {
+        return Ok(None);
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0 * 365.0) {
+        anyhow::bail!("--live-flush {secs}: expected seconds, more than 0");
+    }
+    if !live || report_format(format, output) != ReportFormat::Ndjson {
+        anyhow::bail!(
+            "--live-flush reports sessions before they end on a stream input (standard input, a FIFO) written as --format ndjson; this run writes its report once, at the end"
+        );
+    }
+    Ok(Some((secs * 1e9) as i64))
 }
 
 fn generated(what: &str) -> anyhow::Result<Generated> {

@@ -8,6 +8,14 @@ use std::time::Duration;
 /// `analyze ARGS -` reading the seed capture from a pipe kept open (the capture still
 /// "running"): the child, and the pipe's end to close or keep.
 fn on_a_live_pipe(args: &[&str]) -> (std::process::Child, std::process::ChildStdin) {
+    on_a_live_pipe_of("seed-incident-client-leg.pcap", args)
+}
+
+/// The same with another sample of `samples/`.
+fn on_a_live_pipe_of(
+    sample: &str,
+    args: &[&str],
+) -> (std::process::Child, std::process::ChildStdin) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("COLUMNS", "100")
@@ -19,11 +27,7 @@ fn on_a_live_pipe(args: &[&str]) -> (std::process::Child, std::process::ChildStd
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/samples/seed-incident-client-leg.pcap"
-    ))
-    .unwrap();
+    let bytes = std::fs::read(format!("{}/samples/{sample}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&bytes).unwrap();
     stdin.flush().unwrap();
@@ -227,4 +231,124 @@ fn ndjson_written_live_ends_quietly_on_a_closed_pipe() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
+}
+
+/// The lines of a child's standard output as they come.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The seed incident with a two-hour backoff before the resume: with `--live-flush 60` the
+/// session, quiet for two hours, is reported as it stood (the fallback and the reset counter,
+/// no replay yet) while the pipe is still open and before the session ends; its final record
+/// then has the replay.
+#[test]
+fn live_flush_reports_a_quiet_session_as_it_stands_before_it_ends() {
+    let (mut child, stdin) = on_a_live_pipe_of(
+        "seed-incident-backoff-2h.pcap",
+        &["--format", "ndjson", "--live-flush", "60"],
+    );
+    let rx = lines_of(&mut child);
+    let mut before = Vec::new();
+    let interim = loop {
+        let rec = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("an interim record while the pipe is open");
+        if rec["type"] == "interim" {
+            break rec;
+        }
+        before.push(rec);
+    };
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(interim["session"], "S1");
+    let kinds: Vec<&str> = interim["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"sse_fallback"), "{kinds:?}");
+    assert!(!kinds.contains(&"cross_namespace_replay"), "{kinds:?}");
+    assert!(
+        interim["findings"][0]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("S1~")
+    );
+    // The session ends by evidence (its DELETE) while the pipe is still open.
+    let session = loop {
+        let rec = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("its record");
+        if rec["type"] == "session" {
+            break rec;
+        }
+    };
+    assert_eq!(session["key"], "S1");
+    drop(stdin);
+    let rest: Vec<serde_json::Value> = rx.iter().collect();
+    child.wait().unwrap();
+    assert!(
+        rest.iter()
+            .any(|r| r["type"] == "finding" && r["kind"] == "cross_namespace_replay")
+    );
+}
+
+/// A session that goes on after its interim report and falls quiet again is reported again;
+/// a file, written once at the end, refuses the option.
+#[test]
+fn live_flush_reports_again_after_more_traffic_and_needs_a_live_ndjson_run() {
+    let (mut child, stdin) = on_a_live_pipe_of(
+        "python-sdk-resume-many.pcap",
+        &["--format", "ndjson", "--live-flush", "0.5"],
+    );
+    let rx = lines_of(&mut child);
+    drop(stdin);
+    let records: Vec<serde_json::Value> = rx.iter().collect();
+    child.wait().unwrap();
+    let mut by_session: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for r in records.iter().filter(|r| r["type"] == "interim") {
+        by_session
+            .entry(r["session"].as_str().unwrap().to_string())
+            .or_default()
+            .push(r["quiet_since"].as_str().unwrap().to_string());
+    }
+    let again = by_session.values().filter(|v| v.len() > 1).count();
+    assert!(again > 0, "{by_session:?}");
+    for times in by_session.values() {
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    }
+    // Healthy: nothing above info, interim or final.
+    assert!(records.iter().all(|r| {
+        let f = if r["type"] == "interim" {
+            r["findings"].as_array().unwrap().clone()
+        } else {
+            vec![r.clone()]
+        };
+        f.iter()
+            .all(|f| f["severity"].is_null() || f["severity"] == "info")
+    }));
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-forensics"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "analyze",
+            "--live-flush",
+            "60",
+            "samples/seed-incident-client-leg.pcap",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--live-flush"));
 }

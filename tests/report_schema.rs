@@ -724,6 +724,7 @@ fn ndjson_matches_the_document(sample: &str) {
         "finding" => "#/$defs/finding",
         "timeline" => "#/$defs/timeline_entry",
         "profile" => "#/$defs/profile_row",
+        "interim" => "#/$defs/interim",
         "event" => "#/$defs/event",
         "summary" => "#/$defs/ndjson_summary",
         other => panic!("record type {other} has no definition"),

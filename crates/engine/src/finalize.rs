@@ -123,6 +123,20 @@ impl Finalizer {
         }
     }
 
+    /// A session in progress, quiet for `--live-flush`: the session's own detectors run on it
+    /// (apart from the run's, whose cross-session state it must not touch) and what they find so
+    /// far is written as an interim record. The session goes on and is reported when it ends.
+    pub(crate) fn interim(&mut self, s: &Session) {
+        let mut detector = Detector::new();
+        let outcomes = detector.group(&[s]);
+        let all = detector.findings();
+        let findings: Vec<&Finding> = outcomes
+            .first()
+            .map(|o| o.findings.iter().map(|&h| &all[h]).collect())
+            .unwrap_or_default();
+        self.writer.interim(s, &findings);
+    }
+
     /// Runs the detectors on a group (the observations of one session), then writes its one
     /// record: the observation nearest the client, the others its vantage points.
     #[allow(clippy::vec_box)]

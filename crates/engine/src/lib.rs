@@ -69,6 +69,9 @@ pub struct Settings {
     pub tool: mcpf_report::analyze::Tool,
     /// Keep where each TCP connection's frames are ([`Run::conn_spans`]), for `--write-pcap`.
     pub keep_conn_spans: bool,
+    /// Interim reports of sessions quiet this long (capture time, nanoseconds) on a live pipe
+    /// written as NDJSON (`--live-flush`).
+    pub live_flush_ns: Option<i64>,
 }
 
 impl Default for Settings {
@@ -87,6 +90,7 @@ impl Default for Settings {
                 version: env!("CARGO_PKG_VERSION"),
             },
             keep_conn_spans: false,
+            live_flush_ns: None,
         }
     }
 }

@@ -69,12 +69,23 @@ impl SessionStage {
         // point (the builder closes it on evidence), so its findings do not depend on the choice.
         let early = sources.iter().all(|s| *s == SourceFormat::Capture);
         let (callback, finishing) = finalizing(finalizer.clone(), threaded);
-        let builder = Builder::new()
+        let mut builder = Builder::new()
             .with_early_finalize(early)
             .with_sources(sources)
             .with_session_callback(callback)
             .with_max_session_events(settings.max_session_events)
             .with_max_session_exchanges(settings.max_session_exchanges);
+        if let Some(ns) = settings.live_flush_ns {
+            let f = finalizer.clone();
+            builder = builder.with_live_flush(
+                ns,
+                Box::new(move |s| {
+                    if let Ok(mut f) = f.lock() {
+                        f.interim(&s);
+                    }
+                }),
+            );
+        }
         SessionStage {
             builder,
             finalizer,

@@ -326,6 +326,10 @@ impl Builder {
             Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
             Some(Filing::Unheld(..)) => {}
             Some(&mut Filing::Session(s, pos)) => {
+                if self.flush.is_some() {
+                    self.touch(s, rec.mark.time);
+                    self.flush_quiet(rec.mark.time);
+                }
                 if let Some(session) = self.live_mut(s) {
                     session.events_held += 1;
                     if let Some(stream) = session.streams.get_mut(pos) {
@@ -481,6 +485,7 @@ impl Builder {
         mark: Mark,
         initialized: Option<Initialized>,
     ) {
+        self.touch(s, mark.time);
         let Some(session) = self.live_mut(s) else {
             return;
         };

@@ -31,13 +31,27 @@ impl Builder {
 
     pub(super) fn finalize(&mut self, idx: SessionIdx) {
         self.restore(idx);
-        let payloads = self.payloads.reader();
-        let Some(s) = self.sessions.get_mut(idx).and_then(|s| s.as_deref_mut()) else {
+        // Taken out while it is analysed: the analysis reads the builder's tables.
+        let Some(mut s) = self.sessions.get_mut(idx).and_then(Option::take) else {
             return;
         };
-        if s.finalized {
-            return;
+        let done = s.finalized;
+        if !done {
+            self.analyse(&mut s);
+            s.finalized = true;
         }
+        if let Some(slot) = self.sessions.get_mut(idx) {
+            *slot = Some(s);
+        }
+        if !done {
+            self.hand_on(idx);
+        }
+    }
+
+    /// What the inputs could record of it, then its analysis (fallbacks, resumes, namespaces):
+    /// of a session that ended, or of a copy of one in progress (`--live-flush`).
+    pub(super) fn analyse(&mut self, s: &mut Session) {
+        let payloads = self.payloads.reader();
         let mut requests_named = true;
         for st in &mut s.streams {
             st.unpack_events();
@@ -65,7 +79,17 @@ impl Builder {
         let negotiated = analysis::fill_initialize(s);
         analysis::fill_revision(s, negotiated.as_deref());
         analysis::analyse(s);
-        s.finalized = true;
+    }
+
+    /// A session just finalized: its IDs leave the carriers' index, it is tied to the other
+    /// observations of its ID, and it goes to the next stage.
+    fn hand_on(&mut self, idx: SessionIdx) {
+        if let Some(f) = &mut self.flush {
+            f.forget(idx);
+        }
+        let Some(s) = self.sessions.get(idx).and_then(|s| s.as_deref()) else {
+            return;
+        };
         let ids = s
             .streams
             .iter()
@@ -200,6 +224,7 @@ impl Builder {
             return;
         }
         self.now = t;
+        self.flush_quiet(t);
         while let Some(&(since, idx)) = self.quiet.front() {
             if self.now.0.saturating_sub(since.0) < SPILL_AFTER_NS {
                 break;

@@ -11,6 +11,7 @@
 
 mod carriers;
 mod exchanges;
+mod flush;
 mod lifetime;
 mod prepared;
 
@@ -285,6 +286,8 @@ pub struct Builder {
     quiet: VecDeque<(mcpf_model::Timestamp, SessionIdx)>,
     /// The latest capture time seen.
     now: mcpf_model::Timestamp,
+    /// Interim reports of quiet sessions (`--live-flush`).
+    flush: Option<flush::LiveFlush>,
     /// The anomalies of the HTTP stage (and of HAR files and logs), kept for the report up to
     /// a cap and counted by kind.
     pub anomalies: crate::Anomalies,

@@ -220,6 +220,7 @@ impl Builder {
             session
         };
         self.carried_mcp.insert(stream.exchange.conn);
+        self.touch(session, stream.opened.time);
         let cap = self.max_session_exchanges.0;
         let Some(s) = self.live_mut(session) else {
             // Not reachable: a finalized session was continued above.

@@ -81,6 +81,46 @@ impl LiveLines {
         }
     }
 
+    /// An interim record of a session in progress, quiet since its last activity: what its own
+    /// detectors find so far. Its findings are named `S3~1`, `S3~2`…, not numbered: the numbers
+    /// are the final findings', given when the session ends.
+    pub(super) fn interim(&mut self, s: &Session, findings: &[&Finding]) {
+        if self.error.is_some() || !self.sel.names_or_all(&s.label(), s.session_id.as_deref()) {
+            return;
+        }
+        let r = self.redactor;
+        let label = s.label();
+        let local: Vec<usize> = findings.iter().map(|f| f.handle).collect();
+        let name = |h: usize| match local.iter().position(|&x| x == h) {
+            Some(i) => format!("{label}~{}", i + 1),
+            None => format!("{label}~?"),
+        };
+        let listed: Vec<serde_json::Value> = findings
+            .iter()
+            .filter(|f| self.sel.min_severity.is_none_or(|m| f.severity.at_least(m)))
+            .map(|f| {
+                let causes = f.caused_by.iter().map(|&c| name(c)).collect();
+                finding_json_as(name(f.handle), causes, f, &r, &self.captures)
+            })
+            .collect();
+        let open = s.streams.iter().filter(|st| st.ended.is_none()).count();
+        let record = serde_json::json!({
+            "session": label,
+            "session_id": s.session_id.as_deref().map(|i| r.text(i)),
+            "server": format!("{} {}", s.server, r.text(&s.path)),
+            "quiet_since": s.end.time.rfc3339(),
+            "streams_open": open,
+            "findings": listed,
+        });
+        let written = serde_json::to_vec(&record)
+            .map_err(io::Error::other)
+            .and_then(|v| write_line(&mut self.out, "interim", &v))
+            .and_then(|()| self.out.flush());
+        if let Err(e) = written {
+            self.error = Some(e);
+        }
+    }
+
     /// The number `handle` is written under: given now if it has none yet (a cause in a session
     /// written later keeps it), so a reference never names another finding.
     fn id(&mut self, handle: usize) -> String {

@@ -119,6 +119,11 @@ impl Selection {
             .is_some_and(|keys| keys.iter().any(|k| key_names_session(k, label, session_id)))
     }
 
+    /// Whether the session is shown by `--session`: named by it, or no `--session` given.
+    pub fn names_or_all(&self, label: &str, session_id: Option<&str>) -> bool {
+        self.sessions.is_none() || self.names(label, session_id)
+    }
+
     /// Whether the session is shown: named by `--session` (when given) and overlapping the
     /// time window.
     fn selects(&self, s: &SessionHeader) -> bool {

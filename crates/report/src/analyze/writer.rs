@@ -265,6 +265,14 @@ impl SessionWriter {
 
     /// Renders a finalized, summarized session and keeps its header. The session is consumed:
     /// a background renderer takes it.
+    /// An interim report of a session in progress (`--live-flush`), when sessions are written
+    /// live: nothing is kept of it.
+    pub fn interim(&mut self, s: &Session, findings: &[&mcpf_detect::Finding]) {
+        if let Some(l) = self.live.as_mut() {
+            l.interim(s, findings);
+        }
+    }
+
     pub fn write(
         &mut self,
         s: Box<Session>,
