@@ -68,6 +68,12 @@
 //! block, priming events included, comments not), `resumed_streams` (GETs with `Last-Event-ID`),
 //! `non_mcp_requests`, `connections` (TCP connections, one per SYN), `sessions`, and the file's
 //! `bytes` and `packets`. `detail` breaks these down further.
+//!
+//! # Mostly not MCP (`--noise-share`)
+//!
+//! With `--noise-share 0.96` the traffic above takes 4% of `--size` and is written alone to
+//! `--mcp-out`; `--out` gets the same records merged with traffic that is not MCP (bulk HTTP/1.1,
+//! JSON APIs, TLS, HTTP/2, short connections): see `gen_capture/noise.rs`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
