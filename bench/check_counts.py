@@ -2,9 +2,15 @@
 """Checks an mcp-forensics JSON report against the generator's exact counts.
 
     check_counts.py COUNTS_JSON REPORT_JSON [--view analyze|http|flows] [--strict]
+                    [--alone ALONE_COUNTS_JSON]
 
 COUNTS_JSON is the FILE.counts.json that examples/gen_capture.rs writes next to the capture.
 REPORT_JSON is the output of `mcp-forensics <view> --format json FILE`.
+
+A mixed capture (`gen_capture --noise-share`) has counts for the whole file (what the report must
+find: the MCP traffic's sessions, messages and events, every connection and HTTP exchange of
+both) and, under "mcp", the counts of its MCP traffic; --alone compares those, every one, with
+the counts of the MCP-alone file (`--mcp-out`), which must be equal.
 
 Views:
   analyze  the full analysis (docs/report-format.md): ANALYZE_FIELDS below maps each generator
@@ -40,6 +46,7 @@ ANALYZE_FIELDS = {
     "sse_events": "sessions.*.counts.events",
     "resumed_streams": "sessions.*.resumption.resumes",
     "non_mcp_requests": "summary.http_exchanges - summary.mcp_exchanges",
+    "jsonrpc_not_mcp": "summary.jsonrpc_not_mcp",
     "bytes": "inputs.*.bytes",
     "packets": "inputs.*.packets",
 }
@@ -56,9 +63,13 @@ COUNT_KEYS = [
     "sse_events",
     "resumed_streams",
     "non_mcp_requests",
+    "jsonrpc_not_mcp",
     "bytes",
     "packets",
 ]
+
+# Counts only some captures have (the mixed one): compared when the counts file has them.
+OPTIONAL_KEYS = {"jsonrpc_not_mcp"}
 
 MCP_PATH = "/mcp"
 
@@ -264,10 +275,12 @@ def main():
     ap.add_argument("report")
     ap.add_argument("--view", choices=["analyze", "http", "flows"], default="analyze")
     ap.add_argument("--strict", action="store_true", help="fail on counts the report lacks")
+    ap.add_argument("--alone", help="counts of the MCP-alone file of a mixed capture")
     args = ap.parse_args()
 
     with open(args.counts, encoding="utf-8") as f:
-        expected = json.load(f)["counts"]
+        doc = json.load(f)
+    expected = doc["counts"]
     found, extra, notes = {
         "analyze": analyze_counts,
         "http": http_counts,
@@ -278,6 +291,8 @@ def main():
     bad = missing = ok = 0
     for key in COUNT_KEYS:
         exp = expected.get(key)
+        if exp is None and key in OPTIONAL_KEYS:
+            continue
         if key not in found:
             if args.view == "analyze":
                 rows.append((key, exp, "not reported", "n/a"))
@@ -288,6 +303,16 @@ def main():
         ok += good
         bad += not good
         rows.append((key, exp, got, "ok" if good else "MISMATCH"))
+    if args.alone:
+        with open(args.alone, encoding="utf-8") as f:
+            alone = json.load(f)["counts"]
+        mcp = doc.get("mcp")
+        good = mcp == alone
+        ok += good
+        bad += not good
+        differ = [k for k in sorted(set(alone) | set(mcp or {})) if (mcp or {}).get(k) != alone.get(k)]
+        rows.append(("MCP part vs the MCP-alone file's counts (all %d, detail included)" % len(alone),
+                     "equal", "equal" if good else "differ: " + ", ".join(differ), "ok" if good else "MISMATCH"))
     for key, (exp, got) in extra.items():
         good = got == exp
         ok += good

@@ -18,6 +18,8 @@
 #                CARGO_PROFILE_RELEASE_DEBUG=line-tables-only into $CARGO_TARGET_DIR/debuginfo)
 #   FILE         capture to profile (default: generated with GEN, SIZE, SEED, PORT)
 #   SIZE         size of the generated capture (default 32MiB); SEED (1), PORT (8080)
+#   NOISE_SHARE  generate a mostly-not-MCP capture with this share of other traffic (e.g. 0.96;
+#                default: all MCP)
 #   GEN          prebuilt gen_capture (default: `cargo build --release --example gen_capture`)
 #   PROFILE_DIR  where the capture, callgrind.out and the annotation go (default: a new
 #                temporary directory); KEEP=1 keeps the capture
@@ -71,8 +73,10 @@ if [ -z "${FILE:-}" ]; then
     GENERATED=1
     resolve_bins gen
     FILE="$PROFILE_DIR/profile-$SIZE.pcap"
-    log "generating $SIZE -> $FILE"
-    "$GEN" --size "$SIZE" --out "$FILE" --seed "$SEED" --port "$PORT" >/dev/null 2>&1
+    MIX=()
+    [ -z "${NOISE_SHARE:-}" ] || MIX=(--noise-share "$NOISE_SHARE" --mcp-out "$FILE.mcp.pcap")
+    log "generating $SIZE ${NOISE_SHARE:+(noise share $NOISE_SHARE) }-> $FILE"
+    "$GEN" --size "$SIZE" --out "$FILE" --seed "$SEED" --port "$PORT" "${MIX[@]}" >/dev/null 2>&1
 fi
 BYTES=$(stat -c %s "$FILE")
 
@@ -90,14 +94,14 @@ if [ -z "${CALLGRIND_OUT:-}" ]; then
 fi
 callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$OUT" >"$PROFILE_DIR/annotate.txt"
 log "callgrind output: $OUT; annotation: $PROFILE_DIR/annotate.txt"
-[ "$GENERATED" = 0 ] || [ "$KEEP" = 1 ] || rm -f "$FILE"
+[ "$GENERATED" = 0 ] || [ "$KEEP" = 1 ] || rm -f "$FILE" "$FILE.mcp.pcap"
 
 BIN_V=$("$BIN" --version 2>/dev/null | head -1 || true)
 echo "## Instructions per stage $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "- ${BIN_V:-mcp-forensics} (\`$BIN\`): \`analyze --threads 1 --format json -q\` under \`valgrind --tool=callgrind\`"
 if [ "$GENERATED" = 1 ]; then
-    echo "- Input: a $SIZE capture from \`examples/gen_capture.rs\` (seed $SEED, port $PORT), $BYTES bytes"
+    echo "- Input: a $SIZE capture from \`examples/gen_capture.rs\` (seed $SEED, port $PORT${NOISE_SHARE:+, --noise-share $NOISE_SHARE}), $BYTES bytes"
 else
     echo "- Input: \`$FILE\`, $BYTES bytes"
 fi

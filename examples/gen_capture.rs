@@ -68,13 +68,19 @@
 //! block, priming events included, comments not), `resumed_streams` (GETs with `Last-Event-ID`),
 //! `non_mcp_requests`, `connections` (TCP connections, one per SYN), `sessions`, and the file's
 //! `bytes` and `packets`. `detail` breaks these down further.
+//!
+//! # Mostly not MCP (`--noise-share`)
+//!
+//! With `--noise-share 0.96` the traffic above takes 4% of `--size` and is written alone to
+//! `--mcp-out`; `--out` gets the same records merged with traffic that is not MCP (bulk HTTP/1.1,
+//! JSON APIs, TLS, HTTP/2, short connections): see `gen_capture/noise.rs`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
@@ -98,15 +104,26 @@ struct Args {
     /// Server TCP port (MCP and plain HTTP alike).
     #[arg(long, default_value_t = 8080)]
     port: u16,
-    /// Clients active at the same time once ramped up.
-    #[arg(long, default_value_t = 2500)]
-    concurrency: u32,
+    /// MCP and API clients active at the same time once ramped up [default: 2500, or
+    /// 2500 × (1 − noise share) with --noise-share, so that MCP has the same time to fill its
+    /// smaller share of the bytes].
+    #[arg(long)]
+    concurrency: Option<u32>,
     /// Share of HTTP requests that are not MCP.
     #[arg(long, default_value_t = 0.2)]
     non_mcp_share: f64,
     /// Share of tools/call and GET streams broken by RST and resumed with Last-Event-ID.
     #[arg(long, default_value_t = 0.05)]
     break_rate: f64,
+    /// Share of the file's bytes that is not MCP traffic (e.g. 0.96): bulk HTTP/1.1, JSON APIs,
+    /// TLS, HTTP/2 and short connections around the MCP traffic, which is also written alone
+    /// to --mcp-out. 0: MCP traffic only.
+    #[arg(long, default_value_t = 0.0)]
+    noise_share: f64,
+    /// With --noise-share: where the MCP traffic alone goes (every packet and timestamp as in
+    /// OUT), with its own counts [default: OUT.mcp.pcap].
+    #[arg(long)]
+    mcp_out: Option<PathBuf>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +187,11 @@ macro_rules! w {
     ($buf:expr, $($arg:tt)*) => {{ let _ = write!($buf, $($arg)*); }};
 }
 
+// The noise of the mostly-not-MCP capture (after `w!`, which it uses); in a directory of its own
+// so that Cargo does not take it for an example.
+#[path = "gen_capture/noise.rs"]
+mod noise;
+
 // ---------------------------------------------------------------------------------------------
 // Output and counts.
 
@@ -202,23 +224,65 @@ struct Out {
 }
 
 impl Out {
-    fn packet(&mut self, t: u64, spec: &SegmentSpec<'_>) -> io::Result<()> {
+    fn create(path: &Path) -> io::Result<Out> {
+        let counting = CountingWriter {
+            inner: BufWriter::with_capacity(4 << 20, File::create(path)?),
+            bytes: 0,
+        };
+        Ok(Out {
+            w: PcapWriter::new(counting, linktype::ETHERNET, 262_144, false, false)?,
+            packets: 0,
+            bytes: 24,
+            last_t: 0,
+        })
+    }
+
+    /// Writes one segment; returns the bytes it took in the file.
+    fn packet(&mut self, t: u64, spec: &SegmentSpec<'_>) -> io::Result<u64> {
+        let ip = ip_packet(spec);
+        self.frame(t, &link_frame(linktype::ETHERNET, &ip, &[]))
+    }
+
+    /// Writes one Ethernet frame captured `t` microseconds into the capture.
+    fn frame(&mut self, t: u64, frame: &[u8]) -> io::Result<u64> {
         debug_assert!(
             t >= self.last_t,
             "time went backwards: {t} < {}",
             self.last_t
         );
         self.last_t = t;
-        let ip = ip_packet(spec);
-        let frame = link_frame(linktype::ETHERNET, &ip, &[]);
         let ts = Timestamp::from_secs_nanos(
             BASE_SECS + (t / 1_000_000) as i64,
             (t % 1_000_000) as u32 * 1000,
         );
-        self.w.packet(ts, &frame, frame.len() as u32)?;
+        self.w.packet(ts, frame, frame.len() as u32)?;
         self.packets += 1;
         self.bytes += 16 + frame.len() as u64;
-        Ok(())
+        Ok(16 + frame.len() as u64)
+    }
+
+    /// Flushes the file; returns its size, checked against what was written.
+    fn finish(self) -> io::Result<u64> {
+        let mut inner = self.w.into_inner();
+        inner.flush()?;
+        assert_eq!(inner.bytes, self.bytes, "byte accounting");
+        Ok(inner.bytes)
+    }
+}
+
+/// Where a connection's packets go: the MCP capture, or the noise of a mixed one.
+trait Wire {
+    fn packet(&mut self, t: u64, spec: &SegmentSpec<'_>) -> io::Result<()>;
+    /// Segments a reset discarded before they reached the wire (the models never do this).
+    fn dropped(&mut self, n: u64);
+}
+
+impl Wire for Ctx {
+    fn packet(&mut self, t: u64, spec: &SegmentSpec<'_>) -> io::Result<()> {
+        self.out.packet(t, spec).map(drop)
+    }
+    fn dropped(&mut self, n: u64) {
+        self.counts.detail.dropped_segments += n;
     }
 }
 
@@ -544,9 +608,35 @@ struct Conn {
     h: [Half; 2],
     fins: u8,
     dead: bool,
+    /// Window scale offered in both SYNs (RFC 7323): bulk transfers need windows past 64 KiB.
+    wscale: Option<u8>,
 }
 
 impl Conn {
+    /// A connection whose SYN leaves at `t`; returns it and when the client can send.
+    fn open(
+        id: u32,
+        ends: (SocketAddrV4, SocketAddrV4),
+        rtt: u64,
+        isn: [u32; 2],
+        wscale: Option<u8>,
+        t: u64,
+    ) -> (Conn, u64) {
+        let mut c = Conn {
+            id,
+            client: ends.0,
+            server: ends.1,
+            rtt,
+            h: [Half::new(isn[0]), Half::new(isn[1])],
+            fins: 0,
+            dead: false,
+            wscale,
+        };
+        c.queue(SIDE_C, t, &[], F_SYN);
+        let synack = c.queue(SIDE_S, t + 15, &[], F_SYN);
+        (c, synack + rtt + 10)
+    }
+
     /// Delay, as seen by the sniffer, before `receiver` can acknowledge what it was sent.
     fn lag(&self, receiver: usize) -> u64 {
         if receiver == SIDE_S {
@@ -661,11 +751,14 @@ impl Conn {
         if side == SIDE_C {
             s.window = 64_240;
         }
+        if flags.syn {
+            s.wscale = self.wscale;
+        }
         s
     }
 
     /// Puts the earliest queued packet on the wire.
-    fn emit(&mut self, ctx: &mut Ctx) -> io::Result<()> {
+    fn emit(&mut self, ctx: &mut impl Wire) -> io::Result<()> {
         let seg_t = |h: &Half| h.segs.front().map_or(NEVER, |s| s.t);
         let cands = [
             seg_t(&self.h[0]),
@@ -686,7 +779,7 @@ impl Conn {
         }
     }
 
-    fn emit_segment(&mut self, s: usize, ctx: &mut Ctx) -> io::Result<()> {
+    fn emit_segment(&mut self, s: usize, ctx: &mut impl Wire) -> io::Result<()> {
         let seg = self.h[s].segs.pop_front().expect("segment");
         let other = 1 - s;
         let client_syn = s == SIDE_C && seg.flags & F_SYN != 0;
@@ -706,7 +799,7 @@ impl Conn {
             let h = &self.h[s];
             let payload = &h.buf[h.off..h.off + seg.len as usize];
             let spec = self.spec(s, seq, ack, flags, payload);
-            ctx.out.packet(seg.t, &spec)?;
+            ctx.packet(seg.t, &spec)?;
         }
         let h = &mut self.h[s];
         h.off += seg.len as usize;
@@ -718,8 +811,7 @@ impl Conn {
             }
         }
         if flags.rst {
-            ctx.counts.detail.dropped_segments +=
-                (self.h[0].segs.len() + self.h[1].segs.len()) as u64;
+            ctx.dropped((self.h[0].segs.len() + self.h[1].segs.len()) as u64);
             for h in &mut self.h {
                 h.segs.clear();
                 h.timer = NEVER;
@@ -752,7 +844,7 @@ impl Conn {
         Ok(())
     }
 
-    fn emit_pure_ack(&mut self, d: usize, t: u64, ctx: &mut Ctx) -> io::Result<()> {
+    fn emit_pure_ack(&mut self, d: usize, t: u64, ctx: &mut impl Wire) -> io::Result<()> {
         let r = 1 - d;
         let ack = self.ackable(d, t);
         if ack != self.h[d].acked {
@@ -761,7 +853,7 @@ impl Conn {
                 ..TcpFlags::default()
             };
             let spec = self.spec(r, self.h[r].nxt, ack, flags, &[]);
-            ctx.out.packet(t, &spec)?;
+            ctx.packet(t, &spec)?;
             self.h[d].acked = ack;
         }
         self.reschedule(d);
@@ -934,6 +1026,7 @@ struct Actor {
 /// Client addresses: 10.64.0.0/16 (minus .0 and .255 hosts), each with its own ephemeral port
 /// counter so no 4-tuple is ever reused.
 struct Addrs {
+    base: u32,
     next_ip: u32,
     ports: Vec<u16>,
 }
@@ -941,8 +1034,9 @@ struct Addrs {
 const CLIENT_IPS: u32 = 16_000;
 
 impl Addrs {
-    fn new() -> Self {
+    fn new(base: Ipv4Addr) -> Self {
         Addrs {
+            base: u32::from(base),
             next_ip: 0,
             ports: (0..CLIENT_IPS)
                 .map(|i| 32_768 + (mix(u64::from(i)) % 20_000) as u16)
@@ -953,8 +1047,13 @@ impl Addrs {
         let i = self.next_ip % CLIENT_IPS;
         self.next_ip += 1;
         let host = i + 2 * (i / 254) + 1; // skip .0 and .255
-        let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 64, 0, 0)) + host);
-        (ip, i)
+        (Ipv4Addr::from(self.base + host), i)
+    }
+    /// The next ephemeral port of client `ip_index`.
+    fn port(&mut self, ip_index: u32) -> u16 {
+        let port = self.ports[ip_index as usize];
+        self.ports[ip_index as usize] = if port >= 60_999 { 32_768 } else { port + 1 };
+        port
     }
 }
 
@@ -1191,24 +1290,11 @@ impl Actor {
     }
 
     fn open_conn(&mut self, t: u64, addrs: &mut Addrs, ip_index: u32, ctx: &mut Ctx) -> (u32, u64) {
-        let port = addrs.ports[ip_index as usize];
-        addrs.ports[ip_index as usize] = if port >= 60_999 { 32_768 } else { port + 1 };
+        let client = SocketAddrV4::new(self.client_ip, addrs.port(ip_index));
         let id = self.next_conn;
         self.next_conn += 1;
-        let mut c = Conn {
-            id,
-            client: SocketAddrV4::new(self.client_ip, port),
-            server: self.server,
-            rtt: self.rtt,
-            h: [
-                Half::new(self.rng.next() as u32),
-                Half::new(self.rng.next() as u32),
-            ],
-            fins: 0,
-            dead: false,
-        };
-        c.queue(SIDE_C, t, &[], F_SYN);
-        let synack = c.queue(SIDE_S, t + 15, &[], F_SYN);
+        let isn = [self.rng.next() as u32, self.rng.next() as u32];
+        let (c, ready) = Conn::open(id, (client, self.server), self.rtt, isn, None, t);
         self.conns.push(c);
         ctx.counts.connections += 1;
         ctx.open_conns += 1;
@@ -1217,7 +1303,7 @@ impl Actor {
             .detail
             .max_concurrent_connections
             .max(ctx.open_conns);
-        (id, synack + self.rtt + 10)
+        (id, ready)
     }
 
     /// Does one thing due at `now`: a packet or a step of the client's script.
@@ -2284,20 +2370,73 @@ fn main() -> io::Result<()> {
     let args = Args::parse();
     let target =
         parse_size(&args.size).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if !(0.0..1.0).contains(&args.noise_share) {
+        let e = "--noise-share must be at least 0 and below 1";
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+    }
+    if args.noise_share > 0.0 {
+        return noise::main(&args, target);
+    }
     let started = Instant::now();
-    let file = File::create(&args.out)?;
-    let counting = CountingWriter {
-        inner: BufWriter::with_capacity(4 << 20, file),
-        bytes: 0,
-    };
-    let w = PcapWriter::new(counting, linktype::ETHERNET, 262_144, false, false)?;
-    let mut ctx = Ctx {
-        out: Out {
-            w,
-            packets: 0,
-            bytes: 24,
-            last_t: 0,
+    let concurrency = args.concurrency.unwrap_or(2500);
+    let counts = write_mcp(&args, &args.out, target, concurrency)?;
+    write_json(
+        &counts_path(&args.out),
+        &mcp_doc(&args, target, concurrency, &counts),
+    )?;
+    say_wrote(&args.out, &counts, started);
+    Ok(())
+}
+
+/// The `FILE.counts.json` next to a capture.
+fn counts_path(capture: &Path) -> PathBuf {
+    let mut p = capture.as_os_str().to_owned();
+    p.push(".counts.json");
+    PathBuf::from(p)
+}
+
+fn write_json(path: &Path, doc: &serde_json::Value) -> io::Result<()> {
+    let mut f = BufWriter::new(File::create(path)?);
+    serde_json::to_writer_pretty(&mut f, doc)?;
+    writeln!(f)?;
+    f.flush()
+}
+
+fn mcp_doc(args: &Args, target: u64, concurrency: u32, counts: &Counts) -> serde_json::Value {
+    serde_json::json!({
+        "generator": {
+            "seed": args.seed,
+            "port": args.port,
+            "target_bytes": target,
+            "concurrency": concurrency,
+            "non_mcp_share": args.non_mcp_share,
+            "break_rate": args.break_rate,
+            "event_ids": "<stream>-<n>: stream 0 = standalone GET, 1.. = POST streams of the session in order; n from 1 per stream, 0 = priming",
         },
+        "counts": counts,
+    })
+}
+
+fn say_wrote(path: &Path, counts: &Counts, started: Instant) {
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "wrote {} ({} bytes, {} packets, {} sessions, {} connections, {} HTTP requests) in {:.2}s ({:.0} MB/s); counts in {}",
+        path.display(),
+        counts.bytes,
+        counts.packets,
+        counts.sessions,
+        counts.connections,
+        counts.http_requests,
+        secs,
+        counts.bytes as f64 / secs / 1e6,
+        counts_path(path).display()
+    );
+}
+
+/// Writes the MCP (and plain API) traffic of about `target` bytes to `path`; returns its counts.
+fn write_mcp(args: &Args, path: &Path, target: u64, concurrency: u32) -> io::Result<Counts> {
+    let mut ctx = Ctx {
+        out: Out::create(path)?,
         counts: Counts::default(),
         lorem: make_lorem(args.seed),
         date_sec: u64::MAX,
@@ -2308,12 +2447,11 @@ fn main() -> io::Result<()> {
         ev: Vec::with_capacity(16 * 1024),
         data: Vec::with_capacity(64 * 1024),
     };
-    let mut addrs = Addrs::new();
+    let mut addrs = Addrs::new(Ipv4Addr::new(10, 64, 0, 0));
     let mut master = Rng::new(args.seed);
-    let mut slots: Vec<Slot> = Vec::with_capacity(args.concurrency as usize);
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
-        BinaryHeap::with_capacity(args.concurrency as usize);
-    for i in 0..args.concurrency {
+    let mut slots: Vec<Slot> = Vec::with_capacity(concurrency as usize);
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(concurrency as usize);
+    for i in 0..concurrency {
         slots.push(Slot::Idle);
         heap.push(Reverse((master.below(RAMP_US), i)));
     }
@@ -2415,13 +2553,9 @@ fn main() -> io::Result<()> {
         }
     }
 
-    let mut inner = ctx.out.w.into_inner();
-    inner.flush()?;
-    let file_bytes = inner.bytes;
-    assert_eq!(file_bytes, ctx.out.bytes, "byte accounting");
-    ctx.counts.bytes = file_bytes;
     ctx.counts.packets = ctx.out.packets;
     ctx.counts.detail.capture_seconds = ctx.out.last_t as f64 / 1e6;
+    ctx.counts.bytes = ctx.out.finish()?;
     ctx.counts.detail.estimate_ratio = [
         done_written[0] as f64 / done_est[0].max(1.0),
         done_written[1] as f64 / done_est[1].max(1.0),
@@ -2432,36 +2566,5 @@ fn main() -> io::Result<()> {
             ctx.counts.detail.dropped_segments
         );
     }
-    let mut counts_path = args.out.clone().into_os_string();
-    counts_path.push(".counts.json");
-    let doc = serde_json::json!({
-        "generator": {
-            "seed": args.seed,
-            "port": args.port,
-            "target_bytes": target,
-            "concurrency": args.concurrency,
-            "non_mcp_share": args.non_mcp_share,
-            "break_rate": args.break_rate,
-            "event_ids": "<stream>-<n>: stream 0 = standalone GET, 1.. = POST streams of the session in order; n from 1 per stream, 0 = priming",
-        },
-        "counts": &ctx.counts,
-    });
-    let mut f = BufWriter::new(File::create(&counts_path)?);
-    serde_json::to_writer_pretty(&mut f, &doc)?;
-    writeln!(f)?;
-    f.flush()?;
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "wrote {} ({} bytes, {} packets, {} sessions, {} connections, {} HTTP requests) in {:.2}s ({:.0} MB/s); counts in {}",
-        args.out.display(),
-        file_bytes,
-        ctx.counts.packets,
-        ctx.counts.sessions,
-        ctx.counts.connections,
-        ctx.counts.http_requests,
-        secs,
-        file_bytes as f64 / secs / 1e6,
-        std::path::Path::new(&counts_path).display()
-    );
-    Ok(())
+    Ok(ctx.counts)
 }
