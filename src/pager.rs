@@ -9,7 +9,7 @@
 //! straight; a pipe or a file never gets a pager.
 
 use std::io::{self, IsTerminal, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// While a pager runs, Ctrl-C belongs to it (less uses it to stop a search): the signal
@@ -27,33 +27,114 @@ pub fn wanted(no_pager: bool) -> bool {
     !no_pager && io::stdout().is_terminal()
 }
 
-/// Shows `text` (rendered, redacted already): straight when it fits the terminal's height or
-/// no pager can be run, else in the pager, returning when the person quits it. Quitting before
-/// the end is not an error.
-pub fn show(text: &[u8]) -> io::Result<()> {
-    let lines = text.iter().filter(|&&b| b == b'\n').count();
-    // A terminal that says it has no rows (some ptys) is taken as of unknown height.
-    let rows = terminal_size::terminal_size_of(io::stdout())
-        .map(|(_, h)| usize::from(h.0))
-        .filter(|&h| h > 0);
-    let fits = rows.is_none_or(|rows| lines < rows);
-    let command = pager_command(std::env::var("PAGER").ok());
-    let (false, Some(command)) = (fits, command) else {
-        return straight(text);
-    };
-    let Ok(mut child) = spawn(&command) else {
-        return straight(text);
-    };
-    PAGING.store(true, Ordering::SeqCst);
-    if let Some(mut stdin) = child.stdin.take() {
-        match stdin.write_all(text) {
-            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
-            _ => {}
+/// Standard output for a report that may be paged: what is written is held until it is
+/// taller than the terminal, then goes to the pager (started then) as it comes; a report that
+/// fits, or with no pager to run, is printed straight. Memory: one screen at most.
+pub struct Paged {
+    held: Vec<u8>,
+    lines: usize,
+    rows: usize,
+    pager: Option<(Child, Option<ChildStdin>)>,
+}
+
+impl Paged {
+    pub fn new() -> Paged {
+        // A terminal that says it has no rows (some ptys) is taken as of unknown height: the
+        // report is then printed straight.
+        let rows = terminal_size::terminal_size_of(io::stdout())
+            .map(|(_, h)| usize::from(h.0))
+            .filter(|&h| h > 0)
+            .unwrap_or(usize::MAX);
+        Paged {
+            held: Vec::new(),
+            lines: 0,
+            rows,
+            pager: None,
         }
     }
-    let waited = child.wait();
-    PAGING.store(false, Ordering::SeqCst);
-    waited.map(|_| ())
+
+    /// Ends the report: what is held is printed, or the pager is given the end and waited for
+    /// (the person reads, then quits it).
+    pub fn finish(mut self) -> io::Result<()> {
+        match self.pager.take() {
+            None => straight(&self.held),
+            Some((mut child, stdin)) => {
+                drop(stdin);
+                let waited = child.wait();
+                PAGING.store(false, Ordering::SeqCst);
+                waited.map(|_| ())
+            }
+        }
+    }
+
+    /// The report is taller than the screen: the pager starts with what was held.
+    fn start(&mut self) -> io::Result<()> {
+        let command = pager_command(std::env::var("PAGER").ok());
+        let Some(mut child) = command.and_then(|c| spawn(&c).ok()) else {
+            // No pager: straight, from here on.
+            self.rows = usize::MAX;
+            straight(&std::mem::take(&mut self.held))?;
+            return Ok(());
+        };
+        PAGING.store(true, Ordering::SeqCst);
+        let stdin = child.stdin.take();
+        self.pager = Some((child, stdin));
+        let held = std::mem::take(&mut self.held);
+        self.pipe(&held)
+    }
+
+    /// Into the pager; one quit early takes no more, which is not an error.
+    fn pipe(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let Some((_, stdin)) = &mut self.pager else {
+            return Ok(());
+        };
+        let Some(pipe) = stdin else {
+            return Ok(());
+        };
+        match pipe.write_all(bytes) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                *stdin = None;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for Paged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.pager.is_some() {
+            self.pipe(buf)?;
+            return Ok(buf.len());
+        }
+        // Of unknown height, or no pager to run: straight.
+        if self.rows == usize::MAX {
+            straight(buf)?;
+            return Ok(buf.len());
+        }
+        self.held.extend_from_slice(buf);
+        self.lines += buf.iter().filter(|&&b| b == b'\n').count();
+        if self.lines >= self.rows {
+            self.start()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Paged {
+    /// A report ended by an error still leaves no pager behind, nor the signal handler
+    /// waiting on it.
+    fn drop(&mut self) {
+        if let Some((mut child, stdin)) = self.pager.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+        PAGING.store(false, Ordering::SeqCst);
+    }
 }
 
 fn straight(text: &[u8]) -> io::Result<()> {
@@ -72,7 +153,7 @@ fn pager_command(env: Option<String>) -> Option<String> {
 /// The pager, through the shell as git runs it (`PAGER="less -S"` has arguments), with less
 /// told to quit when the text fits, keep colours and leave the screen as it was, unless `LESS`
 /// says otherwise.
-fn spawn(command: &str) -> io::Result<std::process::Child> {
+fn spawn(command: &str) -> io::Result<Child> {
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdin(Stdio::piped());
     if std::env::var_os("LESS").is_none() {

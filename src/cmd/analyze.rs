@@ -50,15 +50,14 @@ pub fn run(job: config::Analyze) -> anyhow::Result<Exit> {
         return Ok(exit(run, &job));
     }
     if output.is_none() && job.pager && job.format == ReportFormat::Table {
-        // Rendered whole first: the pager is wanted only when it is taller than the screen.
-        let mut text = Vec::new();
+        let mut paged = crate::pager::Paged::new();
         write(
             &mut run.report,
             &job,
             &redactor,
-            Redacting::new(&mut text, redactor),
+            Redacting::new(&mut paged, redactor),
         )?;
-        crate::pager::show(&text)?;
+        paged.finish()?;
     } else {
         let out = terminal::report_out(output, redactor);
         write(&mut run.report, &job, &redactor, out)?;

@@ -68,7 +68,11 @@ pub fn run(cli: Cli) -> ExitCode {
             stop_reading_on_signals();
             analyze::run(job)
         }
-        Config::Report(job) => saved::run(job),
+        Config::Report(job) => {
+            // Its pager has Ctrl-C while it runs, as analyze's.
+            stop_reading_on_signals();
+            saved::run(job)
+        }
         Config::Explain(job) => explain::run(job),
         Config::Generate(what) => generate::run(what),
     });
@@ -112,6 +116,10 @@ fn stop_reading_on_signals() {
         );
         std::thread::spawn(|| {
             std::thread::sleep(REPORT_AFTER_SIGNAL);
+            // The report was written, and a pager shows it: the person reads on.
+            if crate::pager::paging() {
+                return;
+            }
             eprintln!(
                 "mcp-forensics: stopped: the report of what was read was not finished within a second of the signal; what was written of it is incomplete"
             );

@@ -39,13 +39,12 @@ pub fn run(job: config::Saved) -> anyhow::Result<Exit> {
                 width: job.width,
             };
             if job.pager {
-                // Rendered whole first: the pager is wanted only when it is taller than the
-                // screen.
-                let mut text = Vec::new();
-                let mut buffered = report::redact::Redacting::new(&mut text, Redactor::new(true));
-                saved::write_saved_table(&mut buffered, &doc, style)?;
-                drop(buffered);
-                crate::pager::show(&text)?;
+                let mut paged = crate::pager::Paged::new();
+                let mut out = report::redact::Redacting::new(&mut paged, Redactor::new(true));
+                saved::write_saved_table(&mut out, &doc, style)?;
+                out.flush()?;
+                drop(out);
+                paged.finish()?;
                 return Ok(Exit::Clean);
             }
             saved::write_saved_table(&mut out, &doc, style)?

@@ -316,6 +316,12 @@ fn http_caps_reached(http: &http::HttpStats) -> Vec<Note> {
             http.sse_streams_cut_in_packet,
         ),
         (NoteKind::JsonBodiesShrunk, http.json_bodies_shrunk),
+        (
+            NoteKind::OtherTypeBodiesCut {
+                window_kib: (http::OTHER_TYPE_WINDOW >> 10) as u64,
+            },
+            http.other_type_bodies_cut,
+        ),
     ]
     .into_iter()
     .filter(|(_, n)| *n > 0)

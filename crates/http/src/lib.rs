@@ -74,6 +74,8 @@ pub const CONN_DECODING_START: u64 = body::CONN_BUDGET.start;
 pub const CONN_DECODING_RATIO: u64 = body::CONN_BUDGET.ratio;
 /// SSE events one packet may yield over the messages of its connection.
 pub const MAX_SSE_EVENTS_PER_PACKET: u64 = payload::MAX_EVENTS_PER_PACKET;
+/// See [`payload::OTHER_TYPE_WINDOW`].
+pub const OTHER_TYPE_WINDOW: usize = payload::OTHER_TYPE_WINDOW;
 
 /// Header fields in their original order and case; lookups ignore case.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -452,6 +454,10 @@ pub struct HttpStats {
     /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
     #[serde(skip)]
     pub json_bodies_shrunk: u64,
+    /// Bodies of a media type that cannot carry MCP (not JSON, not an event stream, not text)
+    /// kept to their first 64 KiB, the rest counted and not copied.
+    #[serde(skip)]
+    pub other_type_bodies_cut: u64,
     /// HTTP/2 streams the client opened (each an exchange), ...
     pub h2_streams: u64,
     /// ... of them ended by RST_STREAM or left unprocessed by a GOAWAY, ...
@@ -498,6 +504,7 @@ impl HttpStats {
             bodies_past_conn_budget,
             sse_streams_cut_in_packet,
             json_bodies_shrunk,
+            other_type_bodies_cut,
             h2_streams,
             h2_streams_reset,
             h2_goaways,
@@ -542,6 +549,7 @@ impl HttpStats {
                 sse_streams_cut_in_packet,
             ),
             (&mut self.json_bodies_shrunk, json_bodies_shrunk),
+            (&mut self.other_type_bodies_cut, other_type_bodies_cut),
             (&mut self.h2_streams, h2_streams),
             (&mut self.h2_streams_reset, h2_streams_reset),
             (&mut self.h2_goaways, h2_goaways),
@@ -578,6 +586,7 @@ impl HttpStats {
         self.bodies_past_conn_budget += n.bodies_past_conn_budget;
         self.sse_streams_cut_in_packet += n.sse_streams_cut_in_packet;
         self.json_bodies_shrunk += n.json_bodies_shrunk;
+        self.other_type_bodies_cut += n.other_type_bodies_cut;
         self.h2_streams += n.h2_streams;
         self.h2_streams_reset += n.h2_streams_reset;
         self.h2_goaways += n.h2_goaways;

@@ -17,6 +17,9 @@ pub(crate) struct Payload {
     /// Set for event streams, whose events are reported one by one instead of kept.
     pub(crate) sse: Option<SseParser>,
     shrink: Shrink,
+    /// The most of its body kept: [`MAX_BODY`], or [`OTHER_TYPE_WINDOW`] for a media type that
+    /// cannot carry MCP.
+    limit: usize,
     /// What its body or event in progress holds against the budget of all messages.
     pub(crate) held: HeldBytes,
     /// The event stream yielded [`MAX_EVENTS_PER_PACKET`] events from one packet: the rest of
@@ -30,6 +33,12 @@ pub(crate) struct Payload {
 /// event per two compressed bytes: without a cap, one 60 KB segment made 6 million. A packet
 /// of 64 KB of uncompressed events of 100 bytes yields 650, compressed 50:1 about 33,000.
 pub(crate) const MAX_EVENTS_PER_PACKET: u64 = 65_536;
+
+/// What a body of a media type that cannot carry MCP keeps: an MCP message is JSON (a POST's
+/// body, a response's) or an event stream, so a body typed otherwise (a download, an upload, a
+/// page) is kept only as far as a mistyped JSON-RPC message would show itself; the rest is
+/// counted, not copied. Untyped bodies and any JSON type are kept up to [`MAX_BODY`].
+pub(crate) const OTHER_TYPE_WINDOW: usize = 64 << 10;
 
 /// How a body past [`MAX_BODY`] is kept.
 #[derive(Debug)]
@@ -51,9 +60,14 @@ impl Payload {
             t.eq_ignore_ascii_case("application/json")
                 || suffix.is_some_and(|s| s.eq_ignore_ascii_case(b"+json"))
         };
-        let shrink = match headers.media_type_as_sent() {
+        let media = headers.media_type_as_sent();
+        let shrink = match media {
             Some(t) if json(t) => Shrink::Json,
             _ => Shrink::NotJson,
+        };
+        let limit = match media {
+            Some(t) if !may_carry_mcp(t) => OTHER_TYPE_WINDOW,
+            _ => MAX_BODY,
         };
         Payload {
             decoder: ContentDecoder::for_encoding(content_encoding),
@@ -63,6 +77,7 @@ impl Payload {
             },
             sse: None,
             shrink,
+            limit,
             held: HeldBytes::default(),
             sse_cut: false,
         }
@@ -118,6 +133,7 @@ impl Payload {
                 shrink,
                 held,
                 sse_cut,
+                limit,
                 ..
             } = self;
             let mut sink = Events {
@@ -125,7 +141,7 @@ impl Payload {
                 room,
                 cut: sse_cut,
             };
-            keep(body, sse, shrink, held, bytes, mark, &mut sink);
+            keep(body, sse, shrink, held, *limit, bytes, mark, &mut sink);
             return None;
         }
         let conn = &mut counts.decoding;
@@ -162,6 +178,9 @@ impl Payload {
         }
         if let Some(sse) = self.sse.as_mut() {
             sse.finish();
+        }
+        if self.limit < MAX_BODY && self.body.truncated && self.sse.is_none() {
+            counts.other_type_bodies_cut += 1;
         }
         if self.held.cut {
             counts.messages_cut_by_held += 1;
@@ -218,15 +237,24 @@ impl Payload {
             shrink,
             held,
             sse_cut,
+            limit,
         } = self;
         let mut sink = Events {
             out: events,
             room,
             cut: sse_cut,
         };
-        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, piece, mark, &mut sink);
+        let limit = *limit;
+        let mut keep = |piece: &[u8]| keep(body, sse, shrink, held, limit, piece, mark, &mut sink);
         step(decoder, &mut keep).err()
     }
+}
+
+/// Whether a body of this media type may be an MCP message: any JSON type or an event stream
+/// (what the transport sends), and text (a mistyped JSON body is text more often than not).
+fn may_carry_mcp(media: &str) -> bool {
+    let t = media.trim().to_ascii_lowercase();
+    t.contains("json") || t == "text/event-stream" || t.starts_with("text/plain")
 }
 
 /// Counts a body whose decoding stopped at a budget, the body's own or its connection's.
@@ -251,11 +279,13 @@ struct Events<'a> {
 /// shrunk: what was kept and what follows with every string cut ([`JsonShrinker`]), so that its
 /// JSON-RPC envelope is still read whole.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn keep(
     body: &mut Body,
     sse: &mut Option<SseParser>,
     shrink: &mut Shrink,
     held: &mut HeldBytes,
+    most: usize,
     decoded: &[u8],
     mark: Mark,
     events: &mut Events<'_>,
@@ -273,9 +303,9 @@ fn keep(
         held.cut |= sse.stats.cut_by_held > 0;
         return;
     }
-    let limit = MAX_BODY.min(allowed);
+    let limit = most.min(allowed);
     let room = limit.saturating_sub(body.data.len());
-    held.cut |= decoded.len() > room && limit < MAX_BODY;
+    held.cut |= decoded.len() > room && allowed < most;
     match shrink {
         Shrink::Json if decoded.len() > room => {
             let mut s = Box::new(JsonShrinker::default());

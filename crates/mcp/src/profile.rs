@@ -3,9 +3,12 @@
 //! from the capture, so the SRE sees which tool was slow or failing when the incident began.
 //!
 //! Counted at each session record's own vantage point (a logical session seen at two hops is
-//! counted once). Bounded: at most [`MAX_KEYS`] rows (the rest fold into one row per server, and
-//! are counted), and latencies exact up to [`EXACT_LATENCIES`] per row, then kept as a
-//! histogram of 1/64 relative precision: the same numbers whatever order sessions end in.
+//! counted once). Bounded: at most [`MAX_KEYS`] rows, then one more that counts the calls of
+//! every other server and method (which ones it holds depends on the order sessions end in,
+//! so past the cap the split between rows may differ from run to run; below it, never);
+//! [`MAX_CODES`] JSON-RPC error codes a row; latencies exact up to [`EXACT_LATENCIES`] a row,
+//! then kept as a histogram of 1/64 relative precision: the same numbers whatever order
+//! sessions end in.
 
 use std::collections::BTreeMap;
 
@@ -13,9 +16,11 @@ use crate::answers::AnswerIndex;
 use crate::jsonrpc::{Kind, Message};
 use crate::model::{Session, Stream};
 
-/// Rows (server × method) the profile keeps; calls of others are counted in the server's
-/// `(other methods)` row.
+/// Rows (server × method) the profile keeps; calls of others are counted in one more row.
 pub const MAX_KEYS: usize = 1024;
+/// JSON-RPC error codes a row tells apart; errors of other codes are counted as `None` (no code
+/// told), as errors without a numeric code are.
+pub const MAX_CODES: usize = 16;
 /// Latencies kept exactly per row before it keeps a histogram.
 pub const EXACT_LATENCIES: usize = 1024;
 /// A tool or method name longer than this is cut (it names a row, and comes from the wire).
@@ -23,8 +28,9 @@ const MAX_NAME: usize = 80;
 
 /// The row of a method named by nothing the inputs recorded: an access log or a HAR hole.
 pub const BODY_NOT_RECORDED: &str = "(body not recorded)";
-/// Where calls of methods past [`MAX_KEYS`] are counted.
+/// Where calls past [`MAX_KEYS`] rows are counted, as server and as method.
 pub const OTHER_METHODS: &str = "(other methods)";
+pub const OTHER_SERVERS: &str = "(other servers)";
 
 /// One row: a server (address and endpoint) and a method (`tools/call reindex` for a tool).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,7 +43,8 @@ pub struct CallKey {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Calls {
     pub calls: u64,
-    /// JSON-RPC error responses, by `error.code` (`None`: an error without a numeric code).
+    /// JSON-RPC error responses, by `error.code` (`None`: an error without a numeric code, or
+    /// of a code past the [`MAX_CODES`] a row tells apart).
     pub jsonrpc_errors: BTreeMap<Option<i64>, u64>,
     /// `tools/call` results with `isError: true`.
     pub tool_errors: u64,
@@ -128,12 +135,7 @@ impl CallProfile {
                 Some(a) => {
                     calls.latencies.add(elapsed(st.opened.time, a.mark.time));
                     match a.message.kind {
-                        Kind::Error => {
-                            *calls
-                                .jsonrpc_errors
-                                .entry(a.message.error_code())
-                                .or_default() += 1
-                        }
+                        Kind::Error => calls.count_error(a.message.error_code()),
                         _ if a.message.mcp.tool_error => calls.tool_errors += 1,
                         _ => {}
                     }
@@ -142,8 +144,8 @@ impl CallProfile {
         }
     }
 
-    /// The row of `server` and `method`, or the server's `(other methods)` row when the rows
-    /// are full.
+    /// The row of `server` and `method`, or the one row of every other when the rows are
+    /// full.
     fn row(&mut self, server: &str, method: String) -> &mut Calls {
         let key = CallKey {
             server: server.to_string(),
@@ -154,7 +156,7 @@ impl CallProfile {
         }
         self.folded_calls += 1;
         let other = CallKey {
-            server: server.to_string(),
+            server: OTHER_SERVERS.to_string(),
             method: OTHER_METHODS.to_string(),
         };
         self.rows.entry(other).or_default()
@@ -171,6 +173,14 @@ impl CallProfile {
 }
 
 impl Calls {
+    /// An error response of this `code`: told apart while the row tells fewer than
+    /// [`MAX_CODES`] apart.
+    fn count_error(&mut self, code: Option<i64>) {
+        let told = self.jsonrpc_errors.contains_key(&code) || self.jsonrpc_errors.len() < MAX_CODES;
+        let code = if told { code } else { None };
+        *self.jsonrpc_errors.entry(code).or_default() += 1;
+    }
+
     /// Calls that failed: JSON-RPC errors, `isError` results and HTTP errors (a call can be
     /// counted once per way it failed).
     pub fn errors(&self) -> u64 {
@@ -330,6 +340,25 @@ mod tests {
         assert_eq!(rounded(100), 100);
         assert_eq!(rounded(0b1111_1111), 0b1111_1110);
         assert_eq!(rounded(1_000_000_007) >> 23, 1_000_000_007 >> 23);
+    }
+
+    #[test]
+    fn rows_and_error_codes_are_bounded() {
+        let mut p = CallProfile::default();
+        for i in 0..MAX_KEYS + 10 {
+            p.row(&format!("server {i}"), "tools/list".into()).calls += 1;
+        }
+        assert_eq!(p.rows().count(), MAX_KEYS + 1);
+        assert_eq!(p.folded_calls, 10);
+        let mut c = Calls::default();
+        for code in 0..100 {
+            c.count_error(Some(code));
+        }
+        c.count_error(Some(3));
+        assert_eq!(c.jsonrpc_errors.len(), MAX_CODES + 1);
+        assert_eq!(c.jsonrpc_errors[&Some(3)], 2);
+        assert_eq!(c.jsonrpc_errors[&None], 100 - MAX_CODES as u64);
+        assert_eq!(c.errors(), 101);
     }
 
     #[test]

@@ -175,6 +175,9 @@ pub enum NoteKind {
     SseStreamsCutInPacket { max: u64 },
     /// `count` JSON bodies over 16 MiB were kept with their strings cut.
     JsonBodiesShrunk,
+    /// `count` bodies of media types that cannot carry MCP were kept to their first
+    /// `window_kib` KiB, the rest counted.
+    OtherTypeBodiesCut { window_kib: u64 },
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB
     /// held already, or more than `per_input` observations of one ID in one input).
     ObservationsNotCompared { held_mib: u64, per_input: u64 },

@@ -221,6 +221,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} JSON bodies over 16 MiB were kept with their strings cut to 64 KiB"
         ),
+        NoteKind::OtherTypeBodiesCut { window_kib } => write!(
+            f,
+            "{c} bodies of media types that cannot carry MCP (not JSON, an event stream or text) were kept to their first {window_kib} KiB, the rest counted, not copied"
+        ),
         // Worded by their own functions.
         NoteKind::Lacks(lack) => {
             f.write_str("lacks ")?;

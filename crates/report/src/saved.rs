@@ -338,11 +338,12 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> i
         let worst = d.worst_first(&s.key).first().map(|f| f.rank());
         let title = format!("INCIDENT {}", terminal(&s.key));
         let severity = worst.map(|w| style.severity(w)).unwrap_or_default();
-        writeln!(
-            out,
-            "\n{}  {severity}  root cause first; ↳ what it caused",
-            style.heading(&title)
-        )?;
+        let plain = format!(
+            "{title}  {}",
+            worst.map(|w| w.name().to_uppercase()).unwrap_or_default()
+        );
+        let hint = crate::analyze::heading_hint(&plain, style.width);
+        writeln!(out, "\n{}  {severity}{hint}", style.heading(&title))?;
         write_findings(out, &d, s, style)?;
         write_timeline(out, &d, s, style)?;
     }
@@ -570,6 +571,15 @@ fn saved_seen_lines(f: &Finding, d: &Doc<'_>) -> Vec<String> {
     crate::analyze::seen_lines(at, also)
 }
 
+/// A request ID of a saved report as the live report labels it: `7`, `"7"`, or the text of a
+/// number JSON's doubles cannot give back (`{"number": "…"}`).
+fn request_label(id: &serde_json::Value) -> String {
+    match id.get("number").and_then(serde_json::Value::as_str) {
+        Some(text) => text.to_string(),
+        None => id.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,14 +655,5 @@ mod tests {
         let e = read_saved(wrong.as_bytes()).unwrap_err();
         assert!(e.starts_with("line 2: does not read as"), "{e}");
         assert!(e.ends_with("expected a sequence (column 49)"), "{e}");
-    }
-}
-
-/// A request ID of a saved report as the live report labels it: `7`, `"7"`, or the text of a
-/// number JSON's doubles cannot give back (`{"number": "…"}`).
-fn request_label(id: &serde_json::Value) -> String {
-    match id.get("number").and_then(serde_json::Value::as_str) {
-        Some(text) => text.to_string(),
-        None => id.to_string(),
     }
 }

@@ -556,6 +556,20 @@ fn finding_entry(session: usize, pos: usize, f: &Finding) -> Entry {
     }
 }
 
+/// Whether the entries' streams are `t:sN`, `t:sN+1`, … in their order.
+fn streams_in_order(group: &[Entry]) -> bool {
+    let number = |e: &Entry| -> Option<(String, u64)> {
+        let (t, n) = e.stream.as_deref()?.split_once(":s")?;
+        Some((t.to_string(), n.parse().ok()?))
+    };
+    let Some((kind, first)) = group.first().and_then(number) else {
+        return false;
+    };
+    group.iter().enumerate().all(|(i, e)| {
+        number(e).is_some_and(|(t, n)| t == kind && Some(n) == first.checked_add(i as u64))
+    })
+}
+
 /// Consecutive quiet requests of the same method, each answered on its own stream, become one
 /// row (`tools/call #8–#19 (12 requests) ... each answered`).
 fn condense_requests(entries: Vec<Entry>) -> Vec<Entry> {
@@ -568,7 +582,9 @@ fn condense_requests(entries: Vec<Entry>) -> Vec<Entry> {
         Some(e.text.split(" #").next().unwrap_or("").to_string())
     };
     let flush = |group: &mut Vec<Entry>, out: &mut Vec<Entry>| {
-        if group.len() < 3 {
+        // Only a run whose streams are numbered one after the other, in its order, is said as a
+        // range: the row's `s5…s16` then says which stream carried which request.
+        if group.len() < 3 || !streams_in_order(group) {
             out.append(group);
             return;
         }
@@ -607,4 +623,38 @@ fn condense_requests(entries: Vec<Entry>) -> Vec<Entry> {
     }
     flush(&mut group, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(stream: &str) -> Entry {
+        Entry {
+            time: Mark {
+                time: mcpf_model::Timestamp(0),
+                frame: mcpf_model::FrameRef::new(0, 1),
+            },
+            session: 0,
+            stream: Some(stream.to_string()),
+            arrow: "c→s",
+            kind: "request",
+            text: String::new(),
+            findings: Vec::new(),
+            request_ids: Vec::new(),
+            event_ids: None,
+            frames: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_run_is_said_as_a_range_only_when_its_streams_follow_each_other_in_its_order() {
+        let run =
+            |labels: &[&str]| streams_in_order(&labels.iter().map(|l| on(l)).collect::<Vec<_>>());
+        assert!(run(&["post:s5", "post:s6", "post:s7"]));
+        assert!(!run(&["post:s5", "post:s7", "post:s6"]));
+        assert!(!run(&["post:s5", "post:s6", "post:s8"]));
+        assert!(!run(&["post:s5", "get:s6", "post:s7"]));
+        assert!(!run(&["post:s5", "post:x", "post:s7"]));
+    }
 }

@@ -55,12 +55,14 @@ pub(crate) fn causal_order<T: Ord>(nodes: &[Node<T>]) -> Vec<Placed> {
             if std::mem::replace(&mut placed[i], true) {
                 continue;
             }
-            let also_follows = nodes[i]
+            let mut also_follows: Vec<usize> = nodes[i]
                 .causes
                 .iter()
                 .copied()
                 .filter(|c| present(c) && Some(*c) != parent[i])
                 .collect();
+            also_follows.sort_unstable();
+            also_follows.dedup();
             out.push(Placed {
                 at: i,
                 depth,

@@ -159,6 +159,7 @@ pub(crate) struct Counts {
     pub(crate) events_in_packet: u64,
     pub(crate) sse_streams_cut_in_packet: u64,
     pub(crate) json_bodies_shrunk: u64,
+    pub(crate) other_type_bodies_cut: u64,
     pub(crate) h2_streams: u64,
     pub(crate) h2_streams_reset: u64,
     pub(crate) h2_goaways: u64,

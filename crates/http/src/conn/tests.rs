@@ -277,3 +277,47 @@ fn a_head_cut_by_the_snap_length_keeps_its_whole_lines() {
     let c = w.conn.counts;
     assert_eq!((c.heads_cut, c.heads_cut_by_snaplen), (1, 1));
 }
+
+/// A response of `len` bytes typed `media` (none: untyped), after a GET.
+fn response_of(media: Option<&str>, len: usize) -> (Vec<u8>, u64, bool) {
+    let mut w = Wire::new();
+    w.data(C2S, b"GET /file HTTP/1.1\r\nHost: x\r\n\r\n");
+    let typed = media.map_or(String::new(), |m| format!("Content-Type: {m}\r\n"));
+    let head = format!("HTTP/1.1 200 OK\r\n{typed}Content-Length: {len}\r\n\r\n");
+    w.data(S2C, head.as_bytes());
+    let body = vec![b'{'; len];
+    for piece in body.chunks(1460) {
+        w.data(S2C, piece);
+    }
+    let [end] = w.ends()[..] else {
+        panic!("{:?}", w.events.0)
+    };
+    let kept = end.body.data.to_vec();
+    (
+        kept,
+        w.conn.counts.other_type_bodies_cut,
+        end.body.truncated,
+    )
+}
+
+#[test]
+fn a_body_typed_as_nothing_mcp_sends_is_kept_to_its_window_and_counted() {
+    let len = 1 << 20;
+    let (kept, cut, truncated) = response_of(Some("application/octet-stream"), len);
+    assert_eq!(
+        (kept.len(), cut, truncated),
+        (crate::payload::OTHER_TYPE_WINDOW, 1, true)
+    );
+    for media in [
+        None,
+        Some("application/json"),
+        Some("application/problem+json; charset=utf-8"),
+        Some("text/plain"),
+    ] {
+        let (kept, cut, truncated) = response_of(media, len);
+        assert_eq!((kept.len(), cut, truncated), (len, 0, false), "{media:?}");
+    }
+    // Within the window: nothing cut, nothing counted.
+    let (kept, cut, _) = response_of(Some("image/png"), 1000);
+    assert_eq!((kept.len(), cut), (1000, 0));
+}

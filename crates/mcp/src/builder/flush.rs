@@ -90,7 +90,13 @@ impl Builder {
             return;
         };
         for (idx, last) in due {
-            self.restore(idx);
+            if self.spilled.contains_key(&idx) {
+                self.restore(idx);
+                // Read back for the report, it goes to disk again once quiet for as long.
+                if let Some(s) = self.live(idx).filter(|s| s.open == 0) {
+                    self.quiet.push_back((s.quiet_since, idx));
+                }
+            }
             let Some(s) = self.live(idx).filter(|s| !s.finalized) else {
                 continue;
             };

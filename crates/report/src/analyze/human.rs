@@ -188,21 +188,35 @@ fn write_block(
         )?;
     }
     if !mine.is_empty() {
-        let title = match (incident, worst) {
-            (true, Some(w)) => format!(
-                "{}  {}",
-                style.heading(&format!("INCIDENT {}", s.label())),
-                style.severity(w)
+        let (title, plain) = match (incident, worst) {
+            (true, Some(w)) => (
+                format!(
+                    "{}  {}",
+                    style.heading(&format!("INCIDENT {}", s.label())),
+                    style.severity(w)
+                ),
+                format!("INCIDENT {}  {}", s.label(), w.name().to_uppercase()),
             ),
-            _ => style.heading(&format!("FINDINGS ({})", s.label())),
+            _ => {
+                let t = format!("FINDINGS ({})", s.label());
+                (style.heading(&t), t)
+            }
         };
-        writeln!(out, "\n{title}  root cause first; ↳ what it caused")?;
+        writeln!(out, "\n{title}{}", heading_hint(&plain, style.width))?;
         write_findings(out, rep, s, &mine, r, style)?;
     }
     if incident || asked {
         write_timeline(out, rep, s, r, style)?;
     }
     Ok(true)
+}
+
+/// What a findings heading says of the order under it, when the line has room for it.
+pub(crate) fn heading_hint(plain_heading: &str, width: usize) -> &'static str {
+    const HINT: &str = "  root cause first; ↳ what it caused";
+    let fits =
+        textwrap::core::display_width(plain_heading) + textwrap::core::display_width(HINT) <= width;
+    if fits { HINT } else { "" }
 }
 
 /// Where the timelines of the `count` sessions without one are to be had (`quiet`: those of

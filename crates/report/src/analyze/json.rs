@@ -907,34 +907,6 @@ pub(super) fn write_event_records(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `pretty_at` as it was: serde_json's pretty text, indented after every newline.
-    fn indented_after(v: &Value, indent: usize) -> Vec<u8> {
-        let text = serde_json::to_vec_pretty(v).unwrap();
-        let pad = format!("\n{}", " ".repeat(indent));
-        String::from_utf8(text)
-            .unwrap()
-            .replace('\n', &pad)
-            .into_bytes()
-    }
-
-    #[test]
-    fn pretty_at_indents_as_serde_pretty_text_shifted() {
-        let mut deep = json!({"leaf": [1, "a\nb", {}], "empty": []});
-        for level in 0..40 {
-            deep = json!({ "level": level, "inner": [deep, null, [], {"k": 1.5}] });
-        }
-        for v in [json!(1), json!([]), json!({}), json!({"a": [[]]}), deep] {
-            for indent in [0, 2, 4] {
-                assert_eq!(pretty_at(&v, indent), indented_after(&v, indent));
-            }
-        }
-    }
-}
-
 /// The call profile's rows: per server and method, the calls, how they failed, those with no
 /// answer in the inputs, and the answered ones' latency in milliseconds.
 pub(crate) fn profile_json(rep: &Report, r: &Redactor) -> Vec<serde_json::Value> {
@@ -975,4 +947,32 @@ pub(crate) fn profile_json(rep: &Report, r: &Redactor) -> Vec<serde_json::Value>
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pretty_at` as it was: serde_json's pretty text, indented after every newline.
+    fn indented_after(v: &Value, indent: usize) -> Vec<u8> {
+        let text = serde_json::to_vec_pretty(v).unwrap();
+        let pad = format!("\n{}", " ".repeat(indent));
+        String::from_utf8(text)
+            .unwrap()
+            .replace('\n', &pad)
+            .into_bytes()
+    }
+
+    #[test]
+    fn pretty_at_indents_as_serde_pretty_text_shifted() {
+        let mut deep = json!({"leaf": [1, "a\nb", {}], "empty": []});
+        for level in 0..40 {
+            deep = json!({ "level": level, "inner": [deep, null, [], {"k": 1.5}] });
+        }
+        for v in [json!(1), json!([]), json!({}), json!({"a": [[]]}), deep] {
+            for indent in [0, 2, 4] {
+                assert_eq!(pretty_at(&v, indent), indented_after(&v, indent));
+            }
+        }
+    }
 }

@@ -83,9 +83,10 @@ pub(crate) fn write_profile(
     ];
     if rep.profile.folded_calls > 0 {
         notes.push(format!(
-            "{} calls of methods past the first {} rows are counted as {}",
+            "{} calls past the first {} rows are counted as {} {}",
             rep.profile.folded_calls,
             mcpf_mcp::profile::MAX_KEYS,
+            mcpf_mcp::profile::OTHER_SERVERS,
             mcpf_mcp::profile::OTHER_METHODS
         ));
     }
