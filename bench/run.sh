@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: mcp-forensics `analyze` against tshark and the read-and-decode floor on synthetic MCP
-# captures (issues 7 and 17) and on a mostly-not-MCP capture (issue 36).
+# captures (issues 7 and 17) and on a mostly-not-MCP capture (issue 32).
 #
 #   bench/run.sh                 # 256 MiB and 1 GiB of MCP, 1 GiB mixed; markdown on stdout
 #   SIZES="64MiB" MIXED_SIZES="" bench/run.sh   # any sizes the generator accepts

@@ -1,4 +1,4 @@
-//! The mostly-not-MCP capture (`--noise-share`, issue 36): the generator's MCP traffic, written
+//! The mostly-not-MCP capture (`--noise-share`, issue 32): the generator's MCP traffic, written
 //! alone to `--mcp-out` first, then read back and merged packet by packet, each with its own
 //! timestamp, with traffic that is not MCP. The MCP records of the mixed file are therefore the
 //! records of the alone file, byte for byte, and an analysis of both must find the same sessions.
