@@ -422,6 +422,32 @@ impl ExchangeMessages {
     }
 }
 
+/// Whether `bytes` cannot hold a JSON-RPC message: every message has a member named `jsonrpc`,
+/// and JSON writes that name either as it is or with `\u` escapes. Looked for with memchr's
+/// search, at a fraction of what reading the JSON costs: most JSON a capture carries (REST APIs)
+/// is then not read at all.
+pub(crate) fn cannot_be_jsonrpc(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"\"jsonrpc\"").is_none()
+        && memchr::memmem::find(bytes, b"\\u").is_none()
+}
+
+/// Why a body was not read: it cannot be JSON-RPC ([`cannot_be_jsonrpc`]); read only if its
+/// exchange turns out to be MCP, for what it then is.
+pub(crate) const NOT_READ: &str = "not read: holds no jsonrpc member";
+
+impl Message {
+    /// The stand-in for the messages of a body that cannot be JSON-RPC: malformed, as reading
+    /// it would find every message of it.
+    pub(crate) fn not_read() -> Message {
+        Message::malformed_because(NOT_READ)
+    }
+
+    /// Whether this is that stand-in.
+    pub(crate) fn is_not_read(&self) -> bool {
+        self.malformed() == Some(NOT_READ)
+    }
+}
+
 /// Parses a body or event payload: one message, or a batch array (2025-03-26). Empty input gives
 /// no messages.
 pub(crate) fn parse_payload(bytes: &[u8]) -> Vec<Message> {
@@ -583,6 +609,32 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_bytes_without_a_jsonrpc_name_are_left_unread() {
+        assert!(cannot_be_jsonrpc(br#"{"items":[1,2],"next":null}"#));
+        assert!(cannot_be_jsonrpc(b"not json at all"));
+        assert!(!cannot_be_jsonrpc(
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        ));
+        // The name written with escapes is still the name: such bytes are read.
+        let escaped = br#"{"\u006asonrpc":"2.0","id":1,"method":"initialize"}"#;
+        assert!(!cannot_be_jsonrpc(escaped));
+        assert_eq!(parse_payload(escaped)[0].kind, Kind::Request);
+        // Whatever is left unread, reading finds no message in it.
+        for body in [
+            &br#"{"a":1}"#[..],
+            br#"[{"id":1,"method":"x"}]"#,
+            br#"{"json rpc":"2.0"}"#,
+        ] {
+            assert!(cannot_be_jsonrpc(body));
+            assert!(
+                parse_payload(body)
+                    .iter()
+                    .all(|m| m.kind == Kind::Malformed)
+            );
+        }
+    }
 
     use std::hash::BuildHasher;
 

@@ -67,6 +67,7 @@ impl Builder {
             self.not_mcp_request(r, &messages);
             return;
         }
+        let messages = super::prepared::read_now(r, messages);
         let mut stream = request_stream(r, messages);
         if let Some(Filing::Pending(orphan, Pending::Orphan)) = self.take_filing(r.exchange) {
             adopt_orphan(&mut stream, *orphan);

@@ -44,20 +44,33 @@ pub fn prepare(event: HttpEvent) -> Prepared {
             }
         }
         HttpEvent::ResponseEnd(end) => {
-            let messages =
-                looks_like_json(&end.body.data).then(|| jsonrpc::parse_payload(&end.body.data));
+            // Not read here when it cannot be JSON-RPC: read when an MCP stream records it.
+            let data = &end.body.data;
+            let messages = (looks_like_json(data) && !jsonrpc::cannot_be_jsonrpc(data))
+                .then(|| jsonrpc::parse_payload(data));
             Carried::End(end, messages)
         }
         other => Carried::Other(other),
     })
 }
 
-/// A request's messages: none when it has no body.
+/// A request's messages: none when it has no body; a stand-in when it cannot be JSON-RPC and was
+/// not cut short (read once its request is known to be MCP, [`read_now`]).
 pub(super) fn request_messages(r: &mcpf_http::Request) -> Vec<Message> {
     if r.body.data.is_empty() {
         Vec::new()
+    } else if r.body.gap_bytes == 0 && jsonrpc::cannot_be_jsonrpc(&r.body.data) {
+        vec![Message::not_read()]
     } else {
         jsonrpc::parse_payload(&r.body.data)
+    }
+}
+
+/// The messages of a request going to an MCP session: read now if they were not.
+pub(super) fn read_now(r: &mcpf_http::Request, messages: Vec<Message>) -> Vec<Message> {
+    match messages.as_slice() {
+        [m] if m.is_not_read() => jsonrpc::parse_payload(&r.body.data),
+        _ => messages,
     }
 }
 
