@@ -48,6 +48,8 @@ fn of_text(
 }
 
 fn table_line(line: &str) -> Option<(String, String)> {
+    // A consequence is drawn under its cause after `↳`.
+    let line = line.trim_start().trim_start_matches("↳ ");
     let mut words = line.split_whitespace();
     let id = words.next()?;
     if !(id.starts_with('F') && id[1..].chars().all(|c| c.is_ascii_digit()) && id.len() > 1) {
@@ -142,6 +144,13 @@ fn labels_are_the_same_in_every_format() {
             "{file}: table shows {shown:?}"
         );
         check(&file, &want, "table", &shown);
+        // Every finding is in the table's tree, and in the saved report's.
+        let every = |got: &BTreeMap<String, String>| got.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            every(&shown),
+            want.keys().cloned().collect::<Vec<_>>(),
+            "{file}: table"
+        );
         check(
             &file,
             &want,
@@ -162,7 +171,17 @@ fn labels_are_the_same_in_every_format() {
             .with_extension("json");
         std::fs::write(&saved, doc.to_string()).unwrap();
         let again = run(&["report", "--color", "never", saved.to_str().unwrap()]);
-        check(&file, &want, "report", &of_text(&again, &table_line));
+        let from_saved = of_text(&again, &table_line);
+        check(&file, &want, "report", &from_saved);
+        assert_eq!(every(&from_saved), every(&shown), "{file}: report");
+        // The same blocks, under the same headings.
+        let blocks = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| l.starts_with("INCIDENT ") || l.starts_with("FINDINGS ("))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(blocks(&again), blocks(&table), "{file}: report blocks");
         compared += want.len();
     }
     let _ = std::fs::remove_dir_all(&dir);

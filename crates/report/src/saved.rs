@@ -332,20 +332,31 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> i
         )?;
     }
     write_sessions(out, &d, style)?;
-    // One block per incident, as the live report has them: the findings as a tree, then the
-    // timeline.
-    for s in &d.sessions_with_findings() {
-        let worst = d.worst_first(&s.key).first().map(|f| f.rank());
-        let title = format!("INCIDENT {}", terminal(&s.key));
-        let severity = worst.map(|w| style.severity(w)).unwrap_or_default();
-        let plain = format!(
-            "{title}  {}",
-            worst.map(|w| w.name().to_uppercase()).unwrap_or_default()
-        );
+    // One block per session with findings, as the live report has them: for an incident (a
+    // finding above info) the findings as a tree, then the timeline; for info findings only,
+    // the findings.
+    for s in d.sessions() {
+        let Some(worst) = d.worst_first(&s.key).first().map(|f| f.rank()) else {
+            continue;
+        };
+        let incident = worst.at_least(Severity::Low);
+        let (title, plain) = if incident {
+            let title = format!("INCIDENT {}", terminal(&s.key));
+            let plain = format!("{title}  {}", worst.name().to_uppercase());
+            (
+                format!("{}  {}", style.heading(&title), style.severity(worst)),
+                plain,
+            )
+        } else {
+            let title = format!("FINDINGS ({})", terminal(&s.key));
+            (style.heading(&title), title)
+        };
         let hint = crate::analyze::heading_hint(&plain, style.width);
-        writeln!(out, "\n{}  {severity}{hint}", style.heading(&title))?;
+        writeln!(out, "\n{title}{hint}")?;
         write_findings(out, &d, s, style)?;
-        write_timeline(out, &d, s, style)?;
+        if incident {
+            write_timeline(out, &d, s, style)?;
+        }
     }
     write_what_to_do(out, doc, style)
 }
