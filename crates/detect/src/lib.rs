@@ -93,6 +93,8 @@ pub struct Outcome {
     /// Another observation of the same session (another vantage point) that states it: this
     /// one's findings were folded into or moved to that one's.
     pub folded_into: Option<SessionIdx>,
+    /// Its calls, for the call profile: counted from the answers the detectors indexed.
+    pub calls: mcpf_mcp::profile::CallProfile,
 }
 
 /// Observations of one session ID kept per vantage point (an input, and the server endpoint
@@ -129,11 +131,12 @@ impl Detector {
     /// observation nearest the client, the others [`Outcome::folded_into`] it.
     pub fn group(&mut self, sessions: &[&Session]) -> Vec<Outcome> {
         // The verdict rests on the session's own detectors (a hop's finding is no resumption).
+        let mut calls: Vec<mcpf_mcp::profile::CallProfile> = Vec::with_capacity(sessions.len());
         let mut out: Vec<(verdict::Verdict, Vec<usize>)> = sessions
             .iter()
             .map(|s| {
                 let first = self.findings.list.len();
-                run_detectors(s, &mut self.findings);
+                calls.push(run_detectors(s, &mut self.findings));
                 let own = first..self.findings.list.len();
                 let v = verdict::resumption(s, &self.findings.list[own.clone()]);
                 (v, own.collect())
@@ -177,11 +180,13 @@ impl Detector {
         }
         let primary = fold::fold(sessions, &hops, &mut out, &mut self.findings);
         out.into_iter()
+            .zip(calls)
             .enumerate()
-            .map(|(at, (verdict, findings))| Outcome {
+            .map(|(at, ((verdict, findings), calls))| Outcome {
                 verdict,
                 findings,
                 folded_into: (at != primary).then(|| sessions[primary].idx),
+                calls,
             })
             .collect()
     }
@@ -337,8 +342,10 @@ pub fn requiring(need: Need) -> impl Iterator<Item = FindingKind> {
 }
 
 /// Every detector of one session, in the order that lets a consequence name its cause.
-fn run_detectors(s: &Session, f: &mut Findings) {
+fn run_detectors(s: &Session, f: &mut Findings) -> mcpf_mcp::profile::CallProfile {
     let ix = index::Index::new(s);
+    let mut calls = mcpf_mcp::profile::CallProfile::default();
+    calls.add_session_with(s, &ix.answers);
     // Events past the cap were counted, not held: nothing is concluded from an event's absence
     // (the session says so under "not determinable"). Other lacks are partial (some exchanges
     // kept their bodies): those detectors run on what there is.
@@ -376,6 +383,7 @@ fn run_detectors(s: &Session, f: &mut Findings) {
     retry_without_idempotency_key::detect(s, &ix, f);
     revision_violation::detect(s, f);
     resync_without_reconciliation::detect(s, &ix, f);
+    calls
 }
 
 /// Depth in the causal chain, so a consequence sorts after its cause at the same time.

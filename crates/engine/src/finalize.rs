@@ -160,7 +160,7 @@ impl Finalizer {
             s.vantage_points = points.clone();
             s.vantage_points
                 .sort_by_key(|v| (v.session != s.idx, v.session));
-            self.emit(s, o.verdict, &o.findings);
+            self.emit(s, o.verdict, &o.findings, o.calls);
         }
     }
 
@@ -169,6 +169,7 @@ impl Finalizer {
         mut s: Box<Session>,
         verdict: mcpf_detect::verdict::Verdict,
         mine: &[usize],
+        calls: mcpf_mcp::profile::CallProfile,
     ) {
         let sel = &self.sel;
         let start = s.start.time;
@@ -199,9 +200,9 @@ impl Finalizer {
                 .filter(|e| in_window(e.time))
                 .collect();
         }
-        // Counted while its messages are held: the profile of the sessions shown.
+        // The profile of the sessions shown.
         if sel.sessions.is_none() || selected {
-            self.profile.add_session(&s);
+            self.profile.merge(calls);
         }
         s.summarize();
         // Other records of the same ID: an observation folded into this one is a vantage point

@@ -89,12 +89,22 @@ pub struct CallProfile {
 }
 
 impl CallProfile {
-    /// Counts the calls of a finalized session (its streams and events still held).
-    pub fn add_session(&mut self, s: &Session) {
+    /// Counts the calls of a finalized session (its streams and events still held), with the
+    /// index of its answers the detectors made.
+    pub fn add_session_with(&mut self, s: &Session, answers: &AnswerIndex<'_>) {
         let server = format!("{} {}", s.server, cut(&s.path));
-        let answers = AnswerIndex::new(s);
         for st in &s.streams {
-            self.add_stream(&server, st, &answers);
+            self.add_stream(&server, st, answers);
+        }
+    }
+
+    /// Adds the calls `other` counted (one session's, say): the same rows as if they had been
+    /// counted here.
+    pub fn merge(&mut self, other: CallProfile) {
+        self.folded_calls += other.folded_calls;
+        for (key, calls) in other.rows {
+            let row = self.row(&key.server, key.method);
+            row.add(calls);
         }
     }
 
@@ -173,12 +183,31 @@ impl CallProfile {
 }
 
 impl Calls {
+    /// Adds another count of the same row's calls.
+    fn add(&mut self, other: Calls) {
+        self.calls += other.calls;
+        for (code, n) in other.jsonrpc_errors {
+            self.count_errors(code, n);
+        }
+        self.tool_errors += other.tool_errors;
+        for (status, n) in other.http_errors {
+            *self.http_errors.entry(status).or_default() += n;
+        }
+        self.no_answer_seen += other.no_answer_seen;
+        self.latencies.merge(other.latencies);
+    }
+
     /// An error response of this `code`: told apart while the row tells fewer than
     /// [`MAX_CODES`] apart.
     fn count_error(&mut self, code: Option<i64>) {
+        self.count_errors(code, 1);
+    }
+
+    /// `n` error responses of this `code`.
+    fn count_errors(&mut self, code: Option<i64>, n: u64) {
         let told = self.jsonrpc_errors.contains_key(&code) || self.jsonrpc_errors.len() < MAX_CODES;
         let code = if told { code } else { None };
-        *self.jsonrpc_errors.entry(code).or_default() += 1;
+        *self.jsonrpc_errors.entry(code).or_default() += n;
     }
 
     /// Calls that failed: JSON-RPC errors, `isError` results and HTTP errors (a call can be
@@ -234,6 +263,34 @@ impl Latencies {
                 *h.entry(rounded(v)).or_default() += 1;
             }
             self.histogram = Some(h);
+        }
+    }
+
+    /// Adds another row's latencies: exact while both are and together they fit, else the
+    /// histogram of all, as adding them one by one would give.
+    fn merge(&mut self, other: Latencies) {
+        match (&other.histogram, other.count) {
+            (_, 0) => {}
+            (None, _) => {
+                for v in other.exact {
+                    self.add(v);
+                }
+            }
+            (Some(h), _) => {
+                let mut mine = self.histogram.take().unwrap_or_else(|| {
+                    let mut h = BTreeMap::new();
+                    for v in std::mem::take(&mut self.exact) {
+                        *h.entry(rounded(v)).or_default() += 1;
+                    }
+                    h
+                });
+                for (&v, &n) in h {
+                    *mine.entry(v).or_default() += n;
+                }
+                self.histogram = Some(mine);
+                self.count += other.count;
+                self.max = self.max.max(other.max);
+            }
         }
     }
 
@@ -340,6 +397,36 @@ mod tests {
         assert_eq!(rounded(100), 100);
         assert_eq!(rounded(0b1111_1111), 0b1111_1110);
         assert_eq!(rounded(1_000_000_007) >> 23, 1_000_000_007 >> 23);
+    }
+
+    #[test]
+    fn merged_counts_are_those_counted_in_one_place() {
+        let values: Vec<u64> = (0..3_000u64)
+            .map(|i| (i * 7_919) % 3_000 * 997 + 5)
+            .collect();
+        for split in [0, 10, 1_000, 1_500, 2_990] {
+            let mut whole = Latencies::default();
+            values.iter().for_each(|&v| whole.add(v));
+            let (mut a, mut b) = (Latencies::default(), Latencies::default());
+            values[..split].iter().for_each(|&v| a.add(v));
+            values[split..].iter().for_each(|&v| b.add(v));
+            a.merge(b);
+            assert_eq!(a.percentiles(), whole.percentiles(), "split at {split}");
+        }
+        let (mut one, mut two) = (CallProfile::default(), CallProfile::default());
+        fn row(p: &mut CallProfile) -> &mut Calls {
+            p.row("s /mcp", "tools/call x".into())
+        }
+        row(&mut one).calls += 2;
+        row(&mut one).count_error(Some(-32603));
+        row(&mut two).calls += 3;
+        row(&mut two).count_errors(Some(-32603), 2);
+        row(&mut two).http_errors.insert(502, 1);
+        one.merge(two);
+        let merged = one.rows().next().unwrap().1;
+        assert_eq!(merged.calls, 5);
+        assert_eq!(merged.jsonrpc_errors[&Some(-32603)], 3);
+        assert_eq!(merged.errors(), 4);
     }
 
     #[test]
