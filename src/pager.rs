@@ -31,6 +31,8 @@ pub fn wanted(no_pager: bool) -> bool {
 /// taller than the terminal, then goes to the pager (started then) as it comes; a report that
 /// fits, or with no pager to run, is printed straight. Memory: one screen at most.
 pub struct Paged {
+    /// Standard output, buffered, for a report printed straight.
+    out: io::BufWriter<io::Stdout>,
     held: Vec<u8>,
     lines: usize,
     rows: usize,
@@ -46,6 +48,7 @@ impl Paged {
             .filter(|&h| h > 0)
             .unwrap_or(usize::MAX);
         Paged {
+            out: io::BufWriter::with_capacity(1 << 16, io::stdout()),
             held: Vec::new(),
             lines: 0,
             rows,
@@ -57,7 +60,11 @@ impl Paged {
     /// (the person reads, then quits it).
     pub fn finish(mut self) -> io::Result<()> {
         match self.pager.take() {
-            None => straight(&self.held),
+            None => {
+                let held = std::mem::take(&mut self.held);
+                self.out.write_all(&held)?;
+                self.out.flush()
+            }
             Some((mut child, stdin)) => {
                 drop(stdin);
                 let waited = child.wait();
@@ -73,7 +80,8 @@ impl Paged {
         let Some(mut child) = command.and_then(|c| spawn(&c).ok()) else {
             // No pager: straight, from here on.
             self.rows = usize::MAX;
-            straight(&std::mem::take(&mut self.held))?;
+            let held = std::mem::take(&mut self.held);
+            self.out.write_all(&held)?;
             return Ok(());
         };
         PAGING.store(true, Ordering::SeqCst);
@@ -109,7 +117,7 @@ impl Write for Paged {
         }
         // Of unknown height, or no pager to run: straight.
         if self.rows == usize::MAX {
-            straight(buf)?;
+            self.out.write_all(buf)?;
             return Ok(buf.len());
         }
         self.held.extend_from_slice(buf);
@@ -135,12 +143,6 @@ impl Drop for Paged {
         }
         PAGING.store(false, Ordering::SeqCst);
     }
-}
-
-fn straight(text: &[u8]) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    out.write_all(text)?;
-    out.flush()
 }
 
 /// The pager `PAGER` names, as git reads it (`cat` or empty: none), else `less`.

@@ -252,9 +252,15 @@ impl Payload {
 
 /// Whether a body of this media type may be an MCP message: any JSON type or an event stream
 /// (what the transport sends), and text (a mistyped JSON body is text more often than not).
+/// Read without a copy: it is asked of every message.
 fn may_carry_mcp(media: &str) -> bool {
-    let t = media.trim().to_ascii_lowercase();
-    t.contains("json") || t == "text/event-stream" || t.starts_with("text/plain")
+    let t = media.trim().as_bytes();
+    let has = |part: &[u8]| t.windows(part.len()).any(|w| w.eq_ignore_ascii_case(part));
+    let starts = |part: &[u8]| {
+        t.get(..part.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(part))
+    };
+    has(b"json") || t.eq_ignore_ascii_case(b"text/event-stream") || starts(b"text/plain")
 }
 
 /// Counts a body whose decoding stopped at a budget, the body's own or its connection's.

@@ -258,12 +258,20 @@ impl Latencies {
         }
         self.exact.push(ns);
         if self.exact.len() > EXACT_LATENCIES {
+            self.histogram();
+        }
+    }
+
+    /// The histogram, made of the exact latencies if they are still kept.
+    fn histogram(&mut self) -> &mut BTreeMap<u64, u64> {
+        let exact = &mut self.exact;
+        self.histogram.get_or_insert_with(|| {
             let mut h = BTreeMap::new();
-            for v in std::mem::take(&mut self.exact) {
+            for v in std::mem::take(exact) {
                 *h.entry(rounded(v)).or_default() += 1;
             }
-            self.histogram = Some(h);
-        }
+            h
+        })
     }
 
     /// Adds another row's latencies: exact while both are and together they fit, else the
@@ -277,17 +285,10 @@ impl Latencies {
                 }
             }
             (Some(h), _) => {
-                let mut mine = self.histogram.take().unwrap_or_else(|| {
-                    let mut h = BTreeMap::new();
-                    for v in std::mem::take(&mut self.exact) {
-                        *h.entry(rounded(v)).or_default() += 1;
-                    }
-                    h
-                });
+                let mine = self.histogram();
                 for (&v, &n) in h {
                     *mine.entry(v).or_default() += n;
                 }
-                self.histogram = Some(mine);
                 self.count += other.count;
                 self.max = self.max.max(other.max);
             }

@@ -339,22 +339,10 @@ pub fn write_saved_table(out: &mut dyn Write, doc: &Document, style: Style) -> i
         let Some(worst) = d.worst_first(&s.key).first().map(|f| f.rank()) else {
             continue;
         };
-        let incident = worst.at_least(Severity::Low);
-        let (title, plain) = if incident {
-            let title = format!("INCIDENT {}", terminal(&s.key));
-            let plain = format!("{title}  {}", worst.name().to_uppercase());
-            (
-                format!("{}  {}", style.heading(&title), style.severity(worst)),
-                plain,
-            )
-        } else {
-            let title = format!("FINDINGS ({})", terminal(&s.key));
-            (style.heading(&title), title)
-        };
-        let hint = crate::analyze::heading_hint(&plain, style.width);
-        writeln!(out, "\n{title}{hint}")?;
+        let heading = crate::analyze::block_heading(&terminal(&s.key), worst, style);
+        writeln!(out, "\n{heading}")?;
         write_findings(out, &d, s, style)?;
-        if incident {
+        if worst.at_least(Severity::Low) {
             write_timeline(out, &d, s, style)?;
         }
     }
@@ -515,13 +503,12 @@ fn write_timeline(out: &mut dyn Write, d: &Doc<'_>, s: &Session, style: Style) -
         // The finding's words are in the tree above: its row names it.
         let text = match e.direction.as_str() {
             "▲" => {
-                let named: Vec<String> = e
+                let named = e
                     .findings
                     .iter()
                     .filter_map(|id| d.findings_of(key).find(|f| &f.id == id))
-                    .map(|f| format!("{} {}", f.severity_name().to_uppercase(), f.kind.name()))
-                    .collect();
-                terminal(&named.join("; ")).into_owned()
+                    .map(|f| (f.severity_name(), f.kind.name()));
+                terminal(&crate::analyze::finding_row(named)).into_owned()
             }
             _ => terminal(&e.summary).into_owned(),
         };

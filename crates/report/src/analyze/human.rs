@@ -187,22 +187,8 @@ fn write_block(
             wrap(&format!("{} {text}", s.label()), style.width, "", "  ")
         )?;
     }
-    if !mine.is_empty() {
-        let (title, plain) = match (incident, worst) {
-            (true, Some(w)) => (
-                format!(
-                    "{}  {}",
-                    style.heading(&format!("INCIDENT {}", s.label())),
-                    style.severity(w)
-                ),
-                format!("INCIDENT {}  {}", s.label(), w.name().to_uppercase()),
-            ),
-            _ => {
-                let t = format!("FINDINGS ({})", s.label());
-                (style.heading(&t), t)
-            }
-        };
-        writeln!(out, "\n{title}{}", heading_hint(&plain, style.width))?;
+    if let Some(w) = worst {
+        writeln!(out, "\n{}", block_heading(&s.label(), w, style))?;
         write_findings(out, rep, s, &mine, r, style)?;
     }
     if incident || asked {
@@ -211,12 +197,38 @@ fn write_block(
     Ok(true)
 }
 
-/// What a findings heading says of the order under it, when the line has room for it.
-pub(crate) fn heading_hint(plain_heading: &str, width: usize) -> &'static str {
+/// A session's block heading (also of a saved report): `INCIDENT S2  CRITICAL` for a finding
+/// above info, its worst severity coloured, `FINDINGS (S5)` for info findings only; then what
+/// it says of the order under it, when the line has room for that.
+pub(crate) fn block_heading(label: &str, worst: Severity, style: Style) -> String {
     const HINT: &str = "  root cause first; ↳ what it caused";
-    let fits =
-        textwrap::core::display_width(plain_heading) + textwrap::core::display_width(HINT) <= width;
-    if fits { HINT } else { "" }
+    let (title, plain) = if worst.at_least(Severity::Low) {
+        let t = format!("INCIDENT {label}");
+        let plain = format!("{t}  {}", worst.name().to_uppercase());
+        (
+            format!("{}  {}", style.heading(&t), style.severity(worst)),
+            plain,
+        )
+    } else {
+        let t = format!("FINDINGS ({label})");
+        (style.heading(&t), t)
+    };
+    let width = |t: &str| textwrap::core::display_width(t);
+    let hint = if width(&plain) + width(HINT) <= style.width {
+        HINT
+    } else {
+        ""
+    };
+    format!("{title}{hint}")
+}
+
+/// A finding row of a condensed timeline: the findings placed there by severity and kind
+/// (`CRITICAL cross_namespace_replay; HIGH duplicate_response`); their words are in the tree.
+pub(crate) fn finding_row<'a>(named: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    named
+        .map(|(severity, kind)| format!("{} {kind}", severity.to_uppercase()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Where the timelines of the `count` sessions without one are to be had (`quiet`: those of
@@ -1117,13 +1129,12 @@ fn write_timeline(
     for e in entries {
         let text = match e.kind {
             // The finding's words are in the tree above: its row names it.
-            "finding" => e
-                .findings
-                .iter()
-                .filter_map(|&p| rep.findings.get(p))
-                .map(|f| format!("{} {}", f.severity.name().to_uppercase(), f.kind.name()))
-                .collect::<Vec<_>>()
-                .join("; "),
+            "finding" => finding_row(
+                e.findings
+                    .iter()
+                    .filter_map(|&p| rep.findings.get(p))
+                    .map(|f| (f.severity.name(), f.kind.name())),
+            ),
             _ => terminal(&r.text(&e.text)).into_owned(),
         };
         let mut time = e.time.time.clock_millis();

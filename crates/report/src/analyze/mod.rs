@@ -24,7 +24,7 @@ mod writer;
 
 pub use human::{DEFAULT_WIDTH, Style, write_human};
 pub(crate) use human::{
-    FindingText, frames_text, heading_hint, opened_in_run, seen_lines, stream_legend,
+    FindingText, block_heading, finding_row, frames_text, opened_in_run, seen_lines, stream_legend,
     write_finding, write_fix, write_session_table, write_timeline_row, write_verdict_line,
 };
 pub use json::{write_json, write_ndjson, write_ndjson_tail};
