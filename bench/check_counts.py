@@ -269,6 +269,37 @@ def analyze_counts(path):
     return found, {}, notes
 
 
+def check_set_aside(counts_path, report_path, alone_path):
+    """The noise's part of a classified report: what the classification set aside, by reason,
+    and the HTTP exchanges it still examined (HTTP/2 whole, the first request of each connection
+    set aside), each the mixed report's count less the MCP-alone report's."""
+    with open(counts_path, encoding="utf-8") as f:
+        noise = json.load(f)["noise"]
+    summaries = []
+    for path in (report_path, alone_path):
+        with open(path, encoding="utf-8") as f:
+            summaries.append(json.load(f)["summary"])
+    mixed, alone = summaries
+    aside = noise["set_aside"]
+    rows = []
+    for key in ("connections", "tls_without_keys", "request_not_mcp", "jsonrpc_not_mcp",
+                "json_not_jsonrpc", "bytes_not_examined"):
+        got = mixed["http"]["set_aside"][key] - alone["http"]["set_aside"][key]
+        rows.append(("set_aside." + key, aside[key], got))
+    for key, exp in (("http_exchanges", noise["h2_streams"] + aside["http_requests"]),
+                     ("http_responses", noise["h2_streams"]),
+                     ("jsonrpc_not_mcp", aside["jsonrpc_not_mcp"])):
+        rows.append((key, exp, mixed[key] - alone[key]))
+    print("| noise count (mixed less MCP alone) | generator | report | |")
+    print("|---|---:|---:|---|")
+    bad = 0
+    for key, exp, got in rows:
+        bad += exp != got
+        print("| %s | %s | %s | %s |" % (key, exp, got, "ok" if exp == got else "MISMATCH"))
+    print("\n%s: %d match, %d differ" % ("MISMATCH" if bad else "OK", len(rows) - bad, bad))
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("counts")
@@ -276,7 +307,13 @@ def main():
     ap.add_argument("--view", choices=["analyze", "http", "flows"], default="analyze")
     ap.add_argument("--strict", action="store_true", help="fail on counts the report lacks")
     ap.add_argument("--alone", help="counts of the MCP-alone file of a mixed capture")
+    ap.add_argument("--set-aside", metavar="ALONE_REPORT",
+                    help="check only what the early classification set aside of a mixed capture: "
+                    "REPORT (the mixed file's, classified) less ALONE_REPORT (the MCP-alone file's) "
+                    "against the generator's noise.set_aside")
     args = ap.parse_args()
+    if args.set_aside:
+        return check_set_aside(args.counts, args.report, args.set_aside)
 
     with open(args.counts, encoding="utf-8") as f:
         doc = json.load(f)

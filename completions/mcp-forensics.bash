@@ -73,7 +73,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__forensics__subcmd__analyze)
-            opts="-o -f -e -a -p -s -m -q -k -h --output --write-pcap --write-pcap-per-finding --format --events --all-events --all --profile --no-pager --live-flush --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
+            opts="-o -f -e -a -p -s -m -q -k -h --output --write-pcap --write-pcap-per-finding --format --events --all-events --all --profile --no-pager --live-flush --examine-all --session --since --until --min-severity --fail-on --server --show-secrets --color --progress --quiet --input-format --log-map --log-format --tls-keylog --max-session-events --max-session-exchanges --max-held-events --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

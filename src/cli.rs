@@ -193,6 +193,13 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "SECS")]
     pub live_flush: Option<f64>,
 
+    /// Examine every connection whole. Without it, a connection whose first bytes show it does
+    /// not carry MCP (TLS without keys, not HTTP, a first request that cannot be MCP) is set
+    /// aside, its bytes counted and not parsed, unless it shows MCP later
+    /// (docs/classification.md).
+    #[arg(long)]
+    pub examine_all: bool,
+
     /// Only this session (S1, S2... or an Mcp-Session-Id, whole or as the table shortens it:
     /// 2665…92a9); repeatable. One that names no session is an error.
     #[arg(short, long, value_name = "SESSION", help_heading = "Filters")]

@@ -196,6 +196,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         selection,
         keep_conn_spans: a.write_pcap.is_some(),
         live_flush_ns: live_flush(a.live_flush, live, a.format, a.output.as_deref())?,
+        classify: !a.examine_all,
         ..Settings::default()
     };
     let pcaps = a.write_pcap.map(|dir| mcpf_engine::pcaps::PcapRequest {

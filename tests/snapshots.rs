@@ -232,6 +232,7 @@ samples! {
     nginx_formats_seed_ingress_jsonl => "nginx-formats-seed.ingress.jsonl",
     nginx_formats_seed_ops_short_jsonl => "nginx-formats-seed.ops-short.jsonl",
     nginx_formats_seed_request_line_jsonl => "nginx-formats-seed.request-line.jsonl",
+    late_mcp_pcap => "late-mcp.pcap",
     not_mcp_pcap => "not-mcp.pcap",
     python_sdk_h2_goaway_pcap => "python-sdk-h2-goaway.pcap",
     python_sdk_h2_server_leg_pcap => "python-sdk-h2-server-leg.pcap",

@@ -99,9 +99,47 @@ pub(super) struct NoiseCounts {
     tls_records: u64,
     short_connections: u64,
     by_kind: BTreeMap<&'static str, KindCounts>,
+    /// What the analyzer's early classification sets aside (docs/classification.md).
+    set_aside: SetAsideCounts,
     max_concurrent_connections: u64,
     /// Segments dropped by resets (the noise sends none: must be 0).
     dropped_segments: u64,
+}
+
+/// The connections the analyzer's early classification sets aside, by the rule their first
+/// request meets, and what it still sees of them: every connection but HTTP/2 is set aside
+/// after its first client write (a TLS ClientHello, or an HTTP/1.1 request none of whose kinds
+/// here can be MCP), and only that write is examined.
+#[derive(Default, Serialize)]
+struct SetAsideCounts {
+    connections: u64,
+    tls_without_keys: u64,
+    request_not_mcp: u64,
+    jsonrpc_not_mcp: u64,
+    json_not_jsonrpc: u64,
+    /// Payload bytes after each connection's first client write.
+    bytes_not_examined: u64,
+    /// HTTP/1.1 requests examined on them: the first of each.
+    http_requests: u64,
+}
+
+impl SetAsideCounts {
+    /// Counts a connection of `kind` (`eth`: the Ethereum API) set aside after the `first`
+    /// bytes of its `payload`, its client's first write (`post`: a `POST`, whose JSON body is
+    /// read; any other request cannot be MCP by its method); HTTP/2 is examined whole.
+    fn count(&mut self, kind: Kind, eth: bool, (first, post): (u64, bool), payload: u64) {
+        let reason = match kind {
+            Kind::H2c => return,
+            Kind::Tls => &mut self.tls_without_keys,
+            Kind::Api if eth => &mut self.jsonrpc_not_mcp,
+            Kind::Api if post => &mut self.json_not_jsonrpc,
+            Kind::Api | Kind::Download | Kind::Upload | Kind::Short => &mut self.request_not_mcp,
+        };
+        *reason += 1;
+        self.connections += 1;
+        self.bytes_not_examined += payload - first;
+        self.http_requests += u64::from(kind != Kind::Tls);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,6 +197,8 @@ struct Plan {
     /// Expected bytes in the file, handshake and close included.
     est: u64,
     payload: u64,
+    /// The length of the client's first write, and whether it began a `POST`.
+    first_client: Option<(u64, bool)>,
 }
 
 impl Plan {
@@ -167,9 +207,13 @@ impl Plan {
             steps: VecDeque::new(),
             est: 3 * PER_PACKET + 8 + 4 * PER_PACKET,
             payload: 0,
+            first_client: None,
         }
     }
     fn send(&mut self, side: usize, gap: u64, bytes: Vec<u8>) {
+        if side == SIDE_C && self.first_client.is_none() {
+            self.first_client = Some((bytes.len() as u64, bytes.starts_with(b"POST ")));
+        }
         self.est += wire_est(bytes.len());
         self.payload += bytes.len() as u64;
         let data = Data::Bytes(bytes);
@@ -1226,6 +1270,9 @@ impl Mixer {
         let est = (plan.est as f64 * ratio) as u64;
         by.connections += 1;
         by.payload_bytes += plan.payload;
+        let first = plan.first_client.unwrap_or((0, false));
+        let eth = port == 8545;
+        self.counts.set_aside.count(kind, eth, first, plan.payload);
         by.bytes_planned += est;
         self.planned[k].0 += est as f64;
         self.planned[k].1 += 1;

@@ -47,6 +47,15 @@ enum Held {
         mark: Mark,
     },
     Closed(Box<ConnSummary>),
+    SetAside {
+        conn: ConnId,
+        mark: Mark,
+    },
+    Resumed {
+        conn: ConnId,
+        skipped: [u64; 2],
+        mark: Mark,
+    },
 }
 
 /// A batch of TCP events with their bytes, in the order they were pushed.
@@ -128,6 +137,16 @@ impl HeldEvents {
             },
             TcpEvent::Fin { conn, dir, mark } => Held::Fin { conn, dir, mark },
             TcpEvent::Closed { summary } => Held::Closed(Box::new(summary.clone())),
+            TcpEvent::SetAside { conn, mark } => Held::SetAside { conn, mark },
+            TcpEvent::Resumed {
+                conn,
+                skipped,
+                mark,
+            } => Held::Resumed {
+                conn,
+                skipped,
+                mark,
+            },
         };
         self.events.push(held);
     }
@@ -205,6 +224,16 @@ impl HeldEvents {
             },
             &Held::Fin { conn, dir, mark } => TcpEvent::Fin { conn, dir, mark },
             Held::Closed(summary) => TcpEvent::Closed { summary },
+            &Held::SetAside { conn, mark } => TcpEvent::SetAside { conn, mark },
+            &Held::Resumed {
+                conn,
+                skipped,
+                mark,
+            } => TcpEvent::Resumed {
+                conn,
+                skipped,
+                mark,
+            },
         }
     }
 
@@ -222,7 +251,9 @@ pub fn conn_of(event: &TcpEvent<'_>) -> ConnId {
         | TcpEvent::Data { conn, .. }
         | TcpEvent::Gap { conn, .. }
         | TcpEvent::Inconsistent { conn, .. }
-        | TcpEvent::Fin { conn, .. } => *conn,
+        | TcpEvent::Fin { conn, .. }
+        | TcpEvent::SetAside { conn, .. }
+        | TcpEvent::Resumed { conn, .. } => *conn,
         TcpEvent::Closed { summary } => summary.conn,
     }
 }

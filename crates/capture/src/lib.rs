@@ -72,6 +72,8 @@
 //!         TcpEvent::Fin { dir, .. } => format!("{dir:?}: FIN"),
 //!         TcpEvent::Inconsistent { offset, len, .. } => format!("{len} bytes at {offset} differ"),
 //!         TcpEvent::Closed { summary } => format!("closed: {}", summary.close.name()),
+//!         // Only a stage behind the reassembler sets a connection aside.
+//!         TcpEvent::SetAside { .. } | TcpEvent::Resumed { .. } => unreachable!(),
 //!     };
 //!     println!("{line}");
 //!     printed.push(line);

@@ -83,7 +83,7 @@ fn capture(packets: &[(SegmentSpec<'_>, Option<usize>)]) -> Seen {
             first.frame.frame,
             second.frame.frame,
         )),
-        TcpEvent::Fin { .. } => {}
+        TcpEvent::Fin { .. } | TcpEvent::SetAside { .. } | TcpEvent::Resumed { .. } => {}
         TcpEvent::Closed { summary } => seen.closed.push(summary.clone()),
     };
     while let Some(frame) = reader.next_frame().unwrap() {

@@ -50,11 +50,16 @@ impl Engine {
         let mut stage = CaptureStage::new(settings.capture.clone(), inputs.paths.len());
         let tls = settings.tls_keys.clone();
         let spans = settings.keep_conn_spans.then(Vec::new);
+        let front = Front {
+            tls,
+            spans,
+            classify: settings.classify,
+        };
         let stages = if threaded {
             let workers = self.workers();
-            run_threaded(inputs, &mut stage, sessions, observer, tls, workers, spans)?
+            run_threaded(inputs, &mut stage, sessions, observer, front, workers)?
         } else {
-            run_inline(inputs, &mut stage, sessions, observer, tls, spans)
+            run_inline(inputs, &mut stage, sessions, observer, front)
         };
         assemble(stages, settings)
     }
@@ -72,23 +77,54 @@ struct Stages {
     shard_work: String,
 }
 
+/// What comes between the reassembler and the shards, whatever the threads.
+struct Front {
+    tls: Option<Arc<mcpf_tls::KeyLog>>,
+    spans: Option<Vec<ConnSpan>>,
+    /// Early classification on (`Settings::classify`).
+    classify: bool,
+}
+
+impl Front {
+    /// The captures through the capture stage into `sink`, through the early classification
+    /// when it is on; returns their reports and what the classification set aside.
+    fn feed(
+        &self,
+        inputs: &mut Opened,
+        stage: &mut CaptureStage,
+        sink: &mut impl feed::CaptureSink,
+        observer: &mut dyn Observer,
+    ) -> (
+        Vec<(mcpf_model::InputId, mcpf_model::InputReport)>,
+        http::sniff::SetAside,
+    ) {
+        if !self.classify {
+            let captured = feed::feed_captures(inputs, stage, sink, observer);
+            return (captured, Default::default());
+        }
+        let mut classify = crate::classify::Classify::new(sink, self.tls.is_some());
+        let captured = feed::feed_captures(inputs, stage, &mut classify, observer);
+        (captured, classify.stats)
+    }
+}
+
 /// One thread: every stage in turn on each packet.
 fn run_inline(
     mut inputs: Opened,
     stage: &mut CaptureStage,
     mut sessions: SessionStage,
     observer: &mut dyn Observer,
-    tls: Option<Arc<mcpf_tls::KeyLog>>,
-    spans: Option<Vec<ConnSpan>>,
+    mut front: Front,
 ) -> Stages {
-    let mut front = shards::Inline::new(mcpf_tls::Secrets::new(tls), mcpf_mcp::prepare, |ev| {
-        sessions.on_prepared(ev)
-    });
-    front.tcp.spans = spans;
-    let captured = feed::feed_captures(&mut inputs, stage, &mut front, observer);
-    let tcp = std::mem::take(&mut front.tcp);
-    let shards = front.into_shards();
-    finish_run(inputs, captured, sessions, &shards, tcp, 1, observer)
+    let secrets = mcpf_tls::Secrets::new(front.tls.clone());
+    let mut sink = shards::Inline::new(secrets, mcpf_mcp::prepare, |ev| sessions.on_prepared(ev));
+    sink.tcp.spans = front.spans.take();
+    let (captured, set_aside) = front.feed(&mut inputs, stage, &mut sink, observer);
+    let tcp = std::mem::take(&mut sink.tcp);
+    let shards = sink.into_shards();
+    let mut stages = finish_run(inputs, captured, sessions, &shards, tcp, 1, observer);
+    stages.http.set_aside = set_aside;
+    stages
 }
 
 /// Several threads: packets and TCP on this one, the per-connection stages on `workers` more,
@@ -98,25 +134,24 @@ fn run_threaded(
     stage: &mut CaptureStage,
     sessions: SessionStage,
     observer: &mut dyn Observer,
-    tls: Option<Arc<mcpf_tls::KeyLog>>,
+    mut front: Front,
     workers: usize,
-    spans: Option<Vec<ConnSpan>>,
 ) -> Result<Stages, EngineError> {
     std::thread::scope(|scope| {
         let (mut dispatch, results, handles) = shards::start(
             scope,
             workers,
-            mcpf_tls::Secrets::new(tls),
+            mcpf_tls::Secrets::new(front.tls.clone()),
             mcpf_mcp::prepare,
             weigh,
         );
-        dispatch.tcp.spans = spans;
+        dispatch.tcp.spans = front.spans.take();
         let consumer = scope.spawn(move || {
             let mut sessions = sessions;
             shards::merge(results, |ev| sessions.on_prepared(ev));
             sessions
         });
-        let captured = feed::feed_captures(&mut inputs, stage, &mut dispatch, observer);
+        let (captured, set_aside) = front.feed(&mut inputs, stage, &mut dispatch, observer);
         dispatch.flush();
         let tcp = std::mem::take(&mut dispatch.tcp);
         // Dropping the dispatch ends the workers' input: they finish, and the session thread
@@ -127,9 +162,9 @@ fn run_threaded(
         let sessions = consumer
             .join()
             .map_err(|_| EngineError::StageFailed("session"))?;
-        Ok(finish_run(
-            inputs, captured, sessions, &shards, tcp, workers, observer,
-        ))
+        let mut stages = finish_run(inputs, captured, sessions, &shards, tcp, workers, observer);
+        stages.http.set_aside = set_aside;
+        Ok(stages)
     })
 }
 
@@ -196,6 +231,7 @@ fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineErr
     let tls = tls.filter(|t| t.connections > 0);
     let mut limits = mcp_limits(&mcp_stats, tls.as_ref());
     limits.extend(http_caps_reached(&http));
+    limits.extend(crate::classify::limits(&http.set_aside));
     limits.extend(detector_limits);
     let mut inputs = fed.reports;
     account_not_carried(&mut inputs, &mcp_stats.carried_nothing);

@@ -13,6 +13,7 @@
 //! print and how to end.
 
 mod analyze;
+mod classify;
 mod feed;
 mod finalize;
 mod http_view;
@@ -69,6 +70,9 @@ pub struct Settings {
     pub tool: mcpf_report::analyze::Tool,
     /// Keep where each TCP connection's frames are ([`Run::conn_spans`]), for `--write-pcap`.
     pub keep_conn_spans: bool,
+    /// Set aside connections whose first bytes show they do not carry MCP (early
+    /// classification, docs/classification.md); off with `--examine-all`.
+    pub classify: bool,
     /// Interim reports of sessions quiet this long (capture time, nanoseconds) on a live pipe
     /// written as NDJSON (`--live-flush`).
     pub live_flush_ns: Option<i64>,
@@ -91,6 +95,7 @@ impl Default for Settings {
             },
             keep_conn_spans: false,
             live_flush_ns: None,
+            classify: true,
         }
     }
 }

@@ -43,6 +43,7 @@ mod held;
 mod payload;
 mod resync;
 mod shrink;
+pub mod sniff;
 pub mod sse;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -166,6 +167,9 @@ pub enum Outcome {
     Gap,
     /// The connection was evicted as idle.
     Idle,
+    /// The connection was set aside as not MCP by the early classification before the message
+    /// ended: the rest of it was not examined.
+    NotExamined,
 }
 
 /// A message body as captured: decoded when the content coding is known.
@@ -471,6 +475,9 @@ pub struct HttpStats {
     /// ... and streams that ended, or were cut by the capture's end, while their sender still
     /// waited (each an anomaly).
     pub h2_flow_stalled_at_end: u64,
+    /// Connections the early classification set aside as not MCP (filled by the engine, which
+    /// classifies; not by the stage).
+    pub set_aside: sniff::SetAside,
 }
 
 impl HttpStats {
@@ -511,7 +518,9 @@ impl HttpStats {
             h2_flow_stalls,
             h2_flow_stall_ns,
             h2_flow_stalled_at_end,
+            set_aside,
         } = other;
+        self.set_aside.merge(set_aside);
         for (mine, theirs) in [
             (&mut self.connections_http, connections_http),
             (&mut self.connections_tls, connections_tls),
@@ -652,6 +661,11 @@ impl<S: HttpSink> Stage<S> {
             CloseReason::Idle | CloseReason::Evicted => (Outcome::Idle, None),
             CloseReason::Fin | CloseReason::Superseded => (Outcome::ClosedEarly, None),
         };
+        // What a connection set aside had in progress was not examined, not cut.
+        let (outcome, by) = match c.is_aside() {
+            true => (Outcome::NotExamined, None),
+            false => (outcome, by),
+        };
         c.close(outcome, by, summary.end, &mut self.sink);
         let kind = c.kind();
         let port = summary.server.port();
@@ -769,6 +783,12 @@ impl<S: HttpSink> Stage<S> {
                 c.inconsistent(dir, offset, len, first, second, sink)
             }),
             TcpEvent::Closed { summary } => self.closed(summary),
+            TcpEvent::SetAside { conn, .. } => self.on_conn(conn, |c, sink| c.set_aside(sink)),
+            TcpEvent::Resumed {
+                conn,
+                skipped,
+                mark,
+            } => self.on_conn(conn, |c, sink| c.resume(skipped, mark, sink)),
         }
     }
 }

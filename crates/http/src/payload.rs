@@ -253,7 +253,7 @@ impl Payload {
 /// Whether a body of this media type may be an MCP message: any JSON type or an event stream
 /// (what the transport sends), and text (a mistyped JSON body is text more often than not).
 /// Read without a copy: it is asked of every message.
-fn may_carry_mcp(media: &str) -> bool {
+pub(crate) fn may_carry_mcp(media: &str) -> bool {
     let t = media.trim().as_bytes();
     let has = |part: &[u8]| t.windows(part.len()).any(|w| w.eq_ignore_ascii_case(part));
     let starts = |part: &[u8]| {

@@ -431,6 +431,35 @@ pub(crate) fn cannot_be_jsonrpc(bytes: &[u8]) -> bool {
         && memchr::memmem::find(bytes, b"\\u").is_none()
 }
 
+/// What a whole request body says of MCP, for the early classification of its connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodySays {
+    /// A message calls an MCP method, or answers with a protocol version.
+    Mcp,
+    /// JSON-RPC requests and notifications, every one calling a method MCP does not have.
+    JsonRpcNotMcp,
+    /// JSON-RPC that may be MCP (a response, a malformed message): its exchange will tell.
+    Maybe,
+    /// It holds no JSON-RPC message at all ([`cannot_be_jsonrpc`]).
+    NotJsonRpc,
+}
+
+/// What `body`, a request's whole body, says of MCP.
+pub fn body_says(body: &[u8]) -> BodySays {
+    if cannot_be_jsonrpc(body) {
+        return BodySays::NotJsonRpc;
+    }
+    let messages = parse_payload(body);
+    if messages.iter().any(Message::is_mcp_evidence) {
+        return BodySays::Mcp;
+    }
+    let calls = |m: &Message| matches!(m.kind, Kind::Request | Kind::Notification);
+    if !messages.is_empty() && messages.iter().all(calls) {
+        return BodySays::JsonRpcNotMcp;
+    }
+    BodySays::Maybe
+}
+
 /// Why a body was not read: it cannot be JSON-RPC ([`cannot_be_jsonrpc`]); read only if its
 /// exchange turns out to be MCP, for what it then is.
 pub(crate) const NOT_READ: &str = "not read: holds no jsonrpc member";
@@ -609,6 +638,31 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_says_mcp_by_its_methods_and_not_mcp_only_by_calls() {
+        let says = |b: &str| body_says(b.as_bytes());
+        assert_eq!(
+            says(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
+            BodySays::Mcp
+        );
+        let batch =
+            r#"[{"jsonrpc":"2.0","id":1,"method":"eth_call"},{"jsonrpc":"2.0","method":"ping"}]"#;
+        assert_eq!(says(batch), BodySays::Mcp);
+        let eth = r#"{"params":[],"method":"eth_blockNumber","id":7,"jsonrpc":"2.0"}"#;
+        assert_eq!(says(eth), BodySays::JsonRpcNotMcp);
+        // A client answering a server's request names no method: its exchange will tell.
+        assert_eq!(
+            says(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            BodySays::Maybe
+        );
+        assert_eq!(says(r#"{"jsonrpc":"2.0","method":"#), BodySays::Maybe);
+        assert_eq!(
+            says(r#"{"user":"ana","items":[1,2]}"#),
+            BodySays::NotJsonRpc
+        );
+        assert_eq!(says(""), BodySays::NotJsonRpc);
+    }
 
     #[test]
     fn only_bytes_without_a_jsonrpc_name_are_left_unread() {

@@ -178,6 +178,16 @@ pub enum NoteKind {
     /// `count` bodies of media types that cannot carry MCP were kept to their first
     /// `window_kib` KiB, the rest counted.
     OtherTypeBodiesCut { window_kib: u64 },
+    /// `count` connections set aside as not MCP showed a sign of MCP later, after more bytes
+    /// than the `window_kib` KiB of each direction kept: examined from the first request line
+    /// kept on, `lost_bytes` before it not examined.
+    SetAsideResumed { window_kib: u64, lost_bytes: u64 },
+    /// `count` connections were set aside without a window of their last bytes (the windows
+    /// held `max_mib` MiB together): resumed, they are examined from that moment on.
+    SetAsideWithoutWindow { max_mib: u64 },
+    /// `count` connections were examined whole, not classified, because `max` servers were
+    /// already remembered as carrying MCP.
+    ClassificationServersFull { max: u64 },
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB
     /// held already, or more than `per_input` observations of one ID in one input).
     ObservationsNotCompared { held_mib: u64, per_input: u64 },

@@ -89,7 +89,7 @@ pub fn no_session(
             problem: format!(
                 "HTTP on {} carried no MCP{}",
                 ports(&http.http_ports),
-                what_it_carried(mcp)
+                what_it_carried(mcp, &http.set_aside)
             ),
             hint: "check that the capture covers the MCP endpoint; if the capture starts mid-connection, name the server with --server ADDR|PORT".into(),
         });
@@ -144,8 +144,14 @@ fn what_was_cut(mcp: &McpStats) -> String {
 }
 
 /// What the HTTP carried instead of MCP, when it was JSON-RPC or SSE.
-fn what_it_carried(mcp: &McpStats) -> String {
+fn what_it_carried(mcp: &McpStats, set_aside: &mcpf_http::sniff::SetAside) -> String {
     let mut parts = Vec::new();
+    if set_aside.connections > 0 {
+        parts.push(format!(
+            "{} set aside as not MCP by their first request",
+            super::table::count(set_aside.connections, "connection", "connections")
+        ));
+    }
     if mcp.jsonrpc_not_mcp > 0 {
         parts.push(format!(
             "{} without an MCP method or session header",

@@ -225,6 +225,21 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} bodies of media types that cannot carry MCP (not JSON, an event stream or text) were kept to their first {window_kib} KiB, the rest counted, not copied"
         ),
+        NoteKind::SetAsideResumed {
+            window_kib,
+            lost_bytes,
+        } => write!(
+            f,
+            "{c} connections set aside as not MCP by their first bytes showed a sign of MCP after more than the {window_kib} KiB kept of each direction: examined from the first request line kept on; {lost_bytes} bytes before it, and the server's answers to requests before it, were not examined (what they carried is not in the report)"
+        ),
+        NoteKind::SetAsideWithoutWindow { max_mib } => write!(
+            f,
+            "{c} connections set aside as not MCP kept no window of their last bytes (the windows held {max_mib} MiB together): resumed, they were examined from that moment on"
+        ),
+        NoteKind::ClassificationServersFull { max } => write!(
+            f,
+            "{c} connections were examined whole instead of classified: {max} servers were already remembered as carrying MCP"
+        ),
         // Worded by their own functions.
         NoteKind::Lacks(lack) => {
             f.write_str("lacks ")?;

@@ -90,6 +90,13 @@ fn cut_text(st: &Stream) -> Option<(&'static str, String)> {
         (Some(Outcome::ClosedEarly), _) => {
             Some(("s ✕", format!("server closed {}{after}", st.label())))
         }
+        (Some(Outcome::NotExamined), _) => Some((
+            "…",
+            format!(
+                "{} not examined past here: its connection was set aside as not MCP{after}",
+                st.label()
+            ),
+        )),
         (Some(Outcome::CutByCaptureEnd), _) => Some((
             "…",
             format!("{} still open at capture end{after}", st.label()),

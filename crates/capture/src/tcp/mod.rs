@@ -196,6 +196,23 @@ pub enum TcpEvent<'a> {
     Closed {
         summary: &'a ConnSummary,
     },
+    /// Not the reassembler's: a stage between it and HTTP (the engine's early classification)
+    /// found that the connection does not carry MCP, and passes none of its bytes on from here
+    /// until a [`TcpEvent::Resumed`]. What is in progress ends here, not examined; the bytes
+    /// crossed the wire and are in the capture (unlike a [`TcpEvent::Gap`]).
+    SetAside {
+        conn: ConnId,
+        mark: Mark,
+    },
+    /// The bytes of a connection set aside are passed on again (it was found to be maybe MCP
+    /// after all), the client's first: `skipped` bytes of each direction (the client's first)
+    /// before the next ones were not kept. None skipped, the bytes simply come late; else
+    /// parsing picks up as on a connection picked up mid-stream.
+    Resumed {
+        conn: ConnId,
+        skipped: [u64; 2],
+        mark: Mark,
+    },
 }
 
 pub trait TcpSink {

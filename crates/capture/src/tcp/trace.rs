@@ -95,6 +95,9 @@ impl TcpSink for Collector {
                 second.frame.frame,
             )),
             TcpEvent::Closed { summary } => self.closed.push(summary.clone()),
+            TcpEvent::SetAside { .. } | TcpEvent::Resumed { .. } => {
+                unreachable!("the reassembler never sets a connection aside")
+            }
         }
     }
 }

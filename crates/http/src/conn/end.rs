@@ -151,7 +151,7 @@ impl Connection {
     }
 
     /// Reports each request still waiting for its response as never answered.
-    fn report_unanswered(
+    pub(super) fn report_unanswered(
         &mut self,
         outcome: Outcome,
         closed_by: Option<Direction>,

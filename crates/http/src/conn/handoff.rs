@@ -11,6 +11,14 @@ use crate::h2::{H2Connection, PREFACE};
 use crate::{ExchangeId, Headers};
 use mcpf_model::{Direction, Mark};
 
+/// The start of the HTTP/2 preface that tells it (`PRI * HTTP/2.0`).
+pub(crate) const PREFACE_START: &[u8] = PREFACE.split_at(14).0;
+
+/// Whether `data` starts with a TLS handshake record (a ClientHello), of any TLS version.
+pub(crate) fn is_tls_record_start(data: &[u8]) -> bool {
+    data.len() >= 2 && data[0] == 0x16 && data[1] == 0x03
+}
+
 /// Bytes of a connection's start looked at to tell TLS and HTTP/2 apart from HTTP/1.1.
 const PROBE_BYTES: usize = 24;
 /// Server bytes kept while the client has sent none (an HTTP/2 server's first frames).
@@ -135,10 +143,10 @@ pub(super) fn headers_upgrade_to_h2c(headers: &Headers) -> bool {
 }
 
 fn classify_first_bytes(data: &[u8]) -> Option<ConnKind> {
-    if data.len() >= 2 && data[0] == 0x16 && data[1] == 0x03 {
+    if is_tls_record_start(data) {
         return Some(ConnKind::Tls);
     }
-    if data.starts_with(&PREFACE[..14]) {
+    if data.starts_with(PREFACE_START) {
         return Some(ConnKind::Http2);
     }
     None

@@ -34,6 +34,7 @@
 //! - `gap`: bytes missing from the capture;
 //! - `end`: FINs and the end of the connection.
 
+mod aside;
 mod end;
 mod framing;
 mod gap;
@@ -63,6 +64,7 @@ use midstream::SseProbe;
 use pairing::Pending;
 
 pub(crate) use framing::MAX_BODY;
+pub(crate) use handoff::{PREFACE_START, is_tls_record_start};
 pub(crate) use heads::{MAX_HEADERS, never_dropped};
 pub(crate) use hold::MAX_HELD;
 
@@ -219,6 +221,8 @@ pub(crate) struct Connection {
     /// The client's SETTINGS from the last request asking for `Upgrade: h2c` (its
     /// `HTTP2-Settings`), for the connection the 101 starts.
     h2c_settings: Option<Vec<u8>>,
+    /// Set aside by the early classification: see `aside`.
+    aside: bool,
 }
 
 /// The index of a direction in per-direction arrays.
@@ -268,6 +272,7 @@ impl Connection {
             sse_probe: midstream.then(|| Box::new(SseProbe::new())),
             h2: None,
             h2c_settings: None,
+            aside: false,
         }
     }
 

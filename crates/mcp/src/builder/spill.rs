@@ -397,6 +397,7 @@ fn outcome_code(o: Outcome) -> u8 {
         Outcome::Idle => 6,
         Outcome::StreamReset => 7,
         Outcome::Refused => 8,
+        Outcome::NotExamined => 9,
     }
 }
 
@@ -411,6 +412,7 @@ fn outcome_of(code: u8) -> Option<Option<Outcome>> {
         6 => Outcome::Idle,
         7 => Outcome::StreamReset,
         8 => Outcome::Refused,
+        9 => Outcome::NotExamined,
         _ => return None,
     }))
 }

@@ -384,6 +384,14 @@ fn write_header(out: &mut dyn Write, rep: &Report, width: usize) -> io::Result<(
             rep.mcp.requests_cut
         ));
     }
+    let aside = &rep.http.set_aside;
+    if aside.connections > 0 {
+        exchanges.push_str(&format!(
+            "; {} set aside as not MCP by their first bytes ({} not examined)",
+            count(aside.connections, "connection", "connections"),
+            bytes(aside.bytes_not_examined)
+        ));
+    }
     // Logs and HAR files have no TCP: the line speaks of connections only for captures.
     let captures = rep
         .inputs

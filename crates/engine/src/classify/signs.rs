@@ -1,0 +1,97 @@
+//! Signs of MCP in the client bytes of a connection set aside: searched with memchr's
+//! vectorised search, a fraction of an instruction a byte, so that a connection whose first
+//! request was not MCP but whose later ones are (a keep-alive connection a proxy or a browser
+//! reuses) is found again.
+
+use memchr::memmem::Finder;
+
+/// What a request of MCP shows in its bytes: a session header (any case of its first letter;
+/// `Mcp-Session-Id` and `mcp-session-id` are how clients write it), an event stream accepted or
+/// posted to, or the `initialize` every session starts with.
+const SIGNS: [&[u8]; 4] = [
+    b"ession-id",
+    b"ession-Id",
+    b"/event-stream",
+    b"\"initialize\"",
+];
+/// The longest sign less one: bytes of one chunk kept to find a sign split across two.
+const CARRY: usize = 12;
+
+/// The searchers, built once per run.
+pub(super) struct Signs {
+    finders: Vec<Finder<'static>>,
+}
+
+/// The last bytes of one connection's previous chunk.
+#[derive(Debug, Default)]
+pub(super) struct Carry {
+    tail: [u8; CARRY],
+    len: u8,
+}
+
+impl Signs {
+    pub(super) fn new() -> Self {
+        Signs {
+            finders: SIGNS.iter().map(|s| Finder::new(s).into_owned()).collect(),
+        }
+    }
+
+    /// Whether `data`, the next client bytes after those `carry` ends, shows a sign (across the
+    /// two included).
+    pub(super) fn found(&self, carry: &mut Carry, data: &[u8]) -> bool {
+        let mut seam = [0u8; 2 * CARRY];
+        let head = &data[..data.len().min(CARRY)];
+        let kept = usize::from(carry.len);
+        seam[..kept].copy_from_slice(&carry.tail[..kept]);
+        seam[kept..kept + head.len()].copy_from_slice(head);
+        let seam = &seam[..kept + head.len()];
+        let found = self
+            .finders
+            .iter()
+            .any(|f| f.find(seam).is_some() || f.find(data).is_some());
+        carry.keep(data);
+        found
+    }
+}
+
+impl Carry {
+    fn keep(&mut self, data: &[u8]) {
+        if data.len() >= CARRY {
+            self.tail.copy_from_slice(&data[data.len() - CARRY..]);
+            self.len = CARRY as u8;
+            return;
+        }
+        let old = usize::from(self.len);
+        let keep_old = old.min(CARRY - data.len());
+        self.tail.copy_within(old - keep_old..old, 0);
+        self.tail[keep_old..keep_old + data.len()].copy_from_slice(data);
+        self.len = (keep_old + data.len()) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_each_sign_whole_or_split_across_chunks() {
+        let signs = Signs::new();
+        let text = b"POST /mcp HTTP/1.1\r\nMcp-Session-Id: 1\r\n\r\n";
+        for cut in 0..text.len() {
+            let mut carry = Carry::default();
+            let first = signs.found(&mut carry, &text[..cut]);
+            let second = signs.found(&mut carry, &text[cut..]);
+            assert!(first || second, "cut at {cut}");
+        }
+        // Split into single bytes: the carry holds the sign's start.
+        let mut carry = Carry::default();
+        let body = br#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#;
+        assert!(
+            body.iter()
+                .any(|b| signs.found(&mut carry, std::slice::from_ref(b)))
+        );
+        let mut carry = Carry::default();
+        assert!(!signs.found(&mut carry, b"GET /download HTTP/1.1\r\nAccept: */*\r\n\r\n"));
+        assert!(!signs.found(&mut carry, br#"{"jsonrpc":"2.0","method":"eth_call"}"#));
+    }
+}
