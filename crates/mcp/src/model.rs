@@ -229,7 +229,8 @@ pub struct Stream {
     /// (one address may front several).
     pub host: Option<String>,
     pub transport_mode: Option<String>,
-    pub resume: Option<Resume>,
+    /// Boxed: few exchanges resume one, and every exchange of a session in progress is held.
+    pub resume: Option<Box<Resume>>,
     /// JSON-RPC messages the client sent in the request body.
     pub client_messages: Vec<Message>,
     /// The request body was a JSON array of messages (a batch, legal in 2025-03-26 only).

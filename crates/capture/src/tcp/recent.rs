@@ -37,17 +37,70 @@ fn recent_marks(size: usize) -> usize {
 }
 
 /// The last bytes delivered in one direction, so that a retransmission overlapping them can be
-/// compared with the copy that was delivered. A ring indexed by stream offset modulo its size (a
-/// power of two), grown by the reassembler once the stream outgrows it, within a global budget.
+/// compared with the copy that was delivered: a [`Window`] once the reassembler gave it one.
+///
+/// The window is boxed and made only when granted: the global budget
+/// ([`Limits::recent_total`](super::Limits::recent_total)) grants one to a few hundred
+/// directions at a time, and every other direction of every open connection would otherwise
+/// carry its empty ring, positions and marks (80 bytes) for nothing.
+#[derive(Debug, Default)]
+pub(super) struct Recent {
+    window: Option<Box<Window>>,
+    /// The global budget kept this window from growing once (counted once per direction).
+    refused: bool,
+}
+
+impl Recent {
+    fn capacity(&self) -> usize {
+        self.window.as_ref().map_or(0, |w| w.size)
+    }
+
+    /// Memory it holds, as the global budget counts it.
+    pub(super) fn cost(&self) -> usize {
+        match self.capacity() {
+            0 => 0,
+            size => recent_cost(size),
+        }
+    }
+
+    /// Grows the window to `size` (a power of two larger than now), keeping what it holds.
+    fn grow(&mut self, size: usize) {
+        self.window.get_or_insert_default().grow(size);
+    }
+
+    /// Records bytes delivered from stream `offset` on, carried by `mark`.
+    #[inline]
+    pub(super) fn record(&mut self, offset: u64, data: &[u8], mark: Mark) {
+        if let Some(w) = self.window.as_mut() {
+            w.record(offset, data, mark);
+        }
+    }
+
+    /// The packet that carried the byte at `offset` (held).
+    pub(super) fn mark_at(&self, offset: u64) -> Option<Mark> {
+        self.window.as_ref().and_then(|w| w.mark_at(offset))
+    }
+
+    /// Compares `data`, a later copy of the bytes from `offset` on (all delivered already), with
+    /// what is held. Returns how many bytes were compared and where they differ.
+    pub(super) fn compare(&self, offset: u64, data: &[u8]) -> (u64, Option<Difference>) {
+        self.window
+            .as_ref()
+            .map_or((0, None), |w| w.compare(offset, data))
+    }
+}
+
+/// A ring indexed by stream offset modulo its size (a power of two), grown by the reassembler
+/// once the stream outgrows it, within a global budget.
 ///
 /// The ring fills as bytes arrive rather than being zeroed when made: most of a window's life is
 /// its first lap, and zeroing 16 KiB per direction cost more than copying the bytes in. Position 0
 /// holds `anchor`, the first byte written since the window last started afresh, so that writes
 /// reach the end of what is filled, never past it.
 #[derive(Debug, Default)]
-pub(super) struct Recent {
+struct Window {
     ring: Vec<u8>,
-    /// The size the ring fills up to (a power of two; 0 when there is none).
+    /// The size the ring fills up to (a power of two).
     size: usize,
     /// The stream offset held at position 0 (modulo `size`).
     anchor: u64,
@@ -56,24 +109,9 @@ pub(super) struct Recent {
     end: u64,
     /// The packet that carried the bytes from each offset on, oldest first.
     marks: VecDeque<(u64, Mark)>,
-    /// The global budget kept this window from growing once (counted once per direction).
-    refused: bool,
 }
 
-impl Recent {
-    fn capacity(&self) -> usize {
-        self.size
-    }
-
-    /// Memory it holds, as the global budget counts it.
-    pub(super) fn cost(&self) -> usize {
-        if self.size == 0 {
-            0
-        } else {
-            recent_cost(self.size)
-        }
-    }
-
+impl Window {
     fn slot(&self, offset: u64) -> usize {
         // Stream offsets, not sequence numbers: they do not wrap, and none asked for lies before
         // `anchor`. The subtraction wraps only so that one that did could not overflow; the
@@ -102,9 +140,8 @@ impl Recent {
             .reserve_exact(marks.saturating_sub(self.marks.len()));
     }
 
-    /// Records bytes delivered from stream `offset` on, carried by `mark`.
     #[inline]
-    pub(super) fn record(&mut self, offset: u64, data: &[u8], mark: Mark) {
+    fn record(&mut self, offset: u64, data: &[u8], mark: Mark) {
         let cap = self.size;
         if cap == 0 || data.is_empty() {
             return;
@@ -157,15 +194,12 @@ impl Recent {
         }
     }
 
-    /// The packet that carried the byte at `offset` (held).
-    pub(super) fn mark_at(&self, offset: u64) -> Option<Mark> {
+    fn mark_at(&self, offset: u64) -> Option<Mark> {
         let i = self.marks.partition_point(|&(o, _)| o <= offset);
         i.checked_sub(1).map(|i| self.marks[i].1)
     }
 
-    /// Compares `data`, a later copy of the bytes from `offset` on (all delivered already), with
-    /// what is held. Returns how many bytes were compared and where they differ.
-    pub(super) fn compare(&self, offset: u64, data: &[u8]) -> (u64, Option<Difference>) {
+    fn compare(&self, offset: u64, data: &[u8]) -> (u64, Option<Difference>) {
         let end = offset + data.len() as u64;
         let (lo, hi) = (offset.max(self.start), end.min(self.end));
         if self.size == 0 || lo >= hi {
@@ -329,8 +363,9 @@ mod tests {
         w.record(0, &[1; 400], m(1));
         w.grow(1024);
         w.record(400, &[2; 1000], m(2));
+        let held = |w: &Recent| w.window.as_ref().map(|w| (w.start, w.end));
         // 1024 bytes held: 376..1400, the first 24 of them from packet 1.
-        assert_eq!((w.start, w.end), (376, 1400));
+        assert_eq!(held(&w), Some((376, 1400)));
         assert_eq!(w.mark_at(380), Some(m(1)));
         assert_eq!(w.mark_at(400), Some(m(2)));
         assert_eq!(w.compare(390, &[1; 10]), (10, None));
@@ -348,6 +383,6 @@ mod tests {
         assert_eq!(w.compare(0, &[9; 10]), (0, None));
         // After a gap, the window starts again.
         w.record(2000, b"xyz", m(3));
-        assert_eq!((w.start, w.end), (2000, 2003));
+        assert_eq!(held(&w), Some((2000, 2003)));
     }
 }

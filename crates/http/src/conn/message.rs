@@ -54,7 +54,7 @@ impl Connection {
         msg.offset = half.head_offset;
         msg.gap = std::mem::take(&mut half.after_gap);
         half.gap_since_head = false;
-        half.msg = Some(msg);
+        half.msg = Some(Box::new(msg));
         half.state = State::Body;
     }
 
@@ -91,7 +91,7 @@ impl Connection {
         let end = self.pos[di(dir)] + self.step_used[di(dir)];
         self.settle_inconsistent(dir, &mut msg, end);
         let exchange = msg.exchange;
-        for event in self.out_events.drain(..) {
+        for event in self.take_events() {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
         }
         let outcome = if msg.gap && outcome == Outcome::Complete {

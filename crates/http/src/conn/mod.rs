@@ -92,7 +92,10 @@ struct Half {
     head_first: Option<Mark>,
     /// Stream offset of the first byte of the head being read.
     head_offset: u64,
-    msg: Option<Message>,
+    /// Boxed: a direction is between messages much of the time (a request half almost always,
+    /// once its request is read), and an open connection should not carry a message's 744
+    /// bytes per direction for nothing.
+    msg: Option<Box<Message>>,
     /// The next message found follows a gap.
     after_gap: bool,
     /// A gap fell between two messages (or ran past the end of one): the bytes it took began at
@@ -196,6 +199,8 @@ pub(crate) struct Connection {
     /// ... and the server's bytes before them (see `keep_early_server_bytes`).
     early_server: Option<Vec<(Vec<u8>, Mark)>>,
     early_server_bytes: usize,
+    /// SSE events a body's bytes completed, handed to the sink at once: empty between calls,
+    /// and let go with its buffer each time (see `take_events`).
     out_events: Vec<SseEvent>,
     /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
     /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...

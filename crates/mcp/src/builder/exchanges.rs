@@ -615,9 +615,11 @@ fn request_stream(r: &mcpf_http::Request, messages: Vec<jsonrpc::Message>) -> St
     stream.client_batch = r.body.data.trim_ascii_start().first() == Some(&b'[');
     stream.protocol_version_header = header("mcp-protocol-version");
     stream.host = header("host");
-    stream.resume = header("last-event-id").map(|l| model::Resume {
-        last_event_id: l,
-        ..Default::default()
+    stream.resume = header("last-event-id").map(|l| {
+        Box::new(model::Resume {
+            last_event_id: l,
+            ..Default::default()
+        })
     });
     stream.client_messages = messages;
     stream.gap = r.outcome == Outcome::Gap;

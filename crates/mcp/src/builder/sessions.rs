@@ -246,6 +246,7 @@ impl Builder {
         note_initialize(s, &stream);
         s.events_held += stream.event_count() as u64;
         stream.idx = s.streams.len();
+        grow_by_a_quarter(&mut s.streams);
         s.streams.push(stream);
         (session, s.streams.len() - 1)
     }
@@ -520,4 +521,15 @@ fn path_and_query(uri: &str) -> String {
             .unwrap_or("/".into());
     }
     uri.to_string()
+}
+
+/// Makes room for one more stream in a session in progress, by a quarter of what it holds (at
+/// least four) rather than by doubling: a `Stream` is over 800 bytes, the sessions in progress
+/// hold most of the run's memory in them, and a doubled vector is on average a quarter empty
+/// (a third just after it grew). Growing by a quarter still copies each stream only a few times
+/// over a session's life.
+fn grow_by_a_quarter(streams: &mut Vec<Stream>) {
+    if streams.len() == streams.capacity() {
+        streams.reserve_exact((streams.len() / 4).max(4));
+    }
 }

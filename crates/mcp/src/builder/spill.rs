@@ -320,10 +320,10 @@ fn read_stream(r: &mut Reader) -> Option<Stream> {
     (st.event_stream, st.accept_sse, st.gap) = (event_stream, accept_sse, gap);
     (st.body_unknown, st.session_header_known) = (body_unknown, header_known);
     if resumes {
-        st.resume = Some(Resume {
+        st.resume = Some(Box::new(Resume {
             last_event_id: r.str()?.to_string(),
             ..Default::default()
-        });
+        }));
     }
     st.gap_bytes = r.u64()?;
     st.snaplen_bytes = r.u64()?;
@@ -575,10 +575,10 @@ mod tests {
         st.protocol_version_header = Some("2025-11-25".into());
         st.transport_mode = Some("sse".into());
         st.transport_mode_sent = Some("sse".into());
-        st.resume = Some(Resume {
+        st.resume = Some(Box::new(Resume {
             last_event_id: "41".into(),
             ..Default::default()
-        });
+        }));
         st.client_messages = parse_payload(
             br#"{"jsonrpc":"2.0","id":"7","method":"tools/call","params":{"name":"x","arguments":{"a":1},"_meta":{"progressToken":"t"}}}"#,
         );
