@@ -369,7 +369,7 @@ fn result_details(result: Member<'_, ResultFields<'_>>, details: &mut Details) {
         return serde_reader::extract_result(result.text, details);
     };
     // The serde reader allocates the details whenever these names may occur, found or not.
-    if !serde_reader::may_name(result.text, serde_reader::RESULT_NAMES) {
+    if !serde_reader::may_name(result.text, &serde_reader::RESULT_NAMES) {
         return;
     }
     let mcp = details.make_mut();

@@ -4,12 +4,14 @@
 //! compare the two on everything else.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    Details, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, RequestId, envelope_head,
+    Details, ESCAPE, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, Needles, RequestId,
+    envelope_head, needles,
 };
 
 #[derive(Deserialize)]
@@ -225,12 +227,9 @@ pub(super) fn peer_info(text: &str) -> Option<String> {
 /// Whether `text` may hold a member named one of `names`: a plain substring search, or any
 /// `\u` escape (a name could be spelled with one). Lets a large payload that has none of the
 /// fields we read skip a second parse.
-pub(super) fn may_name(text: &str, names: &[&str]) -> bool {
+pub(super) fn may_name(text: &str, names: &Needles) -> bool {
     let t = text.as_bytes();
-    memchr::memmem::find(t, b"\\u").is_some()
-        || names
-            .iter()
-            .any(|n| memchr::memmem::find(t, n.as_bytes()).is_some())
+    ESCAPE.find(t).is_some() || names.iter().any(|n| n.find(t).is_some())
 }
 
 pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) {
@@ -239,7 +238,7 @@ pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) 
         "tools/call" | "notifications/progress" | "notifications/cancelled" | "initialize"
     );
     // Other methods are read only for a progress token (logging messages can be large).
-    if !known && !may_name(params, &["progressToken"]) {
+    if !known && !may_name(params, &PROGRESS_TOKEN) {
         return;
     }
     let Ok(p) = serde_json::from_str::<Params<'_>>(params) else {
@@ -315,10 +314,12 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
 }
 
 /// The members of `result` the analysis reads.
-pub(super) const RESULT_NAMES: &[&str] = &["isError", "protocolVersion", "serverInfo"];
+pub(super) static RESULT_NAMES: Needles =
+    LazyLock::new(|| needles(&["isError", "protocolVersion", "serverInfo"]));
+static PROGRESS_TOKEN: Needles = LazyLock::new(|| needles(&["progressToken"]));
 
 pub(super) fn extract_result(result: &str, details: &mut Details) {
-    if !may_name(result, RESULT_NAMES) {
+    if !may_name(result, &RESULT_NAMES) {
         return;
     }
     let mcp = details.make_mut();
