@@ -61,13 +61,11 @@ impl Payload {
                 || suffix.is_some_and(|s| s.eq_ignore_ascii_case(b"+json"))
         };
         let media = headers.media_type_as_sent();
-        let shrink = match media {
-            Some(t) if json(t) => Shrink::Json,
-            _ => Shrink::NotJson,
-        };
-        let limit = match media {
-            Some(t) if !may_carry_mcp(t) => OTHER_TYPE_WINDOW,
-            _ => MAX_BODY,
+        let (shrink, limit) = match media {
+            // The usual MCP body: no search for what else it may be.
+            Some(t) if json(t) => (Shrink::Json, MAX_BODY),
+            Some(t) if !may_carry_mcp(t) => (Shrink::NotJson, OTHER_TYPE_WINDOW),
+            _ => (Shrink::NotJson, MAX_BODY),
         };
         Payload {
             decoder: ContentDecoder::for_encoding(content_encoding),
@@ -254,7 +252,8 @@ impl Payload {
 /// (what the transport sends), and text (a mistyped JSON body is text more often than not).
 /// Read without a copy: it is asked of every message.
 pub(crate) fn may_carry_mcp(media: &str) -> bool {
-    let t = media.trim().as_bytes();
+    // Trimmed already ([`Headers::media_type_as_sent`]).
+    let t = media.as_bytes();
     let has = |part: &[u8]| t.windows(part.len()).any(|w| w.eq_ignore_ascii_case(part));
     let starts = |part: &[u8]| {
         t.get(..part.len())

@@ -227,7 +227,7 @@ fn first_request(req: &httparse::Request<'_, '_>, head_len: usize) -> FirstReque
         } else if name.eq_ignore_ascii_case("upgrade") {
             out.upgrade = true;
         } else if name.eq_ignore_ascii_case("content-type") {
-            let media = std::str::from_utf8(h.value).unwrap_or("");
+            let media = std::str::from_utf8(h.value).unwrap_or("").trim();
             out.content_cannot_be_mcp = !crate::payload::may_carry_mcp(media);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             out.body = Body::Chunked;

@@ -6,7 +6,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::LazyLock;
 
+use memchr::memmem;
 use serde::Serialize;
 
 #[cfg(test)]
@@ -427,9 +429,25 @@ impl ExchangeMessages {
 /// search, at a fraction of what reading the JSON costs: most JSON a capture carries (REST APIs)
 /// is then not read at all.
 pub(crate) fn cannot_be_jsonrpc(bytes: &[u8]) -> bool {
-    memchr::memmem::find(bytes, b"\"jsonrpc\"").is_none()
-        && memchr::memmem::find(bytes, b"\\u").is_none()
+    JSONRPC_NAME.find(bytes).is_none() && ESCAPE.find(bytes).is_none()
 }
+
+/// Substring searchers built once: building one costs about as much as searching a body of a
+/// few hundred bytes, and every body and result is searched.
+pub(crate) type Needles = LazyLock<Vec<memmem::Finder<'static>>>;
+
+pub(crate) fn needles(names: &[&str]) -> Vec<memmem::Finder<'static>> {
+    names
+        .iter()
+        .map(|n| memmem::Finder::new(n.as_bytes()).into_owned())
+        .collect()
+}
+
+static JSONRPC_NAME: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"jsonrpc\""));
+/// Any `\u` escape, which may spell a name we look for.
+pub(crate) static ESCAPE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\\u"));
 
 /// What a whole request body says of MCP, for the early classification of its connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

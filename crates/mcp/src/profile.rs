@@ -103,18 +103,16 @@ impl CallProfile {
     pub fn merge(&mut self, other: CallProfile) {
         self.folded_calls += other.folded_calls;
         for (key, calls) in other.rows {
-            let row = self.row(&key.server, key.method);
-            row.add(calls);
+            self.row_of(key).add(calls);
         }
     }
 
     fn add_stream(&mut self, server: &str, st: &Stream, answers: &AnswerIndex<'_>) {
-        let requests: Vec<&Message> = st
+        let requests = st
             .client_messages
             .iter()
-            .filter(|m| m.kind == Kind::Request)
-            .collect();
-        if requests.is_empty() {
+            .filter(|m| m.kind == Kind::Request);
+        if requests.clone().next().is_none() {
             // A POST whose body the input did not record still asked something: its HTTP
             // status and time are known.
             if st.body_unknown && st.method == "POST" {
@@ -157,10 +155,14 @@ impl CallProfile {
     /// The row of `server` and `method`, or the one row of every other when the rows are
     /// full.
     fn row(&mut self, server: &str, method: String) -> &mut Calls {
-        let key = CallKey {
+        self.row_of(CallKey {
             server: server.to_string(),
             method,
-        };
+        })
+    }
+
+    /// The row of `key`, or the one row of every other when the rows are full.
+    fn row_of(&mut self, key: CallKey) -> &mut Calls {
         if self.rows.len() < MAX_KEYS || self.rows.contains_key(&key) {
             return self.rows.entry(key).or_default();
         }
@@ -242,6 +244,10 @@ fn method_name(m: &Message) -> String {
 }
 
 fn cut(text: &str) -> String {
+    // No more bytes than the characters allowed: nothing to cut, no need to count them.
+    if text.len() <= MAX_NAME {
+        return text.to_string();
+    }
     match text.char_indices().nth(MAX_NAME) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),

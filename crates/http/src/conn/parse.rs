@@ -35,29 +35,30 @@ impl Connection {
                 let mut req = httparse::Request::new(&mut slots);
                 let parsed = req.parse(&head);
                 if self.head_parsed(dir, parsed, head.len(), mark, sink) {
-                    self.request_head(&req, first, mark, true, sink);
+                    self.request_head(&req, &head, first, mark, true, sink);
                 }
             }
             Direction::ServerToClient => {
                 let mut resp = httparse::Response::new(&mut slots);
                 let parsed = resp.parse(&head);
                 if self.head_parsed(dir, parsed, head.len(), mark, sink) {
-                    self.response_head(&resp, first, mark, true, sink);
+                    self.response_head(&resp, &head, first, mark, true, sink);
                 }
             }
         }
     }
 
-    /// The fields of a head as [`kept_headers`] keeps them; the dropped ones are counted, with an
-    /// anomaly.
+    /// The fields of a head (parsed from `head`) as [`kept_headers`] keeps them; the dropped
+    /// ones are counted, with an anomaly.
     fn headers_of(
         &mut self,
         dir: Direction,
         raw: &[httparse::Header<'_>],
+        head: &[u8],
         mark: Mark,
         sink: &mut impl HttpSink,
     ) -> Headers {
-        let (headers, dropped) = kept_headers(raw);
+        let (headers, dropped) = kept_headers(raw, head);
         if dropped > 0 {
             self.counts.headers_dropped += dropped as u64;
             let what = format!(
@@ -71,10 +72,11 @@ impl Connection {
         headers
     }
 
-    /// Starts the message of a request head (`complete`: not cut by a gap).
+    /// Starts the message of a request head parsed from `head` (`complete`: not cut by a gap).
     fn request_head(
         &mut self,
         req: &httparse::Request<'_, '_>,
+        head: &[u8],
         first: Mark,
         mark: Mark,
         complete: bool,
@@ -83,7 +85,7 @@ impl Connection {
         let method = req.method.unwrap_or("").to_string();
         let target = req.path.unwrap_or("").to_string();
         let version = req.version.unwrap_or(1);
-        let headers = self.headers_of(Direction::ClientToServer, req.headers, mark, sink);
+        let headers = self.headers_of(Direction::ClientToServer, req.headers, head, mark, sink);
         if headers.has_token("upgrade", "h2c") {
             self.h2c_settings = headers
                 .get("http2-settings")
@@ -108,10 +110,12 @@ impl Connection {
         self.begin_body(Direction::ClientToServer, msg);
     }
 
-    /// Reports a response head (`complete`: not cut by a gap) and starts its message.
+    /// Reports a response head parsed from `head` (`complete`: not cut by a gap) and starts its
+    /// message.
     fn response_head(
         &mut self,
         resp: &httparse::Response<'_, '_>,
+        head: &[u8],
         first: Mark,
         mark: Mark,
         complete: bool,
@@ -121,7 +125,7 @@ impl Connection {
         let status = resp.code.unwrap_or(0);
         let reason = resp.reason.unwrap_or("").to_string();
         let version = resp.version.unwrap_or(1);
-        let headers = self.headers_of(dir, resp.headers, mark, sink);
+        let headers = self.headers_of(dir, resp.headers, head, mark, sink);
         if (100..200).contains(&status) && status != 101 {
             // Interim response (100 Continue, 103 Early Hints): the final one follows.
             self.interim.push(status);
@@ -217,7 +221,7 @@ impl Connection {
                 let mut req = httparse::Request::new(&mut slots);
                 let ok = matches!(req.parse(&ended), Ok(httparse::Status::Complete(_)));
                 if ok {
-                    self.request_head(&req, first, mark, false, sink);
+                    self.request_head(&req, &ended, first, mark, false, sink);
                 }
                 ok
             }
@@ -225,7 +229,7 @@ impl Connection {
                 let mut resp = httparse::Response::new(&mut slots);
                 let ok = matches!(resp.parse(&ended), Ok(httparse::Status::Complete(_)));
                 if ok {
-                    self.response_head(&resp, first, mark, false, sink);
+                    self.response_head(&resp, &ended, first, mark, false, sink);
                 }
                 ok
             }
@@ -310,17 +314,20 @@ fn header_slots(head: &[u8]) -> Vec<httparse::Header<'_>> {
     vec![httparse::EMPTY_HEADER; lines.min(MAX_HEAD) + 1]
 }
 
-/// The fields of a head: the first [`MAX_HEADERS`], and past them those the pipeline reads;
-/// returns how many were dropped.
-fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
+/// The fields of a head (parsed from `head`): the first [`MAX_HEADERS`], and past them those
+/// the pipeline reads; returns how many were dropped.
+fn kept_headers(raw: &[httparse::Header<'_>], head: &[u8]) -> (Headers, usize) {
+    // One check of the whole head rather than one per value (most are a few bytes, where a
+    // check costs more than the copy): a value is cut from the head at ASCII bytes (the colon,
+    // white space, the line end), so it is valid UTF-8 when the head is.
+    let text = simdutf8::basic::from_utf8(head).ok();
     let mut kept = Vec::with_capacity(raw.len().min(MAX_HEADERS));
     let mut dropped = 0;
     for h in raw.iter().filter(|h| !h.name.is_empty()) {
         if kept.len() < MAX_HEADERS || never_dropped(h.name.as_bytes()) {
-            // Values are mostly valid UTF-8: checked once, copied once.
-            let value = match simdutf8::basic::from_utf8(h.value) {
-                Ok(v) => v.to_owned(),
-                Err(_) => String::from_utf8_lossy(h.value).into_owned(),
+            let value = match text.and_then(|t| text_of(t, head, h.value)) {
+                Some(v) => v.to_owned(),
+                None => value_text(h.value),
             };
             kept.push((h.name.to_string(), value));
         } else {
@@ -328,4 +335,46 @@ fn kept_headers(raw: &[httparse::Header<'_>]) -> (Headers, usize) {
         }
     }
     (Headers(kept), dropped)
+}
+
+/// `part`, a slice of `head` (httparse hands out slices of the buffer it parsed), read from
+/// `text`, the same bytes checked as UTF-8.
+fn text_of<'t>(text: &'t str, head: &[u8], part: &[u8]) -> Option<&'t str> {
+    let at = (part.as_ptr() as usize).checked_sub(head.as_ptr() as usize)?;
+    text.get(at..at.checked_add(part.len())?)
+}
+
+/// A value of a head that is not all UTF-8: checked alone, replaced where it is not.
+fn value_text(value: &[u8]) -> String {
+    match simdutf8::basic::from_utf8(value) {
+        Ok(v) => v.to_owned(),
+        Err(_) => String::from_utf8_lossy(value).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(head: &[u8]) -> Vec<(String, String)> {
+        let mut slots = header_slots(head);
+        let mut req = httparse::Request::new(&mut slots);
+        assert!(req.parse(head).is_ok_and(|s| s.is_complete()));
+        kept_headers(req.headers, head).0.0
+    }
+
+    #[test]
+    fn values_are_read_from_the_head_checked_once_or_one_by_one() {
+        let utf8 = "GET / HTTP/1.1\r\nHost: x\r\nX-Name: Zoë\r\n\r\n";
+        assert_eq!(
+            fields(utf8.as_bytes()),
+            [("Host", "x"), ("X-Name", "Zoë")].map(|(n, v)| (n.into(), v.into()))
+        );
+        // A value that is not UTF-8 is replaced alone; the others are kept as sent.
+        let mixed = b"GET / HTTP/1.1\r\nX-Bad: a\xffb\r\nX-Name: Zo\xc3\xab\r\n\r\n";
+        assert_eq!(
+            fields(mixed),
+            [("X-Bad", "a\u{fffd}b"), ("X-Name", "Zoë")].map(|(n, v)| (n.into(), v.into()))
+        );
+    }
 }

@@ -42,6 +42,7 @@ fn common_shapes_take_the_one_pass_reader() {
     for text in [
         r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":3,"total":10,"message":"3 of 10"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"c","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s","arguments":{"b":1,"a":[2]},"_meta":{"progressToken":"t","idempotencyKey":"k"}}}"#,
         r#"{"jsonrpc":"2.0","id":"a\"b","result":{"content":[{"type":"text","text":"\u00e9"}],"isError":false}}"#,
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
         r#" { "jsonrpc" : "2.0" , "id" : 1.0 , "result" : null , "error" : { } } "#,

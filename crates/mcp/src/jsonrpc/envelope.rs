@@ -31,15 +31,19 @@ struct Member<'a, F> {
     fields: Option<F>,
 }
 
-/// The members of `params` that methods other than `tools/call` and `initialize` use (those
-/// two are rare, and serde_json reads their params).
+/// The members of `params` that methods other than `initialize` use (which is rare, and
+/// serde_json reads its params).
 #[derive(Default)]
 struct Params<'a> {
     meta_progress_token: Option<&'a str>,
+    meta_idempotency_key: Option<&'a str>,
     progress_token: Option<&'a str>,
     progress: Option<&'a str>,
     total: Option<&'a str>,
     request_id: Option<&'a str>,
+    name: Option<&'a str>,
+    arguments: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
 }
 
 #[derive(Default)]
@@ -166,22 +170,18 @@ fn read_params<'a>(c: &mut Cursor<'a>, p: &mut Params<'a>) -> Option<()> {
         let slot = match name {
             "_meta" => {
                 once(&mut seen, 1)?;
-                return read_meta(c, &mut p.meta_progress_token);
+                return read_meta(c, p);
             }
             "progressToken" => (2, &mut p.progress_token),
             "progress" => (4, &mut p.progress),
             "total" => (8, &mut p.total),
             "requestId" => (16, &mut p.request_id),
+            "name" => (32, &mut p.name),
+            "arguments" => (64, &mut p.arguments),
+            "idempotencyKey" => (128, &mut p.idempotency_key),
             // Not read here, but serde_json refuses params that repeat them.
-            "name" | "arguments" | "idempotencyKey" | "protocolVersion" | "clientInfo" => {
-                let bit = match name {
-                    "name" => 32,
-                    "arguments" => 64,
-                    "idempotencyKey" => 128,
-                    "protocolVersion" => 256,
-                    _ => 512,
-                };
-                once(&mut seen, bit)?;
+            "protocolVersion" | "clientInfo" => {
+                once(&mut seen, if name == "clientInfo" { 512 } else { 256 })?;
                 return c.value().map(drop);
             }
             _ => return c.value().map(drop),
@@ -193,7 +193,7 @@ fn read_params<'a>(c: &mut Cursor<'a>, p: &mut Params<'a>) -> Option<()> {
 }
 
 /// `params._meta`: `null` or an object (serde_json would read an array by position).
-fn read_meta<'a>(c: &mut Cursor<'a>, progress_token: &mut Option<&'a str>) -> Option<()> {
+fn read_meta<'a>(c: &mut Cursor<'a>, p: &mut Params<'a>) -> Option<()> {
     if c.peek()? != b'{' {
         return (c.value()? == "null").then_some(());
     }
@@ -202,11 +202,11 @@ fn read_meta<'a>(c: &mut Cursor<'a>, progress_token: &mut Option<&'a str>) -> Op
         match name {
             "progressToken" => {
                 once(&mut seen, 1)?;
-                *progress_token = non_null(c.value()?);
+                p.meta_progress_token = non_null(c.value()?);
             }
             "idempotencyKey" => {
                 once(&mut seen, 2)?;
-                c.value()?;
+                p.meta_idempotency_key = non_null(c.value()?);
             }
             _ => {
                 c.value()?;
@@ -335,13 +335,18 @@ fn number(text: &str) -> Option<Number> {
 }
 
 fn params_details(method: &str, params: Member<'_, Params<'_>>, details: &mut Details) {
-    let Some(p) = params
-        .fields
-        .filter(|_| !matches!(method, "tools/call" | "initialize"))
-    else {
+    let Some(p) = params.fields.filter(|_| method != "initialize") else {
         return serde_reader::extract_params(method, params.text, details);
     };
     match method {
+        "tools/call" => {
+            let mcp = details.make_mut();
+            if let Some(token) = p.meta_progress_token {
+                mcp.progress_token = Some(token.to_string());
+            }
+            let key = p.meta_idempotency_key.or(p.idempotency_key);
+            serde_reader::tool_call(mcp, p.name, p.arguments, key);
+        }
         "notifications/progress" => {
             let mcp = details.make_mut();
             mcp.progress_token = p.progress_token.map(str::to_string);
@@ -368,19 +373,15 @@ fn result_details(result: Member<'_, ResultFields<'_>>, details: &mut Details) {
     let Some(r) = result.fields else {
         return serde_reader::extract_result(result.text, details);
     };
-    // The serde reader allocates the details whenever these names may occur, found or not.
-    if !serde_reader::may_name(result.text, serde_reader::RESULT_NAMES) {
-        return;
-    }
-    let mcp = details.make_mut();
+    // Allocated on the first field written, as the serde reader does.
     if let Some(v) = r.protocol_version {
-        mcp.protocol_version = Some(raw_text(v));
+        details.make_mut().protocol_version = Some(raw_text(v));
     }
     if let Some(info) = r.server_info.and_then(serde_reader::peer_info) {
-        mcp.peer_info = Some(info);
+        details.make_mut().peer_info = Some(info);
     }
     if r.is_error {
-        mcp.tool_error = true;
+        details.make_mut().tool_error = true;
     }
 }
 

@@ -4,12 +4,14 @@
 //! compare the two on everything else.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    Details, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, RequestId, envelope_head,
+    Details, ESCAPE, Fault, Kind, MAX_PAYLOAD_TEXT, McpDetails, Message, Needles, RequestId,
+    envelope_head, needles,
 };
 
 #[derive(Deserialize)]
@@ -225,12 +227,9 @@ pub(super) fn peer_info(text: &str) -> Option<String> {
 /// Whether `text` may hold a member named one of `names`: a plain substring search, or any
 /// `\u` escape (a name could be spelled with one). Lets a large payload that has none of the
 /// fields we read skip a second parse.
-pub(super) fn may_name(text: &str, names: &[&str]) -> bool {
+pub(super) fn may_name(text: &str, names: &Needles) -> bool {
     let t = text.as_bytes();
-    memchr::memmem::find(t, b"\\u").is_some()
-        || names
-            .iter()
-            .any(|n| memchr::memmem::find(t, n.as_bytes()).is_some())
+    ESCAPE.find(t).is_some() || names.iter().any(|n| n.find(t).is_some())
 }
 
 pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) {
@@ -239,7 +238,7 @@ pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) 
         "tools/call" | "notifications/progress" | "notifications/cancelled" | "initialize"
     );
     // Other methods are read only for a progress token (logging messages can be large).
-    if !known && !may_name(params, &["progressToken"]) {
+    if !known && !may_name(params, &PROGRESS_TOKEN) {
         return;
     }
     let Ok(p) = serde_json::from_str::<Params<'_>>(params) else {
@@ -259,27 +258,13 @@ pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) 
     }
     match method {
         "tools/call" => {
-            mcp.tool = p.name.map(|v| raw_text(v.get()));
-            if let Some(args) = p.arguments {
-                // Keys sorted at every level: the same call re-sent compares equal whatever its
-                // key order. Arguments nested deeper than serde_json builds (128 levels) are kept
-                // as sent, cut, and marked.
-                mcp.arguments = Some(
-                    match serde_json::from_str::<serde_json::Value>(args.get()) {
-                        Ok(v) => cut(&canonical(&v).to_string(), mcp),
-                        Err(_) => {
-                            mcp.truncated = true;
-                            cut(args.get(), mcp)
-                        }
-                    },
-                );
-            }
-            mcp.idempotency_key = p
-                .meta
-                .as_ref()
-                .and_then(|m| m.idempotency_key)
-                .or(p.idempotency_key)
-                .map(|v| raw_text(v.get()));
+            let meta_key = p.meta.as_ref().and_then(|m| m.idempotency_key);
+            tool_call(
+                mcp,
+                p.name.map(RawValue::get),
+                p.arguments.map(RawValue::get),
+                meta_key.or(p.idempotency_key).map(RawValue::get),
+            );
         }
         "notifications/progress" => {
             mcp.progress_token = p.progress_token.map(|t| t.get().to_string());
@@ -295,6 +280,30 @@ pub(super) fn extract_params(method: &str, params: &str, details: &mut Details) 
         }
         _ => {}
     }
+}
+
+/// The fields of a `tools/call` request, from the JSON text of its `name`, `arguments` and
+/// idempotency key; both readers write them here.
+pub(super) fn tool_call(
+    mcp: &mut McpDetails,
+    name: Option<&str>,
+    arguments: Option<&str>,
+    idempotency_key: Option<&str>,
+) {
+    mcp.tool = name.map(raw_text);
+    if let Some(args) = arguments {
+        // Keys sorted at every level: the same call re-sent compares equal whatever its key
+        // order. Arguments nested deeper than serde_json builds (128 levels) are kept as sent,
+        // cut, and marked.
+        mcp.arguments = Some(match serde_json::from_str::<serde_json::Value>(args) {
+            Ok(v) => cut(&canonical(&v).to_string(), mcp),
+            Err(_) => {
+                mcp.truncated = true;
+                cut(args, mcp)
+            }
+        });
+    }
+    mcp.idempotency_key = idempotency_key.map(raw_text);
 }
 
 /// A copy of `v` with object keys sorted at every level.
@@ -315,24 +324,27 @@ fn canonical(v: &serde_json::Value) -> serde_json::Value {
 }
 
 /// The members of `result` the analysis reads.
-pub(super) const RESULT_NAMES: &[&str] = &["isError", "protocolVersion", "serverInfo"];
+static RESULT_NAMES: Needles =
+    LazyLock::new(|| needles(&["isError", "protocolVersion", "serverInfo"]));
+static PROGRESS_TOKEN: Needles = LazyLock::new(|| needles(&["progressToken"]));
 
 pub(super) fn extract_result(result: &str, details: &mut Details) {
-    if !may_name(result, RESULT_NAMES) {
+    // A large result that names none of the fields is not parsed a second time.
+    if !may_name(result, &RESULT_NAMES) {
         return;
     }
-    let mcp = details.make_mut();
     let Ok(r) = serde_json::from_str::<ResultFields<'_>>(result) else {
         return;
     };
-    // Only what is there is written: the rarely used fields live in a second allocation.
+    // Only what is there is written (the details are allocated on the first write): the
+    // rarely used fields live in a second allocation.
     if let Some(v) = r.protocol_version {
-        mcp.protocol_version = Some(raw_text(v.get()));
+        details.make_mut().protocol_version = Some(raw_text(v.get()));
     }
     if let Some(info) = r.server_info.and_then(|v| peer_info(v.get())) {
-        mcp.peer_info = Some(info);
+        details.make_mut().peer_info = Some(info);
     }
     if r.is_error == Some(true) {
-        mcp.tool_error = true;
+        details.make_mut().tool_error = true;
     }
 }
