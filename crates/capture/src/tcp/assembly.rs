@@ -428,7 +428,6 @@ fn deliver(
     sink: &mut impl TcpSink,
 ) {
     half.stats.bytes += data.len() as u64;
-    half.recent.record(half.next, data, mark);
     sink.on_tcp(TcpEvent::Data {
         conn,
         dir,
@@ -436,6 +435,9 @@ fn deliver(
         mark,
         acked,
     });
+    if sink.reads(conn) {
+        half.recent.record(half.next, data, mark);
+    }
 }
 
 /// Reports `len` bytes of the stream lost from the capture (`snaplen`: cut from a captured
@@ -497,7 +499,9 @@ fn drain(
             // The first copy's own packet is what the window of recent bytes remembers.
             Chunk::Bytes(b) => {
                 half.stats.bytes += (b.len() - skip) as u64;
-                half.recent.record(half.next, &b[skip..], piece.mark);
+                if sink.reads(conn) {
+                    half.recent.record(half.next, &b[skip..], piece.mark);
+                }
                 sink.on_tcp(TcpEvent::Data {
                     conn,
                     dir,

@@ -221,6 +221,13 @@ pub trait TcpSink {
     /// NSS key log lines an input carried (pcapng Decryption Secrets Blocks), before the
     /// packets they open: for a TLS stage downstream. Ignored by default.
     fn on_tls_secrets(&mut self, _key_log: &[u8]) {}
+
+    /// Whether the stages behind read `conn`'s bytes. When they do not (the engine's early
+    /// classification set it aside), the reassembler keeps none of them to compare
+    /// retransmissions with: nothing would read what a comparison found.
+    fn reads(&self, _conn: ConnId) -> bool {
+        true
+    }
 }
 
 impl<F: FnMut(TcpEvent<'_>)> TcpSink for F {

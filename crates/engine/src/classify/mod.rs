@@ -62,6 +62,11 @@ struct Aside {
     server: SocketAddr,
     /// Per direction, the bytes passed on before it was set aside: where `unseen` starts.
     base: [u64; 2],
+    /// Bytes of the first request's body still to come (by its `Content-Length`): they hold
+    /// no request, so they are neither searched for signs nor kept (an upload's are most of
+    /// its bytes). A window without them cannot be handed on whole: the resume is then from
+    /// the first request line after them.
+    body_left: u64,
     /// Per direction (client's first): bytes not passed on since it was set aside, and the
     /// window of the last of them (none kept past [`MAX_WINDOW_BYTES`]).
     unseen: [u64; 2],
@@ -128,17 +133,19 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             return;
         }
         let (server, base) = (*server, *seen);
-        let verdict = if first.is_empty() {
+        let (verdict, body_left) = if first.is_empty() {
             // Most first requests come whole in one segment: judged without a copy.
-            let v = rules::verdict(data, self.secrets);
+            let (v, left) = rules::judge(data, self.secrets);
             if v == Verdict::NeedMore {
                 first.extend_from_slice(&data[..data.len().min(rules::MAX_SNIFF)]);
             }
-            v
+            (v, left)
         } else {
             let room = rules::MAX_SNIFF.saturating_sub(first.len());
             first.extend_from_slice(&data[..data.len().min(room)]);
-            rules::verdict(first, self.secrets)
+            let (v, left) = rules::judge(first, self.secrets);
+            // Body bytes seen past what the buffer kept are not to come.
+            (v, left.saturating_sub(base[0] - first.len() as u64))
         };
         match verdict {
             Verdict::NeedMore => {}
@@ -152,14 +159,16 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             Verdict::SetAside(_) if self.mcp_servers.contains(&server) => {
                 self.conns.remove(&conn);
             }
-            Verdict::SetAside(reason) => self.set_aside(conn, (server, base), reason, mark),
+            Verdict::SetAside(reason) => {
+                self.set_aside(conn, (server, base, body_left), reason, mark)
+            }
         }
     }
 
     fn set_aside(
         &mut self,
         conn: ConnId,
-        (server, base): (SocketAddr, [u64; 2]),
+        (server, base, body_left): (SocketAddr, [u64; 2], u64),
         reason: Reason,
         mark: Mark,
     ) {
@@ -180,6 +189,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         let aside = Aside {
             server,
             base,
+            body_left,
             unseen: [0; 2],
             windows: keep.then(Default::default),
             carry: Carry::default(),
@@ -203,8 +213,25 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         };
         let d = di(dir);
         a.unseen[d] += data.len() as u64;
+        let data = match dir {
+            Direction::ClientToServer => {
+                let body = a.body_left.min(data.len() as u64);
+                a.body_left -= body;
+                &data[body as usize..]
+            }
+            Direction::ServerToClient => data,
+        };
         if let Some(w) = &mut a.windows {
-            let grown = w[d].push(data, mark, acked);
+            // Once the server sent more than its window holds, a resume is from the client's
+            // first request line kept, and only server bytes acknowledging past it are handed
+            // on: sent after the request that resumes it, they come after the resume. The
+            // server's older bytes need no copy (a download's are most of the noise).
+            let grown = match dir {
+                Direction::ServerToClient if a.unseen[d] > window::WINDOW as u64 => {
+                    -(w[d].clear() as isize)
+                }
+                _ => w[d].push(data, mark, acked),
+            };
             self.window_bytes = self.window_bytes.saturating_add_signed(grown);
         }
         let sign = dir == Direction::ClientToServer && self.signs.found(&mut a.carry, data);
@@ -364,6 +391,10 @@ impl<S: CaptureSink> TcpSink for Classify<'_, S> {
     fn on_tls_secrets(&mut self, key_log: &[u8]) {
         self.secrets = true;
         self.next.on_tls_secrets(key_log);
+    }
+
+    fn reads(&self, conn: ConnId) -> bool {
+        !self.is_aside(conn)
     }
 }
 

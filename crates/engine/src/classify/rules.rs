@@ -39,17 +39,32 @@ pub(super) enum Verdict {
 
 /// The verdict on `first`, a connection's first client bytes; `secrets`: the run has a TLS
 /// secret (a key log, or one a capture carried) as these bytes come.
+#[cfg(test)]
 pub(super) fn verdict(first: &[u8], secrets: bool) -> Verdict {
+    judge(first, secrets).0
+}
+
+/// The verdict on `first`, and the bytes of the first request's body still to come after them
+/// (by its `Content-Length`; 0 when not known).
+pub(super) fn judge(first: &[u8], secrets: bool) -> (Verdict, u64) {
     let examine = Verdict::Examine { mcp: false };
-    match sniff::first_bytes(first) {
+    let verdict = match sniff::first_bytes(first) {
         FirstBytes::NeedMore if first.len() >= MAX_SNIFF => examine,
         FirstBytes::NeedMore => Verdict::NeedMore,
         FirstBytes::Tls if secrets => examine,
         FirstBytes::Tls => Verdict::SetAside(Reason::TlsWithoutKeys),
         FirstBytes::NotHttp => Verdict::SetAside(Reason::NotHttp),
         FirstBytes::Http2 | FirstBytes::Unsure => examine,
-        FirstBytes::Request(r) => request_verdict(&r, &first[r.head_len..]),
-    }
+        FirstBytes::Request(r) => {
+            let body = &first[r.head_len..];
+            let left = match r.body {
+                Body::Length(n) => n.saturating_sub(body.len() as u64),
+                _ => 0,
+            };
+            return (request_verdict(&r, body), left);
+        }
+    };
+    (verdict, 0)
 }
 
 /// The verdict on a first request whose head is `r` and whose body begins `body`.

@@ -5,15 +5,11 @@
 
 use memchr::memmem::Finder;
 
-/// What a request of MCP shows in its bytes: a session header (any case of its first letter;
-/// `Mcp-Session-Id` and `mcp-session-id` are how clients write it), an event stream accepted or
-/// posted to, or the `initialize` every session starts with.
-const SIGNS: [&[u8]; 4] = [
-    b"ession-id",
-    b"ession-Id",
-    b"/event-stream",
-    b"\"initialize\"",
-];
+/// What a request of MCP shows in its bytes: a session header (`ession-` found, then `id` in
+/// any case: `Mcp-Session-Id` and `mcp-session-id` are how clients write it), an event stream
+/// accepted or posted to, or the `initialize` every session starts with. Each is a pass over
+/// the bytes, so they are few.
+const SIGNS: [&[u8]; 3] = [b"ession-", b"/event-stream", b"\"initialize\""];
 /// The longest sign less one: bytes of one chunk kept to find a sign split across two.
 const CARRY: usize = 12;
 
@@ -45,13 +41,24 @@ impl Signs {
         seam[..kept].copy_from_slice(&carry.tail[..kept]);
         seam[kept..kept + head.len()].copy_from_slice(head);
         let seam = &seam[..kept + head.len()];
-        let found = self
-            .finders
-            .iter()
-            .any(|f| f.find(seam).is_some() || f.find(data).is_some());
+        let found = self.finders.iter().enumerate().any(|(i, f)| {
+            let session = i == 0;
+            let at = |bytes: &[u8]| {
+                f.find_iter(bytes)
+                    .any(|at| !session || session_id_at(&bytes[at + SIGNS[0].len()..]))
+            };
+            at(seam) || at(data)
+        });
         carry.keep(data);
         found
     }
+}
+
+/// Whether `rest`, the bytes after an `ession-`, begin `id` in any case: `-Session-Id`, not
+/// `-Session-Token`.
+fn session_id_at(rest: &[u8]) -> bool {
+    rest.get(..2)
+        .is_some_and(|id| id.eq_ignore_ascii_case(b"id"))
 }
 
 impl Carry {
@@ -92,6 +99,8 @@ mod tests {
         );
         let mut carry = Carry::default();
         assert!(!signs.found(&mut carry, b"GET /download HTTP/1.1\r\nAccept: */*\r\n\r\n"));
+        assert!(!signs.found(&mut carry, b"X-Session-Token: 1\r\n"));
+        assert!(signs.found(&mut carry, b"mcp-session-id: 2\r\n"));
         assert!(!signs.found(&mut carry, br#"{"jsonrpc":"2.0","method":"eth_call"}"#));
     }
 }

@@ -24,6 +24,9 @@ impl Window {
     /// Keeps `data`, dropping the oldest bytes past [`WINDOW`]; returns the change in bytes
     /// held.
     pub(super) fn push(&mut self, data: &[u8], mark: Mark, acked: Option<u64>) -> isize {
+        if data.is_empty() {
+            return 0;
+        }
         let before = self.bytes.len();
         let data = &data[data.len().saturating_sub(WINDOW)..];
         self.bytes.extend(data);
