@@ -21,6 +21,7 @@
 //! Everything here depends only on the events in the order the reassembler makes them, so the
 //! report is the same whatever the threads.
 
+mod body;
 mod rules;
 mod signs;
 mod window;
@@ -62,11 +63,11 @@ struct Aside {
     server: SocketAddr,
     /// Per direction, the bytes passed on before it was set aside: where `unseen` starts.
     base: [u64; 2],
-    /// Bytes of the first request's body still to come (by its `Content-Length`): they hold
-    /// no request, so they are neither searched for signs nor kept (an upload's are most of
-    /// its bytes). A window without them cannot be handed on whole: the resume is then from
-    /// the first request line after them.
-    body_left: u64,
+    /// The first request's body still to come, skipped by its framing (`body`): it holds no
+    /// request, so its bytes are neither searched for signs nor kept (an upload's are most of
+    /// its connection's). A window without them cannot be handed on whole: the resume is then
+    /// from the first request line after them.
+    body: body::Skip,
     /// Per direction (client's first): bytes not passed on since it was set aside, and the
     /// window of the last of them (none kept past [`MAX_WINDOW_BYTES`]).
     unseen: [u64; 2],
@@ -133,19 +134,21 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             return;
         }
         let (server, base) = (*server, *seen);
-        let (verdict, body_left) = if first.is_empty() {
+        let (verdict, body) = if first.is_empty() {
             // Most first requests come whole in one segment: judged without a copy.
-            let (v, left) = rules::judge(data, self.secrets);
+            let (v, skip) = rules::judge(data, self.secrets);
             if v == Verdict::NeedMore {
                 first.extend_from_slice(&data[..data.len().min(rules::MAX_SNIFF)]);
             }
-            (v, left)
+            (v, skip)
         } else {
             let room = rules::MAX_SNIFF.saturating_sub(first.len());
             first.extend_from_slice(&data[..data.len().min(room)]);
-            let (v, left) = rules::judge(first, self.secrets);
-            // Body bytes seen past what the buffer kept are not to come.
-            (v, left.saturating_sub(base[0] - first.len() as u64))
+            let (v, skip) = rules::judge(first, self.secrets);
+            // Bytes seen past what the buffer kept were not read for the body's framing: the
+            // skipping starts nowhere it can trust.
+            let whole = base[0] == first.len() as u64;
+            (v, if whole { skip } else { body::Skip::Done })
         };
         match verdict {
             Verdict::NeedMore => {}
@@ -159,16 +162,14 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             Verdict::SetAside(_) if self.mcp_servers.contains(&server) => {
                 self.conns.remove(&conn);
             }
-            Verdict::SetAside(reason) => {
-                self.set_aside(conn, (server, base, body_left), reason, mark)
-            }
+            Verdict::SetAside(reason) => self.set_aside(conn, (server, base, body), reason, mark),
         }
     }
 
     fn set_aside(
         &mut self,
         conn: ConnId,
-        (server, base, body_left): (SocketAddr, [u64; 2], u64),
+        (server, base, body): (SocketAddr, [u64; 2], body::Skip),
         reason: Reason,
         mark: Mark,
     ) {
@@ -189,7 +190,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         let aside = Aside {
             server,
             base,
-            body_left,
+            body,
             unseen: [0; 2],
             windows: keep.then(Default::default),
             carry: Carry::default(),
@@ -214,11 +215,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         let d = di(dir);
         a.unseen[d] += data.len() as u64;
         let data = match dir {
-            Direction::ClientToServer => {
-                let body = a.body_left.min(data.len() as u64);
-                a.body_left -= body;
-                &data[body as usize..]
-            }
+            Direction::ClientToServer => &data[a.body.skip(data)..],
             Direction::ServerToClient => data,
         };
         if let Some(w) = &mut a.windows {

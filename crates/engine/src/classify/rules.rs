@@ -6,6 +6,8 @@
 use mcpf_http::sniff::{self, Body, FirstBytes, FirstRequest, Method};
 use mcpf_mcp::jsonrpc::{BodySays, body_says};
 
+use super::body::Skip;
+
 /// Body bytes of the first request read to judge it: a longer body is left to the parser.
 pub(super) const MAX_SNIFF_BODY: u64 = 64 << 10;
 /// Client bytes looked at before the verdict, head and body together.
@@ -44,9 +46,9 @@ pub(super) fn verdict(first: &[u8], secrets: bool) -> Verdict {
     judge(first, secrets).0
 }
 
-/// The verdict on `first`, and the bytes of the first request's body still to come after them
-/// (by its `Content-Length`; 0 when not known).
-pub(super) fn judge(first: &[u8], secrets: bool) -> (Verdict, u64) {
+/// The verdict on `first`, and where the first request's body is at their end (what of it is
+/// still to come, to be skipped).
+pub(super) fn judge(first: &[u8], secrets: bool) -> (Verdict, Skip) {
     let examine = Verdict::Examine { mcp: false };
     let verdict = match sniff::first_bytes(first) {
         FirstBytes::NeedMore if first.len() >= MAX_SNIFF => examine,
@@ -57,14 +59,16 @@ pub(super) fn judge(first: &[u8], secrets: bool) -> (Verdict, u64) {
         FirstBytes::Http2 | FirstBytes::Unsure => examine,
         FirstBytes::Request(r) => {
             let body = &first[r.head_len..];
-            let left = match r.body {
-                Body::Length(n) => n.saturating_sub(body.len() as u64),
-                _ => 0,
+            let mut skip = match r.body {
+                Body::Length(n) => Skip::Length(n),
+                Body::Chunked => Skip::chunked(),
+                Body::None => Skip::Done,
             };
-            return (request_verdict(&r, body), left);
+            skip.skip(body);
+            return (request_verdict(&r, body), skip);
         }
     };
-    (verdict, 0)
+    (verdict, Skip::Done)
 }
 
 /// The verdict on a first request whose head is `r` and whose body begins `body`.
