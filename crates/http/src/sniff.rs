@@ -40,6 +40,9 @@ pub struct SetAside {
     /// Connections examined whole because the servers known to carry MCP were already as many
     /// as are remembered: the classification stops setting aside rather than guess.
     pub examined_past_server_cap: u64,
+    /// Connections examined whole because the first requests arriving in pieces already held
+    /// all the bytes allowed together.
+    pub examined_past_sniff_budget: u64,
 }
 
 impl SetAside {
@@ -59,6 +62,7 @@ impl SetAside {
             resumed_bytes_not_kept,
             windows_not_kept,
             examined_past_server_cap,
+            examined_past_sniff_budget,
         } = other;
         for (to, from) in [
             (&mut self.connections, connections),
@@ -73,6 +77,10 @@ impl SetAside {
             (&mut self.resumed_bytes_not_kept, resumed_bytes_not_kept),
             (&mut self.windows_not_kept, windows_not_kept),
             (&mut self.examined_past_server_cap, examined_past_server_cap),
+            (
+                &mut self.examined_past_sniff_budget,
+                examined_past_sniff_budget,
+            ),
         ] {
             *to += from;
         }

@@ -188,6 +188,9 @@ pub enum NoteKind {
     /// `count` connections were examined whole, not classified, because `max` servers were
     /// already remembered as carrying MCP.
     ClassificationServersFull { max: u64 },
+    /// `count` connections were examined whole, not classified, because the first requests
+    /// arriving in pieces already held `max_mib` MiB together.
+    ClassificationSniffFull { max_mib: u64 },
     /// `count` sessions not compared with their observations in other inputs (`held_mib` MiB
     /// held already, or more than `per_input` observations of one ID in one input).
     ObservationsNotCompared { held_mib: u64, per_input: u64 },

@@ -236,6 +236,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} connections set aside as not MCP kept no window of their last bytes (the windows held {max_mib} MiB together): resumed, they were examined from that moment on"
         ),
+        NoteKind::ClassificationSniffFull { max_mib } => write!(
+            f,
+            "{c} connections were examined whole instead of classified: the first requests arriving in pieces already held {max_mib} MiB together"
+        ),
         NoteKind::ClassificationServersFull { max } => write!(
             f,
             "{c} connections were examined whole instead of classified: {max} servers were already remembered as carrying MCP"

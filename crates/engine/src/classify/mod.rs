@@ -45,6 +45,10 @@ const MAX_MCP_SERVERS: usize = 65_536;
 /// Bytes the windows of all the connections set aside hold together (512 connections' full
 /// windows both ways); past it a connection set aside keeps none.
 const MAX_WINDOW_BYTES: usize = 64 << 20;
+/// Bytes of first requests held while they come in pieces, over all connections (820
+/// connections at the 80 KiB a first request is read to); past it a connection whose first
+/// request is not whole yet is examined.
+const MAX_SNIFF_BYTES: usize = 64 << 20;
 
 /// A connection this stage has not finished with. Connections examined whole are not kept.
 enum Class {
@@ -83,6 +87,7 @@ pub(crate) struct Classify<'a, S: CaptureSink> {
     /// The run has a TLS secret (a key log given, or one a capture carried so far).
     secrets: bool,
     window_bytes: usize,
+    sniff_bytes: usize,
     signs: Signs,
     pub(crate) stats: Stats,
 }
@@ -95,6 +100,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             mcp_servers: FxHashSet::default(),
             secrets,
             window_bytes: 0,
+            sniff_bytes: 0,
             signs: Signs::new(),
             stats: Stats::default(),
         }
@@ -134,6 +140,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             return;
         }
         let (server, base) = (*server, *seen);
+        let held = first.len();
         let (verdict, body) = if first.is_empty() {
             // Most first requests come whole in one segment: judged without a copy.
             let (v, skip) = rules::judge(data, self.secrets);
@@ -150,6 +157,20 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             let whole = base[0] == first.len() as u64;
             (v, if whole { skip } else { body::Skip::Done })
         };
+        let grown = first.len() - held;
+        let verdict = match verdict {
+            Verdict::NeedMore if self.sniff_bytes + grown > MAX_SNIFF_BYTES => {
+                self.stats.examined_past_sniff_budget += 1;
+                Verdict::Examine { mcp: false }
+            }
+            Verdict::NeedMore => {
+                self.sniff_bytes += grown;
+                return;
+            }
+            v => v,
+        };
+        // Judged: the first bytes held are let go.
+        self.sniff_bytes -= held.min(self.sniff_bytes);
         match verdict {
             Verdict::NeedMore => {}
             Verdict::Examine { mcp } => {
@@ -300,6 +321,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
     /// A connection ended: resumed first if its server became known to carry MCP since its last
     /// bytes, else what it had set aside is counted.
     fn closed(&mut self, conn: ConnId, mark: Mark) {
+        self.forget_sniffing(conn);
         if let Some(Class::Aside(a)) = self.conns.get(&conn)
             && self.mcp_servers.contains(&a.server)
         {
@@ -310,6 +332,14 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             if let Some(w) = &a.windows {
                 self.window_bytes -= (w[0].len() + w[1].len()).min(self.window_bytes);
             }
+        }
+    }
+
+    /// A connection being sniffed is examined (or gone): its first bytes held are let go.
+    fn forget_sniffing(&mut self, conn: ConnId) {
+        if let Some(Class::Sniffing { first, .. }) = self.conns.get(&conn) {
+            self.sniff_bytes -= first.len().min(self.sniff_bytes);
+            self.conns.remove(&conn);
         }
     }
 
@@ -331,10 +361,14 @@ pub(crate) fn limits(s: &Stats) -> Vec<mcpf_model::Note> {
     let servers_full = NoteKind::ClassificationServersFull {
         max: MAX_MCP_SERVERS as u64,
     };
+    let sniff_full = NoteKind::ClassificationSniffFull {
+        max_mib: (MAX_SNIFF_BYTES >> 20) as u64,
+    };
     [
         (resumed, s.resumed_with_loss),
         (without_window, s.windows_not_kept),
         (servers_full, s.examined_past_server_cap),
+        (sniff_full, s.examined_past_sniff_budget),
     ]
     .into_iter()
     .filter(|(_, n)| *n > 0)
@@ -375,9 +409,7 @@ impl<S: CaptureSink> TcpSink for Classify<'_, S> {
                 return self.aside_gap(conn, dir, len);
             }
             // A gap in the first bytes leaves nothing to judge by: examined.
-            TcpEvent::Gap { .. } => {
-                self.conns.remove(&conn);
-            }
+            TcpEvent::Gap { .. } => self.forget_sniffing(conn),
             TcpEvent::Inconsistent { .. } if self.is_aside(conn) => return,
             TcpEvent::Closed { summary } => self.closed(conn, summary.end),
             _ => {}
@@ -398,5 +430,122 @@ impl<S: CaptureSink> TcpSink for Classify<'_, S> {
 impl<S: CaptureSink> CaptureSink for Classify<'_, S> {
     fn tcp_loss(&self) -> &TcpLoss {
         self.next.tcp_loss()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpf_model::{FrameRef, Timestamp};
+
+    /// What the classification hands on, as lines.
+    #[derive(Default)]
+    struct Seen {
+        lines: Vec<String>,
+        loss: TcpLoss,
+    }
+
+    impl TcpSink for Seen {
+        fn on_tcp(&mut self, event: TcpEvent<'_>) {
+            self.lines.push(match event {
+                TcpEvent::Data { dir, data, .. } => {
+                    format!("{dir:?} {}", String::from_utf8_lossy(data))
+                }
+                TcpEvent::SetAside { .. } => "set aside".into(),
+                TcpEvent::Resumed { skipped, .. } => format!("resumed {skipped:?}"),
+                other => format!("{:?}", conn_of(&other)),
+            });
+        }
+    }
+
+    impl CaptureSink for Seen {
+        fn tcp_loss(&self) -> &TcpLoss {
+            &self.loss
+        }
+    }
+
+    fn mark(n: u64) -> Mark {
+        Mark {
+            time: Timestamp::from_secs_nanos(n as i64, 0),
+            frame: FrameRef::new(0, n),
+        }
+    }
+
+    fn open(c: &mut Classify<'_, Seen>, n: u64) {
+        c.on_tcp(TcpEvent::Opened {
+            conn: ConnId::tcp(n),
+            client: "10.0.0.1:40000".parse().unwrap(),
+            server: "10.0.0.2:8080".parse().unwrap(),
+            mark: mark(n),
+            handshake_seen: true,
+        });
+    }
+
+    fn data(c: &mut Classify<'_, Seen>, n: u64, dir: Direction, bytes: &[u8], ack: u64) {
+        c.on_tcp(TcpEvent::Data {
+            conn: ConnId::tcp(n),
+            dir,
+            data: bytes,
+            mark: mark(n),
+            acked: Some(ack),
+        });
+    }
+
+    #[test]
+    fn a_download_then_mcp_on_one_connection_is_handed_on_whole_and_late() {
+        let mut seen = Seen::default();
+        let mut c = Classify::new(&mut seen, false);
+        open(&mut c, 0);
+        let get = b"GET /file HTTP/1.1\r\n\r\n";
+        data(&mut c, 0, Direction::ClientToServer, get, 0);
+        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        data(
+            &mut c,
+            0,
+            Direction::ServerToClient,
+            answer,
+            get.len() as u64,
+        );
+        let init = b"POST /mcp HTTP/1.1\r\nContent-Length: 12\r\n\r\n\"initialize\"";
+        data(
+            &mut c,
+            0,
+            Direction::ClientToServer,
+            init,
+            answer.len() as u64,
+        );
+        assert_eq!(c.stats.resumed, 1);
+        assert_eq!(c.stats.resumed_with_loss, 0);
+        drop(c);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        assert_eq!(
+            seen.lines[1..],
+            [
+                format!("ClientToServer {}", text(get)),
+                "set aside".into(),
+                "resumed [0, 0]".into(),
+                format!("ClientToServer {}", text(init)),
+                format!("ServerToClient {}", text(answer)),
+            ]
+        );
+    }
+
+    #[test]
+    fn first_requests_in_pieces_hold_no_more_than_their_budget() {
+        let mut seen = Seen::default();
+        let mut c = Classify::new(&mut seen, false);
+        let mut piece = b"GET / HTTP/1.1\r\nX-Long: ".to_vec();
+        piece.resize(12 << 10, b'a');
+        let conns = (MAX_SNIFF_BYTES / piece.len()) as u64 + 10;
+        for n in 0..conns {
+            open(&mut c, n);
+            data(&mut c, n, Direction::ClientToServer, &piece, 0);
+            assert!(c.sniff_bytes <= MAX_SNIFF_BYTES);
+        }
+        assert_eq!(c.stats.examined_past_sniff_budget, 10);
+        for n in 0..conns {
+            c.forget_sniffing(ConnId::tcp(n));
+        }
+        assert_eq!(c.sniff_bytes, 0);
     }
 }
