@@ -151,6 +151,10 @@ pub fn first_bytes(data: &[u8]) -> FirstBytes {
     if is_tls_record_start(data) {
         return FirstBytes::Tls;
     }
+    // A handshake record's first byte alone: its second tells.
+    if data == [0x16] {
+        return FirstBytes::NeedMore;
+    }
     let preface = data.len().min(PREFACE_START.len());
     if data[..preface] == PREFACE_START[..preface] {
         return match preface == PREFACE_START.len() {
@@ -203,6 +207,8 @@ fn read_head(data: &[u8]) -> FirstBytes {
     let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
     let mut req = httparse::Request::new(&mut fields);
     match req.parse(data) {
+        // A head that ends past the bound is left to the parser, whatever segment carried it.
+        Ok(httparse::Status::Complete(head_len)) if head_len > MAX_SNIFF_HEAD => FirstBytes::Unsure,
         Ok(httparse::Status::Complete(head_len)) => {
             FirstBytes::Request(first_request(&req, head_len))
         }

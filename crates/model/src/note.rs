@@ -178,9 +178,10 @@ pub enum NoteKind {
     /// `count` bodies of media types that cannot carry MCP were kept to their first
     /// `window_kib` KiB, the rest counted.
     OtherTypeBodiesCut { window_kib: u64 },
-    /// `count` connections set aside as not MCP showed a sign of MCP later, after more bytes
-    /// than the `window_kib` KiB of each direction kept: examined from the first request line
-    /// kept on, `lost_bytes` before it not examined.
+    /// `count` connections set aside as not MCP showed a sign of MCP later, after bytes not
+    /// kept (past the `window_kib` KiB of each direction, a first request's body, a gap):
+    /// examined from the first request line nothing let go had answered, `lost_bytes` before
+    /// it not examined.
     SetAsideResumed { window_kib: u64, lost_bytes: u64 },
     /// `count` connections were set aside without a window of their last bytes (the windows
     /// held `max_mib` MiB together): resumed, they are examined from that moment on.

@@ -230,7 +230,7 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             lost_bytes,
         } => write!(
             f,
-            "{c} connections set aside as not MCP by their first bytes showed a sign of MCP after more than the {window_kib} KiB kept of each direction: examined from the first request line kept on; {lost_bytes} bytes before it, and the server's answers to requests before it, were not examined (what they carried is not in the report)"
+            "{c} connections set aside as not MCP by their first bytes showed a sign of MCP after bytes that were not kept (more than the {window_kib} KiB kept of each direction, a first request's body, or bytes the capture lost): examined from the first request line that nothing let go had answered; {lost_bytes} bytes before it were not examined (what they carried is not in the report)"
         ),
         NoteKind::SetAsideWithoutWindow { max_mib } => write!(
             f,

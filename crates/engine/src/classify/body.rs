@@ -55,6 +55,16 @@ impl Skip {
         at
     }
 
+    /// `len` bytes were lost from the capture here: a known length goes on past them; a
+    /// position inside chunk framing is lost with them, and the skipping ends.
+    pub(super) fn gap(&mut self, len: u64) {
+        *self = match *self {
+            Skip::Length(left) if left > len => Skip::Length(left - len),
+            Skip::Data(left) if left > len => Skip::Data(left - len),
+            _ => Skip::Done,
+        };
+    }
+
     fn length(&mut self, left: u64, have: usize) -> usize {
         let n = left.min(have as u64);
         *self = if n == left {
@@ -133,6 +143,18 @@ mod tests {
             after_body(Skip::chunked(), no_trailers, 4),
             b"GET / HTTP/1.1\r\n"
         );
+    }
+
+    #[test]
+    fn a_gap_moves_a_known_length_on_and_ends_what_it_cannot_place() {
+        let mut s = Skip::Length(100);
+        s.gap(30);
+        assert_eq!(s, Skip::Length(70));
+        s.gap(70);
+        assert_eq!(s, Skip::Done);
+        let mut s = Skip::chunked();
+        s.gap(1);
+        assert_eq!(s, Skip::Done);
     }
 
     #[test]

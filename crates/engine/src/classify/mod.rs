@@ -14,9 +14,10 @@
 //! - A server is known to carry MCP once a first request to it showed MCP itself (a header,
 //!   an MCP method). Its connections are not set aside, and those set aside are resumed.
 //! - A connection set aside is resumed when its client bytes show a sign of MCP (`signs`) or
-//!   its server becomes known to carry MCP: the last [`window::WINDOW`] bytes of each direction
-//!   are handed on, and parsing picks up as on a connection captured mid-stream. What came
-//!   before the window is lost to the analysis, and counted.
+//!   its server becomes known to carry MCP. When its windows kept every byte since, they are
+//!   handed on as they came, only late; otherwise from the first request nothing let go had
+//!   answered, parsing picking up as on a connection captured mid-stream, and what came before
+//!   is lost to the analysis, and counted.
 //!
 //! Everything here depends only on the events in the order the reassembler makes them, so the
 //! report is the same whatever the threads.
@@ -58,6 +59,9 @@ enum Class {
         server: SocketAddr,
         first: Vec<u8>,
         seen: [u64; 2],
+        /// The length `first` must reach before it is judged again (its body's end, once the
+        /// head is whole); 0: at the next line end.
+        need: usize,
     },
     Aside(Box<Aside>),
 }
@@ -121,6 +125,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             server,
             first,
             seen,
+            need: 0,
         };
         self.conns.insert(conn, class);
     }
@@ -131,6 +136,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             server,
             first,
             seen,
+            need,
         }) = self.conns.get_mut(&conn)
         else {
             return;
@@ -151,7 +157,24 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         } else {
             let room = rules::MAX_SNIFF.saturating_sub(first.len());
             first.extend_from_slice(&data[..data.len().min(room)]);
+            // A head can end only at a line end, a body only at its length: judged again only
+            // then, so that a first request in tiny segments is not read again for each.
+            let full = first.len() >= rules::MAX_SNIFF;
+            let due = match *need {
+                0 => memchr::memchr(b'\n', data).is_some(),
+                n => first.len() >= n,
+            };
+            let over = self.sniff_bytes + (first.len() - held) > MAX_SNIFF_BYTES;
+            if !due && !full && !over {
+                self.sniff_bytes += first.len() - held;
+                return;
+            }
             let (v, skip) = rules::judge(first, self.secrets);
+            // Read to the bound and still short: left to the parser.
+            let v = match v {
+                Verdict::NeedMore if full => Verdict::Examine { mcp: false },
+                v => v,
+            };
             // Bytes seen past what the buffer kept were not read for the body's framing: the
             // skipping starts nowhere it can trust.
             let whole = base[0] == first.len() as u64;
@@ -165,6 +188,10 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             }
             Verdict::NeedMore => {
                 self.sniff_bytes += grown;
+                *need = match body {
+                    body::Skip::Length(left) => first.len() + left as usize,
+                    _ => 0,
+                };
                 return;
             }
             v => v,
@@ -240,17 +267,24 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             Direction::ServerToClient => data,
         };
         if let Some(w) = &mut a.windows {
-            // Once the server sent more than its window holds, a resume is from the client's
-            // first request line kept, and only server bytes acknowledging past it are handed
-            // on: sent after the request that resumes it, they come after the resume. The
+            // Once the server sent more than its window holds, a resume loses bytes anyway:
+            // it is from the first client request that no server byte let go answered (by
+            // their ACKs), and the server's bytes after it are sent after the resume. The
             // server's older bytes need no copy (a download's are most of the noise).
             let grown = match dir {
                 Direction::ServerToClient if a.unseen[d] > window::WINDOW as u64 => {
+                    w[d].let_go(acked);
                     -(w[d].clear() as isize)
                 }
                 _ => w[d].push(data, mark, acked),
             };
             self.window_bytes = self.window_bytes.saturating_add_signed(grown);
+            if self.window_bytes > MAX_WINDOW_BYTES {
+                // The windows hold all they may together: this connection keeps none.
+                self.window_bytes -= (w[0].cost() + w[1].cost()).min(self.window_bytes);
+                a.windows = None;
+                self.stats.windows_not_kept += 1;
+            }
         }
         let sign = dir == Direction::ClientToServer && self.signs.found(&mut a.carry, data);
         if sign || self.mcp_servers.contains(&a.server) {
@@ -270,12 +304,21 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         };
         self.stats.resumed += 1;
         let mut windows = a.windows.take().unwrap_or_default();
-        self.window_bytes -= (windows[0].len() + windows[1].len()).min(self.window_bytes);
+        self.window_bytes -= (windows[0].cost() + windows[1].cost()).min(self.window_bytes);
         let whole = (0..2).all(|d| a.unseen[d] == windows[d].len() as u64);
         if !whole {
             let [client, server] = &mut windows;
-            let start = client.first_request_line().unwrap_or(client.len());
-            client.skip(start);
+            // Server bytes let go answered requests up to the highest ACK they carried: the
+            // client is handed on from the first request line past it, whose answer is all
+            // still to come or kept. A let-go segment without an ACK leaves only the request
+            // that resumed the connection, the last one.
+            let client_start = a.base[0] + a.unseen[0] - client.len() as u64;
+            let dropped = server.dropped();
+            let from = dropped
+                .max_ack
+                .map_or(0, |ack| ack.saturating_sub(client_start) as usize);
+            let start = client.request_line(from, dropped.unknown);
+            client.skip(start.unwrap_or(client.len()));
             // The client's offset of the first byte handed on.
             let from = a.base[0] + a.unseen[0] - client.len() as u64;
             server.skip_while(|acked| acked.is_none_or(|ack| ack <= from));
@@ -312,8 +355,14 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
             return;
         };
         a.unseen[di(dir)] += len;
+        if dir == Direction::ClientToServer {
+            a.body.gap(len);
+        }
         if let Some(w) = &mut a.windows {
             self.window_bytes -= w[di(dir)].clear().min(self.window_bytes);
+            if dir == Direction::ServerToClient {
+                w[1].let_go(None);
+            }
         }
         a.carry = Carry::default();
     }
@@ -330,7 +379,7 @@ impl<'a, S: CaptureSink> Classify<'a, S> {
         if let Some(Class::Aside(a)) = self.conns.remove(&conn) {
             self.stats.bytes_not_examined += a.unseen[0] + a.unseen[1];
             if let Some(w) = &a.windows {
-                self.window_bytes -= (w[0].len() + w[1].len()).min(self.window_bytes);
+                self.window_bytes -= (w[0].cost() + w[1].cost()).min(self.window_bytes);
             }
         }
     }

@@ -64,8 +64,14 @@ pub(super) fn judge(first: &[u8], secrets: bool) -> (Verdict, Skip) {
                 Body::Chunked => Skip::chunked(),
                 Body::None => Skip::Done,
             };
-            skip.skip(body);
-            return (request_verdict(&r, body), skip);
+            let used = skip.skip(body);
+            let verdict = match request_verdict(&r, body) {
+                // More than one request in the first bytes (pipelined): the next one was handed
+                // on with the first, before anything could search it. Examined.
+                Verdict::SetAside(_) if skip == Skip::Done && used < body.len() => examine,
+                v => v,
+            };
+            return (verdict, skip);
         }
     };
     (verdict, Skip::Done)
@@ -76,6 +82,19 @@ fn request_verdict(r: &FirstRequest, body: &[u8]) -> Verdict {
     let examine = Verdict::Examine { mcp: false };
     if r.mcp_header {
         return Verdict::Examine { mcp: true };
+    }
+    // A POST's own body first: an `initialize` asks for an event stream too, and what its
+    // method says (its server carries MCP) must not be lost to that.
+    if let (Method::Post, Body::Length(n)) = (r.method, r.body)
+        && n <= MAX_SNIFF_BODY
+        && !r.content_cannot_be_mcp
+    {
+        if (body.len() as u64) < n {
+            return Verdict::NeedMore;
+        }
+        if body_says(&body[..n as usize]) == BodySays::Mcp {
+            return Verdict::Examine { mcp: true };
+        }
     }
     // An event stream (MCP's GET, or the legacy transport's), another protocol by `Upgrade`
     // (h2c carries MCP too), a CORS preflight (the request it clears follows on the same
@@ -124,6 +143,13 @@ mod tests {
         assert_eq!(verdict(&named, false), MCP);
         let get = b"GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
         assert_eq!(verdict(get, false), EXAMINE);
+        // What a spec-conforming client sends: the method still tells the server is MCP's.
+        let accepts = "Accept: application/json, text/event-stream\r\n";
+        assert_eq!(verdict(&post(accepts, init), false), MCP);
+        // A second request behind the first in the same bytes is examined with it.
+        let mut two = b"GET /.well-known/x HTTP/1.1\r\n\r\n".to_vec();
+        two.extend_from_slice(&post("", init));
+        assert_eq!(verdict(&two, false), EXAMINE);
         // A client answering a server's request on the legacy transport: no method, no header.
         let answer = post(
             "Content-Type: application/json\r\n",
