@@ -96,7 +96,11 @@ impl Window {
             .chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1))
             .filter(|&at| at >= from && at < bytes.len())
             .filter(|&at| mcpf_http::sniff::is_request_line(&bytes[at..]));
-        if last { starts.next_back() } else { starts.next() }
+        if last {
+            starts.next_back()
+        } else {
+            starts.next()
+        }
     }
 
     /// Drops the oldest `n` bytes kept.
