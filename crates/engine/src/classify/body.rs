@@ -26,6 +26,13 @@ pub(super) enum Skip {
     },
 }
 
+/// Of `left` bytes still to come, those of `have` bytes that are theirs, and how many are left
+/// after them (none: they all came).
+fn count_down(left: u64, have: usize) -> (usize, Option<u64>) {
+    let n = left.min(have as u64);
+    (n as usize, (n < left).then(|| left - n))
+}
+
 /// Chunk sizes past this are not believed: the skipping ends.
 const MAX_CHUNK: u64 = 1 << 40;
 
@@ -44,8 +51,16 @@ impl Skip {
         while at < data.len() {
             at += match *self {
                 Skip::Done => return at,
-                Skip::Length(left) => self.length(left, data.len() - at),
-                Skip::Data(left) => self.data(left, data.len() - at),
+                Skip::Length(left) => {
+                    let (n, rest) = count_down(left, data.len() - at);
+                    *self = rest.map_or(Skip::Done, Skip::Length);
+                    n
+                }
+                Skip::Data(left) => {
+                    let (n, rest) = count_down(left, data.len() - at);
+                    *self = rest.map_or(Skip::DataEnd, Skip::Data);
+                    n
+                }
                 _ => {
                     self.line_byte(data[at]);
                     1
@@ -63,26 +78,6 @@ impl Skip {
             Skip::Data(left) if left > len => Skip::Data(left - len),
             _ => Skip::Done,
         };
-    }
-
-    fn length(&mut self, left: u64, have: usize) -> usize {
-        let n = left.min(have as u64);
-        *self = if n == left {
-            Skip::Done
-        } else {
-            Skip::Length(left - n)
-        };
-        n as usize
-    }
-
-    fn data(&mut self, left: u64, have: usize) -> usize {
-        let n = left.min(have as u64);
-        *self = if n == left {
-            Skip::DataEnd
-        } else {
-            Skip::Data(left - n)
-        };
-        n as usize
     }
 
     /// One byte of a chunk-size line, the line end after chunk data, or a trailer line.

@@ -435,6 +435,12 @@ fn di(dir: Direction) -> usize {
 impl<S: CaptureSink> TcpSink for Classify<'_, S> {
     fn on_tcp(&mut self, event: TcpEvent<'_>) {
         let conn = conn_of(&event);
+        // One lookup per event: most events are of connections examined, which are not kept.
+        let (sniffing, aside) = match self.conns.get(&conn) {
+            Some(Class::Sniffing { .. }) => (true, false),
+            Some(Class::Aside(_)) => (false, true),
+            None => (false, false),
+        };
         match event {
             TcpEvent::Opened {
                 server,
@@ -447,20 +453,18 @@ impl<S: CaptureSink> TcpSink for Classify<'_, S> {
                 mark,
                 acked,
                 ..
-            } if self.is_aside(conn) => return self.aside_data(conn, dir, data, mark, acked),
+            } if aside => return self.aside_data(conn, dir, data, mark, acked),
             TcpEvent::Data {
                 dir, data, mark, ..
-            } if self.conns.contains_key(&conn) => {
+            } if sniffing => {
                 self.next.on_tcp(event);
                 return self.sniff(conn, dir, data, mark);
             }
-            TcpEvent::Gap { dir, len, .. } if self.is_aside(conn) => {
-                return self.aside_gap(conn, dir, len);
-            }
+            TcpEvent::Gap { dir, len, .. } if aside => return self.aside_gap(conn, dir, len),
             // A gap in the first bytes leaves nothing to judge by: examined.
-            TcpEvent::Gap { .. } => self.forget_sniffing(conn),
-            TcpEvent::Inconsistent { .. } if self.is_aside(conn) => return,
-            TcpEvent::Closed { summary } => self.closed(conn, summary.end),
+            TcpEvent::Gap { .. } if sniffing => self.forget_sniffing(conn),
+            TcpEvent::Inconsistent { .. } if aside => return,
+            TcpEvent::Closed { summary } if sniffing || aside => self.closed(conn, summary.end),
             _ => {}
         }
         self.next.on_tcp(event);
