@@ -22,6 +22,9 @@ _mcp__forensics() {
             mcp__forensics,explain)
                 cmd="mcp__forensics__subcmd__explain"
                 ;;
+            mcp__forensics,extract)
+                cmd="mcp__forensics__subcmd__extract"
+                ;;
             mcp__forensics,flows)
                 cmd="mcp__forensics__subcmd__flows"
                 ;;
@@ -39,6 +42,9 @@ _mcp__forensics() {
                 ;;
             mcp__forensics__subcmd__help,explain)
                 cmd="mcp__forensics__subcmd__help__subcmd__explain"
+                ;;
+            mcp__forensics__subcmd__help,extract)
+                cmd="mcp__forensics__subcmd__help__subcmd__extract"
                 ;;
             mcp__forensics__subcmd__help,flows)
                 cmd="mcp__forensics__subcmd__help__subcmd__flows"
@@ -59,7 +65,7 @@ _mcp__forensics() {
 
     case "${cmd}" in
         mcp__forensics)
-            opts="-h -V --help --version flows http analyze report explain help"
+            opts="-h -V --help --version flows http analyze extract report explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -220,6 +226,72 @@ _mcp__forensics() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcp__forensics__subcmd__extract)
+            opts="-o -q -k -h --output --show-secrets --examine-all --quiet --input-format --log-map --log-format --tls-keylog --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --input-format)
+                    COMPREPLY=($(compgen -W "auto pcap har log" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-map)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-keylog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-buffer-per-direction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-buffer-total)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tunnel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcp__forensics__subcmd__flows)
             opts="-f -o -h --format --output --max-buffer-per-direction --max-buffer-total --max-connections --idle-timeout --threads --tunnel --keep-duplicates --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -275,7 +347,7 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__forensics__subcmd__help)
-            opts="flows http analyze report explain help"
+            opts="flows http analyze extract report explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,6 +375,20 @@ _mcp__forensics() {
             return 0
             ;;
         mcp__forensics__subcmd__help__subcmd__explain)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcp__forensics__subcmd__help__subcmd__extract)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -145,6 +145,34 @@ log\:"A JSON Lines access log"))' \
 '*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs (nginx, Envoy, Caddy, HAProxy, Traefik), optionally gzip-compressed, detected by content; - reads standard input, recognised the same way. Several inputs form one report\: sessions are matched across them by session ID and server:_default' \
 && ret=0
 ;;
+(extract)
+_arguments "${_arguments_options[@]}" : \
+'-o+[Where the records go\: a directory (created if need be), which gets FIRST-INPUT.records.ndjson, or a file path ending in .ndjson]:DIR:_files' \
+'--output=[Where the records go\: a directory (created if need be), which gets FIRST-INPUT.records.ndjson, or a file path ending in .ndjson]:DIR:_files' \
+'--input-format=[How to read every FILE\: auto detects it from the content (pcap/pcapng magic, a HAR'\''s log.entries, the keys of a JSON log'\''s first line)]:FORMAT:((auto\:"Detect from the content"
+pcap\:"A packet capture (pcap or pcapng)"
+har\:"A HAR file"
+log\:"A JSON Lines access log"))' \
+'--log-map=[Field names of a JSON Lines access log that is not nginx, Envoy, Caddy, HAProxy or Traefik, as key=FIELD,... or a JSON file (or inline object) of the same keys. Keys\: time (end of the request) or start, method, path, status, duration, duration_unit (s, ms, us, ns), req.HEADER and resp.HEADER (a field holding that header), request_headers and response_headers (a field holding an object of headers), client, connection. Nested fields as a.b. Applies to every JSON Lines input]:MAP:_default' \
+'(--log-map)--log-format=[The nginx log_format of a text access log (\`combined\`, or the format string with extra quoted fields such as "\$http_mcp_session_id" "\$sent_http_mcp_session_id" "\$http_last_event_id")\: every input that is not a capture is read as lines in it]:FORMAT:_default' \
+'-k+[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
+'--tls-keylog=[An NSS key log (what SSLKEYLOGFILE makes curl, browsers, httpx and Node write)\: TLS 1.2 and 1.3 connections it has secrets for are decrypted and analysed (AES-GCM, ChaCha20-Poly1305, and TLS 1.2'\''s AES-CBC suites). Default\: \$SSLKEYLOGFILE when it is set. The secrets are never written to any output]:FILE:_files' \
+'--max-buffer-per-direction=[Out-of-order bytes held for one direction of a connection before the hole is declared lost (a gap)]:BYTES:_default' \
+'--max-buffer-total=[Out-of-order bytes held over all connections]:BYTES:_default' \
+'--max-connections=[Connections tracked at once; past it the least recently active is evicted (half-open ones first), counted and reported]:N:_default' \
+'--idle-timeout=[Seconds of capture time after which a silent connection is closed and forgotten (at most 100 years)]:SECS:_default' \
+'--threads=[analyze\: cores to use. Packets and TCP are read on one thread; TLS, HTTP, SSE and JSON-RPC run in 8 shards by connection, fed by N-1 workers (at most 8, and no more than the cores the machine has less one); sessions, detectors and JSON records each have a thread of their own. 1 runs everything on one thread. The report is the same byte for byte whatever N. Default\: the cores the machine has. (The http and flows views run on one thread.)]:N:_default' \
+'*--tunnel=[Read UDP datagrams to PORT as a tunnel (repeatable)\: udp\:PORT=vxlan or udp\:PORT=geneve, e.g. udp\:8472=vxlan (the VXLAN port of the Linux kernel'\''s default and of flannel). Without it, VXLAN on UDP 4789, Geneve on 6081, GRE (IP, Ethernet, ERSPAN I, II and III), IP in IP, 6in4 and MPLS are unwrapped, and the TCP inside is analysed by its own addresses]:udp:PORT=KIND:_default' \
+'--show-secrets[Write credentials into the records as they were sent (see analyze --show-secrets)]' \
+'--examine-all[Examine every connection whole (see analyze --examine-all)]' \
+'-q[No progress bar]' \
+'--quiet[No progress bar]' \
+'--keep-duplicates[Keep duplicate frames. Without it a TCP frame whose IP packet is byte for byte (IP ID and TTL included) that of one of the 4 TCP frames before it, at most 1 ms apart, is removed and counted, as editcap -d removes them\: the second copy a SPAN port mirroring both directions delivers, or one packet captured on two interfaces. A sender'\''s retransmission is never the same bytes so soon (a new IP ID, a timer of 10 ms or more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::files -- Captures (pcap or pcapng), HAR files or JSON Lines access logs, as `analyze` reads them. They are read as one run\: captures merged by time, a connection followed across the files of a rotated capture:_default' \
+&& ret=0
+;;
 (report)
 _arguments "${_arguments_options[@]}" : \
 '--format=[How to render it]:FORMAT:((table\:"The terminal report"
@@ -190,6 +218,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(extract)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (report)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -217,6 +249,7 @@ _mcp-forensics_commands() {
 'flows:List the TCP connections of captures with their reassembly health' \
 'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'extract:Write the exchange records of captures, HAR files and logs, for \`analyze\` elsewhere' \
 'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -233,6 +266,11 @@ _mcp-forensics__subcmd__explain_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics explain commands' commands "$@"
 }
+(( $+functions[_mcp-forensics__subcmd__extract_commands] )) ||
+_mcp-forensics__subcmd__extract_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics extract commands' commands "$@"
+}
 (( $+functions[_mcp-forensics__subcmd__flows_commands] )) ||
 _mcp-forensics__subcmd__flows_commands() {
     local commands; commands=()
@@ -244,6 +282,7 @@ _mcp-forensics__subcmd__help_commands() {
 'flows:List the TCP connections of captures with their reassembly health' \
 'http:List the HTTP/1.1 exchanges of captures, HAR files and JSON access logs, with SSE events and JSON-RPC messages' \
 'analyze:Rebuild MCP sessions and report what went wrong\: the incident timeline' \
+'extract:Write the exchange records of captures, HAR files and logs, for \`analyze\` elsewhere' \
 'report:Render a saved report again, without the capture' \
 'explain:Explain a finding kind\: what it means, why it matters, what to change' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -259,6 +298,11 @@ _mcp-forensics__subcmd__help__subcmd__analyze_commands() {
 _mcp-forensics__subcmd__help__subcmd__explain_commands() {
     local commands; commands=()
     _describe -t commands 'mcp-forensics help explain commands' commands "$@"
+}
+(( $+functions[_mcp-forensics__subcmd__help__subcmd__extract_commands] )) ||
+_mcp-forensics__subcmd__help__subcmd__extract_commands() {
+    local commands; commands=()
+    _describe -t commands 'mcp-forensics help extract commands' commands "$@"
 }
 (( $+functions[_mcp-forensics__subcmd__help__subcmd__flows_commands] )) ||
 _mcp-forensics__subcmd__help__subcmd__flows_commands() {

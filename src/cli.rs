@@ -44,6 +44,19 @@ pub enum Command {
     /// reading it (corrupt records skipped, a cut file or gzip stream).
     Analyze(AnalyzeArgs),
 
+    /// Write the exchange records of captures, HAR files and logs, for `analyze` elsewhere.
+    ///
+    /// Runs the stages that depend on each input's bytes (capture, TLS, HTTP/1.1 and HTTP/2,
+    /// SSE) and writes every HTTP event they hand to the MCP stage, with its logical session
+    /// key, and what the run counted, as NDJSON records (docs/records.md). `analyze` reads the
+    /// file as an input and gives the report the inputs themselves give. Secrets are redacted
+    /// in the records unless --show-secrets.
+    ///
+    /// Exit status: 0 when every input was read, 2 on an error, 3 when part of an input was
+    /// lost reading it, 4 when an input could not be read (the records of the others are
+    /// written).
+    Extract(ExtractArgs),
+
     /// Render a saved report again, without the capture.
     ///
     /// Reads what `analyze --format json` or `--format ndjson` wrote and prints it as the
@@ -303,6 +316,38 @@ pub struct AnalyzeArgs {
         help_heading = "Limits"
     )]
     pub max_held_events: usize,
+
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Captures (pcap or pcapng), HAR files or JSON Lines access logs, as `analyze` reads them.
+    /// They are read as one run: captures merged by time, a connection followed across the
+    /// files of a rotated capture.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+
+    /// Where the records go: a directory (created if need be), which gets
+    /// FIRST-INPUT.records.ndjson, or a file path ending in .ndjson.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: std::path::PathBuf,
+
+    /// Write credentials into the records as they were sent (see analyze --show-secrets).
+    #[arg(long)]
+    pub show_secrets: bool,
+
+    /// Examine every connection whole (see analyze --examine-all).
+    #[arg(long)]
+    pub examine_all: bool,
+
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub input: InputArgs,
 
     #[command(flatten)]
     pub capture: CaptureArgs,

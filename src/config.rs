@@ -16,8 +16,8 @@ use mcpf_engine::{InputSpec, Settings};
 use crate::terminal::output_width;
 
 use crate::cli::{
-    AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, FlowsArgs, Format, HttpArgs, InputArgs,
-    ProgressChoice, ReportFormat, SeverityArg, ViewOutput,
+    AnalyzeArgs, CaptureArgs, Cli, ColorChoice, Command, ExtractArgs, FlowsArgs, Format, HttpArgs,
+    InputArgs, ProgressChoice, ReportFormat, SeverityArg, ViewOutput,
 };
 
 /// What one run of the program is to do.
@@ -25,6 +25,7 @@ pub enum Config {
     Flows(Flows),
     Http(Http),
     Analyze(Analyze),
+    Extract(Extract),
     /// `report FILE`.
     Report(Saved),
     /// `explain [KIND]`.
@@ -104,6 +105,17 @@ pub struct Analyze {
     pub pager: bool,
 }
 
+/// `extract`: the inputs, the run's settings, where the records go.
+pub struct Extract {
+    pub inputs: InputSpec,
+    pub notes: Vec<String>,
+    pub engine: Settings,
+    pub redact: bool,
+    /// The record file to write.
+    pub output: std::path::PathBuf,
+    pub progress: bool,
+}
+
 /// What `generate` prints.
 pub enum Generated {
     Man,
@@ -117,6 +129,7 @@ impl Config {
             Command::Flows(a) => Config::Flows(flows(a)?),
             Command::Http(a) => Config::Http(http(a)?),
             Command::Analyze(a) => Config::Analyze(analyze(a)?),
+            Command::Extract(a) => Config::Extract(extract(a)?),
             Command::Report(a) => Config::Report(Saved {
                 width: output_width(),
                 color: terminal_decoration(a.color, &std::io::stdout()),
@@ -222,6 +235,48 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<Analyze> {
         pager: a.output.is_none() && !live && crate::pager::wanted(a.no_pager),
         output: a.output,
     })
+}
+
+fn extract(a: ExtractArgs) -> anyhow::Result<Extract> {
+    let output = record_path(&a.output, &a.files)?;
+    let (inputs, notes) = inputs(a.files, &a.input)?;
+    let engine = Settings {
+        capture: capture_settings(&a.capture, Vec::new())?,
+        tls_keys: tls_keys(a.input.tls_keylog.as_deref())?,
+        threads: threads(&a.capture),
+        classify: !a.examine_all,
+        ..Settings::default()
+    };
+    Ok(Extract {
+        inputs,
+        notes,
+        engine,
+        redact: !a.show_secrets,
+        output,
+        progress: show_progress(ProgressChoice::Auto, a.quiet, &std::io::stderr()),
+    })
+}
+
+/// `--output`: a `.ndjson` path as it is; a directory gets the first input's name with
+/// `.records.ndjson`, so that extract runs of different inputs can share one directory.
+fn record_path(output: &std::path::Path, files: &[String]) -> anyhow::Result<std::path::PathBuf> {
+    if output.extension().is_some_and(|e| e == "ndjson") && !output.is_dir() {
+        if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).with_context(|| {
+                format!("--output {}: cannot create its directory", output.display())
+            })?;
+        }
+        return Ok(output.to_path_buf());
+    }
+    std::fs::create_dir_all(output)
+        .with_context(|| format!("--output {}: cannot create the directory", output.display()))?;
+    let first = files.first().map(String::as_str).unwrap_or("stdin");
+    let name = std::path::Path::new(first)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| *n != "-")
+        .unwrap_or("stdin");
+    Ok(output.join(format!("{name}.records.ndjson")))
 }
 
 /// `--live-flush SECS` in nanoseconds: for a stream input written as NDJSON only (other

@@ -30,6 +30,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "mcpf-detect",
         ],
     ),
+    // Exchange records: what HTTP hands to the MCP stage, written and read back; it knows the
+    // HTTP stage's events and TLS's counts, and nothing after them.
+    ("mcpf-records", &["mcpf-model", "mcpf-http", "mcpf-tls"]),
     // The run: every stage, wired.
     (
         "mcpf-engine",
@@ -42,6 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "mcpf-mcp",
             "mcpf-detect",
             "mcpf-report",
+            "mcpf-records",
         ],
     ),
 ];

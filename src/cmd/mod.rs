@@ -3,6 +3,7 @@
 
 mod analyze;
 mod explain;
+mod extract;
 mod flows;
 mod generate;
 mod http;
@@ -67,6 +68,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Config::Analyze(job) => {
             stop_reading_on_signals();
             analyze::run(job)
+        }
+        Config::Extract(job) => {
+            stop_reading_on_signals();
+            extract::run(job)
         }
         Config::Report(job) => {
             // Its pager has Ctrl-C while it runs, as analyze's.

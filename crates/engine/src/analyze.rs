@@ -38,6 +38,9 @@ impl Engine {
         writer: SessionWriter,
         observer: &mut dyn Observer,
     ) -> Result<Run, EngineError> {
+        if !inputs.records.is_empty() {
+            return self.run_records(inputs, writer);
+        }
         let settings = &self.settings;
         let threaded = settings.threads > 1;
         let sessions = SessionStage::new(
@@ -55,34 +58,72 @@ impl Engine {
             spans,
             classify: settings.classify,
         };
-        let stages = if threaded {
-            let workers = self.workers();
-            run_threaded(inputs, &mut stage, sessions, observer, front, workers)?
-        } else {
-            run_inline(inputs, &mut stage, sessions, observer, front)
-        };
+        let stages = self.front(inputs, &mut stage, sessions, observer, front)?;
         assemble(stages, settings)
+    }
+
+    /// The inputs through the stages before the MCP stage, on this run's threads, each HTTP
+    /// event to `consumer` in wire order.
+    pub(crate) fn front<C: Consumer>(
+        &self,
+        inputs: Opened,
+        stage: &mut CaptureStage,
+        consumer: C,
+        observer: &mut dyn Observer,
+        front: Front,
+    ) -> Result<Stages<C>, EngineError> {
+        if self.settings.threads > 1 {
+            let workers = self.workers();
+            run_threaded(inputs, stage, consumer, observer, front, workers)
+        } else {
+            Ok(run_inline(inputs, stage, consumer, observer, front))
+        }
+    }
+}
+
+/// What takes the HTTP events of a run, in wire order: the session stage of `analyze`, or the
+/// record file of `extract`.
+pub(crate) trait Consumer: http::HttpSink + Send {
+    /// An event as the shards hand it on (with its JSON-RPC read, for the session stage).
+    type Item: Send + 'static;
+    /// Run on the shards' threads.
+    fn prepare(event: http::HttpEvent) -> Self::Item;
+    /// What holding an item costs, besides its size.
+    fn weigh(item: &Self::Item) -> usize;
+    fn take(&mut self, item: Self::Item);
+}
+
+impl Consumer for SessionStage {
+    type Item = mcpf_mcp::Prepared;
+    fn prepare(event: http::HttpEvent) -> mcpf_mcp::Prepared {
+        mcpf_mcp::prepare(event)
+    }
+    fn weigh(item: &mcpf_mcp::Prepared) -> usize {
+        item.payload_bytes()
+    }
+    fn take(&mut self, item: mcpf_mcp::Prepared) {
+        self.on_prepared(item);
     }
 }
 
 /// What the first stages produced.
-struct Stages {
-    fed: Fed,
-    sessions: SessionStage,
-    http: http::HttpStats,
-    tcp: TcpLoss,
+pub(crate) struct Stages<C> {
+    pub(crate) fed: Fed,
+    pub(crate) sessions: C,
+    pub(crate) http: http::HttpStats,
+    pub(crate) tcp: TcpLoss,
     /// What the TLS layer decrypted, when a key log was given.
-    tls: Option<mcpf_tls::TlsStats>,
+    pub(crate) tls: Option<mcpf_tls::TlsStats>,
     /// Each shard's work, for `--shard-stats`.
-    shard_work: String,
+    pub(crate) shard_work: String,
 }
 
 /// What comes between the reassembler and the shards, whatever the threads.
-struct Front {
-    tls: Option<Arc<mcpf_tls::KeyLog>>,
-    spans: Option<Vec<ConnSpan>>,
+pub(crate) struct Front {
+    pub(crate) tls: Option<Arc<mcpf_tls::KeyLog>>,
+    pub(crate) spans: Option<Vec<ConnSpan>>,
     /// Early classification on (`Settings::classify`).
-    classify: bool,
+    pub(crate) classify: bool,
 }
 
 impl Front {
@@ -109,15 +150,15 @@ impl Front {
 }
 
 /// One thread: every stage in turn on each packet.
-fn run_inline(
+fn run_inline<C: Consumer>(
     mut inputs: Opened,
     stage: &mut CaptureStage,
-    mut sessions: SessionStage,
+    mut sessions: C,
     observer: &mut dyn Observer,
     mut front: Front,
-) -> Stages {
+) -> Stages<C> {
     let secrets = mcpf_tls::Secrets::new(front.tls.clone());
-    let mut sink = shards::Inline::new(secrets, mcpf_mcp::prepare, |ev| sessions.on_prepared(ev));
+    let mut sink = shards::Inline::new(secrets, C::prepare, |ev| sessions.take(ev));
     sink.tcp.spans = front.spans.take();
     let (captured, set_aside) = front.feed(&mut inputs, stage, &mut sink, observer);
     let tcp = std::mem::take(&mut sink.tcp);
@@ -129,26 +170,26 @@ fn run_inline(
 
 /// Several threads: packets and TCP on this one, the per-connection stages on `workers` more,
 /// sessions and detectors on another (and JSON records rendered on one more).
-fn run_threaded(
+fn run_threaded<C: Consumer>(
     mut inputs: Opened,
     stage: &mut CaptureStage,
-    sessions: SessionStage,
+    sessions: C,
     observer: &mut dyn Observer,
     mut front: Front,
     workers: usize,
-) -> Result<Stages, EngineError> {
+) -> Result<Stages<C>, EngineError> {
     std::thread::scope(|scope| {
         let (mut dispatch, results, handles) = shards::start(
             scope,
             workers,
             mcpf_tls::Secrets::new(front.tls.clone()),
-            mcpf_mcp::prepare,
-            weigh,
+            C::prepare,
+            C::weigh,
         );
         dispatch.tcp.spans = front.spans.take();
         let consumer = scope.spawn(move || {
             let mut sessions = sessions;
-            shards::merge(results, |ev| sessions.on_prepared(ev));
+            shards::merge(results, |ev| sessions.take(ev));
             sessions
         });
         let (captured, set_aside) = front.feed(&mut inputs, stage, &mut dispatch, observer);
@@ -168,22 +209,17 @@ fn run_threaded(
     })
 }
 
-/// What holding an event costs, besides its size.
-fn weigh(ev: &mcpf_mcp::Prepared) -> usize {
-    ev.payload_bytes()
-}
-
 /// The HAR files and logs after the captures, straight into the session stage, and what the
 /// shards counted.
-fn finish_run(
+fn finish_run<C: Consumer>(
     inputs: Opened,
     captured: Vec<(mcpf_model::InputId, mcpf_model::InputReport)>,
-    mut sessions: SessionStage,
-    shards: &shards::Shards<mcpf_mcp::Prepared>,
+    mut sessions: C,
+    shards: &shards::Shards<C::Item>,
     tcp: TcpLoss,
     workers: usize,
     observer: &mut dyn Observer,
-) -> Stages {
+) -> Stages<C> {
     let mut http = shards.http_stats();
     let fed = feed::feed_others(inputs, captured, &mut sessions, &mut http, observer);
     Stages {
@@ -197,7 +233,10 @@ fn finish_run(
 }
 
 /// Finishes the MCP stage and the detectors, and puts the report together.
-fn assemble(stages: Stages, settings: &crate::Settings) -> Result<Run, EngineError> {
+pub(crate) fn assemble(
+    stages: Stages<SessionStage>,
+    settings: &crate::Settings,
+) -> Result<Run, EngineError> {
     let Stages {
         fed,
         mut sessions,

@@ -14,12 +14,15 @@
 
 mod analyze;
 mod classify;
+mod extract;
 mod feed;
 mod finalize;
 mod http_view;
 pub mod inputs;
 mod open;
 pub mod pcaps;
+mod records_in;
+mod redact_records;
 mod sessions;
 mod shards;
 
@@ -27,6 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 pub use analyze::Run;
+pub use extract::Extracted;
 pub use feed::TcpLoss;
 pub use finalize::{MAX_EVENTS_HELD, Tap};
 pub use http_view::{FlowsRun, HttpRun, flows};
@@ -41,6 +45,7 @@ pub use mcpf_http as http;
 pub use mcpf_ingest as ingest;
 pub use mcpf_mcp as mcp;
 pub use mcpf_model as model;
+pub use mcpf_records as records;
 pub use mcpf_report as report;
 pub use mcpf_tls as tls;
 
@@ -133,6 +138,10 @@ pub enum EngineError {
     StageFailed(&'static str),
     #[error("{0}")]
     Writer(String),
+    /// The inputs cannot be analysed together (record files beside raw inputs), or a record
+    /// file cannot be read at all.
+    #[error("{0}")]
+    Inputs(String),
 }
 
 /// What a run tells its caller as it goes (the binary prints it; tests may collect it).

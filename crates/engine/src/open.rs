@@ -39,6 +39,9 @@ pub struct Opened {
     pub(crate) failed: bool,
     /// Entries for the inputs that could not be opened, so the report lists every input.
     pub(crate) unreadable: Vec<InputReport>,
+    /// Record files (`mcpf_records`) with their headers, analysed in place of the inputs they
+    /// were extracted from.
+    pub(crate) records: Vec<(String, mcpf_records::Header)>,
 }
 
 impl Opened {
@@ -51,10 +54,27 @@ impl Opened {
             log_map: spec.log_map.clone(),
             failed: false,
             unreadable: Vec::new(),
+            records: Vec::new(),
         };
         let have_map = opened.log_map.is_some();
         for (i, path) in spec.files.iter().enumerate() {
             let i = i as InputId;
+            if let Some(header) = record_header(path) {
+                match header {
+                    Ok(h) => opened.records.push((path.clone(), h)),
+                    Err(e) => {
+                        let e = OpenError {
+                            path: path.clone(),
+                            message: e.to_string(),
+                            hint: None,
+                        };
+                        observer.unreadable(&e);
+                        opened.failed = true;
+                        opened.unreadable.push(InputReport::failed(i, &e));
+                    }
+                }
+                continue;
+            }
             let resolved = match &opened.log_map {
                 Some(m) if m.is_text() => mcpf_ingest::resolve_text_log(path),
                 _ => mcpf_ingest::resolve(path, spec.format, have_map),
@@ -77,7 +97,18 @@ impl Opened {
                 }
             }
         }
+        opened.name_records_inputs();
         opened
+    }
+
+    /// A run of one record file and nothing else reports the inputs the records came from, by
+    /// the names their extract run gave them (so its report is theirs).
+    fn name_records_inputs(&mut self) {
+        if let [(_, header)] = self.records.as_slice()
+            && self.paths.len() == 1
+        {
+            self.paths = header.inputs.iter().map(|i| i.path.clone()).collect();
+        }
     }
 
     /// Opens every input named as a capture (the `flows` view reads nothing else).
@@ -89,6 +120,7 @@ impl Opened {
             log_map: None,
             failed: false,
             unreadable: Vec::new(),
+            records: Vec::new(),
         };
         for (i, path) in files.iter().enumerate() {
             match capture::open_capture(path, i as InputId) {
@@ -119,12 +151,13 @@ impl Opened {
             log_map: None,
             failed: false,
             unreadable: Vec::new(),
+            records: Vec::new(),
         })
     }
 
     /// Nothing could be opened.
     pub fn is_empty(&self) -> bool {
-        self.captures.is_empty() && self.others.is_empty()
+        self.captures.is_empty() && self.others.is_empty() && self.records.is_empty()
     }
 
     /// The format of every input, by index (unreadable ones count as captures: they feed
@@ -136,4 +169,24 @@ impl Opened {
         }
         sources
     }
+}
+
+/// The header of `path` when its first line says it is a record file of `extract` (a file that
+/// cannot be read is left to the other formats, which say why).
+fn record_header(path: &str) -> Option<Result<mcpf_records::Header, mcpf_records::RecordError>> {
+    use std::io::Read;
+    // Only a regular file is peeked at: the bytes of a stream (standard input, a FIFO) can be
+    // read once, by the reader of what it is.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut first = Vec::with_capacity(512);
+    (&mut file).take(512).read_to_end(&mut first).ok()?;
+    if !mcpf_records::looks_like_records(&first) {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let reader = std::io::BufReader::new(file);
+    Some(mcpf_records::RecordReader::open(reader).map(|(h, _)| h))
 }

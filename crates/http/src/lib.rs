@@ -49,7 +49,7 @@ pub mod sse;
 use rustc_hash::FxHashMap as HashMap;
 use std::net::SocketAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use mcpf_capture::tcp::{CloseReason, ConnSummary, TcpEvent, TcpSink};
 use mcpf_model::Mark;
@@ -79,7 +79,8 @@ pub const MAX_SSE_EVENTS_PER_PACKET: u64 = payload::MAX_EVENTS_PER_PACKET;
 pub const OTHER_TYPE_WINDOW: usize = payload::OTHER_TYPE_WINDOW;
 
 /// Header fields in their original order and case; lookups ignore case.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Headers(pub Vec<(String, String)>);
 
 impl Headers {
@@ -133,7 +134,7 @@ impl Headers {
 }
 
 /// An exchange on a connection: the `index`-th request (from 0) and the response paired with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ExchangeId {
     pub conn: ConnId,
     pub index: u32,
@@ -146,7 +147,7 @@ impl std::fmt::Display for ExchangeId {
 }
 
 /// How a message ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Complete,
@@ -173,9 +174,10 @@ pub enum Outcome {
 }
 
 /// A message body as captured: decoded when the content coding is known.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Body {
     /// Decoded bytes (not kept for event streams, whose events are reported one by one).
+    #[serde(with = "mcpf_model::wire_bytes")]
     pub data: Vec<u8>,
     /// Bytes of the body on the wire (after de-chunking, before content decoding).
     pub wire_bytes: u64,
@@ -205,7 +207,7 @@ pub struct Body {
     pub inconsistent_bytes: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Request {
     pub exchange: ExchangeId,
     pub client: SocketAddr,
@@ -227,7 +229,7 @@ pub struct Request {
     pub head_complete: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ResponseHead {
     pub exchange: ExchangeId,
     pub status: u16,
@@ -249,7 +251,7 @@ pub struct ResponseHead {
     pub upstream: Option<String>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ResponseEnd {
     pub exchange: ExchangeId,
     /// The body (events are reported separately for event streams).
@@ -266,7 +268,8 @@ pub struct ResponseEnd {
 
 /// What the HTTP stage reports, in the order it learns it. Events own their data, so a sink
 /// may keep them, or hand them to another thread, without a copy.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HttpEvent {
     Request(Box<Request>),
     ResponseHead(Box<ResponseHead>),
@@ -360,7 +363,7 @@ impl<F: FnMut(HttpEvent)> HttpSink for F {
 }
 
 /// What a TCP connection carried, judged from its first bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnKind {
     Http,
@@ -372,7 +375,7 @@ pub enum ConnKind {
 }
 
 /// Counters the HTTP stage keeps for the report.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct HttpStats {
     pub connections_http: u64,
     pub connections_tls: u64,
@@ -387,80 +390,63 @@ pub struct HttpStats {
     pub skipped_bytes: u64,
     pub anomalies: u64,
     /// Retransmissions TCP saw disagree with the first copy (each also an anomaly).
-    // Counters the JSON report does not carry (its schema lists the keys it does): the report
-    // decides how to show them.
-    #[serde(skip)]
+    // Counters the JSON report does not carry (its schema lists the keys it does, through its
+    // own view of these stats): the report decides how to show them. Record files carry them
+    // all.
     pub inconsistent_retransmissions: u64,
     /// Bytes marked as [`Body::inconsistent_bytes`] over all messages.
-    #[serde(skip)]
     pub inconsistent_bytes: u64,
     /// Inconsistent retransmissions of bytes no message used (skipped bytes, or a message
     /// already reported when the retransmission came).
-    #[serde(skip)]
     pub inconsistent_unattributed: u64,
     /// Responses captured before the request they answer (their ACK covered client bytes not
     /// parsed yet): held until those bytes were, then paired in order (RFC 9112 §9.3).
-    #[serde(skip)]
     pub responses_held: u64,
     /// Of those, responses paired with a request once it was parsed (the rest answered requests
     /// lost from the capture: orphans).
-    #[serde(skip)]
     pub held_paired: u64,
     /// Holds given up before the acknowledged bytes were parsed: too long (2 s of capture time),
     /// too large (256 KiB, or 16 MiB over all connections), or the connection ended.
-    #[serde(skip)]
     pub held_released_early: u64,
     /// Responses picked up in the middle of their body on connections captured mid-stream (no
     /// request, no head), read from the first point their bytes make a whole Server-Sent Event
     /// (after a chunk-size line, or at a field line): reported as exchanges with neither request
     /// nor head, whose first event is `after_gap`, with an anomaly giving the bytes skipped.
-    #[serde(skip)]
     pub midstream_resyncs: u64,
     /// Request and response heads cut by a capture gap of which the start line survived:
     /// reported with `head_complete: false` and what header lines survived whole.
-    #[serde(skip)]
     pub heads_cut: u64,
     /// Of those, heads whose gap was the capture's snap length cutting the frame
     /// (`tcpdump -s`): the traffic was captured, its bytes were not kept (capture with `-s 0`).
-    #[serde(skip)]
     pub heads_cut_by_snaplen: u64,
     /// Compressed bodies whose decoding stopped at the decoding budget (`body::BUDGET`: past
     /// 1 MiB decoded, more than 1024 bytes per compressed byte: a decompression bomb), each
     /// reported truncated with an anomaly.
-    #[serde(skip)]
     pub bodies_not_decoded_past_budget: u64,
     /// Brotli bodies not decoded because the bodies in progress already held the windows
     /// allowed together (`body::MAX_WINDOWS_HELD`), each an anomaly.
-    #[serde(skip)]
     pub brotli_bodies_refused: u64,
     /// Messages whose body or event was kept shorter than its own cap because the messages in
     /// progress held all the bytes allowed together (`budget::MAX_BYTES_HELD`), each an anomaly.
-    #[serde(skip)]
     pub messages_cut_by_held: u64,
     /// Header fields dropped past the first 128 of a head (each such head an anomaly; the
     /// message is reported with the rest).
-    #[serde(skip)]
     pub headers_dropped: u64,
     /// HTTP/2 header fields dropped past the decoded bytes a header block keeps, or repeated
     /// pseudo-headers (each such block an anomaly).
-    #[serde(skip)]
     pub header_fields_past_bytes: u64,
     /// Compressed bodies whose decoding stopped at their connection's budget of decoded bytes
     /// (`body::CONN_BUDGET`), each reported truncated with an anomaly.
-    #[serde(skip)]
     pub bodies_past_conn_budget: u64,
     /// Event streams no longer read after one packet yielded more events than are handed on
     /// (`payload::MAX_EVENTS_PER_PACKET`), each an anomaly.
-    #[serde(skip)]
     pub sse_streams_cut_in_packet: u64,
     /// JSON bodies over 16 MiB kept with their strings cut to 64 KiB, so that their envelope is
     /// read whole (each an anomaly; SSE lines over 16 MiB are kept the same way, their events
     /// `truncated` and counted in [`crate::sse::SseStats::oversized_lines`]).
-    #[serde(skip)]
     pub json_bodies_shrunk: u64,
     /// Bodies of a media type that cannot carry MCP (not JSON, not an event stream, not text)
     /// kept to their first 64 KiB, the rest counted and not copied.
-    #[serde(skip)]
     pub other_type_bodies_cut: u64,
     /// HTTP/2 streams the client opened (each an exchange), ...
     pub h2_streams: u64,

@@ -13,7 +13,7 @@ const MAX_FIELDS: usize = 64;
 
 /// What the early classification set aside, by its first bytes, as not MCP: counts for the
 /// report (`summary.http.set_aside`).
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SetAside {
     /// Connections set aside, by the reason (a rule of docs/classification.md) ...
     pub connections: u64,

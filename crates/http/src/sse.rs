@@ -72,7 +72,7 @@ fn push_shrunk(data: &mut String, value: &str, room: usize) {
 }
 
 /// One event as dispatched by the stream (or kept as priming).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SseEvent {
     /// Position in the stream among recorded events, from 0.
     pub index: u32,
@@ -102,7 +102,7 @@ pub struct SseEvent {
 }
 
 /// Counters of things that are not events.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SseStats {
     pub events: u64,
     pub comments: u64,

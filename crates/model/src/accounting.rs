@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bucket names shared by every stage, so the same reason is spelled one way in the report.
 pub mod bucket {
@@ -37,7 +37,7 @@ pub mod bucket {
 }
 
 /// One kind of unit (packets or bytes) split into buckets.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ledger {
     pub total: u64,
     pub analysed: u64,
@@ -111,7 +111,7 @@ fn add(map: &mut BTreeMap<String, u64>, reason: &str, n: u64) {
 }
 
 /// Where one input's packets and bytes went, and what the wire had that the file lacks.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accounting {
     /// Records of the file (a corrupt stretch skipped while resynchronising counts as one).
     pub packets: Ledger,

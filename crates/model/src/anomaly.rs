@@ -6,7 +6,7 @@
 use crate::{ConnId, Direction, Mark};
 
 /// An anomaly of one connection: what kind, where, and today's sentence for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Anomaly {
     pub kind: AnomalyKind,
     pub conn: ConnId,
@@ -147,6 +147,29 @@ anomaly_kinds! {
     ProtocolSwitched => "protocol_switched",
 }
 
+impl AnomalyKind {
+    /// The kind a stable name stands for (a record file's).
+    pub fn from_name(name: &str) -> Option<AnomalyKind> {
+        AnomalyKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+}
+
+// By their stable names, as the reports print them: record files stay readable when variants
+// are added.
+impl serde::Serialize for AnomalyKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AnomalyKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        AnomalyKind::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown anomaly kind {name:?}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +184,15 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), AnomalyKind::ALL.len());
+    }
+
+    #[test]
+    fn kinds_round_trip_by_name() {
+        for k in AnomalyKind::ALL {
+            let json = serde_json::to_string(k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<AnomalyKind>(&json).unwrap(), *k);
+        }
+        assert!(serde_json::from_str::<AnomalyKind>("\"no_such_kind\"").is_err());
     }
 }

@@ -3,12 +3,12 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::InputId;
 
 /// Which way bytes travel on a connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Direction {
     ClientToServer,
     ServerToClient,
@@ -37,7 +37,9 @@ impl Direction {
 /// Both kinds share one number space so they can be keyed and sorted together; the number is
 /// what reports print. Where an exchange came from is the input's [`SourceFormat`](crate::SourceFormat),
 /// never read back from this number.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct ConnId(u64);
 

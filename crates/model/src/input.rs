@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What one input contributed, as reported in every output format (the report writes it: its
 /// warnings are notes, whose sentences are the report's).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct InputReport {
     /// Position on the command line, from 0: what every other `input` field refers to.
     pub index: u32,
@@ -129,6 +129,13 @@ impl Serialize for FileFormat {
     }
 }
 
+impl<'de> Deserialize<'de> for FileFormat {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(FileFormat::from_name(&name))
+    }
+}
+
 /// Why an input could not be opened at all.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{path}: {message}")]
@@ -165,9 +172,24 @@ impl Serialize for SourceFormat {
     }
 }
 
+impl<'de> Deserialize<'de> for SourceFormat {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        match name.as_ref() {
+            "capture" => Ok(SourceFormat::Capture),
+            "har" => Ok(SourceFormat::Har),
+            other => LogFlavor::ALL
+                .into_iter()
+                .find(|f| f.name() == other)
+                .map(SourceFormat::AccessLog)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown source {other:?}"))),
+        }
+    }
+}
+
 /// How much of something the source recorded: `known` items are there, `unknown` ones were not
 /// kept (stripped, not stored, never logged).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
     pub known: u64,
     pub unknown: u64,
@@ -195,7 +217,7 @@ impl Coverage {
 }
 
 /// Which header fields of one side (requests or responses) the source recorded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "names", rename_all = "snake_case")]
 pub enum HeaderCoverage {
     /// Every field as sent, except these (lower-case) names, which may have been removed (a
@@ -218,7 +240,7 @@ impl HeaderCoverage {
 
 /// What one input can and cannot support, for the detectors (which finding can be raised) and
 /// for the report (which says what is in `lacks` in plain sentences).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Capabilities {
     pub format: SourceFormat,
     /// What wrote the file, when it says (`mitmproxy 11.0.2`, `WebInspector 537.36`).
@@ -302,7 +324,7 @@ impl Capabilities {
 }
 
 /// Which server wrote the log (decides the field names and units).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFlavor {
     Nginx,

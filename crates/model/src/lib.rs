@@ -18,6 +18,7 @@ mod note;
 mod paged;
 pub mod peeked;
 mod timestamp;
+pub mod wire_bytes;
 
 pub use accounting::{Accounting, Ledger, bucket};
 pub use anomaly::{Anomaly, AnomalyKind};
@@ -48,7 +49,9 @@ pub type InputId = u32;
 
 /// A packet (or log line, or HAR entry) in a given input, numbered from 1 as Wireshark numbers
 /// frames, so a person can jump to it with `frame.number == N`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct FrameRef {
     pub input: InputId,
     pub frame: u64,
@@ -61,7 +64,9 @@ impl FrameRef {
 }
 
 /// Where and when a piece of reassembled data was completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Mark {
     pub time: Timestamp,
     pub frame: FrameRef,

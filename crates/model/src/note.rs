@@ -5,7 +5,7 @@
 //! sentence is worded in one place.
 
 /// One warning or limit: what happened, how often, where.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Note {
     pub kind: NoteKind,
     /// How many (frames, bytes, sessions, bodies, …): the number the sentence is about; 1 for a
@@ -44,7 +44,7 @@ impl Note {
 }
 
 /// What a note is about, with the numbers its sentence needs beyond `count` and `at`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NoteKind {
     // Reading a capture (warnings of its input).
     /// Packets of a link type not decoded were skipped.
@@ -146,6 +146,9 @@ pub enum NoteKind {
     },
     /// Reading was stopped by a signal.
     StoppedBySignal,
+    /// A record file (`path`) could not be read past line `at`: damaged (`detail` says how) or
+    /// cut short (no end line). The report is of the records before it.
+    RecordsDamaged { path: String },
     /// `count` TLS connections were inside a record when the capture ended: `bytes` of those
     /// records were still to come, and what came of them could not be authenticated.
     TlsRecordsCutByCaptureEnd { bytes: u64 },
@@ -201,7 +204,9 @@ pub enum NoteKind {
 }
 
 /// A tunnel or label stack a captured frame was carried in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Tunnel {
     /// VXLAN (RFC 7348) on this UDP destination port.
     Vxlan { udp_port: u16 },
@@ -227,7 +232,7 @@ pub enum Tunnel {
 }
 
 /// What a corrupt stretch of a capture was read as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CorruptUnit {
     PcapRecord,
     PcapngBlock,
@@ -238,7 +243,7 @@ pub enum CorruptUnit {
 
 /// What a HAR file or an access log does not record, so that findings resting on it are not
 /// raised (and the report says why).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SourceLack {
     // HAR files.
     /// TCP-level evidence: a HAR records HTTP messages only.
@@ -301,7 +306,7 @@ pub enum SourceLack {
 }
 
 /// A header MCP analysis reads, on the side it is read on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum McpHeader {
     SessionIdOnRequests,
     SessionIdOnResponses,
@@ -311,7 +316,9 @@ pub enum McpHeader {
 }
 
 /// How an access log's end of an exchange was derived when no timer measures it exactly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum DurationEstimate {
     /// HAProxy `%Tt` from the request's start (`%tr`): it also counts the handshake and the
     /// connection's idle time before the request, so the end may be late by them.
@@ -327,7 +334,7 @@ pub enum DurationEstimate {
 }
 
 /// Which lines of an access log carry a duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Durations {
     All,
     Some,

@@ -10,7 +10,20 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 ///
 /// Time always comes from the capture (packet timestamps, log fields), never from the clock of the
 /// machine running the analysis, so output is reproducible.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Timestamp(pub i64);
 
 const RFC3339_MICROS: &[FormatItem<'_>] =

@@ -199,8 +199,53 @@ fn exchange_json(e: &Exchange, r: &Redactor) -> Value {
 #[derive(Serialize)]
 struct Tail<'a> {
     inputs: Vec<InputJson<'a>>,
-    http: &'a HttpStats,
+    http: HttpSummary<'a>,
     anomalies: Vec<Value>,
+}
+
+/// The HTTP stage's counts as every report shows them (`summary.http`): the keys the schema
+/// lists, not every counter the stage keeps (a record file carries those).
+#[derive(Serialize)]
+pub(crate) struct HttpSummary<'a> {
+    connections_http: u64,
+    connections_tls: u64,
+    connections_http2: u64,
+    connections_other: u64,
+    connections_empty: u64,
+    tls_ports: &'a [u16],
+    http_ports: &'a [u16],
+    skipped_bytes: u64,
+    anomalies: u64,
+    h2_streams: u64,
+    h2_streams_reset: u64,
+    h2_goaways: u64,
+    h2_flow_stalls: u64,
+    h2_flow_stall_ns: u64,
+    h2_flow_stalled_at_end: u64,
+    set_aside: &'a mcpf_http::sniff::SetAside,
+}
+
+impl<'a> HttpSummary<'a> {
+    pub(crate) fn of(s: &'a HttpStats) -> HttpSummary<'a> {
+        HttpSummary {
+            connections_http: s.connections_http,
+            connections_tls: s.connections_tls,
+            connections_http2: s.connections_http2,
+            connections_other: s.connections_other,
+            connections_empty: s.connections_empty,
+            tls_ports: &s.tls_ports,
+            http_ports: &s.http_ports,
+            skipped_bytes: s.skipped_bytes,
+            anomalies: s.anomalies,
+            h2_streams: s.h2_streams,
+            h2_streams_reset: s.h2_streams_reset,
+            h2_goaways: s.h2_goaways,
+            h2_flow_stalls: s.h2_flow_stalls,
+            h2_flow_stall_ns: s.h2_flow_stall_ns,
+            h2_flow_stalled_at_end: s.h2_flow_stalled_at_end,
+            set_aside: &s.set_aside,
+        }
+    }
 }
 
 /// The view's anomalies, each with its kind's stable name.
@@ -358,7 +403,7 @@ impl Spool {
         self.pieces.sort_unstable_by_key(|p| p.0);
         let tail = || Tail {
             inputs: InputJson::all(inputs),
-            http: stats,
+            http: HttpSummary::of(stats),
             anomalies: anomalies_json(&anomalies, &self.redactor),
         };
         match self.view {

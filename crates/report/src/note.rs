@@ -163,6 +163,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "{c} TLS connections were inside a record when the capture ended ({bytes} bytes of it still to come): what came of those records is not decrypted, and their exchanges are open at the capture's end"
         ),
+        NoteKind::RecordsDamaged { path } => write!(
+            f,
+            "the record file {path} could not be read past line {at} ({d}): what follows it is not in the report"
+        ),
         NoteKind::StoppedBySignal => f.write_str(
             "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered",
         ),
@@ -866,6 +870,17 @@ mod tests {
                     6,
                 ),
                 "TLS: 6 of 9 connections decrypted with the key log; not decrypted: 2 (cipher suite 0xC009 is not one this build decrypts), 1 (no secret)",
+            ),
+            (
+                note(
+                    K::RecordsDamaged {
+                        path: "a.records".into(),
+                    },
+                    1,
+                )
+                .at(12)
+                .detail("no end line"),
+                "the record file a.records could not be read past line 12 (no end line): what follows it is not in the report",
             ),
             (
                 note(K::StoppedBySignal, 1),

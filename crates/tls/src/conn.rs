@@ -28,7 +28,9 @@ pub(crate) fn index(direction: Direction) -> usize {
 }
 
 /// Why a connection's records could not be read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Undecryptable {
     /// The key log has no secret for this connection's client random.
     NoKey,

@@ -15,13 +15,15 @@ use crate::conn::{Output, TlsConnection, Undecryptable};
 use crate::keylog::{At, Secrets};
 
 /// What the layer did, for the report.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TlsStats {
     /// Connections that opened with a TLS record.
     pub connections: u64,
     /// Of them, those with plaintext out of both directions.
     pub decrypted: u64,
     /// Connections not (wholly) decrypted, by reason.
+    /// As pairs in a record file: a reason with a number is no JSON key.
+    #[serde(with = "pairs")]
     pub undecryptable: BTreeMap<Undecryptable, u64>,
     /// The first [`MAX_FAILURES_LISTED`] of them, each an anomaly of its connection where
     /// reading stopped, of the kind its reason is.
@@ -29,6 +31,29 @@ pub struct TlsStats {
     /// Connections inside a record when the capture ended (or the connection was given up as
     /// idle or evicted), and the bytes of those records still to come.
     pub cut_by_capture_end: (u64, u64),
+}
+
+/// A map as a list of `[key, value]` pairs.
+mod pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        map: &BTreeMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub(super) fn deserialize<'de, K, V, D>(d: D) -> Result<BTreeMap<K, V>, D::Error>
+    where
+        K: Deserialize<'de> + Ord,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 impl TlsStats {

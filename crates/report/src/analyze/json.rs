@@ -628,7 +628,7 @@ fn summary_json(rep: &Report, sel: &Selection, selected: usize, shown: &[usize])
         "connections_with_gaps": rep.connections_with_gaps,
         "gap_bytes": rep.gap_bytes,
         "snaplen_bytes": rep.snaplen_bytes,
-        "http": rep.http,
+        "http": crate::http::HttpSummary::of(&rep.http),
         "http_exchanges": rep.mcp.exchanges_total,
         "http_responses": rep.mcp.responses,
         "mcp_exchanges": rep.mcp.exchanges_mcp,

@@ -50,6 +50,11 @@ impl Redactor {
         Redactor { enabled }
     }
 
+    /// Whether it redacts anything (off with `--show-secrets`).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// A header value as it may be shown: all of it when the name announces a credential
     /// ([`name::secret_name`], the rule of every place), but a known authentication scheme
     /// (`Bearer`, `Basic`), which tells the analyst what kind of credential was there.
