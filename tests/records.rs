@@ -156,6 +156,138 @@ fn multi_input_sets_give_the_same_report_at_any_threads() {
     }
 }
 
+/// Extracts each input of `inputs` alone, analyses the record files together, and asserts the
+/// report equals that of one run over the inputs.
+fn same_report_apart(label: &str, inputs: &[&str], extra: &[&str]) -> String {
+    let mut records = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let path = tmp(&format!("{label}-{i}.records.ndjson"));
+        let path = path.to_str().unwrap().to_string();
+        let mut ex = vec!["extract", "-q", "-o", &path];
+        ex.extend(extra);
+        ex.push(input);
+        assert!(bin(&ex).status.success(), "{label}: extract {input}");
+        records.push(path);
+    }
+    let mut apart = vec!["analyze", "-f", "json", "-q"];
+    apart.extend(records.iter().map(String::as_str));
+    let from_records = bin(&apart);
+    let mut raw = vec!["analyze", "-f", "json", "-q"];
+    raw.extend(extra);
+    raw.extend(inputs);
+    let from_inputs = bin(&raw);
+    assert_eq!(
+        from_records.status.code(),
+        from_inputs.status.code(),
+        "{label}"
+    );
+    let (a, b) = (
+        String::from_utf8(from_records.stdout).unwrap(),
+        String::from_utf8(from_inputs.stdout).unwrap(),
+    );
+    let line = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+    assert!(
+        a == b,
+        "{label}: records extracted apart differ at line {line:?}"
+    );
+    a
+}
+
+#[test]
+fn inputs_extracted_apart_give_the_report_of_one_run_over_them() {
+    let sets: &[(&str, &[&str], &[&str])] = &[
+        (
+            "apart-seed",
+            &[
+                "samples/seed-incident-client-leg.pcap",
+                "samples/seed-incident-server-leg.pcap",
+                "samples/seed-incident.nginx.jsonl",
+            ],
+            &[],
+        ),
+        (
+            "apart-replicas",
+            &[
+                "samples/replicas-own-store-client-leg.pcap",
+                "samples/replicas-own-store-server-leg.pcap",
+                "samples/replicas-own-store.nginx.jsonl",
+            ],
+            &[],
+        ),
+        (
+            "apart-concurrent",
+            &[
+                "samples/concurrent-nginx-client-leg.pcap",
+                "samples/concurrent-nginx-server-leg.pcap",
+                "samples/concurrent-nginx.nginx.jsonl",
+            ],
+            &[],
+        ),
+        (
+            "apart-skew",
+            &[
+                "samples/seed-incident-skew-client-leg.pcap",
+                "samples/seed-incident-skew-server-leg.pcap",
+            ],
+            &[],
+        ),
+        (
+            "apart-tls",
+            &[
+                "samples/seed-incident-tls-client-leg.pcap",
+                "samples/seed-incident-tls-server-leg.pcap",
+            ],
+            &["-k", "samples/seed-incident-tls.keys"],
+        ),
+        (
+            "apart-har",
+            &[
+                "samples/seed-incident.mitmproxy.har",
+                "samples/seed-incident-lo.pcap",
+            ],
+            &[],
+        ),
+    ];
+    for (label, inputs, extra) in sets {
+        let report = same_report_apart(label, inputs, extra);
+        assert!(
+            !report.contains("record file"),
+            "{label}: no limit of the records"
+        );
+    }
+}
+
+#[test]
+fn one_link_captured_twice_and_extracted_apart_is_said() {
+    let inputs = [
+        "samples/seed-incident-twice-a.pcap",
+        "samples/seed-incident-twice-b.pcap",
+    ];
+    let mut records = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let path = tmp(&format!("twice-{i}.records.ndjson"));
+        let path = path.to_str().unwrap().to_string();
+        assert!(bin(&["extract", "-q", "-o", &path, input]).status.success());
+        records.push(path);
+    }
+    let mut args = vec!["analyze", "-f", "json", "-q"];
+    args.extend(records.iter().map(String::as_str));
+    let report = json(&bin(&args));
+    let limits = report["summary"]["limits"].to_string();
+    assert!(
+        limits.contains("if they are one link captured twice"),
+        "{limits}"
+    );
+    // Extracted in one run, the copies are recognised as the capture run recognises them.
+    same_report("twice-together", &inputs, &[], "1");
+    // An input in two record files would be analysed twice: refused.
+    let mut again = args.clone();
+    again.push(&records[0]);
+    let out = bin(&again);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("analysed twice"));
+}
+
 fn extract_seed(name: &str) -> String {
     let records = tmp(name);
     let records = records.to_str().unwrap().to_string();
@@ -222,7 +354,7 @@ fn what_cannot_be_read_together_is_refused_by_name() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("a record file is analysed on its own"),
+        err.contains("record files are analysed on their own"),
         "{err}"
     );
     // A file of another layout version is refused, not misread.

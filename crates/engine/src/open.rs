@@ -101,13 +101,15 @@ impl Opened {
         opened
     }
 
-    /// A run of one record file and nothing else reports the inputs the records came from, by
-    /// the names their extract run gave them (so its report is theirs).
+    /// A run of record files and nothing else reports the inputs the records came from, by
+    /// the names their extract runs gave them (so its report is theirs).
     fn name_records_inputs(&mut self) {
-        if let [(_, header)] = self.records.as_slice()
-            && self.paths.len() == 1
-        {
-            self.paths = header.inputs.iter().map(|i| i.path.clone()).collect();
+        if !self.records.is_empty() && self.records.len() == self.paths.len() {
+            self.paths = self
+                .records
+                .iter()
+                .flat_map(|(_, h)| h.inputs.iter().map(|i| i.path.clone()))
+                .collect();
         }
     }
 

@@ -57,6 +57,12 @@ impl ConnId {
         ConnId(RECORDED_BASE | (u64::from(input) & 0xff_ffff) << 24 | (n & 0xff_ffff))
     }
 
+    /// The input and number of a HAR file's or log's connection; `None` for a TCP connection.
+    pub fn recorded_parts(self) -> Option<(InputId, u64)> {
+        (self.0 & RECORDED_BASE != 0)
+            .then_some((((self.0 >> 24) & 0xff_ffff) as InputId, self.0 & 0xff_ffff))
+    }
+
     /// The number reports print.
     pub fn number(self) -> u64 {
         self.0
@@ -90,6 +96,12 @@ pub fn endpoint(addr: SocketAddr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_connections_name_their_input() {
+        assert_eq!(ConnId::recorded(7, 42).recorded_parts(), Some((7, 42)));
+        assert_eq!(ConnId::tcp(42).recorded_parts(), None);
+    }
 
     #[test]
     fn formats_endpoints() {

@@ -149,6 +149,10 @@ pub enum NoteKind {
     /// A record file (`path`) could not be read past line `at`: damaged (`detail` says how) or
     /// cut short (no end line). The report is of the records before it.
     RecordsDamaged { path: String },
+    /// `count` TCP connections of one record file were open at once with a connection of
+    /// another on the same 4-tuple: perhaps one link captured at two points, whose copies a run
+    /// over the captures themselves reads once.
+    RecordsShareConnections,
     /// `count` TLS connections were inside a record when the capture ended: `bytes` of those
     /// records were still to come, and what came of them could not be authenticated.
     TlsRecordsCutByCaptureEnd { bytes: u64 },

@@ -18,6 +18,7 @@
 
 mod keys;
 mod read;
+pub mod remap;
 mod write;
 
 use serde::{Deserialize, Serialize};

@@ -167,6 +167,10 @@ fn write_note(f: &mut Formatter<'_>, n: &Note) -> fmt::Result {
             f,
             "the record file {path} could not be read past line {at} ({d}): what follows it is not in the report"
         ),
+        NoteKind::RecordsShareConnections => write!(
+            f,
+            "{c} TCP connections of one record file were open at the same time as a connection of another on the same addresses and ports: if they are one link captured twice, their exchanges are counted twice here (extract those captures in one run, which reads the copies once)"
+        ),
         NoteKind::StoppedBySignal => f.write_str(
             "reading was stopped by a signal (SIGINT, SIGTERM or SIGHUP): the report is of what was read until then, and requests still open then are pending, not unanswered",
         ),
@@ -881,6 +885,10 @@ mod tests {
                 .at(12)
                 .detail("no end line"),
                 "the record file a.records could not be read past line 12 (no end line): what follows it is not in the report",
+            ),
+            (
+                note(K::RecordsShareConnections, 4),
+                "4 TCP connections of one record file were open at the same time as a connection of another on the same addresses and ports: if they are one link captured twice, their exchanges are counted twice here (extract those captures in one run, which reads the copies once)",
             ),
             (
                 note(K::StoppedBySignal, 1),
