@@ -52,10 +52,10 @@ pub fn visit(
     }
 }
 
-/// The input of the first mark `event` carries (every event but a late inconsistency has one).
-pub fn input_of(event: &HttpEvent) -> Option<mcpf_model::InputId> {
-    let mark = match event {
-        HttpEvent::Request(r) => r.first,
+/// The mark of the frame that completed `event` (every event but a late inconsistency has one).
+pub fn completed_at(event: &HttpEvent) -> Option<Mark> {
+    Some(match event {
+        HttpEvent::Request(r) => r.last,
         HttpEvent::ResponseHead(h) => h.first,
         HttpEvent::SseEvent { event, .. } => event.mark,
         HttpEvent::ResponseEnd(end) => end.last,
@@ -63,6 +63,10 @@ pub fn input_of(event: &HttpEvent) -> Option<mcpf_model::InputId> {
         HttpEvent::Anomaly(a) => a.mark,
         HttpEvent::LateInconsistency { .. } => return None,
         HttpEvent::ConnectionStart { mark, .. } | HttpEvent::ConnectionEnd { mark, .. } => *mark,
-    };
-    Some(mark.frame.input)
+    })
+}
+
+/// The input `event` was read from, when it carries a mark.
+pub fn input_of(event: &HttpEvent) -> Option<mcpf_model::InputId> {
+    completed_at(event).map(|m| m.frame.input)
 }

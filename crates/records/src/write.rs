@@ -31,8 +31,8 @@ impl<W: Write> RecordWriter<W> {
 
     /// Writes an HTTP event, in the order the session stage would take it.
     pub fn event(&mut self, event: HttpEvent) -> io::Result<()> {
-        if let Some(t) = latest_time(&event) {
-            self.at = self.at.max(t);
+        if let Some(m) = crate::remap::completed_at(&event) {
+            self.at = self.at.max(m.time);
         }
         let record = HttpRecord {
             seq: self.events,
@@ -77,20 +77,4 @@ impl<W: Write> RecordWriter<W> {
 fn line<W: Write>(out: &mut W, record: &Record) -> io::Result<()> {
     serde_json::to_writer(&mut *out, record)?;
     out.write_all(b"\n")
-}
-
-/// The capture time an event was completed at, when it carries one.
-fn latest_time(event: &HttpEvent) -> Option<Timestamp> {
-    let mark = match event {
-        HttpEvent::Request(r) => r.last,
-        HttpEvent::ResponseHead(h) => h.first,
-        HttpEvent::SseEvent { event, .. } => event.mark,
-        HttpEvent::ResponseEnd(end) => end.last,
-        HttpEvent::NoResponse { mark, .. } => *mark,
-        HttpEvent::Anomaly(a) => a.mark,
-        HttpEvent::LateInconsistency { .. } => return None,
-        HttpEvent::ConnectionStart { mark, .. } => *mark,
-        HttpEvent::ConnectionEnd { mark, .. } => *mark,
-    };
-    Some(mark.time)
 }
