@@ -375,7 +375,10 @@ impl CaptureStage {
 
     /// Decodes and reassembles one frame.
     pub fn frame(&mut self, frame: &Frame<'_>, sink: &mut impl TcpSink) {
-        self.frames.fetch_add(1, Ordering::Relaxed);
+        // This thread is the only writer: a plain store, without a locked read-modify-write
+        // per frame, keeps the count exact for the progress display that reads it.
+        let frames = self.frames.load(Ordering::Relaxed);
+        self.frames.store(frames + 1, Ordering::Relaxed);
         let state = &mut self.states[frame.frame.input as usize];
         let captured = frame.data.len() as u64;
         if captured < u64::from(frame.orig_len) {
