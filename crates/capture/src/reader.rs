@@ -202,7 +202,18 @@ impl Window {
     /// Makes `n` bytes available unless the source ends first; returns how many are. The buffer
     /// is compacted only when fewer than `n` bytes of room are left and is sized `n` plus a
     /// margin, so scanning forward a byte at a time copies each byte a bounded number of times.
+    #[inline]
     fn fill(&mut self, n: usize) -> usize {
+        // Most calls find the bytes there already: that check is all they cost.
+        let avail = self.end - self.start;
+        if avail >= n || self.eof {
+            return avail;
+        }
+        self.read_more(n)
+    }
+
+    /// [`Self::fill`] when the bytes are not there yet.
+    fn read_more(&mut self, n: usize) -> usize {
         while self.end - self.start < n && !self.eof {
             if self.buf.len() < n {
                 self.buf.resize(n + INITIAL_BUFFER, 0);

@@ -15,7 +15,8 @@ const CARRY: usize = 12;
 
 /// The searchers, built once per run.
 pub(super) struct Signs {
-    finders: Vec<Finder<'static>>,
+    /// The session header's, then the others'.
+    finders: [Finder<'static>; SIGNS.len()],
 }
 
 /// The last bytes of one connection's previous chunk.
@@ -28,29 +29,48 @@ pub(super) struct Carry {
 impl Signs {
     pub(super) fn new() -> Self {
         Signs {
-            finders: SIGNS.iter().map(|s| Finder::new(s).into_owned()).collect(),
+            finders: SIGNS.map(|s| Finder::new(s).into_owned()),
         }
     }
 
     /// Whether `data`, the next client bytes after those `carry` ends, shows a sign (across the
     /// two included).
     pub(super) fn found(&self, carry: &mut Carry, data: &[u8]) -> bool {
-        let mut seam = [0u8; 2 * CARRY];
-        let head = &data[..data.len().min(CARRY)];
         let kept = usize::from(carry.len);
-        seam[..kept].copy_from_slice(&carry.tail[..kept]);
-        seam[kept..kept + head.len()].copy_from_slice(head);
-        let seam = &seam[..kept + head.len()];
-        let found = self.finders.iter().enumerate().any(|(i, f)| {
-            let session = i == 0;
-            let at = |bytes: &[u8]| {
-                f.find_iter(bytes)
-                    .any(|at| !session || session_id_at(&bytes[at + SIGNS[0].len()..]))
-            };
-            at(seam) || at(data)
-        });
+        // Without a carry the seam is the head of `data`, searched with the rest of it.
+        let found = (kept > 0 && self.shown_by(carry.seam(data).as_slice())) || self.shown_by(data);
         carry.keep(data);
         found
+    }
+
+    /// Whether `bytes` hold a sign, searched with `find` (an iterator would copy the searcher
+    /// for each call).
+    fn shown_by(&self, bytes: &[u8]) -> bool {
+        let [session, others @ ..] = &self.finders;
+        if others.iter().any(|f| f.find(bytes).is_some()) {
+            return true;
+        }
+        let mut from = 0;
+        while let Some(at) = bytes.get(from..).and_then(|rest| session.find(rest)) {
+            let end = from + at + SIGNS[0].len();
+            if session_id_at(&bytes[end..]) {
+                return true;
+            }
+            from += at + 1;
+        }
+        false
+    }
+}
+
+/// A carry and the head of the next bytes, side by side.
+struct Seam {
+    bytes: [u8; 2 * CARRY],
+    len: usize,
+}
+
+impl Seam {
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -62,6 +82,19 @@ fn session_id_at(rest: &[u8]) -> bool {
 }
 
 impl Carry {
+    /// The bytes kept and the head of `data`: where a sign split across the two shows.
+    fn seam(&self, data: &[u8]) -> Seam {
+        let mut seam = [0u8; 2 * CARRY];
+        let head = &data[..data.len().min(CARRY)];
+        let kept = usize::from(self.len);
+        seam[..kept].copy_from_slice(&self.tail[..kept]);
+        seam[kept..kept + head.len()].copy_from_slice(head);
+        Seam {
+            bytes: seam,
+            len: kept + head.len(),
+        }
+    }
+
     fn keep(&mut self, data: &[u8]) {
         if data.len() >= CARRY {
             self.tail.copy_from_slice(&data[data.len() - CARRY..]);
