@@ -200,7 +200,7 @@ pub(crate) struct Connection {
     early_server: Option<Vec<(Vec<u8>, Mark)>>,
     early_server_bytes: usize,
     /// SSE events a body's bytes completed, handed to the sink at once: empty between calls,
-    /// and let go with its buffer each time (see `take_events`).
+    /// its buffer kept while a message goes on (see `flush_events` and `take_events`).
     out_events: Vec<SseEvent>,
     /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
     /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
