@@ -139,6 +139,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Any member name (validated, escapes allowed), and its `:`.
+    #[inline(always)]
     fn any_name(&mut self) -> Option<()> {
         if self.peek()? != b'"' {
             return None;
