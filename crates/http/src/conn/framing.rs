@@ -12,7 +12,7 @@ use mcpf_model::{AnomalyKind, Direction, Mark};
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
 
-/// The most events' room a message in progress keeps between packets.
+/// The most events' room a buffer of events is kept with.
 const KEPT_EVENTS_ROOM: usize = 16;
 
 impl Connection {
@@ -192,9 +192,8 @@ impl Connection {
             Some(m) => m.exchange,
             None => return,
         };
-        // The buffer stays while its message goes on, which will most likely complete more
-        // events (a buffer per packet costs an allocation per event), unless a packet made it
-        // large; it goes with the message ([`Self::take_events`]).
+        // The buffer is kept for the rest of the call (it is the stage's, lent, see
+        // [`Connection::lend_events`]), unless a packet made it large.
         let mut events = self.take_events();
         for event in events.drain(..) {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
@@ -204,9 +203,7 @@ impl Connection {
         }
     }
 
-    /// The events completed so far, with their buffer: kept, it would stay with every
-    /// connection that ever carried an event stream (four events' room, 544 bytes) for all its
-    /// life.
+    /// The events completed so far, with their buffer.
     pub(super) fn take_events(&mut self) -> Vec<crate::sse::SseEvent> {
         std::mem::take(&mut self.out_events)
     }
