@@ -604,6 +604,8 @@ pub struct Stage<S: HttpSink> {
     max_held: usize,
     /// What the messages in progress of this stage's connections hold, and may hold.
     budget: budget::Budget,
+    /// An empty buffer for SSE events, lent to the connection an event is handed to.
+    events: Vec<sse::SseEvent>,
 }
 
 /// Server bytes held over all connections for responses whose requests are not parsed yet: past
@@ -619,6 +621,7 @@ impl<S: HttpSink> Stage<S> {
             held: 0,
             max_held: MAX_HELD_TOTAL,
             budget: budget::Budget::whole(),
+            events: Vec::new(),
         }
     }
 
@@ -698,7 +701,9 @@ impl<S: HttpSink> Stage<S> {
             return;
         };
         let before = c.held_bytes();
+        let lent = c.lend_events(&mut self.events);
         event(c, &mut self.sink);
+        c.return_events(&mut self.events, lent);
         self.held = (self.held + c.held_bytes()).saturating_sub(before);
         if self.held > self.max_held {
             self.held -= c.held_bytes().min(self.held);

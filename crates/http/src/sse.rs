@@ -71,6 +71,17 @@ fn push_shrunk(data: &mut String, value: &str, room: usize) {
     data.push_str(&String::from_utf8_lossy(&shrunk[..end]));
 }
 
+/// A field's value as text, invalid UTF-8 replaced. Lines are decoded apart: CR and LF never
+/// occur inside a UTF-8 sequence.
+fn decode(value: &[u8]) -> Cow<'_, str> {
+    // The SIMD check is several times faster than the standard one on long values, and the lossy
+    // reader slower than either on valid text.
+    match simdutf8::basic::from_utf8(value) {
+        Ok(v) => Cow::Borrowed(v),
+        Err(_) => String::from_utf8_lossy(value),
+    }
+}
+
 /// One event as dispatched by the stream (or kept as priming).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SseEvent {
@@ -237,7 +248,12 @@ impl SseParser {
                     continue;
                 }
             }
-            match memchr::memchr2(b'\n', b'\r', rest) {
+            // A blank line (an event's end) needs no search.
+            let end = match rest[0] {
+                b'\n' | b'\r' => Some(0),
+                _ => memchr::memchr2(b'\n', b'\r', rest),
+            };
+            match end {
                 Some(i) => {
                     self.after_cr = rest[i] == b'\r';
                     if self.line.is_empty() && !self.line_oversized && i <= MAX_LINE {
@@ -306,39 +322,37 @@ impl SseParser {
         // Most lines of a stream are data lines: their field name needs no search.
         if let Some(value) = line.strip_prefix(b"data:") {
             let value = value.strip_prefix(b" ").unwrap_or(value);
-            // Checked before any lossy copy: the lossy reader is slower on valid text, and the
-            // SIMD check is several times faster than the standard one on lines this long.
-            match simdutf8::basic::from_utf8(value) {
-                Ok(v) => self.push_data(v, cut),
-                Err(_) => self.push_data(&String::from_utf8_lossy(value), cut),
-            }
+            self.push_data(&decode(value), cut);
             return;
         }
-        // Lines are decoded one at a time: CR and LF never occur inside a UTF-8 sequence.
-        let text = match simdutf8::basic::from_utf8(line) {
-            Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(line),
-        };
-        let (name, value) = match text.find(':') {
+        // The field name is read from the bytes, and only the value decoded: the name is what
+        // precedes the first colon, which no UTF-8 sequence holds, so the name and the value are
+        // those of the decoded line.
+        let (name, value) = match line.iter().position(|&b| b == b':') {
             Some(i) => {
-                let v = &text[i + 1..];
-                (&text[..i], v.strip_prefix(' ').unwrap_or(v))
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
             }
-            None => (&text[..], ""),
+            None => (line, &b""[..]),
         };
         match name {
-            "event" => {
+            // The usual type is known by its bytes.
+            b"event" if value == b"message" => {
                 self.event_type.clear();
-                self.event_type.push_str(value);
+                self.event_type.push_str("message");
             }
-            "data" => self.push_data(value, cut),
-            "id" if !value.contains('\0') => {
-                let id: Arc<str> = Arc::from(value);
+            b"event" => {
+                self.event_type.clear();
+                self.event_type.push_str(&decode(value));
+            }
+            b"data" => self.push_data(&decode(value), cut),
+            b"id" if !value.contains(&0) => {
+                let id: Arc<str> = Arc::from(&*decode(value));
                 self.id_field = Some(id.clone());
                 self.last_event_id = id;
             }
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                let ms = value.parse::<u64>().unwrap_or(u64::MAX);
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                let ms = decode(value).parse::<u64>().unwrap_or(u64::MAX);
                 self.retry_field = Some(ms);
                 self.stats.last_retry = Some(ms);
             }
@@ -575,6 +589,25 @@ mod tests {
     fn multi_line_data_joins_with_lf() {
         let ev = parse("data: one\ndata:two\ndata\ndata:  three\n\n");
         assert_eq!(ev[0].data, "one\ntwo\n\n three");
+    }
+
+    #[test]
+    fn field_values_are_decoded_apart_from_their_names() {
+        let (ev, _) = parse_chunks(&[
+            &b"event:note\xff\nid: a\xfeb\ndata: x\n\n"[..],
+            b"event\nid:\xc3\xa9 \ndata: y\n\n",
+            b"ev\xffent: no\nevent: message\ndata: z\n\n",
+        ]);
+        let got: Vec<(&str, Option<&str>)> =
+            ev.iter().map(|e| (&*e.event, e.id.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("note\u{fffd}", Some("a\u{fffd}b")),
+                ("message", Some("\u{e9} ")),
+                ("message", None),
+            ]
+        );
     }
 
     #[test]

@@ -506,7 +506,7 @@ pub(crate) fn parse_payload(bytes: &[u8]) -> Vec<Message> {
 
 /// [`parse_payload`] of text already known to be UTF-8 (an SSE event's data).
 pub(crate) fn parse_payload_str(text: &str) -> Vec<Message> {
-    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    let text = text.trim_ascii();
     if text.is_empty() {
         return Vec::new();
     }

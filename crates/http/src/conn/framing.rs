@@ -12,6 +12,9 @@ use mcpf_model::{AnomalyKind, Direction, Mark};
 /// Body bytes kept per message (the rest is counted, and the body marked truncated).
 pub(crate) const MAX_BODY: usize = 16 << 20;
 
+/// The most events' room a buffer of events is kept with.
+const KEPT_EVENTS_ROOM: usize = 16;
+
 impl Connection {
     /// Reads body bytes of the message in progress by its framing; returns the bytes used (none
     /// when the message ended before them: they belong to what follows).
@@ -189,14 +192,18 @@ impl Connection {
             Some(m) => m.exchange,
             None => return,
         };
-        for event in self.take_events() {
+        // The buffer is kept for the rest of the call (it is the stage's, lent, see
+        // [`Connection::lend_events`]), unless a packet made it large.
+        let mut events = self.take_events();
+        for event in events.drain(..) {
             sink.on_http(HttpEvent::SseEvent { exchange, event });
+        }
+        if events.capacity() <= KEPT_EVENTS_ROOM {
+            self.out_events = events;
         }
     }
 
-    /// The events completed so far, with their buffer: kept, it would stay with every
-    /// connection that ever carried an event stream (four events' room, 544 bytes) for all its
-    /// life, while a new one per packet that completes events costs less than measurable.
+    /// The events completed so far, with their buffer.
     pub(super) fn take_events(&mut self) -> Vec<crate::sse::SseEvent> {
         std::mem::take(&mut self.out_events)
     }

@@ -200,7 +200,7 @@ pub(crate) struct Connection {
     early_server: Option<Vec<(Vec<u8>, Mark)>>,
     early_server_bytes: usize,
     /// SSE events a body's bytes completed, handed to the sink at once: empty between calls,
-    /// and let go with its buffer each time (see `take_events`).
+    /// and its buffer the stage's, lent for the call (see `lend_events`).
     out_events: Vec<SseEvent>,
     /// Per direction (`ClientToServer` first), the stream offset of the first byte the parser
     /// has not consumed (the offsets the capture stage numbers bytes with, gaps included) ...
@@ -239,6 +239,28 @@ fn di(dir: Direction) -> usize {
 }
 
 impl Connection {
+    /// Takes `spare`, an empty buffer of the stage, for the events of the call to come, unless
+    /// it holds events still; returns whether it took it. A buffer per call costs an allocation
+    /// per event, and one per connection its room for all its life (four events' room, 544
+    /// bytes, for every connection that ever carried an event stream).
+    #[inline]
+    pub(crate) fn lend_events(&mut self, spare: &mut Vec<SseEvent>) -> bool {
+        let lent = self.out_events.is_empty();
+        if lent {
+            std::mem::swap(&mut self.out_events, spare);
+        }
+        lent
+    }
+
+    /// Gives the buffer [`Connection::lend_events`] lent back, once the call handed its events
+    /// on (as it does: it stays with them otherwise).
+    #[inline]
+    pub(crate) fn return_events(&mut self, spare: &mut Vec<SseEvent>, lent: bool) {
+        if lent && self.out_events.is_empty() {
+            std::mem::swap(&mut self.out_events, spare);
+        }
+    }
+
     /// `midstream`: the capture has no handshake for it, so its first bytes may be in the
     /// middle of a message.
     pub(crate) fn new(

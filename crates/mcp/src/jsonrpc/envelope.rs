@@ -114,7 +114,7 @@ fn read(text: &str) -> Option<Envelope<'_>> {
             }
             "method" => {
                 once(&mut seen, 4)?;
-                env.method = method(c.value()?)?;
+                env.method = method(c.value_plain()?)?;
             }
             "params" => {
                 once(&mut seen, 8)?;
@@ -138,12 +138,14 @@ fn read(text: &str) -> Option<Envelope<'_>> {
 }
 
 /// `Some(None)` for `null`; `None` (not sure) for anything but a string without escapes.
-fn method(text: &str) -> Option<Option<&str>> {
+fn method((text, plain): (&str, bool)) -> Option<Option<&str>> {
     if text == "null" {
         return Some(None);
     }
-    let name = text.strip_prefix('"')?.strip_suffix('"')?;
-    (!name.contains('\\')).then_some(Some(name))
+    if !plain {
+        return None;
+    }
+    text.get(1..text.len() - 1).map(Some)
 }
 
 /// The member value at the cursor; an object's fields are read by `fields` on the way.
@@ -328,8 +330,10 @@ fn raw_text(text: &str) -> String {
 
 /// A number as serde_json reads it; the common small unsigned integer without its parser.
 fn number(text: &str) -> Option<Number> {
-    if text.len() <= 19 && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse::<u64>().ok().map(Number::from);
+    if (1..=19).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit()) {
+        // Nineteen digits never overflow.
+        let n = text.bytes().fold(0, |n, d| n * 10 + u64::from(d - b'0'));
+        return Some(Number::from(n));
     }
     serde_json::from_str(text).ok()
 }

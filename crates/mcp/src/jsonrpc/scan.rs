@@ -9,6 +9,9 @@
 /// Deepest nesting a skipped value may have before the reader gives up.
 const MAX_DEPTH: u32 = 64;
 
+/// Bytes of a string read inline, a word at a time, before [`Cursor::string_from`] goes on.
+const SHORT_STRING: usize = 32;
+
 pub(super) struct Cursor<'a> {
     text: &'a str,
     at: usize,
@@ -24,7 +27,17 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next byte after JSON whitespace (RFC 8259 §2: space, tab, LF, CR), not consumed.
+    #[inline(always)]
     pub(super) fn peek(&mut self) -> Option<u8> {
+        // Messages are mostly written without white space: one test decides.
+        match self.bytes().get(self.at) {
+            Some(&c) if c > b' ' => Some(c),
+            _ => self.skip_space(),
+        }
+    }
+
+    /// [`Cursor::peek`] past white space.
+    fn skip_space(&mut self) -> Option<u8> {
         let b = self.bytes();
         while let Some(&c) = b.get(self.at) {
             if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
@@ -35,6 +48,7 @@ impl<'a> Cursor<'a> {
         None
     }
 
+    #[inline(always)]
     fn eat(&mut self, want: u8) -> Option<()> {
         (self.peek()? == want).then(|| self.at += 1)
     }
@@ -61,9 +75,36 @@ impl<'a> Cursor<'a> {
     }
 
     /// The string at the cursor (its opening quote next); whether it holds escapes.
+    #[inline(always)]
     fn string(&mut self) -> Option<bool> {
+        // Most strings of a message are names and short values: they are read here a word at a
+        // time, inline; a long string, an escape or the end of the text is left to
+        // [`Cursor::string_from`], whose loops would cost a short string more than its bytes.
         let b = self.bytes();
         let mut at = self.at + 1;
+        while let Some(word) = b.get(at..at + 8) {
+            let stops = word_stops(u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?));
+            if stops != 0 {
+                at += stops.trailing_zeros() as usize / 8;
+                if b[at] == b'"' {
+                    self.at = at + 1;
+                    return Some(false);
+                }
+                break;
+            }
+            at += 8;
+            if at - self.at > SHORT_STRING {
+                break;
+            }
+        }
+        self.string_from(at)
+    }
+
+    /// The rest of the string at the cursor from `at`, before which it has no stop (a quote,
+    /// a backslash or a control character); whether it holds escapes.
+    #[inline(never)]
+    fn string_from(&mut self, mut at: usize) -> Option<bool> {
+        let b = self.bytes();
         let mut escaped = false;
         loop {
             at += string_stop(b.get(at..)?)?;
@@ -83,6 +124,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A member name without escapes (one with escapes might spell a name we read), and its `:`.
+    #[inline(always)]
     fn plain_name(&mut self) -> Option<&'a str> {
         if self.peek()? != b'"' {
             return None;
@@ -97,6 +139,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Any member name (validated, escapes allowed), and its `:`.
+    #[inline(always)]
     fn any_name(&mut self) -> Option<()> {
         if self.peek()? != b'"' {
             return None;
@@ -151,10 +194,36 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// [`Cursor::value`], and whether it is a string without escapes (whose text is then its
+    /// contents in quotes).
+    #[inline(always)]
+    pub(super) fn value_plain(&mut self) -> Option<(&'a str, bool)> {
+        let start = self.mark()?;
+        if self.bytes()[start] != b'"' {
+            return Some((self.value()?, false));
+        }
+        let escaped = self.string()?;
+        Some((&self.text[start..self.at], !escaped))
+    }
+
     /// Skips the value at the cursor, checking its syntax; its text.
+    #[inline(always)]
     pub(super) fn value(&mut self) -> Option<&'a str> {
-        self.peek()?;
-        let start = self.at;
+        let start = self.mark()?;
+        // Most values are strings and numbers: only containers need the loop that follows them.
+        match self.bytes()[start] {
+            b'"' => {
+                self.string()?;
+            }
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => self.nested()?,
+        }
+        Some(&self.text[start..self.at])
+    }
+
+    /// Skips the value at the cursor (an object or an array, or a literal), checking its syntax.
+    #[inline(never)]
+    fn nested(&mut self) -> Option<()> {
         // Bit n set: the container n levels down is an object.
         let mut objects: u64 = 0;
         let mut depth = 0;
@@ -189,7 +258,7 @@ impl<'a> Cursor<'a> {
             // A value ended: close the containers it ends, then go on after a comma.
             loop {
                 if depth == 0 {
-                    return Some(&self.text[start..self.at]);
+                    return Some(());
                 }
                 let in_object = objects & 1 == 1;
                 match self.peek()? {
@@ -218,6 +287,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    #[inline(always)]
     fn number(&mut self) -> Option<()> {
         let b = self.bytes();
         let mut at = self.at;
@@ -276,19 +346,24 @@ fn string_stop(b: &[u8]) -> Option<usize> {
     words_stop(&b[at..]).map(|n| at + n)
 }
 
-/// [`string_stop`] eight bytes at a time.
-fn words_stop(b: &[u8]) -> Option<usize> {
+/// The stops of an eight-byte word, each as the high bit of its byte: exact up to the first one,
+/// which is all that is read.
+#[inline]
+fn word_stops(x: u64) -> u64 {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
-    // Bytes below `n` (n ≤ 0x80) set their high bit: exact up to the first one, which is all
-    // that is read.
+    // Bytes below `n` (n ≤ 0x80) set their high bit.
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    below(x ^ (ONES * u64::from(b'"')), 1)
+        | below(x ^ (ONES * u64::from(b'\\')), 1)
+        | below(x, 0x20)
+}
+
+/// [`string_stop`] eight bytes at a time.
+fn words_stop(b: &[u8]) -> Option<usize> {
     let mut at = 0;
     while let Some(chunk) = b.get(at..at + 8) {
-        let x = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).ok()?);
-        let stops = below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            | below(x, 0x20);
+        let stops = word_stops(u64::from_le_bytes(<[u8; 8]>::try_from(chunk).ok()?));
         if stops != 0 {
             return Some(at + stops.trailing_zeros() as usize / 8);
         }

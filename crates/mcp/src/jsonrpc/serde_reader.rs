@@ -296,7 +296,11 @@ pub(super) fn tool_call(
         // order. Arguments nested deeper than serde_json builds (128 levels) are kept as sent,
         // cut, and marked.
         mcp.arguments = Some(match serde_json::from_str::<serde_json::Value>(args) {
-            Ok(v) => cut(&canonical(&v).to_string(), mcp),
+            Ok(mut v) => {
+                // Sorted where they lie: no copy of the arguments is built.
+                v.sort_all_objects();
+                cut(&v.to_string(), mcp)
+            }
             Err(_) => {
                 mcp.truncated = true;
                 cut(args, mcp)
@@ -304,23 +308,6 @@ pub(super) fn tool_call(
         });
     }
     mcp.idempotency_key = idempotency_key.map(raw_text);
-}
-
-/// A copy of `v` with object keys sorted at every level.
-fn canonical(v: &serde_json::Value) -> serde_json::Value {
-    match v {
-        serde_json::Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            serde_json::Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&o[k])))
-                    .collect(),
-            )
-        }
-        serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
 }
 
 /// The members of `result` the analysis reads.
