@@ -304,6 +304,7 @@ struct SessionRecord<'a> {
     sources: Vec<&'a str>,
     merged_sources: Value,
     counts: Value,
+    #[serde(skip_serializing_if = "StreamRecords::apart")]
     streams: StreamRecords<'a>,
 }
 
@@ -312,12 +313,110 @@ struct SessionRecord<'a> {
 struct StreamRecords<'a> {
     s: &'a Session,
     r: &'a Redactor,
+    /// Written after the rest of the record by [`write_pretty_streams`], not by serde.
+    apart: bool,
+}
+
+impl StreamRecords<'_> {
+    fn apart(&self) -> bool {
+        self.apart
+    }
 }
 
 impl Serialize for StreamRecords<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let (s, r) = (self.s, self.r);
         ser.collect_seq(s.streams.iter().map(|st| stream_json(s, st, r)))
+    }
+}
+
+/// How a pretty session record (at [`Indented::at`] 4) ends: its last member's line, its brace.
+const SESSION_END: &[u8] = b"\n    }";
+
+/// Spaces before a stream record of a pretty session record, and before each of its members.
+const STREAM_INDENT: usize = 8;
+const STREAM_MEMBER_INDENT: usize = STREAM_INDENT + 2;
+
+/// The `streams` member of a pretty session record, its last, after the others: the same text
+/// as serde_json with [`Indented`] writes, but each record's keys are written as they are (they
+/// need no escaping), since a large capture's report is mostly stream records.
+fn write_pretty_streams<W: Write>(w: &mut W, s: &Session, r: &Redactor) -> io::Result<()> {
+    w.write_all(&LINE[..2 + STREAM_INDENT - 2])?;
+    w.write_all(b"\"streams\": [")?;
+    for (n, st) in s.streams.iter().enumerate() {
+        w.write_all(&LINE[usize::from(n == 0)..2 + STREAM_INDENT])?;
+        stream_json(s, st, r).write_pretty(w)?;
+    }
+    if !s.streams.is_empty() {
+        w.write_all(&LINE[1..2 + STREAM_INDENT - 2])?;
+    }
+    w.write_all(b"]")
+}
+
+/// The members of an object written one by one, as [`Indented`] writes them at `indent`.
+struct PrettyMembers<'w, W: Write> {
+    w: &'w mut W,
+    indent: usize,
+    first: bool,
+}
+
+impl<W: Write> PrettyMembers<'_, W> {
+    /// A member whose `key` needs no escaping.
+    fn member(&mut self, key: &str, value: &impl Serialize) -> io::Result<()> {
+        self.w
+            .write_all(&LINE[usize::from(self.first)..2 + self.indent])?;
+        self.first = false;
+        self.w.write_all(b"\"")?;
+        self.w.write_all(key.as_bytes())?;
+        self.w.write_all(b"\": ")?;
+        let mut ser =
+            serde_json::Serializer::with_formatter(&mut *self.w, Indented::at(self.indent));
+        value.serialize(&mut ser).map_err(io::Error::from)
+    }
+}
+
+impl StreamRecord<'_> {
+    /// The record as serde_json with [`Indented`] writes it inside a pretty session record:
+    /// the derived `Serialize` writes the same members in the same order (see the tests).
+    fn write_pretty<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(b"{")?;
+        let mut m = PrettyMembers {
+            w: &mut *w,
+            indent: STREAM_MEMBER_INDENT,
+            first: true,
+        };
+        m.member("id", &self.id)?;
+        m.member("transport", &self.transport)?;
+        m.member("exchange", &self.exchange)?;
+        m.member("input", &self.input)?;
+        m.member("method", &self.method)?;
+        m.member("target", &self.target)?;
+        m.member("client", &self.client)?;
+        m.member("status", &self.status)?;
+        m.member("content_type", &self.content_type)?;
+        m.member("event_stream", &self.event_stream)?;
+        m.member("opened", &self.opened)?;
+        m.member("opened_frame", &self.opened_frame)?;
+        m.member("ended", &self.ended)?;
+        m.member("ended_frame", &self.ended_frame)?;
+        m.member("outcome", &self.outcome)?;
+        m.member("closed_by", &self.closed_by)?;
+        m.member("requests", &self.requests)?;
+        m.member("methods", &self.methods)?;
+        m.member("events", &self.events)?;
+        m.member("first_event_id", &self.first_event_id)?;
+        m.member("last_event_id", &self.last_event_id)?;
+        m.member("comments", &self.comments)?;
+        m.member("retry_ms", &self.retry_ms)?;
+        m.member("resume", &self.resume)?;
+        m.member("session_id_sent", &self.session_id_sent)?;
+        m.member("session_id_received", &self.session_id_received)?;
+        m.member("gap", &self.gap)?;
+        m.member("gap_bytes", &self.gap_bytes)?;
+        m.member("body_unknown", &self.body_unknown)?;
+        m.member("events_unheld", &self.events_unheld)?;
+        w.write_all(&LINE[1..2 + STREAM_INDENT])?;
+        w.write_all(b"}")
     }
 }
 
@@ -398,7 +497,7 @@ fn session_json<'a>(
             "errors": c.errors,
             "notifications": c.notifications,
         }),
-        streams: StreamRecords { s, r },
+        streams: StreamRecords { s, r, apart: false },
     }
 }
 
@@ -869,12 +968,33 @@ pub(super) fn write_session_record<W: Write>(
     r: &Redactor,
     out: W,
 ) -> io::Result<W> {
-    let v = session_json(h, s, input_paths, r);
+    let mut v = session_json(h, s, input_paths, r);
     match format {
         RecordFormat::Pretty => {
-            let mut ser = serde_json::Serializer::with_formatter(out, Indented::at(4));
-            v.serialize(&mut ser)?;
-            Ok(ser.into_inner())
+            // All but the streams, which are the last member: they are written after it.
+            v.streams.apart = true;
+            let mut head = Vec::with_capacity(4096);
+            v.serialize(&mut serde_json::Serializer::with_formatter(
+                &mut head,
+                Indented::at(4),
+            ))?;
+            let mut out = out;
+            match head.strip_suffix(SESSION_END) {
+                Some(members) => {
+                    out.write_all(members)?;
+                    write_pretty_streams(&mut out, s, r)?;
+                    out.write_all(SESSION_END)?;
+                }
+                // Never: a session record has members. Written whole, as serde writes it.
+                None => {
+                    v.streams.apart = false;
+                    v.serialize(&mut serde_json::Serializer::with_formatter(
+                        &mut out,
+                        Indented::at(4),
+                    ))?;
+                }
+            }
+            Ok(out)
         }
         _ => {
             let mut ser = serde_json::Serializer::new(out);
@@ -961,6 +1081,88 @@ mod tests {
             .unwrap()
             .replace('\n', &pad)
             .into_bytes()
+    }
+
+    #[test]
+    fn stream_records_are_written_as_serde_writes_them() {
+        let ids = [
+            mcpf_mcp::jsonrpc::RequestId::Number("7".into()),
+            mcpf_mcp::jsonrpc::RequestId::String("a\"b\u{1}".into()),
+        ];
+        let full = || StreamRecord {
+            id: "get:s12".into(),
+            transport: "get",
+            exchange: "tcp7#2".into(),
+            input: 3,
+            method: "GET",
+            target: "/mcp?x=\"é\"\n".into(),
+            client: Endpoint("10.0.0.1:40000".parse().unwrap()),
+            status: Some(200),
+            content_type: Some("text/event-stream"),
+            event_stream: true,
+            opened: Rfc3339(mcpf_model::Timestamp(1_700_000_000_123_456_789)),
+            opened_frame: 24,
+            ended: Some(Rfc3339(mcpf_model::Timestamp(-5))),
+            ended_frame: Some(u64::MAX),
+            outcome: Some(mcpf_http::Outcome::Reset),
+            closed_by: Some("server"),
+            requests: ids.iter().collect(),
+            methods: vec!["initialize", "tools/call"],
+            events: 29,
+            first_event_id: Some("3-10"),
+            last_event_id: Some(""),
+            comments: 1,
+            retry_ms: Some(1000),
+            resume: Some(ResumeRecord {
+                last_event_id: "3-9",
+                continues: Some("post:s5".into()),
+                also_seen_on: vec!["post:s1".into(), "get:s2".into()],
+            }),
+            session_id_sent: Some("325554a4"),
+            session_id_received: None,
+            gap: true,
+            gap_bytes: 12,
+            body_unknown: false,
+            events_unheld: 3,
+        };
+        let bare = || StreamRecord {
+            status: None,
+            content_type: None,
+            ended: None,
+            ended_frame: None,
+            outcome: None,
+            closed_by: None,
+            requests: Vec::new(),
+            methods: Vec::new(),
+            first_event_id: None,
+            last_event_id: None,
+            retry_ms: None,
+            resume: Some(ResumeRecord {
+                last_event_id: "",
+                continues: None,
+                also_seen_on: Vec::new(),
+            }),
+            ..full()
+        };
+        let none = StreamRecord {
+            resume: None,
+            ..bare()
+        };
+        for record in [full(), bare(), none] {
+            let mut by_serde = Vec::new();
+            record
+                .serialize(&mut serde_json::Serializer::with_formatter(
+                    &mut by_serde,
+                    Indented::at(STREAM_INDENT),
+                ))
+                .unwrap();
+            let mut by_hand = Vec::new();
+            record.write_pretty(&mut by_hand).unwrap();
+            assert_eq!(
+                String::from_utf8(by_hand).unwrap(),
+                String::from_utf8(by_serde).unwrap()
+            );
+        }
     }
 
     #[test]
