@@ -295,7 +295,7 @@ struct SessionRecord<'a> {
     transport_mode_header: Option<&'a str>,
     not_determinable: Value,
     fell_back: Option<Value>,
-    resumption: Value,
+    resumption: ResumptionRecord<'a>,
     deleted: Option<Rfc3339>,
     forgotten_by_server: Vec<Rfc3339>,
     same_session_as: &'a [String],
@@ -303,9 +303,28 @@ struct SessionRecord<'a> {
     continues: Option<String>,
     sources: Vec<&'a str>,
     merged_sources: Value,
-    counts: Value,
+    counts: CountsRecord,
     #[serde(skip_serializing_if = "StreamRecords::apart")]
     streams: StreamRecords<'a>,
+}
+
+/// A session's resumption verdict as its record has it.
+#[derive(Serialize)]
+struct ResumptionRecord<'a> {
+    verdict: &'static str,
+    reason: Option<&'a str>,
+    resumes: usize,
+}
+
+/// A session's counts as its record has it.
+#[derive(Serialize)]
+struct CountsRecord {
+    streams: usize,
+    events: usize,
+    requests: usize,
+    responses: usize,
+    errors: usize,
+    notifications: usize,
 }
 
 /// A session's streams, each made into its record as it is written: a session can hold
@@ -353,24 +372,31 @@ fn write_pretty_streams<W: Write>(w: &mut W, s: &Session, r: &Redactor) -> io::R
     w.write_all(b"]")
 }
 
-/// The members of an object written one by one, as [`Indented`] writes them at `indent`.
+/// What comes before a stream record member's value, in one piece: `,`, a newline, the
+/// indentation of [`STREAM_MEMBER_INDENT`] spaces, the key (which needs no escaping) and `": `.
+macro_rules! stream_member {
+    ($key:literal) => {
+        concat!(",\n          \"", $key, "\": ")
+    };
+}
+
+/// The members of a stream record written one by one, as [`Indented`] writes them inside a
+/// pretty session record.
 struct PrettyMembers<'w, W: Write> {
     w: &'w mut W,
-    indent: usize,
     first: bool,
 }
 
 impl<W: Write> PrettyMembers<'_, W> {
-    /// A member whose `key` needs no escaping.
-    fn member(&mut self, key: &str, value: &impl Serialize) -> io::Result<()> {
+    /// A member, `start` from [`stream_member`]: the first one without its comma.
+    fn member(&mut self, start: &str, value: &impl Serialize) -> io::Result<()> {
         self.w
-            .write_all(&LINE[usize::from(self.first)..2 + self.indent])?;
+            .write_all(&start.as_bytes()[usize::from(self.first)..])?;
         self.first = false;
-        self.w.write_all(b"\"")?;
-        self.w.write_all(key.as_bytes())?;
-        self.w.write_all(b"\": ")?;
-        let mut ser =
-            serde_json::Serializer::with_formatter(&mut *self.w, Indented::at(self.indent));
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut *self.w,
+            Indented::at(STREAM_MEMBER_INDENT),
+        );
         value.serialize(&mut ser).map_err(io::Error::from)
     }
 }
@@ -382,39 +408,41 @@ impl StreamRecord<'_> {
         w.write_all(b"{")?;
         let mut m = PrettyMembers {
             w: &mut *w,
-            indent: STREAM_MEMBER_INDENT,
             first: true,
         };
-        m.member("id", &self.id)?;
-        m.member("transport", &self.transport)?;
-        m.member("exchange", &self.exchange)?;
-        m.member("input", &self.input)?;
-        m.member("method", &self.method)?;
-        m.member("target", &self.target)?;
-        m.member("client", &self.client)?;
-        m.member("status", &self.status)?;
-        m.member("content_type", &self.content_type)?;
-        m.member("event_stream", &self.event_stream)?;
-        m.member("opened", &self.opened)?;
-        m.member("opened_frame", &self.opened_frame)?;
-        m.member("ended", &self.ended)?;
-        m.member("ended_frame", &self.ended_frame)?;
-        m.member("outcome", &self.outcome)?;
-        m.member("closed_by", &self.closed_by)?;
-        m.member("requests", &self.requests)?;
-        m.member("methods", &self.methods)?;
-        m.member("events", &self.events)?;
-        m.member("first_event_id", &self.first_event_id)?;
-        m.member("last_event_id", &self.last_event_id)?;
-        m.member("comments", &self.comments)?;
-        m.member("retry_ms", &self.retry_ms)?;
-        m.member("resume", &self.resume)?;
-        m.member("session_id_sent", &self.session_id_sent)?;
-        m.member("session_id_received", &self.session_id_received)?;
-        m.member("gap", &self.gap)?;
-        m.member("gap_bytes", &self.gap_bytes)?;
-        m.member("body_unknown", &self.body_unknown)?;
-        m.member("events_unheld", &self.events_unheld)?;
+        m.member(stream_member!("id"), &self.id)?;
+        m.member(stream_member!("transport"), &self.transport)?;
+        m.member(stream_member!("exchange"), &self.exchange)?;
+        m.member(stream_member!("input"), &self.input)?;
+        m.member(stream_member!("method"), &self.method)?;
+        m.member(stream_member!("target"), &self.target)?;
+        m.member(stream_member!("client"), &self.client)?;
+        m.member(stream_member!("status"), &self.status)?;
+        m.member(stream_member!("content_type"), &self.content_type)?;
+        m.member(stream_member!("event_stream"), &self.event_stream)?;
+        m.member(stream_member!("opened"), &self.opened)?;
+        m.member(stream_member!("opened_frame"), &self.opened_frame)?;
+        m.member(stream_member!("ended"), &self.ended)?;
+        m.member(stream_member!("ended_frame"), &self.ended_frame)?;
+        m.member(stream_member!("outcome"), &self.outcome)?;
+        m.member(stream_member!("closed_by"), &self.closed_by)?;
+        m.member(stream_member!("requests"), &self.requests)?;
+        m.member(stream_member!("methods"), &self.methods)?;
+        m.member(stream_member!("events"), &self.events)?;
+        m.member(stream_member!("first_event_id"), &self.first_event_id)?;
+        m.member(stream_member!("last_event_id"), &self.last_event_id)?;
+        m.member(stream_member!("comments"), &self.comments)?;
+        m.member(stream_member!("retry_ms"), &self.retry_ms)?;
+        m.member(stream_member!("resume"), &self.resume)?;
+        m.member(stream_member!("session_id_sent"), &self.session_id_sent)?;
+        m.member(
+            stream_member!("session_id_received"),
+            &self.session_id_received,
+        )?;
+        m.member(stream_member!("gap"), &self.gap)?;
+        m.member(stream_member!("gap_bytes"), &self.gap_bytes)?;
+        m.member(stream_member!("body_unknown"), &self.body_unknown)?;
+        m.member(stream_member!("events_unheld"), &self.events_unheld)?;
         w.write_all(&LINE[1..2 + STREAM_INDENT])?;
         w.write_all(b"}")
     }
@@ -465,7 +493,11 @@ fn session_json<'a>(
             .map(|(k, lack)| json!({ "kind": k, "reason": crate::lacks::reason(lack) }))
             .collect(),
         fell_back,
-        resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
+        resumption: ResumptionRecord {
+            verdict: v.verdict,
+            reason: v.reason.as_deref(),
+            resumes: v.resumes,
+        },
         deleted: s.deleted.map(|m| Rfc3339(m.time)),
         forgotten_by_server: s.forgotten.iter().map(|m| Rfc3339(m.time)).collect(),
         same_session_as: &h.same_session_as,
@@ -489,14 +521,14 @@ fn session_json<'a>(
                 })
             })
             .collect(),
-        counts: json!({
-            "streams": s.streams.len(),
-            "events": c.events,
-            "requests": c.requests,
-            "responses": c.responses,
-            "errors": c.errors,
-            "notifications": c.notifications,
-        }),
+        counts: CountsRecord {
+            streams: s.streams.len(),
+            events: c.events,
+            requests: c.requests,
+            responses: c.responses,
+            errors: c.errors,
+            notifications: c.notifications,
+        },
         streams: StreamRecords { s, r, apart: false },
     }
 }
@@ -1081,6 +1113,15 @@ mod tests {
             .unwrap()
             .replace('\n', &pad)
             .into_bytes()
+    }
+
+    #[test]
+    fn a_stream_member_starts_at_its_indentation() {
+        let start = stream_member!("id");
+        assert_eq!(
+            start,
+            format!(",\n{}\"id\": ", " ".repeat(STREAM_MEMBER_INDENT))
+        );
     }
 
     #[test]
