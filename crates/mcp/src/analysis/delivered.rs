@@ -69,12 +69,14 @@ fn event_id(s: &Session, (si, ei): Pos32) -> Option<&str> {
 }
 
 impl Delivered {
-    pub(super) fn new(s: &Session) -> Delivered {
+    /// What `s`'s requests say; `learned`: how many events it will learn from at most (an
+    /// entry each in its indexes, sized at once rather than grown and rehashed as they come).
+    pub(super) fn new(s: &Session, learned: usize) -> Delivered {
         let mut d = Delivered {
             hasher: WireHasher::default(),
             token_owner: HashMap::default(),
-            first_seen: HashMap::default(),
-            id_seen: HashMap::default(),
+            first_seen: HashMap::with_capacity_and_hasher(learned, Default::default()),
+            id_seen: HashMap::with_capacity_and_hasher(learned, Default::default()),
             request_stream: WireMap::default(),
             progress_owner: WireMap::default(),
             last_integer: HashMap::default(),
