@@ -7,6 +7,8 @@
 //! view of a second counter, after a fallback) are that reset's: it states them, and its
 //! severity says whether a resume crossed them.
 
+use std::collections::hash_map::Entry;
+
 use serde::{Deserialize, Serialize};
 
 use super::{FindingKind, Findings, KindInfo, New, Severity, Subject};
@@ -33,23 +35,28 @@ pub(crate) fn detect(s: &Session, f: &mut Findings) {
     if s.revision.at_least(mcpf_mcp::revision::STATELESS) {
         return;
     }
-    let mut minted: WireMap<&str, Minted> = WireMap::default();
     let mut collided: Vec<(&str, Minted, Minted)> = Vec::new();
     // Fresh events only, from streams the input holds whole (a gap can misplace an event's
     // fields).
     let whole = |st: &&mcpf_mcp::model::Stream| st.resume.is_none() && !st.gap && !st.body_unknown;
+    // Sized for every event at once: the map is not grown (and rehashed) as it fills.
+    let events = s.streams.iter().filter(whole).map(|st| st.events.len()).sum();
+    let mut minted: WireMap<&str, Minted> =
+        WireMap::with_capacity_and_hasher(events, Default::default());
     for st in s.streams.iter().filter(whole) {
         for ev in &st.events {
             let Some(id) = ev.id.as_deref().filter(|i| !i.is_empty()) else {
                 continue;
             };
-            match minted.get(id) {
-                Some(&(other, at)) if other != st.idx => {
-                    collided.push((id, (other, at), (st.idx, ev.mark)))
+            match minted.entry(id) {
+                Entry::Occupied(e) => {
+                    let &(other, at) = e.get();
+                    if other != st.idx {
+                        collided.push((id, (other, at), (st.idx, ev.mark)));
+                    }
                 }
-                Some(_) => {}
-                None => {
-                    minted.insert(id, (st.idx, ev.mark));
+                Entry::Vacant(e) => {
+                    e.insert((st.idx, ev.mark));
                 }
             }
         }

@@ -116,12 +116,8 @@ fn after_cross_namespace_replay(s: &Session, ix: &Index<'_>, f: &mut Findings) {
 }
 
 fn inside_streams(s: &Session, f: &mut Findings) {
-    let seen: BTreeSet<u64> = s
-        .streams
-        .iter()
-        .flat_map(|st| st.events.iter())
-        .filter_map(|e| e.id.as_deref().and_then(ids::integer))
-        .collect();
+    // Every integer ID of the session, gathered at the first jump that needs them.
+    let mut seen: Option<BTreeSet<u64>> = None;
     for st in s.streams.iter().filter(|st| st.resume.is_none()) {
         let numbered: Vec<(usize, u64, Option<&str>)> = st
             .events
@@ -142,6 +138,13 @@ fn inside_streams(s: &Session, f: &mut Findings) {
             let delivered_elsewhere = if ta.is_some() {
                 0
             } else {
+                let seen = seen.get_or_insert_with(|| {
+                    s.streams
+                        .iter()
+                        .flat_map(|st| st.events.iter())
+                        .filter_map(|e| e.id.as_deref().and_then(ids::integer))
+                        .collect()
+                });
                 seen.range(a + 1..b).count() as u64
             };
             let missing = b - a - 1 - delivered_elsewhere;

@@ -28,7 +28,8 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
         .filter(|m| m.kind == Kind::Notification)
         .filter_map(|m| m.mcp.cancels.as_ref())
         .collect();
-    let ctx = Context::new(s);
+    // Worked out at the first request left unanswered: most sessions have none.
+    let mut ctx: Option<Context<'_>> = None;
     for (i, (si, req)) in ix.requests.iter().enumerate() {
         let Some(id) = &req.id else { continue };
         if rejected(s, *si) || cancelled.contains(&id) {
@@ -43,6 +44,7 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
         if st.cut_by_snaplen_only() && st.response_mark.is_some() {
             continue;
         }
+        let ctx = &*ctx.get_or_insert_with(|| Context::new(s));
         // Where its messages were last being delivered: its progress may have moved to a GET
         // stream after a fallback.
         let last_progress = req
@@ -73,7 +75,7 @@ pub(crate) fn detect(s: &Session, ix: &Index<'_>, f: &mut Findings) {
             progress: last_progress.map(|(ls, le, _)| Progress::of(s, ls, le)),
             cause,
         };
-        f.add(s, finding(s, &ctx, u));
+        f.add(s, finding(s, ctx, u));
     }
 }
 

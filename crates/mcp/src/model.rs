@@ -334,7 +334,27 @@ pub fn short_id(id: &str) -> String {
 
 /// `S1`, `S2`, ...: how reports name session `idx`.
 pub fn session_label(idx: SessionIdx) -> String {
-    format!("S{}", idx + 1)
+    label("S", idx)
+}
+
+/// `prefix` and `idx + 1` in decimal, without the formatting machinery: reports name every
+/// stream and session so, and `format!` cost several times the rest of it.
+fn label(prefix: &str, idx: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = (idx as u64).wrapping_add(1);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(prefix.len() + digits.len() - at);
+    out.push_str(prefix);
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out
 }
 
 /// A vantage point: an input, and the server endpoint a session's exchanges reached there. Two
@@ -391,7 +411,14 @@ impl Session {
 
 /// `post:s4`, `get:s2`, ...: how reports name stream `idx` of a session.
 pub fn stream_label(transport: StreamTransport, idx: StreamIdx) -> String {
-    format!("{}:s{}", transport.name(), idx + 1)
+    label(
+        match transport {
+            StreamTransport::Post => "post:s",
+            StreamTransport::Get => "get:s",
+            StreamTransport::LegacySse => "legacy-sse:s",
+        },
+        idx,
+    )
 }
 
 impl Stream {
@@ -870,5 +897,32 @@ impl Session {
             .iter()
             .filter(|f| self.seq(f.mark) <= at && last_init.is_none_or(|i| self.seq(f.mark) >= i))
             .min_by_key(|f| self.seq(f.mark))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_read_as_formatted() {
+        let mut idx: Vec<usize> = (0..1200).collect();
+        idx.extend([
+            9_999,
+            99_999,
+            123_456_788,
+            u32::MAX as usize,
+            usize::MAX - 1,
+        ]);
+        for i in idx {
+            assert_eq!(session_label(i), format!("S{}", i + 1));
+            for t in [
+                StreamTransport::Post,
+                StreamTransport::Get,
+                StreamTransport::LegacySse,
+            ] {
+                assert_eq!(stream_label(t, i), format!("{}:s{}", t.name(), i + 1));
+            }
+        }
     }
 }

@@ -4,13 +4,20 @@
 //! ends, because the detectors reason about whole sessions. As structs (an [`EventRec`], its
 //! boxed messages and their MCP details) a progress notification costs about 290 bytes of
 //! heap; packed with varints and time and frame deltas it costs about 50. Streams are unpacked
-//! once, when their session is finalized, chunk by chunk, so only one session at a time is ever
-//! held as structs, and never also packed.
+//! once, when their session is finalized, chunk by chunk, so a long stream is never held both
+//! packed and as structs.
+//!
+//! Packing and unpacking an event costs about as much as reading its JSON-RPC, so the first
+//! events of a stream are kept as they came while all the streams in progress hold few enough
+//! of them so ([`MAX_HELD`]); only what goes past that is packed. A capture whose sessions are
+//! not many at once is then never packed at all, and a busy one costs a fixed few megabytes
+//! more than packed.
 //!
 //! The bytes are written and read only here, by the same build, so a decode failure is a bug,
 //! not hostile input; it still never panics: decoding stops and returns what it read.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::model::{Attribution, EventRec, Namespace, RareEvent};
 use crate::jsonrpc::{
@@ -29,15 +36,89 @@ const NO_RARE: RareEvent = RareEvent {
 /// them while it is unpacked; in chunks, only the last one grows, and each is freed once read.
 const CHUNK: usize = 64 * 1024;
 
-/// Packed events of one stream.
-#[derive(Clone, Debug, Default)]
+/// Events and messages (each one unit, see [`Held::units`]) that the streams of the process
+/// hold as structs at most, together: a unit so held takes about 120 bytes more than packed,
+/// so this is at most about 16 MB more, whatever the capture. Past it, events are packed.
+const MAX_HELD: usize = 1 << 17;
+
+/// Units held as structs by every stream of the process (see [`MAX_HELD`]).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// A stream's first events, kept as structs while [`MAX_HELD`] allows; what they count against
+/// it is given back when they are unpacked or dropped.
+#[derive(Default)]
+struct Held {
+    events: Vec<EventRec>,
+    units: usize,
+}
+
+impl Held {
+    /// What an event counts against [`MAX_HELD`]: its record and each of its messages.
+    fn units(rec: &EventRec) -> usize {
+        1 + rec.messages.len()
+    }
+
+    /// Keeps `rec` as it is if the budget allows; gives it back otherwise.
+    fn hold(&mut self, rec: EventRec) -> Result<(), EventRec> {
+        let units = Held::units(&rec);
+        if HELD.fetch_add(units, Ordering::Relaxed) + units > MAX_HELD {
+            HELD.fetch_sub(units, Ordering::Relaxed);
+            return Err(rec);
+        }
+        self.units += units;
+        self.events.push(rec);
+        Ok(())
+    }
+
+    /// The events, their units given back.
+    fn take(&mut self) -> Vec<EventRec> {
+        HELD.fetch_sub(std::mem::take(&mut self.units), Ordering::Relaxed);
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl Clone for Held {
+    fn clone(&self) -> Self {
+        // A copy counts too (beyond the budget, if it is spent: copies are rare).
+        HELD.fetch_add(self.units, Ordering::Relaxed);
+        Held {
+            events: self.events.clone(),
+            units: self.units,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.units, Ordering::Relaxed);
+    }
+}
+
+/// The events, however they are held.
+impl std::fmt::Debug for PackedEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedEvents")
+            .field("mcp_evidence", &self.mcp_evidence)
+            .field("events", &self.events())
+            .finish()
+    }
+}
+
+/// Where the previous record left the deltas: its time, frame and input.
+type Last = (i64, u64, u32);
+
+/// Events of one stream: the first ones as structs (see [`Held`]), the rest packed.
+#[derive(Clone, Default)]
 pub(crate) struct PackedEvents {
+    /// Events kept as structs: all come before the packed ones.
+    held: Held,
     /// Whole records back to back; a record never spans two chunks.
     chunks: Vec<Vec<u8>>,
     count: u32,
     /// Some event carries an MCP message, or is the legacy transport's `endpoint` event.
     pub(crate) mcp_evidence: bool,
-    /// The previous event's time and frame: each event stores its difference from them.
+    /// The previous event's time and frame, held or packed: each packed event stores its
+    /// difference from them.
     last_time: i64,
     last_frame: u64,
     last_input: u32,
@@ -46,12 +127,20 @@ pub(crate) struct PackedEvents {
 impl PackedEvents {
     /// Writes it whole, for a spilled session.
     pub(crate) fn encode(&self, w: &mut Vec<u8>) {
+        // The events held as structs are packed first: the packed ones' deltas go on from them.
+        let mut held = Vec::new();
+        let mut last = Last::default();
+        for rec in &self.held.events {
+            put_record(&mut held, rec, &mut last);
+        }
         put_u64(w, u64::from(self.count));
         w.push(u8::from(self.mcp_evidence));
         put_i64(w, self.last_time);
         put_u64(w, self.last_frame);
         put_u64(w, u64::from(self.last_input));
-        put_u64(w, self.chunks.iter().map(Vec::len).sum::<usize>() as u64);
+        let packed = self.chunks.iter().map(Vec::len).sum::<usize>();
+        put_u64(w, (held.len() + packed) as u64);
+        w.extend_from_slice(&held);
         for c in &self.chunks {
             w.extend_from_slice(c);
         }
@@ -66,6 +155,7 @@ impl PackedEvents {
         let n = usize::try_from(r.u64()?).ok()?;
         let bytes = r.take(n)?;
         Some(PackedEvents {
+            held: Held::default(),
             chunks: if bytes.is_empty() {
                 Vec::new()
             } else {
@@ -86,12 +176,30 @@ impl PackedEvents {
         self.count == 0
     }
 
-    pub(crate) fn push(&mut self, rec: &EventRec) {
+    /// Adds the stream's next event: held as it is while nothing is packed yet and
+    /// [`MAX_HELD`] allows, else packed.
+    pub(crate) fn push(&mut self, rec: EventRec) {
         debug_assert!(
             rec.namespace == Namespace::Unknown && rec.attribution == Attribution::Unknown
         );
         self.mcp_evidence |=
             rec.endpoint().is_some() || rec.messages.iter().any(|m| m.is_mcp_evidence());
+        self.count += 1;
+        let mut last = (self.last_time, self.last_frame, self.last_input);
+        let rec = match self.chunks.is_empty() {
+            true => match self.held.hold(rec) {
+                Ok(()) => {
+                    let held = self.held.events.last();
+                    if let Some(rec) = held {
+                        (self.last_time, self.last_frame, self.last_input) =
+                            (rec.mark.time.0, rec.mark.frame.frame, rec.mark.frame.input);
+                    }
+                    return;
+                }
+                Err(rec) => rec,
+            },
+            false => rec,
+        };
         if self.chunks.last().is_none_or(|c| c.len() >= CHUNK) {
             if let Some(full) = self.chunks.last_mut() {
                 full.shrink_to_fit();
@@ -102,40 +210,8 @@ impl PackedEvents {
             return;
         };
         let start = w.len();
-        let rare = rec.rare.as_deref().unwrap_or(&NO_RARE);
-        let flags = u8::from(rec.id.is_some())
-            | u8::from(rare.event_type.is_some()) << 1
-            | u8::from(rare.endpoint.is_some()) << 2
-            | u8::from(rare.retry.is_some()) << 3
-            | u8::from(rec.priming) << 4
-            | u8::from(rec.after_gap) << 5
-            | u8::from(rec.estimated_time) << 6
-            | u8::from(rec.mark.frame.input != self.last_input) << 7;
-        w.push(flags);
-        put_opt_str(w, rec.id.as_deref());
-        put_opt_str(w, rare.event_type.as_deref());
-        put_opt_str(w, rare.endpoint.as_deref());
-        if let Some(r) = rare.retry {
-            put_u64(w, u64::from(r));
-        }
-        if rec.mark.frame.input != self.last_input {
-            put_u64(w, u64::from(rec.mark.frame.input));
-            self.last_input = rec.mark.frame.input;
-        }
-        put_i64(w, rec.mark.time.0.wrapping_sub(self.last_time));
-        put_i64(w, rec.mark.frame.frame.wrapping_sub(self.last_frame) as i64);
-        self.last_time = rec.mark.time.0;
-        self.last_frame = rec.mark.frame.frame;
-        w.extend_from_slice(&rec.data_hash.to_le_bytes());
-        put_u64(w, u64::from(rec.index));
-        put_u64(w, u64::from(rec.data_len));
-        // Where the data's bytes are, offset + 1 (0: not kept).
-        put_u64(w, rec.data_at);
-        put_u64(w, rec.messages.len() as u64);
-        for m in rec.messages.iter() {
-            put_message(w, m);
-        }
-        self.count += 1;
+        put_record(w, &rec, &mut last);
+        (self.last_time, self.last_frame, self.last_input) = last;
         if w.len() > CHUNK && start > 0 {
             // The record goes on in a chunk of its own rather than growing this one past it.
             let next = w[start..].to_vec();
@@ -160,10 +236,13 @@ impl PackedEvents {
 
     /// The events as structs; each chunk is freed once read, so a long stream is not held
     /// twice.
-    pub(crate) fn unpack(self) -> Vec<EventRec> {
-        let mut at = (0i64, 0u64, 0u32);
-        let mut out = Vec::with_capacity(self.len());
-        for chunk in self.chunks {
+    pub(crate) fn unpack(mut self) -> Vec<EventRec> {
+        let mut out = self.held.take();
+        let mut at = out.last().map_or(Last::default(), |rec| {
+            (rec.mark.time.0, rec.mark.frame.frame, rec.mark.frame.input)
+        });
+        out.reserve_exact(self.len() - out.len());
+        for chunk in std::mem::take(&mut self.chunks) {
             if !read_chunk(&chunk, self.count as usize, &mut at, &mut out) {
                 break;
             }
@@ -171,10 +250,13 @@ impl PackedEvents {
         out
     }
 
-    /// The same, leaving them packed.
+    /// The same, leaving them as they are.
     pub(crate) fn events(&self) -> Vec<EventRec> {
-        let mut at = (0i64, 0u64, 0u32);
         let mut out = Vec::with_capacity(self.len());
+        out.extend(self.held.events.iter().cloned());
+        let mut at = out.last().map_or(Last::default(), |rec| {
+            (rec.mark.time.0, rec.mark.frame.frame, rec.mark.frame.input)
+        });
         for chunk in &self.chunks {
             if !read_chunk(chunk, self.len(), &mut at, &mut out) {
                 break;
@@ -184,12 +266,50 @@ impl PackedEvents {
     }
 }
 
+/// Writes one event's record, its time and frame as differences from `last`, which it moves on.
+fn put_record(w: &mut Vec<u8>, rec: &EventRec, last: &mut Last) {
+    let (last_time, last_frame, last_input) = last;
+    let rare = rec.rare.as_deref().unwrap_or(&NO_RARE);
+    let flags = u8::from(rec.id.is_some())
+        | u8::from(rare.event_type.is_some()) << 1
+        | u8::from(rare.endpoint.is_some()) << 2
+        | u8::from(rare.retry.is_some()) << 3
+        | u8::from(rec.priming) << 4
+        | u8::from(rec.after_gap) << 5
+        | u8::from(rec.estimated_time) << 6
+        | u8::from(rec.mark.frame.input != *last_input) << 7;
+    w.push(flags);
+    put_opt_str(w, rec.id.as_deref());
+    put_opt_str(w, rare.event_type.as_deref());
+    put_opt_str(w, rare.endpoint.as_deref());
+    if let Some(r) = rare.retry {
+        put_u64(w, u64::from(r));
+    }
+    if rec.mark.frame.input != *last_input {
+        put_u64(w, u64::from(rec.mark.frame.input));
+        *last_input = rec.mark.frame.input;
+    }
+    put_i64(w, rec.mark.time.0.wrapping_sub(*last_time));
+    put_i64(w, rec.mark.frame.frame.wrapping_sub(*last_frame) as i64);
+    *last_time = rec.mark.time.0;
+    *last_frame = rec.mark.frame.frame;
+    w.extend_from_slice(&rec.data_hash.to_le_bytes());
+    put_u64(w, u64::from(rec.index));
+    put_u64(w, u64::from(rec.data_len));
+    // Where the data's bytes are, offset + 1 (0: not kept).
+    put_u64(w, rec.data_at);
+    put_u64(w, rec.messages.len() as u64);
+    for m in rec.messages.iter() {
+        put_message(w, m);
+    }
+}
+
 /// Reads the events of one chunk into `out`, up to `count` in all; false (a bug, never input)
 /// if they do not decode.
 fn read_chunk(
     chunk: &[u8],
     count: usize,
-    (time, frame, input): &mut (i64, u64, u32),
+    (time, frame, input): &mut Last,
     out: &mut Vec<EventRec>,
 ) -> bool {
     let mut r = Reader::new(chunk);
@@ -695,7 +815,7 @@ mod tests {
             r.after_gap = i == 3;
             r.estimated_time = i == 4;
             r.mark.frame.input = (i / 4) as u32;
-            packed.push(&r);
+            packed.push(r.clone());
             recs.push(r);
         }
         assert!(
@@ -723,9 +843,51 @@ mod tests {
         }
     }
 
+    /// Events of a stream that packs from its first event on, as one does once [`MAX_HELD`] is
+    /// spent.
+    fn packing() -> PackedEvents {
+        PackedEvents {
+            chunks: vec![Vec::new()],
+            ..PackedEvents::default()
+        }
+    }
+
+    #[test]
+    fn events_held_then_packed_round_trip() {
+        let mut packed = PackedEvents::default();
+        let mut recs = Vec::new();
+        for (i, p) in PAYLOADS.iter().enumerate() {
+            if i == 4 {
+                // The budget spent: what comes next is packed.
+                packed.chunks.push(Vec::new());
+            }
+            let mut r = rec(Some(&format!("{i}")), p, 7_000 * i as i64, 3 * i as u64);
+            r.mark.frame.input = (i / 3) as u32;
+            packed.push(r.clone());
+            recs.push(r);
+        }
+        assert_eq!(packed.len(), recs.len());
+        let mut w = Vec::new();
+        packed.encode(&mut w);
+        let spilled = PackedEvents::decode(&mut Reader::new(&w)).expect("decodes");
+        assert_eq!(format!("{spilled:?}"), format!("{packed:?}"));
+        for back in [packed.events(), spilled.unpack(), packed.clone().unpack()] {
+            assert_eq!(back.len(), recs.len());
+            for (a, b) in recs.iter().zip(&back) {
+                same(a, b);
+            }
+        }
+        let units: usize = recs.iter().map(Held::units).sum();
+        assert!(packed.held.units <= units);
+        assert_eq!(
+            packed.held.units,
+            packed.held.events.iter().map(Held::units).sum::<usize>()
+        );
+    }
+
     #[test]
     fn events_over_many_chunks_round_trip() {
-        let mut packed = PackedEvents::default();
+        let mut packed = packing();
         let mut recs = Vec::new();
         for i in 0..6000u64 {
             // Now and then a record far larger than the others, to end a chunk early.
@@ -740,7 +902,7 @@ mod tests {
                 i as i64,
                 i,
             );
-            packed.push(&r);
+            packed.push(r.clone());
             recs.push(r);
         }
         packed.shrink_to_fit();
@@ -761,10 +923,10 @@ mod tests {
 
     #[test]
     fn packed_progress_events_are_small() {
-        let mut packed = PackedEvents::default();
+        let mut packed = packing();
         let p = PAYLOADS[0];
         for i in 0..1000u64 {
-            packed.push(&rec(
+            packed.push(rec(
                 Some(&format!("1-{i}")),
                 p,
                 1_700_000_000_000_000_000 + i as i64 * 3_000_000,
@@ -798,7 +960,7 @@ mod tests {
                     (bits & 1 != 0).then_some(u32::from(bits)),
                 );
                 r.priming = bits & 4 != 0;
-                packed.push(&r);
+                packed.push(r.clone());
                 recs.push(r);
             }
             let back = packed.unpack();

@@ -53,17 +53,30 @@ fn ns_of(ns: Option<u32>) -> Namespace {
     ns.map_or(Namespace::Unknown, |si| Namespace::Stream(si as StreamIdx))
 }
 
+/// Request `id`'s messages are now being delivered on stream `owner`. Its ID is copied only
+/// the first time: a request's progress notifications are many.
+fn set_stream(request_stream: &mut WireMap<RequestId, StreamIdx>, id: &RequestId, owner: usize) {
+    match request_stream.get_mut(id) {
+        Some(st) => *st = owner,
+        None => {
+            request_stream.insert(id.clone(), owner);
+        }
+    }
+}
+
 fn event_id(s: &Session, (si, ei): Pos32) -> Option<&str> {
     s.streams[si as usize].events[ei as usize].id.as_deref()
 }
 
 impl Delivered {
-    pub(super) fn new(s: &Session) -> Delivered {
+    /// What `s`'s requests say; `learned`: how many events it will learn from at most (an
+    /// entry each in its indexes, sized at once rather than grown and rehashed as they come).
+    pub(super) fn new(s: &Session, learned: usize) -> Delivered {
         let mut d = Delivered {
             hasher: WireHasher::default(),
             token_owner: HashMap::default(),
-            first_seen: HashMap::default(),
-            id_seen: HashMap::default(),
+            first_seen: HashMap::with_capacity_and_hasher(learned, Default::default()),
+            id_seen: HashMap::with_capacity_and_hasher(learned, Default::default()),
             request_stream: WireMap::default(),
             progress_owner: WireMap::default(),
             last_integer: HashMap::default(),
@@ -119,12 +132,12 @@ impl Delivered {
                         .as_ref()
                         .and_then(|t| self.progress_owner.get(t))
                     {
-                        self.request_stream.insert(req.clone(), owner);
+                        set_stream(&mut self.request_stream, req, owner);
                     }
                 }
                 Kind::Response | Kind::Error => {
                     if let Some(id) = &m.id {
-                        self.request_stream.insert(id.clone(), owner);
+                        set_stream(&mut self.request_stream, id, owner);
                     }
                 }
                 _ => {}

@@ -68,11 +68,11 @@ fn went_on_in(st: &Stream) -> Option<Namespace> {
 /// One walk over the events in capture order; `resumed`: the stream each resume went on in,
 /// once known.
 fn walk(s: &mut Session, order: &[(Seq, StreamIdx, usize)], resumed: &[Option<Namespace>]) {
-    let mut known = Delivered::new(s);
     // Only resume streams look back at what was delivered before them.
     let last_replay = order
         .iter()
         .rposition(|&(_, si, _)| s.streams[si].resume.is_some());
+    let mut known = Delivered::new(s, last_replay.unwrap_or(0));
     for (n, &(_, si, ei)) in order.iter().enumerate() {
         let resume = s.streams[si].resume.as_ref().map(|r| r.continues);
         let ev = &s.streams[si].events[ei];

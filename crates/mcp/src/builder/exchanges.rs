@@ -321,36 +321,38 @@ impl Builder {
         rec.set_data(self.payloads.append(ev.data.as_bytes()));
         match self.open.get_mut(&exchange) {
             Some(Filing::Pending(stream, Pending::Get)) => {
-                stream.packed.push(&rec);
-                self.resolve_get(exchange, rec.endpoint());
+                let endpoint = rec.rare.as_ref().and_then(|r| r.endpoint.clone());
+                stream.packed.push(rec);
+                self.resolve_get(exchange, endpoint.as_deref());
             }
-            Some(Filing::Pending(stream, _)) => stream.packed.push(&rec),
+            Some(Filing::Pending(stream, _)) => stream.packed.push(rec),
             Some(Filing::Unheld(..)) => {}
             Some(&mut Filing::Session(s, pos)) => {
                 if self.flush.is_some() {
                     self.touch(s, rec.mark.time);
                     self.flush_quiet(rec.mark.time);
                 }
+                // Noted before the stream takes the event, at the position it takes.
+                self.note_carrier(s, pos, &rec);
                 if let Some(session) = self.live_mut(s) {
                     session.events_held += 1;
                     if let Some(stream) = session.streams.get_mut(pos) {
                         stream.gap |= rec.after_gap;
-                        stream.packed.push(&rec);
+                        stream.packed.push(rec);
                     }
                 }
-                self.note_carrier(s, pos, &rec);
             }
             None => {
                 let mut orphan = self.orphan(exchange, rec.mark);
                 orphan.event_stream = true;
-                orphan.packed.push(&rec);
+                orphan.packed.push(rec);
                 self.open_filing(exchange, Filing::Pending(Box::new(orphan), Pending::Orphan));
             }
         }
     }
 
-    /// Files an event of stream `pos` of session `s` in the index of IDs carried across sessions;
-    /// a resume's event another session carried first is noted on the stream.
+    /// Files the next event of stream `pos` of session `s` in the index of IDs carried across
+    /// sessions; a resume's event another session carried first is noted on the stream.
     fn note_carrier(&mut self, s: SessionIdx, pos: usize, rec: &EventRec) {
         let Some(id) = rec
             .id
@@ -374,7 +376,7 @@ impl Builder {
             exchange: stream.exchange,
             mark: rec.mark,
             data: rec.data(),
-            event: u32::try_from(stream.packed.len().saturating_sub(1)).unwrap_or(u32::MAX),
+            event: u32::try_from(stream.packed.len()).unwrap_or(u32::MAX),
             on_resume: stream.resume.is_some(),
         };
         let foreign = self.carriers.arrive(&arrival);

@@ -682,7 +682,7 @@ mod tests {
             after_gap: true,
             estimated_time: false,
         };
-        s.streams[1].packed.push(&ev);
+        s.streams[1].packed.push(ev);
         s.events_held = 1;
         s.streams[1].events_unheld = 3;
         let back = decode(&encode(&s)).expect("decodes");

@@ -189,7 +189,7 @@ struct StreamRecord<'a> {
     exchange: String,
     input: mcpf_model::InputId,
     method: &'a str,
-    target: String,
+    target: std::borrow::Cow<'a, str>,
     client: Endpoint,
     status: Option<u16>,
     content_type: Option<&'a str>,
@@ -230,7 +230,7 @@ fn stream_json<'a>(s: &Session, st: &'a mcpf_mcp::model::Stream, r: &Redactor) -
         exchange: st.exchange.to_string(),
         input: st.input,
         method: &st.method,
-        target: r.target(&st.target).into_owned(),
+        target: r.target(&st.target),
         client: Endpoint(st.client),
         status: st.status,
         content_type: st.content_type.as_deref(),
@@ -295,7 +295,7 @@ struct SessionRecord<'a> {
     transport_mode_header: Option<&'a str>,
     not_determinable: Value,
     fell_back: Option<Value>,
-    resumption: Value,
+    resumption: ResumptionRecord<'a>,
     deleted: Option<Rfc3339>,
     forgotten_by_server: Vec<Rfc3339>,
     same_session_as: &'a [String],
@@ -303,8 +303,28 @@ struct SessionRecord<'a> {
     continues: Option<String>,
     sources: Vec<&'a str>,
     merged_sources: Value,
-    counts: Value,
+    counts: CountsRecord,
+    #[serde(skip_serializing_if = "StreamRecords::apart")]
     streams: StreamRecords<'a>,
+}
+
+/// A session's resumption verdict as its record has it.
+#[derive(Serialize)]
+struct ResumptionRecord<'a> {
+    verdict: &'static str,
+    reason: Option<&'a str>,
+    resumes: usize,
+}
+
+/// A session's counts as its record has it.
+#[derive(Serialize)]
+struct CountsRecord {
+    streams: usize,
+    events: usize,
+    requests: usize,
+    responses: usize,
+    errors: usize,
+    notifications: usize,
 }
 
 /// A session's streams, each made into its record as it is written: a session can hold
@@ -312,12 +332,119 @@ struct SessionRecord<'a> {
 struct StreamRecords<'a> {
     s: &'a Session,
     r: &'a Redactor,
+    /// Written after the rest of the record by [`write_pretty_streams`], not by serde.
+    apart: bool,
+}
+
+impl StreamRecords<'_> {
+    fn apart(&self) -> bool {
+        self.apart
+    }
 }
 
 impl Serialize for StreamRecords<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let (s, r) = (self.s, self.r);
         ser.collect_seq(s.streams.iter().map(|st| stream_json(s, st, r)))
+    }
+}
+
+/// How a pretty session record (at [`Indented::at`] 4) ends: its last member's line, its brace.
+const SESSION_END: &[u8] = b"\n    }";
+
+/// Spaces before a stream record of a pretty session record, and before each of its members.
+const STREAM_INDENT: usize = 8;
+const STREAM_MEMBER_INDENT: usize = STREAM_INDENT + 2;
+
+/// The `streams` member of a pretty session record, its last, after the others: the same text
+/// as serde_json with [`Indented`] writes, but each record's keys are written as they are (they
+/// need no escaping), since a large capture's report is mostly stream records.
+fn write_pretty_streams<W: Write>(w: &mut W, s: &Session, r: &Redactor) -> io::Result<()> {
+    w.write_all(&LINE[..2 + STREAM_INDENT - 2])?;
+    w.write_all(b"\"streams\": [")?;
+    for (n, st) in s.streams.iter().enumerate() {
+        w.write_all(&LINE[usize::from(n == 0)..2 + STREAM_INDENT])?;
+        stream_json(s, st, r).write_pretty(w)?;
+    }
+    if !s.streams.is_empty() {
+        w.write_all(&LINE[1..2 + STREAM_INDENT - 2])?;
+    }
+    w.write_all(b"]")
+}
+
+/// What comes before a stream record member's value, in one piece: `,`, a newline, the
+/// indentation of [`STREAM_MEMBER_INDENT`] spaces, the key (which needs no escaping) and `": `.
+macro_rules! stream_member {
+    ($key:literal) => {
+        concat!(",\n          \"", $key, "\": ")
+    };
+}
+
+/// The members of a stream record written one by one, as [`Indented`] writes them inside a
+/// pretty session record.
+struct PrettyMembers<'w, W: Write> {
+    w: &'w mut W,
+    first: bool,
+}
+
+impl<W: Write> PrettyMembers<'_, W> {
+    /// A member, `start` from [`stream_member`]: the first one without its comma.
+    fn member(&mut self, start: &str, value: &impl Serialize) -> io::Result<()> {
+        self.w
+            .write_all(&start.as_bytes()[usize::from(self.first)..])?;
+        self.first = false;
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut *self.w,
+            Indented::at(STREAM_MEMBER_INDENT),
+        );
+        value.serialize(&mut ser).map_err(io::Error::from)
+    }
+}
+
+impl StreamRecord<'_> {
+    /// The record as serde_json with [`Indented`] writes it inside a pretty session record:
+    /// the derived `Serialize` writes the same members in the same order (see the tests).
+    fn write_pretty<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(b"{")?;
+        let mut m = PrettyMembers {
+            w: &mut *w,
+            first: true,
+        };
+        m.member(stream_member!("id"), &self.id)?;
+        m.member(stream_member!("transport"), &self.transport)?;
+        m.member(stream_member!("exchange"), &self.exchange)?;
+        m.member(stream_member!("input"), &self.input)?;
+        m.member(stream_member!("method"), &self.method)?;
+        m.member(stream_member!("target"), &self.target)?;
+        m.member(stream_member!("client"), &self.client)?;
+        m.member(stream_member!("status"), &self.status)?;
+        m.member(stream_member!("content_type"), &self.content_type)?;
+        m.member(stream_member!("event_stream"), &self.event_stream)?;
+        m.member(stream_member!("opened"), &self.opened)?;
+        m.member(stream_member!("opened_frame"), &self.opened_frame)?;
+        m.member(stream_member!("ended"), &self.ended)?;
+        m.member(stream_member!("ended_frame"), &self.ended_frame)?;
+        m.member(stream_member!("outcome"), &self.outcome)?;
+        m.member(stream_member!("closed_by"), &self.closed_by)?;
+        m.member(stream_member!("requests"), &self.requests)?;
+        m.member(stream_member!("methods"), &self.methods)?;
+        m.member(stream_member!("events"), &self.events)?;
+        m.member(stream_member!("first_event_id"), &self.first_event_id)?;
+        m.member(stream_member!("last_event_id"), &self.last_event_id)?;
+        m.member(stream_member!("comments"), &self.comments)?;
+        m.member(stream_member!("retry_ms"), &self.retry_ms)?;
+        m.member(stream_member!("resume"), &self.resume)?;
+        m.member(stream_member!("session_id_sent"), &self.session_id_sent)?;
+        m.member(
+            stream_member!("session_id_received"),
+            &self.session_id_received,
+        )?;
+        m.member(stream_member!("gap"), &self.gap)?;
+        m.member(stream_member!("gap_bytes"), &self.gap_bytes)?;
+        m.member(stream_member!("body_unknown"), &self.body_unknown)?;
+        m.member(stream_member!("events_unheld"), &self.events_unheld)?;
+        w.write_all(&LINE[1..2 + STREAM_INDENT])?;
+        w.write_all(b"}")
     }
 }
 
@@ -366,7 +493,11 @@ fn session_json<'a>(
             .map(|(k, lack)| json!({ "kind": k, "reason": crate::lacks::reason(lack) }))
             .collect(),
         fell_back,
-        resumption: json!({ "verdict": v.verdict, "reason": v.reason, "resumes": v.resumes }),
+        resumption: ResumptionRecord {
+            verdict: v.verdict,
+            reason: v.reason.as_deref(),
+            resumes: v.resumes,
+        },
         deleted: s.deleted.map(|m| Rfc3339(m.time)),
         forgotten_by_server: s.forgotten.iter().map(|m| Rfc3339(m.time)).collect(),
         same_session_as: &h.same_session_as,
@@ -390,15 +521,15 @@ fn session_json<'a>(
                 })
             })
             .collect(),
-        counts: json!({
-            "streams": s.streams.len(),
-            "events": c.events,
-            "requests": c.requests,
-            "responses": c.responses,
-            "errors": c.errors,
-            "notifications": c.notifications,
-        }),
-        streams: StreamRecords { s, r },
+        counts: CountsRecord {
+            streams: s.streams.len(),
+            events: c.events,
+            requests: c.requests,
+            responses: c.responses,
+            errors: c.errors,
+            notifications: c.notifications,
+        },
+        streams: StreamRecords { s, r, apart: false },
     }
 }
 
@@ -869,12 +1000,33 @@ pub(super) fn write_session_record<W: Write>(
     r: &Redactor,
     out: W,
 ) -> io::Result<W> {
-    let v = session_json(h, s, input_paths, r);
+    let mut v = session_json(h, s, input_paths, r);
     match format {
         RecordFormat::Pretty => {
-            let mut ser = serde_json::Serializer::with_formatter(out, Indented::at(4));
-            v.serialize(&mut ser)?;
-            Ok(ser.into_inner())
+            // All but the streams, which are the last member: they are written after it.
+            v.streams.apart = true;
+            let mut head = Vec::with_capacity(4096);
+            v.serialize(&mut serde_json::Serializer::with_formatter(
+                &mut head,
+                Indented::at(4),
+            ))?;
+            let mut out = out;
+            match head.strip_suffix(SESSION_END) {
+                Some(members) => {
+                    out.write_all(members)?;
+                    write_pretty_streams(&mut out, s, r)?;
+                    out.write_all(SESSION_END)?;
+                }
+                // Never: a session record has members. Written whole, as serde writes it.
+                None => {
+                    v.streams.apart = false;
+                    v.serialize(&mut serde_json::Serializer::with_formatter(
+                        &mut out,
+                        Indented::at(4),
+                    ))?;
+                }
+            }
+            Ok(out)
         }
         _ => {
             let mut ser = serde_json::Serializer::new(out);
@@ -961,6 +1113,97 @@ mod tests {
             .unwrap()
             .replace('\n', &pad)
             .into_bytes()
+    }
+
+    #[test]
+    fn a_stream_member_starts_at_its_indentation() {
+        let start = stream_member!("id");
+        assert_eq!(
+            start,
+            format!(",\n{}\"id\": ", " ".repeat(STREAM_MEMBER_INDENT))
+        );
+    }
+
+    #[test]
+    fn stream_records_are_written_as_serde_writes_them() {
+        let ids = [
+            mcpf_mcp::jsonrpc::RequestId::Number("7".into()),
+            mcpf_mcp::jsonrpc::RequestId::String("a\"b\u{1}".into()),
+        ];
+        let full = || StreamRecord {
+            id: "get:s12".into(),
+            transport: "get",
+            exchange: "tcp7#2".into(),
+            input: 3,
+            method: "GET",
+            target: "/mcp?x=\"é\"\n".into(),
+            client: Endpoint("10.0.0.1:40000".parse().unwrap()),
+            status: Some(200),
+            content_type: Some("text/event-stream"),
+            event_stream: true,
+            opened: Rfc3339(mcpf_model::Timestamp(1_700_000_000_123_456_789)),
+            opened_frame: 24,
+            ended: Some(Rfc3339(mcpf_model::Timestamp(-5))),
+            ended_frame: Some(u64::MAX),
+            outcome: Some(mcpf_http::Outcome::Reset),
+            closed_by: Some("server"),
+            requests: ids.iter().collect(),
+            methods: vec!["initialize", "tools/call"],
+            events: 29,
+            first_event_id: Some("3-10"),
+            last_event_id: Some(""),
+            comments: 1,
+            retry_ms: Some(1000),
+            resume: Some(ResumeRecord {
+                last_event_id: "3-9",
+                continues: Some("post:s5".into()),
+                also_seen_on: vec!["post:s1".into(), "get:s2".into()],
+            }),
+            session_id_sent: Some("325554a4"),
+            session_id_received: None,
+            gap: true,
+            gap_bytes: 12,
+            body_unknown: false,
+            events_unheld: 3,
+        };
+        let bare = || StreamRecord {
+            status: None,
+            content_type: None,
+            ended: None,
+            ended_frame: None,
+            outcome: None,
+            closed_by: None,
+            requests: Vec::new(),
+            methods: Vec::new(),
+            first_event_id: None,
+            last_event_id: None,
+            retry_ms: None,
+            resume: Some(ResumeRecord {
+                last_event_id: "",
+                continues: None,
+                also_seen_on: Vec::new(),
+            }),
+            ..full()
+        };
+        let none = StreamRecord {
+            resume: None,
+            ..bare()
+        };
+        for record in [full(), bare(), none] {
+            let mut by_serde = Vec::new();
+            record
+                .serialize(&mut serde_json::Serializer::with_formatter(
+                    &mut by_serde,
+                    Indented::at(STREAM_INDENT),
+                ))
+                .unwrap();
+            let mut by_hand = Vec::new();
+            record.write_pretty(&mut by_hand).unwrap();
+            assert_eq!(
+                String::from_utf8(by_hand).unwrap(),
+                String::from_utf8(by_serde).unwrap()
+            );
+        }
     }
 
     #[test]
