@@ -19,6 +19,10 @@ use mcpf_model::{CorruptUnit, FrameRef, InputId, Note, NoteKind, Timestamp};
 /// real link-layer frames are 256 KiB), so the buffer grows up to that (plus this margin) and no
 /// further: a crafted length field cannot make us allocate gigabytes.
 const INITIAL_BUFFER: usize = 1 << 20;
+/// The buffer's first size: it doubles up to [`INITIAL_BUFFER`] as reads fill it, so a small
+/// input (one of thousands of rotated files, reopened each time its turn comes) costs a small
+/// buffer, and an empty source none.
+const FIRST_BUFFER: usize = 64 << 10;
 pub(crate) const MAX_RECORD: usize = 16 << 20;
 
 /// A pcap record claiming more captured bytes than this, and than the file's snap length, is
@@ -176,7 +180,7 @@ impl Window {
     fn new(source: BoxedRead) -> Self {
         Window {
             source,
-            buf: vec![0; INITIAL_BUFFER],
+            buf: Vec::new(),
             start: 0,
             end: 0,
             consumed: 0,
@@ -215,6 +219,11 @@ impl Window {
     /// [`Self::fill`] when the bytes are not there yet.
     fn read_more(&mut self, n: usize) -> usize {
         while self.end - self.start < n && !self.eof {
+            let cramped = self.buf.len() - self.start < n;
+            if cramped && self.buf.len() < INITIAL_BUFFER {
+                let grown = (self.buf.len() * 2).clamp(FIRST_BUFFER, INITIAL_BUFFER);
+                self.buf.resize(grown, 0);
+            }
             if self.buf.len() < n {
                 self.buf.resize(n + INITIAL_BUFFER, 0);
             }
