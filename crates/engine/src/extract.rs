@@ -6,7 +6,7 @@ use std::io::Write;
 
 use mcpf_capture::CaptureStage;
 use mcpf_http::{HttpEvent, HttpSink};
-use mcpf_records::{Header, InputEntry, RecordWriter, RunStats, TcpCounts};
+use mcpf_records::{Header, InputEntry, RecordWriter, RunStats};
 
 use crate::analyze::{Consumer, Front, Stages};
 use crate::{Engine, EngineError, Observer, Opened};
@@ -122,12 +122,7 @@ fn finish<W: Write + Send>(stages: Stages<ToRecords<W>>) -> Result<(W, Extracted
     }
     let stats = RunStats {
         http,
-        tcp: TcpCounts {
-            connections: tcp.connections,
-            connections_with_gaps: tcp.connections_with_gaps,
-            gap_bytes: tcp.gap_bytes,
-            snaplen_bytes: tcp.snaplen_bytes,
-        },
+        tcp: tcp.counts(),
         tls,
         failed: fed.failed,
     };

@@ -158,6 +158,27 @@ pub struct TcpLoss {
 }
 
 impl TcpLoss {
+    /// What a record file keeps of it.
+    pub(crate) fn counts(&self) -> mcpf_records::TcpCounts {
+        mcpf_records::TcpCounts {
+            connections: self.connections,
+            connections_with_gaps: self.connections_with_gaps,
+            gap_bytes: self.gap_bytes,
+            snaplen_bytes: self.snaplen_bytes,
+        }
+    }
+
+    /// The loss a record file's counts say (no input's share, no spans: the records have none).
+    pub(crate) fn from_counts(c: &mcpf_records::TcpCounts) -> TcpLoss {
+        TcpLoss {
+            connections: c.connections,
+            connections_with_gaps: c.connections_with_gaps,
+            gap_bytes: c.gap_bytes,
+            snaplen_bytes: c.snaplen_bytes,
+            ..TcpLoss::default()
+        }
+    }
+
     /// Counts a connection that closed, with what its directions missed.
     pub(crate) fn count(&mut self, event: &TcpEvent<'_>) {
         let TcpEvent::Closed { summary } = event else {

@@ -176,19 +176,16 @@ impl Opened {
 /// The header of `path` when its first line says it is a record file of `extract` (a file that
 /// cannot be read is left to the other formats, which say why).
 fn record_header(path: &str) -> Option<Result<mcpf_records::Header, mcpf_records::RecordError>> {
-    use std::io::Read;
+    use std::io::BufRead;
     // Only a regular file is peeked at: the bytes of a stream (standard input, a FIFO) can be
     // read once, by the reader of what it is.
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return None;
     }
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut first = Vec::with_capacity(512);
-    (&mut file).take(512).read_to_end(&mut first).ok()?;
-    if !mcpf_records::looks_like_records(&first) {
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    // The first bytes are looked at where the reader holds them, then read as the header.
+    if !mcpf_records::looks_like_records(reader.fill_buf().ok()?) {
         return None;
     }
-    let file = std::fs::File::open(path).ok()?;
-    let reader = std::io::BufReader::new(file);
     Some(mcpf_records::RecordReader::open(reader).map(|(h, _)| h))
 }

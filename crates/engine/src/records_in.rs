@@ -337,11 +337,7 @@ fn stages(
         capabilities.extend(s.tail.capabilities);
         let Some(st) = s.tail.stats else { continue };
         stats.http.merge(&st.http);
-        let t = &mut stats.tcp;
-        t.connections += st.tcp.connections;
-        t.connections_with_gaps += st.tcp.connections_with_gaps;
-        t.gap_bytes += st.tcp.gap_bytes;
-        t.snaplen_bytes += st.tcp.snaplen_bytes;
+        stats.tcp.add(&st.tcp);
         stats.failed |= st.failed;
         if let Some(mut other) = st.tls {
             for a in &mut other.failures {
@@ -369,13 +365,7 @@ fn stages(
         }
     }
     reports.sort_by_key(|r| r.index);
-    let tcp = TcpLoss {
-        connections: stats.tcp.connections,
-        connections_with_gaps: stats.tcp.connections_with_gaps,
-        gap_bytes: stats.tcp.gap_bytes,
-        snaplen_bytes: stats.tcp.snaplen_bytes,
-        ..TcpLoss::default()
-    };
+    let tcp = TcpLoss::from_counts(&stats.tcp);
     Stages {
         fed: Fed {
             reports,

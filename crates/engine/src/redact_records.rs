@@ -27,10 +27,7 @@ pub(crate) fn event(r: &Redactor, event: &mut HttpEvent) {
 
 fn headers(r: &Redactor, headers: &mut Headers) {
     for (name, value) in &mut headers.0 {
-        let shown = r.header(name, value);
-        if shown != *value {
-            *value = shown;
-        }
+        *value = r.header(name, value);
     }
 }
 

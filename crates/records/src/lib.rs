@@ -129,6 +129,16 @@ pub struct TcpCounts {
     pub snaplen_bytes: u64,
 }
 
+impl TcpCounts {
+    /// Adds another run's counts (the files of a run over several record files).
+    pub fn add(&mut self, other: &TcpCounts) {
+        self.connections += other.connections;
+        self.connections_with_gaps += other.connections_with_gaps;
+        self.gap_bytes += other.gap_bytes;
+        self.snaplen_bytes += other.snaplen_bytes;
+    }
+}
+
 /// The last line: a file without it was cut short.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct End {
